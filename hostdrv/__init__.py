@@ -1,0 +1,1 @@
+"""netfpga-rl host driver: protocol, reference switch model, soft switch and clients."""

