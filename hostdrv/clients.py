@@ -1,0 +1,854 @@
+"""Clients: in-network all-reduce (:class:`Aggregator`) and replay (:class:`ReplayClient`).
+
+Both speak the protocol of ``docs/protocol.md`` over a
+:class:`~hostdrv.transport.DatagramTransport` and read the switch
+configuration through :class:`~hostdrv.control.SwitchControl`; the URL picks
+the backend (soft switch, simulation, board).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hostdrv import regmap
+from hostdrv.control import ROLE_ACTOR, ROLE_LEARNER, ROLE_WORKER, SwitchControl
+from hostdrv.protocol import (
+    BLOCK,
+    HEADER,
+    HEADER_LEN,
+    MAX_BATCH,
+    MAX_MEMBERS,
+    MAX_PUSH_RECORDS,
+    MAX_UPDATE_PAIRS,
+    VERSION,
+    Flags,
+    Opcode,
+)
+from hostdrv.transport import (
+    Backend,
+    DatagramTransport,
+    SwitchTimeoutError,
+    ip_to_int,
+    open_datagram,
+)
+
+_RESULT = int(Opcode.RESULT)
+_GRADIENT = int(Opcode.GRADIENT)
+_PUSH_ACK = int(Opcode.PUSH_ACK)
+_SAMPLE_RESP = int(Opcode.SAMPLE_RESP)
+_INT32 = int(Flags.INT32)
+_RESEND = int(Flags.RESEND)
+_PRIORITIZED = int(Flags.PRIORITIZED)
+_DESC = struct.Struct("<IIQII")
+_M32 = 0xFFFFFFFF
+_RECV_BYTES = 65536
+
+
+class AllreduceTimeoutError(SwitchTimeoutError):
+    """No RESULT for a chunk after every retransmission.
+
+    Attributes
+    ----------
+    slot, round, chunk:
+        The slot and round that got no answer, and the chunk of the tensor.
+    """
+
+    def __init__(self, url: str, slot: int, round_: int, chunk: int, tries: int) -> None:
+        self.slot = slot
+        self.round = round_
+        self.chunk = chunk
+        super().__init__(url, f"GRADIENT for slot {slot} round {round_} (chunk {chunk})", tries,
+                         "check that every member runs and is registered (counters "
+                         "CNT_DROP_SPOOFED / CNT_DROP_UNKNOWN_WORKER / CNT_DROP_STALE tell why)")
+
+
+class ReplayTimeoutError(SwitchTimeoutError):
+    """A replay request (PUSH or SAMPLE_REQ) got no complete answer after every retry."""
+
+
+class ReplayEmptyError(ReplayTimeoutError):
+    """A sample was asked of an empty replay memory (or one whose priorities are all 0)."""
+
+
+def _torch_module(x: object) -> Any:
+    """The torch module when ``x`` is a torch tensor (torch is not imported otherwise)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return torch
+    return None
+
+
+class _Endpoint:
+    """What both clients share: control, transport, member registration, sequence ids."""
+
+    def __init__(self, url: str, *, worker: int, job: int, register: bool, roles: int,
+                 port: int | None, member_address: tuple[str, int] | None,
+                 control: str | SwitchControl | None,
+                 backends: Mapping[str, Backend] | None) -> None:
+        if not 0 <= worker < MAX_MEMBERS:
+            raise ValueError(f"bad worker={worker!r}: member ids are 0..{MAX_MEMBERS - 1}")
+        if not 0 <= job <= 0xFF:
+            raise ValueError(f"bad job={job!r}: must be 0..255")
+        self.url = url
+        self.worker = worker
+        self.job = job
+        self.control = control if isinstance(control, SwitchControl) else SwitchControl(
+            control or url, backends=backends)
+        self.transport: DatagramTransport = open_datagram(url, backends=backends)
+        self._rbuf = bytearray(_RECV_BYTES)
+        self._seq = int.from_bytes(os.urandom(4), "little")
+        if register:
+            self.register(roles, port=port, address=member_address)
+
+    def register(self, roles: int, *, port: int | None = None,
+                 address: tuple[str, int] | None = None) -> None:
+        """Write this endpoint's member table entry and add ``roles`` to its role bits.
+
+        Parameters
+        ----------
+        roles:
+            Role bits to set (``ROLE_WORKER``, ``ROLE_ACTOR``, ``ROLE_LEARNER``).
+        port:
+            One-hot switch port (default ``1 << worker``, the soft switch's
+            convention of one virtual port per member).
+        address:
+            (IPv4, UDP port) the switch sees this endpoint as (default: the
+            socket's own address).
+        """
+        ctl, w = self.control, self.worker
+        ip, udp = address if address is not None else self.transport.local_address
+        ctl.write(regmap.member_reg("MEMBER_PORT", w), port if port is not None else 1 << w)
+        ctl.write(regmap.member_reg("MEMBER_IP", w), ip_to_int(ip))
+        ctl.write(regmap.member_reg("MEMBER_UDP", w), udp)
+        role = ctl.read(regmap.member_reg("MEMBER_ROLE", w))
+        ctl.write(regmap.member_reg("MEMBER_ROLE", w), role | roles)
+
+    def _next_seq(self) -> int:
+        self._seq = (self._seq + 1) & _M32
+        return self._seq
+
+    def close(self) -> None:
+        """Release the transport and the control channel."""
+        self.transport.close()
+        self.control.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------
+# aggregation
+
+
+class Aggregator(_Endpoint):
+    """All-reduce (sum) through the switch's aggregation engine.
+
+    Parameters
+    ----------
+    url:
+        Switch URL (``soft://host:port``).
+    worker:
+        Member id, 0 … ``AGG_MEMBERS`` − 1.
+    job:
+        Job id (must equal ``JOB_ID``).
+    timeout:
+        Seconds before a chunk's GRADIENT is sent again; doubles at each
+        retransmission up to ``max_backoff``.
+    retries:
+        Retransmissions of one chunk before :class:`AllreduceTimeoutError`.
+    window:
+        Chunks in flight, at most ``AGG_SLOTS`` (the default).
+    register:
+        Write this worker's member entry (``MEMBER_PORT`` = ``1 << worker``
+        unless ``port`` is given, ``MEMBER_IP``/``MEMBER_UDP`` = this socket,
+        role bit 0 added).
+    port, member_address:
+        Override the port bitmap / the (IP, UDP port) registered (e.g. behind
+        a NAT or a test proxy).
+    control:
+        Control URL or :class:`SwitchControl` (default: ``url``).
+    max_backoff:
+        Largest retransmission timeout in seconds.
+
+    Notes
+    -----
+    Tensors are cut into chunks of P = ``AGG_ELEMS`` elements, the last one
+    padded with zeros; chunk ``c`` goes to slot ``c mod S`` with that slot's
+    next round. Every member must call :meth:`allreduce` with tensors of the
+    same sizes in the same order so that the per-slot rounds agree.
+
+    With ``AGG_DTYPE`` = int32, float tensors are quantized with a shared
+    ``scale``: each element is sent as ``round(x * scale)`` (saturated to the
+    int32 range) and the sum divided by ``scale``; the integer sum is exact
+    and independent of arrival order, and wraps modulo 2**32 on overflow, so
+    choose ``scale`` with ``N * max|x| * scale < 2**31``.
+    """
+
+    def __init__(self, url: str, *, worker: int, job: int = 0, timeout: float = 0.05,
+                 retries: int = 10, window: int | None = None, register: bool = True,
+                 port: int | None = None, member_address: tuple[str, int] | None = None,
+                 control: str | SwitchControl | None = None, max_backoff: float = 1.0,
+                 backends: Mapping[str, Backend] | None = None) -> None:
+        super().__init__(url, worker=worker, job=job, register=register, roles=ROLE_WORKER,
+                         port=port, member_address=member_address, control=control,
+                         backends=backends)
+        ctl = self.control
+        self.slots = ctl.read("AGG_SLOTS")
+        self.elems = ctl.read("AGG_ELEMS")
+        self.int32 = ctl.read("AGG_DTYPE") == 1
+        if not 1 <= self.slots <= 64 or self.elems % 16 or not 16 <= self.elems <= 352:
+            raise ValueError(f"bad switch configuration AGG_SLOTS={self.slots} "
+                             f"AGG_ELEMS={self.elems}")
+        if window is not None and not 1 <= window:
+            raise ValueError(f"bad window={window!r}: must be >= 1")
+        self.window = min(window or self.slots, self.slots)
+        self.timeout = timeout
+        self.retries = retries
+        self.max_backoff = max(max_backoff, timeout)
+        self.wire_dtype = np.dtype("<i4") if self.int32 else np.dtype("<f4")
+        s, p = self.slots, self.elems
+        self._msg_len = HEADER_LEN + 4 * p
+        # one preallocated GRADIENT per slot, back to back, so consecutive slots
+        # go out in one GSO call
+        self._sbuf = bytearray(s * self._msg_len)
+        self._smv = memoryview(self._sbuf)
+        self._spay = np.ndarray((s, p), dtype=self.wire_dtype, buffer=self._sbuf,
+                                offset=HEADER_LEN, strides=(self._msg_len, 4))
+        self._flags = _INT32 if self.int32 else 0
+        self._rounds = [0] * s
+        self.last_contributors = np.zeros(0, dtype=np.uint32)
+        """Contributor count (RESULT ``aux``) of each chunk of the last call."""
+        self.last_rounds = np.zeros(0, dtype=np.uint32)
+        """Round whose result each chunk of the last call took."""
+        self.stale_chunks = 0
+        """Chunks of the last call answered by a newer round (async straggler catch-up)."""
+        self.resent_results = 0
+        """Results of the last call that came as a RESEND (late or duplicate contribution)."""
+        self.retransmissions = 0
+        """GRADIENTs sent again in the last call."""
+
+    @property
+    def rounds(self) -> list[int]:
+        """Next round of every slot."""
+        return list(self._rounds)
+
+    def allreduce(self, x: Any, *, scale: float | None = None,
+                  version: int | None = None) -> Any:
+        """Sum ``x`` over every member.
+
+        Parameters
+        ----------
+        x:
+            numpy array or torch tensor of float32, float64 or int32, any shape.
+        scale:
+            int32 switch only: quantization scale for float input (required
+            then; ignored for int32 input).
+        version:
+            Async staleness: the round the caller's weights are current to,
+            sent as every chunk's ``aux``; by default each chunk's own round
+            (fresh).
+
+        Returns
+        -------
+        Same type, dtype, shape (and device for torch) as ``x``: the element-wise sum.
+
+        Raises
+        ------
+        AllreduceTimeoutError
+            A chunk got no RESULT after ``retries`` retransmissions.
+        TypeError, ValueError
+            Unsupported dtype, or float input on an int32 switch without ``scale``.
+        """
+        torch = _torch_module(x)
+        if torch is not None:
+            device = x.device
+            arr = x.detach().to("cpu").contiguous().numpy()
+        else:
+            arr = np.asarray(x)
+        dt = arr.dtype
+        if dt not in (np.float32, np.float64, np.int32):
+            raise TypeError(f"bad dtype={dt}: allreduce takes float32, float64 or int32")
+        e = arr.size
+        p = self.elems
+        n = -(-e // p) if e else 0
+        flat = np.zeros(n * p, dtype=self.wire_dtype)
+        quantized = False
+        if self.int32:
+            if dt == np.int32:
+                flat[:e] = arr.reshape(-1)
+            else:
+                if scale is None or not scale > 0:
+                    raise ValueError(f"bad scale={scale!r}: the switch sums int32 "
+                                     "(AGG_DTYPE=1); float input needs a positive scale")
+                q = np.rint(arr.reshape(-1).astype(np.float64) * scale)
+                flat[:e] = np.clip(q, -2**31, 2**31 - 1)
+                quantized = True
+        else:
+            if dt == np.int32:
+                raise TypeError("bad dtype=int32: the switch sums fp32 (AGG_DTYPE=0); "
+                                "configure dtype='int32' to reduce integers")
+            flat[:e] = arr.reshape(-1)
+        out = np.empty(n * p, dtype=self.wire_dtype)
+        self._run(flat.reshape(n, p), out.reshape(n, p), n, version)
+        res = out[:e]
+        if quantized:
+            res = (res.astype(np.float64) / scale).astype(dt)
+        elif res.dtype != dt:
+            res = res.astype(dt)
+        res = res.reshape(arr.shape)
+        if torch is not None:
+            return torch.from_numpy(np.ascontiguousarray(res)).to(device)
+        return res
+
+    def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, version: int | None) -> None:
+        """Send ``n`` chunks, collect their results into ``out``."""
+        s_count, window, p = self.slots, self.window, self.elems
+        rounds = self._rounds
+        pack = HEADER.pack_into
+        unpack = HEADER.unpack_from
+        L = self._msg_len
+        sbuf, smv, spay = self._sbuf, self._smv, self._spay
+        rbuf = self._rbuf
+        recv = self.transport.recv_into
+        send, send_segments = self.transport.send, self.transport.send_segments
+        wire = self.wire_dtype
+        flags, job, worker = self._flags, self.job, self.worker
+        chunk_of = [-1] * s_count  # chunk in flight on each slot
+        cur_round = [0] * s_count
+        deadline = [0.0] * s_count
+        tries = [0] * s_count
+        contributors = np.zeros(n, dtype=np.uint32)
+        got_round = np.zeros(n, dtype=np.uint32)
+        stale = resent = retrans = 0
+        nxt = done = inflight = 0
+        timeout, max_backoff, retries = self.timeout, self.max_backoff, self.retries
+        to_send: list[int] = []
+        while done < n:
+            now = time.monotonic()
+            # launch what the window and the slots allow
+            while nxt < n and inflight < window:
+                s = nxt % s_count
+                if chunk_of[s] >= 0:
+                    break
+                r = rounds[s]
+                chunk_of[s], cur_round[s] = nxt, r
+                pack(sbuf, s * L, VERSION, _GRADIENT, flags, job, worker, s, r & _M32, p,
+                     (r if version is None else version) & _M32, 0)
+                spay[s] = chunks[nxt]
+                deadline[s], tries[s] = now + timeout, 1
+                to_send.append(s)
+                nxt += 1
+                inflight += 1
+            if to_send:
+                i = 0
+                while i < len(to_send):  # runs of consecutive slots: one GSO call each
+                    j = i + 1
+                    while j < len(to_send) and to_send[j] == to_send[j - 1] + 1:
+                        j += 1
+                    a, b = to_send[i], to_send[j - 1] + 1
+                    if b - a == 1:
+                        send(smv[a * L:b * L])
+                    else:
+                        send_segments(smv[a * L:b * L], L)
+                    i = j
+                to_send.clear()
+            # wait for results until the earliest deadline
+            first = min(deadline[s] for s in range(s_count) if chunk_of[s] >= 0)
+            nbytes, seg = recv(rbuf, max(0.0, first - now))
+            if nbytes:
+                for off in range(0, nbytes, seg):
+                    if min(seg, nbytes - off) != L:
+                        continue
+                    (_v, op, fl, jb, _w, s, seq, cnt, aux, _r) = unpack(rbuf, off)
+                    if op != _RESULT or jb != job or s >= s_count or cnt != p \
+                            or (fl & _INT32) != flags:
+                        continue
+                    c = chunk_of[s]
+                    if c < 0:
+                        continue
+                    d = (seq - cur_round[s]) & _M32
+                    if d == 0:
+                        pass
+                    elif fl & _RESEND and d < 1 << 31:
+                        stale += 1  # the slot moved on: take the newer result, catch up
+                    else:
+                        continue
+                    out[c] = np.frombuffer(rbuf, dtype=wire, count=p, offset=off + HEADER_LEN)
+                    contributors[c] = aux
+                    got_round[c] = seq
+                    if fl & _RESEND:
+                        resent += 1
+                    rounds[s] = (seq + 1) & _M32
+                    chunk_of[s] = -1
+                    inflight -= 1
+                    done += 1
+                now = time.monotonic()
+                if now < first:
+                    continue
+            else:
+                now = time.monotonic()
+            # retransmit what is due
+            for s in range(s_count):
+                if chunk_of[s] >= 0 and deadline[s] <= now:
+                    if tries[s] > retries:
+                        self.last_contributors, self.last_rounds = contributors, got_round
+                        raise AllreduceTimeoutError(self.url, s, cur_round[s], chunk_of[s],
+                                                    tries[s])
+                    send(smv[s * L:(s + 1) * L])
+                    deadline[s] = now + min(timeout * (1 << tries[s]), max_backoff)
+                    tries[s] += 1
+                    retrans += 1
+        self.last_contributors, self.last_rounds = contributors, got_round
+        self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
+
+
+# ---------------------------------------------------------------------------
+# replay
+
+
+def to_fixed(priority: Any) -> np.ndarray:
+    """Priorities as Q16.16 ``uint32``: ``round(p * 65536)`` clamped to [1, 2**32 − 1]."""
+    p = np.asarray(priority, dtype=np.float64)
+    return np.clip(np.rint(p * 65536.0), 1, _M32).astype(np.uint32)
+
+
+def from_fixed(value: Any) -> np.ndarray:
+    """Q16.16 ``uint32`` priorities as ``float64``."""
+    return np.asarray(value, dtype=np.float64) / 65536.0
+
+
+@dataclass
+class Transitions:
+    """A batch of transitions (arrays with a leading batch dimension)."""
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_obs: np.ndarray
+    dones: np.ndarray
+
+
+@dataclass
+class SampleBatch(Transitions):
+    """A sampled batch with what prioritized replay needs.
+
+    Attributes
+    ----------
+    indices:
+        Replay index of each sample (``int64``).
+    priorities:
+        Priority of each sample when it was drawn (``float64``, from Q16.16).
+    totals:
+        Sum tree total (prioritized) or valid records (uniform) per sample.
+    size:
+        Valid records when the last sample was drawn.
+    weights:
+        Importance weights ``(size * p / total) ** -beta`` divided by their
+        maximum (all ones for a uniform sample), ``float32``.
+    records:
+        The raw records, ``uint8`` of shape (B, R).
+    """
+
+    indices: np.ndarray
+    priorities: np.ndarray
+    totals: np.ndarray
+    size: int
+    weights: np.ndarray
+    records: np.ndarray
+
+    @property
+    def total(self) -> int:
+        """Sum tree total of the last sample."""
+        return int(self.totals[-1]) if len(self.totals) else 0
+
+
+class ReplayClient(_Endpoint):
+    """Push transitions into, sample from and reprioritize the switch's replay memory.
+
+    Parameters
+    ----------
+    url:
+        Switch URL.
+    worker:
+        Member id (0 … 7) of this actor/learner.
+    job:
+        Job id.
+    obs_shape, obs_dtype, action_shape, action_dtype:
+        Layout of a transition. A record is ``obs``, ``action``, ``reward``
+        (float32), ``next_obs``, ``done`` (uint8), little-endian, packed
+        back to back from byte 0 and padded with zeros to R =
+        ``RPL_RECORD_BYTES``.
+    timeout:
+        Seconds to wait for an answer before asking again.
+    retries:
+        Attempts before :class:`ReplayTimeoutError`.
+    register:
+        Write this endpoint's member entry with ``roles``.
+    roles:
+        Role bits to register (default actor and learner).
+    port, member_address, control:
+        As for :class:`Aggregator`.
+    window:
+        Requests in flight at once.
+
+    Raises
+    ------
+    ValueError
+        When a record does not fit in R bytes.
+
+    Notes
+    -----
+    A PUSH whose PUSH_ACK is lost is sent again, so its records may be
+    stored twice (at least once). UPDATE has no acknowledgement: a lost
+    UPDATE leaves the old priorities.
+    """
+
+    def __init__(self, url: str, *, worker: int, job: int = 0, obs_shape: tuple[int, ...],
+                 obs_dtype: Any = np.float32, action_shape: tuple[int, ...] = (),
+                 action_dtype: Any = np.int64, timeout: float = 0.2, retries: int = 5,
+                 register: bool = True, roles: int = ROLE_ACTOR | ROLE_LEARNER,
+                 port: int | None = None, member_address: tuple[str, int] | None = None,
+                 control: str | SwitchControl | None = None, window: int = 8,
+                 backends: Mapping[str, Backend] | None = None) -> None:
+        super().__init__(url, worker=worker, job=job, register=register, roles=roles,
+                         port=port, member_address=member_address, control=control,
+                         backends=backends)
+        self.record_bytes = self.control.read("RPL_RECORD_BYTES")
+        self.capacity = self.control.read("RPL_CAPACITY")
+        self.timeout = timeout
+        self.retries = retries
+        self.window = max(1, window)
+        self.max_priority = 1.0
+        """Priority given to pushed transitions without one (largest seen so far)."""
+        self.record_dtype = record_dtype(obs_shape, obs_dtype, action_shape, action_dtype,
+                                         self.record_bytes)
+
+    # -- records ---------------------------------------------------------------------
+    def pack(self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any) -> np.ndarray:
+        """Transitions as structured records (``self.record_dtype``, shape (n,)).
+
+        A single transition (``obs`` of shape ``obs_shape``) gives n = 1.
+        """
+        obs_shape = self.record_dtype["obs"].shape
+        o = np.asarray(obs)
+        single = o.shape == obs_shape
+        n = 1 if single else len(o)
+        rec = np.zeros(n, dtype=self.record_dtype)
+        for name, value in (("obs", obs), ("action", action), ("reward", reward),
+                            ("next_obs", next_obs), ("done", done)):
+            v = np.asarray(value)
+            want = (n, *self.record_dtype[name].shape)
+            try:
+                rec[name] = v.reshape(want)
+            except ValueError:
+                raise ValueError(f"bad {name} shape={v.shape}: expected {want[1:]} per "
+                                 f"transition for {n} transitions") from None
+        return rec
+
+    def unpack(self, records: Any) -> Transitions:
+        """Records (bytes, ``uint8`` (n, R) or structured) back to :class:`Transitions`."""
+        return records_from_bytes(records, self.record_dtype)
+
+    # -- push ------------------------------------------------------------------------
+    def push(self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any,
+             priority: Any = None) -> np.ndarray:
+        """Store transitions; return their replay indices.
+
+        Parameters
+        ----------
+        obs, action, reward, next_obs, done:
+            One transition or a batch (leading dimension n).
+        priority:
+            Float priorities (scalar or n values, already ``(|δ| + ε)^α``);
+            default :attr:`max_priority`.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64`` index of each transition.
+
+        Raises
+        ------
+        ReplayTimeoutError
+            A PUSH got no PUSH_ACK after every retry.
+        """
+        rec = self.pack(obs, action, reward, next_obs, done)
+        n = len(rec)
+        prio = to_fixed(self.max_priority if priority is None else priority)
+        prio = np.broadcast_to(prio, (n,))
+        raw = rec.view(np.uint8).reshape(n, self.record_bytes)
+        return self.push_records(raw, prio)
+
+    def push_records(self, records: np.ndarray, priorities: np.ndarray) -> np.ndarray:
+        """Push raw records (``uint8`` (n, R)) with Q16.16 priorities; return indices."""
+        rb = self.record_bytes
+        records = np.ascontiguousarray(records, dtype=np.uint8).reshape(-1, rb)
+        prios = np.asarray(priorities, dtype="<u4").reshape(-1)
+        n = len(records)
+        if len(prios) != n:
+            raise ValueError(f"bad priorities length={len(prios)}: need one per record ({n})")
+        indices = np.full(n, -1, dtype=np.int64)
+        batches = [(a, min(a + MAX_PUSH_RECORDS, n)) for a in range(0, n, MAX_PUSH_RECORDS)]
+        pending: dict[int, list[Any]] = {}  # seq -> [message, start, count, deadline, tries]
+        nxt = 0
+        while nxt < len(batches) or pending:
+            now = time.monotonic()
+            while nxt < len(batches) and len(pending) < self.window:
+                a, b = batches[nxt]
+                k = b - a
+                seq = self._next_seq()
+                msg = bytearray(HEADER_LEN + BLOCK + k * rb)
+                HEADER.pack_into(msg, 0, VERSION, int(Opcode.PUSH), 0, self.job, self.worker,
+                                 0, seq, k, 0, 0)
+                msg[HEADER_LEN:HEADER_LEN + 4 * k] = prios[a:b].tobytes()
+                msg[HEADER_LEN + BLOCK:] = records[a:b].tobytes()
+                self.transport.send(msg)
+                pending[seq] = [msg, a, k, now + self.timeout, 1]
+                nxt += 1
+            first = min(v[3] for v in pending.values())
+            nbytes, seg = self.transport.recv_into(self._rbuf, max(0.0, first - now))
+            for off in range(0, nbytes, max(seg, 1)):
+                if min(seg, nbytes - off) < HEADER_LEN:
+                    continue
+                _v, op, _f, jb, _w, _s, seq, cnt, aux, _r = HEADER.unpack_from(self._rbuf, off)
+                entry = pending.get(seq)
+                if op != _PUSH_ACK or jb != self.job or entry is None or cnt != entry[2]:
+                    continue
+                a, k = entry[1], entry[2]
+                indices[a:a + k] = (aux + np.arange(k)) % self.capacity
+                del pending[seq]
+            if nbytes:
+                continue
+            now = time.monotonic()
+            for seq, entry in pending.items():
+                if entry[3] <= now:
+                    if entry[4] >= self.retries:
+                        raise ReplayTimeoutError(self.url, f"PUSH of {entry[2]} records (seq {seq})",
+                                                 entry[4], "is this worker registered as an actor "
+                                                 "(MEMBER_ROLE bit 1) and the replay engine on?")
+                    self.transport.send(entry[0])
+                    entry[3] = now + self.timeout * (1 << min(entry[4], 4))
+                    entry[4] += 1
+        return indices
+
+    # -- sample ----------------------------------------------------------------------
+    def sample(self, batch: int, *, prioritized: bool = True, beta: float = 0.4) -> SampleBatch:
+        """Draw ``batch`` transitions (several requests when ``batch`` > 64).
+
+        Parameters
+        ----------
+        batch:
+            Number of samples (any positive integer: split into power-of-two
+            requests of at most 64).
+        prioritized:
+            Sample proportionally to priority (stratified), else uniformly.
+        beta:
+            Importance-sampling exponent.
+
+        Returns
+        -------
+        SampleBatch
+
+        Raises
+        ------
+        ReplayEmptyError
+            The memory is empty (or every priority is 0).
+        ReplayTimeoutError
+            Some request got no complete answer after every retry.
+        """
+        if batch < 1:
+            raise ValueError(f"bad batch={batch!r}: must be >= 1")
+        sizes: list[int] = []
+        left = batch
+        while left:
+            b = min(MAX_BATCH, 1 << (left.bit_length() - 1))
+            sizes.append(b)
+            left -= b
+        rb = self.record_bytes
+        idx = np.zeros(batch, dtype=np.int64)
+        prio = np.zeros(batch, dtype=np.uint32)
+        totals = np.zeros(batch, dtype=np.uint64)
+        size_of = np.zeros(batch, dtype=np.uint32)
+        recs = np.zeros((batch, rb), dtype=np.uint8)
+        flags = _PRIORITIZED if prioritized else 0
+        reqs: list[tuple[int, int]] = []
+        base = 0
+        for b in sizes:
+            reqs.append((base, b))
+            base += b
+        # seq -> [request number, got mask, deadline, tries]
+        pending: dict[int, list[Any]] = {}
+        tries_of = [0] * len(reqs)
+        nxt = 0
+        expected_len = 64 + rb + HEADER_LEN
+        while nxt < len(reqs) or pending:
+            now = time.monotonic()
+            while nxt < len(reqs) and len(pending) < self.window:
+                self._sample_request(reqs[nxt][1], flags, nxt, pending, tries_of, now)
+                nxt += 1
+            first = min(v[2] for v in pending.values())
+            nbytes, seg = self.transport.recv_into(self._rbuf, max(0.0, first - now))
+            rmv = memoryview(self._rbuf)
+            for off in range(0, nbytes, max(seg, 1)):
+                if min(seg, nbytes - off) != expected_len:
+                    continue
+                _v, op, _f, jb, _w, _s, seq, _c, i, _r = HEADER.unpack_from(rmv, off)
+                entry = pending.get(seq)
+                if op != _SAMPLE_RESP or jb != self.job or entry is None:
+                    continue
+                a, b = reqs[entry[0]]
+                if i >= b or entry[1][i]:
+                    continue
+                d = off + HEADER_LEN
+                ix, pr, tot, _bb, sz = _DESC.unpack_from(rmv, d)
+                idx[a + i], prio[a + i], totals[a + i], size_of[a + i] = ix, pr, tot, sz
+                recs[a + i] = np.frombuffer(self._rbuf, dtype=np.uint8, count=rb, offset=d + 64)
+                entry[1][i] = True
+                if entry[1].all():
+                    del pending[seq]
+            if nbytes:
+                continue
+            now = time.monotonic()
+            for seq, entry in list(pending.items()):
+                if entry[2] <= now:
+                    r = entry[0]
+                    del pending[seq]
+                    if tries_of[r] >= self.retries:
+                        self._sample_failed(reqs[r][1], tries_of[r])
+                    # partial answers are dropped: a new request draws a new stratified batch
+                    self._sample_request(reqs[r][1], flags, r, pending, tries_of, now)
+        t = self.unpack(recs)
+        size = int(size_of[-1])
+        if prioritized:
+            with np.errstate(divide="ignore"):
+                w = (size_of.astype(np.float64) * prio / np.maximum(totals, 1)) ** (-beta)
+            w /= w.max()
+        else:
+            w = np.ones(batch)
+        return SampleBatch(t.obs, t.actions, t.rewards, t.next_obs, t.dones, idx,
+                           from_fixed(prio), totals, size, w.astype(np.float32), recs)
+
+    def _sample_request(self, b: int, flags: int, r: int, pending: dict[int, list[Any]],
+                        tries_of: list[int], now: float) -> None:
+        seq = self._next_seq()
+        msg = bytearray(HEADER_LEN)
+        HEADER.pack_into(msg, 0, VERSION, int(Opcode.SAMPLE_REQ), flags, self.job, self.worker,
+                         0, seq, b, 0, 0)
+        self.transport.send(msg)
+        tries_of[r] += 1
+        pending[seq] = [r, np.zeros(b, dtype=bool),
+                        now + self.timeout * (1 << min(tries_of[r] - 1, 4)), tries_of[r]]
+
+    def _sample_failed(self, b: int, tries: int) -> None:
+        try:
+            size = self.control.read("RPL_SIZE")
+            total = self.control.replay_total()
+        except SwitchTimeoutError:
+            size = total = -1
+        if size == 0 or total == 0:
+            raise ReplayEmptyError(self.url, f"SAMPLE_REQ of {b}", tries,
+                                   f"the replay memory is empty (RPL_SIZE={size}, total={total})")
+        raise ReplayTimeoutError(self.url, f"SAMPLE_REQ of {b}", tries,
+                                 "is this worker registered as a learner (MEMBER_ROLE bit 2)?")
+
+    # -- update ----------------------------------------------------------------------
+    def update_priorities(self, indices: Any, priorities: Any) -> None:
+        """Set new priorities (floats, already ``(|δ| + ε)^α``) of replay records.
+
+        Sent as UPDATEs of at most 128 pairs; there is no acknowledgement.
+        """
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        pr = np.asarray(priorities, dtype=np.float64).reshape(-1)
+        if idx.shape != pr.shape:
+            raise ValueError(f"bad priorities length={pr.size}: need one per index ({idx.size})")
+        if idx.size and (idx.min() < 0 or idx.max() > _M32):
+            raise ValueError(f"bad indices range=({idx.min()}, {idx.max()}): must be u32")
+        if pr.size:
+            self.max_priority = max(self.max_priority, float(pr.max()))
+        self.update_fixed(idx, to_fixed(pr))
+
+    def update_fixed(self, indices: Any, priorities: Any) -> None:
+        """Set Q16.16 priorities (``uint32``) of replay records."""
+        idx = np.asarray(indices, dtype="<u4").reshape(-1)
+        pr = np.asarray(priorities, dtype="<u4").reshape(-1)
+        pairs = np.empty(2 * len(idx), dtype="<u4")
+        pairs[0::2], pairs[1::2] = idx, pr
+        for a in range(0, len(idx), MAX_UPDATE_PAIRS):
+            k = min(MAX_UPDATE_PAIRS, len(idx) - a)
+            msg = bytearray(HEADER_LEN + 8 * k)
+            HEADER.pack_into(msg, 0, VERSION, int(Opcode.UPDATE), 0, self.job, self.worker, 0,
+                             self._next_seq(), k, 0, 0)
+            msg[HEADER_LEN:] = pairs[2 * a:2 * (a + k)].tobytes()
+            self.transport.send(msg)
+
+
+def record_dtype(obs_shape: tuple[int, ...], obs_dtype: Any, action_shape: tuple[int, ...],
+                 action_dtype: Any, record_bytes: int) -> np.dtype:
+    """Structured little-endian record layout padded to ``record_bytes``.
+
+    Raises
+    ------
+    ValueError
+        When the fields need more than ``record_bytes``.
+    """
+    fields = [("obs", np.dtype(obs_dtype), tuple(obs_shape)),
+              ("action", np.dtype(action_dtype), tuple(action_shape)),
+              ("reward", np.dtype(np.float32), ()),
+              ("next_obs", np.dtype(obs_dtype), tuple(obs_shape)),
+              ("done", np.dtype(np.uint8), ())]
+    names, formats, offsets = [], [], []
+    off = 0
+    for name, dt, shape in fields:
+        le = dt.newbyteorder("<")
+        names.append(name)
+        formats.append((le, shape) if shape else le)
+        offsets.append(off)
+        off += le.itemsize * int(np.prod(shape, dtype=np.int64))
+    if off > record_bytes:
+        raise ValueError(f"bad record size={off}: obs {obs_shape} {np.dtype(obs_dtype)}, action "
+                         f"{action_shape} {np.dtype(action_dtype)}, reward, next_obs and done "
+                         f"need {off} bytes but RPL_RECORD_BYTES is {record_bytes}")
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": record_bytes})
+
+
+def records_from_bytes(records: Any, dtype: np.dtype) -> Transitions:
+    """Parse records (bytes, ``uint8`` array or structured array) into :class:`Transitions`."""
+    if isinstance(records, np.ndarray) and records.dtype == dtype:
+        rec = records
+    else:
+        raw = np.ascontiguousarray(np.frombuffer(records, dtype=np.uint8)
+                                   if isinstance(records, bytes | bytearray | memoryview)
+                                   else np.asarray(records, dtype=np.uint8))
+        rec = raw.reshape(-1).view(dtype)
+    return Transitions(rec["obs"].copy(), rec["action"].copy(), rec["reward"].copy(),
+                       rec["next_obs"].copy(), rec["done"].copy())
+
+
+__all__ = [
+    "Aggregator",
+    "AllreduceTimeoutError",
+    "ReplayClient",
+    "ReplayEmptyError",
+    "ReplayTimeoutError",
+    "SampleBatch",
+    "Transitions",
+    "from_fixed",
+    "record_dtype",
+    "records_from_bytes",
+    "to_fixed",
+    "ROLE_ACTOR",
+    "ROLE_LEARNER",
+    "ROLE_WORKER",
+]

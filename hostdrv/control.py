@@ -1,0 +1,375 @@
+"""Control plane: read and write switch registers by name, configure jobs.
+
+:class:`SwitchControl` is the block driver for the register file
+(``docs/registers.md``); how the accesses travel is the transport's business
+(:mod:`hostdrv.transport`), so the same code drives the soft switch, the RTL
+in simulation and the board.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hostdrv import regmap
+from hostdrv.protocol import MAX_ELEMS, MAX_MEMBERS, VERSION
+from hostdrv.transport import (
+    Backend,
+    RegisterAccessError,
+    RegisterTransport,
+    int_to_ip,
+    ip_to_int,
+    open_registers,
+    parse_hostport,
+)
+
+MAGIC_VALUE = 0x4E524C31
+"""Value of the ``MAGIC`` register: ASCII ``NRL1``."""
+
+ROLE_WORKER = 1
+"""``MEMBER_ROLE`` bit: aggregation worker."""
+ROLE_ACTOR = 2
+"""``MEMBER_ROLE`` bit: replay actor (PUSH)."""
+ROLE_LEARNER = 4
+"""``MEMBER_ROLE`` bit: replay learner (SAMPLE_REQ, UPDATE)."""
+
+CTRL_AGG = 1
+CTRL_REPLAY = 2
+CTRL_CLEAR = 1 << 31
+
+
+class RegisterError(ValueError):
+    """A register access rejected on the host side.
+
+    Attributes
+    ----------
+    field:
+        The register (or configuration argument) name.
+    value:
+        The offending value.
+    """
+
+    def __init__(self, field: str, value: object, reason: str) -> None:
+        self.field = field
+        self.value = value
+        super().__init__(f"bad {field}={value!r}: {reason}")
+
+
+class IdentityError(RuntimeError):
+    """The device at the URL is not a netfpga-rl switch of a compatible version.
+
+    Attributes
+    ----------
+    field:
+        ``"MAGIC"`` or ``"VERSION"``.
+    value:
+        The value read.
+    """
+
+    def __init__(self, field: str, value: int, reason: str) -> None:
+        self.field = field
+        self.value = value
+        super().__init__(f"bad {field}=0x{value:08X}: {reason}")
+
+
+@dataclass(frozen=True)
+class SwitchIdentity:
+    """What ``MAGIC``, ``VERSION`` and ``BUILD_HASH`` say.
+
+    Attributes
+    ----------
+    magic:
+        ``0x4E524C31`` (``NRL1``).
+    major, minor:
+        Register file version; ``major`` is the protocol version.
+    build_hash:
+        First 32 bits of the git commit of the bitstream (0 for the soft switch
+        unless set).
+    """
+
+    magic: int
+    major: int
+    minor: int
+    build_hash: int
+
+
+class SwitchControl:
+    """Register access and configuration of one switch.
+
+    Parameters
+    ----------
+    url:
+        Switch URL (``soft://127.0.0.1:20050``, see :mod:`hostdrv.transport`).
+    timeout:
+        Seconds to wait for each register reply.
+    retries:
+        Attempts before :class:`~hostdrv.transport.SwitchTimeoutError`.
+    transport:
+        An already open register transport (``url`` is then only a label).
+    backends:
+        Backend table overriding :data:`hostdrv.transport.BACKENDS`.
+
+    Examples
+    --------
+    >>> ctl = SwitchControl("soft://127.0.0.1:20050")       # doctest: +SKIP
+    >>> ctl.configure_aggregation(members=4, slots=16, elems=256)  # doctest: +SKIP
+    >>> ctl.counters()["CNT_RX_GRADIENT"]                   # doctest: +SKIP
+    0
+    """
+
+    def __init__(self, url: str, *, timeout: float = 0.25, retries: int = 8,
+                 transport: RegisterTransport | None = None,
+                 backends: Mapping[str, Backend] | None = None) -> None:
+        self.url = url
+        self._t = transport if transport is not None else open_registers(
+            url, backends=backends, timeout=timeout, retries=retries)
+
+    # -- raw access ------------------------------------------------------------
+    @staticmethod
+    def _reg(name: str) -> regmap.Register:
+        try:
+            return regmap.REGISTERS[name]
+        except KeyError:
+            raise RegisterError("register", name, "no register of that name in the register "
+                                "map") from None
+
+    def read(self, name: str) -> int:
+        """Read register ``name`` (e.g. ``"AGG_SLOTS"``, ``"MEMBER_IP_3"``).
+
+        Raises
+        ------
+        RegisterError
+            Unknown register name.
+        SwitchTimeoutError
+            The switch did not answer.
+        """
+        return self._t.read(self._reg(name).addr)
+
+    def write(self, name: str, value: int) -> None:
+        """Write register ``name``.
+
+        Raises
+        ------
+        RegisterError
+            Unknown or read-only register, or a value wider than the register
+            (checked before anything is sent).
+        RegisterAccessError
+            The switch refused the value (e.g. ``AGG_ELEMS`` not a multiple of 16).
+        SwitchTimeoutError
+            The switch did not answer.
+        """
+        reg = self._reg(name)
+        if reg.access != "rw":
+            raise RegisterError(name, value, f"register is read-only ({reg.access})")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise RegisterError(name, value, "value must be an integer")
+        if not 0 <= value < (1 << reg.width) and not (name == "CTRL" and value >> 31 == 1):
+            raise RegisterError(name, value, f"must be an unsigned {reg.width}-bit value")
+        try:
+            self._t.write(reg.addr, value)
+        except RegisterAccessError as e:  # name the register, not its address
+            raise RegisterAccessError(name, value, e.status, e.text) from None
+
+    def close(self) -> None:
+        """Release the transport."""
+        self._t.close()
+
+    def __enter__(self) -> SwitchControl:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- identity and counters ---------------------------------------------------
+    def identity(self) -> SwitchIdentity:
+        """Read and check ``MAGIC``, ``VERSION``, ``BUILD_HASH``.
+
+        Raises
+        ------
+        IdentityError
+            ``MAGIC`` is not ``NRL1`` or the major version is not the protocol
+            version this driver speaks.
+        """
+        magic = self.read("MAGIC")
+        if magic != MAGIC_VALUE:
+            raise IdentityError("MAGIC", magic, f"expected 0x{MAGIC_VALUE:08X} ('NRL1'): "
+                                f"{self.url} is not a netfpga-rl switch")
+        version = self.read("VERSION")
+        major, minor = version >> 16, version & 0xFFFF
+        if major != VERSION:
+            raise IdentityError("VERSION", version, f"protocol version {major} is not the "
+                                f"driver's {VERSION}")
+        return SwitchIdentity(magic, major, minor, self.read("BUILD_HASH"))
+
+    def counters(self) -> dict[str, int]:
+        """Every ``CNT_*`` register by name, in register map order."""
+        return {name: self.read(name) for name in regmap.COUNTERS}
+
+    def clear_counters(self) -> None:
+        """Zero every counter (``CTRL`` bit 31, self-clearing)."""
+        self.write("CTRL", self.read("CTRL") | CTRL_CLEAR)
+
+    # -- member table ------------------------------------------------------------
+    def set_member(self, index: int, *, port: int, ip: str | int, udp: int = 0,
+                   role: int = ROLE_WORKER) -> None:
+        """Write member table entry ``index``.
+
+        Parameters
+        ----------
+        index:
+            Member id, 0 … 7.
+        port:
+            One-hot SUME port bitmap the member is behind.
+        ip:
+            IPv4 address (dotted quad or integer).
+        udp:
+            UDP source port (0 = any).
+        role:
+            Bitwise OR of :data:`ROLE_WORKER`, :data:`ROLE_ACTOR`, :data:`ROLE_LEARNER`.
+        """
+        if not 0 <= index < MAX_MEMBERS:
+            raise RegisterError("index", index, f"member ids are 0..{MAX_MEMBERS - 1}")
+        if port not in {1 << i for i in range(8)}:
+            raise RegisterError("port", port, "must be a one-hot 8-bit port bitmap")
+        try:
+            ip_value = ip_to_int(ip)
+        except ValueError as e:
+            raise RegisterError("ip", ip, str(e)) from None
+        if not 0 <= role <= 7:
+            raise RegisterError("role", role, "bits 0 (worker), 1 (actor), 2 (learner) only")
+        self.write(regmap.member_reg("MEMBER_PORT", index), port)
+        self.write(regmap.member_reg("MEMBER_IP", index), ip_value)
+        self.write(regmap.member_reg("MEMBER_UDP", index), udp)
+        self.write(regmap.member_reg("MEMBER_ROLE", index), role)
+
+    def member(self, index: int) -> dict[str, int | str]:
+        """Member table entry ``index`` as ``{"port", "ip", "udp", "role"}``."""
+        return {
+            "port": self.read(regmap.member_reg("MEMBER_PORT", index)),
+            "ip": int_to_ip(self.read(regmap.member_reg("MEMBER_IP", index))),
+            "udp": self.read(regmap.member_reg("MEMBER_UDP", index)),
+            "role": self.read(regmap.member_reg("MEMBER_ROLE", index)),
+        }
+
+    # -- configuration -------------------------------------------------------------
+    def configure_aggregation(self, *, members: int, slots: int, elems: int,
+                              dtype: str = "fp32", mode: str = "sync",
+                              threshold: int | None = None, staleness: int = 0,
+                              role: str = "root", uplink_port: int = 0,
+                              parent: str | tuple[str, int] | None = None,
+                              leaf_id: int = 0, job: int | None = None) -> None:
+        """Configure (and enable) the aggregation engine for a job.
+
+        Writing any of these registers invalidates every slot, so this starts
+        a fresh job; the member entries are left as they are.
+
+        Parameters
+        ----------
+        members:
+            N, aggregation members (ids 0 … N−1), 1 … 8.
+        slots:
+            S, slots in use (1 … ``AGG_MAX_SLOTS``).
+        elems:
+            P, elements per packet (multiple of 16, 16 … ``AGG_MAX_ELEMS``).
+        dtype:
+            ``"fp32"`` or ``"int32"``.
+        mode:
+            ``"sync"`` (complete at N) or ``"async"`` (complete at ``threshold``).
+        threshold:
+            H, async only: contributions that complete a round (default N).
+        staleness:
+            Async only: largest ``seq − aux`` accepted.
+        role:
+            ``"root"`` (or flat) or ``"leaf"``.
+        uplink_port:
+            Leaf: one-hot port towards the parent.
+        parent:
+            Leaf: the parent switch, ``"ip:port"`` or ``(ip, port)``.
+        leaf_id:
+            Leaf: this switch's member id at the parent.
+        job:
+            Job id to set (``JOB_ID``); unchanged when ``None``.
+
+        Raises
+        ------
+        RegisterError
+            An argument out of range (named, with its value).
+        """
+        if not 1 <= members <= MAX_MEMBERS:
+            raise RegisterError("members", members, f"must be 1..{MAX_MEMBERS}")
+        max_slots = self.read("AGG_MAX_SLOTS")
+        if not 1 <= slots <= max_slots:
+            raise RegisterError("slots", slots, f"must be 1..AGG_MAX_SLOTS ({max_slots})")
+        max_elems = min(self.read("AGG_MAX_ELEMS"), MAX_ELEMS)
+        if not (16 <= elems <= max_elems and elems % 16 == 0):
+            raise RegisterError("elems", elems, f"must be a multiple of 16 in 16..{max_elems}")
+        dtypes = {"fp32": 0, "float32": 0, "int32": 1}
+        if dtype not in dtypes:
+            raise RegisterError("dtype", dtype, "must be 'fp32' or 'int32'")
+        if mode not in ("sync", "async"):
+            raise RegisterError("mode", mode, "must be 'sync' or 'async'")
+        h = members if threshold is None else threshold
+        if not 1 <= h <= members:
+            raise RegisterError("threshold", threshold, f"must be 1..members ({members})")
+        if mode == "sync" and h != members:
+            raise RegisterError("threshold", threshold, "a threshold needs mode='async'")
+        if not 0 <= staleness <= 0xFFFFFFFF:
+            raise RegisterError("staleness", staleness, "must be an unsigned 32-bit value")
+        if role not in ("root", "leaf"):
+            raise RegisterError("role", role, "must be 'root' or 'leaf'")
+        parent_ip, parent_udp = 0, 0
+        if role == "leaf":
+            if uplink_port not in {1 << i for i in range(8)}:
+                raise RegisterError("uplink_port", uplink_port, "a leaf needs a one-hot port")
+            if parent is None:
+                raise RegisterError("parent", parent, "a leaf needs its parent's address")
+            host, parent_udp = parse_hostport(parent) if isinstance(parent, str) else parent
+            try:
+                parent_ip = ip_to_int(host)
+            except ValueError as e:
+                raise RegisterError("parent", parent, str(e)) from None
+            if not 0 <= leaf_id < MAX_MEMBERS:
+                raise RegisterError("leaf_id", leaf_id, f"must be 0..{MAX_MEMBERS - 1}")
+        if job is not None:
+            self.write("JOB_ID", job)
+        self.write("AGG_MEMBERS", members)
+        self.write("AGG_SLOTS", slots)
+        self.write("AGG_ELEMS", elems)
+        self.write("AGG_DTYPE", dtypes[dtype])
+        self.write("AGG_MODE", 1 if mode == "async" else 0)
+        self.write("AGG_THRESHOLD", h)
+        self.write("AGG_STALENESS", staleness)
+        self.write("AGG_ROLE", 1 if role == "leaf" else 0)
+        self.write("AGG_UPLINK_PORT", uplink_port if role == "leaf" else 0)
+        self.write("AGG_PARENT_IP", parent_ip)
+        self.write("AGG_PARENT_UDP", parent_udp)
+        self.write("AGG_LEAF_ID", leaf_id if role == "leaf" else 0)
+        self.write("CTRL", self.read("CTRL") | CTRL_AGG)
+
+    def configure_replay(self, *, seed: int = 0x2545F491, reset: bool = True) -> None:
+        """Enable the replay engine, seed its generator and (by default) empty it.
+
+        Parameters
+        ----------
+        seed:
+            xorshift32 seed (``RPL_SEED``; 0 means ``0x2545F491``).
+        reset:
+            Also empty the memory (``RPL_RESET``).
+        """
+        if not 0 <= seed <= 0xFFFFFFFF:
+            raise RegisterError("seed", seed, "must be an unsigned 32-bit value")
+        self.write("RPL_SEED", seed)
+        if reset:
+            self.reset_replay()
+        self.write("CTRL", self.read("CTRL") | CTRL_REPLAY)
+
+    def reset_replay(self) -> None:
+        """Empty the replay memory (size, write pointer and priorities to 0)."""
+        self.write("RPL_RESET", 1)
+
+    def replay_total(self) -> int:
+        """Sum tree total (64 bits, read as two halves)."""
+        hi = self.read("RPL_TOTAL_HI")
+        lo = self.read("RPL_TOTAL_LO")
+        hi2 = self.read("RPL_TOTAL_HI")
+        return ((hi2 << 32) | self.read("RPL_TOTAL_LO")) if hi2 != hi else ((hi << 32) | lo)

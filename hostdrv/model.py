@@ -1,0 +1,678 @@
+"""Reference switch: the golden model of the netfpga-rl switch.
+
+:class:`SwitchModel` implements ``docs/protocol.md`` (sections 4 to 7) exactly:
+one call to :meth:`SwitchModel.process` takes one frame as it appears on the
+SUME AXI4-Stream (no FCS) and returns the frames the switch emits, in
+emission order. The RTL testbenches compare the hardware against it bit for
+bit, and the soft switch runs it behind a UDP socket, so it is both exact and
+reasonably fast: headers are parsed with :mod:`struct`, the accumulate path
+is one vectorized numpy operation per packet and the replay sum tree costs
+O(log C) per update and per sample.
+
+Registers are addressed by name (``"AGG_SLOTS"``, ``"MEMBER_IP_3"``) or byte
+address, as in :mod:`hostdrv.regmap`; the model has no global state.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from hostdrv import regmap
+from hostdrv.fp32 import CANONICAL_NAN, fp32_add_bits
+from hostdrv.protocol import (
+    BLOCK,
+    BROADCAST_MAC,
+    ELEM_QUANTUM,
+    FLAGS_MASK,
+    HEADER,
+    MAX_BATCH,
+    MAX_ELEMS,
+    MAX_MEMBERS,
+    MAX_PUSH_RECORDS,
+    MAX_UPDATE_PAIRS,
+    PAYLOAD_OFFSET,
+    VERSION,
+    Flags,
+    Opcode,
+)
+
+__all__ = [
+    "CANONICAL_NAN",
+    "DEFAULT_SEED",
+    "MAC_PORTS",
+    "Egress",
+    "SwitchModel",
+    "fp32_add",
+    "xorshift32",
+]
+
+M32 = 0xFFFFFFFF
+DEFAULT_SEED = 0x2545F491
+"""xorshift32 state used when ``RPL_SEED`` is written with 0 (and its reset value)."""
+MAC_PORTS = 0x55
+"""SUME port bitmap of the four 10G MAC ports (even bits; odd bits are DMA)."""
+
+_ETH_MIN_PROTO = 42  # Ethernet + IPv4 + UDP: shorter frames are never protocol frames
+_OPCODE_AT = 43
+_L3 = struct.Struct("!2xH8xIIHHH2x")  # at 14: IPv4 total length, src, dst; UDP src, dst, length
+_TX = struct.Struct("!6s6sHBBHHHBBHIIHHHHBBBBHHIHII")  # Ethernet + IPv4 + UDP + header = 64 bytes
+assert _TX.size == PAYLOAD_OFFSET and _L3.size == 28
+
+_OPEN, _UP, _DONE = 0, 1, 2
+
+_RX_COUNTER = {
+    Opcode.GRADIENT: "CNT_RX_GRADIENT",
+    Opcode.RESULT: "CNT_RX_RESULT",
+    Opcode.PUSH: "CNT_RX_PUSH",
+    Opcode.SAMPLE_REQ: "CNT_RX_SAMPLE",
+    Opcode.UPDATE: "CNT_RX_UPDATE",
+}
+_ROLE_BIT = {Opcode.GRADIENT: 1, Opcode.PUSH: 2, Opcode.SAMPLE_REQ: 4, Opcode.UPDATE: 4}
+_M_PORT = tuple(f"MEMBER_PORT_{i}" for i in range(MAX_MEMBERS))
+_M_IP = tuple(f"MEMBER_IP_{i}" for i in range(MAX_MEMBERS))
+_M_UDP = tuple(f"MEMBER_UDP_{i}" for i in range(MAX_MEMBERS))
+_M_ROLE = tuple(f"MEMBER_ROLE_{i}" for i in range(MAX_MEMBERS))
+_ONE_HOT = frozenset(1 << i for i in range(8))
+# writes that invalidate every aggregation slot copy (a new job, section 4)
+_AGG_CONFIG = frozenset(
+    ["JOB_ID", "AGG_MEMBERS", "AGG_THRESHOLD", "AGG_SLOTS", "AGG_ELEMS", "AGG_DTYPE", "AGG_MODE",
+     "AGG_STALENESS", "AGG_ROLE", "AGG_UPLINK_PORT", "AGG_PARENT_IP", "AGG_PARENT_UDP",
+     "AGG_LEAF_ID"]
+)
+_CTRL_BITS = 0x3
+_INT32 = int(Flags.INT32)
+_PRIORITIZED = int(Flags.PRIORITIZED)
+_CTRL_CLEAR = 1 << 31
+
+
+# ---------------------------------------------------------------------------
+# arithmetic shared with the RTL
+
+
+def xorshift32(state: int) -> int:
+    """One xorshift32 step (shifts 13, 17, 5 on 32 bits).
+
+    Parameters
+    ----------
+    state:
+        Current 32-bit generator state.
+
+    Returns
+    -------
+    int
+        The new state, which is also the value drawn.
+    """
+    x = state & M32
+    x ^= (x << 13) & M32
+    x ^= x >> 17
+    x ^= (x << 5) & M32
+    return x
+
+
+def fp32_add(acc: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Element-wise IEEE 754 binary32 addition with canonical NaNs.
+
+    numpy ``float32`` addition (round to nearest even, subnormals kept), then
+    every NaN result is replaced by the quiet NaN ``0x7FC00000``: the
+    semantics of :func:`hostdrv.fp32.fp32_add_bits` on float32 values.
+
+    Parameters
+    ----------
+    acc, x:
+        ``float32`` arrays of the same shape (or anything numpy casts to it).
+
+    Returns
+    -------
+    numpy.ndarray
+        A new ``float32`` array; the inputs are not modified.
+    """
+    a = np.ascontiguousarray(acc, dtype=np.float32)
+    b = np.ascontiguousarray(x, dtype=np.float32)
+    return fp32_add_bits(a.view(np.uint32), b.view(np.uint32)).view(np.float32)
+
+
+def _ip_checksum(total_len: int, src: int, dst: int) -> int:
+    """RFC 791 checksum of the fixed IPv4 header the switch emits."""
+    s = (0x4500 + total_len + 0x4000 + 0x4011
+         + (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+# ---------------------------------------------------------------------------
+# model
+
+
+@dataclass(frozen=True)
+class Egress:
+    """One frame the switch emits.
+
+    Attributes
+    ----------
+    frame:
+        The whole Ethernet/IPv4/UDP frame (no FCS).
+    dst_ports:
+        SUME egress port bitmap (8 bits, one-hot for unicast, multi-hot for
+        multicast and flooding).
+    """
+
+    frame: bytes
+    dst_ports: int
+
+
+@dataclass(slots=True)
+class _Copy:
+    """One shadow copy of an aggregation slot (its accumulator lives in ``SwitchModel._acc``)."""
+
+    valid: bool = False
+    round: int = 0
+    bitmap: int = 0
+    count: int = 0  # contributors; on a leaf's DONE copy the parent's RESULT aux
+    state: int = _OPEN
+
+
+@dataclass(frozen=True, slots=True)
+class _Rx:
+    """Addressing of the frame being processed, for unicast replies."""
+
+    eth_src: bytes
+    ip_src: int
+    udp_src: int
+    port: int
+
+
+class SwitchModel:
+    """Bit-exact reference model of the switch (``docs/protocol.md``).
+
+    Parameters
+    ----------
+    capacity:
+        C, replay records; a power of two (``RPL_CAPACITY``).
+    record_bytes:
+        R, bytes per record; a multiple of 64, at most 4032 so that a
+        16-record PUSH fits an IPv4 datagram (``RPL_RECORD_BYTES``).
+    max_slots:
+        Slot memory depth, 1 to 64 (``AGG_MAX_SLOTS``).
+    max_elems:
+        Largest P the slot memory holds, a multiple of 16 in 16 to 352
+        (``AGG_MAX_ELEMS``).
+    build_hash:
+        Value of ``BUILD_HASH`` (32 bits).
+
+    Raises
+    ------
+    ValueError
+        When a parameter is out of range.
+
+    Notes
+    -----
+    ``AGG_SLOTS`` and ``AGG_ELEMS`` reset to their register map reset values
+    clipped to ``max_slots`` and ``max_elems``.
+    """
+
+    def __init__(self, *, capacity: int = 1024, record_bytes: int = 128, max_slots: int = 64,
+                 max_elems: int = 352, build_hash: int = 0) -> None:
+        for name, value in (("capacity", capacity), ("record_bytes", record_bytes),
+                            ("max_slots", max_slots), ("max_elems", max_elems),
+                            ("build_hash", build_hash)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name}={value!r} is invalid: must be an integer")
+        _check_param("capacity", capacity, 1 <= capacity <= 1 << 31
+                     and capacity & (capacity - 1) == 0, "a power of two in 1 .. 2**31")
+        _check_param("record_bytes", record_bytes,
+                     0 < record_bytes <= 4032 and record_bytes % BLOCK == 0,
+                     "a positive multiple of 64, at most 4032")
+        _check_param("max_slots", max_slots, 1 <= max_slots <= 64, "1 .. 64")
+        _check_param("max_elems", max_elems,
+                     ELEM_QUANTUM <= max_elems <= MAX_ELEMS and max_elems % ELEM_QUANTUM == 0,
+                     f"a multiple of {ELEM_QUANTUM} in {ELEM_QUANTUM} .. {MAX_ELEMS}")
+        _check_param("build_hash", build_hash, 0 <= build_hash <= M32, "a 32-bit value")
+        self._params = {
+            "RPL_CAPACITY": capacity,
+            "RPL_RECORD_BYTES": record_bytes,
+            "AGG_MAX_SLOTS": max_slots,
+            "AGG_MAX_ELEMS": max_elems,
+            "BUILD_HASH": build_hash,
+        }
+        self._cap = capacity
+        self._rb = record_bytes
+        self._regs: dict[str, int] = {
+            r.name: r.reset for r in regmap.REGISTERS.values() if r.access == "rw"
+        }
+        self._regs["AGG_SLOTS"] = min(self._regs["AGG_SLOTS"], max_slots)
+        self._regs["AGG_ELEMS"] = min(self._regs["AGG_ELEMS"], max_elems)
+        self._regs["RPL_RESET"] = 0
+        self._cnt: dict[str, int] = dict.fromkeys(regmap.COUNTERS, 0)
+        # aggregation: two shadow copies per slot, accumulators as raw 32-bit words
+        self._copies = [[_Copy(), _Copy()] for _ in range(max_slots)]
+        self._acc = np.zeros((max_slots, 2, max_elems), dtype="<u4")
+        # replay: records, sum tree (node 1 is the root, leaf i is node C + i), PRNG
+        self._records = bytearray(capacity * record_bytes)
+        self._tree = [0] * (2 * capacity)
+        self._wp = 0
+        self._size = 0
+        self._rng = self._regs["RPL_SEED"] or DEFAULT_SEED
+
+    # -- registers -----------------------------------------------------------
+    def read(self, reg: str | int) -> int:
+        """Read a register.
+
+        Parameters
+        ----------
+        reg:
+            Register name (``"AGG_SLOTS"``, ``"MEMBER_IP_3"``, ``"CNT_DROP_STALE"``)
+            or byte address.
+
+        Returns
+        -------
+        int
+            The 32-bit value. Self-clearing bits (``CTRL`` bit 31,
+            ``RPL_RESET``) read as 0.
+
+        Raises
+        ------
+        ValueError
+            For an unknown name or address.
+        """
+        r = _register(reg)
+        name = r.name
+        if name in self._cnt:
+            return self._cnt[name]
+        if name in self._params:
+            return self._params[name]
+        if name == "RPL_SIZE":
+            return self._size
+        if name == "RPL_WPTR":
+            return self._wp
+        if name == "RPL_TOTAL_LO":
+            return self._tree[1] & M32
+        if name == "RPL_TOTAL_HI":
+            return self._tree[1] >> 32
+        if name == "RPL_RESET":
+            return 0
+        if name in self._regs:
+            return self._regs[name]
+        return r.reset  # MAGIC, VERSION
+
+    def write(self, reg: str | int, value: int) -> None:
+        """Write a register.
+
+        Side effects: ``CTRL`` bit 31 clears every counter (and reads back
+        0); a write to ``RPL_SEED`` reseeds the generator (0 seeds
+        ``0x2545F491``); writing 1 to ``RPL_RESET`` empties the replay memory;
+        a write to ``JOB_ID`` or any ``AGG_`` configuration register
+        invalidates every aggregation slot copy.
+
+        Parameters
+        ----------
+        reg:
+            Register name or byte address.
+        value:
+            The value to write.
+
+        Raises
+        ------
+        ValueError
+            For an unknown or read-only register, or a value out of the
+            register's range (the message names both); nothing is changed.
+        """
+        r = _register(reg)
+        name = r.name
+        if r.access != "rw":
+            raise ValueError(f"register {name} is read-only ({r.access})")
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(f"register {name}: value {value!r} is not an integer")
+        value = int(value)
+        why = self._illegal(name, r.width, value)
+        if why:
+            raise ValueError(f"register {name}: value {value:#x} out of range: {why}")
+        if name == "CTRL":
+            if value & _CTRL_CLEAR:
+                self._cnt = dict.fromkeys(regmap.COUNTERS, 0)
+            value &= _CTRL_BITS
+        elif name == "RPL_SEED":
+            self._rng = value or DEFAULT_SEED
+        elif name == "RPL_RESET":
+            if value:
+                self._tree = [0] * (2 * self._cap)
+                self._wp = 0
+                self._size = 0
+            return
+        elif name in _AGG_CONFIG:
+            for pair in self._copies:
+                for c in pair:
+                    c.valid = False
+        self._regs[name] = value
+
+    def _illegal(self, name: str, width: int, value: int) -> str:
+        """Why ``value`` is not legal for rw register ``name`` ('' when it is)."""
+        if not 0 <= value < 1 << width:
+            return f"must be an unsigned {width}-bit value"
+        if name == "CTRL" and value & ~(_CTRL_BITS | _CTRL_CLEAR):
+            return "only bits 0, 1 and 31 are defined"
+        if name in ("AGG_MEMBERS", "AGG_THRESHOLD") and value > MAX_MEMBERS:
+            return f"at most {MAX_MEMBERS}"
+        if name == "AGG_SLOTS" and not 1 <= value <= self._params["AGG_MAX_SLOTS"]:
+            return f"must be 1 .. AGG_MAX_SLOTS ({self._params['AGG_MAX_SLOTS']})"
+        if name == "AGG_ELEMS" and not (
+                ELEM_QUANTUM <= value <= self._params["AGG_MAX_ELEMS"] and value % ELEM_QUANTUM == 0):
+            return (f"must be a multiple of {ELEM_QUANTUM} in {ELEM_QUANTUM} .. "
+                    f"AGG_MAX_ELEMS ({self._params['AGG_MAX_ELEMS']})")
+        if name == "AGG_UPLINK_PORT" and value and value not in _ONE_HOT:
+            return "must be 0 or one-hot"
+        return ""
+
+    def counters(self) -> dict[str, int]:
+        """Every ``CNT_*`` register by name.
+
+        Returns
+        -------
+        dict[str, int]
+            A snapshot (a new dict) in register map order.
+        """
+        return dict(self._cnt)
+
+    # -- frames ----------------------------------------------------------------
+    def process(self, frame: bytes, src_port: int) -> list[Egress]:
+        """Process one input frame.
+
+        Parameters
+        ----------
+        frame:
+            The whole frame as on the AXI4-Stream (destination MAC first, no
+            FCS); ``bytes``, ``bytearray`` or ``memoryview``.
+        src_port:
+            One-hot SUME ingress port bitmap.
+
+        Returns
+        -------
+        list[Egress]
+            Frames emitted because of this input, in emission order (empty
+            when it was dropped or needs no reply).
+
+        Raises
+        ------
+        ValueError
+            When ``src_port`` is not one-hot.
+        """
+        if src_port not in _ONE_HOT:
+            raise ValueError(f"src_port {src_port!r} must be a one-hot 8-bit port bitmap")
+        n = len(frame)
+        regs = self._regs
+        if (n < _ETH_MIN_PROTO or frame[12] != 0x08 or frame[13] != 0x00 or frame[14] != 0x45
+                or frame[23] != 17 or ((frame[36] << 8) | frame[37]) != regs["UDP_PORT"]):
+            self._inc("CNT_PASS")
+            return [Egress(bytes(frame), MAC_PORTS & ~src_port)]
+
+        # 0. RX counters, before any check
+        if n > _OPCODE_AT:
+            rx = _RX_COUNTER.get(frame[_OPCODE_AT])  # type: ignore[call-overload]
+            if rx:
+                self._inc(rx)
+        # 1. frame, IPv4 and UDP lengths
+        if n < PAYLOAD_OFFSET:
+            return self._drop("BAD_LENGTH")
+        ip_len, ip_src, _, udp_src, _, udp_len = _L3.unpack_from(frame, 14)
+        if ip_len != n - 14 or udp_len != n - 34:
+            return self._drop("BAD_LENGTH")
+        # 2. header
+        ver, op, flags, job, worker, slot, seq, count, aux, res = HEADER.unpack_from(frame, 42)
+        if ver != VERSION or op not in _RX_COUNTER or flags & ~FLAGS_MASK or res:
+            return self._drop("BAD_HEADER")
+        # 3. job
+        if job != regs["JOB_ID"]:
+            return self._drop("BAD_JOB")
+        # 4. engine
+        agg = op in (Opcode.GRADIENT, Opcode.RESULT)
+        if not regs["CTRL"] & (1 if agg else 2):
+            return self._drop("DISABLED")
+        # 5-6. sender
+        if op == Opcode.RESULT:
+            if (regs["AGG_ROLE"] != 1 or not src_port & regs["AGG_UPLINK_PORT"]
+                    or ip_src != regs["AGG_PARENT_IP"]):
+                return self._drop("SPOOFED")
+        else:
+            limit = regs["AGG_MEMBERS"] if op == Opcode.GRADIENT else MAX_MEMBERS
+            if worker >= limit or not regs[_M_ROLE[worker]] & _ROLE_BIT[op]:
+                return self._drop("UNKNOWN_WORKER")
+            m_udp = regs[_M_UDP[worker]]
+            if (not src_port & regs[_M_PORT[worker]] or ip_src != regs[_M_IP[worker]]
+                    or (m_udp and udp_src != m_udp)):
+                return self._drop("SPOOFED")
+        # 7. count, 8. payload length
+        if agg:
+            ok = count == regs["AGG_ELEMS"]
+            plen = 4 * count
+        elif op == Opcode.PUSH:
+            ok = 1 <= count <= MAX_PUSH_RECORDS
+            plen = BLOCK + count * self._rb
+        elif op == Opcode.SAMPLE_REQ:
+            ok = 1 <= count <= MAX_BATCH and count & (count - 1) == 0
+            plen = 0
+        else:
+            ok = 1 <= count <= MAX_UPDATE_PAIRS
+            plen = 8 * count
+        if not ok:
+            return self._drop("BAD_COUNT")
+        if n != PAYLOAD_OFFSET + plen:
+            return self._drop("BAD_LENGTH")
+        rx_addr = _Rx(bytes(frame[6:12]), ip_src, udp_src, src_port)
+        if agg:
+            # 9. dtype, 10. slot
+            if (flags & _INT32) != regs["AGG_DTYPE"]:
+                return self._drop("BAD_DTYPE")
+            if slot >= regs["AGG_SLOTS"]:
+                return self._drop("BAD_SLOT")
+            if op == Opcode.GRADIENT:
+                return self._gradient(frame, worker, slot, seq, aux, rx_addr)
+            return self._result(frame, slot, seq, aux)
+        if op == Opcode.PUSH:
+            return self._push(frame, worker, seq, count, rx_addr)
+        if op == Opcode.SAMPLE_REQ:
+            return self._sample(worker, seq, count, bool(flags & _PRIORITIZED), rx_addr)
+        self._update(frame, count)
+        return []
+
+    # -- aggregation -------------------------------------------------------------
+    def _gradient(self, frame: bytes, w: int, slot: int, r: int, aux: int,
+                  rx: _Rx) -> list[Egress]:
+        regs = self._regs
+        if regs["AGG_MODE"] and ((r - aux) & M32) > regs["AGG_STALENESS"]:
+            return self._drop("STALE")
+        q = r & 1
+        c = self._copies[slot][q]
+        if c.valid:
+            d = (c.round - r) & M32
+            if 0 < d < 1 << 31:  # the copy was reused by a newer round
+                self._inc("CNT_DROP_STALE")
+                return [self._resend(slot, q, rx)] if c.state == _DONE else []
+            if d:
+                c.valid = False
+        if not c.valid:
+            c.valid, c.round, c.bitmap, c.count, c.state = True, r, 0, 0, _OPEN
+        bit = 1 << w
+        if c.bitmap & bit or c.state != _OPEN:
+            self._inc("CNT_DROP_DUPLICATE" if c.bitmap & bit else "CNT_DROP_LATE")
+            if c.state == _DONE:
+                return [self._resend(slot, q, rx)]
+            if c.state == _UP and c.bitmap & bit:
+                return [self._up(slot, q)]
+            return []
+        p = regs["AGG_ELEMS"]
+        x = np.frombuffer(frame, dtype="<u4", count=p, offset=PAYLOAD_OFFSET)
+        acc = self._acc[slot, q, :p]
+        if c.count == 0:
+            acc[:] = x
+        elif regs["AGG_DTYPE"]:
+            a = acc.view("<i4")
+            np.add(a, x.view("<i4"), out=a)  # wraps modulo 2**32
+        else:
+            acc[:] = fp32_add_bits(acc, x)
+        c.bitmap |= bit
+        c.count += 1
+        if c.count >= (regs["AGG_THRESHOLD"] if regs["AGG_MODE"] else regs["AGG_MEMBERS"]):
+            if regs["AGG_ROLE"]:
+                c.state = _UP
+                return [self._up(slot, q)]
+            c.state = _DONE
+            return [self._multicast(slot, q)]
+        return []
+
+    def _result(self, frame: bytes, slot: int, r: int, aux: int) -> list[Egress]:
+        q = r & 1
+        c = self._copies[slot][q]
+        if c.valid and c.round == r and c.state == _UP:
+            p = self._regs["AGG_ELEMS"]
+            self._acc[slot, q, :p] = np.frombuffer(frame, dtype="<u4", count=p,
+                                                   offset=PAYLOAD_OFFSET)
+            c.state = _DONE
+            c.count = aux
+            return [self._multicast(slot, q)]
+        if c.valid and c.round == r and c.state == _DONE:
+            return self._drop("DUPLICATE")
+        return self._drop("STALE")
+
+    def _agg_flags(self) -> int:
+        return Flags.FROM_SWITCH | (Flags.INT32 if self._regs["AGG_DTYPE"] else 0)
+
+    def _payload(self, slot: int, q: int) -> bytes:
+        return self._acc[slot, q, :self._regs["AGG_ELEMS"]].tobytes()
+
+    def _multicast(self, slot: int, q: int) -> Egress:
+        regs = self._regs
+        c = self._copies[slot][q]
+        ports = 0
+        for i in range(regs["AGG_MEMBERS"]):
+            ports |= regs[_M_PORT[i]]
+        self._inc("CNT_TX_RESULT")
+        f = self._frame(BROADCAST_MAC, regs["MCAST_IP"], regs["UDP_PORT"], Opcode.RESULT,
+                        self._agg_flags(), 0, slot, c.round, regs["AGG_ELEMS"], c.count,
+                        self._payload(slot, q))
+        return Egress(f, ports)
+
+    def _resend(self, slot: int, q: int, rx: _Rx) -> Egress:
+        c = self._copies[slot][q]
+        self._inc("CNT_TX_RESEND")
+        f = self._frame(rx.eth_src, rx.ip_src, rx.udp_src, Opcode.RESULT,
+                        self._agg_flags() | Flags.RESEND, 0, slot, c.round,
+                        self._regs["AGG_ELEMS"], c.count, self._payload(slot, q))
+        return Egress(f, rx.port)
+
+    def _up(self, slot: int, q: int) -> Egress:
+        regs = self._regs
+        c = self._copies[slot][q]
+        self._inc("CNT_TX_UP")
+        f = self._frame(BROADCAST_MAC, regs["AGG_PARENT_IP"],
+                        regs["AGG_PARENT_UDP"] or regs["UDP_PORT"], Opcode.GRADIENT,
+                        self._agg_flags(), regs["AGG_LEAF_ID"], slot, c.round,
+                        regs["AGG_ELEMS"], c.round, self._payload(slot, q))
+        return Egress(f, regs["AGG_UPLINK_PORT"])
+
+    # -- replay ------------------------------------------------------------------
+    def _tree_set(self, index: int, priority: int) -> None:
+        tree = self._tree
+        node = self._cap + index
+        delta = priority - tree[node]
+        while node:
+            tree[node] += delta
+            node >>= 1
+
+    def _push(self, frame: bytes, w: int, seq: int, count: int, rx: _Rx) -> list[Egress]:
+        rb, mask = self._rb, self._cap - 1
+        prios = struct.unpack_from(f"<{count}I", frame, PAYLOAD_OFFSET)
+        first = self._wp
+        src = PAYLOAD_OFFSET + BLOCK
+        for j in range(count):
+            wp = self._wp
+            self._records[wp * rb:(wp + 1) * rb] = frame[src + j * rb:src + (j + 1) * rb]
+            self._tree_set(wp, prios[j])
+            self._wp = (wp + 1) & mask
+            self._size = min(self._size + 1, self._cap)
+        self._inc("CNT_TX_PUSH_ACK")
+        f = self._frame(rx.eth_src, rx.ip_src, rx.udp_src, Opcode.PUSH_ACK, Flags.FROM_SWITCH, w,
+                        0, seq, count, first, b"")
+        return [Egress(f, rx.port)]
+
+    def _sample(self, w: int, seq: int, batch: int, prioritized: bool, rx: _Rx) -> list[Egress]:
+        tree, cap, size, rb = self._tree, self._cap, self._size, self._rb
+        total = tree[1] if prioritized else size
+        if size == 0 or total == 0:
+            return self._drop("EMPTY")
+        seg = total >> (batch.bit_length() - 1)
+        out = []
+        desc = bytearray(BLOCK)
+        for i in range(batch):
+            self._rng = u = xorshift32(self._rng)
+            if prioritized:
+                target = i * seg + ((u * seg) >> 32)
+                node = 1
+                while node < cap:
+                    node <<= 1
+                    left = tree[node]
+                    if target >= left:
+                        target -= left
+                        node += 1
+                index = node - cap
+            else:
+                index = (u * size) >> 32
+            struct.pack_into("<IIQII", desc, 0, index, tree[cap + index], total, batch, size)
+            record = self._records[index * rb:(index + 1) * rb]
+            self._inc("CNT_TX_SAMPLE_RESP")
+            f = self._frame(rx.eth_src, rx.ip_src, rx.udp_src, Opcode.SAMPLE_RESP,
+                            Flags.FROM_SWITCH, w, 0, seq, 1, i, bytes(desc) + record)
+            out.append(Egress(f, rx.port))
+        return out
+
+    def _update(self, frame: bytes, count: int) -> None:
+        pairs = struct.unpack_from(f"<{2 * count}I", frame, PAYLOAD_OFFSET)
+        for k in range(0, 2 * count, 2):
+            if pairs[k] < self._size:
+                self._tree_set(pairs[k], pairs[k + 1])
+            else:
+                self._inc("CNT_DROP_BAD_INDEX")
+
+    # -- helpers -----------------------------------------------------------------
+    def _inc(self, name: str) -> None:
+        self._cnt[name] = (self._cnt[name] + 1) & M32
+
+    def _drop(self, reason: str) -> list[Egress]:
+        self._inc("CNT_DROP_" + reason)
+        return []
+
+    def _frame(self, eth_dst: bytes, ip_dst: int, udp_dst: int, op: int, flags: int, worker: int,
+               slot: int, seq: int, count: int, aux: int, payload: bytes) -> bytes:
+        """A frame the switch originates (section 7)."""
+        regs = self._regs
+        n = PAYLOAD_OFFSET + len(payload)
+        ip_src = regs["SWITCH_IP"]
+        mac = ((regs["SWITCH_MAC_HI"] << 32) | regs["SWITCH_MAC_LO"]).to_bytes(6, "big")
+        hdr = _TX.pack(eth_dst, mac, 0x0800,
+                       0x45, 0, n - 14, 0, 0x4000, 64, 17, _ip_checksum(n - 14, ip_src, ip_dst),
+                       ip_src, ip_dst,
+                       regs["UDP_PORT"], udp_dst, n - 34, 0,
+                       VERSION, op, int(flags), regs["JOB_ID"], worker, slot, seq & M32, count,
+                       aux & M32, 0)
+        return hdr + payload
+
+
+def _register(reg: str | int) -> regmap.Register:
+    if isinstance(reg, str):
+        r = regmap.REGISTERS.get(reg)
+        if r is None:
+            raise ValueError(f"unknown register name {reg!r}")
+        return r
+    if isinstance(reg, int) and not isinstance(reg, bool):
+        r = regmap.BY_ADDR.get(reg)
+        if r is None:
+            raise ValueError(f"no register at address {reg:#x}")
+        return r
+    raise ValueError(f"register must be a name or a byte address, not {reg!r}")
+
+
+def _check_param(name: str, value: int, ok: bool, rule: str) -> None:
+    if not ok:
+        raise ValueError(f"{name}={value!r} is invalid: must be {rule}")

@@ -1,0 +1,556 @@
+"""Transports: how protocol messages and register accesses reach a switch.
+
+A switch is named by a URL and the scheme picks the backend; callers never
+change when the backend does::
+
+    soft://127.0.0.1:20050     the soft switch (``hostdrv.softswitch``), over UDP
+    sim://...                  the RTL in simulation (not implemented yet)
+    udp://... / eth://...      the NetFPGA SUME board (not implemented yet)
+
+Every backend provides two channels, kept apart from the block drivers
+(:mod:`hostdrv.control`, :mod:`hostdrv.clients`) that give them meaning:
+
+* a :class:`DatagramTransport` carries protocol messages (a UDP payload:
+  22-byte header + payload) to and from the switch;
+* a :class:`RegisterTransport` reads and writes the 32-bit registers by
+  address.
+
+A backend is a :class:`Backend` entry in :data:`BACKENDS`; a new one is one
+more entry (its factories may live in a module imported on first use), so
+``sim://`` and the board plug in without changes in callers.
+
+Soft switch control channel
+---------------------------
+The soft switch answers register accesses on its protocol socket. A request
+is 16 bytes, big-endian after the magic::
+
+    b"NRLC" | op u8 (1 read, 2 write) | 0 u8 | tag u16 | address u32 | value u32
+
+and the reply is::
+
+    b"NRLC" | op|0x80 u8 | status u8 | tag u16 | address u32 | value u32 | text
+
+with ``status`` one of :class:`ControlStatus` and ``text`` (UTF-8) saying
+why when it is not ``OK``. A message starting with ``NRLC`` is never a
+protocol message (its version byte would be ``N``, not 1). The switch caches
+the last reply per client address, so a request retried with the same tag is
+answered again, not executed twice.
+"""
+
+from __future__ import annotations
+
+import errno
+import importlib
+import os
+import select
+import socket
+import struct
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from types import MappingProxyType
+from urllib.parse import urlsplit
+
+CONTROL_MAGIC = b"NRLC"
+"""First four bytes of every control-channel datagram."""
+CONTROL = struct.Struct("!4sBBHII")
+"""Control request/reply header: magic, op, status, tag, address, value."""
+CONTROL_READ = 1
+CONTROL_WRITE = 2
+CONTROL_REPLY = 0x80
+
+SOL_UDP = 17
+UDP_SEGMENT = 103
+"""Linux UDP generic segmentation offload socket option (``linux/udp.h``)."""
+UDP_GRO = 104
+"""Linux UDP generic receive offload socket option (``linux/udp.h``)."""
+GSO_MAX_SEGMENTS = 64
+GSO_MAX_BYTES = 65507
+SOCKET_BUFFER = 4 << 20
+"""Send and receive buffer asked for on every data socket (capped by the kernel)."""
+
+DEFAULT_PORT = 20050
+
+
+class ControlStatus(IntEnum):
+    """Status byte of a control-channel reply."""
+
+    OK = 0
+    BAD_REQUEST = 1
+    UNKNOWN_REGISTER = 2
+    ILLEGAL_VALUE = 3
+    READ_ONLY = 4
+    INTERNAL = 5
+
+
+class TransportError(OSError):
+    """A backend could not be opened or used (bad URL, unknown scheme, socket error)."""
+
+
+class SwitchTimeoutError(TimeoutError):
+    """The switch did not answer in time.
+
+    Attributes
+    ----------
+    url:
+        The switch that was asked.
+    what:
+        What was asked (``"read of register 0x048"``, ``"slot 3 round 7"``, ...).
+    tries:
+        How many times the request was sent.
+    """
+
+    def __init__(self, url: str, what: str, tries: int, hint: str = "") -> None:
+        self.url = url
+        self.what = what
+        self.tries = tries
+        msg = f"switch {url} did not answer {what} after {tries} tries"
+        super().__init__(msg + (f"; {hint}" if hint else ""))
+
+
+class RegisterAccessError(ValueError):
+    """The switch refused a register access.
+
+    Attributes
+    ----------
+    field:
+        Register name (or address in hex when it has no name).
+    value:
+        The value written (``None`` for a read).
+    status:
+        The :class:`ControlStatus` the switch answered.
+    """
+
+    def __init__(self, field: str, value: int | None, status: ControlStatus, text: str) -> None:
+        self.field = field
+        self.value = value
+        self.status = status
+        self.text = text
+        what = f"write {field}={value!r}" if value is not None else f"read {field}"
+        super().__init__(f"switch refused {what}: {status.name}: {text}")
+
+
+# ---------------------------------------------------------------------------
+# addresses
+
+
+def parse_hostport(text: str, default_port: int = DEFAULT_PORT) -> tuple[str, int]:
+    """Split ``"host:port"`` (port optional) into a tuple.
+
+    Raises
+    ------
+    TransportError
+        When the port is not a number in 0 … 65535.
+    """
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = text, str(default_port)
+    try:
+        p = int(port)
+    except ValueError:
+        raise TransportError(f"bad port={port!r} in address {text!r}: not a number") from None
+    if not 0 <= p <= 0xFFFF:
+        raise TransportError(f"bad port={p} in address {text!r}: must be 0..65535")
+    return host or "127.0.0.1", p
+
+
+def ip_to_int(ip: str | int) -> int:
+    """IPv4 address as an unsigned 32-bit integer (dotted quad or integer)."""
+    if isinstance(ip, int):
+        if not 0 <= ip <= 0xFFFFFFFF:
+            raise ValueError(f"bad ip={ip!r}: not an unsigned 32-bit integer")
+        return ip
+    try:
+        return int.from_bytes(socket.inet_aton(ip), "big")
+    except OSError:
+        raise ValueError(f"bad ip={ip!r}: not a dotted-quad IPv4 address") from None
+
+
+def int_to_ip(value: int) -> str:
+    """Dotted quad of an unsigned 32-bit IPv4 address."""
+    return socket.inet_ntoa((value & 0xFFFFFFFF).to_bytes(4, "big"))
+
+
+def tune_socket(sock: socket.socket, size: int = SOCKET_BUFFER) -> None:
+    """Ask for large send/receive buffers (the kernel caps them at ``*mem_max``)."""
+    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, opt, size)
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------------------
+# transport interfaces
+
+
+class DatagramTransport(ABC):
+    """A channel that carries protocol messages to and from one switch."""
+
+    url: str
+
+    @property
+    @abstractmethod
+    def local_address(self) -> tuple[str, int]:
+        """(IPv4, UDP port) the switch sees this endpoint as."""
+
+    @abstractmethod
+    def send(self, data: bytes | bytearray | memoryview) -> None:
+        """Send one message."""
+
+    def send_segments(self, data: memoryview, seg: int) -> None:
+        """Send ``data`` as consecutive messages of ``seg`` bytes (the last may be shorter).
+
+        Backends that can hand the whole batch to the kernel in one call
+        (UDP GSO) override this; the default sends them one by one.
+        """
+        for off in range(0, len(data), seg):
+            self.send(data[off:off + seg])
+
+    @abstractmethod
+    def recv_into(self, buf: bytearray | memoryview, timeout: float) -> tuple[int, int]:
+        """Receive into ``buf`` (64 KiB so that a coalesced batch fits).
+
+        Returns
+        -------
+        (nbytes, seg):
+            ``nbytes`` received (0 when ``timeout`` expired first) made of
+            messages of ``seg`` bytes each (the last may be shorter); ``seg``
+            equals ``nbytes`` for a single message.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the channel."""
+
+    def __enter__(self) -> DatagramTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RegisterTransport(ABC):
+    """A channel that reads and writes switch registers by address."""
+
+    url: str
+
+    @abstractmethod
+    def read(self, addr: int) -> int:
+        """Read one 32-bit register."""
+
+    @abstractmethod
+    def write(self, addr: int, value: int) -> None:
+        """Write one 32-bit register.
+
+        Raises
+        ------
+        RegisterAccessError
+            When the switch refuses the value.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the channel."""
+
+
+# ---------------------------------------------------------------------------
+# UDP (soft switch) backend
+
+
+class UdpDatagramTransport(DatagramTransport):
+    """Protocol messages over a connected UDP socket, with GSO/GRO batching.
+
+    Parameters
+    ----------
+    url:
+        URL of the switch (for error messages).
+    switch:
+        (host, port) of the switch.
+    bind:
+        Local (host, port) to bind; by default an ephemeral port on the
+        interface that routes to the switch.
+    gro:
+        Ask the kernel to coalesce received datagrams (``UDP_GRO``).
+    """
+
+    def __init__(self, url: str, switch: tuple[str, int], *, bind: tuple[str, int] | None = None,
+                 gro: bool = True) -> None:
+        self.url = url
+        self.switch = switch
+        try:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            tune_socket(sock)
+            sock.bind(bind or ("0.0.0.0", 0))
+            sock.connect(switch)
+        except OSError as e:
+            raise TransportError(f"cannot open UDP socket to {url}: {e}") from e
+        sock.setblocking(False)
+        self.sock = sock
+        self._gso = True
+        self._gro = False
+        if gro:
+            try:
+                sock.setsockopt(SOL_UDP, UDP_GRO, 1)
+                self._gro = True
+            except OSError:
+                pass
+        self._poll = select.poll()
+        self._poll.register(sock, select.POLLIN)
+        self._anc = socket.CMSG_SPACE(4)
+
+    @property
+    def local_address(self) -> tuple[str, int]:
+        host, port = self.sock.getsockname()[:2]
+        return str(host), int(port)
+
+    def fileno(self) -> int:
+        """File descriptor of the socket (for ``select``)."""
+        return self.sock.fileno()
+
+    def send(self, data: bytes | bytearray | memoryview) -> None:
+        try:
+            self.sock.send(data)
+        except (BlockingIOError, ConnectionRefusedError):
+            # A full send buffer or an ICMP error from an earlier datagram:
+            # UDP is lossy anyway and the caller retransmits.
+            pass
+
+    def send_segments(self, data: memoryview, seg: int) -> None:
+        n = len(data)
+        if n <= seg or not self._gso:
+            super().send_segments(data, seg)
+            return
+        per_call = max(1, min(GSO_MAX_SEGMENTS, GSO_MAX_BYTES // seg))
+        step = per_call * seg
+        cmsg = [(SOL_UDP, UDP_SEGMENT, struct.pack("=H", seg))]
+        for off in range(0, n, step):
+            part = data[off:off + step]
+            try:
+                if len(part) > seg:
+                    self.sock.sendmsg([part], cmsg)
+                else:
+                    self.sock.send(part)
+            except (BlockingIOError, ConnectionRefusedError):
+                pass
+            except OSError as e:
+                if e.errno not in (errno.EINVAL, errno.EIO, errno.ENOPROTOOPT, errno.EOPNOTSUPP):
+                    raise
+                self._gso = False
+                super().send_segments(part, seg)
+
+    def recv_into(self, buf: bytearray | memoryview, timeout: float) -> tuple[int, int]:
+        sock = self.sock
+        deadline = -1.0
+        while True:
+            try:
+                if self._gro:
+                    n, anc, _flags, _addr = sock.recvmsg_into([buf], self._anc)
+                    seg = n
+                    for level, kind, data in anc:
+                        if level == SOL_UDP and kind == UDP_GRO and len(data) >= 4:
+                            seg = struct.unpack_from("=i", data)[0]
+                    return n, (seg or n)
+                n = sock.recv_into(buf)
+                return n, n
+            except BlockingIOError:
+                pass
+            except ConnectionRefusedError:
+                continue  # ICMP port unreachable from an earlier send
+            now = time.monotonic()
+            if deadline < 0:
+                deadline = now + timeout
+            left = deadline - now
+            if left <= 0:
+                return 0, 0
+            self._poll.poll(max(1, int(left * 1000 + 0.999)))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class UdpRegisterTransport(RegisterTransport):
+    """Register access over the soft switch's control channel (``NRLC`` datagrams).
+
+    Parameters
+    ----------
+    url:
+        URL of the switch (for error messages).
+    switch:
+        (host, port) of the switch.
+    timeout:
+        Seconds to wait for each reply.
+    retries:
+        Requests sent before giving up.
+    """
+
+    def __init__(self, url: str, switch: tuple[str, int], *, timeout: float = 0.25,
+                 retries: int = 8) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.retries = retries
+        try:
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.sock.bind(("0.0.0.0", 0))
+            self.sock.connect(switch)
+        except OSError as e:
+            raise TransportError(f"cannot open control socket to {url}: {e}") from e
+        self._tag = int.from_bytes(os.urandom(2), "little")
+        self._buf = bytearray(2048)
+
+    def _request(self, op: int, addr: int, value: int) -> int:
+        self._tag = (self._tag + 1) & 0xFFFF
+        tag = self._tag
+        req = CONTROL.pack(CONTROL_MAGIC, op, 0, tag, addr & 0xFFFFFFFF, value & 0xFFFFFFFF)
+        what = (f"read of register 0x{addr:03X}" if op == CONTROL_READ
+                else f"write of register 0x{addr:03X}")
+        for attempt in range(self.retries):
+            try:
+                self.sock.send(req)
+            except ConnectionRefusedError:
+                pass
+            deadline = time.monotonic() + self.timeout * (1 << min(attempt, 3))
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.sock.settimeout(left)
+                try:
+                    n = self.sock.recv_into(self._buf)
+                except TimeoutError:
+                    break
+                except ConnectionRefusedError:
+                    time.sleep(min(left, 0.01))
+                    continue
+                if n < CONTROL.size:
+                    continue
+                magic, rop, status, rtag, raddr, rvalue = CONTROL.unpack_from(self._buf)
+                if magic != CONTROL_MAGIC or rtag != tag or rop != op | CONTROL_REPLY:
+                    continue
+                if status != ControlStatus.OK:
+                    text = bytes(self._buf[CONTROL.size:n]).decode("utf-8", "replace")
+                    try:
+                        st = ControlStatus(status)
+                    except ValueError:
+                        st = ControlStatus.INTERNAL
+                    raise RegisterAccessError(f"0x{addr:03X}", value if op == CONTROL_WRITE
+                                              else None, st, text)
+                return int(rvalue)
+        raise SwitchTimeoutError(self.url, what, self.retries,
+                                 "is the soft switch running at that address?")
+
+    def read(self, addr: int) -> int:
+        return self._request(CONTROL_READ, addr, 0)
+
+    def write(self, addr: int, value: int) -> None:
+        self._request(CONTROL_WRITE, addr, value)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+# ---------------------------------------------------------------------------
+# backend registry
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How to reach switches of one URL scheme.
+
+    Attributes
+    ----------
+    scheme:
+        URL scheme (``"soft"``).
+    datagram:
+        Factory ``(url, **options) -> DatagramTransport``, or ``"module:attr"``
+        imported on first use; ``None`` when not implemented yet.
+    registers:
+        Factory ``(url, **options) -> RegisterTransport`` (same forms).
+    doc:
+        One line for error messages and ``--help``.
+    """
+
+    scheme: str
+    datagram: Callable[..., DatagramTransport] | str | None
+    registers: Callable[..., RegisterTransport] | str | None
+    doc: str
+
+
+def _soft_address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    if not parts.netloc:
+        raise TransportError(f"bad url={url!r}: expected soft://host:port")
+    return parse_hostport(parts.netloc)
+
+
+def _soft_datagram(url: str, **options: object) -> DatagramTransport:
+    return UdpDatagramTransport(url, _soft_address(url), **options)  # type: ignore[arg-type]
+
+
+def _soft_registers(url: str, **options: object) -> RegisterTransport:
+    return UdpRegisterTransport(url, _soft_address(url), **options)  # type: ignore[arg-type]
+
+
+BACKENDS: Mapping[str, Backend] = MappingProxyType({
+    "soft": Backend("soft", _soft_datagram, _soft_registers,
+                    "soft switch over UDP: soft://host:port"),
+    "sim": Backend("sim", None, None, "RTL simulation: sim://host:port"),
+    "udp": Backend("udp", None, None, "NetFPGA SUME board over UDP: udp://host:port"),
+    "eth": Backend("eth", None, None, "NetFPGA SUME board over raw Ethernet: eth://ifname"),
+})
+"""Every known URL scheme; an entry with no factories is reserved but not implemented."""
+
+
+def _resolve(factory: Callable[..., object] | str) -> Callable[..., object]:
+    if callable(factory):
+        return factory
+    module, _, attr = factory.partition(":")
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+def backend_for(url: str, backends: Mapping[str, Backend] | None = None) -> Backend:
+    """The :class:`Backend` of ``url``'s scheme.
+
+    Raises
+    ------
+    TransportError
+        When the scheme is missing or unknown.
+    """
+    table = BACKENDS if backends is None else backends
+    scheme = urlsplit(url).scheme
+    if not scheme:
+        raise TransportError(f"bad url={url!r}: no scheme; expected one of "
+                             + ", ".join(f"{s}://" for s in table))
+    try:
+        return table[scheme]
+    except KeyError:
+        raise TransportError(f"bad url={url!r}: unknown scheme {scheme!r}; known: "
+                             + "; ".join(b.doc for b in table.values())) from None
+
+
+def open_datagram(url: str, *, backends: Mapping[str, Backend] | None = None,
+                  **options: object) -> DatagramTransport:
+    """Open the protocol-message channel to the switch at ``url``."""
+    b = backend_for(url, backends)
+    if b.datagram is None:
+        raise TransportError(f"bad url={url!r}: the {b.scheme}:// backend ({b.doc}) "
+                             "is not implemented yet")
+    return _resolve(b.datagram)(url, **options)  # type: ignore[return-value]
+
+
+def open_registers(url: str, *, backends: Mapping[str, Backend] | None = None,
+                   **options: object) -> RegisterTransport:
+    """Open the register channel to the switch at ``url``."""
+    b = backend_for(url, backends)
+    if b.registers is None:
+        raise TransportError(f"bad url={url!r}: the {b.scheme}:// backend ({b.doc}) "
+                             "is not implemented yet")
+    return _resolve(b.registers)(url, **options)  # type: ignore[return-value]
+
+
+def known_schemes(backends: Mapping[str, Backend] | None = None) -> Sequence[str]:
+    """Schemes with a working backend."""
+    table = BACKENDS if backends is None else backends
+    return [s for s, b in table.items() if b.datagram is not None]

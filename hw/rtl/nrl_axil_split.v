@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/*
+
+Copyright (c) 2025 netfpga-rl contributors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in
+all copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+THE SOFTWARE.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * AXI4-Lite register splitter of the netfpga-rl switch
+ *
+ * One AXI4-Lite slave (the switch's 4 KB register space, hw/regs.yaml) in
+ * front of the two engines' register blocks, which overlap: both implement
+ * the identity, control and member blocks. Decode (byte address, bits 11:0):
+ *
+ *   writes
+ *     0x000-0x03F identity/control, 0x100-0x1FF members   both engines
+ *     0x080-0x0FF RPL_*                                   replay engine
+ *     everything else (0x040-0x07F AGG_*, counters, ...)  aggregation engine
+ *   reads
+ *     0x080-0x0FF RPL_*; CNT_RX_PUSH, CNT_RX_SAMPLE, CNT_RX_UPDATE,
+ *     CNT_TX_PUSH_ACK, CNT_TX_SAMPLE_RESP, CNT_DROP_EMPTY,
+ *     CNT_DROP_BAD_INDEX                                  replay engine
+ *     CNT_PASS                                            this module
+ *     CNT_DROP_BAD_LENGTH ... CNT_DROP_BAD_COUNT (the checks
+ *     both engines make)                                  sum of both engines
+ *     everything else (identity, control, AGG_*, members,
+ *     aggregation counters)                               aggregation engine
+ *
+ * A write that goes to both engines completes when both have answered; the
+ * response is the OR of theirs (OKAY unless one failed). A summed read
+ * returns the 32-bit wrapping sum and the OR of the responses.
+ *
+ * This module also owns the one register of the switch top, CNT_PASS (a
+ * pulse on pass_inc counts one forwarded L2 frame; CTRL bit 31 clears it),
+ * and keeps a shadow of UDP_PORT (udp_port) for the classifier, both taken
+ * from the writes it forwards. One transaction at a time; reads and writes
+ * alternate when both wait.
+ */
+module nrl_axil_split #
+(
+    // Width of the AXI4-Lite address in bits (the register map is 12 bits)
+    parameter ADDR_WIDTH = 12,
+    // Width of the AXI4-Lite data in bits
+    parameter DATA_WIDTH = 32,
+    // Width of the AXI4-Lite wstrb in bits
+    parameter STRB_WIDTH = DATA_WIDTH/8
+)
+(
+    input  wire                   clk,
+    input  wire                   rst,
+
+    /*
+     * AXI4-Lite slave (from the host)
+     */
+    input  wire [ADDR_WIDTH-1:0]  s_axil_awaddr,
+    input  wire [2:0]             s_axil_awprot,
+    input  wire                   s_axil_awvalid,
+    output wire                   s_axil_awready,
+    input  wire [DATA_WIDTH-1:0]  s_axil_wdata,
+    input  wire [STRB_WIDTH-1:0]  s_axil_wstrb,
+    input  wire                   s_axil_wvalid,
+    output wire                   s_axil_wready,
+    output wire [1:0]             s_axil_bresp,
+    output wire                   s_axil_bvalid,
+    input  wire                   s_axil_bready,
+    input  wire [ADDR_WIDTH-1:0]  s_axil_araddr,
+    input  wire [2:0]             s_axil_arprot,
+    input  wire                   s_axil_arvalid,
+    output wire                   s_axil_arready,
+    output wire [DATA_WIDTH-1:0]  s_axil_rdata,
+    output wire [1:0]             s_axil_rresp,
+    output wire                   s_axil_rvalid,
+    input  wire                   s_axil_rready,
+
+    /*
+     * AXI4-Lite master to the aggregation engine
+     */
+    output wire [ADDR_WIDTH-1:0]  m_axil_agg_awaddr,
+    output wire [2:0]             m_axil_agg_awprot,
+    output wire                   m_axil_agg_awvalid,
+    input  wire                   m_axil_agg_awready,
+    output wire [DATA_WIDTH-1:0]  m_axil_agg_wdata,
+    output wire [STRB_WIDTH-1:0]  m_axil_agg_wstrb,
+    output wire                   m_axil_agg_wvalid,
+    input  wire                   m_axil_agg_wready,
+    input  wire [1:0]             m_axil_agg_bresp,
+    input  wire                   m_axil_agg_bvalid,
+    output wire                   m_axil_agg_bready,
+    output wire [ADDR_WIDTH-1:0]  m_axil_agg_araddr,
+    output wire [2:0]             m_axil_agg_arprot,
+    output wire                   m_axil_agg_arvalid,
+    input  wire                   m_axil_agg_arready,
+    input  wire [DATA_WIDTH-1:0]  m_axil_agg_rdata,
+    input  wire [1:0]             m_axil_agg_rresp,
+    input  wire                   m_axil_agg_rvalid,
+    output wire                   m_axil_agg_rready,
+
+    /*
+     * AXI4-Lite master to the replay engine
+     */
+    output wire [ADDR_WIDTH-1:0]  m_axil_rpl_awaddr,
+    output wire [2:0]             m_axil_rpl_awprot,
+    output wire                   m_axil_rpl_awvalid,
+    input  wire                   m_axil_rpl_awready,
+    output wire [DATA_WIDTH-1:0]  m_axil_rpl_wdata,
+    output wire [STRB_WIDTH-1:0]  m_axil_rpl_wstrb,
+    output wire                   m_axil_rpl_wvalid,
+    input  wire                   m_axil_rpl_wready,
+    input  wire [1:0]             m_axil_rpl_bresp,
+    input  wire                   m_axil_rpl_bvalid,
+    output wire                   m_axil_rpl_bready,
+    output wire [ADDR_WIDTH-1:0]  m_axil_rpl_araddr,
+    output wire [2:0]             m_axil_rpl_arprot,
+    output wire                   m_axil_rpl_arvalid,
+    input  wire                   m_axil_rpl_arready,
+    input  wire [DATA_WIDTH-1:0]  m_axil_rpl_rdata,
+    input  wire [1:0]             m_axil_rpl_rresp,
+    input  wire                   m_axil_rpl_rvalid,
+    output wire                   m_axil_rpl_rready,
+
+    /*
+     * Switch top registers
+     */
+    input  wire                   pass_inc,
+    output wire [15:0]            udp_port
+);
+
+/* verilator lint_off UNUSEDPARAM */
+`include "nrl_regs.vh"
+/* verilator lint_on UNUSEDPARAM */
+
+// bus width assertions
+initial begin
+    if (ADDR_WIDTH != 12) begin
+        $error("Error: ADDR_WIDTH must be 12, the register map's width (instance %m)");
+        $finish;
+    end
+
+    if (DATA_WIDTH != 32) begin
+        $error("Error: DATA_WIDTH must be 32 (instance %m)");
+        $finish;
+    end
+
+    if (STRB_WIDTH * 8 != DATA_WIDTH) begin
+        $error("Error: AXI4-Lite interface requires byte (8-bit) granularity (instance %m)");
+        $finish;
+    end
+end
+
+localparam [2:0]
+    STATE_IDLE = 3'd0,
+    STATE_WRITE = 3'd1,
+    STATE_WRITE_RESP = 3'd2,
+    STATE_READ = 3'd3,
+    STATE_READ_RESP = 3'd4;
+
+// write routing: bit 0 aggregation engine, bit 1 replay engine
+function [1:0] wr_route(input [11:0] a);
+    begin
+        if (a < 12'h040 || (a >= 12'h100 && a < 12'h200)) begin
+            wr_route = 2'b11;
+        end else if (a >= 12'h080 && a < 12'h100) begin
+            wr_route = 2'b10;
+        end else begin
+            wr_route = 2'b01;
+        end
+    end
+endfunction
+
+// read routing: bit 0 aggregation engine, bit 1 replay engine (both: sum),
+// 2'b00 this module (CNT_PASS)
+function [1:0] rd_route(input [11:0] a);
+    begin
+        case ({a[11:2], 2'b00})
+            REG_CNT_PASS: rd_route = 2'b00;
+            REG_CNT_RX_PUSH, REG_CNT_RX_SAMPLE, REG_CNT_RX_UPDATE,
+            REG_CNT_TX_PUSH_ACK, REG_CNT_TX_SAMPLE_RESP,
+            REG_CNT_DROP_EMPTY, REG_CNT_DROP_BAD_INDEX: rd_route = 2'b10;
+            REG_CNT_DROP_BAD_LENGTH, REG_CNT_DROP_BAD_HEADER, REG_CNT_DROP_BAD_JOB,
+            REG_CNT_DROP_DISABLED, REG_CNT_DROP_UNKNOWN_WORKER, REG_CNT_DROP_SPOOFED,
+            REG_CNT_DROP_BAD_COUNT: rd_route = 2'b11;
+            default: begin
+                if (a >= 12'h080 && a < 12'h100) begin
+                    rd_route = 2'b10;
+                end else begin
+                    rd_route = 2'b01;
+                end
+            end
+        endcase
+    end
+endfunction
+
+reg [2:0] state_reg, state_next;
+reg read_first_reg, read_first_next;
+
+reg [ADDR_WIDTH-1:0] addr_reg, addr_next;
+reg [2:0] prot_reg, prot_next;
+reg [DATA_WIDTH-1:0] wdata_reg, wdata_next;
+reg [STRB_WIDTH-1:0] wstrb_reg, wstrb_next;
+// per engine handshake state: bit 0 agg, bit 1 rpl
+reg [1:0] awvalid_reg, awvalid_next;
+reg [1:0] wvalid_reg, wvalid_next;
+reg [1:0] arvalid_reg, arvalid_next;
+reg [1:0] wait_reg, wait_next;
+
+reg [1:0] resp_reg, resp_next;
+reg [DATA_WIDTH-1:0] rdata_reg, rdata_next;
+
+reg s_axil_bvalid_reg, s_axil_bvalid_next;
+reg s_axil_rvalid_reg, s_axil_rvalid_next;
+
+reg [31:0] cnt_pass_reg, cnt_pass_next;
+reg [15:0] udp_port_reg, udp_port_next;
+
+wire wr_req = s_axil_awvalid && s_axil_wvalid;
+wire rd_req = s_axil_arvalid;
+wire do_write = state_reg == STATE_IDLE && wr_req && (!rd_req || !read_first_reg);
+wire do_read = state_reg == STATE_IDLE && rd_req && (!wr_req || read_first_reg);
+
+assign s_axil_awready = do_write;
+assign s_axil_wready = do_write;
+assign s_axil_bresp = resp_reg;
+assign s_axil_bvalid = s_axil_bvalid_reg;
+assign s_axil_arready = do_read;
+assign s_axil_rdata = rdata_reg;
+assign s_axil_rresp = resp_reg;
+assign s_axil_rvalid = s_axil_rvalid_reg;
+
+assign m_axil_agg_awaddr = addr_reg;
+assign m_axil_agg_awprot = prot_reg;
+assign m_axil_agg_awvalid = awvalid_reg[0];
+assign m_axil_agg_wdata = wdata_reg;
+assign m_axil_agg_wstrb = wstrb_reg;
+assign m_axil_agg_wvalid = wvalid_reg[0];
+assign m_axil_agg_bready = wait_reg[0] && state_reg == STATE_WRITE;
+assign m_axil_agg_araddr = addr_reg;
+assign m_axil_agg_arprot = prot_reg;
+assign m_axil_agg_arvalid = arvalid_reg[0];
+assign m_axil_agg_rready = wait_reg[0] && state_reg == STATE_READ;
+
+assign m_axil_rpl_awaddr = addr_reg;
+assign m_axil_rpl_awprot = prot_reg;
+assign m_axil_rpl_awvalid = awvalid_reg[1];
+assign m_axil_rpl_wdata = wdata_reg;
+assign m_axil_rpl_wstrb = wstrb_reg;
+assign m_axil_rpl_wvalid = wvalid_reg[1];
+assign m_axil_rpl_bready = wait_reg[1] && state_reg == STATE_WRITE;
+assign m_axil_rpl_araddr = addr_reg;
+assign m_axil_rpl_arprot = prot_reg;
+assign m_axil_rpl_arvalid = arvalid_reg[1];
+assign m_axil_rpl_rready = wait_reg[1] && state_reg == STATE_READ;
+
+assign udp_port = udp_port_reg;
+
+wire [1:0] awready_in = {m_axil_rpl_awready, m_axil_agg_awready};
+wire [1:0] wready_in = {m_axil_rpl_wready, m_axil_agg_wready};
+wire [1:0] arready_in = {m_axil_rpl_arready, m_axil_agg_arready};
+wire [1:0] b_fire = {m_axil_rpl_bvalid && m_axil_rpl_bready, m_axil_agg_bvalid && m_axil_agg_bready};
+wire [1:0] r_fire = {m_axil_rpl_rvalid && m_axil_rpl_rready, m_axil_agg_rvalid && m_axil_agg_rready};
+
+// the write as it will land (byte strobes applied) on a snooped register
+wire [15:0] s_wmask = {{8{s_axil_wstrb[1]}}, {8{s_axil_wstrb[0]}}};
+wire [11:0] s_waddr = {s_axil_awaddr[11:2], 2'b00};
+
+always @* begin
+    state_next = state_reg;
+    read_first_next = read_first_reg;
+    addr_next = addr_reg;
+    prot_next = prot_reg;
+    wdata_next = wdata_reg;
+    wstrb_next = wstrb_reg;
+    awvalid_next = awvalid_reg & ~awready_in;
+    wvalid_next = wvalid_reg & ~wready_in;
+    arvalid_next = arvalid_reg & ~arready_in;
+    wait_next = wait_reg;
+    resp_next = resp_reg;
+    rdata_next = rdata_reg;
+    s_axil_bvalid_next = s_axil_bvalid_reg && !s_axil_bready;
+    s_axil_rvalid_next = s_axil_rvalid_reg && !s_axil_rready;
+    cnt_pass_next = cnt_pass_reg + {31'd0, pass_inc};
+    udp_port_next = udp_port_reg;
+
+    case (state_reg)
+        STATE_IDLE: begin
+            resp_next = 2'b00;
+            if (do_write) begin
+                read_first_next = 1'b1;
+                addr_next = s_axil_awaddr;
+                prot_next = s_axil_awprot;
+                wdata_next = s_axil_wdata;
+                wstrb_next = s_axil_wstrb;
+                awvalid_next = wr_route(s_axil_awaddr);
+                wvalid_next = wr_route(s_axil_awaddr);
+                wait_next = wr_route(s_axil_awaddr);
+                state_next = STATE_WRITE;
+                // registers of the switch top, taken from the forwarded write
+                if (s_waddr == REG_UDP_PORT) begin
+                    udp_port_next = (udp_port_reg & ~s_wmask) | (s_axil_wdata[15:0] & s_wmask);
+                end
+                if (s_waddr == REG_CTRL && s_axil_wstrb[3] && s_axil_wdata[31]) begin
+                    cnt_pass_next = 32'd0;
+                end
+            end else if (do_read) begin
+                read_first_next = 1'b0;
+                addr_next = s_axil_araddr;
+                prot_next = s_axil_arprot;
+                arvalid_next = rd_route(s_axil_araddr);
+                wait_next = rd_route(s_axil_araddr);
+                rdata_next = {DATA_WIDTH{1'b0}};
+                if (rd_route(s_axil_araddr) == 2'b00) begin
+                    rdata_next = cnt_pass_reg;
+                    s_axil_rvalid_next = 1'b1;
+                    state_next = STATE_READ_RESP;
+                end else begin
+                    state_next = STATE_READ;
+                end
+            end
+        end
+        STATE_WRITE: begin
+            wait_next = wait_reg & ~b_fire;
+            if (b_fire[0]) begin
+                resp_next = resp_next | m_axil_agg_bresp;
+            end
+            if (b_fire[1]) begin
+                resp_next = resp_next | m_axil_rpl_bresp;
+            end
+            if ((wait_reg & ~b_fire) == 2'b00) begin
+                s_axil_bvalid_next = 1'b1;
+                state_next = STATE_WRITE_RESP;
+            end
+        end
+        STATE_WRITE_RESP: begin
+            if (s_axil_bready) begin
+                state_next = STATE_IDLE;
+            end
+        end
+        STATE_READ: begin
+            wait_next = wait_reg & ~r_fire;
+            if (r_fire[0]) begin
+                resp_next = resp_next | m_axil_agg_rresp;
+                rdata_next = rdata_next + m_axil_agg_rdata;
+            end
+            if (r_fire[1]) begin
+                resp_next = resp_next | m_axil_rpl_rresp;
+                rdata_next = rdata_next + m_axil_rpl_rdata;
+            end
+            if ((wait_reg & ~r_fire) == 2'b00) begin
+                s_axil_rvalid_next = 1'b1;
+                state_next = STATE_READ_RESP;
+            end
+        end
+        STATE_READ_RESP: begin
+            if (s_axil_rready) begin
+                state_next = STATE_IDLE;
+            end
+        end
+        default: begin
+            state_next = STATE_IDLE;
+        end
+    endcase
+end
+
+always @(posedge clk) begin
+    state_reg <= state_next;
+    read_first_reg <= read_first_next;
+    addr_reg <= addr_next;
+    prot_reg <= prot_next;
+    wdata_reg <= wdata_next;
+    wstrb_reg <= wstrb_next;
+    awvalid_reg <= awvalid_next;
+    wvalid_reg <= wvalid_next;
+    arvalid_reg <= arvalid_next;
+    wait_reg <= wait_next;
+    resp_reg <= resp_next;
+    rdata_reg <= rdata_next;
+    s_axil_bvalid_reg <= s_axil_bvalid_next;
+    s_axil_rvalid_reg <= s_axil_rvalid_next;
+    cnt_pass_reg <= cnt_pass_next;
+    udp_port_reg <= udp_port_next;
+
+    if (rst) begin
+        state_reg <= STATE_IDLE;
+        read_first_reg <= 1'b0;
+        awvalid_reg <= 2'b00;
+        wvalid_reg <= 2'b00;
+        arvalid_reg <= 2'b00;
+        wait_reg <= 2'b00;
+        s_axil_bvalid_reg <= 1'b0;
+        s_axil_rvalid_reg <= 1'b0;
+        cnt_pass_reg <= 32'd0;
+        udp_port_reg <= RST_UDP_PORT[15:0];
+    end
+end
+
+endmodule
+
+`resetall
+`default_nettype wire

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+/*
+
+Copyright (c) 2025 netfpga-rl contributors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in
+all copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+THE SOFTWARE.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Classifier and output port lookup of the netfpga-rl switch.
+ *
+ * Takes the single arbitrated stream (as after SUME's input_arbiter) and
+ * steers every packet, whole, to one of three outputs:
+ *
+ *   - m_axis_agg: protocol frames (docs/protocol.md section 1: EtherType
+ *     0x0800, IPv4 0x45, protocol 17, UDP destination port == udp_port)
+ *     whose opcode (byte 43) is not 3..7, including frames too short to
+ *     carry an opcode: the aggregation engine owns their checks;
+ *   - m_axis_rpl: protocol frames with opcode 3..7 (replay engine);
+ *   - m_axis_l2: everything else, with TUSER[31:24] (destination ports)
+ *     set to the four MAC ports 0x55 minus the source port TUSER[23:16]
+ *     (flooding), and a stat_pass pulse per frame (CNT_PASS).
+ *
+ * The fields the decision needs end at byte 43: the first beat on a 512-bit
+ * bus, the second on a 256-bit bus. Beats enter a 4-entry FIFO at one per
+ * clock while a parser watches the input and pushes the decision into a
+ * small decision FIFO as soon as it is known (first or second beat, or the
+ * last beat of a shorter frame). The read side forwards a beat only when its
+ * packet's decision is there, so a packet waits at most two clocks and
+ * back-to-back packets flow at one beat per clock with no bubbles.
+ * s_axis_tready depends only on registers. A stalled output blocks the
+ * packets behind it (head of line), as in SUME's output_port_lookup.
+ */
+module nrl_classifier #
+(
+    // Width of AXI stream data in bits (256 or 512)
+    parameter DATA_WIDTH = 256,
+    // Width of AXI stream tkeep in bits
+    parameter KEEP_WIDTH = DATA_WIDTH/8,
+    // Width of AXI stream tuser in bits (SUME layout, 128)
+    parameter USER_WIDTH = 128
+)
+(
+    input  wire                   clk,
+    input  wire                   rst,
+
+    /*
+     * Configuration
+     */
+    input  wire [15:0]            udp_port,
+
+    /*
+     * AXI input (arbitrated switch input)
+     */
+    input  wire [DATA_WIDTH-1:0]  s_axis_tdata,
+    input  wire [KEEP_WIDTH-1:0]  s_axis_tkeep,
+    input  wire                   s_axis_tvalid,
+    output wire                   s_axis_tready,
+    input  wire                   s_axis_tlast,
+    input  wire [USER_WIDTH-1:0]  s_axis_tuser,
+
+    /*
+     * AXI output: ordinary L2 traffic (flooded)
+     */
+    output wire [DATA_WIDTH-1:0]  m_axis_l2_tdata,
+    output wire [KEEP_WIDTH-1:0]  m_axis_l2_tkeep,
+    output wire                   m_axis_l2_tvalid,
+    input  wire                   m_axis_l2_tready,
+    output wire                   m_axis_l2_tlast,
+    output wire [USER_WIDTH-1:0]  m_axis_l2_tuser,
+
+    /*
+     * AXI output: protocol frames for the aggregation engine
+     */
+    output wire [DATA_WIDTH-1:0]  m_axis_agg_tdata,
+    output wire [KEEP_WIDTH-1:0]  m_axis_agg_tkeep,
+    output wire                   m_axis_agg_tvalid,
+    input  wire                   m_axis_agg_tready,
+    output wire                   m_axis_agg_tlast,
+    output wire [USER_WIDTH-1:0]  m_axis_agg_tuser,
+
+    /*
+     * AXI output: protocol frames for the replay engine (opcodes 3..7)
+     */
+    output wire [DATA_WIDTH-1:0]  m_axis_rpl_tdata,
+    output wire [KEEP_WIDTH-1:0]  m_axis_rpl_tkeep,
+    output wire                   m_axis_rpl_tvalid,
+    input  wire                   m_axis_rpl_tready,
+    output wire                   m_axis_rpl_tlast,
+    output wire [USER_WIDTH-1:0]  m_axis_rpl_tuser,
+
+    /*
+     * Status
+     */
+    output wire                   stat_pass
+);
+
+// beats that hold bytes 0..43 (header fields the decision needs)
+localparam HDR_BEATS = DATA_WIDTH >= 512 ? 1 : 2;
+// byte offset of the beat holding the UDP port and the opcode
+localparam HB = HDR_BEATS == 2 ? KEEP_WIDTH : 0;
+
+localparam FIFO_ADDR = 2;
+localparam FIFO_DEPTH = 2**FIFO_ADDR;
+
+localparam [1:0] SEL_L2 = 2'd0, SEL_AGG = 2'd1, SEL_RPL = 2'd2;
+
+localparam [7:0] MAC_PORTS = 8'h55;
+
+localparam ENTRY_WIDTH = DATA_WIDTH + KEEP_WIDTH + 1 + USER_WIDTH;
+
+// bus width assertions
+initial begin
+    if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
+        $error("Error: DATA_WIDTH must be 256 or 512 (instance %m)");
+        $finish;
+    end
+
+    if (KEEP_WIDTH * 8 != DATA_WIDTH) begin
+        $error("Error: AXI stream interface requires byte (8-bit) granularity (instance %m)");
+        $finish;
+    end
+
+    if (USER_WIDTH < 32) begin
+        $error("Error: USER_WIDTH must hold the SUME port fields [31:16] (instance %m)");
+        $finish;
+    end
+end
+
+// ---------------------------------------------------------------------------
+// input side: beat FIFO and header parser
+
+reg [ENTRY_WIDTH-1:0] mem[FIFO_DEPTH-1:0];
+reg [FIFO_ADDR:0] wr_ptr_reg, wr_ptr_next;
+reg [FIFO_ADDR:0] rd_ptr_reg, rd_ptr_next;
+
+// decision FIFO: {L2 destination ports, select}; one entry per packet in the
+// beat FIFO at most, so it never overflows
+reg [9:0] dec_mem[FIFO_DEPTH-1:0];
+reg [FIFO_ADDR:0] dec_wr_ptr_reg, dec_wr_ptr_next;
+reg [FIFO_ADDR:0] dec_rd_ptr_reg, dec_rd_ptr_next;
+
+// parser state: next input beat is the first / second of its packet
+reg in_first_reg, in_first_next;
+reg in_second_reg, in_second_next;
+// first-beat results kept for the second beat (256-bit bus)
+reg l3_ok_reg, l3_ok_next;
+reg [7:0] flood_reg, flood_next;
+
+wire full = wr_ptr_reg == (rd_ptr_reg ^ {1'b1, {FIFO_ADDR{1'b0}}});
+wire empty = wr_ptr_reg == rd_ptr_reg;
+wire dec_empty = dec_wr_ptr_reg == dec_rd_ptr_reg;
+
+assign s_axis_tready = !full;
+
+wire in_fire = s_axis_tvalid && !full;
+
+// byte k of the current input beat
+function [7:0] in_byte(input integer k);
+    in_byte = s_axis_tdata[k*8 +: 8];
+endfunction
+
+// first beat: Ethernet II / IPv4 without options / UDP
+wire l3_ok_now = in_byte(12) == 8'h08 && in_byte(13) == 8'h00 &&
+                 in_byte(14) == 8'h45 && in_byte(23) == 8'd17;
+// beat holding bytes 36..43: UDP destination port (and >= 42 bytes present)
+wire udp_ok_now = s_axis_tkeep[41-HB] && {in_byte(36-HB), in_byte(37-HB)} == udp_port;
+// opcode, 0 (not a replay opcode) when the frame ends before byte 43
+wire [7:0] opcode_now = s_axis_tkeep[43-HB] ? in_byte(43-HB) : 8'd0;
+wire rpl_op_now = opcode_now >= 8'd3 && opcode_now <= 8'd7;
+wire [7:0] flood_now = MAC_PORTS & ~s_axis_tuser[23:16];
+
+reg dec_push;
+reg [9:0] dec_push_data;
+
+always @* begin
+    wr_ptr_next = wr_ptr_reg;
+    dec_wr_ptr_next = dec_wr_ptr_reg;
+    in_first_next = in_first_reg;
+    in_second_next = in_second_reg;
+    l3_ok_next = l3_ok_reg;
+    flood_next = flood_reg;
+
+    dec_push = 1'b0;
+    dec_push_data = {flood_reg, SEL_L2};
+
+    if (in_fire) begin
+        wr_ptr_next = wr_ptr_reg + 1;
+        in_first_next = s_axis_tlast;
+        in_second_next = 1'b0;
+
+        if (in_first_reg) begin
+            if (HDR_BEATS == 1) begin
+                // everything is in the first beat
+                dec_push = 1'b1;
+                if (l3_ok_now && udp_ok_now) begin
+                    dec_push_data = {flood_now, rpl_op_now ? SEL_RPL : SEL_AGG};
+                end else begin
+                    dec_push_data = {flood_now, SEL_L2};
+                end
+            end else if (s_axis_tlast) begin
+                // one-beat frame: shorter than a protocol frame
+                dec_push = 1'b1;
+                dec_push_data = {flood_now, SEL_L2};
+            end else begin
+                l3_ok_next = l3_ok_now;
+                flood_next = flood_now;
+                in_second_next = 1'b1;
+            end
+        end else if (in_second_reg) begin
+            dec_push = 1'b1;
+            if (l3_ok_reg && udp_ok_now) begin
+                dec_push_data = {flood_reg, rpl_op_now ? SEL_RPL : SEL_AGG};
+            end else begin
+                dec_push_data = {flood_reg, SEL_L2};
+            end
+        end
+    end
+
+    if (dec_push) begin
+        dec_wr_ptr_next = dec_wr_ptr_reg + 1;
+    end
+end
+
+always @(posedge clk) begin
+    if (in_fire) begin
+        mem[wr_ptr_reg[FIFO_ADDR-1:0]] <= {s_axis_tdata, s_axis_tkeep, s_axis_tlast, s_axis_tuser};
+    end
+    if (dec_push) begin
+        dec_mem[dec_wr_ptr_reg[FIFO_ADDR-1:0]] <= dec_push_data;
+    end
+end
+
+// ---------------------------------------------------------------------------
+// output side: steer the head beat to its packet's output register
+
+wire [DATA_WIDTH-1:0] head_tdata;
+wire [KEEP_WIDTH-1:0] head_tkeep;
+wire                  head_tlast;
+wire [USER_WIDTH-1:0] head_tuser;
+
+assign {head_tdata, head_tkeep, head_tlast, head_tuser} = mem[rd_ptr_reg[FIFO_ADDR-1:0]];
+
+wire [9:0] head_dec = dec_mem[dec_rd_ptr_reg[FIFO_ADDR-1:0]];
+wire [1:0] head_sel = head_dec[1:0];
+wire [7:0] head_flood = head_dec[9:2];
+
+reg [DATA_WIDTH-1:0] m_axis_tdata_reg[2:0];
+reg [KEEP_WIDTH-1:0] m_axis_tkeep_reg[2:0];
+reg                  m_axis_tlast_reg[2:0];
+reg [USER_WIDTH-1:0] m_axis_tuser_reg[2:0];
+reg [2:0] m_axis_tvalid_reg, m_axis_tvalid_next;
+
+reg stat_pass_reg, stat_pass_next;
+
+wire [2:0] m_axis_tready_int = {m_axis_rpl_tready, m_axis_agg_tready, m_axis_l2_tready};
+// each output register takes a beat when it is empty or being emptied
+wire [2:0] out_free = ~m_axis_tvalid_reg | m_axis_tready_int;
+
+wire head_avail = !empty && !dec_empty;
+wire pop = head_avail && out_free[head_sel];
+
+always @* begin
+    rd_ptr_next = rd_ptr_reg;
+    dec_rd_ptr_next = dec_rd_ptr_reg;
+    m_axis_tvalid_next = m_axis_tvalid_reg & ~m_axis_tready_int;
+    stat_pass_next = 1'b0;
+
+    if (pop) begin
+        rd_ptr_next = rd_ptr_reg + 1;
+        m_axis_tvalid_next[head_sel] = 1'b1;
+        if (head_tlast) begin
+            dec_rd_ptr_next = dec_rd_ptr_reg + 1;
+            stat_pass_next = head_sel == SEL_L2;
+        end
+    end
+end
+
+always @(posedge clk) begin
+    wr_ptr_reg <= wr_ptr_next;
+    rd_ptr_reg <= rd_ptr_next;
+    dec_wr_ptr_reg <= dec_wr_ptr_next;
+    dec_rd_ptr_reg <= dec_rd_ptr_next;
+    in_first_reg <= in_first_next;
+    in_second_reg <= in_second_next;
+    l3_ok_reg <= l3_ok_next;
+    flood_reg <= flood_next;
+    m_axis_tvalid_reg <= m_axis_tvalid_next;
+    stat_pass_reg <= stat_pass_next;
+
+    if (pop) begin
+        m_axis_tdata_reg[head_sel] <= head_tdata;
+        m_axis_tkeep_reg[head_sel] <= head_tkeep;
+        m_axis_tlast_reg[head_sel] <= head_tlast;
+        if (head_sel == SEL_L2) begin
+            m_axis_tuser_reg[head_sel] <= {head_tuser[USER_WIDTH-1:32], head_flood, head_tuser[23:0]};
+        end else begin
+            m_axis_tuser_reg[head_sel] <= head_tuser;
+        end
+    end
+
+    if (rst) begin
+        wr_ptr_reg <= {FIFO_ADDR+1{1'b0}};
+        rd_ptr_reg <= {FIFO_ADDR+1{1'b0}};
+        dec_wr_ptr_reg <= {FIFO_ADDR+1{1'b0}};
+        dec_rd_ptr_reg <= {FIFO_ADDR+1{1'b0}};
+        in_first_reg <= 1'b1;
+        in_second_reg <= 1'b0;
+        m_axis_tvalid_reg <= 3'b000;
+        stat_pass_reg <= 1'b0;
+    end
+end
+
+assign m_axis_l2_tdata  = m_axis_tdata_reg[SEL_L2];
+assign m_axis_l2_tkeep  = m_axis_tkeep_reg[SEL_L2];
+assign m_axis_l2_tvalid = m_axis_tvalid_reg[SEL_L2];
+assign m_axis_l2_tlast  = m_axis_tlast_reg[SEL_L2];
+assign m_axis_l2_tuser  = m_axis_tuser_reg[SEL_L2];
+
+assign m_axis_agg_tdata  = m_axis_tdata_reg[SEL_AGG];
+assign m_axis_agg_tkeep  = m_axis_tkeep_reg[SEL_AGG];
+assign m_axis_agg_tvalid = m_axis_tvalid_reg[SEL_AGG];
+assign m_axis_agg_tlast  = m_axis_tlast_reg[SEL_AGG];
+assign m_axis_agg_tuser  = m_axis_tuser_reg[SEL_AGG];
+
+assign m_axis_rpl_tdata  = m_axis_tdata_reg[SEL_RPL];
+assign m_axis_rpl_tkeep  = m_axis_tkeep_reg[SEL_RPL];
+assign m_axis_rpl_tvalid = m_axis_tvalid_reg[SEL_RPL];
+assign m_axis_rpl_tlast  = m_axis_tlast_reg[SEL_RPL];
+assign m_axis_rpl_tuser  = m_axis_tuser_reg[SEL_RPL];
+
+assign stat_pass = stat_pass_reg;
+
+endmodule
+
+`resetall
+`default_nettype wire

@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: MIT
+/*
+
+Copyright (c) 2025 netfpga-rl contributors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in
+all copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+THE SOFTWARE.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * netfpga-rl switch datapath
+ *
+ * The user datapath between SUME's input arbiter and output queues: one
+ * arbitrated AXI4-Stream in, one out, TUSER in the SUME layout ([15:0]
+ * length, [23:16] one-hot source port, [31:24] destination ports).
+ *
+ *   s_axis --> nrl_classifier --+-- L2 (flood, CNT_PASS) ----------+
+ *                               +-- agg --> grad_agg ------------+  |
+ *                               +-- rpl --> replay_engine ----+  |  |
+ *                                                             v  v  v
+ *                                        nrl_axis_merge (packet round robin)
+ *                                                             |
+ *                                                          m_axis
+ *
+ * The classifier sends protocol frames (docs/protocol.md section 1, UDP
+ * destination port from the UDP_PORT register) with opcodes 3..7 to the
+ * replay engine and every other protocol frame to the aggregation engine;
+ * all other traffic is flooded to the MAC ports but its source and counted
+ * in CNT_PASS. Each engine sets the destination bitmap of what it emits.
+ * The register space (hw/regs.yaml, 12-bit addresses) is split between the
+ * engines by nrl_axil_split (see there and docs/architecture_switch.md).
+ */
+module nrl_switch #
+(
+    // Width of AXI stream data in bits (256 or 512)
+    parameter DATA_WIDTH = 256,
+    // Width of AXI stream tkeep in bits
+    parameter KEEP_WIDTH = DATA_WIDTH/8,
+    // Width of AXI stream tuser in bits (SUME layout)
+    parameter USER_WIDTH = 128,
+    // Width of the AXI4-Lite address in bits
+    parameter AXIL_ADDR_WIDTH = 12,
+    // Width of the AXI4-Lite data in bits
+    parameter AXIL_DATA_WIDTH = 32,
+    // Width of the AXI4-Lite wstrb in bits
+    parameter AXIL_STRB_WIDTH = AXIL_DATA_WIDTH/8
+)
+(
+    input  wire                        clk,
+    input  wire                        rst,
+
+    /*
+     * AXI input (arbitrated ingress)
+     */
+    input  wire [DATA_WIDTH-1:0]       s_axis_tdata,
+    input  wire [KEEP_WIDTH-1:0]       s_axis_tkeep,
+    input  wire                        s_axis_tvalid,
+    output wire                        s_axis_tready,
+    input  wire                        s_axis_tlast,
+    input  wire [USER_WIDTH-1:0]       s_axis_tuser,
+
+    /*
+     * AXI output (to the output queues)
+     */
+    output wire [DATA_WIDTH-1:0]       m_axis_tdata,
+    output wire [KEEP_WIDTH-1:0]       m_axis_tkeep,
+    output wire                        m_axis_tvalid,
+    input  wire                        m_axis_tready,
+    output wire                        m_axis_tlast,
+    output wire [USER_WIDTH-1:0]       m_axis_tuser,
+
+    /*
+     * AXI4-Lite slave (registers)
+     */
+    input  wire [AXIL_ADDR_WIDTH-1:0]  s_axil_awaddr,
+    input  wire [2:0]                  s_axil_awprot,
+    input  wire                        s_axil_awvalid,
+    output wire                        s_axil_awready,
+    input  wire [AXIL_DATA_WIDTH-1:0]  s_axil_wdata,
+    input  wire [AXIL_STRB_WIDTH-1:0]  s_axil_wstrb,
+    input  wire                        s_axil_wvalid,
+    output wire                        s_axil_wready,
+    output wire [1:0]                  s_axil_bresp,
+    output wire                        s_axil_bvalid,
+    input  wire                        s_axil_bready,
+    input  wire [AXIL_ADDR_WIDTH-1:0]  s_axil_araddr,
+    input  wire [2:0]                  s_axil_arprot,
+    input  wire                        s_axil_arvalid,
+    output wire                        s_axil_arready,
+    output wire [AXIL_DATA_WIDTH-1:0]  s_axil_rdata,
+    output wire [1:0]                  s_axil_rresp,
+    output wire                        s_axil_rvalid,
+    input  wire                        s_axil_rready
+);
+
+// bus width assertions
+initial begin
+    if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
+        $error("Error: DATA_WIDTH must be 256 or 512 (instance %m)");
+        $finish;
+    end
+
+    if (KEEP_WIDTH * 8 != DATA_WIDTH) begin
+        $error("Error: AXI stream interface requires byte (8-bit) granularity (instance %m)");
+        $finish;
+    end
+
+    if (USER_WIDTH != 128) begin
+        $error("Error: USER_WIDTH must be 128 (SUME TUSER layout) (instance %m)");
+        $finish;
+    end
+end
+
+wire [15:0] udp_port;
+wire        stat_pass;
+
+// classifier outputs
+wire [DATA_WIDTH-1:0] l2_tdata,  agg_in_tdata,  rpl_in_tdata;
+wire [KEEP_WIDTH-1:0] l2_tkeep,  agg_in_tkeep,  rpl_in_tkeep;
+wire                  l2_tvalid, agg_in_tvalid, rpl_in_tvalid;
+wire                  l2_tready, agg_in_tready, rpl_in_tready;
+wire                  l2_tlast,  agg_in_tlast,  rpl_in_tlast;
+wire [USER_WIDTH-1:0] l2_tuser,  agg_in_tuser,  rpl_in_tuser;
+
+// engine outputs
+wire [DATA_WIDTH-1:0] agg_out_tdata,  rpl_out_tdata;
+wire [KEEP_WIDTH-1:0] agg_out_tkeep,  rpl_out_tkeep;
+wire                  agg_out_tvalid, rpl_out_tvalid;
+wire                  agg_out_tready, rpl_out_tready;
+wire                  agg_out_tlast,  rpl_out_tlast;
+wire [USER_WIDTH-1:0] agg_out_tuser,  rpl_out_tuser;
+
+// register buses to the engines
+wire [AXIL_ADDR_WIDTH-1:0] agg_axil_awaddr,  rpl_axil_awaddr;
+wire [2:0]                 agg_axil_awprot,  rpl_axil_awprot;
+wire                       agg_axil_awvalid, rpl_axil_awvalid;
+wire                       agg_axil_awready, rpl_axil_awready;
+wire [AXIL_DATA_WIDTH-1:0] agg_axil_wdata,   rpl_axil_wdata;
+wire [AXIL_STRB_WIDTH-1:0] agg_axil_wstrb,   rpl_axil_wstrb;
+wire                       agg_axil_wvalid,  rpl_axil_wvalid;
+wire                       agg_axil_wready,  rpl_axil_wready;
+wire [1:0]                 agg_axil_bresp,   rpl_axil_bresp;
+wire                       agg_axil_bvalid,  rpl_axil_bvalid;
+wire                       agg_axil_bready,  rpl_axil_bready;
+wire [AXIL_ADDR_WIDTH-1:0] agg_axil_araddr,  rpl_axil_araddr;
+wire [2:0]                 agg_axil_arprot,  rpl_axil_arprot;
+wire                       agg_axil_arvalid, rpl_axil_arvalid;
+wire                       agg_axil_arready, rpl_axil_arready;
+wire [AXIL_DATA_WIDTH-1:0] agg_axil_rdata,   rpl_axil_rdata;
+wire [1:0]                 agg_axil_rresp,   rpl_axil_rresp;
+wire                       agg_axil_rvalid,  rpl_axil_rvalid;
+wire                       agg_axil_rready,  rpl_axil_rready;
+
+nrl_classifier #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH),
+    .USER_WIDTH(USER_WIDTH)
+)
+classifier_inst (
+    .clk(clk),
+    .rst(rst),
+    .udp_port(udp_port),
+    .s_axis_tdata(s_axis_tdata),
+    .s_axis_tkeep(s_axis_tkeep),
+    .s_axis_tvalid(s_axis_tvalid),
+    .s_axis_tready(s_axis_tready),
+    .s_axis_tlast(s_axis_tlast),
+    .s_axis_tuser(s_axis_tuser),
+    .m_axis_l2_tdata(l2_tdata),
+    .m_axis_l2_tkeep(l2_tkeep),
+    .m_axis_l2_tvalid(l2_tvalid),
+    .m_axis_l2_tready(l2_tready),
+    .m_axis_l2_tlast(l2_tlast),
+    .m_axis_l2_tuser(l2_tuser),
+    .m_axis_agg_tdata(agg_in_tdata),
+    .m_axis_agg_tkeep(agg_in_tkeep),
+    .m_axis_agg_tvalid(agg_in_tvalid),
+    .m_axis_agg_tready(agg_in_tready),
+    .m_axis_agg_tlast(agg_in_tlast),
+    .m_axis_agg_tuser(agg_in_tuser),
+    .m_axis_rpl_tdata(rpl_in_tdata),
+    .m_axis_rpl_tkeep(rpl_in_tkeep),
+    .m_axis_rpl_tvalid(rpl_in_tvalid),
+    .m_axis_rpl_tready(rpl_in_tready),
+    .m_axis_rpl_tlast(rpl_in_tlast),
+    .m_axis_rpl_tuser(rpl_in_tuser),
+    .stat_pass(stat_pass)
+);
+
+// ENGINES_BEGIN
+grad_agg #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH),
+    .USER_WIDTH(USER_WIDTH)
+)
+grad_agg_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(agg_in_tdata),
+    .s_axis_tkeep(agg_in_tkeep),
+    .s_axis_tvalid(agg_in_tvalid),
+    .s_axis_tready(agg_in_tready),
+    .s_axis_tlast(agg_in_tlast),
+    .s_axis_tuser(agg_in_tuser),
+    .m_axis_tdata(agg_out_tdata),
+    .m_axis_tkeep(agg_out_tkeep),
+    .m_axis_tvalid(agg_out_tvalid),
+    .m_axis_tready(agg_out_tready),
+    .m_axis_tlast(agg_out_tlast),
+    .m_axis_tuser(agg_out_tuser),
+    .s_axil_awaddr(agg_axil_awaddr),
+    .s_axil_awprot(agg_axil_awprot),
+    .s_axil_awvalid(agg_axil_awvalid),
+    .s_axil_awready(agg_axil_awready),
+    .s_axil_wdata(agg_axil_wdata),
+    .s_axil_wstrb(agg_axil_wstrb),
+    .s_axil_wvalid(agg_axil_wvalid),
+    .s_axil_wready(agg_axil_wready),
+    .s_axil_bresp(agg_axil_bresp),
+    .s_axil_bvalid(agg_axil_bvalid),
+    .s_axil_bready(agg_axil_bready),
+    .s_axil_araddr(agg_axil_araddr),
+    .s_axil_arprot(agg_axil_arprot),
+    .s_axil_arvalid(agg_axil_arvalid),
+    .s_axil_arready(agg_axil_arready),
+    .s_axil_rdata(agg_axil_rdata),
+    .s_axil_rresp(agg_axil_rresp),
+    .s_axil_rvalid(agg_axil_rvalid),
+    .s_axil_rready(agg_axil_rready)
+);
+
+replay_engine #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH),
+    .USER_WIDTH(USER_WIDTH)
+)
+replay_engine_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(rpl_in_tdata),
+    .s_axis_tkeep(rpl_in_tkeep),
+    .s_axis_tvalid(rpl_in_tvalid),
+    .s_axis_tready(rpl_in_tready),
+    .s_axis_tlast(rpl_in_tlast),
+    .s_axis_tuser(rpl_in_tuser),
+    .m_axis_tdata(rpl_out_tdata),
+    .m_axis_tkeep(rpl_out_tkeep),
+    .m_axis_tvalid(rpl_out_tvalid),
+    .m_axis_tready(rpl_out_tready),
+    .m_axis_tlast(rpl_out_tlast),
+    .m_axis_tuser(rpl_out_tuser),
+    .s_axil_awaddr(rpl_axil_awaddr),
+    .s_axil_awprot(rpl_axil_awprot),
+    .s_axil_awvalid(rpl_axil_awvalid),
+    .s_axil_awready(rpl_axil_awready),
+    .s_axil_wdata(rpl_axil_wdata),
+    .s_axil_wstrb(rpl_axil_wstrb),
+    .s_axil_wvalid(rpl_axil_wvalid),
+    .s_axil_wready(rpl_axil_wready),
+    .s_axil_bresp(rpl_axil_bresp),
+    .s_axil_bvalid(rpl_axil_bvalid),
+    .s_axil_bready(rpl_axil_bready),
+    .s_axil_araddr(rpl_axil_araddr),
+    .s_axil_arprot(rpl_axil_arprot),
+    .s_axil_arvalid(rpl_axil_arvalid),
+    .s_axil_arready(rpl_axil_arready),
+    .s_axil_rdata(rpl_axil_rdata),
+    .s_axil_rresp(rpl_axil_rresp),
+    .s_axil_rvalid(rpl_axil_rvalid),
+    .s_axil_rready(rpl_axil_rready)
+);
+// ENGINES_END
+
+nrl_axis_merge #(
+    .S_COUNT(3),
+    .DATA_WIDTH(DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH),
+    .USER_WIDTH(USER_WIDTH)
+)
+merge_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata({rpl_out_tdata, agg_out_tdata, l2_tdata}),
+    .s_axis_tkeep({rpl_out_tkeep, agg_out_tkeep, l2_tkeep}),
+    .s_axis_tvalid({rpl_out_tvalid, agg_out_tvalid, l2_tvalid}),
+    .s_axis_tready({rpl_out_tready, agg_out_tready, l2_tready}),
+    .s_axis_tlast({rpl_out_tlast, agg_out_tlast, l2_tlast}),
+    .s_axis_tuser({rpl_out_tuser, agg_out_tuser, l2_tuser}),
+    .m_axis_tdata(m_axis_tdata),
+    .m_axis_tkeep(m_axis_tkeep),
+    .m_axis_tvalid(m_axis_tvalid),
+    .m_axis_tready(m_axis_tready),
+    .m_axis_tlast(m_axis_tlast),
+    .m_axis_tuser(m_axis_tuser)
+);
+
+nrl_axil_split #(
+    .ADDR_WIDTH(AXIL_ADDR_WIDTH),
+    .DATA_WIDTH(AXIL_DATA_WIDTH),
+    .STRB_WIDTH(AXIL_STRB_WIDTH)
+)
+axil_split_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axil_awaddr(s_axil_awaddr),
+    .s_axil_awprot(s_axil_awprot),
+    .s_axil_awvalid(s_axil_awvalid),
+    .s_axil_awready(s_axil_awready),
+    .s_axil_wdata(s_axil_wdata),
+    .s_axil_wstrb(s_axil_wstrb),
+    .s_axil_wvalid(s_axil_wvalid),
+    .s_axil_wready(s_axil_wready),
+    .s_axil_bresp(s_axil_bresp),
+    .s_axil_bvalid(s_axil_bvalid),
+    .s_axil_bready(s_axil_bready),
+    .s_axil_araddr(s_axil_araddr),
+    .s_axil_arprot(s_axil_arprot),
+    .s_axil_arvalid(s_axil_arvalid),
+    .s_axil_arready(s_axil_arready),
+    .s_axil_rdata(s_axil_rdata),
+    .s_axil_rresp(s_axil_rresp),
+    .s_axil_rvalid(s_axil_rvalid),
+    .s_axil_rready(s_axil_rready),
+    .m_axil_agg_awaddr(agg_axil_awaddr),
+    .m_axil_agg_awprot(agg_axil_awprot),
+    .m_axil_agg_awvalid(agg_axil_awvalid),
+    .m_axil_agg_awready(agg_axil_awready),
+    .m_axil_agg_wdata(agg_axil_wdata),
+    .m_axil_agg_wstrb(agg_axil_wstrb),
+    .m_axil_agg_wvalid(agg_axil_wvalid),
+    .m_axil_agg_wready(agg_axil_wready),
+    .m_axil_agg_bresp(agg_axil_bresp),
+    .m_axil_agg_bvalid(agg_axil_bvalid),
+    .m_axil_agg_bready(agg_axil_bready),
+    .m_axil_agg_araddr(agg_axil_araddr),
+    .m_axil_agg_arprot(agg_axil_arprot),
+    .m_axil_agg_arvalid(agg_axil_arvalid),
+    .m_axil_agg_arready(agg_axil_arready),
+    .m_axil_agg_rdata(agg_axil_rdata),
+    .m_axil_agg_rresp(agg_axil_rresp),
+    .m_axil_agg_rvalid(agg_axil_rvalid),
+    .m_axil_agg_rready(agg_axil_rready),
+    .m_axil_rpl_awaddr(rpl_axil_awaddr),
+    .m_axil_rpl_awprot(rpl_axil_awprot),
+    .m_axil_rpl_awvalid(rpl_axil_awvalid),
+    .m_axil_rpl_awready(rpl_axil_awready),
+    .m_axil_rpl_wdata(rpl_axil_wdata),
+    .m_axil_rpl_wstrb(rpl_axil_wstrb),
+    .m_axil_rpl_wvalid(rpl_axil_wvalid),
+    .m_axil_rpl_wready(rpl_axil_wready),
+    .m_axil_rpl_bresp(rpl_axil_bresp),
+    .m_axil_rpl_bvalid(rpl_axil_bvalid),
+    .m_axil_rpl_bready(rpl_axil_bready),
+    .m_axil_rpl_araddr(rpl_axil_araddr),
+    .m_axil_rpl_arprot(rpl_axil_arprot),
+    .m_axil_rpl_arvalid(rpl_axil_arvalid),
+    .m_axil_rpl_arready(rpl_axil_arready),
+    .m_axil_rpl_rdata(rpl_axil_rdata),
+    .m_axil_rpl_rresp(rpl_axil_rresp),
+    .m_axil_rpl_rvalid(rpl_axil_rvalid),
+    .m_axil_rpl_rready(rpl_axil_rready),
+    .pass_inc(stat_pass),
+    .udp_port(udp_port)
+);
+
+endmodule
+
+`resetall
+`default_nettype wire

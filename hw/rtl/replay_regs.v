@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+/*
+
+Copyright (c) 2025 netfpga-rl contributors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in
+all copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+THE SOFTWARE.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * AXI4-Lite register file of the replay engine (hw/regs.yaml).
+ *
+ * Holds the identity block, the control block (CTRL, JOB_ID, UDP_PORT,
+ * SWITCH_IP, SWITCH_MAC_HI/LO, MCAST_IP), the replay block (RPL_*), the
+ * member table (MEMBER_PORT/IP/UDP/ROLE, 8 entries) and the counters the
+ * replay engine increments (CNT_RX_PUSH/SAMPLE/UPDATE, CNT_TX_PUSH_ACK,
+ * CNT_TX_SAMPLE_RESP and the drop reasons a replay request can hit). Every
+ * other address reads 0 and ignores writes. rw registers keep only their
+ * declared width; CTRL bit 31 clears every counter and reads 0; a write to
+ * RPL_SEED pulses seed_wr; writing 1 to RPL_RESET pulses rpl_reset.
+ *
+ * Counters are 32-bit, split into two 16-bit halves with a registered carry
+ * so no carry chain is longer than 16 bits; a read adds the pending carry
+ * in a pipeline stage of its own, so every read returns the exact count.
+ */
+module replay_regs #
+(
+    // Replay capacity C (records), reported in RPL_CAPACITY
+    parameter CAPACITY = 16384,
+    // Record size R in bytes, reported in RPL_RECORD_BYTES
+    parameter RECORD_BYTES = 128,
+    // Value reported in BUILD_HASH
+    parameter BUILD_HASH = 32'd0,
+    // Number of counters (fixed by the engine, see CNT_* below)
+    parameter NCNT = 14
+)
+(
+    input  wire             clk,
+    input  wire             rst,
+
+    /*
+     * AXI4-Lite slave
+     */
+    input  wire [11:0]      s_axil_awaddr,
+    input  wire [2:0]       s_axil_awprot,
+    input  wire             s_axil_awvalid,
+    output wire             s_axil_awready,
+    input  wire [31:0]      s_axil_wdata,
+    input  wire [3:0]       s_axil_wstrb,
+    input  wire             s_axil_wvalid,
+    output wire             s_axil_wready,
+    output wire [1:0]       s_axil_bresp,
+    output wire             s_axil_bvalid,
+    input  wire             s_axil_bready,
+    input  wire [11:0]      s_axil_araddr,
+    input  wire [2:0]       s_axil_arprot,
+    input  wire             s_axil_arvalid,
+    output wire             s_axil_arready,
+    output wire [31:0]      s_axil_rdata,
+    output wire [1:0]       s_axil_rresp,
+    output wire             s_axil_rvalid,
+    input  wire             s_axil_rready,
+
+    /*
+     * Configuration outputs
+     */
+    output wire             rpl_enable,
+    output wire [7:0]       job_id,
+    output wire [15:0]      udp_port,
+    output wire [31:0]      switch_ip,
+    output wire [47:0]      switch_mac,
+    output wire [8*8-1:0]   member_port,
+    output wire [8*32-1:0]  member_ip,
+    output wire [8*16-1:0]  member_udp,
+    output wire [8*3-1:0]   member_role,
+    output wire [31:0]      seed,
+    output wire             seed_wr,
+    output wire             rpl_reset,
+
+    /*
+     * Status inputs
+     */
+    input  wire [31:0]      rpl_size,
+    input  wire [31:0]      rpl_wptr,
+    input  wire [63:0]      rpl_total,
+    input  wire [NCNT-1:0]  cnt_inc
+);
+
+`include "nrl_regs.vh"
+
+// counter index -> register address (order of the engine's cnt_inc vector)
+function [11:0] cnt_addr(input integer i);
+    case (i)
+        0: cnt_addr = REG_CNT_RX_PUSH;
+        1: cnt_addr = REG_CNT_RX_SAMPLE;
+        2: cnt_addr = REG_CNT_RX_UPDATE;
+        3: cnt_addr = REG_CNT_TX_PUSH_ACK;
+        4: cnt_addr = REG_CNT_TX_SAMPLE_RESP;
+        5: cnt_addr = REG_CNT_DROP_BAD_LENGTH;
+        6: cnt_addr = REG_CNT_DROP_BAD_HEADER;
+        7: cnt_addr = REG_CNT_DROP_BAD_JOB;
+        8: cnt_addr = REG_CNT_DROP_DISABLED;
+        9: cnt_addr = REG_CNT_DROP_UNKNOWN_WORKER;
+        10: cnt_addr = REG_CNT_DROP_SPOOFED;
+        11: cnt_addr = REG_CNT_DROP_BAD_COUNT;
+        12: cnt_addr = REG_CNT_DROP_EMPTY;
+        13: cnt_addr = REG_CNT_DROP_BAD_INDEX;
+        default: cnt_addr = 12'hFFF;
+    endcase
+endfunction
+
+initial begin
+    if (NCNT != 14) begin
+        $error("Error: NCNT must be 14, the replay engine's counter set (instance %m)");
+        $finish;
+    end
+end
+
+// ---------------------------------------------------------------------------
+// storage
+
+reg [1:0]  ctrl_reg = RST_CTRL[1:0];
+reg [7:0]  job_id_reg = RST_JOB_ID[7:0];
+reg [15:0] udp_port_reg = RST_UDP_PORT[15:0];
+reg [31:0] switch_ip_reg = RST_SWITCH_IP;
+reg [15:0] mac_hi_reg = RST_SWITCH_MAC_HI[15:0];
+reg [31:0] mac_lo_reg = RST_SWITCH_MAC_LO;
+reg [31:0] mcast_ip_reg = RST_MCAST_IP;
+reg [31:0] seed_reg = RST_RPL_SEED;
+reg        seed_wr_reg = 1'b0;
+reg        rpl_reset_reg = 1'b0;
+reg [7:0]  m_port_reg[7:0];
+reg [31:0] m_ip_reg[7:0];
+reg [15:0] m_udp_reg[7:0];
+reg [2:0]  m_role_reg[7:0];
+
+reg [15:0] cnt_lo_reg[NCNT-1:0];
+reg [15:0] cnt_hi_reg[NCNT-1:0];
+reg [NCNT-1:0] cnt_c_reg = {NCNT{1'b0}};
+
+assign rpl_enable = ctrl_reg[1];
+assign job_id = job_id_reg;
+assign udp_port = udp_port_reg;
+assign switch_ip = switch_ip_reg;
+assign switch_mac = {mac_hi_reg, mac_lo_reg};
+assign seed = seed_reg;
+assign seed_wr = seed_wr_reg;
+assign rpl_reset = rpl_reset_reg;
+
+genvar g;
+generate
+    for (g = 0; g < 8; g = g + 1) begin : member_out
+        assign member_port[g*8 +: 8] = m_port_reg[g];
+        assign member_ip[g*32 +: 32] = m_ip_reg[g];
+        assign member_udp[g*16 +: 16] = m_udp_reg[g];
+        assign member_role[g*3 +: 3] = m_role_reg[g];
+    end
+endgenerate
+
+// ---------------------------------------------------------------------------
+// write channel: address and data accepted together, one write at a time
+
+reg bvalid_reg = 1'b0;
+wire wr_fire = s_axil_awvalid && s_axil_wvalid && !bvalid_reg;
+
+assign s_axil_awready = wr_fire;
+assign s_axil_wready = wr_fire;
+assign s_axil_bresp = 2'b00;
+assign s_axil_bvalid = bvalid_reg;
+
+wire [11:0] wr_addr = {s_axil_awaddr[11:2], 2'b00};
+wire [31:0] wr_mask = {{8{s_axil_wstrb[3]}}, {8{s_axil_wstrb[2]}}, {8{s_axil_wstrb[1]}}, {8{s_axil_wstrb[0]}}};
+
+// merge the strobed bytes of the write into an old 32-bit value
+function [31:0] merge(input [31:0] old);
+    merge = (old & ~wr_mask) | (s_axil_wdata & wr_mask);
+endfunction
+
+wire [31:0] ctrl_w = merge({30'd0, ctrl_reg});
+wire [31:0] rst_w = merge(32'd0);
+wire [31:0] job_w = merge({24'd0, job_id_reg});
+wire [31:0] udp_w = merge({16'd0, udp_port_reg});
+wire [31:0] mac_hi_w = merge({16'd0, mac_hi_reg});
+wire [2:0] wr_mi = wr_addr[6:4];
+wire [31:0] m_port_w = merge({24'd0, m_port_reg[wr_mi]});
+wire [31:0] m_udp_w = merge({16'd0, m_udp_reg[wr_mi]});
+wire [31:0] m_role_w = merge({29'd0, m_role_reg[wr_mi]});
+wire wr_member = wr_addr[11:7] == 5'b00010;  // 0x100 .. 0x17F
+
+integer i;
+
+always @(posedge clk) begin
+    seed_wr_reg <= 1'b0;
+    rpl_reset_reg <= 1'b0;
+    if (s_axil_bready) begin
+        bvalid_reg <= 1'b0;
+    end
+
+    // counters: 16-bit halves, registered carry
+    for (i = 0; i < NCNT; i = i + 1) begin
+        {cnt_c_reg[i], cnt_lo_reg[i]} <= {1'b0, cnt_lo_reg[i]} + {16'd0, cnt_inc[i]};
+        cnt_hi_reg[i] <= cnt_hi_reg[i] + {15'd0, cnt_c_reg[i]};
+    end
+
+    if (wr_fire) begin
+        bvalid_reg <= 1'b1;
+        case (wr_addr)
+            REG_CTRL: begin
+                ctrl_reg <= ctrl_w[1:0];
+                if (ctrl_w[31]) begin
+                    for (i = 0; i < NCNT; i = i + 1) begin
+                        cnt_lo_reg[i] <= 16'd0;
+                        cnt_hi_reg[i] <= 16'd0;
+                        cnt_c_reg[i] <= 1'b0;
+                    end
+                end
+            end
+            REG_JOB_ID: job_id_reg <= job_w[7:0];
+            REG_UDP_PORT: udp_port_reg <= udp_w[15:0];
+            REG_SWITCH_IP: switch_ip_reg <= merge(switch_ip_reg);
+            REG_SWITCH_MAC_HI: mac_hi_reg <= mac_hi_w[15:0];
+            REG_SWITCH_MAC_LO: mac_lo_reg <= merge(mac_lo_reg);
+            REG_MCAST_IP: mcast_ip_reg <= merge(mcast_ip_reg);
+            REG_RPL_SEED: begin
+                seed_reg <= merge(seed_reg);
+                seed_wr_reg <= 1'b1;
+            end
+            REG_RPL_RESET: rpl_reset_reg <= rst_w[0];
+            default: begin
+                if (wr_member) begin
+                    case (wr_addr[3:2])
+                        2'd0: m_port_reg[wr_mi] <= m_port_w[7:0];
+                        2'd1: m_ip_reg[wr_mi] <= merge(m_ip_reg[wr_mi]);
+                        2'd2: m_udp_reg[wr_mi] <= m_udp_w[15:0];
+                        default: m_role_reg[wr_mi] <= m_role_w[2:0];
+                    endcase
+                end
+            end
+        endcase
+    end
+
+    if (rst) begin
+        ctrl_reg <= RST_CTRL[1:0];
+        job_id_reg <= RST_JOB_ID[7:0];
+        udp_port_reg <= RST_UDP_PORT[15:0];
+        switch_ip_reg <= RST_SWITCH_IP;
+        mac_hi_reg <= RST_SWITCH_MAC_HI[15:0];
+        mac_lo_reg <= RST_SWITCH_MAC_LO;
+        mcast_ip_reg <= RST_MCAST_IP;
+        seed_reg <= RST_RPL_SEED;
+        seed_wr_reg <= 1'b0;
+        rpl_reset_reg <= 1'b0;
+        bvalid_reg <= 1'b0;
+        for (i = 0; i < 8; i = i + 1) begin
+            m_port_reg[i] <= 8'd0;
+            m_ip_reg[i] <= 32'd0;
+            m_udp_reg[i] <= 16'd0;
+            m_role_reg[i] <= 3'd0;
+        end
+        for (i = 0; i < NCNT; i = i + 1) begin
+            cnt_lo_reg[i] <= 16'd0;
+            cnt_hi_reg[i] <= 16'd0;
+            cnt_c_reg[i] <= 1'b0;
+        end
+    end
+end
+
+// ---------------------------------------------------------------------------
+// read channel: accept, select (stage 1), add the counter carry (stage 2)
+
+reg        rd_s1_reg = 1'b0;
+reg [11:0] rd_addr_reg = 12'd0;
+reg        rd_s2_reg = 1'b0;
+reg [31:0] rd_raw_reg = 32'd0;
+reg        rd_c_reg = 1'b0;
+reg        rvalid_reg = 1'b0;
+reg [31:0] rdata_reg = 32'd0;
+
+wire rd_fire = s_axil_arvalid && !rd_s1_reg && !rd_s2_reg && !rvalid_reg;
+
+assign s_axil_arready = rd_fire;
+assign s_axil_rdata = rdata_reg;
+assign s_axil_rresp = 2'b00;
+assign s_axil_rvalid = rvalid_reg;
+
+reg [31:0] rd_mux;
+reg        rd_c;
+wire [2:0] rd_mi = rd_addr_reg[6:4];
+
+always @* begin
+    rd_mux = 32'd0;
+    rd_c = 1'b0;
+    case (rd_addr_reg)
+        REG_MAGIC: rd_mux = RST_MAGIC;
+        REG_VERSION: rd_mux = RST_VERSION;
+        REG_BUILD_HASH: rd_mux = BUILD_HASH;
+        REG_CTRL: rd_mux = {30'd0, ctrl_reg};
+        REG_JOB_ID: rd_mux = {24'd0, job_id_reg};
+        REG_UDP_PORT: rd_mux = {16'd0, udp_port_reg};
+        REG_SWITCH_IP: rd_mux = switch_ip_reg;
+        REG_SWITCH_MAC_HI: rd_mux = {16'd0, mac_hi_reg};
+        REG_SWITCH_MAC_LO: rd_mux = mac_lo_reg;
+        REG_MCAST_IP: rd_mux = mcast_ip_reg;
+        REG_RPL_CAPACITY: rd_mux = CAPACITY;
+        REG_RPL_RECORD_BYTES: rd_mux = RECORD_BYTES;
+        REG_RPL_SEED: rd_mux = seed_reg;
+        REG_RPL_SIZE: rd_mux = rpl_size;
+        REG_RPL_WPTR: rd_mux = rpl_wptr;
+        REG_RPL_TOTAL_LO: rd_mux = rpl_total[31:0];
+        REG_RPL_TOTAL_HI: rd_mux = rpl_total[63:32];
+        default: begin
+            if (rd_addr_reg[11:7] == 5'b00010) begin
+                case (rd_addr_reg[3:2])
+                    2'd0: rd_mux = {24'd0, m_port_reg[rd_mi]};
+                    2'd1: rd_mux = m_ip_reg[rd_mi];
+                    2'd2: rd_mux = {16'd0, m_udp_reg[rd_mi]};
+                    default: rd_mux = {29'd0, m_role_reg[rd_mi]};
+                endcase
+            end
+            for (i = 0; i < NCNT; i = i + 1) begin
+                if (rd_addr_reg == cnt_addr(i)) begin
+                    rd_mux = {cnt_hi_reg[i], cnt_lo_reg[i]};
+                    rd_c = cnt_c_reg[i];
+                end
+            end
+        end
+    endcase
+end
+
+always @(posedge clk) begin
+    if (rd_fire) begin
+        rd_addr_reg <= {s_axil_araddr[11:2], 2'b00};
+    end
+    rd_s1_reg <= rd_fire;
+    rd_s2_reg <= rd_s1_reg;
+    if (rd_s1_reg) begin
+        rd_raw_reg <= rd_mux;
+        rd_c_reg <= rd_c;
+    end
+    if (rd_s2_reg) begin
+        rdata_reg <= {rd_raw_reg[31:16] + {15'd0, rd_c_reg}, rd_raw_reg[15:0]};
+        rvalid_reg <= 1'b1;
+    end else if (s_axil_rready) begin
+        rvalid_reg <= 1'b0;
+    end
+
+    if (rst) begin
+        rd_s1_reg <= 1'b0;
+        rd_s2_reg <= 1'b0;
+        rvalid_reg <= 1'b0;
+    end
+end
+
+endmodule
+
+`resetall

@@ -1,0 +1,607 @@
+"""What the algorithms really share: envs and seeding, logging, worker launching, timing.
+
+* :class:`EnvPool`: n seeded copies of a gymnasium env, stepped together with
+  same-step autoreset (the true final observation is kept for bootstrapping).
+* :class:`DistConfig`: how the N workers are launched and synchronised.
+* :func:`run_workers`: starts the strategy back ends (soft switch, parameter
+  server, gloo store, replay server), N worker processes (``spawn``) or
+  threads, shows a progress bar, writes ``episodes.csv``,
+  ``iterations.csv`` and ``summary.json`` into the run directory and draws
+  the plots.
+* :class:`WorkerContext` / :class:`Reporter`: a worker's rank, its sync and
+  replay specs, and the channel its metrics go back to the launcher on.
+* :class:`SplitTimer`: splits an iteration's wall time into computation
+  and communication (time blocked in gradient exchange or replay calls).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import queue
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, is_dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from rl.replay import ReplayBackend, ReplaySpec
+from rl.sync import SyncBackend, SyncSpec, default_window
+
+# --------------------------------------------------------------------------------------------
+# Environments and seeding
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PoolStep:
+    """What :meth:`EnvPool.step` returns (arrays over the n envs)."""
+
+    next_obs: np.ndarray
+    """Observation to act on next (already reset where an episode ended)."""
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    final_obs: np.ndarray
+    """The true next observation (differs from ``next_obs`` where an episode ended)."""
+    episodes: list[tuple[float, int]]
+    """(return, length) of every episode that ended in this step."""
+
+
+class EnvPool:
+    """n copies of one gymnasium environment, seeded ``seed, seed+1, ...``.
+
+    Parameters
+    ----------
+    env_id : str
+        Gymnasium id (``CartPole-v1``, ``Pendulum-v1``).
+    n : int
+        Number of copies.
+    seed : int
+        Seed of copy 0 (copy i gets ``seed + i``), for the first reset and the
+        action space.
+    """
+
+    def __init__(self, env_id: str, n: int, seed: int) -> None:
+        self.envs = [gym.make(env_id) for _ in range(n)]
+        self.n = n
+        self.seed = seed
+        self.observation_space = self.envs[0].observation_space
+        self.action_space = self.envs[0].action_space
+        self._returns = np.zeros(n)
+        self._lengths = np.zeros(n, dtype=np.int64)
+
+    def reset(self) -> np.ndarray:
+        """Reset every copy with its seed; return the stacked observations."""
+        obs = []
+        for i, env in enumerate(self.envs):
+            env.action_space.seed(self.seed + i)
+            obs.append(env.reset(seed=self.seed + i)[0])
+        self._returns[:] = 0
+        self._lengths[:] = 0
+        return np.stack(obs).astype(np.float32)
+
+    def step(self, actions: np.ndarray) -> PoolStep:
+        """Step every copy; reset the ones whose episode ended."""
+        next_obs, final_obs, rewards, term, trunc = [], [], [], [], []
+        episodes: list[tuple[float, int]] = []
+        for i, env in enumerate(self.envs):
+            obs, r, te, tr, _ = env.step(actions[i])
+            self._returns[i] += r
+            self._lengths[i] += 1
+            final_obs.append(obs)
+            if te or tr:
+                episodes.append((float(self._returns[i]), int(self._lengths[i])))
+                self._returns[i] = 0
+                self._lengths[i] = 0
+                obs, _ = env.reset()
+            next_obs.append(obs)
+            rewards.append(r)
+            term.append(te)
+            tr_flag = tr and not te
+            trunc.append(tr_flag)
+        return PoolStep(np.stack(next_obs).astype(np.float32), np.array(rewards, np.float32),
+                        np.array(term, bool), np.array(trunc, bool),
+                        np.stack(final_obs).astype(np.float32), episodes)
+
+    def close(self) -> None:
+        """Close every copy."""
+        for env in self.envs:
+            env.close()
+
+
+def torch_generator(seed: int) -> torch.Generator:
+    """A CPU torch generator seeded with ``seed`` (explicit, per worker)."""
+    gen = torch.Generator()
+    gen.manual_seed(seed)
+    return gen
+
+
+def init_layer(layer: torch.nn.Linear, gen: torch.Generator, std: float = math.sqrt(2),
+               bias: float = 0.0) -> torch.nn.Linear:
+    """Orthogonal weights with gain ``std``, constant bias, drawn from ``gen``."""
+    torch.nn.init.orthogonal_(layer.weight, std, generator=gen)
+    torch.nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+def uniform_layer(layer: torch.nn.Linear, gen: torch.Generator,
+                  bound: float | None = None) -> torch.nn.Linear:
+    """PyTorch's default fan-in uniform init (or ``±bound``), drawn from ``gen``."""
+    fan_in = layer.weight.shape[1]
+    b = 1.0 / math.sqrt(fan_in) if bound is None else bound
+    torch.nn.init.uniform_(layer.weight, -b, b, generator=gen)
+    torch.nn.init.uniform_(layer.bias, -b, b, generator=gen)
+    return layer
+
+
+# --------------------------------------------------------------------------------------------
+# Distributed configuration and the worker's view of it
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DistConfig:
+    """How the N workers are launched and how they synchronise.
+
+    Attributes
+    ----------
+    workers : int
+        N worker processes.
+    sync : str
+        Gradient sync: ``inswitch``, ``ps``, ``allreduce`` (gloo) or ``reference``.
+    mode : str
+        ``sync`` or ``async``.
+    dtype : str
+        Aggregation dtype, ``fp32`` or ``int32``.
+    threshold : int
+        Async H (0: N − 1).
+    staleness : int
+        Async staleness bound.
+    pipeline : int or None
+        Async rounds in flight per worker (None: the staleness bound).
+    scale : float
+        int32 quantisation scale.
+    switch : str or None
+        Switch URL; None starts a soft switch in the launcher.
+    replay : str
+        Replay strategy for DQN and DDPG: ``local``, ``innet`` or ``server``.
+    launcher : str
+        ``process`` (spawn) or ``thread`` (one process; tests and ``reference``).
+    elems, slots : switch packet size P and slot count S.
+    timeout : float
+        Aggregator retransmission timeout (s).
+    """
+
+    workers: int = 4
+    sync: str = "inswitch"
+    mode: str = "sync"
+    dtype: str = "fp32"
+    threshold: int = 0
+    staleness: int = 1
+    pipeline: int | None = None
+    scale: float = 65536.0
+    switch: str | None = None
+    replay: str = "local"
+    launcher: str = "process"
+    elems: int = 352
+    slots: int = 64
+    timeout: float = 0.05
+
+    def sync_spec(self) -> SyncSpec:
+        """The :class:`SyncSpec` this configuration describes."""
+        pipeline = self.staleness if self.pipeline is None else self.pipeline
+        return SyncSpec(kind=self.sync, world=self.workers, mode=self.mode, dtype=self.dtype,
+                        threshold=self.threshold, staleness=self.staleness, pipeline=pipeline,
+                        scale=self.scale, url=self.switch, timeout=self.timeout)
+
+
+class Reporter:
+    """A worker's channel back to the launcher (a multiprocessing or thread queue)."""
+
+    def __init__(self, q: Any, rank: int) -> None:
+        self.q = q
+        self.rank = rank
+
+    def episode(self, step: int, ret: float, length: int) -> None:
+        """One finished episode at this worker's env step ``step``."""
+        self.q.put(("episode", self.rank, time.time(), step, ret, length))
+
+    def iteration(self, it: int, step: int, compute_s: float, comm_s: float,
+                  **metrics: float) -> None:
+        """One training iteration with its compute/communication split."""
+        self.q.put(("iteration", self.rank, time.time(), it, step, compute_s, comm_s,
+                    {k: float(v) for k, v in metrics.items()}))
+
+    def done(self, result: WorkerResult) -> None:
+        """The worker finished."""
+        self.q.put(("done", self.rank, time.time(), result))
+
+    def error(self, text: str) -> None:
+        """The worker failed."""
+        self.q.put(("error", self.rank, time.time(), text))
+
+
+@dataclass
+class WorkerContext:
+    """What the launcher hands each worker."""
+
+    rank: int
+    world: int
+    sync: SyncSpec
+    replay: ReplaySpec | None
+    reporter: Reporter
+    target_return: float | None = None
+    window: int = 5
+    record_digests: bool = False
+
+
+@dataclass
+class WorkerResult:
+    """What a worker hands back when it stops."""
+
+    rank: int
+    env_steps: int = 0
+    iterations: int = 0
+    rounds: int = 0
+    solved: bool = False
+    solve_seconds: float | None = None
+    solve_steps: int | None = None
+    train_seconds: float = 0.0
+    compute_seconds: float = 0.0
+    comm_seconds: float = 0.0
+    contributors: list[int] = field(default_factory=list)
+    staleness: list[int] = field(default_factory=list)
+    digests: list[str] = field(default_factory=list)
+    params: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class SplitTimer:
+    """Splits wall time into computation and communication.
+
+    ``comm`` is a function returning the cumulative seconds spent blocked in
+    communication; :meth:`lap` returns (compute, comm) since the last lap.
+    """
+
+    def __init__(self, comm: Callable[[], float]) -> None:
+        self.comm = comm
+        self.start = time.perf_counter()
+        self._t = self.start
+        self._c = comm()
+        self.compute_total = 0.0
+        self.comm_total = 0.0
+
+    def lap(self) -> tuple[float, float]:
+        """(compute seconds, communication seconds) since the previous lap."""
+        t, c = time.perf_counter(), self.comm()
+        comm = c - self._c
+        compute = max(0.0, t - self._t - comm)
+        self._t, self._c = t, c
+        self.compute_total += compute
+        self.comm_total += comm
+        return compute, comm
+
+    def elapsed(self) -> float:
+        """Seconds since the timer was created."""
+        return time.perf_counter() - self.start
+
+
+class EpisodeWindow:
+    """A worker's last ``n`` episode returns (the stop statistic it contributes)."""
+
+    def __init__(self, n: int) -> None:
+        self.returns: deque[float] = deque(maxlen=n)
+
+    def add(self, ret: float) -> None:
+        self.returns.append(ret)
+
+    @property
+    def stats(self) -> tuple[float, int]:
+        """(sum, count) of the window."""
+        return float(sum(self.returns)), len(self.returns)
+
+
+def state_numpy(*modules: torch.nn.Module) -> dict[str, np.ndarray]:
+    """Copies of the parameters of ``modules`` as numpy arrays (by qualified name)."""
+    out = {}
+    for i, m in enumerate(modules):
+        for name, p in m.named_parameters():
+            out[f"{i}.{name}"] = p.detach().numpy().copy()
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Progress bar and CSV logging
+# --------------------------------------------------------------------------------------------
+
+
+class ProgressBar:
+    """A one-line progress bar with live return (no dependency; plain lines off a TTY)."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, width: int = 24,
+                 enabled: bool = True) -> None:
+        self.total = max(1, total)
+        self.stream = stream or sys.stdout
+        self.width = width
+        self.enabled = enabled
+        self.tty = self.stream.isatty()
+        self._last = 0.0
+        self._start = time.time()
+
+    def update(self, steps: int, text: str, force: bool = False) -> None:
+        """Redraw (at most 10 Hz on a TTY, every 5 s otherwise)."""
+        if not self.enabled:
+            return
+        now = time.time()
+        if not force and now - self._last < (0.1 if self.tty else 5.0):
+            return
+        self._last = now
+        frac = min(1.0, steps / self.total)
+        fill = int(frac * self.width)
+        bar = "#" * fill + "." * (self.width - fill)
+        line = f"[{bar}] {steps:>7d}/{self.total} steps {now - self._start:6.1f}s {text}"
+        if self.tty:
+            self.stream.write("\r" + line[:150].ljust(150))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the line."""
+        if self.enabled and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+EPISODE_FIELDS = ["time_s", "rank", "worker_step", "global_step", "return", "length"]
+ITER_FIELDS = ["time_s", "rank", "iteration", "worker_step", "global_step", "compute_s",
+               "comm_s", "metrics"]
+
+
+@dataclass
+class RunSummary:
+    """What :func:`run_workers` returns (also written as ``summary.json``)."""
+
+    algo: str
+    env_id: str
+    sync: str
+    mode: str
+    dtype: str
+    workers: int
+    replay: str | None
+    solved: bool
+    solve_seconds: float | None
+    solve_steps: int | None
+    wall_seconds: float
+    train_seconds: float
+    env_steps: int
+    iterations: int
+    mean_compute_s: float
+    mean_comm_s: float
+    last_mean_return: float | None
+    run_dir: str | None
+    results: list[WorkerResult] = field(default_factory=list, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary without per-worker arrays."""
+        d = asdict(self)
+        d.pop("results")
+        return d
+
+
+def _worker_main(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any,
+                 ctx: WorkerContext) -> None:
+    """Entry point of a worker process or thread."""
+    torch.set_num_threads(1)
+    try:
+        result = fn(cfg, ctx)
+    except BaseException:  # noqa: BLE001 - forward every failure to the launcher
+        ctx.reporter.error(traceback.format_exc())
+        raise
+    ctx.reporter.done(result)
+
+
+def run_workers(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dist: DistConfig,
+                *, algo: str, env_id: str, total_steps: int, target_return: float | None,
+                replay: ReplaySpec | None = None, run_dir: str | Path | None = None,
+                progress: bool = True, record_digests: bool = False,
+                timeout: float | None = None) -> RunSummary:
+    """Train with N workers and collect their metrics.
+
+    Parameters
+    ----------
+    fn : callable
+        The algorithm's worker function ``fn(cfg, ctx) -> WorkerResult``
+        (module level, so that ``spawn`` can pickle it).
+    cfg : dataclass
+        The algorithm's configuration (same for every worker).
+    dist : DistConfig
+        Launch and synchronisation options.
+    algo, env_id : names for logs and plots.
+    total_steps : int
+        Env-step budget over all workers (for the progress bar).
+    target_return : float or None
+        Mean return over the last 20 episodes that stops training.
+    replay : ReplaySpec or None
+        Replay strategy (DQN, DDPG).
+    run_dir : path or None
+        Where CSV, JSON and PNG go; None writes nothing.
+    progress : bool
+        Show the progress bar.
+    record_digests : bool
+        Workers hash their parameters after every round (tests).
+    timeout : float or None
+        Give up (and stop the workers) after this many seconds.
+    """
+    n = dist.workers
+    spec = dist.sync_spec()
+    if spec.kind == "reference" and dist.launcher != "thread":
+        raise ValueError("the reference strategy runs worker threads: use launcher='thread'")
+    if spec.kind == "allreduce" and dist.launcher != "process":
+        raise ValueError("gloo all-reduce needs one process per worker: launcher='process'")
+    out = Path(run_dir) if run_dir is not None else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+
+    sync_backend = SyncBackend(spec, elems=dist.elems, slots=dist.slots)
+    replay_backend: ReplayBackend | None = None
+    started: list[Any] = []
+    t_wall = time.time()
+    try:
+        spec = sync_backend.start()
+        if replay is not None:
+            if replay.kind == "innet" and replay.url is None:
+                replay.url = spec.url if spec.kind == "inswitch" else dist.switch
+            replay_backend = ReplayBackend(replay)
+            replay = replay_backend.start()
+
+        window = default_window(n)
+        if dist.launcher == "process":
+            import torch.multiprocessing as tmp
+
+            mp = tmp.get_context("spawn")
+            q: Any = mp.Queue()
+            for rank in range(n):
+                ctx = WorkerContext(rank, n, spec, replay, Reporter(q, rank), target_return,
+                                    window, record_digests)
+                p = mp.Process(target=_worker_main, args=(fn, cfg, ctx), name=f"netrl-w{rank}",
+                               daemon=True)
+                p.start()
+                started.append(p)
+        elif dist.launcher == "thread":
+            q = queue.Queue()
+            for rank in range(n):
+                ctx = WorkerContext(rank, n, spec, replay, Reporter(q, rank), target_return,
+                                    window, record_digests)
+                t = threading.Thread(target=_worker_main, args=(fn, cfg, ctx),
+                                     name=f"netrl-w{rank}", daemon=True)
+                t.start()
+                started.append(t)
+        else:
+            raise ValueError(f"launcher {dist.launcher!r} must be 'process' or 'thread'")
+        summary = _collect(q, started, n, algo=algo, env_id=env_id, dist=dist,
+                           total_steps=total_steps, replay=replay, out=out, progress=progress,
+                           timeout=timeout, t_wall=t_wall)
+    finally:
+        for p in started:
+            if hasattr(p, "terminate") and p.is_alive():
+                p.join(timeout=5)
+                if p.is_alive():
+                    p.terminate()
+        if replay_backend is not None:
+            replay_backend.stop()
+        sync_backend.stop()
+    if out is not None:
+        from rl.plots import plot_run
+
+        plot_run(out, title=f"{algo} {env_id} {dist.sync}/{dist.mode} N={n}")
+    return summary
+
+
+def _collect(q: Any, started: list[Any], n: int, *, algo: str, env_id: str, dist: DistConfig,
+             total_steps: int, replay: ReplaySpec | None, out: Path | None, progress: bool,
+             timeout: float | None, t_wall: float) -> RunSummary:
+    """Drain the workers' queue: progress bar, CSV rows, results."""
+    bar = ProgressBar(total_steps, enabled=progress)
+    steps = [0] * n
+    recent: deque[float] = deque(maxlen=20)
+    results: dict[int, WorkerResult] = {}
+    errors: list[str] = []
+    split: deque[tuple[float, float]] = deque(maxlen=4 * n)
+    ep_file = it_file = None
+    ep_csv = it_csv = None
+    if out is not None:
+        ep_file = open(out / "episodes.csv", "w", newline="")  # noqa: SIM115
+        it_file = open(out / "iterations.csv", "w", newline="")  # noqa: SIM115
+        ep_csv, it_csv = csv.writer(ep_file), csv.writer(it_file)
+        ep_csv.writerow(EPISODE_FIELDS)
+        it_csv.writerow(ITER_FIELDS)
+    deadline = None if timeout is None else time.time() + timeout
+    try:
+        while len(results) < n and not errors:
+            try:
+                msg = q.get(timeout=0.5)
+            except queue.Empty:
+                dead = [p for p in started if not p.is_alive()]
+                if dead and len(results) + len(dead) >= n and q.empty():
+                    codes = [getattr(p, "exitcode", None) for p in dead]
+                    if any(c not in (0, None) for c in codes):
+                        errors.append(f"worker exited with codes {codes}")
+                if deadline is not None and time.time() > deadline:
+                    errors.append(f"timed out after {timeout} s")
+                continue
+            kind, rank, t = msg[0], msg[1], msg[2]
+            if kind == "episode":
+                _, _, _, step, ret, length = msg
+                steps[rank] = max(steps[rank], step)
+                recent.append(ret)
+                if ep_csv is not None:
+                    ep_csv.writerow([f"{t - t_wall:.3f}", rank, step, sum(steps), f"{ret:.3f}",
+                                     length])
+            elif kind == "iteration":
+                _, _, _, it, step, compute, comm, metrics = msg
+                steps[rank] = max(steps[rank], step)
+                split.append((compute, comm))
+                if it_csv is not None:
+                    it_csv.writerow([f"{t - t_wall:.3f}", rank, it, step, sum(steps),
+                                     f"{compute:.6f}", f"{comm:.6f}", json.dumps(metrics)])
+                mean_ret = f"{np.mean(recent):7.1f}" if recent else "    n/a"
+                c = np.mean([s[0] for s in split])
+                m = np.mean([s[1] for s in split])
+                bar.update(sum(steps), f"return(20) {mean_ret}  iter {1e3 * (c + m):6.1f} ms "
+                           f"(compute {1e3 * c:5.1f} / comm {1e3 * m:5.1f})")
+            elif kind == "done":
+                results[rank] = msg[3]
+            elif kind == "error":
+                errors.append(f"worker {rank}:\n{msg[3]}")
+    finally:
+        bar.update(sum(steps), f"return(20) {np.mean(recent) if recent else float('nan'):7.1f}",
+                   force=True)
+        bar.close()
+        for f in (ep_file, it_file):
+            if f is not None:
+                f.close()
+    if errors:
+        for p in started:
+            if hasattr(p, "terminate") and p.is_alive():
+                p.terminate()
+        raise RuntimeError("training failed: " + "\n".join(errors))
+
+    ordered = [results[r] for r in range(n)]
+    r0 = ordered[0]
+    iters = max(1, r0.iterations)
+    summary = RunSummary(
+        algo=algo, env_id=env_id, sync=dist.sync, mode=dist.mode, dtype=dist.dtype, workers=n,
+        replay=None if replay is None else replay.kind, solved=r0.solved,
+        solve_seconds=r0.solve_seconds, solve_steps=r0.solve_steps,
+        wall_seconds=time.time() - t_wall, train_seconds=r0.train_seconds,
+        env_steps=sum(r.env_steps for r in ordered), iterations=r0.iterations,
+        mean_compute_s=float(np.mean([r.compute_seconds / iters for r in ordered])),
+        mean_comm_s=float(np.mean([r.comm_seconds / iters for r in ordered])),
+        last_mean_return=float(np.mean(recent)) if recent else None,
+        run_dir=None if out is None else str(out), results=ordered)
+    if out is not None:
+        with open(out / "summary.json", "w") as f:
+            json.dump(summary.to_json(), f, indent=2)
+    return summary
+
+
+def config_dict(cfg: Any) -> dict[str, Any]:
+    """A dataclass configuration as a plain dict (for JSON)."""
+    return asdict(cfg) if is_dataclass(cfg) else dict(vars(cfg))
+
+
+def default_run_name(algo: str, env_id: str, sync: str, mode: str) -> str:
+    """``<algo>-<env>-<sync>-<mode>-<timestamp>``."""
+    env = env_id.split("-")[0].lower()
+    return f"{algo}-{env}-{sync}-{mode}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 1000}"

@@ -1,0 +1,634 @@
+"""Experience replay strategies behind one interface.
+
+Three strategies, picked by name (``ReplaySpec.kind``):
+
+``local``
+    An in-process prioritized buffer per worker (:class:`PrioritizedStore`:
+    ring storage, a sum tree, a stratified prioritized sampler).
+``innet``
+    The replay memory in the switch, through :class:`hostdrv.ReplayClient`,
+    shared by every worker.
+``server``
+    A kernel-socket TCP replay server (:class:`ReplayServer`) holding one
+    :class:`PrioritizedStore`, shared by every worker: the host baseline.
+
+:class:`PrioritizedStore` implements the switch's replay semantics exactly
+(``docs/protocol.md`` section 5): Q16.16 integer priorities, a 64-bit sum
+tree, the xorshift32 generator with one draw per sample in batch order, the
+uniform rule ``index = (u * size) >> 32`` and the stratified prioritized rule
+``target = i * seg + ((u * seg) >> 32)`` with ``seg = total >> log2(B)``. So
+the three strategies return the same records for the same seed.
+
+Priorities follow prioritized experience replay (TorchRL's formulas): the
+learner computes ``p = (|delta| + eps) ** alpha`` and passes ``p``;
+importance weights are ``w = (N * P(i)) ** -beta`` with
+``P(i) = p_i / sum_j p_j`` and N the number of valid records, normalised by
+the batch maximum.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+REPLAY_KINDS = ("local", "innet", "server")
+"""Names accepted for :attr:`ReplaySpec.kind`."""
+
+Q16_ONE = 65536
+"""Q16.16 fixed-point one."""
+MAX_BATCH = 64
+"""Largest batch a sample request may ask for (the switch's limit)."""
+DEFAULT_SEED = 0x2545F491
+"""xorshift32 seed used when 0 is written."""
+
+
+def to_q16(priorities: np.ndarray | float) -> np.ndarray:
+    """Map float priorities to Q16.16, clamped to ``[1, 2^32 - 1]`` (live records)."""
+    q = np.rint(np.asarray(priorities, dtype=np.float64) * Q16_ONE)
+    return np.clip(q, 1, 2**32 - 1).astype(np.uint32)
+
+
+class XorShift32:
+    """The switch's generator: ``x ^= x << 13; x ^= x >> 17; x ^= x << 5`` (32-bit)."""
+
+    def __init__(self, seed: int = DEFAULT_SEED) -> None:
+        self.state = DEFAULT_SEED
+        self.seed(seed)
+
+    def seed(self, seed: int) -> None:
+        """Reset the state (0 is replaced by ``0x2545F491``)."""
+        seed &= 0xFFFFFFFF
+        self.state = seed if seed else DEFAULT_SEED
+
+    def draw(self) -> int:
+        """Advance and return the new 32-bit state."""
+        x = self.state
+        x ^= (x << 13) & 0xFFFFFFFF
+        x ^= x >> 17
+        x ^= (x << 5) & 0xFFFFFFFF
+        self.state = x
+        return x
+
+
+@dataclass(frozen=True)
+class RecordLayout:
+    """How a transition is laid out in a fixed-size record.
+
+    Attributes
+    ----------
+    obs_shape, obs_dtype : observation shape and dtype.
+    action_shape, action_dtype : action shape and dtype.
+    record_bytes : int
+        Record size R (a multiple of 64, at least what the fields need).
+    """
+
+    obs_shape: tuple[int, ...]
+    obs_dtype: str = "float32"
+    action_shape: tuple[int, ...] = ()
+    action_dtype: str = "int64"
+    record_bytes: int = 128
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy structured dtype of one record (padded to ``record_bytes``)."""
+        fields = [("obs", self.obs_dtype, self.obs_shape),
+                  ("next_obs", self.obs_dtype, self.obs_shape),
+                  ("action", self.action_dtype, self.action_shape),
+                  ("reward", "<f4"), ("done", "u1")]
+        packed = np.dtype(fields, align=False)
+        if packed.itemsize > self.record_bytes:
+            raise ValueError(f"record needs {packed.itemsize} bytes > record_bytes "
+                             f"{self.record_bytes}")
+        return np.dtype({"names": packed.names, "formats": [packed.fields[n][0]
+                                                             for n in packed.names],
+                         "offsets": [packed.fields[n][1] for n in packed.names],
+                         "itemsize": self.record_bytes})
+
+    def pack(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+             next_obs: np.ndarray, dones: np.ndarray) -> np.ndarray:
+        """Pack k transitions into k records."""
+        k = len(rewards)
+        rec = np.zeros(k, dtype=self.dtype)
+        rec["obs"] = np.asarray(obs).reshape((k, *self.obs_shape))
+        rec["next_obs"] = np.asarray(next_obs).reshape((k, *self.obs_shape))
+        rec["action"] = np.asarray(actions).reshape((k, *self.action_shape))
+        rec["reward"] = rewards
+        rec["done"] = np.asarray(dones).astype(np.uint8)
+        return rec
+
+
+@dataclass
+class ReplayBatch:
+    """A sampled batch (numpy arrays, batch first)."""
+
+    indices: np.ndarray
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_obs: np.ndarray
+    dones: np.ndarray
+    priorities: np.ndarray
+    """Float priorities p_i as stored (Q16.16 / 65536)."""
+    weights: np.ndarray
+    """Importance weights (N * P(i)) ** -beta / max (ones for uniform)."""
+    total: int = 0
+    size: int = 0
+
+
+def importance_weights(prio_q: np.ndarray, total: int, size: int, beta: float) -> np.ndarray:
+    """``w = (size * p_i / total) ** -beta``, normalised by the batch maximum."""
+    probs = prio_q.astype(np.float64) / max(total, 1)
+    w = (size * probs) ** (-beta)
+    return (w / w.max()).astype(np.float32)
+
+
+def _batch(layout: RecordLayout, indices: np.ndarray, prio_q: np.ndarray, records: np.ndarray,
+           total: int, size: int, prioritized: bool, beta: float) -> ReplayBatch:
+    weights = (importance_weights(prio_q, total, size, beta) if prioritized
+               else np.ones(len(indices), np.float32))
+    return ReplayBatch(indices=indices.astype(np.int64), obs=records["obs"].copy(),
+                       actions=records["action"].copy(), rewards=records["reward"].copy(),
+                       next_obs=records["next_obs"].copy(),
+                       dones=records["done"].astype(np.float32),
+                       priorities=prio_q.astype(np.float64) / Q16_ONE, weights=weights,
+                       total=total, size=size)
+
+
+# --------------------------------------------------------------------------------------------
+# The store: storage + writer (ring) + sampler (sum tree)
+# --------------------------------------------------------------------------------------------
+
+
+class PrioritizedStore:
+    """Ring storage with a sum tree and the switch's sampler, bit for bit.
+
+    Parameters
+    ----------
+    capacity : int
+        C records, a power of two.
+    layout : RecordLayout
+        Record format.
+    seed : int
+        xorshift32 seed.
+    """
+
+    def __init__(self, capacity: int, layout: RecordLayout, seed: int = DEFAULT_SEED) -> None:
+        if capacity < 1 or capacity & (capacity - 1):
+            raise ValueError(f"capacity {capacity} must be a power of two")
+        self.capacity = capacity
+        self.layout = layout
+        self.records = np.zeros(capacity, dtype=layout.dtype)
+        self.tree = np.zeros(2 * capacity, dtype=np.uint64)  # root at 1, leaves at C..2C-1
+        self.rng = XorShift32(seed)
+        self.wp = 0
+        self.size = 0
+
+    @property
+    def total(self) -> int:
+        """Sum of all priorities (Q16.16)."""
+        return int(self.tree[1])
+
+    def _set_leaves(self, indices: np.ndarray, prio_q: np.ndarray) -> None:
+        nodes = indices.astype(np.int64) + self.capacity
+        self.tree[nodes] = prio_q.astype(np.uint64)
+        nodes = np.unique(nodes >> 1)
+        while nodes.size and nodes[0] >= 1:
+            self.tree[nodes] = self.tree[2 * nodes] + self.tree[2 * nodes + 1]
+            if nodes[0] == 1:
+                break
+            nodes = np.unique(nodes >> 1)
+
+    def push(self, records: np.ndarray, prio_q: np.ndarray) -> np.ndarray:
+        """Write ``records`` at the write pointer; return their indices."""
+        k = len(records)
+        idx = (self.wp + np.arange(k)) % self.capacity
+        self.records[idx] = records
+        self._set_leaves(idx, prio_q)
+        self.wp = int((self.wp + k) % self.capacity)
+        self.size = min(self.size + k, self.capacity)
+        return idx
+
+    def update(self, indices: np.ndarray, prio_q: np.ndarray) -> int:
+        """Set priorities; pairs with ``index >= size`` are skipped. Return how many."""
+        indices = np.asarray(indices, dtype=np.int64)
+        ok = (indices >= 0) & (indices < self.size)
+        if ok.any():
+            self._set_leaves(indices[ok], np.asarray(prio_q)[ok])
+        return int((~ok).sum())
+
+    def sample_indices(self, batch: int, prioritized: bool) -> tuple[np.ndarray, int, int]:
+        """Draw ``batch`` indices; return (indices, total, size) as the switch reports them."""
+        if batch < 1 or batch > MAX_BATCH or batch & (batch - 1):
+            raise ValueError(f"batch {batch} must be a power of two in 1..{MAX_BATCH}")
+        total = self.total
+        if self.size == 0 or (prioritized and total == 0):
+            raise LookupError("replay memory is empty")
+        draws = [self.rng.draw() for _ in range(batch)]
+        if not prioritized:
+            return np.array([(u * self.size) >> 32 for u in draws], np.int64), self.size, self.size
+        seg = total >> (batch.bit_length() - 1)
+        targets = np.array([i * seg + ((u * seg) >> 32) for i, u in enumerate(draws)],
+                           dtype=np.uint64)
+        node = np.ones(batch, dtype=np.int64)
+        while node[0] < self.capacity:
+            left = 2 * node
+            lsum = self.tree[left]
+            go_right = targets >= lsum
+            targets = np.where(go_right, targets - lsum, targets)
+            node = np.where(go_right, left + 1, left)
+        return node - self.capacity, total, self.size
+
+    def sample(self, batch: int, prioritized: bool
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+        """Draw a batch: (indices, Q16.16 priorities, records, total, size)."""
+        idx, total, size = self.sample_indices(batch, prioritized)
+        prio = self.tree[idx + self.capacity].astype(np.uint32)
+        return idx, prio, self.records[idx].copy(), total, size
+
+
+# --------------------------------------------------------------------------------------------
+# Strategies
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReplaySpec:
+    """Everything a worker needs to reach the replay memory.
+
+    Attributes
+    ----------
+    kind : str
+        ``local``, ``innet`` or ``server``.
+    capacity : int
+        Records (power of two); for ``innet`` the switch's ``RPL_CAPACITY``.
+    seed : int
+        Sampler seed (``local``: per worker, offset by rank).
+    record_bytes : int
+        Record size R.
+    url : str or None
+        Switch URL (``innet``).
+    address : tuple of (str, int) or None
+        Server address (``server``).
+    """
+
+    kind: str = "local"
+    capacity: int = 16384
+    seed: int = 1
+    record_bytes: int = 128
+    url: str | None = None
+    address: tuple[str, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in REPLAY_KINDS:
+            raise ValueError(f"replay kind {self.kind!r} not in {REPLAY_KINDS}")
+
+
+class Replay(ABC):
+    """A worker's handle on a replay memory.
+
+    New records get the largest priority seen so far (1.0 at first), as in
+    prioritized experience replay. ``comm_seconds`` accumulates the time spent
+    in push/sample/update calls.
+    """
+
+    def __init__(self, layout: RecordLayout) -> None:
+        self.layout = layout
+        self.max_priority = 1.0
+        self.comm_seconds = 0.0
+
+    def push(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+             next_obs: np.ndarray, dones: np.ndarray,
+             priorities: np.ndarray | None = None) -> np.ndarray:
+        """Store k transitions (arrays with k rows); return their indices."""
+        rewards = np.asarray(rewards, dtype=np.float32).reshape(-1)
+        if priorities is None:
+            priorities = np.full(len(rewards), self.max_priority)
+        t0 = time.perf_counter()
+        out = self._push(obs, actions, rewards, next_obs, dones, np.asarray(priorities))
+        self.comm_seconds += time.perf_counter() - t0
+        return out
+
+    def sample(self, batch: int, *, prioritized: bool = True, beta: float = 0.4) -> ReplayBatch:
+        """Sample ``batch`` records (power of two ≤ 64), prioritized or uniform."""
+        t0 = time.perf_counter()
+        out = self._sample(batch, prioritized, beta)
+        self.comm_seconds += time.perf_counter() - t0
+        return out
+
+    def update_priorities(self, indices: np.ndarray, priorities: np.ndarray) -> None:
+        """Set new float priorities ``p = (|delta| + eps) ** alpha`` for ``indices``."""
+        priorities = np.asarray(priorities, dtype=np.float64)
+        self.max_priority = max(self.max_priority, float(priorities.max(initial=0.0)))
+        t0 = time.perf_counter()
+        self._update(np.asarray(indices, dtype=np.int64), priorities)
+        self.comm_seconds += time.perf_counter() - t0
+
+    @abstractmethod
+    def _push(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+              next_obs: np.ndarray, dones: np.ndarray, priorities: np.ndarray) -> np.ndarray: ...
+
+    @abstractmethod
+    def _sample(self, batch: int, prioritized: bool, beta: float) -> ReplayBatch: ...
+
+    @abstractmethod
+    def _update(self, indices: np.ndarray, priorities: np.ndarray) -> None: ...
+
+    def close(self) -> None:
+        """Release sockets."""
+
+
+class LocalReplay(Replay):
+    """An in-process :class:`PrioritizedStore` owned by one worker."""
+
+    def __init__(self, layout: RecordLayout, capacity: int, seed: int) -> None:
+        super().__init__(layout)
+        self.store = PrioritizedStore(capacity, layout, seed)
+
+    def _push(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+              next_obs: np.ndarray, dones: np.ndarray, priorities: np.ndarray) -> np.ndarray:
+        return self.store.push(self.layout.pack(obs, actions, rewards, next_obs, dones),
+                               to_q16(priorities))
+
+    def _sample(self, batch: int, prioritized: bool, beta: float) -> ReplayBatch:
+        idx, prio, rec, total, size = self.store.sample(batch, prioritized)
+        return _batch(self.layout, idx, prio, rec, total, size, prioritized, beta)
+
+    def _update(self, indices: np.ndarray, priorities: np.ndarray) -> None:
+        self.store.update(indices, to_q16(priorities))
+
+
+# -- TCP replay server --------------------------------------------------------------------------
+
+_RQ = struct.Struct("!BII")  # op, count, arg
+_OP_PUSH, _OP_SAMPLE, _OP_UPDATE, _OP_LAYOUT = 1, 2, 3, 4
+_PUSH_ACK = struct.Struct("!I")  # first index
+_SAMPLE_HDR = struct.Struct("!BQII")  # status (0 ok, 1 empty), total, size, batch
+_UPDATE_ACK = struct.Struct("!I")  # skipped pairs
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytearray:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise ConnectionError("peer closed the connection")
+        got += k
+    return buf
+
+
+class ReplayServer:
+    """A TCP replay server: one :class:`PrioritizedStore` shared by every client.
+
+    Requests (``op``, ``count``, ``arg``) and their payloads:
+
+    * PUSH: ``count`` u32 priorities + ``count`` records of R bytes →
+      u32 first index;
+    * SAMPLE: ``count`` = batch, ``arg`` = prioritized → status, u64 total,
+      u32 size, u32 batch, batch × u32 indices, batch × u32 priorities,
+      batch records;
+    * UPDATE: ``count`` × (u32 index, u32 priority) → u32 skipped pairs.
+
+    Parameters
+    ----------
+    capacity : int
+        Records (power of two).
+    record_bytes : int
+        R; the layout is fixed by the first client.
+    seed : int
+        xorshift32 seed.
+    host, port : listen address (port 0: ephemeral, see :attr:`address`).
+    """
+
+    def __init__(self, capacity: int = 16384, record_bytes: int = 128, seed: int = DEFAULT_SEED,
+                 host: str = "127.0.0.1", port: int = 0) -> None:
+        self.capacity = capacity
+        self.record_bytes = record_bytes
+        self.seed = seed
+        self.store: PrioritizedStore | None = None
+        self._lock = threading.Lock()
+        self._listener = socket.create_server((host, port))
+        self.address: tuple[str, int] = self._listener.getsockname()[:2]
+        self._conns: list[socket.socket] = []
+        self._stop = threading.Event()
+
+    def start(self) -> ReplayServer:
+        """Accept clients in a background thread."""
+        threading.Thread(target=self._accept_loop, name="replay-accept", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """Close the listener and every client connection."""
+        self._stop.set()
+        try:
+            self._listener.close()
+        except OSError:
+            pass
+        for c in self._conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+                c.close()
+            except OSError:
+                pass
+
+    def _accept_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        r = self.record_bytes
+        try:
+            while True:
+                op, count, arg = _RQ.unpack(_recv_exact(conn, _RQ.size))
+                if op == _OP_LAYOUT:
+                    spec = _recv_exact(conn, count).decode().split("|")
+                    layout = RecordLayout(
+                        obs_shape=tuple(int(x) for x in spec[0].split(",") if x),
+                        obs_dtype=spec[1],
+                        action_shape=tuple(int(x) for x in spec[2].split(",") if x),
+                        action_dtype=spec[3], record_bytes=r)
+                    with self._lock:
+                        if self.store is None:
+                            self.store = PrioritizedStore(self.capacity, layout, self.seed)
+                    conn.sendall(_PUSH_ACK.pack(self.capacity))
+                elif op == _OP_PUSH:
+                    payload = _recv_exact(conn, 4 * count + r * count)
+                    prio = np.frombuffer(payload, "<u4", count)
+                    assert self.store is not None
+                    rec = np.frombuffer(payload, self.store.layout.dtype, count, offset=4 * count)
+                    with self._lock:
+                        idx = self.store.push(rec, prio)
+                    conn.sendall(_PUSH_ACK.pack(int(idx[0])))
+                elif op == _OP_SAMPLE:
+                    assert self.store is not None
+                    with self._lock:
+                        try:
+                            idx, prio, rec, total, size = self.store.sample(count, bool(arg))
+                        except LookupError:
+                            conn.sendall(_SAMPLE_HDR.pack(1, 0, 0, count))
+                            continue
+                    conn.sendall(_SAMPLE_HDR.pack(0, total, size, count)
+                                 + idx.astype("<u4").tobytes() + prio.astype("<u4").tobytes()
+                                 + rec.tobytes())
+                elif op == _OP_UPDATE:
+                    pairs = np.frombuffer(_recv_exact(conn, 8 * count), "<u4").reshape(count, 2)
+                    assert self.store is not None
+                    with self._lock:
+                        skipped = self.store.update(pairs[:, 0].astype(np.int64), pairs[:, 1])
+                    conn.sendall(_UPDATE_ACK.pack(skipped))
+                else:
+                    raise ConnectionError(f"unknown replay op {op}")
+        except (ConnectionError, OSError):
+            return
+
+
+class ServerReplay(Replay):
+    """A client of a :class:`ReplayServer` (kernel TCP sockets)."""
+
+    def __init__(self, layout: RecordLayout, address: tuple[str, int]) -> None:
+        super().__init__(layout)
+        self._sock = socket.create_connection(address)
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        spec = "|".join([",".join(map(str, layout.obs_shape)), layout.obs_dtype,
+                         ",".join(map(str, layout.action_shape)), layout.action_dtype]).encode()
+        self._sock.sendall(_RQ.pack(_OP_LAYOUT, len(spec), 0) + spec)
+        (self.capacity,) = _PUSH_ACK.unpack(_recv_exact(self._sock, _PUSH_ACK.size))
+
+    def _push(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+              next_obs: np.ndarray, dones: np.ndarray, priorities: np.ndarray) -> np.ndarray:
+        rec = self.layout.pack(obs, actions, rewards, next_obs, dones)
+        k = len(rec)
+        self._sock.sendall(_RQ.pack(_OP_PUSH, k, 0) + to_q16(priorities).astype("<u4").tobytes()
+                           + rec.tobytes())
+        (first,) = _PUSH_ACK.unpack(_recv_exact(self._sock, _PUSH_ACK.size))
+        return (first + np.arange(k)) % self.capacity
+
+    def _sample(self, batch: int, prioritized: bool, beta: float) -> ReplayBatch:
+        if batch < 1 or batch > MAX_BATCH or batch & (batch - 1):
+            raise ValueError(f"batch {batch} must be a power of two in 1..{MAX_BATCH}")
+        self._sock.sendall(_RQ.pack(_OP_SAMPLE, batch, int(prioritized)))
+        status, total, size, b = _SAMPLE_HDR.unpack(_recv_exact(self._sock, _SAMPLE_HDR.size))
+        if status:
+            raise LookupError("replay memory is empty")
+        body = _recv_exact(self._sock, 8 * b + self.layout.record_bytes * b)
+        idx = np.frombuffer(body, "<u4", b).astype(np.int64)
+        prio = np.frombuffer(body, "<u4", b, offset=4 * b)
+        rec = np.frombuffer(body, self.layout.dtype, b, offset=8 * b)
+        return _batch(self.layout, idx, prio, rec, total, size, prioritized, beta)
+
+    def _update(self, indices: np.ndarray, priorities: np.ndarray) -> None:
+        pairs = np.stack([indices.astype("<u4"), to_q16(priorities).astype("<u4")], axis=1)
+        self._sock.sendall(_RQ.pack(_OP_UPDATE, len(pairs), 0) + pairs.tobytes())
+        _recv_exact(self._sock, _UPDATE_ACK.size)
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class InNetReplay(Replay):
+    """The switch's replay memory through :class:`hostdrv.ReplayClient`."""
+
+    def __init__(self, layout: RecordLayout, url: str, worker: int) -> None:
+        super().__init__(layout)
+        from hostdrv import ReplayClient
+
+        self._client = ReplayClient(url, worker=worker, obs_shape=layout.obs_shape,
+                                    obs_dtype=np.dtype(layout.obs_dtype),
+                                    action_shape=layout.action_shape,
+                                    action_dtype=np.dtype(layout.action_dtype))
+
+    def _push(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+              next_obs: np.ndarray, dones: np.ndarray, priorities: np.ndarray) -> np.ndarray:
+        return np.asarray(self._client.push(obs, actions, rewards, next_obs, dones,
+                                            priority=priorities), dtype=np.int64)
+
+    def _sample(self, batch: int, prioritized: bool, beta: float) -> ReplayBatch:
+        s = self._client.sample(batch, prioritized=prioritized, beta=beta)
+        prio_q = to_q16(np.asarray(s.priorities, dtype=np.float64))
+        total = int(getattr(s, "total", 0))
+        size = int(getattr(s, "size", 0))
+        weights = (importance_weights(prio_q, total, size, beta) if prioritized and total
+                   else np.asarray(getattr(s, "weights", np.ones(batch)), np.float32))
+        return ReplayBatch(indices=np.asarray(s.indices, np.int64),
+                           obs=np.asarray(s.obs), actions=np.asarray(s.actions),
+                           rewards=np.asarray(s.rewards, np.float32),
+                           next_obs=np.asarray(s.next_obs),
+                           dones=np.asarray(s.dones).astype(np.float32),
+                           priorities=np.asarray(s.priorities, np.float64),
+                           weights=weights, total=total, size=size)
+
+    def _update(self, indices: np.ndarray, priorities: np.ndarray) -> None:
+        self._client.update_priorities(indices, priorities)
+
+    def close(self) -> None:
+        close = getattr(self._client, "close", None)
+        if close is not None:
+            close()
+
+
+def make_replay(spec: ReplaySpec, rank: int, layout: RecordLayout) -> Replay:
+    """Build worker ``rank``'s replay handle for the strategy named by ``spec.kind``."""
+    if spec.kind == "local":
+        return LocalReplay(layout, spec.capacity, spec.seed + rank)
+    if spec.kind == "server":
+        assert spec.address is not None, "server replay needs the server address"
+        return ServerReplay(layout, spec.address)
+    assert spec.url is not None, "innet replay needs the switch URL"
+    return InNetReplay(layout, spec.url, rank)
+
+
+class ReplayBackend:
+    """Starts what a replay strategy needs outside the workers.
+
+    ``server``: a :class:`ReplayServer` thread. ``innet``: a soft switch when
+    no URL is given (or the one the gradient sync uses), then the replay engine
+    is configured and seeded, and ``capacity`` is read from the switch.
+    ``local``: nothing.
+    """
+
+    def __init__(self, spec: ReplaySpec) -> None:
+        self.spec = spec
+        self.server: ReplayServer | None = None
+        self.switch: object | None = None
+
+    def start(self) -> ReplaySpec:
+        """Bring the shared piece up and return the spec the workers use."""
+        s = self.spec
+        if s.kind == "server":
+            self.server = ReplayServer(s.capacity, s.record_bytes, s.seed).start()
+            s.address = self.server.address
+        elif s.kind == "innet":
+            import hostdrv
+
+            if s.url is None:
+                self.switch = hostdrv.SoftSwitch()
+                self.switch.start()
+                s.url = self.switch.url
+            ctl = hostdrv.SwitchControl(s.url)
+            ctl.configure_replay(seed=s.seed)
+            s.capacity = ctl.read("RPL_CAPACITY")
+            s.record_bytes = ctl.read("RPL_RECORD_BYTES")
+            close = getattr(ctl, "close", None)
+            if close is not None:
+                close()
+        return s
+
+    def stop(self) -> None:
+        """Tear down what :meth:`start` brought up."""
+        if self.server is not None:
+            self.server.stop()
+        if self.switch is not None:
+            self.switch.stop()

@@ -1,0 +1,1 @@
+"""cocotb testbench for the pipelined binary32 adder ``fp32_add``."""

@@ -1,0 +1,1 @@
+"""cocotb testbench of the switch datapath top (nrl_switch)."""
