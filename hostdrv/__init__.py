@@ -1,5 +1,7 @@
 """netfpga-rl host driver: protocol, reference switch model, soft switch and clients."""
 
+from typing import TYPE_CHECKING
+
 from hostdrv.clients import (
     Aggregator,
     AllreduceTimeoutError,
@@ -33,7 +35,6 @@ from hostdrv.protocol import (
     encode_message,
     parse_frame,
 )
-from hostdrv.softswitch import SoftSwitch, SoftSwitchProcess
 from hostdrv.transport import (
     BACKENDS,
     Backend,
@@ -45,6 +46,20 @@ from hostdrv.transport import (
     open_datagram,
     open_registers,
 )
+
+if TYPE_CHECKING:
+    from hostdrv.softswitch import SoftSwitch, SoftSwitchProcess
+
+
+def __getattr__(name: str) -> object:
+    # The soft switch is imported on first use so that ``python -m
+    # hostdrv.softswitch`` does not find it already imported by the package.
+    if name in ("SoftSwitch", "SoftSwitchProcess"):
+        from hostdrv import softswitch
+
+        return getattr(softswitch, name)
+    raise AttributeError(f"module 'hostdrv' has no attribute {name!r}")
+
 
 __all__ = [
     "BACKENDS",

@@ -311,6 +311,40 @@ class Aggregator(_Endpoint):
             return torch.from_numpy(np.ascontiguousarray(res)).to(device)
         return res
 
+    def send_chunks(self, x: np.ndarray, *, round_: int = 0) -> int:
+        """Send every chunk of ``x`` once as GRADIENTs, without waiting for results.
+
+        The send path of :meth:`allreduce` alone (headers packed into the
+        preallocated per-slot buffers, payloads copied with one numpy
+        assignment per batch of slots, one GSO call per batch), for
+        benchmarks. Rounds are not advanced and nothing is retransmitted.
+
+        Parameters
+        ----------
+        x:
+            Array of the switch's wire dtype (float32 or int32).
+        round_:
+            Round number written into every header.
+
+        Returns
+        -------
+        int
+            Payload bytes handed to the transport (headers excluded).
+        """
+        flat = np.ascontiguousarray(x, dtype=self.wire_dtype).reshape(-1)
+        p, s_count, L = self.elems, self.slots, self._msg_len
+        n = flat.size // p
+        chunks = flat[:n * p].reshape(n, p)
+        pack = HEADER.pack_into
+        for a in range(0, n, s_count):
+            k = min(s_count, n - a)
+            for s in range(k):
+                pack(self._sbuf, s * L, VERSION, _GRADIENT, self._flags, self.job, self.worker,
+                     s, round_ & _M32, p, round_ & _M32, 0)
+            self._spay[:k] = chunks[a:a + k]
+            self.transport.send_segments(self._smv[:k * L], L)
+        return n * p * 4
+
     def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, version: int | None) -> None:
         """Send ``n`` chunks, collect their results into ``out``."""
         s_count, window, p = self.slots, self.window, self.elems
@@ -334,6 +368,7 @@ class Aggregator(_Endpoint):
         nxt = done = inflight = 0
         timeout, max_backoff, retries = self.timeout, self.max_backoff, self.retries
         to_send: list[int] = []
+        next_scan = float("inf")  # no deadline of an in-flight chunk is earlier
         while done < n:
             now = time.monotonic()
             # launch what the window and the slots allow
@@ -347,6 +382,7 @@ class Aggregator(_Endpoint):
                      (r if version is None else version) & _M32, 0)
                 spay[s] = chunks[nxt]
                 deadline[s], tries[s] = now + timeout, 1
+                next_scan = min(next_scan, now + timeout)
                 to_send.append(s)
                 nxt += 1
                 inflight += 1
@@ -364,8 +400,7 @@ class Aggregator(_Endpoint):
                     i = j
                 to_send.clear()
             # wait for results until the earliest deadline
-            first = min(deadline[s] for s in range(s_count) if chunk_of[s] >= 0)
-            nbytes, seg = recv(rbuf, max(0.0, first - now))
+            nbytes, seg = recv(rbuf, max(0.0, next_scan - now))
             if nbytes:
                 for off in range(0, nbytes, seg):
                     if min(seg, nbytes - off) != L:
@@ -394,13 +429,16 @@ class Aggregator(_Endpoint):
                     inflight -= 1
                     done += 1
                 now = time.monotonic()
-                if now < first:
+                if now < next_scan:
                     continue
             else:
                 now = time.monotonic()
             # retransmit what is due
+            next_scan = float("inf")
             for s in range(s_count):
-                if chunk_of[s] >= 0 and deadline[s] <= now:
+                if chunk_of[s] < 0:
+                    continue
+                if deadline[s] <= now:
                     if tries[s] > retries:
                         self.last_contributors, self.last_rounds = contributors, got_round
                         raise AllreduceTimeoutError(self.url, s, cur_round[s], chunk_of[s],
@@ -409,6 +447,7 @@ class Aggregator(_Endpoint):
                     deadline[s] = now + min(timeout * (1 << tries[s]), max_backoff)
                     tries[s] += 1
                     retrans += 1
+                next_scan = min(next_scan, deadline[s])
         self.last_contributors, self.last_rounds = contributors, got_round
         self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
 

@@ -116,7 +116,9 @@ class SoftSwitch:
         Keep every GRADIENT datagram in :attr:`arrivals` (tests use it to
         recompute fp32 sums in arrival order).
     model:
-        Serve this model instead of a new one.
+        Serve this model instead of a new one. Change its registers through
+        :meth:`write` (or the control channel), which also refreshes the
+        address tables the switch routes with.
 
     Examples
     --------
@@ -159,7 +161,8 @@ class SoftSwitch:
         self._frame = bytearray(HEADER_OFFSET + _RECV_BYTES)
         self._tables_valid = False
         self._sources: dict[tuple[str, int], tuple[int, bytes]] = {}
-        self._stats = {"datagrams": 0, "control": 0, "sent": 0, "send_calls": 0}
+        self._stats = {"datagrams": 0, "control": 0, "sent": 0, "send_calls": 0, "receives": 0,
+                       "busy_us": 0, "errors": 0}
 
     # -- addressing --------------------------------------------------------------
     @property
@@ -242,7 +245,9 @@ class SoftSwitch:
 
     @property
     def stats(self) -> dict[str, int]:
-        """Host-side figures: datagrams received, control requests, datagrams and send calls."""
+        """Host-side figures: datagrams and control requests received, datagrams sent and
+        send calls, receive calls, microseconds spent processing (``busy_us``) and
+        datagrams whose processing raised (``errors``; the first is printed)."""
         return dict(self._stats)
 
     # -- serving -----------------------------------------------------------------
@@ -277,6 +282,8 @@ class SoftSwitch:
             status, text = ControlStatus.BAD_REQUEST, f"unknown op {op} (1 read, 2 write)"
         reply = CONTROL.pack(CONTROL_MAGIC, op | CONTROL_REPLY, status, tag, reg, out & 0xFFFFFFFF) \
             + text.encode()
+        if len(self._replies) > 4096:
+            self._replies.clear()
         self._replies[addr] = (key, reply)
         return reply
 
@@ -367,6 +374,8 @@ class SoftSwitch:
         sock, rbuf, stop = self.sock, self._rbuf, self._stop
         pending: dict[tuple[str, int], list[memoryview]] = {}
         gro = self._gro
+        stats = self._stats
+        perf_counter = time.perf_counter
         wait_ms = max(1, int(poll_interval * 1000))
         while not stop.is_set():
             try:
@@ -384,10 +393,19 @@ class SoftSwitch:
                 continue
             except ConnectionRefusedError:
                 continue
+            t0 = perf_counter()
             with self.lock:
-                self._process(n, max(seg, 1), addr, pending)
+                try:
+                    self._process(n, max(seg, 1), addr, pending)
+                except Exception as e:  # noqa: BLE001 - a bad datagram must not stop the switch
+                    stats["errors"] += 1
+                    if stats["errors"] == 1:
+                        print(f"netfpga-softswitch: datagram from {addr} raised "
+                              f"{type(e).__name__}: {e}", file=sys.stderr)
                 if pending:
                     self._flush(pending)
+            stats["receives"] += 1
+            stats["busy_us"] += int((perf_counter() - t0) * 1e6)
 
     def start(self) -> SoftSwitch:
         """Serve in a daemon thread; returns ``self``."""

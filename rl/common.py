@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from rl.replay import ReplayBackend, ReplaySpec
-from rl.sync import SyncBackend, SyncSpec, default_window
+from rl.sync import StopBoard, SyncBackend, SyncSpec, default_window
 
 # --------------------------------------------------------------------------------------------
 # Environments and seeding
@@ -244,6 +244,7 @@ class WorkerContext:
     target_return: float | None = None
     window: int = 5
     record_digests: bool = False
+    board: StopBoard | None = None
 
 
 @dataclass
@@ -399,6 +400,24 @@ class RunSummary:
         return d
 
 
+def _process_context(fn: Callable[..., Any]) -> Any:
+    """A clean-process multiprocessing context.
+
+    ``forkserver`` with torch, gymnasium and the algorithm's module preloaded:
+    like ``spawn``, children inherit nothing of the launcher's state (threads,
+    sockets, the soft switch), but they fork from a server that imported torch
+    once instead of importing it N times on 2 cores (seconds saved per run).
+    ``spawn`` where forkserver does not exist.
+    """
+    import torch.multiprocessing as tmp
+
+    if "forkserver" in tmp.get_all_start_methods():
+        ctx = tmp.get_context("forkserver")
+        ctx.set_forkserver_preload(["torch", "gymnasium", "rl.common", fn.__module__])
+        return ctx
+    return tmp.get_context("spawn")
+
+
 def _worker_main(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any,
                  ctx: WorkerContext) -> None:
     """Entry point of a worker process or thread."""
@@ -467,22 +486,22 @@ def run_workers(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dist
 
         window = default_window(n)
         if dist.launcher == "process":
-            import torch.multiprocessing as tmp
-
-            mp = tmp.get_context("spawn")
+            mp = _process_context(fn)
             q: Any = mp.Queue()
+            board = StopBoard(mp.Value("q", -1))
             for rank in range(n):
                 ctx = WorkerContext(rank, n, spec, replay, Reporter(q, rank), target_return,
-                                    window, record_digests)
+                                    window, record_digests, board)
                 p = mp.Process(target=_worker_main, args=(fn, cfg, ctx), name=f"netrl-w{rank}",
                                daemon=True)
                 p.start()
                 started.append(p)
         elif dist.launcher == "thread":
             q = queue.Queue()
+            board = StopBoard()
             for rank in range(n):
                 ctx = WorkerContext(rank, n, spec, replay, Reporter(q, rank), target_return,
-                                    window, record_digests)
+                                    window, record_digests, board)
                 t = threading.Thread(target=_worker_main, args=(fn, cfg, ctx),
                                      name=f"netrl-w{rank}", daemon=True)
                 t.start()

@@ -99,7 +99,7 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
     exchange = GradientExchange(make_sync(ctx.sync, ctx.rank), list(agent.parameters()),
                                 optimizer, max_grad_norm=cfg.max_grad_norm,
                                 target_return=ctx.target_return, window=ctx.window,
-                                record_digests=ctx.record_digests)
+                                board=ctx.board, record_digests=ctx.record_digests)
     window = EpisodeWindow(ctx.window)
     timer = SplitTimer(lambda: exchange.log.comm_seconds)
     result = WorkerResult(rank=ctx.rank)

@@ -339,7 +339,7 @@ class Replay(ABC):
     @abstractmethod
     def _update(self, indices: np.ndarray, priorities: np.ndarray) -> None: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - the local buffer holds nothing to release
         """Release sockets."""
 
 

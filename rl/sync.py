@@ -45,15 +45,18 @@ from __future__ import annotations
 
 import hashlib
 import math
+import queue
 import socket
 import struct
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -360,7 +363,9 @@ class GradSync(ABC):
     """One worker's end of a gradient synchronisation strategy.
 
     ``allreduce`` is called once per aggregation round, in round order, from a
-    single thread; ``round`` counts the calls.
+    single thread. ``round`` counts the calls; ``last_round`` is the global
+    round of the last result (the same as the call index, except for an
+    async in-switch straggler that caught up by taking a newer round's result).
     """
 
     def __init__(self, spec: SyncSpec, rank: int) -> None:
@@ -368,6 +373,7 @@ class GradSync(ABC):
         self.rank = rank
         self.world = spec.world
         self.round = 0
+        self.last_round = -1
 
     def allreduce(self, vec: np.ndarray, *, version: int | None = None) -> np.ndarray:
         """Sum ``vec`` (float32 or int32, 1-D) over the round's contributors.
@@ -377,31 +383,31 @@ class GradSync(ABC):
         vec : numpy.ndarray
             This worker's contribution.
         version : int, optional
-            Async mode: the round this worker's weights are current to (the
-            number of results it had applied when it computed ``vec``).
-            Defaults to the current round (fresh).
+            Async mode: the global round this worker's weights are current to
+            (one past the last result it had applied when it computed
+            ``vec``). Defaults to fresh (``last_round + 1``).
 
         Returns
         -------
         numpy.ndarray
             The sum, same dtype and length as ``vec``.
         """
-        version = self.round if version is None else version
+        version = self.last_round + 1 if version is None else version
         out = self._allreduce(np.ascontiguousarray(vec), version)
         self.round += 1
         return out
 
     @abstractmethod
-    def _allreduce(self, vec: np.ndarray, version: int) -> np.ndarray: ...
+    def _allreduce(self, vec: np.ndarray, version: int) -> np.ndarray:
+        """Run one round; set :attr:`last_round`."""
 
     def allreduce_grads(self, model: torch.nn.Module) -> None:
         """Replace each gradient of ``model`` by its mean over all workers (sync mode)."""
         params = [p for p in model.parameters() if p.grad is not None]
-        flat = torch.cat([p.grad.reshape(-1) for p in params]).numpy().astype(np.float32)
-        total = self.allreduce(flat)
-        unflatten_into([p.grad for p in params], total / self.world)
+        total = self.allreduce(flatten_grads(params))
+        unflatten_into([p.grad for p in params], total / np.float32(self.world))
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - most strategies hold nothing to release
         """Release sockets and process groups."""
 
 
@@ -418,9 +424,16 @@ class InSwitchSync(GradSync):
 
     def _allreduce(self, vec: np.ndarray, version: int) -> np.ndarray:
         if self.spec.mode == "async":
+            chunks = -(-vec.size // self._agg.elems)
+            if chunks > self._agg.slots:
+                raise ValueError(f"async in-switch needs one round per slot per call: "
+                                 f"{vec.size} elements are {chunks} chunks > AGG_SLOTS "
+                                 f"{self._agg.slots}")
             out = self._agg.allreduce(vec, version=version)
         else:
             out = self._agg.allreduce(vec)
+        rounds = self._agg.last_rounds
+        self.last_round = int(rounds[0]) if len(rounds) else self.round
         return np.asarray(out, dtype=vec.dtype)
 
     def close(self) -> None:
@@ -447,6 +460,7 @@ class PSSync(GradSync):
         payload = _recv_exact(self._sock, nbytes)
         if round_ != self.round:
             raise RuntimeError(f"ps: expected round {self.round}, got {round_}")
+        self.last_round = self.round
         return np.frombuffer(payload, dtype=_DTYPES[rcode]).copy()
 
     def close(self) -> None:
@@ -470,6 +484,7 @@ class GlooSync(GradSync):
             vec = np.zeros_like(vec)  # emulated staleness drop: contribute nothing
         t = torch.from_numpy(vec.copy())
         self._dist.all_reduce(t)
+        self.last_round = self.round
         return t.numpy()
 
     def close(self) -> None:
@@ -486,7 +501,9 @@ class ReferenceSync(GradSync):
         self._hub = spec.hub
 
     def _allreduce(self, vec: np.ndarray, version: int) -> np.ndarray:
-        return self._hub.allreduce(self.rank, self.round, version, vec)
+        out = self._hub.allreduce(self.rank, self.round, version, vec)
+        self.last_round = self.round
+        return out
 
 
 def make_sync(spec: SyncSpec, rank: int) -> GradSync:
@@ -626,6 +643,76 @@ def params_digest(params: Sequence[torch.Tensor]) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+class StopBoard:
+    """Where workers post the first round nobody should send any more (the minimum wins).
+
+    A worker posts when it stops: at the end of its budget, or ``pipeline + 1``
+    rounds after the result that said "solved". Workers that see every result
+    reach the same decision on their own; the board is for an async in-switch
+    straggler that skipped that result while catching up.
+
+    Parameters
+    ----------
+    shared : multiprocessing.Value or None
+        A ``Value('q', -1)`` shared with worker processes; None for threads.
+    """
+
+    def __init__(self, shared: Any = None) -> None:
+        self._shared = shared
+        self._lock = threading.Lock() if shared is None else None
+        self._value = -1
+
+    def propose(self, round_: int) -> None:
+        """Post ``round_`` unless a smaller round is already posted."""
+        if self._shared is not None:
+            with self._shared.get_lock():
+                if self._shared.value < 0 or round_ < self._shared.value:
+                    self._shared.value = round_
+        else:
+            assert self._lock is not None
+            with self._lock:
+                if self._value < 0 or round_ < self._value:
+                    self._value = round_
+
+    def get(self) -> int | None:
+        """The posted round, or None."""
+        v = self._shared.value if self._shared is not None else self._value
+        return None if v < 0 else int(v)
+
+
+class _Courier:
+    """A daemon thread running one strategy's rounds in order (async mode).
+
+    A daemon rather than a ``ThreadPoolExecutor`` so that a round abandoned at
+    shutdown (its peers stopped) cannot keep the process alive.
+    """
+
+    def __init__(self, fn: Callable[..., Any], name: str) -> None:
+        self._fn = fn
+        self._jobs: queue.SimpleQueue[tuple[Future[Any], tuple[Any, ...],
+                                            dict[str, Any]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, *args: Any, **kwargs: Any) -> Future[Any]:
+        fut: Future[Any] = Future()
+        self._jobs.put((fut, args, kwargs))
+        return fut
+
+    def close(self) -> None:
+        self._jobs.put(None)
+
+    def _loop(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fut, args, kwargs = job
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(self._fn(*args, **kwargs))
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting worker
+                fut.set_exception(e)
+
+
 @dataclass
 class ExchangeLog:
     """Per-worker record of the rounds an exchange applied."""
@@ -635,6 +722,7 @@ class ExchangeLog:
     contributors: list[int] = field(default_factory=list)
     staleness: list[int] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)
+    abandoned: int = 0
 
 
 class GradientExchange:
@@ -648,14 +736,15 @@ class GradientExchange:
     In **sync** mode ``step`` blocks for the round and applies its result.
     In **async** mode the round runs on a background thread; ``step`` returns
     as soon as at most ``pipeline`` rounds are in flight, applying every
-    result that has arrived (so a gradient may be computed on weights up to
-    ``pipeline`` rounds old: its staleness, sent as ``version``).
+    result that has arrived, in order. A gradient may so be computed on
+    weights up to ``pipeline`` rounds old; ``version`` (sent with it) is one
+    past the last applied round, and its staleness is ``round - version``.
 
-    The episode statistics (sum and count over each worker's last
-    ``window`` episodes) come back summed over the contributors; when their
-    mean reaches ``target_return`` at round r, every worker (all see the same
-    results) keeps sending up to round ``r + pipeline`` and then stops:
-    :attr:`stopped` turns true and :meth:`step` becomes a no-op.
+    The episode statistics (sum and count over each worker's last ``window``
+    episodes) come back summed over the contributors; when their mean reaches
+    ``target_return`` in the result of round r, every worker (all see the
+    same results) keeps sending up to round ``r + pipeline`` and then stops:
+    :attr:`stopped` turns true and :meth:`step` returns False without sending.
 
     Parameters
     ----------
@@ -671,14 +760,20 @@ class GradientExchange:
         Stop rule; ``None`` trains the whole budget.
     window : int
         Episodes per worker in the statistics window.
+    board : StopBoard or None
+        Shared stop board (see :class:`StopBoard`).
     record_digests : bool
         Keep a hash of the parameters after every applied round (tests).
+    grace : float
+        Seconds to wait at shutdown for an async round whose peers may have
+        stopped before giving it up.
     """
 
     def __init__(self, sync: GradSync, params: Sequence[torch.nn.Parameter],
                  optimizer: torch.optim.Optimizer, *, max_grad_norm: float | None = None,
                  target_return: float | None = None, window: int = 5,
-                 record_digests: bool = False) -> None:
+                 board: StopBoard | None = None, record_digests: bool = False,
+                 grace: float = 5.0) -> None:
         self.sync = sync
         self.spec = sync.spec
         self.params = list(params)
@@ -686,26 +781,38 @@ class GradientExchange:
         self.max_grad_norm = max_grad_norm
         self.target_return = target_return
         self.window = window
+        self.board = board if board is not None else StopBoard()
         self.record_digests = record_digests
+        self.grace = grace
         self.n_grad = sum(p.numel() for p in self.params)
         scales = np.full(self.n_grad + 3, self.spec.scale)
         scales[self.n_grad:] = (STATS_SCALE, 1.0, 1.0)
         self.quantizer = Quantizer(scales, self.spec.world) if self.spec.dtype == "int32" else None
-        self.version = 0  # results applied
-        self.submitted = 0  # rounds sent
+        self.applied_round = -1  # global round of the last applied result
         self.stop_round: int | None = None
         self.solved_round: int | None = None
         self.last_mean_return: float | None = None
         self.log = ExchangeLog()
-        self._inflight: deque[tuple[int, Future[np.ndarray]]] = deque()
-        self._pool = (ThreadPoolExecutor(1, thread_name_prefix=f"sync{sync.rank}")
-                      if self.spec.mode == "async" else None)
+        self._done = False
+        self._inflight: deque[tuple[int, Future[Any]]] = deque()
+        self._courier = (_Courier(self._round_trip, f"sync{sync.rank}")
+                         if self.spec.mode == "async" else None)
 
     @property
     def stopped(self) -> bool:
-        """True once the agreed last round has been sent and applied."""
-        return (self.stop_round is not None and self.submitted >= self.stop_round
-                and not self._inflight)
+        """True once this worker sent its last round and applied what came back."""
+        return self._done
+
+    @property
+    def next_round(self) -> int:
+        """Global round the next :meth:`step` would send."""
+        return self.applied_round + 1 + len(self._inflight)
+
+    def _limit(self) -> int | None:
+        posted = self.board.get()
+        if self.stop_round is None:
+            return posted
+        return self.stop_round if posted is None else min(posted, self.stop_round)
 
     def step(self, window_sum: float = 0.0, window_count: int = 0) -> bool:
         """Exchange the current gradients and apply aggregated results.
@@ -715,51 +822,73 @@ class GradientExchange:
         bool
             False once the workers agreed to stop (nothing was sent).
         """
-        if self.stop_round is not None and self.submitted >= self.stop_round:
-            self.drain()
+        if self._done:
+            return False
+        limit = self._limit()
+        if limit is not None and self.next_round >= limit:
+            self._finish()
             return False
         vec = np.concatenate([flatten_grads(self.params),
                               np.array([window_sum, window_count, 1.0], dtype=np.float32)])
         if self.quantizer is not None:
             vec = self.quantizer.encode(vec)
-        round_, version = self.submitted, self.version
-        self.submitted += 1
-        if self._pool is None:
+        version = self.applied_round + 1
+        if self._courier is None:
             t0 = time.perf_counter()
-            total = self.sync.allreduce(vec, version=version)
+            result = self._round_trip(vec, version)
             self.log.comm_seconds += time.perf_counter() - t0
-            self._apply(total, round_ - version)
+            self._apply(result, 0)
         else:
-            self._inflight.append(
-                (round_ - version, self._pool.submit(self.sync.allreduce, vec, version=version)))
+            self._inflight.append((len(self._inflight),
+                                   self._courier.submit(vec, version)))
             # Apply what has arrived; block while more than `pipeline` rounds are out.
             while self._inflight and (len(self._inflight) > self.spec.pipeline
                                       or self._inflight[0][1].done()):
                 self._apply_oldest()
-        if self.stop_round is not None and self.submitted >= self.stop_round:
-            self.drain()
         return True
 
-    def drain(self) -> None:
-        """Wait for and apply every round still in flight."""
+    def _finish(self) -> None:
+        """Post the stop round, apply what is still in flight (bounded wait), stop."""
+        self.board.propose(self.next_round)
         while self._inflight:
-            self._apply_oldest()
+            staleness, fut = self._inflight[0]
+            t0 = time.perf_counter()
+            try:
+                result = fut.result(timeout=self.grace)
+            except FutureTimeout:
+                # Its peers stopped before completing it (async straggler): give it up.
+                self.log.abandoned += len(self._inflight)
+                self._inflight.clear()
+                break
+            finally:
+                self.log.comm_seconds += time.perf_counter() - t0
+            self._inflight.popleft()
+            self._apply(result, staleness)
+        self._done = True
 
     def close(self) -> None:
-        """Drain, stop the background thread and close the strategy."""
-        self.drain()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-        self.sync.close()
+        """Finish (end of budget: post the stop round), stop the courier, close the strategy."""
+        if not self._done:
+            self._finish()
+        if self._courier is not None:
+            self._courier.close()
+        if not self.log.abandoned:
+            self.sync.close()
 
     def _apply_oldest(self) -> None:
         staleness, fut = self._inflight.popleft()
         t0 = time.perf_counter()
-        total = fut.result()
+        result = fut.result()
         self.log.comm_seconds += time.perf_counter() - t0
-        self._apply(total, staleness)
+        self._apply(result, staleness)
 
-    def _apply(self, total: np.ndarray, staleness: int) -> None:
+    def _round_trip(self, vec: np.ndarray, version: int) -> tuple[np.ndarray, int]:
+        """One round: the sum and the global round it belongs to."""
+        total = self.sync.allreduce(vec, version=version)
+        return total, self.sync.last_round
+
+    def _apply(self, result: tuple[np.ndarray, int], staleness: int) -> None:
+        total, round_ = result
         vec = self.quantizer.decode(total) if self.quantizer is not None else total
         contributors = max(1, int(round(float(vec[-1]))))
         grads = vec[:self.n_grad] / np.float32(contributors)
@@ -769,8 +898,8 @@ class GradientExchange:
         if self.max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
         self.optimizer.step()
-        round_ = self.version
-        self.version += 1
+        round_ = max(round_, self.applied_round + 1)
+        self.applied_round = round_
         self.log.rounds += 1
         self.log.contributors.append(contributors)
         self.log.staleness.append(staleness)
@@ -787,6 +916,7 @@ class GradientExchange:
         if ret_sum / count >= self.target_return:
             self.solved_round = round_
             self.stop_round = round_ + self.spec.pipeline + 1
+            self.board.propose(self.stop_round)
 
 
 def _zero_grad(p: torch.nn.Parameter) -> torch.Tensor:

@@ -112,10 +112,15 @@ def warm(_: int) -> int:
 
 @dataclass
 class Phase:
-    """One phase of a worker's plan: wait ``delay`` s, then ``calls`` all-reduces."""
+    """One phase of a worker's plan: wait ``delay`` s, then ``calls`` all-reduces.
+
+    With ``rejoin`` the worker first drops its :class:`~hostdrv.Aggregator`
+    and registers a new one (new socket, rounds from 0), like a restarted worker.
+    """
 
     calls: int
     delay: float = 0.0
+    rejoin: bool = False
 
 
 def agg_worker(url: str, worker: int, barrier: tuple[str, int], *, size: int, dtype: str,
@@ -126,8 +131,11 @@ def agg_worker(url: str, worker: int, barrier: tuple[str, int], *, size: int, dt
     """Run a plan of all-reduces as member ``worker``; return what each call gave."""
     from hostdrv import Aggregator
 
-    agg = Aggregator(url, worker=worker, timeout=timeout, retries=retries,
-                     member_address=member_address, control=control)
+    def connect() -> Aggregator:
+        return Aggregator(url, worker=worker, timeout=timeout, retries=retries,
+                          member_address=member_address, control=control)
+
+    agg = connect()
     out: dict[str, Any] = {"results": [], "rounds": [], "contributors": [], "stale": [],
                            "resent": [], "inputs": [], "retrans": 0}
     call = 0
@@ -135,6 +143,9 @@ def agg_worker(url: str, worker: int, barrier: tuple[str, int], *, size: int, dt
         for k, phase in enumerate(phases):
             barrier_wait(barrier, k)
             time.sleep(phase.delay)
+            if phase.rejoin:
+                agg.close()
+                agg = connect()
             for _ in range(phase.calls):
                 x = make_input(seed, worker, call, size, dtype)
                 y = agg.allreduce(x, scale=scale)

@@ -103,18 +103,15 @@ initial begin
     end
 end
 
-integer i, j, n;
+integer j, n;
 
 // control pipeline (the only reset state) and side-band tag
 reg [LATENCY-1:0] valid_pipe_reg;
-reg [TAG_WIDTH-1:0] tag_pipe_reg[0:LATENCY-1];
+reg [LATENCY*TAG_WIDTH-1:0] tag_pipe_reg;
 
 always @(posedge clk) begin
     valid_pipe_reg <= {valid_pipe_reg[LATENCY-2:0], in_valid};
-    tag_pipe_reg[0] <= in_tag;
-    for (i = 1; i < LATENCY; i = i + 1) begin
-        tag_pipe_reg[i] <= tag_pipe_reg[i-1];
-    end
+    tag_pipe_reg <= {tag_pipe_reg[(LATENCY-1)*TAG_WIDTH-1:0], in_tag};
 
     if (rst) begin
         valid_pipe_reg <= {LATENCY{1'b0}};
@@ -122,7 +119,7 @@ always @(posedge clk) begin
 end
 
 assign out_valid = valid_pipe_reg[LATENCY-1];
-assign out_tag = tag_pipe_reg[LATENCY-1];
+assign out_tag = tag_pipe_reg[LATENCY*TAG_WIDTH-1 -: TAG_WIDTH];
 
 /*
  * Stage 1: unpack, classify, compare

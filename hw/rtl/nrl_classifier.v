@@ -178,18 +178,13 @@ assign s_axis_tready = !full;
 
 wire in_fire = s_axis_tvalid && !full;
 
-// byte k of the current input beat
-function [7:0] in_byte(input integer k);
-    in_byte = s_axis_tdata[k*8 +: 8];
-endfunction
-
 // first beat: Ethernet II / IPv4 without options / UDP
-wire l3_ok_now = in_byte(12) == 8'h08 && in_byte(13) == 8'h00 &&
-                 in_byte(14) == 8'h45 && in_byte(23) == 8'd17;
+wire l3_ok_now = s_axis_tdata[12*8 +: 8] == 8'h08 && s_axis_tdata[13*8 +: 8] == 8'h00 &&
+                 s_axis_tdata[14*8 +: 8] == 8'h45 && s_axis_tdata[23*8 +: 8] == 8'd17;
 // beat holding bytes 36..43: UDP destination port (and >= 42 bytes present)
-wire udp_ok_now = s_axis_tkeep[41-HB] && {in_byte(36-HB), in_byte(37-HB)} == udp_port;
+wire udp_ok_now = s_axis_tkeep[41-HB] && {s_axis_tdata[(36-HB)*8 +: 8], s_axis_tdata[(37-HB)*8 +: 8]} == udp_port;
 // opcode, 0 (not a replay opcode) when the frame ends before byte 43
-wire [7:0] opcode_now = s_axis_tkeep[43-HB] ? in_byte(43-HB) : 8'd0;
+wire [7:0] opcode_now = s_axis_tkeep[43-HB] ? s_axis_tdata[(43-HB)*8 +: 8] : 8'd0;
 wire rpl_op_now = opcode_now >= 8'd3 && opcode_now <= 8'd7;
 wire [7:0] flood_now = MAC_PORTS & ~s_axis_tuser[23:16];
 

@@ -65,7 +65,13 @@ module nrl_switch #
     // Width of the AXI4-Lite data in bits
     parameter AXIL_DATA_WIDTH = 32,
     // Width of the AXI4-Lite wstrb in bits
-    parameter AXIL_STRB_WIDTH = AXIL_DATA_WIDTH/8
+    parameter AXIL_STRB_WIDTH = AXIL_DATA_WIDTH/8,
+    // Value of the BUILD_HASH register (first 32 bits of the git commit)
+    parameter BUILD_HASH = 32'd0,
+    // Replay capacity C in records (power of two), RPL_CAPACITY
+    parameter RPL_CAPACITY = 16384,
+    // Replay record size R in bytes (multiple of 64), RPL_RECORD_BYTES
+    parameter RPL_RECORD_BYTES = 128
 )
 (
     input  wire                        clk,
@@ -254,7 +260,10 @@ grad_agg_inst (
 replay_engine #(
     .DATA_WIDTH(DATA_WIDTH),
     .KEEP_WIDTH(KEEP_WIDTH),
-    .USER_WIDTH(USER_WIDTH)
+    .USER_WIDTH(USER_WIDTH),
+    .CAPACITY(RPL_CAPACITY),
+    .RECORD_BYTES(RPL_RECORD_BYTES),
+    .BUILD_HASH(BUILD_HASH)
 )
 replay_engine_inst (
     .clk(clk),

@@ -1,0 +1,638 @@
+// SPDX-License-Identifier: MIT
+/*
+
+Copyright (c) 2025 netfpga-rl contributors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in
+all copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+THE SOFTWARE.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Gradient aggregation engine register file (AXI4-Lite slave)
+ *
+ * Holds the identity, control, aggregation and member-table registers of
+ * hw/regs.yaml and the counters the aggregation engine increments
+ * (CNT_RX_GRADIENT, CNT_RX_RESULT, CNT_TX_RESULT/RESEND/UP and the drop
+ * reasons BAD_LENGTH ... LATE). Every other address of the map reads 0 and
+ * ignores writes. Writes honour wstrb; values are masked to the register
+ * width, AGG_MEMBERS/AGG_THRESHOLD are clamped to 8, AGG_SLOTS to
+ * 1..MAX_SLOTS and AGG_ELEMS to a multiple of 16 in 16..MAX_ELEMS (the
+ * golden model rejects such writes; the hardware keeps itself safe).
+ *
+ * A write to JOB_ID or to any register 0x040-0x06C pulses cfg_invalidate
+ * (the engine clears every slot copy's valid bit). CTRL bit 31 clears all
+ * counters and reads back 0.
+ *
+ * Counters are split in two 16-bit halves with a registered carry so that
+ * no path holds a 32-bit carry chain; the read path adds the pending carry
+ * (reads take three clocks from the address handshake).
+ */
+module grad_agg_regs #
+(
+    // Slot memory depth, reported in AGG_MAX_SLOTS and clamping AGG_SLOTS
+    parameter MAX_SLOTS = 64,
+    // Largest P, reported in AGG_MAX_ELEMS and clamping AGG_ELEMS
+    parameter MAX_ELEMS = 352,
+    // Value of the BUILD_HASH register
+    parameter BUILD_HASH = 32'd0,
+    // Number of counter increment inputs (fixed by the engine)
+    parameter CNT_COUNT = 17
+)
+(
+    input  wire                    clk,
+    input  wire                    rst,
+
+    /*
+     * AXI4-Lite slave
+     */
+    input  wire [11:0]             s_axil_awaddr,
+    input  wire [2:0]              s_axil_awprot,
+    input  wire                    s_axil_awvalid,
+    output wire                    s_axil_awready,
+    input  wire [31:0]             s_axil_wdata,
+    input  wire [3:0]              s_axil_wstrb,
+    input  wire                    s_axil_wvalid,
+    output wire                    s_axil_wready,
+    output wire [1:0]              s_axil_bresp,
+    output wire                    s_axil_bvalid,
+    input  wire                    s_axil_bready,
+    input  wire [11:0]             s_axil_araddr,
+    input  wire [2:0]              s_axil_arprot,
+    input  wire                    s_axil_arvalid,
+    output wire                    s_axil_arready,
+    output wire [31:0]             s_axil_rdata,
+    output wire [1:0]              s_axil_rresp,
+    output wire                    s_axil_rvalid,
+    input  wire                    s_axil_rready,
+
+    /*
+     * Configuration
+     */
+    output wire [1:0]              cfg_ctrl,
+    output wire [7:0]              cfg_job_id,
+    output wire [15:0]             cfg_udp_port,
+    output wire [31:0]             cfg_switch_ip,
+    output wire [47:0]             cfg_switch_mac,
+    output wire [31:0]             cfg_mcast_ip,
+    output wire [3:0]              cfg_members,
+    output wire [3:0]              cfg_threshold,
+    output wire [6:0]              cfg_slots,
+    output wire [8:0]              cfg_elems,
+    output wire                    cfg_dtype,
+    output wire                    cfg_mode,
+    output wire [31:0]             cfg_staleness,
+    output wire                    cfg_role,
+    output wire [7:0]              cfg_uplink_port,
+    output wire [31:0]             cfg_parent_ip,
+    output wire [15:0]             cfg_parent_udp,
+    output wire [2:0]              cfg_leaf_id,
+    output wire [8*8-1:0]          cfg_member_port,
+    output wire [8*32-1:0]         cfg_member_ip,
+    output wire [8*16-1:0]         cfg_member_udp,
+    output wire [8*3-1:0]          cfg_member_role,
+    output wire                    cfg_invalidate,
+
+    /*
+     * Counter increments (one bit per counter, see CNT_* below)
+     */
+    input  wire [CNT_COUNT-1:0]    cnt_inc
+);
+
+`include "nrl_regs.vh"
+
+// counter indices of cnt_inc
+localparam C_RX_GRADIENT = 0;
+localparam C_RX_RESULT = 1;
+localparam C_TX_RESULT = 2;
+localparam C_TX_RESEND = 3;
+localparam C_TX_UP = 4;
+localparam C_BAD_LENGTH = 5;
+localparam C_BAD_HEADER = 6;
+localparam C_BAD_JOB = 7;
+localparam C_DISABLED = 8;
+localparam C_UNKNOWN_WORKER = 9;
+localparam C_SPOOFED = 10;
+localparam C_BAD_COUNT = 11;
+localparam C_BAD_DTYPE = 12;
+localparam C_BAD_SLOT = 13;
+localparam C_STALE = 14;
+localparam C_DUPLICATE = 15;
+localparam C_LATE = 16;
+
+localparam [6:0] SLOTS_MAX = MAX_SLOTS;
+localparam [8:0] ELEMS_MAX = MAX_ELEMS;
+localparam [6:0] SLOTS_RST = RST_AGG_SLOTS > MAX_SLOTS ? MAX_SLOTS : RST_AGG_SLOTS[6:0];
+localparam [8:0] ELEMS_RST = RST_AGG_ELEMS > MAX_ELEMS ? MAX_ELEMS : RST_AGG_ELEMS[8:0];
+
+// bad parameter check
+initial begin
+    if (MAX_SLOTS < 1 || MAX_SLOTS > 64) begin
+        $error("Error: MAX_SLOTS must be 1..64 (instance %m)");
+        $finish;
+    end
+    if (MAX_ELEMS < 16 || MAX_ELEMS > 352 || MAX_ELEMS % 16 != 0) begin
+        $error("Error: MAX_ELEMS must be a multiple of 16 in 16..352 (instance %m)");
+        $finish;
+    end
+    if (CNT_COUNT != 17) begin
+        $error("Error: CNT_COUNT must be 17 (instance %m)");
+        $finish;
+    end
+end
+
+integer i;
+
+/*
+ * Register storage
+ */
+reg [1:0]  ctrl_reg = RST_CTRL[1:0], ctrl_next;
+reg [7:0]  job_id_reg = 8'd0, job_id_next;
+reg [15:0] udp_port_reg = RST_UDP_PORT[15:0], udp_port_next;
+reg [31:0] switch_ip_reg = RST_SWITCH_IP, switch_ip_next;
+reg [15:0] mac_hi_reg = RST_SWITCH_MAC_HI[15:0], mac_hi_next;
+reg [31:0] mac_lo_reg = RST_SWITCH_MAC_LO, mac_lo_next;
+reg [31:0] mcast_ip_reg = RST_MCAST_IP, mcast_ip_next;
+reg [3:0]  members_reg = 4'd0, members_next;
+reg [3:0]  threshold_reg = 4'd0, threshold_next;
+reg [6:0]  slots_reg = SLOTS_RST, slots_next;
+reg [8:0]  elems_reg = ELEMS_RST, elems_next;
+reg        dtype_reg = 1'b0, dtype_next;
+reg        mode_reg = 1'b0, mode_next;
+reg [31:0] staleness_reg = 32'd0, staleness_next;
+reg        role_reg = 1'b0, role_next;
+reg [7:0]  uplink_reg = 8'd0, uplink_next;
+reg [31:0] parent_ip_reg = 32'd0, parent_ip_next;
+reg [15:0] parent_udp_reg = 16'd0, parent_udp_next;
+reg [2:0]  leaf_id_reg = 3'd0, leaf_id_next;
+reg [7:0]  mport_reg[0:7], mport_next[0:7];
+reg [31:0] mip_reg[0:7], mip_next[0:7];
+reg [15:0] mudp_reg[0:7], mudp_next[0:7];
+reg [2:0]  mrole_reg[0:7], mrole_next[0:7];
+
+reg invalidate_reg = 1'b0, invalidate_next;
+reg clear_reg = 1'b0, clear_next;
+
+/*
+ * AXI4-Lite write channel: address and data are taken together
+ */
+reg awready_reg = 1'b0, awready_next;
+reg bvalid_reg = 1'b0, bvalid_next;
+
+wire do_write = s_axil_awvalid && s_axil_wvalid && !bvalid_reg && !awready_reg;
+
+assign s_axil_awready = awready_reg;
+assign s_axil_wready = awready_reg;
+assign s_axil_bresp = 2'b00;
+assign s_axil_bvalid = bvalid_reg;
+
+// byte-enable merge of the write data into an old value
+function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
+    integer k;
+    begin
+        for (k = 0; k < 4; k = k + 1) begin
+            merge[8*k +: 8] = strb[k] ? data[8*k +: 8] : old[8*k +: 8];
+        end
+    end
+endfunction
+
+wire [11:0] waddr = {s_axil_awaddr[11:2], 2'b00};
+wire [2:0] widx = waddr[6:4];
+wire wmember = waddr[11:8] == 4'h1 && waddr[7] == 1'b0;
+
+reg [31:0] wv;
+
+always @* begin
+    ctrl_next = ctrl_reg;
+    job_id_next = job_id_reg;
+    udp_port_next = udp_port_reg;
+    switch_ip_next = switch_ip_reg;
+    mac_hi_next = mac_hi_reg;
+    mac_lo_next = mac_lo_reg;
+    mcast_ip_next = mcast_ip_reg;
+    members_next = members_reg;
+    threshold_next = threshold_reg;
+    slots_next = slots_reg;
+    elems_next = elems_reg;
+    dtype_next = dtype_reg;
+    mode_next = mode_reg;
+    staleness_next = staleness_reg;
+    role_next = role_reg;
+    uplink_next = uplink_reg;
+    parent_ip_next = parent_ip_reg;
+    parent_udp_next = parent_udp_reg;
+    leaf_id_next = leaf_id_reg;
+    for (i = 0; i < 8; i = i + 1) begin
+        mport_next[i] = mport_reg[i];
+        mip_next[i] = mip_reg[i];
+        mudp_next[i] = mudp_reg[i];
+        mrole_next[i] = mrole_reg[i];
+    end
+    invalidate_next = 1'b0;
+    clear_next = 1'b0;
+    awready_next = 1'b0;
+    bvalid_next = bvalid_reg && !s_axil_bready;
+    wv = 32'd0;
+
+    if (do_write) begin
+        awready_next = 1'b1;
+        bvalid_next = 1'b1;
+        case (waddr)
+            REG_CTRL: begin
+                wv = merge({30'd0, ctrl_reg}, s_axil_wdata, s_axil_wstrb);
+                ctrl_next = wv[1:0];
+                clear_next = wv[31];
+            end
+            REG_JOB_ID: begin
+                wv = merge({24'd0, job_id_reg}, s_axil_wdata, s_axil_wstrb);
+                job_id_next = wv[7:0];
+                invalidate_next = 1'b1;
+            end
+            REG_UDP_PORT: begin
+                wv = merge({16'd0, udp_port_reg}, s_axil_wdata, s_axil_wstrb);
+                udp_port_next = wv[15:0];
+            end
+            REG_SWITCH_IP: switch_ip_next = merge(switch_ip_reg, s_axil_wdata, s_axil_wstrb);
+            REG_SWITCH_MAC_HI: begin
+                wv = merge({16'd0, mac_hi_reg}, s_axil_wdata, s_axil_wstrb);
+                mac_hi_next = wv[15:0];
+            end
+            REG_SWITCH_MAC_LO: mac_lo_next = merge(mac_lo_reg, s_axil_wdata, s_axil_wstrb);
+            REG_MCAST_IP: mcast_ip_next = merge(mcast_ip_reg, s_axil_wdata, s_axil_wstrb);
+            REG_AGG_MEMBERS: begin
+                wv = merge({28'd0, members_reg}, s_axil_wdata, s_axil_wstrb);
+                members_next = wv[3:0] > 4'd8 ? 4'd8 : wv[3:0];
+                invalidate_next = 1'b1;
+            end
+            REG_AGG_THRESHOLD: begin
+                wv = merge({28'd0, threshold_reg}, s_axil_wdata, s_axil_wstrb);
+                threshold_next = wv[3:0] > 4'd8 ? 4'd8 : wv[3:0];
+                invalidate_next = 1'b1;
+            end
+            REG_AGG_SLOTS: begin
+                wv = merge({25'd0, slots_reg}, s_axil_wdata, s_axil_wstrb);
+                if (wv[6:0] == 7'd0) begin
+                    slots_next = 7'd1;
+                end else if (wv[6:0] > SLOTS_MAX) begin
+                    slots_next = SLOTS_MAX;
+                end else begin
+                    slots_next = wv[6:0];
+                end
+                invalidate_next = 1'b1;
+            end
+            REG_AGG_ELEMS: begin
+                wv = merge({23'd0, elems_reg}, s_axil_wdata, s_axil_wstrb);
+                if (wv[8:4] == 5'd0) begin
+                    elems_next = 9'd16;
+                end else if (wv[8:0] > ELEMS_MAX) begin
+                    elems_next = ELEMS_MAX;
+                end else begin
+                    elems_next = {wv[8:4], 4'd0};
+                end
+                invalidate_next = 1'b1;
+            end
+            REG_AGG_DTYPE: begin
+                if (s_axil_wstrb[0]) dtype_next = s_axil_wdata[0];
+                invalidate_next = 1'b1;
+            end
+            REG_AGG_MODE: begin
+                if (s_axil_wstrb[0]) mode_next = s_axil_wdata[0];
+                invalidate_next = 1'b1;
+            end
+            REG_AGG_STALENESS: begin
+                staleness_next = merge(staleness_reg, s_axil_wdata, s_axil_wstrb);
+                invalidate_next = 1'b1;
+            end
+            REG_AGG_ROLE: begin
+                if (s_axil_wstrb[0]) role_next = s_axil_wdata[0];
+                invalidate_next = 1'b1;
+            end
+            REG_AGG_UPLINK_PORT: begin
+                if (s_axil_wstrb[0]) uplink_next = s_axil_wdata[7:0];
+                invalidate_next = 1'b1;
+            end
+            REG_AGG_PARENT_IP: begin
+                parent_ip_next = merge(parent_ip_reg, s_axil_wdata, s_axil_wstrb);
+                invalidate_next = 1'b1;
+            end
+            REG_AGG_PARENT_UDP: begin
+                wv = merge({16'd0, parent_udp_reg}, s_axil_wdata, s_axil_wstrb);
+                parent_udp_next = wv[15:0];
+                invalidate_next = 1'b1;
+            end
+            REG_AGG_LEAF_ID: begin
+                if (s_axil_wstrb[0]) leaf_id_next = s_axil_wdata[2:0];
+                invalidate_next = 1'b1;
+            end
+            default: begin
+                if (wmember) begin
+                    case (waddr[3:0])
+                        4'h0: if (s_axil_wstrb[0]) mport_next[widx] = s_axil_wdata[7:0];
+                        4'h4: mip_next[widx] = merge(mip_reg[widx], s_axil_wdata, s_axil_wstrb);
+                        4'h8: begin
+                            wv = merge({16'd0, mudp_reg[widx]}, s_axil_wdata, s_axil_wstrb);
+                            mudp_next[widx] = wv[15:0];
+                        end
+                        default: if (s_axil_wstrb[0]) mrole_next[widx] = s_axil_wdata[2:0];
+                    endcase
+                end
+            end
+        endcase
+    end
+end
+
+always @(posedge clk) begin
+    ctrl_reg <= ctrl_next;
+    job_id_reg <= job_id_next;
+    udp_port_reg <= udp_port_next;
+    switch_ip_reg <= switch_ip_next;
+    mac_hi_reg <= mac_hi_next;
+    mac_lo_reg <= mac_lo_next;
+    mcast_ip_reg <= mcast_ip_next;
+    members_reg <= members_next;
+    threshold_reg <= threshold_next;
+    slots_reg <= slots_next;
+    elems_reg <= elems_next;
+    dtype_reg <= dtype_next;
+    mode_reg <= mode_next;
+    staleness_reg <= staleness_next;
+    role_reg <= role_next;
+    uplink_reg <= uplink_next;
+    parent_ip_reg <= parent_ip_next;
+    parent_udp_reg <= parent_udp_next;
+    leaf_id_reg <= leaf_id_next;
+    for (i = 0; i < 8; i = i + 1) begin
+        mport_reg[i] <= mport_next[i];
+        mip_reg[i] <= mip_next[i];
+        mudp_reg[i] <= mudp_next[i];
+        mrole_reg[i] <= mrole_next[i];
+    end
+    invalidate_reg <= invalidate_next;
+    clear_reg <= clear_next;
+    awready_reg <= awready_next;
+    bvalid_reg <= bvalid_next;
+
+    if (rst) begin
+        ctrl_reg <= RST_CTRL[1:0];
+        job_id_reg <= RST_JOB_ID[7:0];
+        udp_port_reg <= RST_UDP_PORT[15:0];
+        switch_ip_reg <= RST_SWITCH_IP;
+        mac_hi_reg <= RST_SWITCH_MAC_HI[15:0];
+        mac_lo_reg <= RST_SWITCH_MAC_LO;
+        mcast_ip_reg <= RST_MCAST_IP;
+        members_reg <= RST_AGG_MEMBERS[3:0];
+        threshold_reg <= RST_AGG_THRESHOLD[3:0];
+        slots_reg <= SLOTS_RST;
+        elems_reg <= ELEMS_RST;
+        dtype_reg <= RST_AGG_DTYPE[0];
+        mode_reg <= RST_AGG_MODE[0];
+        staleness_reg <= RST_AGG_STALENESS;
+        role_reg <= RST_AGG_ROLE[0];
+        uplink_reg <= RST_AGG_UPLINK_PORT[7:0];
+        parent_ip_reg <= RST_AGG_PARENT_IP;
+        parent_udp_reg <= RST_AGG_PARENT_UDP[15:0];
+        leaf_id_reg <= RST_AGG_LEAF_ID[2:0];
+        for (i = 0; i < 8; i = i + 1) begin
+            mport_reg[i] <= 8'd0;
+            mip_reg[i] <= 32'd0;
+            mudp_reg[i] <= 16'd0;
+            mrole_reg[i] <= 3'd0;
+        end
+        invalidate_reg <= 1'b0;
+        clear_reg <= 1'b0;
+        awready_reg <= 1'b0;
+        bvalid_reg <= 1'b0;
+    end
+end
+
+assign cfg_ctrl = ctrl_reg;
+assign cfg_job_id = job_id_reg;
+assign cfg_udp_port = udp_port_reg;
+assign cfg_switch_ip = switch_ip_reg;
+assign cfg_switch_mac = {mac_hi_reg, mac_lo_reg};
+assign cfg_mcast_ip = mcast_ip_reg;
+assign cfg_members = members_reg;
+assign cfg_threshold = threshold_reg;
+assign cfg_slots = slots_reg;
+assign cfg_elems = elems_reg;
+assign cfg_dtype = dtype_reg;
+assign cfg_mode = mode_reg;
+assign cfg_staleness = staleness_reg;
+assign cfg_role = role_reg;
+assign cfg_uplink_port = uplink_reg;
+assign cfg_parent_ip = parent_ip_reg;
+assign cfg_parent_udp = parent_udp_reg;
+assign cfg_leaf_id = leaf_id_reg;
+assign cfg_invalidate = invalidate_reg;
+
+genvar gi;
+
+generate
+
+for (gi = 0; gi < 8; gi = gi + 1) begin : g_member
+    assign cfg_member_port[8*gi +: 8] = mport_reg[gi];
+    assign cfg_member_ip[32*gi +: 32] = mip_reg[gi];
+    assign cfg_member_udp[16*gi +: 16] = mudp_reg[gi];
+    assign cfg_member_role[3*gi +: 3] = mrole_reg[gi];
+end
+
+endgenerate
+
+/*
+ * Counters: {hi, lo} with the carry out of lo registered into hi
+ */
+reg [15:0] cnt_lo_reg[0:CNT_COUNT-1];
+reg [15:0] cnt_hi_reg[0:CNT_COUNT-1];
+reg [CNT_COUNT-1:0] cnt_cy_reg = {CNT_COUNT{1'b0}};
+
+always @(posedge clk) begin
+    for (i = 0; i < CNT_COUNT; i = i + 1) begin
+        if (cnt_inc[i]) begin
+            cnt_lo_reg[i] <= cnt_lo_reg[i] + 16'd1;
+        end
+        cnt_cy_reg[i] <= cnt_inc[i] && cnt_lo_reg[i] == 16'hffff;
+        if (cnt_cy_reg[i]) begin
+            cnt_hi_reg[i] <= cnt_hi_reg[i] + 16'd1;
+        end
+    end
+
+    if (rst || clear_reg) begin
+        for (i = 0; i < CNT_COUNT; i = i + 1) begin
+            cnt_lo_reg[i] <= 16'd0;
+            cnt_hi_reg[i] <= 16'd0;
+        end
+        cnt_cy_reg <= {CNT_COUNT{1'b0}};
+    end
+end
+
+/*
+ * AXI4-Lite read channel: address register, select, carry fix-up
+ */
+reg arready_reg = 1'b0, arready_next;
+reg rd_busy_reg = 1'b0, rd_busy_next;
+reg [2:0] rd_pipe_reg = 3'd0, rd_pipe_next;
+reg [11:0] rd_addr_reg = 12'd0;
+reg rvalid_reg = 1'b0, rvalid_next;
+reg [31:0] rdata_reg = 32'd0;
+
+// stage 1: selected register value, or counter halves and pending carry
+reg [31:0] rd_val_reg = 32'd0;
+reg rd_is_cnt_reg = 1'b0;
+reg rd_cy_reg = 1'b0;
+
+assign s_axil_arready = arready_reg;
+assign s_axil_rdata = rdata_reg;
+assign s_axil_rresp = 2'b00;
+assign s_axil_rvalid = rvalid_reg;
+
+always @* begin
+    arready_next = 1'b0;
+    rd_busy_next = rd_busy_reg;
+    rd_pipe_next = {rd_pipe_reg[1:0], 1'b0};
+    rvalid_next = rvalid_reg && !s_axil_rready;
+
+    if (s_axil_arvalid && !rd_busy_reg && !arready_reg) begin
+        arready_next = 1'b1;
+        rd_busy_next = 1'b1;
+        rd_pipe_next[0] = 1'b1;
+    end
+    if (rd_pipe_reg[2]) begin
+        rvalid_next = 1'b1;
+    end
+    if (rvalid_reg && s_axil_rready) begin
+        rd_busy_next = 1'b0;
+    end
+end
+
+// counter slot of a read address, or CNT_COUNT when none
+function integer cnt_index(input [11:0] a);
+    begin
+        case (a)
+            REG_CNT_RX_GRADIENT: cnt_index = C_RX_GRADIENT;
+            REG_CNT_RX_RESULT: cnt_index = C_RX_RESULT;
+            REG_CNT_TX_RESULT: cnt_index = C_TX_RESULT;
+            REG_CNT_TX_RESEND: cnt_index = C_TX_RESEND;
+            REG_CNT_TX_UP: cnt_index = C_TX_UP;
+            REG_CNT_DROP_BAD_LENGTH: cnt_index = C_BAD_LENGTH;
+            REG_CNT_DROP_BAD_HEADER: cnt_index = C_BAD_HEADER;
+            REG_CNT_DROP_BAD_JOB: cnt_index = C_BAD_JOB;
+            REG_CNT_DROP_DISABLED: cnt_index = C_DISABLED;
+            REG_CNT_DROP_UNKNOWN_WORKER: cnt_index = C_UNKNOWN_WORKER;
+            REG_CNT_DROP_SPOOFED: cnt_index = C_SPOOFED;
+            REG_CNT_DROP_BAD_COUNT: cnt_index = C_BAD_COUNT;
+            REG_CNT_DROP_BAD_DTYPE: cnt_index = C_BAD_DTYPE;
+            REG_CNT_DROP_BAD_SLOT: cnt_index = C_BAD_SLOT;
+            REG_CNT_DROP_STALE: cnt_index = C_STALE;
+            REG_CNT_DROP_DUPLICATE: cnt_index = C_DUPLICATE;
+            REG_CNT_DROP_LATE: cnt_index = C_LATE;
+            default: cnt_index = CNT_COUNT;
+        endcase
+    end
+endfunction
+
+reg [31:0] rd_val;
+reg rd_is_cnt;
+reg rd_cy;
+integer ci;
+
+always @* begin
+    rd_val = 32'd0;
+    rd_is_cnt = 1'b0;
+    rd_cy = 1'b0;
+    ci = cnt_index(rd_addr_reg);
+    if (ci < CNT_COUNT) begin
+        rd_is_cnt = 1'b1;
+        rd_val = {cnt_hi_reg[ci], cnt_lo_reg[ci]};
+        rd_cy = cnt_cy_reg[ci];
+    end else if (rd_addr_reg[11:8] == 4'h1 && rd_addr_reg[7] == 1'b0) begin
+        case (rd_addr_reg[3:0])
+            4'h0: rd_val = {24'd0, mport_reg[rd_addr_reg[6:4]]};
+            4'h4: rd_val = mip_reg[rd_addr_reg[6:4]];
+            4'h8: rd_val = {16'd0, mudp_reg[rd_addr_reg[6:4]]};
+            default: rd_val = {29'd0, mrole_reg[rd_addr_reg[6:4]]};
+        endcase
+    end else begin
+        case (rd_addr_reg)
+            REG_MAGIC: rd_val = RST_MAGIC;
+            REG_VERSION: rd_val = RST_VERSION;
+            REG_BUILD_HASH: rd_val = BUILD_HASH;
+            REG_CTRL: rd_val = {30'd0, ctrl_reg};
+            REG_JOB_ID: rd_val = {24'd0, job_id_reg};
+            REG_UDP_PORT: rd_val = {16'd0, udp_port_reg};
+            REG_SWITCH_IP: rd_val = switch_ip_reg;
+            REG_SWITCH_MAC_HI: rd_val = {16'd0, mac_hi_reg};
+            REG_SWITCH_MAC_LO: rd_val = mac_lo_reg;
+            REG_MCAST_IP: rd_val = mcast_ip_reg;
+            REG_AGG_MEMBERS: rd_val = {28'd0, members_reg};
+            REG_AGG_THRESHOLD: rd_val = {28'd0, threshold_reg};
+            REG_AGG_SLOTS: rd_val = {25'd0, slots_reg};
+            REG_AGG_ELEMS: rd_val = {23'd0, elems_reg};
+            REG_AGG_DTYPE: rd_val = {31'd0, dtype_reg};
+            REG_AGG_MODE: rd_val = {31'd0, mode_reg};
+            REG_AGG_STALENESS: rd_val = staleness_reg;
+            REG_AGG_ROLE: rd_val = {31'd0, role_reg};
+            REG_AGG_UPLINK_PORT: rd_val = {24'd0, uplink_reg};
+            REG_AGG_PARENT_IP: rd_val = parent_ip_reg;
+            REG_AGG_PARENT_UDP: rd_val = {16'd0, parent_udp_reg};
+            REG_AGG_LEAF_ID: rd_val = {29'd0, leaf_id_reg};
+            REG_AGG_MAX_SLOTS: rd_val = MAX_SLOTS;
+            REG_AGG_MAX_ELEMS: rd_val = MAX_ELEMS;
+            default: rd_val = 32'd0;
+        endcase
+    end
+end
+
+always @(posedge clk) begin
+    arready_reg <= arready_next;
+    rd_busy_reg <= rd_busy_next;
+    rd_pipe_reg <= rd_pipe_next;
+    rvalid_reg <= rvalid_next;
+
+    if (arready_next) begin
+        rd_addr_reg <= {s_axil_araddr[11:2], 2'b00};
+    end
+    rd_val_reg <= rd_val;
+    rd_is_cnt_reg <= rd_is_cnt;
+    rd_cy_reg <= rd_cy;
+    if (rd_pipe_reg[2]) begin
+        rdata_reg <= rd_is_cnt_reg ? {rd_val_reg[31:16] + {15'd0, rd_cy_reg}, rd_val_reg[15:0]} : rd_val_reg;
+    end
+
+    if (rst) begin
+        arready_reg <= 1'b0;
+        rd_busy_reg <= 1'b0;
+        rd_pipe_reg <= 3'd0;
+        rvalid_reg <= 1'b0;
+    end
+end
+
+// unused AXI4-Lite inputs
+// verilator lint_off UNUSEDSIGNAL
+wire unused_axil = &{1'b0, s_axil_awprot, s_axil_arprot, s_axil_awaddr[1:0], s_axil_araddr[1:0]};
+// verilator lint_on UNUSEDSIGNAL
+
+endmodule
+
+`resetall
+`default_nettype wire

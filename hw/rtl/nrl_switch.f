@@ -1,0 +1,17 @@
+# netfpga-rl switch datapath (top: nrl_switch); read by Icarus, Verilator and Yosys.
+# Flat list: the aggregation engine's files (grad_agg.f), the replay
+# engine's files (replay_engine.f), then the switch's own modules.
+fp32_add.v
+grad_agg_fifo.v
+grad_agg_regs.v
+grad_agg.v
+replay_fifo.v
+replay_regs.v
+replay_ingress.v
+replay_mul.v
+replay_sum_tree.v
+replay_engine.v
+nrl_classifier.v
+nrl_axis_merge.v
+nrl_axil_split.v
+nrl_switch.v

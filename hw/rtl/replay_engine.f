@@ -1,0 +1,7 @@
+# Replay engine (top: replay_engine); read by Icarus, Verilator and Yosys.
+replay_fifo.v
+replay_regs.v
+replay_ingress.v
+replay_mul.v
+replay_sum_tree.v
+replay_engine.v

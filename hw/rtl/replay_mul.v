@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+/*
+
+Copyright (c) 2025 netfpga-rl contributors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in
+all copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+THE SOFTWARE.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Pipelined unsigned multiplier that returns bits [32 +: OUT_WIDTH] of a*b.
+ *
+ * The replay sampler computes floor(x * y / 2^32) once per clock: with
+ * x = {i, u} (sample number and xorshift32 draw) and y the stratum width
+ * (prioritized) or the memory size (uniform). Both operands are cut into
+ * 16-bit limbs; the nine 16x16 limb products (one DSP48 each) are reduced
+ * by a carry-save tree (two 3:2 levels per clock) and the two remaining
+ * rows are added 16 bits per clock with a registered carry, so no carry
+ * chain is longer than 16 bits. Fixed latency LATENCY; one result per clock.
+ */
+module replay_mul #
+(
+    // Width of operand a (at most 48)
+    parameter A_WIDTH = 38,
+    // Width of operand b (at most 48)
+    parameter B_WIDTH = 48,
+    // Width of the result (bits 32 and up of the product, at most 48)
+    parameter OUT_WIDTH = 48,
+    // Width of the side band that travels with each operand pair
+    parameter USER_WIDTH = 8,
+    // Latency in clocks (fixed by the structure; do not override)
+    parameter LATENCY = 9
+)
+(
+    input  wire                   clk,
+    input  wire                   rst,
+
+    input  wire                   in_valid,
+    input  wire [A_WIDTH-1:0]     in_a,
+    input  wire [B_WIDTH-1:0]     in_b,
+    input  wire [USER_WIDTH-1:0]  in_user,
+
+    output wire                   out_valid,
+    output wire [OUT_WIDTH-1:0]   out_p,
+    output wire [USER_WIDTH-1:0]  out_user
+);
+
+localparam TW = 96;
+localparam NSL = 5;  // 16-bit result slices up to bit 79
+
+initial begin
+    if (A_WIDTH > 48 || B_WIDTH > 48 || OUT_WIDTH > 48) begin
+        $error("Error: operands and result are at most 48 bits (instance %m)");
+        $finish;
+    end
+    if (LATENCY != 4 + NSL) begin
+        $error("Error: LATENCY must be %0d (instance %m)", 4 + NSL);
+        $finish;
+    end
+end
+
+// 3:2 compressor on TW-bit rows: {carry row, sum row}
+function [2*TW-1:0] csa(input [TW-1:0] x, input [TW-1:0] y, input [TW-1:0] z);
+    reg [TW-1:0] c;
+    begin
+        c = (x & y) | (x & z) | (y & z);
+        csa = {c[TW-2:0], 1'b0, x ^ y ^ z};
+    end
+endfunction
+
+// stage 1: operands
+reg [47:0] a1_reg = 48'd0, b1_reg = 48'd0;
+reg [LATENCY-1:0] v_reg = {LATENCY{1'b0}};
+reg [USER_WIDTH-1:0] user_reg[LATENCY-1:0];
+
+// stage 2: limb products
+reg [31:0] pp_reg[8:0];
+
+// stage 3: 9 -> 4 rows, stage 4: 4 -> 2 rows
+reg [TW-1:0] r3_reg[3:0];
+reg [TW-1:0] x4_reg, y4_reg;
+
+// stages 5..9: carry-propagate, one 16-bit slice per clock
+reg [TW-1:0] xs_reg[NSL-1:0];
+reg [TW-1:0] ys_reg[NSL-1:0];
+reg [16*NSL-1:0] sum_reg[NSL-1:0];
+reg [NSL-1:0] c_reg;
+
+reg [TW-1:0] row[8:0];
+reg [2*TW-1:0] l1a, l1b, l1c, l2a, l2b, l3a, l4a;
+reg [16:0] slice;
+
+integer i, j;
+
+always @* begin
+    for (i = 0; i < 3; i = i + 1) begin
+        for (j = 0; j < 3; j = j + 1) begin
+            row[i*3+j] = {{TW-32{1'b0}}, pp_reg[i*3+j]} << (16*(i+j));
+        end
+    end
+    l1a = csa(row[0], row[1], row[2]);
+    l1b = csa(row[3], row[4], row[5]);
+    l1c = csa(row[6], row[7], row[8]);
+    l2a = csa(l1a[TW-1:0], l1a[2*TW-1:TW], l1b[TW-1:0]);
+    l2b = csa(l1b[2*TW-1:TW], l1c[TW-1:0], l1c[2*TW-1:TW]);
+    l3a = csa(r3_reg[0], r3_reg[1], r3_reg[2]);
+    l4a = csa(l3a[TW-1:0], l3a[2*TW-1:TW], r3_reg[3]);
+end
+
+always @(posedge clk) begin
+    v_reg <= {v_reg[LATENCY-2:0], in_valid};
+    user_reg[0] <= in_user;
+    for (i = 1; i < LATENCY; i = i + 1) begin
+        user_reg[i] <= user_reg[i-1];
+    end
+
+    a1_reg <= {{48-A_WIDTH{1'b0}}, in_a};
+    b1_reg <= {{48-B_WIDTH{1'b0}}, in_b};
+
+    for (i = 0; i < 3; i = i + 1) begin
+        for (j = 0; j < 3; j = j + 1) begin
+            pp_reg[i*3+j] <= a1_reg[16*i +: 16] * b1_reg[16*j +: 16];
+        end
+    end
+
+    r3_reg[0] <= l2a[TW-1:0];
+    r3_reg[1] <= l2a[2*TW-1:TW];
+    r3_reg[2] <= l2b[TW-1:0];
+    r3_reg[3] <= l2b[2*TW-1:TW];
+
+    x4_reg <= l4a[TW-1:0];
+    y4_reg <= l4a[2*TW-1:TW];
+
+    for (i = 0; i < NSL; i = i + 1) begin
+        if (i == 0) begin
+            slice = {1'b0, x4_reg[15:0]} + {1'b0, y4_reg[15:0]};
+            xs_reg[0] <= x4_reg;
+            ys_reg[0] <= y4_reg;
+            sum_reg[0] <= {{16*NSL-16{1'b0}}, slice[15:0]};
+        end else begin
+            slice = {1'b0, xs_reg[i-1][16*i +: 16]} + {1'b0, ys_reg[i-1][16*i +: 16]} +
+                    {16'd0, c_reg[i-1]};
+            xs_reg[i] <= xs_reg[i-1];
+            ys_reg[i] <= ys_reg[i-1];
+            sum_reg[i] <= sum_reg[i-1];
+            sum_reg[i][16*i +: 16] <= slice[15:0];
+        end
+        c_reg[i] <= slice[16];
+    end
+
+    if (rst) begin
+        v_reg <= {LATENCY{1'b0}};
+    end
+end
+
+wire [16*NSL-1:0] result = sum_reg[NSL-1];
+
+assign out_valid = v_reg[LATENCY-1];
+assign out_p = result[32 +: OUT_WIDTH];
+assign out_user = user_reg[LATENCY-1];
+
+endmodule
+
+`resetall

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: MIT
+/*
+
+Copyright (c) 2025 netfpga-rl contributors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in
+all copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+THE SOFTWARE.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Pipelined sum tree for prioritized replay: CAPACITY leaves of 32-bit
+ * priorities, exact integer sums.
+ *
+ * Storage: one memory per tree level. The leaves (level L) are two
+ * memories, even and odd leaves, so a descent reads both children of its
+ * last node in one access. Internal level e (1 .. L-1) holds 2^e nodes of
+ * 32 + L - e bits, split in two lanes: bits 23:0 and the rest. The root
+ * (level 0) is a register pair. Every memory has one write and one
+ * registered read port (simple dual-port block RAM).
+ *
+ * Update (one per clock): setting leaf i to p adds delta = p - old to every
+ * ancestor of i. The old leaf value is read (U0), the leaf written and the
+ * low 24 bits of delta formed (U1); then every level adds delta to its
+ * ancestor of i in parallel, lane 0 in U2 and lane 1 with the lane-0 carry
+ * in U3. Back-to-back updates that hit the same node use the value written
+ * one clock earlier (forwarding), so the result equals the sequential one.
+ * No carry chain is longer than 24 bits.
+ *
+ * Descent (one query per clock): one pipeline stage per level, three clocks
+ * each (read the left child; subtract lane 0; subtract lane 1 with borrow,
+ * choose a side). A prioritized query goes left when target < left sum,
+ * else subtracts it and goes right (docs/protocol.md section 5); a uniform
+ * query follows the bits of its index. The result is the leaf index, the
+ * leaf priority and the query's side band.
+ *
+ * Updates and queries must not be in flight together (upd_busy, q_busy):
+ * the replay engine drains one before it starts the other, which is how
+ * requests take effect in arrival order. clear_start zeroes every node in
+ * CAPACITY/2 clocks (clearing is high meanwhile); it also runs after reset.
+ */
+module replay_sum_tree #
+(
+    // Number of leaves C (power of two, 4 .. 65536)
+    parameter CAPACITY = 16384,
+    // Width of the query side band
+    parameter USER_WIDTH = 16,
+    // log2(C) (computed; do not override)
+    parameter INDEX_WIDTH = $clog2(CAPACITY),
+    // Width of sums and targets, 32 + log2(C) (computed; do not override)
+    parameter SUM_WIDTH = 32 + INDEX_WIDTH
+)
+(
+    input  wire                    clk,
+    input  wire                    rst,
+
+    /*
+     * Clear
+     */
+    input  wire                    clear_start,
+    output wire                    clearing,
+
+    /*
+     * Leaf update
+     */
+    input  wire                    upd_valid,
+    input  wire [INDEX_WIDTH-1:0]  upd_index,
+    input  wire [31:0]             upd_prio,
+    output wire                    upd_busy,
+
+    /*
+     * Query
+     */
+    input  wire                    q_valid,
+    input  wire                    q_uniform,
+    input  wire [SUM_WIDTH-1:0]    q_target,
+    input  wire [INDEX_WIDTH-1:0]  q_index,
+    input  wire [USER_WIDTH-1:0]   q_user,
+    output wire                    q_busy,
+
+    /*
+     * Query result
+     */
+    output wire                    r_valid,
+    output wire [INDEX_WIDTH-1:0]  r_index,
+    output wire [31:0]             r_prio,
+    output wire [USER_WIDTH-1:0]   r_user,
+
+    /*
+     * Root sum
+     */
+    output wire [SUM_WIDTH-1:0]    total
+);
+
+localparam L = INDEX_WIDTH;
+localparam TW = SUM_WIDTH;
+localparam SW = 24;          // lane 0 width
+localparam TW1 = TW - SW;    // lane 1 width of targets and of the root
+localparam UW = USER_WIDTH;
+
+initial begin
+    if (CAPACITY < 4 || CAPACITY > 65536 || (CAPACITY & (CAPACITY - 1)) != 0) begin
+        $error("Error: CAPACITY must be a power of two in 4 .. 65536 (instance %m)");
+        $finish;
+    end
+    if (INDEX_WIDTH != $clog2(CAPACITY) || SUM_WIDTH != 32 + INDEX_WIDTH) begin
+        $error("Error: INDEX_WIDTH and SUM_WIDTH are computed parameters (instance %m)");
+        $finish;
+    end
+end
+
+// ---------------------------------------------------------------------------
+// clear sweep
+
+reg clearing_reg = 1'b1;
+reg [L-2:0] clr_addr_reg = {L-1{1'b0}};
+
+assign clearing = clearing_reg;
+
+always @(posedge clk) begin
+    if (clearing_reg) begin
+        clr_addr_reg <= clr_addr_reg + 1'b1;
+        if (&clr_addr_reg) begin
+            clearing_reg <= 1'b0;
+        end
+    end
+    if (clear_start) begin
+        clearing_reg <= 1'b1;
+        clr_addr_reg <= {L-1{1'b0}};
+    end
+    if (rst) begin
+        clearing_reg <= 1'b1;
+        clr_addr_reg <= {L-1{1'b0}};
+    end
+end
+
+// ---------------------------------------------------------------------------
+// update pipeline control (U0 .. U3)
+
+reg u0_v_reg = 1'b0, u1_v_reg = 1'b0, u2_v_reg = 1'b0, u3_v_reg = 1'b0;
+reg [L-1:0] u0_i_reg, u1_i_reg, u2_i_reg, u3_i_reg;
+reg [31:0] u0_p_reg, u1_p_reg, u2_p_reg;
+reg u1_fwd_reg = 1'b0;
+reg [SW-1:0] u2_d0_reg;
+reg u2_b_reg;
+reg [7:0] u2_phi_reg, u2_ohi_reg;
+reg [8:0] u3_d1_reg;
+
+assign upd_busy = u0_v_reg | u1_v_reg | u2_v_reg | u3_v_reg;
+
+// leaves
+reg [31:0] leaf_even[(2**(L-1))-1:0];
+reg [31:0] leaf_odd[(2**(L-1))-1:0];
+reg [31:0] even_rd_reg, odd_rd_reg;
+
+wire [31:0] leaf_old = u1_fwd_reg ? u2_p_reg : (u1_i_reg[0] ? odd_rd_reg : even_rd_reg);
+wire [SW:0] d0 = {1'b0, u1_p_reg[SW-1:0]} - {1'b0, leaf_old[SW-1:0]};
+wire [8:0] d1 = {1'b0, u2_phi_reg} - {1'b0, u2_ohi_reg} - {8'd0, u2_b_reg};
+
+always @(posedge clk) begin
+    u0_v_reg <= upd_valid;
+    u0_i_reg <= upd_index;
+    u0_p_reg <= upd_prio;
+
+    u1_v_reg <= u0_v_reg;
+    u1_i_reg <= u0_i_reg;
+    u1_p_reg <= u0_p_reg;
+    u1_fwd_reg <= u0_v_reg && u1_v_reg && u0_i_reg == u1_i_reg;
+
+    u2_v_reg <= u1_v_reg;
+    u2_i_reg <= u1_i_reg;
+    u2_p_reg <= u1_p_reg;
+    u2_d0_reg <= d0[SW-1:0];
+    u2_b_reg <= d0[SW];
+    u2_phi_reg <= u1_p_reg[31:SW];
+    u2_ohi_reg <= leaf_old[31:SW];
+
+    u3_v_reg <= u2_v_reg;
+    u3_i_reg <= u2_i_reg;
+    u3_d1_reg <= d1;
+
+    if (rst) begin
+        u0_v_reg <= 1'b0;
+        u1_v_reg <= 1'b0;
+        u2_v_reg <= 1'b0;
+        u3_v_reg <= 1'b0;
+    end
+end
+
+// root: lane 0 in U2, lane 1 with carry in U3
+reg [SW-1:0] root0_reg = {SW{1'b0}};
+reg [TW1-1:0] root1_reg = {TW1{1'b0}};
+reg root_c_reg = 1'b0;
+
+wire [SW:0] root0_sum = {1'b0, root0_reg} + {1'b0, u2_d0_reg};
+wire [TW1-1:0] root1_sum = root1_reg + {{TW1-9{u3_d1_reg[8]}}, u3_d1_reg} + {{TW1-1{1'b0}}, root_c_reg};
+
+assign total = {root1_reg, root0_reg};
+
+always @(posedge clk) begin
+    if (u2_v_reg) begin
+        root0_reg <= root0_sum[SW-1:0];
+    end
+    root_c_reg <= u2_v_reg && root0_sum[SW];
+    if (u3_v_reg) begin
+        root1_reg <= root1_sum;
+    end
+    if (clearing_reg) begin
+        root0_reg <= {SW{1'b0}};
+        root1_reg <= {TW1{1'b0}};
+    end
+end
+
+// ---------------------------------------------------------------------------
+// descent stage boundaries: stage d reads bus d, writes bus d+1
+
+wire [L-1:0] bus_v;
+wire [L*L-1:0] bus_n;
+wire [L*TW-1:0] bus_t;
+wire [L-1:0] bus_uni;
+wire [L*L-1:0] bus_idx;
+wire [L*UW-1:0] bus_user;
+
+reg q_v_reg = 1'b0;
+reg [TW-1:0] q_t_reg;
+reg q_uni_reg;
+reg [L-1:0] q_idx_reg;
+reg [UW-1:0] q_user_reg;
+
+always @(posedge clk) begin
+    q_v_reg <= q_valid;
+    q_t_reg <= q_target;
+    q_uni_reg <= q_uniform;
+    q_idx_reg <= q_index;
+    q_user_reg <= q_user;
+    if (rst) begin
+        q_v_reg <= 1'b0;
+    end
+end
+
+assign bus_v[0] = q_v_reg;
+assign bus_n[0 +: L] = {L{1'b0}};
+assign bus_t[0 +: TW] = q_t_reg;
+assign bus_uni[0] = q_uni_reg;
+assign bus_idx[0 +: L] = q_idx_reg;
+assign bus_user[0 +: UW] = q_user_reg;
+
+// per-stage B and C valid bits, for q_busy
+wire [L-1:0] stage_busy;
+assign q_busy = (|bus_v) | (|stage_busy);
+
+// ---------------------------------------------------------------------------
+// internal levels e = 1 .. L-1, each with the descent stage d = e-1 that
+// reads it
+
+genvar e;
+generate
+    for (e = 1; e < L; e = e + 1) begin : level
+        localparam W1 = 32 + L - e - SW;  // lane 1 width at this level
+        localparam D = e - 1;             // descent stage reading this level
+
+        reg [SW-1:0] mem0[(2**e)-1:0];
+        reg [W1-1:0] mem1[(2**e)-1:0];
+        reg [SW-1:0] rd0_reg;
+        reg [W1-1:0] rd1_reg;
+
+        // descent stage D registers: B (after the read), C (after lane 0)
+        reg b_v_reg = 1'b0, c_v_reg = 1'b0;
+        reg [L-1:0] b_n_reg, c_n_reg, b_idx_reg, c_idx_reg;
+        reg [TW-1:0] b_t_reg, c_t_reg;
+        reg b_uni_reg, c_uni_reg;
+        reg [UW-1:0] b_user_reg, c_user_reg;
+        reg [SW-1:0] c_df0_reg;
+        reg c_b0_reg;
+        // next bus registers
+        reg o_v_reg = 1'b0;
+        reg [L-1:0] o_n_reg, o_idx_reg;
+        reg [TW-1:0] o_t_reg;
+        reg o_uni_reg;
+        reg [UW-1:0] o_user_reg;
+
+        wire a_v = bus_v[D];
+        wire [L-1:0] a_n = bus_n[D*L +: L];
+
+        // update lanes
+        wire [e-1:0] u1_a = u1_i_reg[L-1 -: e];
+        wire [e-1:0] u2_a = u2_i_reg[L-1 -: e];
+        wire [e-1:0] u3_a = u3_i_reg[L-1 -: e];
+        reg f0_reg = 1'b0, f1_reg = 1'b0;
+        reg [SW-1:0] last0_reg;
+        reg [W1-1:0] last1_reg;
+        reg c0_reg;
+
+        wire [SW:0] s0 = {1'b0, f0_reg ? last0_reg : rd0_reg} + {1'b0, u2_d0_reg};
+        wire [W1-1:0] s1 = (f1_reg ? last1_reg : rd1_reg) + {{W1-9{u3_d1_reg[8]}}, u3_d1_reg} +
+                           {{W1-1{1'b0}}, c0_reg};
+
+        // read addresses: updates own the ports while in flight
+        wire [L:0] a_ext = {a_n, 1'b0};
+        wire [L:0] b_ext = {b_n_reg, 1'b0};
+        wire [e-1:0] a_addr = a_ext[e-1:0];
+        wire [e-1:0] b_addr = b_ext[e-1:0];
+        wire [e-1:0] ra0 = u1_v_reg ? u1_a : a_addr;
+        wire [e-1:0] ra1 = u2_v_reg ? u2_a : b_addr;
+        // write ports
+        wire we0 = clearing_reg || u2_v_reg;
+        wire we1 = clearing_reg || u3_v_reg;
+        wire [e-1:0] wa0 = clearing_reg ? clr_addr_reg[e-1:0] : u2_a;
+        wire [e-1:0] wa1 = clearing_reg ? clr_addr_reg[e-1:0] : u3_a;
+        wire [SW-1:0] wd0 = clearing_reg ? {SW{1'b0}} : s0[SW-1:0];
+        wire [W1-1:0] wd1 = clearing_reg ? {W1{1'b0}} : s1;
+
+        always @(posedge clk) begin
+            if (we0) begin
+                mem0[wa0] <= wd0;
+            end
+            rd0_reg <= mem0[ra0];
+        end
+
+        always @(posedge clk) begin
+            if (we1) begin
+                mem1[wa1] <= wd1;
+            end
+            rd1_reg <= mem1[ra1];
+        end
+
+        always @(posedge clk) begin
+            f0_reg <= u1_v_reg && u2_v_reg && u1_a == u2_a;
+            f1_reg <= u2_v_reg && u3_v_reg && u2_a == u3_a;
+            last0_reg <= s0[SW-1:0];
+            last1_reg <= s1;
+            c0_reg <= s0[SW];
+        end
+
+        // descent: lane 0 in B, lane 1 and the decision in C
+        wire [SW:0] df0 = {1'b0, b_t_reg[SW-1:0]} - {1'b0, rd0_reg};
+        wire [TW1:0] df1 = {1'b0, c_t_reg[TW-1:SW]} - {{TW1-W1+1{1'b0}}, rd1_reg} -
+                           {{TW1{1'b0}}, c_b0_reg};
+        wire go_left = c_uni_reg ? !c_idx_reg[L-1-D] : df1[TW1];
+
+        always @(posedge clk) begin
+            b_v_reg <= a_v;
+            b_n_reg <= a_n;
+            b_t_reg <= bus_t[D*TW +: TW];
+            b_uni_reg <= bus_uni[D];
+            b_idx_reg <= bus_idx[D*L +: L];
+            b_user_reg <= bus_user[D*UW +: UW];
+
+            c_v_reg <= b_v_reg;
+            c_n_reg <= b_n_reg;
+            c_t_reg <= b_t_reg;
+            c_uni_reg <= b_uni_reg;
+            c_idx_reg <= b_idx_reg;
+            c_user_reg <= b_user_reg;
+            c_df0_reg <= df0[SW-1:0];
+            c_b0_reg <= df0[SW];
+
+            o_v_reg <= c_v_reg;
+            o_n_reg <= {c_n_reg[L-2:0], !go_left};
+            o_t_reg <= go_left ? c_t_reg : {df1[TW1-1:0], c_df0_reg};
+            o_uni_reg <= c_uni_reg;
+            o_idx_reg <= c_idx_reg;
+            o_user_reg <= c_user_reg;
+
+            if (rst) begin
+                b_v_reg <= 1'b0;
+                c_v_reg <= 1'b0;
+                o_v_reg <= 1'b0;
+            end
+        end
+
+        assign stage_busy[D] = b_v_reg | c_v_reg;
+        assign bus_v[D+1] = o_v_reg;
+        assign bus_n[(D+1)*L +: L] = o_n_reg;
+        assign bus_t[(D+1)*TW +: TW] = o_t_reg;
+        assign bus_uni[D+1] = o_uni_reg;
+        assign bus_idx[(D+1)*L +: L] = o_idx_reg;
+        assign bus_user[(D+1)*UW +: UW] = o_user_reg;
+    end
+endgenerate
+
+// ---------------------------------------------------------------------------
+// leaves: update read/write (U0/U1) and the last descent stage (L-1)
+
+localparam DL = L - 1;
+
+reg lb_v_reg = 1'b0, lc_v_reg = 1'b0;
+reg [L-1:0] lb_n_reg, lc_n_reg, lb_idx_reg, lc_idx_reg;
+reg [TW-1:0] lb_t_reg, lc_t_reg;
+reg lb_uni_reg, lc_uni_reg;
+reg [UW-1:0] lb_user_reg, lc_user_reg;
+reg [SW-1:0] lc_df0_reg;
+reg lc_b0_reg;
+reg [31:0] lc_even_reg, lc_odd_reg;
+
+reg r_v_reg = 1'b0;
+reg [L-1:0] r_index_reg;
+reg [31:0] r_prio_reg;
+reg [UW-1:0] r_user_reg;
+
+wire [L-1:0] la_n = bus_n[DL*L +: L];
+wire [L-2:0] leaf_ra = u0_v_reg ? u0_i_reg[L-1:1] : la_n[L-2:0];
+wire leaf_we_even = clearing_reg || (u1_v_reg && !u1_i_reg[0]);
+wire leaf_we_odd = clearing_reg || (u1_v_reg && u1_i_reg[0]);
+wire [L-2:0] leaf_wa = clearing_reg ? clr_addr_reg : u1_i_reg[L-1:1];
+wire [31:0] leaf_wd = clearing_reg ? 32'd0 : u1_p_reg;
+
+always @(posedge clk) begin
+    if (leaf_we_even) begin
+        leaf_even[leaf_wa] <= leaf_wd;
+    end
+    even_rd_reg <= leaf_even[leaf_ra];
+end
+
+always @(posedge clk) begin
+    if (leaf_we_odd) begin
+        leaf_odd[leaf_wa] <= leaf_wd;
+    end
+    odd_rd_reg <= leaf_odd[leaf_ra];
+end
+
+wire [SW:0] ldf0 = {1'b0, lb_t_reg[SW-1:0]} - {1'b0, even_rd_reg[SW-1:0]};
+wire [TW1:0] ldf1 = {1'b0, lc_t_reg[TW-1:SW]} - {{TW1-32+SW+1{1'b0}}, lc_even_reg[31:SW]} -
+                    {{TW1{1'b0}}, lc_b0_reg};
+wire lgo_left = lc_uni_reg ? !lc_idx_reg[0] : ldf1[TW1];
+
+always @(posedge clk) begin
+    lb_v_reg <= bus_v[DL];
+    lb_n_reg <= la_n;
+    lb_t_reg <= bus_t[DL*TW +: TW];
+    lb_uni_reg <= bus_uni[DL];
+    lb_idx_reg <= bus_idx[DL*L +: L];
+    lb_user_reg <= bus_user[DL*UW +: UW];
+
+    lc_v_reg <= lb_v_reg;
+    lc_n_reg <= lb_n_reg;
+    lc_t_reg <= lb_t_reg;
+    lc_uni_reg <= lb_uni_reg;
+    lc_idx_reg <= lb_idx_reg;
+    lc_user_reg <= lb_user_reg;
+    lc_df0_reg <= ldf0[SW-1:0];
+    lc_b0_reg <= ldf0[SW];
+    lc_even_reg <= even_rd_reg;
+    lc_odd_reg <= odd_rd_reg;
+
+    r_v_reg <= lc_v_reg;
+    r_index_reg <= {lc_n_reg[L-2:0], !lgo_left};
+    r_prio_reg <= lgo_left ? lc_even_reg : lc_odd_reg;
+    r_user_reg <= lc_user_reg;
+
+    if (rst) begin
+        lb_v_reg <= 1'b0;
+        lc_v_reg <= 1'b0;
+        r_v_reg <= 1'b0;
+    end
+end
+
+assign stage_busy[DL] = lb_v_reg | lc_v_reg | r_v_reg;
+
+assign r_valid = r_v_reg;
+assign r_index = r_index_reg;
+assign r_prio = r_prio_reg;
+assign r_user = r_user_reg;
+
+endmodule
+
+`resetall

@@ -1,0 +1,433 @@
+"""cocotb testbench for ``hw/rtl/nrl_switch.v``: the whole switch against the reference model.
+
+One scenario of mixed traffic goes through the switch: ordinary L2 frames
+(non-IP, IPv4 TCP, UDP to another port, IPv4 with options, runts), gradient
+rounds from three workers (a completed round, an interleaved second slot, a
+duplicate that triggers a resend), replay PUSHes, uniform and prioritized
+SAMPLE_REQs, an UPDATE with an out-of-range index, and malformed protocol
+frames that each engine must drop (wrong job, too short). The three classes
+are interleaved at random (seeded) while each keeps its own order.
+
+Expected output comes from :class:`hostdrv.model.SwitchModel` fed the same
+frames with the same ingress ports and configured through the same register
+writes. Frames leave the switch through a round-robin merge, so the order
+*between* the classes (L2 flood, aggregation engine, replay engine) may
+differ from the model's; *within* each class the frames and destination
+bitmaps must match the model in order. After the traffic every counter is
+read over AXI4-Lite and compared with the model (the shared drop counters
+are the sum of both engines' counts) and the sink must be empty.
+
+The scenario runs under all four combinations of source idle cycles and sink
+backpressure, with a fresh model and a reset DUT each time.
+
+Environment:
+    ``NRL_TRAFFIC``  classes of input traffic, comma separated (default
+                     ``l2,agg,rpl``); fewer classes help bring-up
+                     without an engine (``l2`` alone needs neither)
+    ``NRL_SEED``     interleaving seed (default 1)
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.handle import HierarchyObject
+from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError, with_timeout
+from cocotbext.axi import (
+    AxiLiteBus,
+    AxiLiteMaster,
+    AxiStreamBus,
+    AxiStreamFrame,
+    AxiStreamSink,
+    AxiStreamSource,
+)
+
+from hostdrv import protocol as proto
+from hostdrv import regmap
+from hostdrv.model import MAC_PORTS, SwitchModel
+
+CLK_PERIOD_NS = 5
+"""200 MHz, the SUME datapath clock."""
+
+L2, AGG, RPL = "l2", "agg", "rpl"
+CLASSES = (L2, AGG, RPL)
+
+JOB = 7
+ELEMS = 16
+SLOTS = 2
+SWITCH_MAC = bytes.fromhex("024e524c0001")
+
+# SUME one-hot ports: MAC ports on even bits, DMA on odd bits
+PORT_MAC = (0x01, 0x04, 0x10, 0x40)
+PORT_DMA0 = 0x02
+
+# member table: (port, IPv4, UDP source port, role)
+WORKERS = [(PORT_MAC[i], 0x0A000002 + i, 40000 + i, 1) for i in range(3)]
+ACTOR = (PORT_MAC[3], 0x0A00000A, 40010, 2)
+LEARNER = (PORT_DMA0, 0x0A000010, 40016, 4)
+MEMBERS = [*WORKERS, ACTOR, LEARNER]
+ACTOR_ID, LEARNER_ID = 3, 4
+
+
+@dataclass(frozen=True)
+class Out:
+    """One frame leaving the switch and its destination port bitmap."""
+
+    frame: bytes
+    dst: int
+
+    def __str__(self) -> str:
+        return f"dst={self.dst:#04x} len={len(self.frame)} {self.frame[:64].hex()}"
+
+
+# ---------------------------------------------------------------------------
+# scenario
+
+
+def config_writes() -> list[tuple[str, int]]:
+    """Register writes that set up the job, the members and the replay seed."""
+    w: list[tuple[str, int]] = [
+        ("SWITCH_MAC_HI", int.from_bytes(SWITCH_MAC[:2], "big")),
+        ("SWITCH_MAC_LO", int.from_bytes(SWITCH_MAC[2:], "big")),
+        ("JOB_ID", JOB),
+        ("AGG_MEMBERS", len(WORKERS)),
+        ("AGG_ELEMS", ELEMS),
+        ("AGG_SLOTS", SLOTS),
+        ("RPL_SEED", 0x1234567),
+    ]
+    for i, (port, ip, udp, role) in enumerate(MEMBERS):
+        w += [(f"MEMBER_PORT_{i}", port), (f"MEMBER_IP_{i}", ip), (f"MEMBER_UDP_{i}", udp),
+              (f"MEMBER_ROLE_{i}", role)]
+    return w
+
+
+def member_frame(member: int, msg: proto.Message) -> tuple[bytes, int]:
+    """A protocol frame sent by member ``member`` and its ingress port."""
+    port, ip, udp, _ = MEMBERS[member]
+    f = proto.Frame(msg, eth_dst=b"\x02\x00\x00\x00\x00\xfe",
+                    eth_src=bytes([2, 0, 0, 0, 1, member]), ip_src=ip, ip_dst=0x0A000001,
+                    udp_src=udp, udp_dst=proto.DEFAULT_UDP_PORT)
+    return proto.build_frame(f, validate=False), port
+
+
+def l2_frames(rng: random.Random) -> list[tuple[bytes, int]]:
+    """Ordinary traffic: the switch floods it to the MAC ports but its source."""
+
+    def eth(ethertype: int, n: int, src: int) -> bytes:
+        body = bytes(rng.getrandbits(8) for _ in range(n - 14))
+        return b"\xff" * 6 + bytes([2, 0, 0, 0, 9, src]) + ethertype.to_bytes(2, "big") + body
+
+    def ipv4(n: int, proto_num: int, dport: int, ihl: int = 0x45) -> bytes:
+        f = bytearray(eth(0x0800, n, 1))
+        f[14] = ihl
+        f[23] = proto_num
+        f[36:38] = dport.to_bytes(2, "big")
+        return bytes(f)
+
+    return [
+        (eth(0x0806, 60, 1), PORT_MAC[0]),               # ARP-sized, two beats at 256
+        (eth(0x88B5, 20, 2), PORT_MAC[1]),               # runt, one beat
+        (ipv4(64, 6, proto.DEFAULT_UDP_PORT), PORT_MAC[2]),   # TCP to "our" port
+        (ipv4(100, 17, 53), PORT_DMA0),                  # UDP elsewhere, from DMA
+        (ipv4(80, 17, proto.DEFAULT_UDP_PORT, 0x46), PORT_MAC[3]),  # IPv4 options
+        (eth(0x86DD, 301, 3), PORT_MAC[0]),              # IPv6-ish, ragged last beat
+        (ipv4(41, 17, proto.DEFAULT_UDP_PORT), PORT_MAC[1]),  # one byte short of UDP
+        (eth(0x0800, 32, 4), PORT_MAC[2]),               # exactly one beat at 256
+        (eth(0x0806, 33, 5), 0x08),                      # from DMA port 1
+        (eth(0x0800, 200, 6), PORT_MAC[3]),
+    ]
+
+
+def agg_frames(rng: np.random.Generator) -> list[tuple[bytes, int]]:
+    """Gradient traffic for the aggregation engine, including drops and a resend."""
+
+    def grad(w: int, slot: int, rnd: int, job: int = JOB) -> tuple[bytes, int]:
+        v = rng.standard_normal(ELEMS).astype(np.float32)
+        return member_frame(w, proto.gradient(v, job=job, worker=w, slot=slot, round_=rnd))
+
+    out = [grad(0, 0, 0), grad(1, 0, 0), grad(0, 1, 0), grad(2, 0, 0)]  # slot 0 completes
+    out += [grad(1, 1, 0), grad(0, 0, 0)]   # duplicate after completion: resend to worker 0
+    out += [grad(2, 1, 0)]                  # slot 1 completes
+    out += [grad(1, 0, 0, job=JOB + 1)]     # wrong job: BAD_JOB
+    short, port = grad(2, 0, 1)
+    out += [(short[:60], port)]             # cut short: BAD_LENGTH
+    out += [grad(0, 0, 1), grad(1, 0, 1)]   # slot 0 round 1 stays open
+    return out
+
+
+def rpl_frames(rng: np.random.Generator, record_bytes: int) -> list[tuple[bytes, int]]:
+    """Replay traffic: pushes, samples, an update, and malformed requests."""
+
+    def push(k: int, seq: int) -> tuple[bytes, int]:
+        recs = [rng.integers(0, 256, record_bytes, dtype=np.uint8).tobytes() for _ in range(k)]
+        prios = [int(p) for p in rng.integers(1, 1 << 20, k)]
+        return member_frame(ACTOR_ID, proto.push(recs, prios, job=JOB, worker=ACTOR_ID, seq=seq))
+
+    def sample(b: int, seq: int, prioritized: bool) -> tuple[bytes, int]:
+        return member_frame(LEARNER_ID, proto.sample_request(
+            b, job=JOB, worker=LEARNER_ID, seq=seq, prioritized=prioritized))
+
+    out = [sample(2, 1, False)]             # empty memory: EMPTY
+    out += [push(2, 2), push(3, 3)]
+    out += [sample(4, 4, False), sample(2, 5, True)]
+    out += [member_frame(LEARNER_ID, proto.update([1, 4, 100], [7 << 16, 3, 9], job=JOB,
+                                                  worker=LEARNER_ID, seq=6))]  # 100: BAD_INDEX
+    bad, port = push(1, 7)
+    out += [(bad[:45] + bytes([JOB + 1]) + bad[46:], port)]  # wrong job: BAD_JOB
+    out += [sample(2, 8, True)]
+    return out
+
+
+def interleave(rng: random.Random, *streams: list[tuple[bytes, int]]) -> list[tuple[bytes, int]]:
+    """Merge lists at random, keeping each list's own order."""
+    queues = [list(s) for s in streams if s]
+    out: list[tuple[bytes, int]] = []
+    while queues:
+        q = rng.choice(queues)
+        out.append(q.pop(0))
+        if not q:
+            queues.remove(q)
+    return out
+
+
+def input_class(frame: bytes, udp_port: int = proto.DEFAULT_UDP_PORT) -> str:
+    """Which path of the switch a frame takes (docs/protocol.md section 1)."""
+    if not proto.is_protocol_frame(frame, udp_port):
+        return L2
+    return RPL if len(frame) > 43 and 3 <= frame[43] <= 7 else AGG
+
+
+def output_class(frame: bytes) -> str:
+    """Which path of the switch emitted a frame: engines send from SWITCH_MAC."""
+    if frame[6:12] == SWITCH_MAC and len(frame) > 43:
+        return RPL if 3 <= frame[43] <= 7 else AGG
+    return L2
+
+
+# ---------------------------------------------------------------------------
+# testbench
+
+
+class TB:
+    """Clock, reset and the bus functional models around nrl_switch."""
+
+    def __init__(self, dut: HierarchyObject) -> None:
+        self.dut = dut
+        self.log = dut._log
+        # hold reset from time 0 so the bus models idle until the DUT is reset
+        dut.rst.setimmediatevalue(1)
+        Clock(dut.clk, CLK_PERIOD_NS, unit="ns").start()
+        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
+        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        for bfm in ("s_axis", "m_axis", "s_axil"):
+            logging.getLogger(f"cocotb.{dut._name}.{bfm}").setLevel(logging.WARNING)
+
+    def set_idle_generator(self, generator: Iterator[int] | None = None) -> None:
+        if generator:
+            self.source.set_pause_generator(generator())
+
+    def set_backpressure_generator(self, generator: Iterator[int] | None = None) -> None:
+        if generator:
+            self.sink.set_pause_generator(generator())
+
+    async def reset(self) -> None:
+        self.dut.rst.value = 1
+        await ClockCycles(self.dut.clk, 4)
+        self.dut.rst.value = 0
+        await ClockCycles(self.dut.clk, 4)
+
+    async def write(self, reg: str, value: int) -> None:
+        await self.axil.write_dword(regmap.REGISTERS[reg].addr, value)
+
+    async def read(self, reg: str) -> int:
+        return int(await self.axil.read_dword(regmap.REGISTERS[reg].addr))
+
+    async def send(self, frame: bytes, src_port: int) -> None:
+        # SUME TUSER: [15:0] length, [23:16] source port, [31:24] destination ports
+        await self.source.send(AxiStreamFrame(frame, tuser=len(frame) | (src_port << 16)))
+
+    async def recv(self) -> Out:
+        f = await with_timeout(self.sink.recv(), 20000, "ns")
+        tuser = f.tuser[0] if isinstance(f.tuser, list) else int(f.tuser or 0)
+        data = bytes(f.tdata)
+        assert tuser & 0xFFFF == len(data), \
+            f"TUSER length {tuser & 0xFFFF} != frame length {len(data)}: {data[:64].hex()}"
+        return Out(data, (tuser >> 24) & 0xFF)
+
+
+def cycle_pause() -> Iterator[int]:
+    return itertools.cycle([1, 1, 1, 0])
+
+
+@cocotb.test()
+@cocotb.parametrize(idle_inserter=[None, cycle_pause], backpressure_inserter=[None, cycle_pause])
+async def run_mixed_traffic(dut: HierarchyObject, idle_inserter: object,
+                            backpressure_inserter: object) -> None:
+    """Mixed L2, aggregation and replay traffic against SwitchModel."""
+    tb = TB(dut)
+    await tb.reset()
+    tb.set_idle_generator(idle_inserter)  # type: ignore[arg-type]
+    tb.set_backpressure_generator(backpressure_inserter)  # type: ignore[arg-type]
+
+    traffic = os.environ.get("NRL_TRAFFIC", "l2,agg,rpl").split(",")
+    seed = int(os.environ.get("NRL_SEED", "1"))
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+
+    if traffic == ["l2"]:
+        model = SwitchModel()
+        writes: list[tuple[str, int]] = []
+        frames = l2_frames(rng)
+    else:
+        assert await tb.read("MAGIC") == regmap.REGISTERS["MAGIC"].reset
+        model = SwitchModel(capacity=await tb.read("RPL_CAPACITY"),
+                            record_bytes=await tb.read("RPL_RECORD_BYTES"),
+                            max_slots=await tb.read("AGG_MAX_SLOTS"),
+                            max_elems=await tb.read("AGG_MAX_ELEMS"),
+                            build_hash=await tb.read("BUILD_HASH"))
+        writes = config_writes()
+        frames = interleave(
+            rng, l2_frames(rng) if L2 in traffic else [],
+            agg_frames(nrng) if AGG in traffic else [],
+            rpl_frames(nrng, model.read("RPL_RECORD_BYTES")) if RPL in traffic else [])
+
+    for reg, value in writes:
+        model.write(reg, value)
+        await tb.write(reg, value)
+
+    # expected output per class, in the model's order
+    expected: dict[str, list[Out]] = {c: [] for c in CLASSES}
+    for frame, port in frames:
+        cls = input_class(frame)
+        for e in model.process(frame, port):
+            expected[cls].append(Out(e.frame, e.dst_ports))
+    n_expected = sum(len(v) for v in expected.values())
+    tb.log.info("%d frames in, %d expected out (%s)", len(frames), n_expected,
+                ", ".join(f"{c}={len(expected[c])}" for c in CLASSES))
+    assert len(expected[L2]) == sum(1 for f, _ in frames if input_class(f) == L2)
+
+    for frame, port in frames:
+        await tb.send(frame, port)
+
+    got: dict[str, list[Out]] = {c: [] for c in CLASSES}
+    try:
+        for _ in range(n_expected):
+            o = await tb.recv()
+            got[output_class(o.frame)].append(o)
+    except SimTimeoutError:
+        counts = {name: await tb.read(name) for name in regmap.COUNTERS}
+        raise AssertionError(
+            "timeout waiting for output; got " + ", ".join(
+                f"{c}={len(got[c])}/{len(expected[c])}" for c in CLASSES)
+            + "; counters " + str({k: v for k, v in counts.items() if v})
+            + "; model " + str({k: v for k, v in model.counters().items() if v})) from None
+
+    await ClockCycles(dut.clk, 200)
+    assert tb.sink.empty(), "extra output frames"
+
+    for c in CLASSES:
+        for i, (g, e) in enumerate(zip(got[c], expected[c], strict=False)):
+            assert g == e, f"{c} frame {i}:\n  got      {g}\n  expected {e}"
+        assert len(got[c]) == len(expected[c]), \
+            f"{c}: {len(got[c])} frames out, model expects {len(expected[c])}"
+    for o in got[L2]:
+        assert o.dst & ~MAC_PORTS == 0
+
+    want = model.counters()
+    have = {name: await tb.read(name) for name in regmap.COUNTERS}
+    assert have == want, "counter mismatch: " + ", ".join(
+        f"{k} {have[k]} != {want[k]}" for k in want if have[k] != want[k])
+
+    if traffic != ["l2"]:
+        for reg in ("JOB_ID", "UDP_PORT", "MEMBER_IP_4", "AGG_ELEMS", "RPL_SEED", "RPL_SIZE",
+                    "RPL_WPTR", "RPL_TOTAL_LO", "RPL_TOTAL_HI"):
+            assert await tb.read(reg) == model.read(reg), reg
+
+
+@cocotb.test()
+async def run_l2_line_rate(dut: HierarchyObject) -> None:
+    """Back-to-back L2 frames of every length class pass with no stall and no bubble."""
+    tb = TB(dut)
+    await tb.reset()
+    model = SwitchModel()
+    rng = random.Random(2)
+    frames = [f for _ in range(3) for f in l2_frames(rng)]
+    beats = sum(-(-len(f) // (len(dut.s_axis_tkeep) or 1)) for f, _ in frames)
+    stalls = 0
+    out_beats = 0
+    first_out = last_out = 0
+    cycle = 0
+
+    async def monitor() -> None:
+        nonlocal stalls, out_beats, first_out, last_out, cycle
+        while True:
+            await RisingEdge(dut.clk)
+            cycle += 1
+            if dut.s_axis_tvalid.value and not dut.s_axis_tready.value:
+                stalls += 1
+            if dut.m_axis_tvalid.value and dut.m_axis_tready.value:
+                out_beats += 1
+                first_out = first_out or cycle
+                last_out = cycle
+
+    mon = cocotb.start_soon(monitor())
+    for frame, port in frames:
+        await tb.send(frame, port)
+    got = [await tb.recv() for _ in frames]
+    mon.cancel()
+    want = [Out(e.frame, e.dst_ports) for f, p in frames for e in model.process(f, p)]
+    assert got == want
+    assert stalls == 0, f"input stalled {stalls} clocks"
+    assert out_beats == beats
+    assert last_out - first_out + 1 == beats, \
+        f"{beats} beats left in {last_out - first_out + 1} clocks (bubbles)"
+
+
+@cocotb.test()
+async def run_udp_port_and_clear(dut: HierarchyObject) -> None:
+    """A new UDP_PORT moves the protocol/L2 boundary; CTRL bit 31 clears CNT_PASS."""
+    tb = TB(dut)
+    await tb.reset()
+    model = SwitchModel()
+    port = 20051
+    model.write("UDP_PORT", port)
+    await tb.write("UDP_PORT", port)
+    engines = os.environ.get("NRL_TRAFFIC", "l2,agg,rpl") != "l2"
+    assert await tb.read("UDP_PORT") == port or not engines
+
+    # a frame to the old port is ordinary traffic now
+    frame, src = member_frame(0, proto.sample_request(1, job=JOB, worker=0))
+    assert input_class(frame, port) == L2
+    out = model.process(frame, src)
+    await tb.send(frame, src)
+    o = await tb.recv()
+    assert [Out(e.frame, e.dst_ports) for e in out] == [o]
+    assert await tb.read("CNT_PASS") == model.read("CNT_PASS") == 1
+
+    if engines:
+        # ... and one to the new port goes to an engine (dropped: member 0 is no learner)
+        frame, src = member_frame(0, proto.sample_request(1, job=JOB, worker=0))
+        frame = frame[:36] + port.to_bytes(2, "big") + frame[38:]
+        assert input_class(frame, port) == RPL and model.process(frame, src) == []
+        await tb.send(frame, src)
+        await ClockCycles(dut.clk, 50)
+        want = model.counters()
+        have = {name: await tb.read(name) for name in regmap.COUNTERS}
+        assert have == want, "counter mismatch: " + ", ".join(
+            f"{k} {have[k]} != {want[k]}" for k in want if have[k] != want[k])
+
+    model.write("CTRL", (1 << 31) | 3)
+    await tb.write("CTRL", (1 << 31) | 3)
+    assert await tb.read("CNT_PASS") == model.read("CNT_PASS") == 0
+    await ClockCycles(dut.clk, 20)
+    assert tb.sink.empty()
+
