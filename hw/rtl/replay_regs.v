@@ -193,20 +193,20 @@ assign s_axil_bvalid = bvalid_reg;
 wire [11:0] wr_addr = {s_axil_awaddr[11:2], 2'b00};
 wire [31:0] wr_mask = {{8{s_axil_wstrb[3]}}, {8{s_axil_wstrb[2]}}, {8{s_axil_wstrb[1]}}, {8{s_axil_wstrb[0]}}};
 
-// merge the strobed bytes of the write into an old 32-bit value
-function [31:0] merge(input [31:0] old);
-    merge = (old & ~wr_mask) | (s_axil_wdata & wr_mask);
+// merge the strobed bytes of a write into an old 32-bit value
+function [31:0] merge_bytes(input [31:0] old, input [31:0] data, input [31:0] mask);
+    merge_bytes = (old & ~mask) | (data & mask);
 endfunction
 
-wire [31:0] ctrl_w = merge({30'd0, ctrl_reg});
-wire [31:0] rst_w = merge(32'd0);
-wire [31:0] job_w = merge({24'd0, job_id_reg});
-wire [31:0] udp_w = merge({16'd0, udp_port_reg});
-wire [31:0] mac_hi_w = merge({16'd0, mac_hi_reg});
+wire [31:0] ctrl_w = merge_bytes({30'd0, ctrl_reg}, s_axil_wdata, wr_mask);
+wire [31:0] rst_w = merge_bytes(32'd0, s_axil_wdata, wr_mask);
+wire [31:0] job_w = merge_bytes({24'd0, job_id_reg}, s_axil_wdata, wr_mask);
+wire [31:0] udp_w = merge_bytes({16'd0, udp_port_reg}, s_axil_wdata, wr_mask);
+wire [31:0] mac_hi_w = merge_bytes({16'd0, mac_hi_reg}, s_axil_wdata, wr_mask);
 wire [2:0] wr_mi = wr_addr[6:4];
-wire [31:0] m_port_w = merge({24'd0, m_port_reg[wr_mi]});
-wire [31:0] m_udp_w = merge({16'd0, m_udp_reg[wr_mi]});
-wire [31:0] m_role_w = merge({29'd0, m_role_reg[wr_mi]});
+wire [31:0] m_port_w = merge_bytes({24'd0, m_port_reg[wr_mi]}, s_axil_wdata, wr_mask);
+wire [31:0] m_udp_w = merge_bytes({16'd0, m_udp_reg[wr_mi]}, s_axil_wdata, wr_mask);
+wire [31:0] m_role_w = merge_bytes({29'd0, m_role_reg[wr_mi]}, s_axil_wdata, wr_mask);
 wire wr_member = wr_addr[11:7] == 5'b00010;  // 0x100 .. 0x17F
 
 integer i;
@@ -239,12 +239,12 @@ always @(posedge clk) begin
             end
             REG_JOB_ID: job_id_reg <= job_w[7:0];
             REG_UDP_PORT: udp_port_reg <= udp_w[15:0];
-            REG_SWITCH_IP: switch_ip_reg <= merge(switch_ip_reg);
+            REG_SWITCH_IP: switch_ip_reg <= merge_bytes(switch_ip_reg, s_axil_wdata, wr_mask);
             REG_SWITCH_MAC_HI: mac_hi_reg <= mac_hi_w[15:0];
-            REG_SWITCH_MAC_LO: mac_lo_reg <= merge(mac_lo_reg);
-            REG_MCAST_IP: mcast_ip_reg <= merge(mcast_ip_reg);
+            REG_SWITCH_MAC_LO: mac_lo_reg <= merge_bytes(mac_lo_reg, s_axil_wdata, wr_mask);
+            REG_MCAST_IP: mcast_ip_reg <= merge_bytes(mcast_ip_reg, s_axil_wdata, wr_mask);
             REG_RPL_SEED: begin
-                seed_reg <= merge(seed_reg);
+                seed_reg <= merge_bytes(seed_reg, s_axil_wdata, wr_mask);
                 seed_wr_reg <= 1'b1;
             end
             REG_RPL_RESET: rpl_reset_reg <= rst_w[0];
@@ -252,7 +252,7 @@ always @(posedge clk) begin
                 if (wr_member) begin
                     case (wr_addr[3:2])
                         2'd0: m_port_reg[wr_mi] <= m_port_w[7:0];
-                        2'd1: m_ip_reg[wr_mi] <= merge(m_ip_reg[wr_mi]);
+                        2'd1: m_ip_reg[wr_mi] <= merge_bytes(m_ip_reg[wr_mi], s_axil_wdata, wr_mask);
                         2'd2: m_udp_reg[wr_mi] <= m_udp_w[15:0];
                         default: m_role_reg[wr_mi] <= m_role_w[2:0];
                     endcase

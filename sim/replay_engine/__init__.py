@@ -1,0 +1,1 @@
+"""cocotb testbench of the replay engine (``hw/rtl/replay_engine.v``)."""
