@@ -25,6 +25,7 @@ from hostdrv.protocol import (
     HEADER,
     HEADER_LEN,
     MAX_BATCH,
+    MAX_JUMBO_ELEMS,
     MAX_MEMBERS,
     MAX_PUSH_RECORDS,
     MAX_UPDATE_PAIRS,
@@ -207,7 +208,7 @@ class Aggregator(_Endpoint):
         self.slots = ctl.read("AGG_SLOTS")
         self.elems = ctl.read("AGG_ELEMS")
         self.int32 = ctl.read("AGG_DTYPE") == 1
-        if not 1 <= self.slots <= 64 or self.elems % 16 or not 16 <= self.elems <= 352:
+        if not 1 <= self.slots <= 64 or self.elems % 16 or not 16 <= self.elems <= MAX_JUMBO_ELEMS:
             raise ValueError(f"bad switch configuration AGG_SLOTS={self.slots} "
                              f"AGG_ELEMS={self.elems}")
         if window is not None and not 1 <= window:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hostdrv import regmap
-from hostdrv.protocol import MAX_ELEMS, MAX_MEMBERS, VERSION
+from hostdrv.protocol import MAX_MEMBERS, VERSION
 from hostdrv.transport import (
     Backend,
     RegisterAccessError,
@@ -300,7 +300,7 @@ class SwitchControl:
         max_slots = self.read("AGG_MAX_SLOTS")
         if not 1 <= slots <= max_slots:
             raise RegisterError("slots", slots, f"must be 1..AGG_MAX_SLOTS ({max_slots})")
-        max_elems = min(self.read("AGG_MAX_ELEMS"), MAX_ELEMS)
+        max_elems = self.read("AGG_MAX_ELEMS")
         if not (16 <= elems <= max_elems and elems % 16 == 0):
             raise RegisterError("elems", elems, f"must be a multiple of 16 in 16..{max_elems}")
         dtypes = {"fp32": 0, "float32": 0, "int32": 1}

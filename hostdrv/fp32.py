@@ -13,7 +13,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CANONICAL_NAN", "canonical_nan", "fp32_add_bits"]
+__all__ = ["CANONICAL_NAN", "canonical_nan", "fp32_add_bits", "fp32_add_inplace"]
 
 CANONICAL_NAN: Final[int] = 0x7FC00000
 """Bits of the quiet NaN that every NaN-producing fp32 addition yields."""
@@ -47,3 +47,21 @@ def fp32_add_bits(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.uint32]:
         total = np.add(a32.view(np.float32), b32.view(np.float32))
     bits = np.asarray(total, dtype=np.float32).view(np.uint32)
     return np.where(np.isnan(total), np.uint32(CANONICAL_NAN), bits).astype(np.uint32)
+
+
+def fp32_add_inplace(acc: npt.NDArray[np.uint32], x: npt.NDArray[np.uint32]) -> None:
+    """``acc[:] = fp32_add_bits(acc, x)`` without temporaries (the soft switch's hot path).
+
+    Parameters
+    ----------
+    acc : numpy.ndarray of uint32
+        Accumulator bit patterns, updated in place (must be writable and contiguous).
+    x : numpy.ndarray of uint32
+        Addend bit patterns, same shape.
+    """
+    accf = acc.view(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.add(accf, x.view(np.float32), out=accf)
+    nan = np.isnan(accf)
+    if nan.any():
+        acc[nan] = CANONICAL_NAN

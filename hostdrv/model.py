@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hostdrv import regmap
-from hostdrv.fp32 import CANONICAL_NAN, fp32_add_bits
+from hostdrv.fp32 import CANONICAL_NAN, fp32_add_bits, fp32_add_inplace
 from hostdrv.protocol import (
     BLOCK,
     BROADCAST_MAC,
@@ -29,7 +29,7 @@ from hostdrv.protocol import (
     FLAGS_MASK,
     HEADER,
     MAX_BATCH,
-    MAX_ELEMS,
+    MAX_JUMBO_ELEMS,
     MAX_MEMBERS,
     MAX_PUSH_RECORDS,
     MAX_UPDATE_PAIRS,
@@ -198,8 +198,9 @@ class SwitchModel:
     max_slots:
         Slot memory depth, 1 to 64 (``AGG_MAX_SLOTS``).
     max_elems:
-        Largest P the slot memory holds, a multiple of 16 in 16 to 352
-        (``AGG_MAX_ELEMS``).
+        Largest P the slot memory holds, a multiple of 16 in 16 to 352 for
+        Ethernet frames, up to 16368 for a loopback soft switch with jumbo
+        UDP datagrams (``AGG_MAX_ELEMS``).
     build_hash:
         Value of ``BUILD_HASH`` (32 bits).
 
@@ -228,8 +229,8 @@ class SwitchModel:
                      "a positive multiple of 64, at most 4032")
         _check_param("max_slots", max_slots, 1 <= max_slots <= 64, "1 .. 64")
         _check_param("max_elems", max_elems,
-                     ELEM_QUANTUM <= max_elems <= MAX_ELEMS and max_elems % ELEM_QUANTUM == 0,
-                     f"a multiple of {ELEM_QUANTUM} in {ELEM_QUANTUM} .. {MAX_ELEMS}")
+                     ELEM_QUANTUM <= max_elems <= MAX_JUMBO_ELEMS and max_elems % ELEM_QUANTUM == 0,
+                     f"a multiple of {ELEM_QUANTUM} in {ELEM_QUANTUM} .. {MAX_JUMBO_ELEMS}")
         _check_param("build_hash", build_hash, 0 <= build_hash <= M32, "a 32-bit value")
         self._params = {
             "RPL_CAPACITY": capacity,
@@ -511,7 +512,7 @@ class SwitchModel:
             a = acc.view("<i4")
             np.add(a, x.view("<i4"), out=a)  # wraps modulo 2**32
         else:
-            acc[:] = fp32_add_bits(acc, x)
+            fp32_add_inplace(acc, x)
         c.bitmap |= bit
         c.count += 1
         if c.count >= (regs["AGG_THRESHOLD"] if regs["AGG_MODE"] else regs["AGG_MEMBERS"]):

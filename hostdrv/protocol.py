@@ -39,6 +39,9 @@ MAX_PUSH_RECORDS = 16
 MAX_BATCH = 64
 MAX_UPDATE_PAIRS = 128
 MAX_ELEMS = 352
+"""Largest P whose frame fits a standard 1514-byte Ethernet frame (the hardware limit)."""
+MAX_JUMBO_ELEMS = 16368
+"""Largest P whose message fits one UDP datagram (loopback soft switch only)."""
 ELEM_QUANTUM = 16
 MAX_FRAME = 1514
 
@@ -222,8 +225,8 @@ def _length_rule(opcode: int, count: int) -> str:
 def check_count(opcode: int, count: int) -> None:
     """Raise :class:`FieldError` when ``count`` is out of range for ``opcode``."""
     if opcode in (Opcode.GRADIENT, Opcode.RESULT):
-        ok = 0 < count <= MAX_ELEMS and count % ELEM_QUANTUM == 0
-        why = f"elements must be a multiple of {ELEM_QUANTUM} in 16..{MAX_ELEMS}"
+        ok = 0 < count <= MAX_JUMBO_ELEMS and count % ELEM_QUANTUM == 0
+        why = f"elements must be a multiple of {ELEM_QUANTUM} in 16..{MAX_JUMBO_ELEMS}"
     elif opcode in (Opcode.PUSH, Opcode.PUSH_ACK):
         ok = 1 <= count <= MAX_PUSH_RECORDS
         why = f"records must be 1..{MAX_PUSH_RECORDS}"

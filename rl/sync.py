@@ -752,8 +752,8 @@ class GradientExchange:
         The strategy.
     params : sequence of torch.nn.Parameter
         Parameters whose gradients are exchanged (fixed order).
-    optimizer : torch.optim.Optimizer
-        Steps once per applied round.
+    optimizer : torch.optim.Optimizer or sequence of them
+        Each steps once per applied round (DDPG: actor and critic).
     max_grad_norm : float or None
         Clip the *averaged* gradient to this norm before stepping.
     target_return : float or None
@@ -764,20 +764,26 @@ class GradientExchange:
         Shared stop board (see :class:`StopBoard`).
     record_digests : bool
         Keep a hash of the parameters after every applied round (tests).
+    after_step : callable or None
+        Called after every optimizer step (target-network updates), so that
+        it runs once per applied round on every worker.
     grace : float
         Seconds to wait at shutdown for an async round whose peers may have
         stopped before giving it up.
     """
 
     def __init__(self, sync: GradSync, params: Sequence[torch.nn.Parameter],
-                 optimizer: torch.optim.Optimizer, *, max_grad_norm: float | None = None,
-                 target_return: float | None = None, window: int = 5,
-                 board: StopBoard | None = None, record_digests: bool = False,
+                 optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer], *,
+                 max_grad_norm: float | None = None, target_return: float | None = None,
+                 window: int = 5, board: StopBoard | None = None,
+                 record_digests: bool = False, after_step: Callable[[], None] | None = None,
                  grace: float = 5.0) -> None:
         self.sync = sync
         self.spec = sync.spec
         self.params = list(params)
-        self.optimizer = optimizer
+        self.optimizers = ([optimizer] if isinstance(optimizer, torch.optim.Optimizer)
+                           else list(optimizer))
+        self.after_step = after_step
         self.max_grad_norm = max_grad_norm
         self.target_return = target_return
         self.window = window
@@ -897,7 +903,10 @@ class GradientExchange:
                             for p in self.params], grads)
         if self.max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
-        self.optimizer.step()
+        for opt in self.optimizers:
+            opt.step()
+        if self.after_step is not None:
+            self.after_step()
         round_ = max(round_, self.applied_round + 1)
         self.applied_round = round_
         self.log.rounds += 1

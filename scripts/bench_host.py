@@ -42,6 +42,7 @@ from hostdrv.transport import SOL_UDP, UDP_GRO, tune_socket  # noqa: E402
 TENSOR_ELEMS = 1 << 20  # 4 MB of float32
 WORKERS = 4
 SLOTS, ELEMS = 64, 352
+JUMBO_ELEMS = 16368  # loopback soft switch: one 64 KB datagram per chunk
 
 
 # ---------------------------------------------------------------------------
@@ -168,13 +169,15 @@ def _free_port() -> int:
     return int(port)
 
 
-def bench_allreduce(iters: int, profile: bool) -> tuple[dict[str, float], str]:
+def bench_allreduce(iters: int, profile: bool, elems: int = ELEMS,
+                    slots: int = SLOTS) -> tuple[dict[str, float], str]:
     prof_file = tempfile.mktemp(suffix=".prof") if profile else ""
     args = ["--profile", prof_file] if profile else []
+    args += ["--max-elems", str(elems)]
     proc = SoftSwitchProcess(args=args)
     try:
         with SwitchControl(proc.url) as ctl:
-            ctl.configure_aggregation(members=WORKERS, slots=SLOTS, elems=ELEMS)
+            ctl.configure_aggregation(members=WORKERS, slots=slots, elems=elems)
         ctx = multiprocessing.get_context("spawn")
         q = ctx.Queue()
         port = _free_port()
@@ -251,6 +254,9 @@ def main() -> int:
     ar, bound = bench_allreduce(args.iters, args.profile)
     print("allreduce: " + " ".join(f"{k}={v:.4g}" for k, v in ar.items()))
     print("soft switch:", bound)
+    jumbo, _ = bench_allreduce(args.iters, False, JUMBO_ELEMS, 16)
+    print(f"allreduce (jumbo P={JUMBO_ELEMS}, 64 KB datagrams, loopback only): "
+          + " ".join(f"{k}={v:.4g}" for k, v in jumbo.items()))
     stats_line = next((ln for ln in bound.splitlines() if ln.startswith("stats ")), "")
     model_us = bench_model()
     packets = WORKERS * -(-TENSOR_ELEMS // ELEMS)
@@ -264,6 +270,7 @@ def main() -> int:
               f"{os.cpu_count()} CPUs shared by 4 workers and the switch")
     print(f"send_gbytes_per_s={send['send_gbytes_per_s']:.3f} "
           f"allreduce_vs_gloo={ar['allreduce_vs_gloo']:.3f} "
+          f"allreduce_vs_gloo_jumbo={jumbo['allreduce_vs_gloo']:.3f} "
           f"gloo_ms={ar['gloo_ms']:.2f} switch_ms={ar['switch_ms']:.2f}")
     return 0
 

@@ -785,3 +785,16 @@ def test_ctrl_clears_counters() -> None:
 def test_constructor_validation(kw: dict[str, object], word: str) -> None:
     with pytest.raises(ValueError, match=word):
         SwitchModel(**kw)  # type: ignore[arg-type]
+
+
+def test_fp32_add_inplace_matches_reference() -> None:
+    """The in-place hot path equals fp32_add_bits, NaNs and all."""
+    from hostdrv.fp32 import fp32_add_bits, fp32_add_inplace
+
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32)
+    want = fp32_add_bits(a, b)
+    acc = a.copy()
+    fp32_add_inplace(acc, b)
+    np.testing.assert_array_equal(acc, want)

@@ -150,8 +150,14 @@ localparam OUT_MARGIN = 12;
 localparam HDR_MARGIN = 10;
 // slot state word: state[73:72], count[71:40], bitmap[39:32], round[31:0]
 localparam ST_W = 74;
-// header FIFO entry
+// header FIFO entry: {ports, csum, udp_dst, ip_dst, eth_dst, kind, slot, seq, aux}
 localparam HF_W = 8 + 16 + 16 + 32 + 48 + 2 + 16 + 32 + 32;
+// the same without the checksum (header preparation pipeline)
+localparam HP_W = HF_W - 16;
+localparam [1:0] HB = HDR_BEATS[1:0];
+localparam [1:0] HB_M1 = HB - 2'd1;
+localparam [OUT_AW:0] OUT_STALL = OUT_DEPTH - OUT_MARGIN;
+localparam [HDR_AW:0] HDR_STALL = HDR_DEPTH - HDR_MARGIN;
 
 localparam [1:0] ST_OPEN = 2'd0, ST_UP = 2'd1, ST_DONE = 2'd2;
 localparam [1:0] M_NONE = 2'd0, M_ADD = 2'd1, M_STORE = 2'd2, M_PASS = 2'd3;
@@ -228,7 +234,7 @@ wire [8*16-1:0] cfg_member_udp;
 wire [8*3-1:0]  cfg_member_role;
 wire            cfg_invalidate;
 
-reg [16:0] cnt_inc_reg = 17'd0;
+reg [16:0] cnt_inc_reg;
 
 grad_agg_regs #(
     .MAX_SLOTS(MAX_SLOTS),
@@ -288,33 +294,38 @@ regs_inst (
  * Values derived from the configuration (registered; the registers are
  * only written while the engine is idle)
  */
-reg [PIDX_W-1:0] cfg_pb_reg = {PIDX_W{1'b0}};      // payload beats per packet
-reg [PIDX_W-1:0] cfg_pb_m1_reg = {PIDX_W{1'b0}};
-reg [3:0]        cfg_thr_reg = 4'd0;               // contributions completing a round
-reg              cfg_ge_first_reg = 1'b0;          // one contribution completes
-reg [7:0]        cfg_mcast_ports_reg = 8'd0;
-reg [15:0]       cfg_tl_reg = 16'd0;               // IPv4 total length
-reg [15:0]       cfg_ulen_reg = 16'd0;             // UDP length
-reg [15:0]       cfg_flen_reg = 16'd0;             // frame length
-reg [16:0]       cfg_cs_a_reg = 17'd0;
-reg [16:0]       cfg_cs_b_reg = 17'd0;
-reg [17:0]       cfg_cs_base_reg = 18'd0;          // checksum sum without the destination
-reg [15:0]       cfg_pudp_reg = 16'd0;             // upward UDP destination port
+reg [PIDX_W-1:0] cfg_pb_reg;      // payload beats per packet
+reg [PIDX_W-1:0] cfg_pb_m1_reg;
+reg [3:0]        cfg_thr_reg;               // contributions completing a round
+reg              cfg_ge_first_reg;          // one contribution completes
+reg [7:0]        cfg_mcast_ports_reg;
+reg [15:0]       cfg_tl_reg;               // IPv4 total length
+reg [15:0]       cfg_ulen_reg;             // UDP length
+reg [15:0]       cfg_flen_reg;             // frame length
+reg [16:0]       cfg_cs_a_reg;
+reg [16:0]       cfg_cs_b_reg;
+reg [17:0]       cfg_cs_base_reg;          // checksum sum without the destination
+reg [15:0]       cfg_pudp_reg;             // upward UDP destination port
 
 wire [15:0] cfg_elems_x4 = {5'd0, cfg_elems, 2'b00};
-reg [7:0] mcast_ports;
+wire [8:0] cfg_pb_full = cfg_elems >> $clog2(BYTES/4);
+wire [8*8-1:0] mcast_port_sel;
 
-always @* begin
-    mcast_ports = 8'd0;
-    for (i = 0; i < 8; i = i + 1) begin
-        if (i < cfg_members) begin
-            mcast_ports = mcast_ports | cfg_member_port[8*i +: 8];
-        end
-    end
+generate
+
+for (gi = 0; gi < 8; gi = gi + 1) begin : g_mcast
+    localparam [3:0] IDX = gi;
+    assign mcast_port_sel[8*gi +: 8] = IDX < cfg_members ? cfg_member_port[8*gi +: 8] : 8'd0;
 end
 
+endgenerate
+
+wire [7:0] mcast_ports = mcast_port_sel[0 +: 8] | mcast_port_sel[8 +: 8] | mcast_port_sel[16 +: 8]
+                       | mcast_port_sel[24 +: 8] | mcast_port_sel[32 +: 8] | mcast_port_sel[40 +: 8]
+                       | mcast_port_sel[48 +: 8] | mcast_port_sel[56 +: 8];
+
 always @(posedge clk) begin
-    cfg_pb_reg <= cfg_elems[8:0] >> $clog2(BYTES/4);
+    cfg_pb_reg <= cfg_pb_full[PIDX_W-1:0];
     cfg_pb_m1_reg <= cfg_pb_reg - 1'b1;
     cfg_thr_reg <= cfg_mode ? cfg_threshold : cfg_members;
     cfg_ge_first_reg <= cfg_thr_reg <= 4'd1;
@@ -331,16 +342,16 @@ end
 /*
  * P0: input framing and header capture
  */
-reg [1:0] in_cnt_reg = 2'd0, in_cnt_next;   // beats of this frame so far, saturating at HDR_BEATS
-reg stall_out_reg = 1'b1;                    // output FIFOs near full (or reset)
+reg [1:0] in_cnt_reg, in_cnt_next;   // beats of this frame so far, saturating at HDR_BEATS
+reg stall_out_reg;                    // output FIFOs near full (or reset)
 wire in_hazard;
 
-wire in_hdr = in_cnt_reg != HDR_BEATS[1:0];
+wire in_hdr = in_cnt_reg != HB;
 assign s_axis_tready = !stall_out_reg && !(!in_hdr && in_hazard);
 wire in_acc = s_axis_tvalid && s_axis_tready;
 wire in_first = in_cnt_reg == 2'd0;
 // last header beat (or a frame ending inside the header): the verdict starts
-wire in_hc = in_acc && in_hdr && (in_cnt_reg == HDR_BEATS-1 || s_axis_tlast);
+wire in_hc = in_acc && in_hdr && (in_cnt_reg == HB_M1 || s_axis_tlast);
 wire in_pay = in_acc && !in_hdr;
 
 always @* begin
@@ -401,12 +412,12 @@ wire [SC_W-1:0] sc_now = {hn_slot[SLOT_W-1:0], hn_seq[0]};
 // frame length facts, captured at the first beat (TUSER)
 wire [15:0] tu_len = s_axis_tuser[15:0];
 
-reg [15:0] n_m14_reg = 16'd0;
-reg [15:0] n_m34_reg = 16'd0;
-reg [15:0] n_m64_reg = 16'd0;
-reg        n_lt64_reg = 1'b0;
-reg        n_ge44_reg = 1'b0;
-reg [7:0]  port_reg = 8'd0;
+reg [15:0] n_m14_reg;
+reg [15:0] n_m34_reg;
+reg [15:0] n_m64_reg;
+reg        n_lt64_reg;
+reg        n_ge44_reg;
+reg [7:0]  port_reg;
 
 always @(posedge clk) begin
     if (in_acc && in_first) begin
@@ -420,28 +431,28 @@ always @(posedge clk) begin
 end
 
 // header fields for D1, captured at the last header beat
-reg            d1_valid_reg = 1'b0;
-reg            hd_trunc_reg = 1'b0;
-reg [15:0]     hd_ip_len_reg = 16'd0;
-reg [31:0]     hd_ip_src_reg = 32'd0;
-reg [15:0]     hd_udp_src_reg = 16'd0;
-reg [15:0]     hd_udp_len_reg = 16'd0;
-reg [7:0]      hd_ver_reg = 8'd0;
-reg [7:0]      hd_op_reg = 8'd0;
-reg [7:0]      hd_flags_reg = 8'd0;
-reg [7:0]      hd_job_reg = 8'd0;
-reg [15:0]     hd_worker_reg = 16'd0;
-reg [15:0]     hd_slot_reg = 16'd0;
-reg [31:0]     hd_seq_reg = 32'd0;
-reg [15:0]     hd_count_reg = 16'd0;
-reg [31:0]     hd_aux_reg = 32'd0;
-reg            hd_res_nz_reg = 1'b0;
-reg [47:0]     hd_eth_src_reg = 48'd0;
-reg [SC_W-1:0] hd_sc_reg = {SC_W{1'b0}};
+reg            d1_valid_reg;
+reg            hd_trunc_reg;
+reg [15:0]     hd_ip_len_reg;
+reg [31:0]     hd_ip_src_reg;
+reg [15:0]     hd_udp_src_reg;
+reg [15:0]     hd_udp_len_reg;
+reg [7:0]      hd_ver_reg;
+reg [7:0]      hd_op_reg;
+reg [7:0]      hd_flags_reg;
+reg [7:0]      hd_job_reg;
+reg [15:0]     hd_worker_reg;
+reg [15:0]     hd_slot_reg;
+reg [31:0]     hd_seq_reg;
+reg [15:0]     hd_count_reg;
+reg [31:0]     hd_aux_reg;
+reg            hd_res_nz_reg;
+reg [47:0]     hd_eth_src_reg;
+reg [SC_W-1:0] hd_sc_reg;
 // seq - aux in carry-select halves (async staleness)
-reg [16:0]     hd_sd_lo_reg = 17'd0;
-reg [15:0]     hd_sd_hi0_reg = 16'd0;
-reg [15:0]     hd_sd_hi1_reg = 16'd0;
+reg [16:0]     hd_sd_lo_reg;
+reg [15:0]     hd_sd_hi0_reg;
+reg [15:0]     hd_sd_hi1_reg;
 
 always @(posedge clk) begin
     d1_valid_reg <= in_hc;
@@ -478,15 +489,15 @@ end
  */
 reg [ST_W-1:0] st_mem[0:SC_N-1];
 reg [ST_W-1:0] st_rdata_reg;
-reg [SC_N-1:0] st_valid_reg = {SC_N{1'b0}};
+reg [SC_N-1:0] st_valid_reg;
 // the write of the cycle of the read, forwarded to D1
 reg [ST_W-1:0] st_hist_reg;
-reg            st_hist_we_reg = 1'b0;
-reg            st_match_reg = 1'b0;
+reg            st_hist_we_reg;
+reg            st_match_reg;
 
 wire           st_we;
 wire [ST_W-1:0] st_wdata;
-reg [SC_W-1:0] d2_sc_reg = {SC_W{1'b0}};
+reg [SC_W-1:0] d2_sc_reg;
 
 always @(posedge clk) begin
     if (st_we) begin
@@ -553,43 +564,43 @@ wire [15:0] rd_hi0 = st_round[31:16] - hd_seq_reg[31:16];
 wire [15:0] rd_hi1 = st_round[31:16] + ~hd_seq_reg[31:16];
 wire [4:0] cnt_p1 = {1'b0, st_count[3:0]} + 5'd1;
 
-reg            d2_valid_reg = 1'b0;
-reg            d2_rx_grad_reg = 1'b0;
-reg            d2_rx_res_reg = 1'b0;
-reg            d2_f_len1_reg = 1'b0;
-reg            d2_f_hdr_reg = 1'b0;
-reg            d2_f_job_reg = 1'b0;
-reg            d2_f_dis_reg = 1'b0;
-reg            d2_f_unk_reg = 1'b0;
-reg            d2_f_spoof_reg = 1'b0;
-reg            d2_f_cnt_reg = 1'b0;
-reg            d2_f_len2_reg = 1'b0;
-reg            d2_f_dtype_reg = 1'b0;
-reg            d2_f_slot_reg = 1'b0;
-reg            d2_is_grad_reg = 1'b0;
-reg            d2_sd_gt_hi_reg = 1'b0;
-reg            d2_sd_eq_hi_reg = 1'b0;
-reg            d2_sd_gt_lo_reg = 1'b0;
-reg            d2_vld_reg = 1'b0;
-reg            d2_eq_reg = 1'b0;
-reg            d2_rb_reg = 1'b0;
-reg            d2_h0_reg = 1'b0;
-reg            d2_h1_reg = 1'b0;
-reg            d2_has_w_reg = 1'b0;
-reg            d2_ge_add_reg = 1'b0;
-reg [1:0]      d2_state_reg = 2'd0;
-reg [31:0]     d2_count_reg = 32'd0;
-reg [3:0]      d2_cnt_p1_reg = 4'd0;
-reg [7:0]      d2_bitmap_reg = 8'd0;
-reg [31:0]     d2_round_reg = 32'd0;
-reg [7:0]      d2_bit_reg = 8'd0;
-reg [15:0]     d2_slot_reg = 16'd0;
-reg [31:0]     d2_seq_reg = 32'd0;
-reg [31:0]     d2_aux_reg = 32'd0;
-reg [47:0]     d2_eth_src_reg = 48'd0;
-reg [31:0]     d2_ip_src_reg = 32'd0;
-reg [15:0]     d2_udp_src_reg = 16'd0;
-reg [7:0]      d2_port_reg = 8'd0;
+reg            d2_valid_reg;
+reg            d2_rx_grad_reg;
+reg            d2_rx_res_reg;
+reg            d2_f_len1_reg;
+reg            d2_f_hdr_reg;
+reg            d2_f_job_reg;
+reg            d2_f_dis_reg;
+reg            d2_f_unk_reg;
+reg            d2_f_spoof_reg;
+reg            d2_f_cnt_reg;
+reg            d2_f_len2_reg;
+reg            d2_f_dtype_reg;
+reg            d2_f_slot_reg;
+reg            d2_is_grad_reg;
+reg            d2_sd_gt_hi_reg;
+reg            d2_sd_eq_hi_reg;
+reg            d2_sd_gt_lo_reg;
+reg            d2_vld_reg;
+reg            d2_eq_reg;
+reg            d2_rb_reg;
+reg            d2_h0_reg;
+reg            d2_h1_reg;
+reg            d2_has_w_reg;
+reg            d2_ge_add_reg;
+reg [1:0]      d2_state_reg;
+reg [31:0]     d2_count_reg;
+reg [3:0]      d2_cnt_p1_reg;
+reg [7:0]      d2_bitmap_reg;
+reg [31:0]     d2_round_reg;
+reg [7:0]      d2_bit_reg;
+reg [15:0]     d2_slot_reg;
+reg [31:0]     d2_seq_reg;
+reg [31:0]     d2_aux_reg;
+reg [47:0]     d2_eth_src_reg;
+reg [31:0]     d2_ip_src_reg;
+reg [15:0]     d2_udp_src_reg;
+reg [7:0]      d2_port_reg;
 
 always @(posedge clk) begin
     d2_valid_reg <= d1_valid_reg;
@@ -663,17 +674,17 @@ wire ok = pre_slot && !d2_f_slot_reg;
 wire stale1 = cfg_mode && (d2_sd_gt_hi_reg || (d2_sd_eq_hi_reg && d2_sd_gt_lo_reg));
 wire d_neg = d2_rb_reg ? d2_h1_reg : d2_h0_reg;
 wire newer = d2_vld_reg && !d2_eq_reg && !d_neg;
-wire open = !d2_vld_reg || !d2_eq_reg;
-wire hw = !open && d2_has_w_reg;
-wire [1:0] stt = open ? ST_OPEN : d2_state_reg;
+wire g_open = !d2_vld_reg || !d2_eq_reg;
+wire hw = !g_open && d2_has_w_reg;
+wire [1:0] stt = g_open ? ST_OPEN : d2_state_reg;
 wire g_stale = stale1 || newer;
 wire g_stale_resend = !stale1 && newer && d2_state_reg == ST_DONE;
 wire g_dup = !g_stale && (hw || stt != ST_OPEN);
 wire g_resend = g_dup && stt == ST_DONE;
 wire g_upre = g_dup && stt == ST_UP && hw;
 wire g_add = !g_stale && !g_dup;
-wire complete = open ? cfg_ge_first_reg : d2_ge_add_reg;
-wire [3:0] cnt_new = open ? 4'd1 : d2_cnt_p1_reg;
+wire complete = g_open ? cfg_ge_first_reg : d2_ge_add_reg;
+wire [3:0] cnt_new = g_open ? 4'd1 : d2_cnt_p1_reg;
 
 // RESULT (leaf)
 wire r_replace = d2_vld_reg && d2_eq_reg && d2_state_reg == ST_UP;
@@ -690,18 +701,18 @@ wire out_any = out_mcast || out_resend || out_up;
 assign st_we = d2_valid_reg && ((okg && g_add) || (okr && r_replace));
 assign st_wdata = d2_is_grad_reg
     ? {complete ? (cfg_role ? ST_UP : ST_DONE) : ST_OPEN, 28'd0, cnt_new,
-       (open ? 8'd0 : d2_bitmap_reg) | d2_bit_reg, d2_seq_reg}
+       (g_open ? 8'd0 : d2_bitmap_reg) | d2_bit_reg, d2_seq_reg}
     : {ST_DONE, d2_aux_reg, d2_bitmap_reg, d2_round_reg};
 
 // payload handling of the packet, used by its beats at P2
-reg [1:0] dec_mode_reg = M_NONE;
-reg       dec_out_reg = 1'b0;
-reg       dec_int_reg = 1'b0;
+reg [1:0] dec_mode_reg;
+reg       dec_out_reg;
+reg       dec_int_reg;
 
 always @(posedge clk) begin
     if (d2_valid_reg) begin
         if (okg && g_add) begin
-            dec_mode_reg <= open ? M_STORE : M_ADD;
+            dec_mode_reg <= g_open ? M_STORE : M_ADD;
         end else if (okr && r_replace) begin
             dec_mode_reg <= M_STORE;
         end else if (out_resend || out_up) begin
@@ -747,15 +758,15 @@ end
 /*
  * Output header preparation: destination, checksum (HP1..HP4)
  */
-reg        hp1_valid_reg = 1'b0;
-reg [1:0]  hp1_kind_reg = 2'd0;
-reg [15:0] hp1_slot_reg = 16'd0;
-reg [31:0] hp1_seq_reg = 32'd0;
-reg [31:0] hp1_aux_reg = 32'd0;
-reg [47:0] hp1_mac_reg = 48'd0;
-reg [31:0] hp1_ip_reg = 32'd0;
-reg [15:0] hp1_udp_reg = 16'd0;
-reg [7:0]  hp1_port_reg = 8'd0;
+reg        hp1_valid_reg;
+reg [1:0]  hp1_kind_reg;
+reg [15:0] hp1_slot_reg;
+reg [31:0] hp1_seq_reg;
+reg [31:0] hp1_aux_reg;
+reg [47:0] hp1_mac_reg;
+reg [31:0] hp1_ip_reg;
+reg [15:0] hp1_udp_reg;
+reg [7:0]  hp1_port_reg;
 
 always @(posedge clk) begin
     hp1_valid_reg <= d2_valid_reg && out_any;
@@ -784,16 +795,16 @@ wire hp1_resend = hp1_kind_reg == K_RESEND;
 wire hp1_up = hp1_kind_reg == K_UP;
 wire [31:0] hp1_ip_dst = hp1_resend ? hp1_ip_reg : (hp1_up ? cfg_parent_ip : cfg_mcast_ip);
 
-reg        hp2_valid_reg = 1'b0;
-reg [1:0]  hp2_kind_reg = 2'd0;
-reg [15:0] hp2_slot_reg = 16'd0;
-reg [31:0] hp2_seq_reg = 32'd0;
-reg [31:0] hp2_aux_reg = 32'd0;
-reg [47:0] hp2_eth_dst_reg = 48'd0;
-reg [31:0] hp2_ip_dst_reg = 32'd0;
-reg [15:0] hp2_udp_dst_reg = 16'd0;
-reg [7:0]  hp2_ports_reg = 8'd0;
-reg [16:0] hp2_t_reg = 17'd0;
+reg        hp2_valid_reg;
+reg [1:0]  hp2_kind_reg;
+reg [15:0] hp2_slot_reg;
+reg [31:0] hp2_seq_reg;
+reg [31:0] hp2_aux_reg;
+reg [47:0] hp2_eth_dst_reg;
+reg [31:0] hp2_ip_dst_reg;
+reg [15:0] hp2_udp_dst_reg;
+reg [7:0]  hp2_ports_reg;
+reg [16:0] hp2_t_reg;
 
 always @(posedge clk) begin
     hp2_valid_reg <= hp1_valid_reg;
@@ -811,15 +822,15 @@ always @(posedge clk) begin
     end
 end
 
-reg          hp3_valid_reg = 1'b0;
-reg [HF_W-17-1:0] hp3_fields_reg;
-reg [18:0]   hp3_s_reg = 19'd0;
-reg          hp4_valid_reg = 1'b0;
-reg [HF_W-17-1:0] hp4_fields_reg;
-reg [16:0]   hp4_f_reg = 17'd0;
+reg            hp3_valid_reg;
+reg [HP_W-1:0] hp3_fields_reg;
+reg [18:0]     hp3_s_reg;
+reg            hp4_valid_reg;
+reg [HP_W-1:0] hp4_fields_reg;
+reg [16:0]     hp4_f_reg;
 
 // entry without the checksum: {ports, udp_dst, ip_dst, eth_dst, kind, slot, seq, aux}
-wire [HF_W-17-1:0] hp2_fields = {hp2_ports_reg, hp2_udp_dst_reg, hp2_ip_dst_reg, hp2_eth_dst_reg,
+wire [HP_W-1:0] hp2_fields = {hp2_ports_reg, hp2_udp_dst_reg, hp2_ip_dst_reg, hp2_eth_dst_reg,
                                  hp2_kind_reg, hp2_slot_reg, hp2_seq_reg, hp2_aux_reg};
 
 always @(posedge clk) begin
@@ -837,7 +848,7 @@ end
 
 wire [15:0] hp4_csum = ~(hp4_f_reg[15:0] + {15'd0, hp4_f_reg[16]});
 
-wire [HF_W-1:0] hf_wr_data = {hp4_fields_reg[HF_W-17-1 -: 8], hp4_csum, hp4_fields_reg[HF_W-17-8-1:0]};
+wire [HF_W-1:0] hf_wr_data = {hp4_fields_reg[HP_W-1 -: 8], hp4_csum, hp4_fields_reg[HP_W-9:0]};
 
 wire            hf_valid;
 wire [HF_W-1:0] hf_data;
@@ -862,8 +873,8 @@ hdr_fifo_inst (
 /*
  * Payload path
  */
-reg [ACC_AW-1:0] rd_addr_reg = {ACC_AW{1'b0}};   // accumulator address of the next payload beat
-reg [PIDX_W-1:0] pidx_reg = {PIDX_W{1'b0}};       // index of the next payload beat
+reg [ACC_AW-1:0] rd_addr_reg;   // accumulator address of the next payload beat
+reg [PIDX_W-1:0] pidx_reg;       // index of the next payload beat
 
 // accumulator base address of each slot copy, a constant table
 wire [ACC_AW-1:0] base_rom[0:SC_N-1];
@@ -871,7 +882,8 @@ wire [ACC_AW-1:0] base_rom[0:SC_N-1];
 generate
 
 for (gi = 0; gi < SC_N; gi = gi + 1) begin : g_base
-    localparam [ACC_AW-1:0] BASE = gi < 2*MAX_SLOTS ? gi*BPC : 0;
+    localparam integer BASE_I = gi < 2*MAX_SLOTS ? gi*BPC : 0;
+    localparam [ACC_AW-1:0] BASE = BASE_I[ACC_AW-1:0];
     assign base_rom[gi] = BASE;
 end
 
@@ -916,20 +928,20 @@ reg [ACC_AW-1:0]     f_addr_reg[1:FP_LAT];
 reg [DATA_WIDTH-1:0] f_pass_reg[1:FP_LAT];
 
 // P1
-reg                  p1_valid_reg = 1'b0;
+reg                  p1_valid_reg;
 reg [DATA_WIDTH-1:0] p1_data_reg;
-reg [ACC_AW-1:0]     p1_addr_reg = {ACC_AW{1'b0}};
-reg                  p1_inr_reg = 1'b0;
-reg                  p1_last_reg = 1'b0;
-reg                  p1_fx_reg = 1'b0;
-reg                  p1_fh_reg = 1'b0;
+reg [ACC_AW-1:0]     p1_addr_reg;
+reg                  p1_inr_reg;
+reg                  p1_last_reg;
+reg                  p1_fx_reg;
+reg                  p1_fh_reg;
 // P2
-reg                  p2_valid_reg = 1'b0;
+reg                  p2_valid_reg;
 reg [DATA_WIDTH-1:0] p2_a_reg;
 reg [DATA_WIDTH-1:0] p2_b_reg;
-reg [ACC_AW-1:0]     p2_addr_reg = {ACC_AW{1'b0}};
-reg                  p2_inr_reg = 1'b0;
-reg                  p2_last_reg = 1'b0;
+reg [ACC_AW-1:0]     p2_addr_reg;
+reg                  p2_inr_reg;
+reg                  p2_last_reg;
 // last written beat (one clock old)
 reg [DATA_WIDTH-1:0] h_data_reg;
 
@@ -995,10 +1007,8 @@ end
 // adder lanes: fp32 (fp32_add) and int32 (two 16-bit halves, then delayed)
 wire [DATA_WIDTH-1:0] fp_sum;
 wire [LANES-1:0]      fp_out_valid;
-reg  [LANES*17-1:0]   i1_lo_reg;
-reg  [DATA_WIDTH/2-1:0] i1_ahi_reg;
-reg  [DATA_WIDTH/2-1:0] i1_bhi_reg;
-reg  [DATA_WIDTH-1:0] i_sum_reg[2:FP_LAT];
+wire [DATA_WIDTH-1:0] i_sum2;
+reg  [DATA_WIDTH-1:0] i_sum_reg[3:FP_LAT];
 
 generate
 
@@ -1022,19 +1032,27 @@ for (gi = 0; gi < LANES; gi = gi + 1) begin : g_lane
         .out_tag(lane_tag)
     );
 
+    // int32: low halves, then high halves with the carry
+    reg [16:0] lo_reg;
+    reg [15:0] ahi_reg;
+    reg [15:0] bhi_reg;
+    reg [31:0] sum_reg;
+
     always @(posedge clk) begin
-        i1_lo_reg[17*gi +: 17] <= {1'b0, p2_a_reg[32*gi +: 16]} + {1'b0, p2_b_reg[32*gi +: 16]};
-        i1_ahi_reg[16*gi +: 16] <= p2_a_reg[32*gi+16 +: 16];
-        i1_bhi_reg[16*gi +: 16] <= p2_b_reg[32*gi+16 +: 16];
-        i_sum_reg[2][32*gi +: 32] <= {i1_ahi_reg[16*gi +: 16] + i1_bhi_reg[16*gi +: 16]
-                                      + {15'd0, i1_lo_reg[17*gi+16]}, i1_lo_reg[17*gi +: 16]};
+        lo_reg <= {1'b0, p2_a_reg[32*gi +: 16]} + {1'b0, p2_b_reg[32*gi +: 16]};
+        ahi_reg <= p2_a_reg[32*gi+16 +: 16];
+        bhi_reg <= p2_b_reg[32*gi+16 +: 16];
+        sum_reg <= {ahi_reg + bhi_reg + {15'd0, lo_reg[16]}, lo_reg[15:0]};
     end
+
+    assign i_sum2[32*gi +: 32] = sum_reg;
 end
 
 endgenerate
 
 always @(posedge clk) begin
-    for (i = 3; i <= FP_LAT; i = i + 1) begin
+    i_sum_reg[3] <= i_sum2;
+    for (i = 4; i <= FP_LAT; i = i + 1) begin
         i_sum_reg[i] <= i_sum_reg[i-1];
     end
 end
@@ -1077,7 +1095,7 @@ pay_fifo_inst (
 );
 
 always @(posedge clk) begin
-    stall_out_reg <= pf_count >= OUT_DEPTH - OUT_MARGIN || hf_count >= HDR_DEPTH - HDR_MARGIN;
+    stall_out_reg <= pf_count >= OUT_STALL || hf_count >= HDR_STALL;
     if (rst) begin
         stall_out_reg <= 1'b1;
     end
@@ -1087,16 +1105,15 @@ end
  * Output assembler: header beats from the header FIFO entry, then the
  * payload, once the whole payload is in the FIFO
  */
-wire [7:0]  hf_ports   = hf_data[HF_W-1 -: 8];
-wire [15:0] hf_csum    = hf_data[HF_W-9 -: 16];
-wire [15:0] hf_udp_dst = hf_data[HF_W-25 -: 16];
-wire [31:0] hf_ip_dst  = hf_data[HF_W-41 -: 32];
-wire [47:0] hf_eth_dst = hf_data[HF_W-73 -: 48];
-wire [1:0]  hf_kind    = hf_data[113:112];
-wire [15:0] hf_slot    = hf_data[111:96];
-wire [31:0] hf_seq     = hf_data[95:64];
-wire [31:0] hf_aux     = hf_data[63:0+32];
-wire [31:0] hf_aux_lo  = hf_data[31:0];
+wire [7:0]  hf_ports   = hf_data[201:194];
+wire [15:0] hf_csum    = hf_data[193:178];
+wire [15:0] hf_udp_dst = hf_data[177:162];
+wire [31:0] hf_ip_dst  = hf_data[161:130];
+wire [47:0] hf_eth_dst = hf_data[129:82];
+wire [1:0]  hf_kind    = hf_data[81:80];
+wire [15:0] hf_slot    = hf_data[79:64];
+wire [31:0] hf_seq     = hf_data[63:32];
+wire [31:0] hf_aux     = hf_data[31:0];
 
 wire [511:0] o_hdr;
 
@@ -1124,7 +1141,7 @@ assign o_hdr[8*46 +: 16]  = bswap16(hf_kind == K_UP ? {13'd0, cfg_leaf_id} : 16'
 assign o_hdr[8*48 +: 16]  = bswap16(hf_slot);
 assign o_hdr[8*50 +: 32]  = bswap32(hf_seq);
 assign o_hdr[8*54 +: 16]  = bswap16({7'd0, cfg_elems});
-assign o_hdr[8*56 +: 32]  = bswap32(hf_aux_lo);
+assign o_hdr[8*56 +: 32]  = bswap32(hf_aux);
 assign o_hdr[8*60 +: 32]  = 32'd0;
 
 wire [DATA_WIDTH-1:0] o_hdr_b0 = o_hdr[DATA_WIDTH-1:0];
@@ -1142,12 +1159,12 @@ endgenerate
 
 localparam [1:0] O_IDLE = 2'd0, O_HDR = 2'd1, O_PAY = 2'd2;
 
-reg [1:0]            o_state_reg = O_IDLE, o_state_next;
-reg [OUT_AW:0]       o_done_reg = {OUT_AW+1{1'b0}}, o_done_next;
+reg [1:0]            o_state_reg, o_state_next;
+reg [OUT_AW:0]       o_done_reg, o_done_next;
 reg [DATA_WIDTH-1:0] m_tdata_reg, m_tdata_next;
-reg                  m_tvalid_reg = 1'b0, m_tvalid_next;
-reg                  m_tlast_reg = 1'b0, m_tlast_next;
-reg [31:0]           m_tuser_reg = 32'd0, m_tuser_next;
+reg                  m_tvalid_reg, m_tvalid_next;
+reg                  m_tlast_reg, m_tlast_next;
+reg [31:0]           m_tuser_reg, m_tuser_next;
 
 wire o_adv = !m_tvalid_reg || m_axis_tready;
 
@@ -1219,8 +1236,9 @@ assign m_axis_tuser = {{USER_WIDTH-32{1'b0}}, m_tuser_reg};
 
 // inputs the engine does not look at
 // verilator lint_off UNUSEDSIGNAL
-wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], hf_aux, fp_out_valid,
-                   st_count[31:4]};
+wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], fp_out_valid,
+                   st_count[31:4], hdr_now, cfg_pb_full, cfg_ctrl[1], hd_flags_reg[3:1],
+                   m_role[2:1], rd_lo[15:0], rd_hi0[14:0], rd_hi1[14:0]};
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule

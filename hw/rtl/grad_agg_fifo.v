@@ -81,10 +81,10 @@ end
 
 reg [WIDTH-1:0] mem[0:DEPTH-1];
 
-reg [AW:0] wr_ptr_reg = {AW+1{1'b0}}, wr_ptr_next;
-reg [AW:0] rd_ptr_reg = {AW+1{1'b0}}, rd_ptr_next;
-reg [AW:0] count_reg = {AW+1{1'b0}}, count_next;
-reg out_valid_reg = 1'b0, out_valid_next;
+reg [AW:0] wr_ptr_reg, wr_ptr_next;
+reg [AW:0] rd_ptr_reg, rd_ptr_next;
+reg [AW:0] count_reg, count_next;
+reg out_valid_reg, out_valid_next;
 reg [WIDTH-1:0] out_data_reg;
 
 wire ram_empty = wr_ptr_reg == rd_ptr_reg;

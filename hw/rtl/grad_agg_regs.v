@@ -120,7 +120,9 @@ module grad_agg_regs #
     input  wire [CNT_COUNT-1:0]    cnt_inc
 );
 
+// verilator lint_off UNUSEDPARAM
 `include "nrl_regs.vh"
+// verilator lint_on UNUSEDPARAM
 
 // counter indices of cnt_inc
 localparam C_RX_GRADIENT = 0;
@@ -167,38 +169,38 @@ integer i;
 /*
  * Register storage
  */
-reg [1:0]  ctrl_reg = RST_CTRL[1:0], ctrl_next;
-reg [7:0]  job_id_reg = 8'd0, job_id_next;
-reg [15:0] udp_port_reg = RST_UDP_PORT[15:0], udp_port_next;
-reg [31:0] switch_ip_reg = RST_SWITCH_IP, switch_ip_next;
-reg [15:0] mac_hi_reg = RST_SWITCH_MAC_HI[15:0], mac_hi_next;
-reg [31:0] mac_lo_reg = RST_SWITCH_MAC_LO, mac_lo_next;
-reg [31:0] mcast_ip_reg = RST_MCAST_IP, mcast_ip_next;
-reg [3:0]  members_reg = 4'd0, members_next;
-reg [3:0]  threshold_reg = 4'd0, threshold_next;
-reg [6:0]  slots_reg = SLOTS_RST, slots_next;
-reg [8:0]  elems_reg = ELEMS_RST, elems_next;
-reg        dtype_reg = 1'b0, dtype_next;
-reg        mode_reg = 1'b0, mode_next;
-reg [31:0] staleness_reg = 32'd0, staleness_next;
-reg        role_reg = 1'b0, role_next;
-reg [7:0]  uplink_reg = 8'd0, uplink_next;
-reg [31:0] parent_ip_reg = 32'd0, parent_ip_next;
-reg [15:0] parent_udp_reg = 16'd0, parent_udp_next;
-reg [2:0]  leaf_id_reg = 3'd0, leaf_id_next;
+reg [1:0]  ctrl_reg, ctrl_next;
+reg [7:0]  job_id_reg, job_id_next;
+reg [15:0] udp_port_reg, udp_port_next;
+reg [31:0] switch_ip_reg, switch_ip_next;
+reg [15:0] mac_hi_reg, mac_hi_next;
+reg [31:0] mac_lo_reg, mac_lo_next;
+reg [31:0] mcast_ip_reg, mcast_ip_next;
+reg [3:0]  members_reg, members_next;
+reg [3:0]  threshold_reg, threshold_next;
+reg [6:0]  slots_reg, slots_next;
+reg [8:0]  elems_reg, elems_next;
+reg        dtype_reg, dtype_next;
+reg        mode_reg, mode_next;
+reg [31:0] staleness_reg, staleness_next;
+reg        role_reg, role_next;
+reg [7:0]  uplink_reg, uplink_next;
+reg [31:0] parent_ip_reg, parent_ip_next;
+reg [15:0] parent_udp_reg, parent_udp_next;
+reg [2:0]  leaf_id_reg, leaf_id_next;
 reg [7:0]  mport_reg[0:7], mport_next[0:7];
 reg [31:0] mip_reg[0:7], mip_next[0:7];
 reg [15:0] mudp_reg[0:7], mudp_next[0:7];
 reg [2:0]  mrole_reg[0:7], mrole_next[0:7];
 
-reg invalidate_reg = 1'b0, invalidate_next;
-reg clear_reg = 1'b0, clear_next;
+reg invalidate_reg, invalidate_next;
+reg clear_reg, clear_next;
 
 /*
  * AXI4-Lite write channel: address and data are taken together
  */
-reg awready_reg = 1'b0, awready_next;
-reg bvalid_reg = 1'b0, bvalid_next;
+reg awready_reg, awready_next;
+reg bvalid_reg, bvalid_next;
 
 wire do_write = s_axil_awvalid && s_axil_wvalid && !bvalid_reg && !awready_reg;
 
@@ -464,7 +466,7 @@ endgenerate
  */
 reg [15:0] cnt_lo_reg[0:CNT_COUNT-1];
 reg [15:0] cnt_hi_reg[0:CNT_COUNT-1];
-reg [CNT_COUNT-1:0] cnt_cy_reg = {CNT_COUNT{1'b0}};
+reg [CNT_COUNT-1:0] cnt_cy_reg;
 
 always @(posedge clk) begin
     for (i = 0; i < CNT_COUNT; i = i + 1) begin
@@ -489,17 +491,17 @@ end
 /*
  * AXI4-Lite read channel: address register, select, carry fix-up
  */
-reg arready_reg = 1'b0, arready_next;
-reg rd_busy_reg = 1'b0, rd_busy_next;
-reg [2:0] rd_pipe_reg = 3'd0, rd_pipe_next;
-reg [11:0] rd_addr_reg = 12'd0;
-reg rvalid_reg = 1'b0, rvalid_next;
-reg [31:0] rdata_reg = 32'd0;
+reg arready_reg, arready_next;
+reg rd_busy_reg, rd_busy_next;
+reg [2:0] rd_pipe_reg, rd_pipe_next;
+reg [11:0] rd_addr_reg;
+reg rvalid_reg, rvalid_next;
+reg [31:0] rdata_reg;
 
 // stage 1: selected register value, or counter halves and pending carry
-reg [31:0] rd_val_reg = 32'd0;
-reg rd_is_cnt_reg = 1'b0;
-reg rd_cy_reg = 1'b0;
+reg [31:0] rd_val_reg;
+reg rd_is_cnt_reg;
+reg rd_cy_reg;
 
 assign s_axil_arready = arready_reg;
 assign s_axil_rdata = rdata_reg;
@@ -629,7 +631,7 @@ end
 
 // unused AXI4-Lite inputs
 // verilator lint_off UNUSEDSIGNAL
-wire unused_axil = &{1'b0, s_axil_awprot, s_axil_arprot, s_axil_awaddr[1:0], s_axil_araddr[1:0]};
+wire unused_axil = &{1'b0, s_axil_awprot, s_axil_arprot, s_axil_awaddr[1:0], s_axil_araddr[1:0], wv[30:16]};
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule

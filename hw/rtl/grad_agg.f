@@ -1,0 +1,4 @@
+grad_agg.v
+grad_agg_regs.v
+grad_agg_fifo.v
+fp32_add.v

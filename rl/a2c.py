@@ -1,0 +1,165 @@
+"""A2C (synchronous advantage actor-critic) for discrete actions, over N workers.
+
+The classic A2C loop, one worker's view: each worker steps ``num_envs``
+seeded envs for ``num_steps`` steps, computes the actor-critic loss on that
+short rollout and exchanges the gradient (one aggregation round per update)
+through :class:`rl.sync.GradientExchange` instead of calling
+``optimizer.step()``: the N workers' gradients are summed, averaged, and every
+worker applies the same update, which is what A2C's synchronous batch over
+many envs means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from rl.common import (
+    EnvPool,
+    EpisodeWindow,
+    SplitTimer,
+    WorkerContext,
+    WorkerResult,
+    init_layer,
+    state_numpy,
+    torch_generator,
+)
+from rl.sync import GradientExchange, make_sync
+
+
+@dataclass
+class Config:
+    """A2C hyper-parameters (per worker unless said otherwise)."""
+
+    env_id: str = "CartPole-v1"
+    seed: int = 1
+    total_timesteps: int = 300_000
+    """Env steps over all workers."""
+    num_envs: int = 4
+    """Env copies per worker."""
+    num_steps: int = 16
+    """Steps per env per update."""
+    learning_rate: float = 1e-3
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    norm_adv: bool = True
+    hidden: int = 64
+
+
+class ActorCritic(nn.Module):
+    """Separate actor and critic MLPs (tanh), orthogonal initialisation."""
+
+    def __init__(self, obs_dim: int, n_actions: int, hidden: int, gen: torch.Generator) -> None:
+        super().__init__()
+        self.critic = nn.Sequential(
+            init_layer(nn.Linear(obs_dim, hidden), gen), nn.Tanh(),
+            init_layer(nn.Linear(hidden, hidden), gen), nn.Tanh(),
+            init_layer(nn.Linear(hidden, 1), gen, std=1.0))
+        self.actor = nn.Sequential(
+            init_layer(nn.Linear(obs_dim, hidden), gen), nn.Tanh(),
+            init_layer(nn.Linear(hidden, hidden), gen), nn.Tanh(),
+            init_layer(nn.Linear(hidden, n_actions), gen, std=0.01))
+
+    def value(self, x: torch.Tensor) -> torch.Tensor:
+        return self.critic(x).squeeze(-1)
+
+
+def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
+    """Run one A2C worker until the budget is spent or the workers agree it is solved."""
+    gen = torch_generator(cfg.seed + 7919 * ctx.rank)
+    envs = EnvPool(cfg.env_id, cfg.num_envs, cfg.seed + 1000 * ctx.rank)
+    obs_dim = int(np.prod(envs.observation_space.shape))
+    model = ActorCritic(obs_dim, int(envs.action_space.n), cfg.hidden, torch_generator(cfg.seed))
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    exchange = GradientExchange(make_sync(ctx.sync, ctx.rank), list(model.parameters()),
+                                optimizer, max_grad_norm=cfg.max_grad_norm,
+                                target_return=ctx.target_return, window=ctx.window,
+                                board=ctx.board, record_digests=ctx.record_digests)
+    window = EpisodeWindow(ctx.window)
+    timer = SplitTimer(lambda: exchange.log.comm_seconds)
+    result = WorkerResult(rank=ctx.rank)
+
+    updates = max(1, cfg.total_timesteps // (cfg.num_envs * cfg.num_steps * ctx.world))
+    obs_buf = torch.zeros((cfg.num_steps, cfg.num_envs, obs_dim))
+    act_buf = torch.zeros((cfg.num_steps, cfg.num_envs), dtype=torch.long)
+    rew_buf = torch.zeros((cfg.num_steps, cfg.num_envs))
+    done_buf = torch.zeros((cfg.num_steps, cfg.num_envs))
+
+    step = 0
+    next_obs = torch.from_numpy(envs.reset())
+    next_done = torch.zeros(cfg.num_envs)
+    for update in range(1, updates + 1):
+        # -- rollout ---------------------------------------------------------------------
+        for t in range(cfg.num_steps):
+            step += cfg.num_envs
+            obs_buf[t], done_buf[t] = next_obs, next_done
+            with torch.no_grad():
+                probs = torch.softmax(model.actor(next_obs), -1)
+                action = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+            act_buf[t] = action
+            out = envs.step(action.numpy())
+            reward = torch.from_numpy(out.rewards)
+            if out.truncated.any():  # bootstrap time-limit truncations
+                with torch.no_grad():
+                    v_final = model.value(torch.from_numpy(out.final_obs))
+                reward = reward + cfg.gamma * v_final * torch.from_numpy(out.truncated).float()
+            rew_buf[t] = reward
+            next_obs = torch.from_numpy(out.next_obs)
+            next_done = torch.from_numpy(out.terminated | out.truncated).float()
+            for ret, length in out.episodes:
+                window.add(ret)
+                ctx.reporter.episode(step, ret, length)
+
+        # -- advantages (GAE) and loss ---------------------------------------------------
+        flat_obs = obs_buf.reshape(-1, obs_dim)
+        values = model.value(flat_obs).reshape(cfg.num_steps, cfg.num_envs)
+        with torch.no_grad():
+            next_value = model.value(next_obs)
+            v = values.detach()
+            advantages = torch.zeros_like(rew_buf)
+            lastgaelam = torch.zeros(cfg.num_envs)
+            for t in reversed(range(cfg.num_steps)):
+                if t == cfg.num_steps - 1:
+                    nonterminal, nextvalues = 1.0 - next_done, next_value
+                else:
+                    nonterminal, nextvalues = 1.0 - done_buf[t + 1], v[t + 1]
+                delta = rew_buf[t] + cfg.gamma * nextvalues * nonterminal - v[t]
+                lastgaelam = delta + cfg.gamma * cfg.gae_lambda * nonterminal * lastgaelam
+                advantages[t] = lastgaelam
+            returns = advantages + v
+        adv = advantages.reshape(-1)
+        if cfg.norm_adv:
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        dist = torch.distributions.Categorical(logits=model.actor(flat_obs))
+        pg_loss = -(dist.log_prob(act_buf.reshape(-1)) * adv).mean()
+        v_loss = 0.5 * ((values.reshape(-1) - returns.reshape(-1)) ** 2).mean()
+        entropy = dist.entropy().mean()
+        loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
+        optimizer.zero_grad()
+        loss.backward()
+        exchange.step(*window.stats)
+
+        compute, comm = timer.lap()
+        ctx.reporter.iteration(update, step, compute, comm, pg_loss=pg_loss.item(),
+                               v_loss=v_loss.item(), entropy=entropy.item())
+        result.iterations = update
+        if exchange.solved_round is not None and result.solve_seconds is None:
+            result.solved, result.solve_seconds = True, timer.elapsed()
+            result.solve_steps = step * ctx.world
+        if exchange.stopped:
+            break
+
+    exchange.close()
+    envs.close()
+    result.env_steps, result.rounds = step, exchange.log.rounds
+    result.train_seconds = timer.elapsed()
+    result.compute_seconds, result.comm_seconds = timer.compute_total, timer.comm_total
+    result.contributors, result.staleness = exchange.log.contributors, exchange.log.staleness
+    result.digests, result.params = exchange.log.digests, state_numpy(model)
+    return result
