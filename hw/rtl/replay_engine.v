@@ -838,6 +838,10 @@ always @* begin
 end
 
 wire [7:0] rec_beat = beat_reg - 2*HDR_BEATS;
+wire [7:0] desc_beat = beat_reg - HDR_BEATS;
+// which half of the 64-byte header / descriptor a 256-bit beat carries
+wire hdr_half = HDR_BEATS == 2 ? beat_reg[0] : 1'b0;
+wire desc_half = HDR_BEATS == 2 ? desc_beat[0] : 1'b0;
 wire gen_go = rq_valid && gen_credit;
 
 always @* begin
@@ -865,8 +869,8 @@ always @(posedge clk) begin
     g1_v_reg <= gen_go;
     g1_rec_reg <= beat_reg >= 2*HDR_BEATS;
     g1_last_reg <= beat_reg == frame_beats - 1;
-    g1_data_reg <= beat_reg < HDR_BEATS ? hdr[beat_reg[0]*DATA_WIDTH +: DATA_WIDTH] :
-                   desc[beat_reg[0]*DATA_WIDTH +: DATA_WIDTH];
+    g1_data_reg <= beat_reg < HDR_BEATS ? hdr[hdr_half*DATA_WIDTH +: DATA_WIDTH] :
+                   desc[desc_half*DATA_WIDTH +: DATA_WIDTH];
     g1_user_reg <= {c_port, 8'd0, frame_len};
     if (rst) begin
         beat_reg <= 8'd0;
