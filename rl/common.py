@@ -38,6 +38,9 @@ import torch
 from rl.replay import ReplayBackend, ReplaySpec
 from rl.sync import StopBoard, SyncBackend, SyncSpec, default_window
 
+MAX_MEMBERS = 8
+"""Member table entries of the switch (aggregation workers plus replay clients)."""
+
 # --------------------------------------------------------------------------------------------
 # Environments and seeding
 # --------------------------------------------------------------------------------------------
@@ -481,8 +484,14 @@ def run_workers(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dist
     try:
         spec = sync_backend.start()
         if replay is not None:
-            if replay.kind == "innet" and replay.url is None:
-                replay.url = spec.url if spec.kind == "inswitch" else dist.switch
+            if replay.kind == "innet":
+                if replay.url is None:
+                    replay.url = spec.url if spec.kind == "inswitch" else dist.switch
+                if spec.kind == "inswitch" and replay.url == spec.url:
+                    replay.member_offset = n
+                    if 2 * n > MAX_MEMBERS:
+                        raise ValueError(f"in-switch aggregation and in-network replay on one "
+                                         f"switch need 2N <= {MAX_MEMBERS} member ids (N={n})")
             replay_backend = ReplayBackend(replay)
             replay = replay_backend.start()
 

@@ -283,6 +283,10 @@ class ReplaySpec:
     record_bytes: int = 128
     url: str | None = None
     address: tuple[str, int] | None = None
+    member_offset: int = 0
+    """``innet``: worker ``rank`` uses member id ``rank + member_offset`` (the
+    aggregation workers hold ids 0 … N−1 with their own sockets when the same
+    switch also aggregates, so the replay clients take N … 2N−1)."""
 
     def __post_init__(self) -> None:
         if self.kind not in REPLAY_KINDS:
@@ -587,7 +591,7 @@ def make_replay(spec: ReplaySpec, rank: int, layout: RecordLayout) -> Replay:
         assert spec.address is not None, "server replay needs the server address"
         return ServerReplay(layout, spec.address)
     assert spec.url is not None, "innet replay needs the switch URL"
-    return InNetReplay(layout, spec.url, rank)
+    return InNetReplay(layout, spec.url, rank + spec.member_offset)
 
 
 class ReplayBackend:

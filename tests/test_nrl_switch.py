@@ -3,18 +3,23 @@
 The whole switch (classifier, both engines, output merge, register split) is
 checked against ``hostdrv.model.SwitchModel`` with mixed L2, aggregation and
 replay traffic. The 256-bit bus (SUME) runs on every simulator; the 512-bit
-bus on Verilator only, where it costs a build but little run time.
+bus on Verilator only, where it costs a build but little run time. The SUME
+wrapper (hw/boards/sume/nf_nrl_top.v) gets a smoke test of its own on Icarus.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from sim.common.runner import RTL, SIMULATORS, have_simulator, read_filelist, run_cocotb
+from sim.common.runner import HW, RTL, SIMULATORS, have_simulator, read_filelist, run_cocotb
+
+SUME = HW / "boards" / "sume"
 
 # small memories keep the build and the simulation quick; the model reads the
 # sizes back from the RPL_CAPACITY / AGG_MAX_* registers
 PARAMS: dict[str, object] = {
+    "AGG_MAX_SLOTS": 4,
+    "AGG_MAX_ELEMS": 32,
     "RPL_CAPACITY": 64,
     "RPL_RECORD_BYTES": 128,
 }
@@ -37,4 +42,18 @@ def test_nrl_switch(sim: str, data_width: int, monkeypatch: pytest.MonkeyPatch) 
         test_module="sim.nrl_switch.test_nrl_switch",
         parameters=params,
         build_tag=f"w{data_width}",
+    )
+
+
+def test_nf_nrl_top_wrapper() -> None:
+    """The SUME wrapper: input arbiter, output queues and register window (Icarus)."""
+    if not have_simulator("icarus"):
+        pytest.skip("icarus not installed")
+    run_cocotb(
+        sim="icarus",
+        toplevel="nf_nrl_top",
+        sources=read_filelist(RTL / "nrl_switch.f") + read_filelist(SUME / "nf_nrl_top.f"),
+        test_module="sim.nrl_switch.test_nf_nrl_top",
+        parameters={**PARAMS, "OQ_ADDR_WIDTH": 7},
+        build_tag="sume",
     )

@@ -126,7 +126,8 @@ localparam HB = HDR_BEATS == 2 ? KEEP_WIDTH : 0;
 localparam FIFO_ADDR = 2;
 localparam FIFO_DEPTH = 2**FIFO_ADDR;
 
-localparam [1:0] SEL_L2 = 2'd0, SEL_AGG = 2'd1, SEL_RPL = 2'd2;
+// output select, one-hot: bit 0 L2, bit 1 aggregation engine, bit 2 replay engine
+localparam [2:0] SEL_L2 = 3'b001, SEL_AGG = 3'b010, SEL_RPL = 3'b100;
 
 localparam [7:0] MAC_PORTS = 8'h55;
 
@@ -159,7 +160,7 @@ reg [FIFO_ADDR:0] rd_ptr_reg, rd_ptr_next;
 
 // decision FIFO: {L2 destination ports, select}; one entry per packet in the
 // beat FIFO at most, so it never overflows
-reg [9:0] dec_mem[FIFO_DEPTH-1:0];
+reg [10:0] dec_mem[FIFO_DEPTH-1:0];
 reg [FIFO_ADDR:0] dec_wr_ptr_reg, dec_wr_ptr_next;
 reg [FIFO_ADDR:0] dec_rd_ptr_reg, dec_rd_ptr_next;
 
@@ -189,7 +190,7 @@ wire rpl_op_now = opcode_now >= 8'd3 && opcode_now <= 8'd7;
 wire [7:0] flood_now = MAC_PORTS & ~s_axis_tuser[23:16];
 
 reg dec_push;
-reg [9:0] dec_push_data;
+reg [10:0] dec_push_data;
 
 always @* begin
     wr_ptr_next = wr_ptr_reg;
@@ -259,14 +260,14 @@ wire [USER_WIDTH-1:0] head_tuser;
 
 assign {head_tdata, head_tkeep, head_tlast, head_tuser} = mem[rd_ptr_reg[FIFO_ADDR-1:0]];
 
-wire [9:0] head_dec = dec_mem[dec_rd_ptr_reg[FIFO_ADDR-1:0]];
-wire [1:0] head_sel = head_dec[1:0];
-wire [7:0] head_flood = head_dec[9:2];
+wire [10:0] head_dec = dec_mem[dec_rd_ptr_reg[FIFO_ADDR-1:0]];
+wire [2:0] head_sel = head_dec[2:0];
+wire [7:0] head_flood = head_dec[10:3];
 
-reg [DATA_WIDTH-1:0] m_axis_tdata_reg[2:0];
-reg [KEEP_WIDTH-1:0] m_axis_tkeep_reg[2:0];
-reg                  m_axis_tlast_reg[2:0];
-reg [USER_WIDTH-1:0] m_axis_tuser_reg[2:0];
+reg [DATA_WIDTH-1:0] m_axis_l2_tdata_reg,  m_axis_agg_tdata_reg,  m_axis_rpl_tdata_reg;
+reg [KEEP_WIDTH-1:0] m_axis_l2_tkeep_reg,  m_axis_agg_tkeep_reg,  m_axis_rpl_tkeep_reg;
+reg                  m_axis_l2_tlast_reg,  m_axis_agg_tlast_reg,  m_axis_rpl_tlast_reg;
+reg [USER_WIDTH-1:0] m_axis_l2_tuser_reg,  m_axis_agg_tuser_reg,  m_axis_rpl_tuser_reg;
 reg [2:0] m_axis_tvalid_reg, m_axis_tvalid_next;
 
 reg stat_pass_reg, stat_pass_next;
@@ -276,7 +277,7 @@ wire [2:0] m_axis_tready_int = {m_axis_rpl_tready, m_axis_agg_tready, m_axis_l2_
 wire [2:0] out_free = ~m_axis_tvalid_reg | m_axis_tready_int;
 
 wire head_avail = !empty && !dec_empty;
-wire pop = head_avail && out_free[head_sel];
+wire pop = head_avail && (out_free & head_sel) == head_sel;
 
 always @* begin
     rd_ptr_next = rd_ptr_reg;
@@ -286,10 +287,10 @@ always @* begin
 
     if (pop) begin
         rd_ptr_next = rd_ptr_reg + 1;
-        m_axis_tvalid_next[head_sel] = 1'b1;
+        m_axis_tvalid_next = m_axis_tvalid_next | head_sel;
         if (head_tlast) begin
             dec_rd_ptr_next = dec_rd_ptr_reg + 1;
-            stat_pass_next = head_sel == SEL_L2;
+            stat_pass_next = head_sel[0];
         end
     end
 end
@@ -306,15 +307,23 @@ always @(posedge clk) begin
     m_axis_tvalid_reg <= m_axis_tvalid_next;
     stat_pass_reg <= stat_pass_next;
 
-    if (pop) begin
-        m_axis_tdata_reg[head_sel] <= head_tdata;
-        m_axis_tkeep_reg[head_sel] <= head_tkeep;
-        m_axis_tlast_reg[head_sel] <= head_tlast;
-        if (head_sel == SEL_L2) begin
-            m_axis_tuser_reg[head_sel] <= {head_tuser[USER_WIDTH-1:32], head_flood, head_tuser[23:0]};
-        end else begin
-            m_axis_tuser_reg[head_sel] <= head_tuser;
-        end
+    if (pop && head_sel[0]) begin
+        m_axis_l2_tdata_reg <= head_tdata;
+        m_axis_l2_tkeep_reg <= head_tkeep;
+        m_axis_l2_tlast_reg <= head_tlast;
+        m_axis_l2_tuser_reg <= {head_tuser[USER_WIDTH-1:32], head_flood, head_tuser[23:0]};
+    end
+    if (pop && head_sel[1]) begin
+        m_axis_agg_tdata_reg <= head_tdata;
+        m_axis_agg_tkeep_reg <= head_tkeep;
+        m_axis_agg_tlast_reg <= head_tlast;
+        m_axis_agg_tuser_reg <= head_tuser;
+    end
+    if (pop && head_sel[2]) begin
+        m_axis_rpl_tdata_reg <= head_tdata;
+        m_axis_rpl_tkeep_reg <= head_tkeep;
+        m_axis_rpl_tlast_reg <= head_tlast;
+        m_axis_rpl_tuser_reg <= head_tuser;
     end
 
     if (rst) begin
@@ -329,23 +338,23 @@ always @(posedge clk) begin
     end
 end
 
-assign m_axis_l2_tdata  = m_axis_tdata_reg[SEL_L2];
-assign m_axis_l2_tkeep  = m_axis_tkeep_reg[SEL_L2];
-assign m_axis_l2_tvalid = m_axis_tvalid_reg[SEL_L2];
-assign m_axis_l2_tlast  = m_axis_tlast_reg[SEL_L2];
-assign m_axis_l2_tuser  = m_axis_tuser_reg[SEL_L2];
+assign m_axis_l2_tdata = m_axis_l2_tdata_reg;
+assign m_axis_l2_tkeep = m_axis_l2_tkeep_reg;
+assign m_axis_l2_tlast = m_axis_l2_tlast_reg;
+assign m_axis_l2_tuser = m_axis_l2_tuser_reg;
+assign m_axis_l2_tvalid = m_axis_tvalid_reg[0];
 
-assign m_axis_agg_tdata  = m_axis_tdata_reg[SEL_AGG];
-assign m_axis_agg_tkeep  = m_axis_tkeep_reg[SEL_AGG];
-assign m_axis_agg_tvalid = m_axis_tvalid_reg[SEL_AGG];
-assign m_axis_agg_tlast  = m_axis_tlast_reg[SEL_AGG];
-assign m_axis_agg_tuser  = m_axis_tuser_reg[SEL_AGG];
+assign m_axis_agg_tdata = m_axis_agg_tdata_reg;
+assign m_axis_agg_tkeep = m_axis_agg_tkeep_reg;
+assign m_axis_agg_tlast = m_axis_agg_tlast_reg;
+assign m_axis_agg_tuser = m_axis_agg_tuser_reg;
+assign m_axis_agg_tvalid = m_axis_tvalid_reg[1];
 
-assign m_axis_rpl_tdata  = m_axis_tdata_reg[SEL_RPL];
-assign m_axis_rpl_tkeep  = m_axis_tkeep_reg[SEL_RPL];
-assign m_axis_rpl_tvalid = m_axis_tvalid_reg[SEL_RPL];
-assign m_axis_rpl_tlast  = m_axis_tlast_reg[SEL_RPL];
-assign m_axis_rpl_tuser  = m_axis_tuser_reg[SEL_RPL];
+assign m_axis_rpl_tdata = m_axis_rpl_tdata_reg;
+assign m_axis_rpl_tkeep = m_axis_rpl_tkeep_reg;
+assign m_axis_rpl_tlast = m_axis_rpl_tlast_reg;
+assign m_axis_rpl_tuser = m_axis_rpl_tuser_reg;
+assign m_axis_rpl_tvalid = m_axis_tvalid_reg[2];
 
 assign stat_pass = stat_pass_reg;
 

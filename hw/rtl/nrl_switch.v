@@ -68,6 +68,10 @@ module nrl_switch #
     parameter AXIL_STRB_WIDTH = AXIL_DATA_WIDTH/8,
     // Value of the BUILD_HASH register (first 32 bits of the git commit)
     parameter BUILD_HASH = 32'd0,
+    // Aggregation slot memory depth, 1..64 (AGG_MAX_SLOTS)
+    parameter AGG_MAX_SLOTS = 64,
+    // Largest elements per packet P, a multiple of 16 in 16..352 (AGG_MAX_ELEMS)
+    parameter AGG_MAX_ELEMS = 352,
     // Replay capacity C in records (power of two), RPL_CAPACITY
     parameter RPL_CAPACITY = 16384,
     // Replay record size R in bytes (multiple of 64), RPL_RECORD_BYTES
@@ -219,7 +223,10 @@ classifier_inst (
 grad_agg #(
     .DATA_WIDTH(DATA_WIDTH),
     .KEEP_WIDTH(KEEP_WIDTH),
-    .USER_WIDTH(USER_WIDTH)
+    .USER_WIDTH(USER_WIDTH),
+    .MAX_SLOTS(AGG_MAX_SLOTS),
+    .MAX_ELEMS(AGG_MAX_ELEMS),
+    .BUILD_HASH(BUILD_HASH)
 )
 grad_agg_inst (
     .clk(clk),

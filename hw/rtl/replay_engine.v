@@ -143,6 +143,18 @@ localparam RQ_W = 1 + 1 + CTX_W + 6 + L + 32;
 localparam NCNT = 14;
 
 localparam [31:0] DEFAULT_SEED = 32'h2545F491;
+localparam HDR_BEATS_M1 = HDR_BEATS - 1;
+localparam REC_BEATS_M1 = REC_BEATS - 1;
+localparam PPB_M1 = PPB - 1;
+localparam REC_START = 2*HDR_BEATS;
+localparam [PLB_W-1:0] PB_LAST = HDR_BEATS_M1[PLB_W-1:0];  // last beat of the priority block
+localparam [RB_W-1:0] REC_LAST = REC_BEATS_M1[RB_W-1:0];
+localparam [L:0] CAP_B = CAPACITY[L:0];
+localparam [PPB_W-1:0] PPB_LAST = PPB_M1[PPB_W-1:0];
+localparam [7:0] ACK_BEATS_B = HDR_BEATS[7:0];
+localparam [7:0] RESP_BEATS_B = RESP_BEATS[7:0];
+localparam [7:0] HDR_BEATS_B = HDR_BEATS[7:0];
+localparam [7:0] REC_START_B = REC_START[7:0];
 
 initial begin
     if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
@@ -184,8 +196,8 @@ wire seed_wr;
 wire rpl_reset;
 wire [NCNT-1:0] cnt_inc;
 
-reg [L-1:0] wp_reg = {L{1'b0}}, wp_next;
-reg [L:0] size_reg = {L+1{1'b0}}, size_next;
+reg [L-1:0] wp_reg, wp_next;
+reg [L:0] size_reg, size_next;
 wire [TW-1:0] tree_total;
 
 replay_regs #(
@@ -306,16 +318,19 @@ wire m_ok = meta_data[MO_OK];
 
 reg tree_clear;
 wire tree_clearing;
-reg tu_v_reg = 1'b0, tu_v_next;
-reg tu_check_reg = 1'b0, tu_check_next;
-reg [31:0] tu_idx_reg = 32'd0, tu_idx_next;
-reg [31:0] tu_prio_reg = 32'd0, tu_prio_next;
+reg tu_v_reg, tu_v_next;
+reg tu_check_reg, tu_check_next;
+reg [31:0] tu_idx_reg, tu_idx_next;
+reg [31:0] tu_prio_reg, tu_prio_next;
 wire tu_bad = tu_check_reg && (tu_idx_reg[31:L+1] != 0 || tu_idx_reg[L:0] >= size_reg);
 wire upd_busy;
 wire q_busy;
 
 wire mul_valid;
-wire [47:0] mul_p;
+// verilator lint_off UNUSEDSIGNAL
+wire [47:0] mul_p;   // bits above SUM_WIDTH are 0
+wire [SU_W-1:0] r_user;  // bit 0 (uniform) is used before the tree
+// verilator lint_on UNUSEDSIGNAL
 wire [SU_W-1:0] mul_user;
 reg mul_in_valid;
 reg [37:0] mul_in_a;
@@ -325,7 +340,6 @@ reg [SU_W-1:0] mul_in_user;
 wire r_valid;
 wire [L-1:0] r_index;
 wire [31:0] r_prio;
-wire [SU_W-1:0] r_user;
 
 replay_mul #(
     .A_WIDTH(38),
@@ -396,8 +410,8 @@ localparam CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + TW + (L+1);
 reg [CTX_WIDTH-1:0] ctx_mem[(2**CTX_W)-1:0];
 reg ctx_we;
 reg [CTX_WIDTH-1:0] ctx_wd;
-reg [CTX_W-1:0] ctx_wr_reg = {CTX_W{1'b0}}, ctx_wr_next;
-reg [CTX_W:0] ctx_used_reg = {CTX_W+1{1'b0}};
+reg [CTX_W-1:0] ctx_wr_reg, ctx_wr_next;
+reg [CTX_W:0] ctx_used_reg;
 reg ctx_free;  // responder releases one context
 
 always @(posedge clk) begin
@@ -444,10 +458,10 @@ rq_inst (
 
 // entries reserved: samples issued or queued, acks queued; released when the
 // responder has issued the frame's last beat
-reg [RQ_ADDR+1:0] rq_used_reg = {RQ_ADDR+2{1'b0}};
+reg [RQ_ADDR+1:0] rq_used_reg;
 reg rq_take;
 // samples between issue and the tree output
-reg [7:0] inflight_reg = 8'd0;
+reg [7:0] inflight_reg;
 reg smp_issue;
 
 always @(posedge clk) begin
@@ -475,18 +489,18 @@ localparam [3:0]
     S_SMP_SETUP = 4'd9,
     S_SMP_ISSUE = 4'd10;
 
-reg [3:0] state_reg = S_IDLE, state_next;
-reg [PLB_W-1:0] cnt_reg = {PLB_W{1'b0}}, cnt_next;
-reg [511:0] blk_reg = 512'd0, blk_next;
-reg [4:0] rec_j_reg = 5'd0, rec_j_next;
-reg [RB_W-1:0] rec_b_reg = {RB_W{1'b0}}, rec_b_next;
-reg [L-1:0] rec_idx_reg = {L{1'b0}}, rec_idx_next;
-reg [4:0] tu_j_reg = 5'd0, tu_j_next;
-reg [7:0] pair_reg = 8'd0, pair_next;
-reg [31:0] rng_reg = DEFAULT_SEED, rng_next;
-reg [47:0] y_reg = 48'd0, y_next;
-reg [6:0] smp_i_reg = 7'd0, smp_i_next;
-reg reset_pend_reg = 1'b0, reset_pend_next;
+reg [3:0] state_reg, state_next;
+reg [PLB_W-1:0] cnt_reg, cnt_next;
+reg [2*DATA_WIDTH-1:0] blk_reg, blk_next;  // the priority block (first 64 bytes)
+reg [4:0] rec_j_reg, rec_j_next;
+reg [RB_W-1:0] rec_b_reg, rec_b_next;
+reg [L-1:0] rec_idx_reg, rec_idx_next;
+reg [4:0] tu_j_reg, tu_j_next;
+reg [7:0] pair_reg, pair_next;
+reg [31:0] rng_reg, rng_next;
+reg [47:0] y_reg, y_next;
+reg [6:0] smp_i_reg, smp_i_next;
+reg reset_pend_reg, reset_pend_next;
 reg stat_empty;
 
 function [31:0] xorshift32(input [31:0] x);
@@ -499,12 +513,14 @@ function [31:0] xorshift32(input [31:0] x);
 endfunction
 
 // log2 of a power-of-two batch size 1..64
+// verilator lint_off UNUSEDSIGNAL
 function [2:0] log2b(input [7:0] b);
     begin
         log2b = b[1] ? 3'd1 : b[2] ? 3'd2 : b[3] ? 3'd3 : b[4] ? 3'd4 :
                 b[5] ? 3'd5 : b[6] ? 3'd6 : 3'd0;
     end
 endfunction
+// verilator lint_on UNUSEDSIGNAL
 
 wire [CTX_WIDTH-1:0] ctx_common = {meta_data[MO_ETH +: 48], meta_data[MO_IP +: 32],
                                    meta_data[MO_UDP +: 16], meta_data[MO_PORT +: 8],
@@ -513,7 +529,12 @@ wire [CTX_WIDTH-1:0] ctx_common = {meta_data[MO_ETH +: 48], meta_data[MO_IP +: 3
 
 wire m_empty = size_reg == 0 || (m_prio && tree_total == 0);
 wire [TW-1:0] seg = tree_total >> log2b(m_count);
-wire [L:0] size_add = size_reg + {{L-4{1'b0}}, m_count[4:0]};
+wire [31:0] size_add32 = {{31-L{1'b0}}, size_reg} + {27'd0, m_count[4:0]};
+wire [L:0] size_add = size_add32[L:0];
+// verilator lint_off UNUSEDSIGNAL
+wire [31:0] wp_plus_j = {{32-L{1'b0}}, wp_reg} + {27'd0, tu_j_reg};
+wire [31:0] wp_plus_k = {{32-L{1'b0}}, wp_reg} + {27'd0, m_count[4:0]};
+// verilator lint_on UNUSEDSIGNAL
 wire [PPB_W-1:0] pair_lane = pair_reg[PPB_W-1:0];
 wire [63:0] pair_data = pl_data[pair_lane*64 +: 64];
 
@@ -600,9 +621,13 @@ always @* begin
         S_PUSH_BLK: begin
             pl_ready = 1'b1;
             if (pl_valid) begin
-                blk_next[cnt_reg[1:0]*DATA_WIDTH +: DATA_WIDTH] = pl_data;
+                if (cnt_reg[0]) begin
+                    blk_next[DATA_WIDTH +: DATA_WIDTH] = pl_data;
+                end else begin
+                    blk_next[0 +: DATA_WIDTH] = pl_data;
+                end
                 cnt_next = cnt_reg + 1'b1;
-                if (cnt_reg == HDR_BEATS-1) begin
+                if (cnt_reg == PB_LAST) begin
                     rec_j_next = 5'd0;
                     rec_b_next = {RB_W{1'b0}};
                     rec_idx_next = wp_reg;
@@ -617,7 +642,7 @@ always @* begin
                 pl_ready = 1'b1;
                 if (pl_valid) begin
                     rec_we = 1'b1;
-                    if (rec_b_reg == REC_BEATS-1) begin
+                    if (rec_b_reg == REC_LAST) begin
                         rec_b_next = {RB_W{1'b0}};
                         rec_j_next = rec_j_reg + 1'b1;
                         rec_idx_next = rec_idx_reg + 1'b1;
@@ -629,7 +654,7 @@ always @* begin
             // leaves, one per clock
             if (tu_j_reg != m_count[4:0]) begin
                 tu_v_next = 1'b1;
-                tu_idx_next = {{32-L{1'b0}}, wp_reg + tu_j_reg};
+                tu_idx_next = {{32-L{1'b0}}, wp_plus_j[L-1:0]};
                 tu_prio_next = blk_reg[tu_j_reg[3:0]*32 +: 32];
                 tu_j_next = tu_j_reg + 1'b1;
             end
@@ -641,8 +666,8 @@ always @* begin
             ctx_we = 1'b1;
             ctx_wr_next = ctx_wr_reg + 1'b1;
             rq_take = 1'b1;
-            wp_next = wp_reg + m_count[4:0];
-            size_next = size_add > CAPACITY ? CAPACITY[L:0] : size_add;
+            wp_next = wp_plus_k[L-1:0];
+            size_next = size_add32 > CAPACITY ? CAP_B : size_add;
             meta_ready = 1'b1;
             state_next = S_IDLE;
         end
@@ -659,10 +684,10 @@ always @* begin
                 tu_idx_next = pair_data[31:0];
                 tu_prio_next = pair_data[63:32];
                 pair_next = pair_reg + 1'b1;
-                if (pair_lane == PPB-1 || pair_reg == m_count - 1) begin
+                if (pair_lane == PPB_LAST || pair_reg == m_count - 8'd1) begin
                     pl_ready = 1'b1;
                 end
-                if (pair_reg == m_count - 1) begin
+                if (pair_reg == m_count - 8'd1) begin
                     meta_ready = 1'b1;
                     state_next = S_IDLE;
                 end
@@ -695,7 +720,7 @@ always @* begin
                 mul_in_valid = 1'b1;
                 mul_in_a = {m_prio ? smp_i_reg[5:0] : 6'd0, rng_next};
                 smp_i_next = smp_i_reg + 1'b1;
-                if (smp_i_reg == {1'b0, m_count[6:0]} - 1) begin
+                if ({1'b0, smp_i_reg} == m_count - 8'd1) begin
                     mul_in_user[1] = 1'b1;  // last sample of the request
                     ctx_wr_next = ctx_wr_reg + 1'b1;
                     meta_ready = 1'b1;
@@ -782,52 +807,58 @@ wire [31:0] c_ip = ctx[L+1+TW+83 +: 32];
 wire [47:0] c_eth = ctx[L+1+TW+115 +: 48];
 
 wire [OUT_ADDR+1:0] out_count;
-reg [7:0] beat_reg = 8'd0, beat_next;
-reg g1_v_reg = 1'b0;
-reg g1_rec_reg = 1'b0;
-reg g1_last_reg = 1'b0;
+reg [7:0] beat_reg, beat_next;
+reg g1_v_reg;
+reg g1_rec_reg;
+reg g1_last_reg;
 reg [DATA_WIDTH-1:0] g1_data_reg;
 reg [31:0] g1_user_reg;
 reg stat_tx_ack, stat_tx_resp;
 
 wire gen_credit = out_count + {{OUT_ADDR+1{1'b0}}, g1_v_reg} < (2**OUT_ADDR) - 1;
-wire [7:0] frame_beats = rq_ack ? HDR_BEATS : RESP_BEATS;
+wire [7:0] frame_beats = rq_ack ? ACK_BEATS_B : RESP_BEATS_B;
 wire [15:0] frame_len = rq_ack ? 16'd64 : 16'd128 + RECORD_BYTES;
 
 reg [511:0] hdr;
 reg [511:0] desc;
-integer k;
 
-// big-endian field of n bytes at byte offset o
-task put_be(input integer o, input integer n, input [63:0] v);
-    for (k = 0; k < n; k = k + 1) begin
-        hdr[(o+k)*8 +: 8] = v[(n-1-k)*8 +: 8];
-    end
-endtask
+// byte swaps: a big-endian field of the frame, placed at its byte offset
+// on the little-endian bus (byte 0 in bits 7:0)
+function [15:0] be16(input [15:0] v);
+    be16 = {v[7:0], v[15:8]};
+endfunction
+
+function [31:0] be32(input [31:0] v);
+    be32 = {v[7:0], v[15:8], v[23:16], v[31:24]};
+endfunction
+
+function [47:0] be48(input [47:0] v);
+    be48 = {v[7:0], v[15:8], v[23:16], v[31:24], v[39:32], v[47:40]};
+endfunction
 
 always @* begin
     hdr = 512'd0;
-    put_be(0, 6, {16'd0, c_eth});
-    put_be(6, 6, {16'd0, switch_mac});
-    put_be(12, 2, 64'h0800);
-    put_be(14, 2, 64'h4500);
-    put_be(16, 2, {48'd0, frame_len - 16'd14});
-    put_be(20, 2, 64'h4000);
-    put_be(22, 2, 64'h4011);
-    put_be(24, 2, {48'd0, c_csum});
-    put_be(26, 4, {32'd0, switch_ip});
-    put_be(30, 4, {32'd0, c_ip});
-    put_be(34, 2, {48'd0, udp_port});
-    put_be(36, 2, {48'd0, c_udp});
-    put_be(38, 2, {48'd0, frame_len - 16'd34});
-    put_be(42, 1, 64'd1);
-    put_be(43, 1, rq_ack ? 64'd4 : 64'd6);
-    put_be(44, 1, 64'h08);
-    put_be(45, 1, {56'd0, job_id});
-    put_be(46, 2, {61'd0, c_w});
-    put_be(50, 4, {32'd0, c_seq});
-    put_be(54, 2, rq_ack ? {56'd0, c_count} : 64'd1);
-    put_be(56, 4, rq_ack ? {{64-L{1'b0}}, rq_index} : {58'd0, rq_i});
+    hdr[0*8 +: 48] = be48(c_eth);
+    hdr[6*8 +: 48] = be48(switch_mac);
+    hdr[12*8 +: 16] = be16(16'h0800);
+    hdr[14*8 +: 16] = be16(16'h4500);
+    hdr[16*8 +: 16] = be16(frame_len - 16'd14);
+    hdr[20*8 +: 16] = be16(16'h4000);
+    hdr[22*8 +: 16] = be16(16'h4011);
+    hdr[24*8 +: 16] = be16(c_csum);
+    hdr[26*8 +: 32] = be32(switch_ip);
+    hdr[30*8 +: 32] = be32(c_ip);
+    hdr[34*8 +: 16] = be16(udp_port);
+    hdr[36*8 +: 16] = be16(c_udp);
+    hdr[38*8 +: 16] = be16(frame_len - 16'd34);
+    hdr[42*8 +: 8] = 8'd1;
+    hdr[43*8 +: 8] = rq_ack ? 8'd4 : 8'd6;
+    hdr[44*8 +: 8] = 8'h08;
+    hdr[45*8 +: 8] = job_id;
+    hdr[46*8 +: 16] = be16({13'd0, c_w});
+    hdr[50*8 +: 32] = be32(c_seq);
+    hdr[54*8 +: 16] = be16(rq_ack ? {8'd0, c_count} : 16'd1);
+    hdr[56*8 +: 32] = be32(rq_ack ? {{32-L{1'b0}}, rq_index} : {26'd0, rq_i});
 
     desc = 512'd0;
     desc[0 +: 32] = {{32-L{1'b0}}, rq_index};
@@ -837,8 +868,10 @@ always @* begin
     desc[160 +: 32] = {{31-L{1'b0}}, c_size};
 end
 
-wire [7:0] rec_beat = beat_reg - 2*HDR_BEATS;
-wire [7:0] desc_beat = beat_reg - HDR_BEATS;
+// verilator lint_off UNUSEDSIGNAL
+wire [7:0] rec_beat = beat_reg - REC_START_B;
+wire [7:0] desc_beat = beat_reg - HDR_BEATS_B;
+// verilator lint_on UNUSEDSIGNAL
 // which half of the 64-byte header / descriptor a 256-bit beat carries
 wire hdr_half = HDR_BEATS == 2 ? beat_reg[0] : 1'b0;
 wire desc_half = HDR_BEATS == 2 ? desc_beat[0] : 1'b0;
@@ -867,9 +900,9 @@ end
 always @(posedge clk) begin
     beat_reg <= beat_next;
     g1_v_reg <= gen_go;
-    g1_rec_reg <= beat_reg >= 2*HDR_BEATS;
+    g1_rec_reg <= beat_reg >= REC_START_B;
     g1_last_reg <= beat_reg == frame_beats - 1;
-    g1_data_reg <= beat_reg < HDR_BEATS ? hdr[hdr_half*DATA_WIDTH +: DATA_WIDTH] :
+    g1_data_reg <= beat_reg < HDR_BEATS_B ? hdr[hdr_half*DATA_WIDTH +: DATA_WIDTH] :
                    desc[desc_half*DATA_WIDTH +: DATA_WIDTH];
     g1_user_reg <= {c_port, 8'd0, frame_len};
     if (rst) begin
@@ -908,7 +941,9 @@ assign m_axis_tuser = {{USER_WIDTH-32{1'b0}}, out_data[DATA_WIDTH +: 32]};
 assign cnt_inc = {tu_v_reg && tu_bad, stat_empty, stat_drop, stat_tx_resp, stat_tx_ack,
                   stat_rx_update, stat_rx_sample, stat_rx_push};
 
+// verilator lint_off UNUSEDSIGNAL
 wire unused_ok = out_in_ready | rq_in_ready | (|rq_count);
+// verilator lint_on UNUSEDSIGNAL
 
 endmodule
 

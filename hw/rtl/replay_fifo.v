@@ -69,10 +69,10 @@ end
 
 reg [WIDTH-1:0] mem[(2**ADDR_WIDTH)-1:0];
 
-reg [ADDR_WIDTH:0] wr_ptr_reg = {ADDR_WIDTH+1{1'b0}};
-reg [ADDR_WIDTH:0] rd_ptr_reg = {ADDR_WIDTH+1{1'b0}};
+reg [ADDR_WIDTH:0] wr_ptr_reg;
+reg [ADDR_WIDTH:0] rd_ptr_reg;
 reg [WIDTH-1:0] out_data_reg;
-reg out_valid_reg = 1'b0;
+reg out_valid_reg;
 
 wire full = wr_ptr_reg == (rd_ptr_reg ^ {1'b1, {ADDR_WIDTH{1'b0}}});
 wire empty = wr_ptr_reg == rd_ptr_reg;

@@ -80,7 +80,9 @@ module replay_ingress #
     input  wire                    s_axis_tvalid,
     output wire                    s_axis_tready,
     input  wire                    s_axis_tlast,
+    // verilator lint_off UNUSEDSIGNAL
     input  wire [USER_WIDTH-1:0]   s_axis_tuser,
+    // verilator lint_on UNUSEDSIGNAL
 
     /*
      * Configuration
@@ -123,6 +125,10 @@ localparam HDR_BEATS = 64 / BPB;
 localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BPB;
 localparam PLB_W = $clog2(MAX_PL_BEATS + 1);
 localparam BEAT_W = 12;
+localparam BPB_M1_I = BPB - 1;
+localparam [16:0] BPB_M1 = BPB_M1_I[16:0];
+localparam [BEAT_W-1:0] HDR_BEATS_B = HDR_BEATS[BEAT_W-1:0];
+localparam [PLB_W-1:0] MAX_PLB = MAX_PL_BEATS[PLB_W-1:0];
 
 localparam [7:0] OP_PUSH = 8'd3, OP_SAMPLE = 8'd5, OP_UPDATE = 8'd7;
 
@@ -170,13 +176,13 @@ assign s_axis_tready = pl_in_ready && meta_room;
 
 wire in_fire = s_axis_tvalid && s_axis_tready;
 
-reg [BEAT_W-1:0] beat_reg = {BEAT_W{1'b0}};
-reg [PLB_W-1:0] plb_reg = {PLB_W{1'b0}};
-reg [15:0] len_reg = 16'd0;
-reg [7:0] port_reg = 8'd0;
-reg [511:0] hdr_reg = 512'd0;
+reg [BEAT_W-1:0] beat_reg;
+reg [PLB_W-1:0] plb_reg;
+reg [15:0] len_reg;
+reg [7:0] port_reg;
+reg [511:0] hdr_reg;
 
-wire pl_write = in_fire && beat_reg >= HDR_BEATS && plb_reg < MAX_PL_BEATS;
+wire pl_write = in_fire && beat_reg >= HDR_BEATS_B && plb_reg < MAX_PLB;
 
 replay_fifo #(
     .WIDTH(DATA_WIDTH),
@@ -215,6 +221,7 @@ meta_fifo_inst (
 
 reg [DATA_WIDTH-1:0] tdata_m;
 reg [511:0] hdr_view;
+wire [31:0] beat32 = {{32-BEAT_W{1'b0}}, beat_reg};
 integer k;
 
 always @* begin
@@ -222,9 +229,9 @@ always @* begin
         tdata_m[k*8 +: 8] = s_axis_tkeep[k] ? s_axis_tdata[k*8 +: 8] : 8'd0;
     end
     for (k = 0; k < HDR_BEATS; k = k + 1) begin
-        if (beat_reg == k) begin
+        if (beat32 == k) begin
             hdr_view[k*DATA_WIDTH +: DATA_WIDTH] = tdata_m;
-        end else if (beat_reg > k) begin
+        end else if (beat32 > k) begin
             hdr_view[k*DATA_WIDTH +: DATA_WIDTH] = hdr_reg[k*DATA_WIDTH +: DATA_WIDTH];
         end else begin
             hdr_view[k*DATA_WIDTH +: DATA_WIDTH] = {DATA_WIDTH{1'b0}};
@@ -243,11 +250,14 @@ wire [7:0] port_now = first ? s_axis_tuser[23:16] : port_reg;
 wire [PLB_W-1:0] plb_now = plb_reg + {{PLB_W-1{1'b0}}, pl_write};
 
 // stage 0 registers (loaded at the last beat)
-reg v0_reg = 1'b0;
+reg v0_reg;
 reg [15:0] n0_reg, iplen0_reg, udplen0_reg, udpsrc0_reg, count0_reg;
 reg [31:0] ipsrc0_reg, seq0_reg, res0_reg;
 reg [47:0] ethsrc0_reg;
-reg [7:0] ver0_reg, op0_reg, flags0_reg, job0_reg, port0_reg;
+reg [7:0] ver0_reg, op0_reg, job0_reg, port0_reg;
+// verilator lint_off UNUSEDSIGNAL
+reg [7:0] flags0_reg;  // bit 1 PRIORITIZED and bits 7:4 matter
+// verilator lint_on UNUSEDSIGNAL
 reg [15:0] worker0_reg;
 reg [BEAT_W-1:0] nbeats0_reg;
 reg [PLB_W-1:0] plb0_reg;
@@ -255,7 +265,7 @@ reg [PLB_W-1:0] plb0_reg;
 always @(posedge clk) begin
     if (in_fire) begin
         for (k = 0; k < HDR_BEATS; k = k + 1) begin
-            if (beat_reg == k) begin
+            if (beat32 == k) begin
                 hdr_reg[k*DATA_WIDTH +: DATA_WIDTH] <= tdata_m;
             end
         end
@@ -310,13 +320,20 @@ wire is_push0 = op0_reg == OP_PUSH;
 wire is_sample0 = op0_reg == OP_SAMPLE;
 wire is_update0 = op0_reg == OP_UPDATE;
 wire [1:0] op2_0 = is_push0 ? 2'd0 : (is_sample0 ? 2'd1 : 2'd2);
-wire [2:0] role0 = member_role[w0*3 +: 3];
+// verilator lint_off UNUSEDSIGNAL
+wire [2:0] role0 = member_role[w0*3 +: 3];  // bit 0 (aggregation) is not a replay role
+// verilator lint_on UNUSEDSIGNAL
 wire role_ok0 = is_push0 ? role0[1] : role0[2];
 wire cnt_pow2_0 = count0_reg == 16'd1 || count0_reg == 16'd2 || count0_reg == 16'd4 ||
                   count0_reg == 16'd8 || count0_reg == 16'd16 || count0_reg == 16'd32 ||
                   count0_reg == 16'd64;
 
-reg v1_reg = 1'b0;
+reg v1_reg;
+// beats a frame of n0 bytes occupies
+wire [16:0] nround0 = {1'b0, n0_reg} + BPB_M1;
+// verilator lint_off UNUSEDSIGNAL
+wire [31:0] nbexp0 = {15'd0, nround0} >> BPB_LOG2;
+// verilator lint_on UNUSEDSIGNAL
 reg [BUNDLE_W-1:0] bundle1_reg;
 reg rx1_reg;
 reg [1:0] op1_reg;
@@ -359,7 +376,7 @@ always @(posedge clk) begin
     mip1_reg <= member_ip[w0*32 +: 32];
     mudp1_reg <= member_udp[w0*16 +: 16];
     nbeats1_reg <= nbeats0_reg;
-    nbexp1_reg <= ({{BEAT_W-1{1'b0}}, 1'b0} + (n0_reg + BPB - 1)) >> BPB_LOG2;
+    nbexp1_reg <= nbexp0[BEAT_W-1:0];
     csum_a1_reg <= {1'b0, ipsrc0_reg[31:16]} + {1'b0, ipsrc0_reg[15:0]};
     csum_k1_reg <= {1'b0, switch_ip[31:16]} + {1'b0, switch_ip[15:0]};
     prod1_reg <= {16'd0, count0_reg} * RECORD_BYTES;
@@ -371,7 +388,7 @@ end
 // ---------------------------------------------------------------------------
 // stage 2: comparisons
 
-reg v2_reg = 1'b0;
+reg v2_reg;
 reg [BUNDLE_W-1:0] bundle2_reg;
 reg rx2_reg;
 reg [1:0] op2_reg;
@@ -407,7 +424,7 @@ end
 // ---------------------------------------------------------------------------
 // stage 3: verdict
 
-reg v3_reg = 1'b0;
+reg v3_reg;
 reg [BUNDLE_W-1:0] bundle3_reg;
 reg rx3_reg;
 reg [1:0] op3_reg;
@@ -448,14 +465,14 @@ end
 // ---------------------------------------------------------------------------
 // stages 4 and 5: checksum folding, then the meta entry
 
-reg v4_reg = 1'b0;
+reg v4_reg;
 reg [BUNDLE_W-1:0] bundle4_reg;
 reg rx4_reg;
 reg [1:0] op4_reg;
 reg [6:0] drop4_reg;
 reg [16:0] csum_d4_reg;
 
-reg v5_reg = 1'b0;
+reg v5_reg;
 reg rx5_reg;
 reg [1:0] op5_reg;
 reg [6:0] drop5_reg;
@@ -488,8 +505,10 @@ assign stat_rx_sample = v5_reg && rx5_reg && op5_reg == 2'd1;
 assign stat_rx_update = v5_reg && rx5_reg && op5_reg == 2'd2;
 assign stat_drop = v5_reg ? drop5_reg : 7'd0;
 
-// meta_in_ready is guaranteed by meta_room; keep it for lint
+// meta_in_ready is guaranteed by meta_room
+// verilator lint_off UNUSEDSIGNAL
 wire unused_ok = meta_in_ready | (|pl_count);
+// verilator lint_on UNUSEDSIGNAL
 
 endmodule
 

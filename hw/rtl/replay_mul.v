@@ -82,6 +82,7 @@ initial begin
 end
 
 // 3:2 compressor on TW-bit rows: {carry row, sum row}
+// verilator lint_off UNUSEDSIGNAL
 function [2*TW-1:0] csa(input [TW-1:0] x, input [TW-1:0] y, input [TW-1:0] z);
     reg [TW-1:0] c;
     begin
@@ -89,10 +90,11 @@ function [2*TW-1:0] csa(input [TW-1:0] x, input [TW-1:0] y, input [TW-1:0] z);
         csa = {c[TW-2:0], 1'b0, x ^ y ^ z};
     end
 endfunction
+// verilator lint_on UNUSEDSIGNAL
 
 // stage 1: operands
-reg [47:0] a1_reg = 48'd0, b1_reg = 48'd0;
-reg [LATENCY-1:0] v_reg = {LATENCY{1'b0}};
+reg [47:0] a1_reg, b1_reg;
+reg [LATENCY-1:0] v_reg;
 reg [USER_WIDTH-1:0] user_reg[LATENCY-1:0];
 
 // stage 2: limb products
@@ -108,11 +110,31 @@ reg [TW-1:0] ys_reg[NSL-1:0];
 reg [16*NSL-1:0] sum_reg[NSL-1:0];
 reg [NSL-1:0] c_reg;
 
-reg [TW-1:0] row[8:0];
-reg [2*TW-1:0] l1a, l1b, l1c, l2a, l2b, l3a, l4a;
+integer i, j, n, si, sj;
+
+// carry-propagate slice n: bits 16i+15..16i of the sum of rows x and y
+reg [16*NSL-1:0] sum_next[NSL-1:0];
+reg [NSL-1:0] slice_c;
 reg [16:0] slice;
 
-integer i, j;
+always @* begin
+    for (n = 0; n < NSL; n = n + 1) begin
+        if (n == 0) begin
+            slice = {1'b0, x4_reg[15:0]} + {1'b0, y4_reg[15:0]};
+            sum_next[n] = {{16*NSL-16{1'b0}}, slice[15:0]};
+        end else begin
+            slice = {1'b0, xs_reg[n-1][16*n +: 16]} + {1'b0, ys_reg[n-1][16*n +: 16]} +
+                    {16'd0, c_reg[n-1]};
+            sum_next[n] = sum_reg[n-1];
+            sum_next[n][16*n +: 16] = slice[15:0];
+        end
+        slice_c[n] = slice[16];
+    end
+end
+
+reg [TW-1:0] row[8:0];
+reg [2*TW-1:0] l1a, l1b, l1c, l2a, l2b, l3a, l4a;
+
 
 always @* begin
     for (i = 0; i < 3; i = i + 1) begin
@@ -132,16 +154,16 @@ end
 always @(posedge clk) begin
     v_reg <= {v_reg[LATENCY-2:0], in_valid};
     user_reg[0] <= in_user;
-    for (i = 1; i < LATENCY; i = i + 1) begin
-        user_reg[i] <= user_reg[i-1];
+    for (si = 1; si < LATENCY; si = si + 1) begin
+        user_reg[si] <= user_reg[si-1];
     end
 
     a1_reg <= {{48-A_WIDTH{1'b0}}, in_a};
     b1_reg <= {{48-B_WIDTH{1'b0}}, in_b};
 
-    for (i = 0; i < 3; i = i + 1) begin
-        for (j = 0; j < 3; j = j + 1) begin
-            pp_reg[i*3+j] <= a1_reg[16*i +: 16] * b1_reg[16*j +: 16];
+    for (si = 0; si < 3; si = si + 1) begin
+        for (sj = 0; sj < 3; sj = sj + 1) begin
+            pp_reg[si*3+sj] <= a1_reg[16*si +: 16] * b1_reg[16*sj +: 16];
         end
     end
 
@@ -153,21 +175,15 @@ always @(posedge clk) begin
     x4_reg <= l4a[TW-1:0];
     y4_reg <= l4a[2*TW-1:TW];
 
-    for (i = 0; i < NSL; i = i + 1) begin
-        if (i == 0) begin
-            slice = {1'b0, x4_reg[15:0]} + {1'b0, y4_reg[15:0]};
-            xs_reg[0] <= x4_reg;
-            ys_reg[0] <= y4_reg;
-            sum_reg[0] <= {{16*NSL-16{1'b0}}, slice[15:0]};
-        end else begin
-            slice = {1'b0, xs_reg[i-1][16*i +: 16]} + {1'b0, ys_reg[i-1][16*i +: 16]} +
-                    {16'd0, c_reg[i-1]};
-            xs_reg[i] <= xs_reg[i-1];
-            ys_reg[i] <= ys_reg[i-1];
-            sum_reg[i] <= sum_reg[i-1];
-            sum_reg[i][16*i +: 16] <= slice[15:0];
-        end
-        c_reg[i] <= slice[16];
+    xs_reg[0] <= x4_reg;
+    ys_reg[0] <= y4_reg;
+    for (si = 1; si < NSL; si = si + 1) begin
+        xs_reg[si] <= xs_reg[si-1];
+        ys_reg[si] <= ys_reg[si-1];
+    end
+    for (si = 0; si < NSL; si = si + 1) begin
+        sum_reg[si] <= sum_next[si];
+        c_reg[si] <= slice_c[si];
     end
 
     if (rst) begin
@@ -175,7 +191,9 @@ always @(posedge clk) begin
     end
 end
 
-wire [16*NSL-1:0] result = sum_reg[NSL-1];
+// verilator lint_off UNUSEDSIGNAL
+wire [16*NSL-1:0] result = sum_reg[NSL-1];  // bits 31:0 only carry into bit 32
+// verilator lint_on UNUSEDSIGNAL
 
 assign out_valid = v_reg[LATENCY-1];
 assign out_p = result[32 +: OUT_WIDTH];

@@ -63,8 +63,10 @@ module replay_regs #
     /*
      * AXI4-Lite slave
      */
+    // verilator lint_off UNUSEDSIGNAL
     input  wire [11:0]      s_axil_awaddr,
     input  wire [2:0]       s_axil_awprot,
+    // verilator lint_on UNUSEDSIGNAL
     input  wire             s_axil_awvalid,
     output wire             s_axil_awready,
     input  wire [31:0]      s_axil_wdata,
@@ -74,8 +76,10 @@ module replay_regs #
     output wire [1:0]       s_axil_bresp,
     output wire             s_axil_bvalid,
     input  wire             s_axil_bready,
+    // verilator lint_off UNUSEDSIGNAL
     input  wire [11:0]      s_axil_araddr,
     input  wire [2:0]       s_axil_arprot,
+    // verilator lint_on UNUSEDSIGNAL
     input  wire             s_axil_arvalid,
     output wire             s_axil_arready,
     output wire [31:0]      s_axil_rdata,
@@ -108,7 +112,9 @@ module replay_regs #
     input  wire [NCNT-1:0]  cnt_inc
 );
 
+// verilator lint_off UNUSEDPARAM
 `include "nrl_regs.vh"
+// verilator lint_on UNUSEDPARAM
 
 // counter index -> register address (order of the engine's cnt_inc vector)
 function [11:0] cnt_addr(input integer i);
@@ -141,16 +147,16 @@ end
 // ---------------------------------------------------------------------------
 // storage
 
-reg [1:0]  ctrl_reg = RST_CTRL[1:0];
-reg [7:0]  job_id_reg = RST_JOB_ID[7:0];
-reg [15:0] udp_port_reg = RST_UDP_PORT[15:0];
-reg [31:0] switch_ip_reg = RST_SWITCH_IP;
-reg [15:0] mac_hi_reg = RST_SWITCH_MAC_HI[15:0];
-reg [31:0] mac_lo_reg = RST_SWITCH_MAC_LO;
-reg [31:0] mcast_ip_reg = RST_MCAST_IP;
-reg [31:0] seed_reg = RST_RPL_SEED;
-reg        seed_wr_reg = 1'b0;
-reg        rpl_reset_reg = 1'b0;
+reg [1:0]  ctrl_reg;
+reg [7:0]  job_id_reg;
+reg [15:0] udp_port_reg;
+reg [31:0] switch_ip_reg;
+reg [15:0] mac_hi_reg;
+reg [31:0] mac_lo_reg;
+reg [31:0] mcast_ip_reg;
+reg [31:0] seed_reg;
+reg        seed_wr_reg;
+reg        rpl_reset_reg;
 reg [7:0]  m_port_reg[7:0];
 reg [31:0] m_ip_reg[7:0];
 reg [15:0] m_udp_reg[7:0];
@@ -158,7 +164,7 @@ reg [2:0]  m_role_reg[7:0];
 
 reg [15:0] cnt_lo_reg[NCNT-1:0];
 reg [15:0] cnt_hi_reg[NCNT-1:0];
-reg [NCNT-1:0] cnt_c_reg = {NCNT{1'b0}};
+reg [NCNT-1:0] cnt_c_reg;
 
 assign rpl_enable = ctrl_reg[1];
 assign job_id = job_id_reg;
@@ -182,7 +188,7 @@ endgenerate
 // ---------------------------------------------------------------------------
 // write channel: address and data accepted together, one write at a time
 
-reg bvalid_reg = 1'b0;
+reg bvalid_reg;
 wire wr_fire = s_axil_awvalid && s_axil_wvalid && !bvalid_reg;
 
 assign s_axil_awready = wr_fire;
@@ -198,6 +204,8 @@ function [31:0] merge_bytes(input [31:0] old, input [31:0] data, input [31:0] ma
     merge_bytes = (old & ~mask) | (data & mask);
 endfunction
 
+// merged write values; only each register's width is kept
+// verilator lint_off UNUSEDSIGNAL
 wire [31:0] ctrl_w = merge_bytes({30'd0, ctrl_reg}, s_axil_wdata, wr_mask);
 wire [31:0] rst_w = merge_bytes(32'd0, s_axil_wdata, wr_mask);
 wire [31:0] job_w = merge_bytes({24'd0, job_id_reg}, s_axil_wdata, wr_mask);
@@ -207,6 +215,7 @@ wire [2:0] wr_mi = wr_addr[6:4];
 wire [31:0] m_port_w = merge_bytes({24'd0, m_port_reg[wr_mi]}, s_axil_wdata, wr_mask);
 wire [31:0] m_udp_w = merge_bytes({16'd0, m_udp_reg[wr_mi]}, s_axil_wdata, wr_mask);
 wire [31:0] m_role_w = merge_bytes({29'd0, m_role_reg[wr_mi]}, s_axil_wdata, wr_mask);
+// verilator lint_on UNUSEDSIGNAL
 wire wr_member = wr_addr[11:7] == 5'b00010;  // 0x100 .. 0x17F
 
 integer i;
@@ -290,13 +299,13 @@ end
 // ---------------------------------------------------------------------------
 // read channel: accept, select (stage 1), add the counter carry (stage 2)
 
-reg        rd_s1_reg = 1'b0;
-reg [11:0] rd_addr_reg = 12'd0;
-reg        rd_s2_reg = 1'b0;
-reg [31:0] rd_raw_reg = 32'd0;
-reg        rd_c_reg = 1'b0;
-reg        rvalid_reg = 1'b0;
-reg [31:0] rdata_reg = 32'd0;
+reg        rd_s1_reg;
+reg [11:0] rd_addr_reg;
+reg        rd_s2_reg;
+reg [31:0] rd_raw_reg;
+reg        rd_c_reg;
+reg        rvalid_reg;
+reg [31:0] rdata_reg;
 
 wire rd_fire = s_axil_arvalid && !rd_s1_reg && !rd_s2_reg && !rvalid_reg;
 

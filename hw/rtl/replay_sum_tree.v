@@ -133,8 +133,8 @@ end
 // ---------------------------------------------------------------------------
 // clear sweep
 
-reg clearing_reg = 1'b1;
-reg [L-2:0] clr_addr_reg = {L-1{1'b0}};
+reg clearing_reg;
+reg [L-2:0] clr_addr_reg;
 
 assign clearing = clearing_reg;
 
@@ -158,10 +158,13 @@ end
 // ---------------------------------------------------------------------------
 // update pipeline control (U0 .. U3)
 
-reg u0_v_reg = 1'b0, u1_v_reg = 1'b0, u2_v_reg = 1'b0, u3_v_reg = 1'b0;
-reg [L-1:0] u0_i_reg, u1_i_reg, u2_i_reg, u3_i_reg;
+reg u0_v_reg, u1_v_reg, u2_v_reg, u3_v_reg;
+reg [L-1:0] u0_i_reg, u1_i_reg, u2_i_reg;
+// verilator lint_off UNUSEDSIGNAL
+reg [L-1:0] u3_i_reg;  // bit 0 selects a leaf, the levels use the rest
+// verilator lint_on UNUSEDSIGNAL
 reg [31:0] u0_p_reg, u1_p_reg, u2_p_reg;
-reg u1_fwd_reg = 1'b0;
+reg u1_fwd_reg;
 reg [SW-1:0] u2_d0_reg;
 reg u2_b_reg;
 reg [7:0] u2_phi_reg, u2_ohi_reg;
@@ -209,9 +212,9 @@ always @(posedge clk) begin
 end
 
 // root: lane 0 in U2, lane 1 with carry in U3
-reg [SW-1:0] root0_reg = {SW{1'b0}};
-reg [TW1-1:0] root1_reg = {TW1{1'b0}};
-reg root_c_reg = 1'b0;
+reg [SW-1:0] root0_reg;
+reg [TW1-1:0] root1_reg;
+reg root_c_reg;
 
 wire [SW:0] root0_sum = {1'b0, root0_reg} + {1'b0, u2_d0_reg};
 wire [TW1-1:0] root1_sum = root1_reg + {{TW1-9{u3_d1_reg[8]}}, u3_d1_reg} + {{TW1-1{1'b0}}, root_c_reg};
@@ -242,7 +245,7 @@ wire [L-1:0] bus_uni;
 wire [L*L-1:0] bus_idx;
 wire [L*UW-1:0] bus_user;
 
-reg q_v_reg = 1'b0;
+reg q_v_reg;
 reg [TW-1:0] q_t_reg;
 reg q_uni_reg;
 reg [L-1:0] q_idx_reg;
@@ -286,15 +289,18 @@ generate
         reg [W1-1:0] rd1_reg;
 
         // descent stage D registers: B (after the read), C (after lane 0)
-        reg b_v_reg = 1'b0, c_v_reg = 1'b0;
-        reg [L-1:0] b_n_reg, c_n_reg, b_idx_reg, c_idx_reg;
+        reg b_v_reg, c_v_reg;
+        reg [L-1:0] b_n_reg, b_idx_reg, c_idx_reg;
+        // verilator lint_off UNUSEDSIGNAL
+        reg [L-1:0] c_n_reg;  // the top bit of a node number is 0 until the last stage
+        // verilator lint_on UNUSEDSIGNAL
         reg [TW-1:0] b_t_reg, c_t_reg;
         reg b_uni_reg, c_uni_reg;
         reg [UW-1:0] b_user_reg, c_user_reg;
         reg [SW-1:0] c_df0_reg;
         reg c_b0_reg;
         // next bus registers
-        reg o_v_reg = 1'b0;
+        reg o_v_reg;
         reg [L-1:0] o_n_reg, o_idx_reg;
         reg [TW-1:0] o_t_reg;
         reg o_uni_reg;
@@ -307,7 +313,7 @@ generate
         wire [e-1:0] u1_a = u1_i_reg[L-1 -: e];
         wire [e-1:0] u2_a = u2_i_reg[L-1 -: e];
         wire [e-1:0] u3_a = u3_i_reg[L-1 -: e];
-        reg f0_reg = 1'b0, f1_reg = 1'b0;
+        reg f0_reg, f1_reg;
         reg [SW-1:0] last0_reg;
         reg [W1-1:0] last1_reg;
         reg c0_reg;
@@ -317,8 +323,10 @@ generate
                            {{W1-1{1'b0}}, c0_reg};
 
         // read addresses: updates own the ports while in flight
+        // verilator lint_off UNUSEDSIGNAL
         wire [L:0] a_ext = {a_n, 1'b0};
         wire [L:0] b_ext = {b_n_reg, 1'b0};
+        // verilator lint_on UNUSEDSIGNAL
         wire [e-1:0] a_addr = a_ext[e-1:0];
         wire [e-1:0] b_addr = b_ext[e-1:0];
         wire [e-1:0] ra0 = u1_v_reg ? u1_a : a_addr;
@@ -405,16 +413,19 @@ endgenerate
 
 localparam DL = L - 1;
 
-reg lb_v_reg = 1'b0, lc_v_reg = 1'b0;
-reg [L-1:0] lb_n_reg, lc_n_reg, lb_idx_reg, lc_idx_reg;
-reg [TW-1:0] lb_t_reg, lc_t_reg;
+reg lb_v_reg, lc_v_reg;
+reg [L-1:0] lb_n_reg, lb_idx_reg;
+reg [TW-1:0] lb_t_reg;
+// verilator lint_off UNUSEDSIGNAL
+reg [L-1:0] lc_n_reg, lc_idx_reg;  // the last stage uses the low index bit and n[L-2:0]
+reg [TW-1:0] lc_t_reg;             // only lane 1 is left to compare
+// verilator lint_on UNUSEDSIGNAL
 reg lb_uni_reg, lc_uni_reg;
 reg [UW-1:0] lb_user_reg, lc_user_reg;
-reg [SW-1:0] lc_df0_reg;
 reg lc_b0_reg;
 reg [31:0] lc_even_reg, lc_odd_reg;
 
-reg r_v_reg = 1'b0;
+reg r_v_reg;
 reg [L-1:0] r_index_reg;
 reg [31:0] r_prio_reg;
 reg [UW-1:0] r_user_reg;
@@ -440,7 +451,10 @@ always @(posedge clk) begin
     odd_rd_reg <= leaf_odd[leaf_ra];
 end
 
+// only the borrow of lane 0 matters in the last stage
+// verilator lint_off UNUSEDSIGNAL
 wire [SW:0] ldf0 = {1'b0, lb_t_reg[SW-1:0]} - {1'b0, even_rd_reg[SW-1:0]};
+// verilator lint_on UNUSEDSIGNAL
 wire [TW1:0] ldf1 = {1'b0, lc_t_reg[TW-1:SW]} - {{TW1-32+SW+1{1'b0}}, lc_even_reg[31:SW]} -
                     {{TW1{1'b0}}, lc_b0_reg};
 wire lgo_left = lc_uni_reg ? !lc_idx_reg[0] : ldf1[TW1];
@@ -459,7 +473,6 @@ always @(posedge clk) begin
     lc_uni_reg <= lb_uni_reg;
     lc_idx_reg <= lb_idx_reg;
     lc_user_reg <= lb_user_reg;
-    lc_df0_reg <= ldf0[SW-1:0];
     lc_b0_reg <= ldf0[SW];
     lc_even_reg <= even_rd_reg;
     lc_odd_reg <= odd_rd_reg;

@@ -296,7 +296,7 @@ async def run_mixed_traffic(dut: HierarchyObject, idle_inserter: object,
                             build_hash=await tb.read("BUILD_HASH"))
         writes = config_writes()
         frames = interleave(
-            rng, l2_frames(rng) if L2 in traffic else [],
+            rng, l2_frames(rng) + l2_frames(rng) if L2 in traffic else [],
             agg_frames(nrng) if AGG in traffic else [],
             rpl_frames(nrng, model.read("RPL_RECORD_BYTES")) if RPL in traffic else [])
 

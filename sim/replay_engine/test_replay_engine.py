@@ -756,3 +756,97 @@ async def test_soak(dut: HierarchyObject) -> None:
     await tb.reset()
     await random_workload(tb, SOAK_OPS, max_batch=64)
     await tb.finish()
+
+
+# ---------------------------------------------------------------------------
+# benchmark (scripts/bench_replay.py)
+
+
+@cocotb.test(skip=os.environ.get("RPL_BENCH_OUT") is None)
+async def test_bench(dut: HierarchyObject) -> None:
+    """Throughput and latency figures; results as JSON in ``RPL_BENCH_OUT``."""
+    import json
+
+    tb = TB(dut, seed=SEED, lean=True)
+    await tb.reset()
+    mon = BenchMonitor(dut)
+    lrn = LEARNERS[0]
+    for _ in range(64):  # 1024 records
+        await tb.push(ACTORS[0], 16)
+    await tb.quiesce()
+    out: dict[str, float] = {}
+
+    # latency: one request on an idle engine, last request beat -> first reply beat
+    for name, prio in (("prioritized", True), ("uniform", False)):
+        mon.reset()
+        await tb.sample(lrn, 1, prio)
+        await tb.quiesce()
+        out[f"sample_latency_{name}"] = mon.out_first[0] - mon.in_last[0]
+
+    # sample indices: one batch of 64; then 16 batches back to back (output bound)
+    mon.reset()
+    await tb.sample(lrn, 64, True)
+    await tb.quiesce()
+    out["samples_per_clock"] = 64 / (mon.result_clocks[-1] - mon.result_clocks[0] + 1)
+    mon.reset()
+    for _ in range(16):
+        await tb.sample(lrn, 64, True)
+    await tb.quiesce()
+    span = mon.out_beat_clocks[-1] - mon.out_beat_clocks[0] + 1
+    out["resp_beats_per_clock"] = len(mon.out_beat_clocks) / span
+    out["resp_samples_per_clock"] = 16 * 64 / span
+
+    # updates: one UPDATE of 128 pairs, then 16 back to back
+    mon.reset()
+    size = tb.m.read("RPL_SIZE")
+    await tb.update(lrn, [tb.rng.randrange(size) for _ in range(128)],
+                    [tb.rng.randint(1, 1 << 24) for _ in range(128)])
+    await tb.quiesce()
+    out["updates_per_clock"] = 128 / (mon.update_clocks[-1] - mon.update_clocks[0] + 1)
+    mon.reset()
+    for _ in range(16):
+        await tb.update(lrn, [tb.rng.randrange(size) for _ in range(128)],
+                        [tb.rng.randint(1, 1 << 24) for _ in range(128)])
+    await tb.quiesce()
+    out["updates_per_clock_sustained"] = len(mon.update_clocks) / (
+        mon.update_clocks[-1] - mon.update_clocks[0] + 1)
+    await tb.check_state()
+    with open(os.environ["RPL_BENCH_OUT"], "w") as f:
+        json.dump(out, f)
+
+
+class BenchMonitor:
+    """Clock numbers of tree results, leaf updates, request last beats, reply beats."""
+
+    def __init__(self, dut: HierarchyObject) -> None:
+        self.dut = dut
+        self.clock = 0
+        self.reset()
+        cocotb.start_soon(self._run())
+
+    def reset(self) -> None:
+        self.result_clocks: list[int] = []
+        self.update_clocks: list[int] = []
+        self.in_last: list[int] = []
+        self.out_first: list[int] = []
+        self.out_beat_clocks: list[int] = []
+        self._out_busy = False
+
+    async def _run(self) -> None:
+        dut = self.dut
+        tree = dut.tree_inst
+        while True:
+            await RisingEdge(dut.clk)
+            self.clock += 1
+            if int(tree.r_valid.value):
+                self.result_clocks.append(self.clock)
+            if int(tree.upd_valid.value):
+                self.update_clocks.append(self.clock)
+            if int(dut.s_axis_tvalid.value) and int(dut.s_axis_tready.value) \
+                    and int(dut.s_axis_tlast.value):
+                self.in_last.append(self.clock)
+            if int(dut.m_axis_tvalid.value) and int(dut.m_axis_tready.value):
+                self.out_beat_clocks.append(self.clock)
+                if not self._out_busy:
+                    self.out_first.append(self.clock)
+                self._out_busy = not int(dut.m_axis_tlast.value)

@@ -74,7 +74,17 @@ module nf_nrl_top #
     // Number of output queues (4 MAC ports + DMA)
     parameter NUM_QUEUES           = 5,
     // log2 of each output queue's depth in beats
-    parameter OQ_ADDR_WIDTH        = 9
+    parameter OQ_ADDR_WIDTH        = 9,
+    // Value of the BUILD_HASH register (build.tcl sets it from git)
+    parameter BUILD_HASH           = 32'd0,
+    // Aggregation slot memory depth (AGG_MAX_SLOTS)
+    parameter AGG_MAX_SLOTS        = 64,
+    // Largest elements per aggregation packet (AGG_MAX_ELEMS)
+    parameter AGG_MAX_ELEMS        = 352,
+    // Replay capacity in records (RPL_CAPACITY)
+    parameter RPL_CAPACITY         = 16384,
+    // Replay record size in bytes (RPL_RECORD_BYTES)
+    parameter RPL_RECORD_BYTES     = 128
 )
 (
     // Datapath clock and reset (SUME: clk_200, active low)
@@ -293,7 +303,12 @@ input_arbiter_inst (
 nrl_switch #(
     .DATA_WIDTH(DW),
     .KEEP_WIDTH(KW),
-    .USER_WIDTH(UW)
+    .USER_WIDTH(UW),
+    .BUILD_HASH(BUILD_HASH),
+    .AGG_MAX_SLOTS(AGG_MAX_SLOTS),
+    .AGG_MAX_ELEMS(AGG_MAX_ELEMS),
+    .RPL_CAPACITY(RPL_CAPACITY),
+    .RPL_RECORD_BYTES(RPL_RECORD_BYTES)
 )
 nrl_switch_inst (
     .clk(axis_aclk),

@@ -1,0 +1,292 @@
+"""Simulated switch: the RTL (Verilator) behind the soft switch's UDP server.
+
+Run it as ``python -m hostdrv.simswitch --listen 127.0.0.1:20060``; clients
+reach it as ``sim://host:port`` and cannot tell it from the soft switch
+(``soft://``) except by speed: every datagram becomes a frame driven into
+``s_axis`` of ``hw/rtl/nrl_switch.v`` beat by beat, and every frame the RTL
+emits on ``m_axis`` goes back out as a datagram. Register reads and writes on
+the control channel are AXI4-Lite transactions on the simulated pins.
+
+:class:`SimSwitch` is :class:`~hostdrv.softswitch.SoftSwitch` serving an
+:class:`~hostdrv.rtlsim.RtlSwitch` instead of the reference model, so
+addressing, multicast fan-out, the control channel and batching are the soft
+switch's own code. :class:`SimSwitchProcess` runs one in a child process.
+
+URL scheme
+----------
+:data:`SIM_BACKENDS` is :data:`hostdrv.transport.BACKENDS` with ``sim://``
+implemented (UDP, as ``soft://``); pass it as ``backends=`` to the clients,
+or call :func:`install_sim_backend` once so every client of this process
+accepts ``sim://`` URLs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from urllib.parse import urlsplit
+
+from hostdrv import transport
+from hostdrv.rtlsim import RtlSwitch
+from hostdrv.softswitch import SoftSwitch, SoftSwitchProcess
+from hostdrv.transport import (
+    Backend,
+    DatagramTransport,
+    RegisterTransport,
+    TransportError,
+    UdpDatagramTransport,
+    UdpRegisterTransport,
+    parse_hostport,
+)
+
+__all__ = [
+    "DEFAULT_PARAMS",
+    "SIM_BACKENDS",
+    "SimSwitch",
+    "SimSwitchProcess",
+    "install_sim_backend",
+    "main",
+    "sim_backend",
+]
+
+DEFAULT_PARAMS: Mapping[str, Mapping[str, int]] = MappingProxyType({
+    "nrl_switch": MappingProxyType({"RPL_CAPACITY": 1024}),
+    "replay_engine": MappingProxyType({"CAPACITY": 1024}),
+})
+"""Parameters used unless overridden: the soft switch's default replay capacity (1024
+records) instead of the board's 16384, which also shortens the sum tree's clearing sweep."""
+
+
+# ---------------------------------------------------------------------------
+# URL scheme
+
+
+def _sim_address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    if not parts.netloc:
+        raise TransportError(f"bad url={url!r}: expected sim://host:port")
+    return parse_hostport(parts.netloc)
+
+
+def _sim_datagram(url: str, **options: object) -> DatagramTransport:
+    return UdpDatagramTransport(url, _sim_address(url), **options)  # type: ignore[arg-type]
+
+
+def _sim_registers(url: str, **options: object) -> RegisterTransport:
+    return UdpRegisterTransport(url, _sim_address(url), **options)  # type: ignore[arg-type]
+
+
+def sim_backend() -> Backend:
+    """The ``sim://`` backend: UDP to a :class:`SimSwitch`, exactly as ``soft://``."""
+    return Backend("sim", _sim_datagram, _sim_registers,
+                   "RTL simulation (python -m hostdrv.simswitch) over UDP: sim://host:port")
+
+
+SIM_BACKENDS: Mapping[str, Backend] = MappingProxyType({**transport.BACKENDS, "sim": sim_backend()})
+""":data:`hostdrv.transport.BACKENDS` with ``sim://`` implemented (for ``backends=``)."""
+
+
+def install_sim_backend() -> None:
+    """Make ``sim://`` URLs work for every client of this process.
+
+    A no-op once :mod:`hostdrv.transport` implements ``sim`` itself;
+    otherwise it rebinds ``hostdrv.transport.BACKENDS`` to a table with the
+    ``sim`` entry filled in (the table is read-only, so this is the only way
+    from outside the module).
+    """
+    if transport.BACKENDS["sim"].datagram is None:
+        transport.BACKENDS = MappingProxyType({**transport.BACKENDS, "sim": sim_backend()})
+
+
+# ---------------------------------------------------------------------------
+# server
+
+
+class SimSwitch(SoftSwitch):
+    """The soft switch's UDP server running the RTL (:class:`~hostdrv.rtlsim.RtlSwitch`).
+
+    Parameters
+    ----------
+    listen:
+        ``"host:port"`` or (host, port); port 0 picks a free one.
+    top, params, build_dir, idle_cycles, trace:
+        Passed to :class:`~hostdrv.rtlsim.RtlSwitch` (``params`` default:
+        :data:`DEFAULT_PARAMS` of the top).
+    switch:
+        Serve this already built :class:`~hostdrv.rtlsim.RtlSwitch` instead.
+    log_arrivals:
+        As :class:`~hostdrv.softswitch.SoftSwitch`.
+
+    Examples
+    --------
+    >>> with SimSwitch("127.0.0.1:0") as sw:                   # doctest: +SKIP
+    ...     agg = Aggregator(sw.url, worker=0, backends=SIM_BACKENDS)
+    """
+
+    def __init__(self, listen: str | tuple[str, int] = ("127.0.0.1", 0), *,
+                 top: str = "nrl_switch", params: Mapping[str, int | str] | None = None,
+                 build_dir: str | Path | None = None, idle_cycles: int = 256,
+                 trace: str | Path | None = None, switch: RtlSwitch | None = None,
+                 log_arrivals: bool = False) -> None:
+        if switch is None:
+            merged: dict[str, int | str] = dict(DEFAULT_PARAMS.get(top, {}))
+            merged.update(params or {})
+            switch = RtlSwitch(top, merged, build_dir, idle_cycles=idle_cycles, trace=trace)
+        self.rtl = switch
+        # SoftSwitch only calls process/read/write/counters on its model, which
+        # RtlSwitch provides with the same contract.
+        super().__init__(listen, log_arrivals=log_arrivals, model=switch)  # type: ignore[arg-type]
+
+    @property
+    def url(self) -> str:
+        """``sim://host:port`` for clients."""
+        host, port = self.address
+        return f"sim://{host}:{port}"
+
+    @property
+    def sim_stats(self) -> dict[str, float]:
+        """Simulation figures: clocks, beats in/out, and clocks per second of busy time."""
+        with self.lock:
+            cycles = self.rtl.cycles
+            beats_in, beats_out = self.rtl.beats
+        busy = self._stats["busy_us"] / 1e6
+        return {"cycles": cycles, "beats_in": beats_in, "beats_out": beats_out,
+                "busy_s": round(busy, 3),
+                "cycles_per_s": round(cycles / busy) if busy > 0 else 0.0}
+
+    def close(self) -> None:
+        """Stop serving, release the socket and the simulation (closing the waveform)."""
+        super().close()
+        self.rtl.close()
+
+
+class SimSwitchProcess(SoftSwitchProcess):
+    """A :class:`SimSwitch` in a child process (``python -m hostdrv.simswitch``).
+
+    Parameters
+    ----------
+    listen:
+        Address to bind (port 0: a free one; the child reports it).
+    args:
+        Extra command-line options (``["--param", "RPL_CAPACITY=4096"]``).
+    ready_timeout:
+        Seconds to wait for the child to listen (the first run builds the RTL).
+
+    Raises
+    ------
+    RuntimeError
+        When the child exits or stays silent before it listens.
+    """
+
+    def __init__(self, listen: str = "127.0.0.1:0", args: Sequence[str] = (), *,
+                 ready_timeout: float = 600.0) -> None:
+        root = str(Path(__file__).resolve().parents[1])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env["PYTHONUNBUFFERED"] = "1"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "hostdrv.simswitch", "--listen", listen, *args],
+            stdout=subprocess.PIPE, text=True, env=env)
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + ready_timeout
+        line = ""
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
+            if ready:
+                line = self.proc.stdout.readline()
+                break
+            if self.proc.poll() is not None:
+                break
+        if not line.startswith("listening sim://"):
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError(f"simulated switch child did not start (exit "
+                               f"{self.proc.returncode}, said {line!r})")
+        self.url = line.split()[1]
+        self.address = parse_hostport(self.url.split("//", 1)[1])
+        self.output = ""
+
+
+# ---------------------------------------------------------------------------
+# command line
+
+
+def _param(text: str) -> tuple[str, int | str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected K=V, got {text!r}")
+    try:
+        return key, int(value, 0)
+    except ValueError:
+        return key, value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Command-line options of ``python -m hostdrv.simswitch``."""
+    p = argparse.ArgumentParser(
+        prog="python -m hostdrv.simswitch",
+        description="Serve the netfpga-rl switch RTL (Verilator) behind a UDP socket; "
+                    "clients use sim://host:port.")
+    p.add_argument("--listen", default="127.0.0.1:20060", help="host:port to bind (port 0: any)")
+    p.add_argument("--top", default="nrl_switch",
+                   help="top module in hw/rtl (nrl_switch; grad_agg or replay_engine alone)")
+    p.add_argument("--param", action="append", type=_param, default=[], metavar="K=V",
+                   help="Verilog parameter, repeatable (e.g. RPL_CAPACITY=4096 DATA_WIDTH=512)")
+    p.add_argument("--build-dir", help="Verilator build directory (default sim_build/rtlsim/...)")
+    p.add_argument("--idle-cycles", type=int, default=256,
+                   help="quiet clocks on m_axis that end the processing of a datagram")
+    p.add_argument("--trace", metavar="FILE.vcd", help="dump a VCD waveform of the whole run")
+    p.add_argument("--build-only", action="store_true", help="build (or find) the model and exit")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: serve until SIGINT/SIGTERM, then print counters and simulation figures."""
+    import signal
+
+    args = build_parser().parse_args(argv)
+    params: dict[str, int | str] = dict(DEFAULT_PARAMS.get(args.top, {}))
+    params.update(dict(args.param))
+    try:
+        rtl = RtlSwitch(args.top, params, args.build_dir, idle_cycles=args.idle_cycles,
+                        trace=args.trace)
+    except (OSError, ValueError, RuntimeError) as e:
+        print(f"hostdrv.simswitch: {e}", file=sys.stderr)
+        return 2
+    if args.build_only:
+        print(f"{'built' if rtl.build.built else 'cached'} {rtl.build.library}", flush=True)
+        rtl.close()
+        return 0
+    try:
+        sw = SimSwitch(args.listen, switch=rtl)
+    except (OSError, ValueError) as e:
+        print(f"hostdrv.simswitch: {e}", file=sys.stderr)
+        rtl.close()
+        return 2
+
+    def _stop(_signum: int, _frame: object) -> None:
+        sw._stop.set()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    print(f"listening {sw.url}", flush=True)
+    sw.serve_forever()
+    sw.sock.close()
+    counters = {k: v for k, v in rtl.counters().items() if v}
+    print("counters " + json.dumps(counters), flush=True)
+    print("stats " + json.dumps(sw.stats), flush=True)
+    print("sim " + json.dumps(sw.sim_stats), flush=True)
+    rtl.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,927 @@
+"""cocotb tests of the gradient aggregation engine against the golden model.
+
+The testbench configures the DUT over AXI4-Lite and :class:`SwitchModel`
+with the same register writes, feeds both the same frames (and ingress
+ports), and compares every output frame (bytes and TUSER: length,
+destination port bitmap) and every counter. No expected value is written
+by hand.
+
+Tests:
+
+* ``test_stream``: a protocol-following workload with noise under the four
+  combinations of source idle insertion and sink backpressure;
+* ``test_workloads``: phases with different jobs (sync / async, root /
+  leaf, fp32 / int32, round numbers wrapping at 2**32);
+* ``test_malformed``: every malformation and unauthorized class, alone and
+  in pairs (the check order decides the counter), DISABLED, counter clear;
+* ``test_line_rate``: back-to-back packets for one slot at several packet
+  sizes: no input stall once a packet has at least 7 beats, results exact
+  (the read-after-write forwarding paths);
+* ``test_reset_mid_frame``: reset while a frame streams in and a result
+  streams out;
+* ``test_registers``: register read-back against the model;
+* ``test_soak`` (``GRAD_AGG_SOAK=1``): >= 100k packets with a lean
+  per-clock driver instead of the BFMs;
+* ``test_bench`` (``GRAD_AGG_BENCH_JSON=<path>``): throughput and latency
+  figures for ``scripts/bench_grad_agg.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.handle import Immediate
+from cocotb.triggers import RisingEdge, with_timeout
+from cocotbext.axi import (
+    AxiLiteBus,
+    AxiLiteMaster,
+    AxiStreamBus,
+    AxiStreamFrame,
+    AxiStreamSink,
+    AxiStreamSource,
+)
+
+from hostdrv import protocol as proto
+from hostdrv import regmap
+from hostdrv.model import Egress, SwitchModel
+
+M32 = 0xFFFFFFFF
+MAC_PORTS = (0x01, 0x04, 0x10, 0x40)
+"""SUME 10G MAC ports (one-hot); odd bits are the DMA ports."""
+FP_SPECIALS = np.array(
+    [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001,
+     0x00000001, 0x807FFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x00800000, 0x3F800000, 0xBF800000],
+    dtype="<u4")
+SEED = int(os.environ.get("GRAD_AGG_SEED", "20250"))
+CLK_NS = 4
+
+
+def _be16(b: bytes, off: int) -> int:
+    return (b[off] << 8) | b[off + 1]
+
+
+def _be32(b: bytes, off: int) -> int:
+    return int.from_bytes(b[off:off + 4], "big")
+
+
+def describe(frame: bytes) -> str:
+    """Header fields of a frame, for mismatch reports."""
+    if len(frame) < 64:
+        return f"len={len(frame)} {frame.hex()}"
+    ver, op, flags, job, worker, slot, seq, count, aux, res = proto.HEADER.unpack_from(frame, 42)
+    return (f"len={len(frame)} dst={frame[0:6].hex()} src={frame[6:12].hex()} "
+            f"iplen={_be16(frame, 16)} csum={_be16(frame, 24):#06x} ipsrc={_be32(frame, 26):#010x} "
+            f"ipdst={_be32(frame, 30):#010x} udp={_be16(frame, 34)}->{_be16(frame, 36)} "
+            f"ulen={_be16(frame, 38)} v={ver} op={op} fl={flags:#x} job={job} w={worker} "
+            f"slot={slot} seq={seq} count={count} aux={aux} res={res}")
+
+
+# ---------------------------------------------------------------------------
+# job configuration
+
+
+@dataclass
+class Member:
+    """One member table entry (and how its frames look)."""
+
+    port: int
+    ip: int
+    udp: int
+    role: int
+    mac: bytes
+
+
+@dataclass
+class AggConfig:
+    """Everything written into the registers for one aggregation job."""
+
+    members: int
+    threshold: int
+    slots: int
+    elems: int
+    dtype_int: bool
+    mode_async: bool
+    staleness: int
+    leaf: bool
+    job_id: int
+    leaf_id: int
+    uplink: int
+    parent_ip: int
+    parent_udp: int
+    table: list[Member]
+    udp_port: int = proto.DEFAULT_UDP_PORT
+    switch_ip: int = 0x0A000001
+    mac_hi: int = 0x0002
+    mac_lo: int = 0x4E524C00
+    mcast_ip: int = 0xEF004E52
+
+    def writes(self) -> list[tuple[str, int]]:
+        """Register writes, in order."""
+        out = [("CTRL", 0x3), ("UDP_PORT", self.udp_port), ("SWITCH_IP", self.switch_ip),
+               ("SWITCH_MAC_HI", self.mac_hi), ("SWITCH_MAC_LO", self.mac_lo),
+               ("MCAST_IP", self.mcast_ip), ("JOB_ID", self.job_id),
+               ("AGG_MEMBERS", self.members), ("AGG_THRESHOLD", self.threshold),
+               ("AGG_SLOTS", self.slots), ("AGG_ELEMS", self.elems),
+               ("AGG_DTYPE", int(self.dtype_int)), ("AGG_MODE", int(self.mode_async)),
+               ("AGG_STALENESS", self.staleness), ("AGG_ROLE", int(self.leaf)),
+               ("AGG_UPLINK_PORT", self.uplink), ("AGG_PARENT_IP", self.parent_ip),
+               ("AGG_PARENT_UDP", self.parent_udp), ("AGG_LEAF_ID", self.leaf_id)]
+        for i, m in enumerate(self.table):
+            out += [(f"MEMBER_PORT_{i}", m.port), (f"MEMBER_IP_{i}", m.ip),
+                    (f"MEMBER_UDP_{i}", m.udp), (f"MEMBER_ROLE_{i}", m.role)]
+        return out
+
+    @property
+    def parent_mac(self) -> bytes:
+        return b"\x02\x00\x00\x00\xfe\x01"
+
+
+def random_config(rng: np.random.Generator, *, max_slots: int, max_elems: int,
+                  leaf: bool | None = None, mode_async: bool | None = None,
+                  dtype_int: bool | None = None, elems: int | None = None,
+                  slots: int | None = None, members: int | None = None) -> AggConfig:
+    """A random but legal job configuration."""
+    n = members if members is not None else int(rng.choice([1, 2, 3, 4, 4, 5, 8]))
+    mode = bool(rng.random() < 0.4) if mode_async is None else mode_async
+    thr = int(rng.integers(0, n + 1)) if mode else int(rng.integers(0, 9))
+    s = slots if slots is not None else int(rng.integers(1, min(12, max_slots) + 1))
+    p = elems if elems is not None else int(rng.choice([16, 16, 32, 32, 48, 64]))
+    p = min(p, max_elems)
+    table = []
+    for i in range(8):
+        port = int(rng.choice(MAC_PORTS + (0x02,)))
+        if rng.random() < 0.15:
+            port |= int(rng.choice(MAC_PORTS))
+        role = (1 | int(rng.integers(0, 4)) << 1) if i < n else int(rng.integers(0, 8))
+        table.append(Member(port=port, ip=0x0A000100 + 7 * i + 1,
+                            udp=int(rng.choice([0, 30000 + i])), role=role,
+                            mac=bytes([0x02, 0, 0, 0, 0x10, i])))
+    if mode and 1 <= thr < n and n > 1 and rng.random() < 0.5:
+        table[n - 1].role &= 0b110  # a member id without the aggregation role
+    return AggConfig(
+        members=n, threshold=thr, slots=s, elems=p,
+        dtype_int=bool(rng.random() < 0.4) if dtype_int is None else dtype_int,
+        mode_async=mode, staleness=int(rng.integers(0, 4)),
+        leaf=bool(rng.random() < 0.4) if leaf is None else leaf,
+        job_id=int(rng.integers(0, 256)), leaf_id=int(rng.integers(0, 8)),
+        uplink=int(rng.choice(MAC_PORTS)), parent_ip=0x0A0000FE,
+        parent_udp=int(rng.choice([0, 20051])), table=table,
+        udp_port=int(rng.choice([proto.DEFAULT_UDP_PORT, 4791])),
+        switch_ip=int(rng.integers(1, 1 << 32)), mcast_ip=int(rng.integers(1, 1 << 32)),
+        mac_hi=int(rng.integers(0, 1 << 16)), mac_lo=int(rng.integers(0, 1 << 32)))
+
+
+def rand_payload(rng: np.random.Generator, n: int, dtype_int: bool) -> bytes:
+    """n random elements; fp32 payloads sometimes carry NaN, inf, -0, subnormals."""
+    if dtype_int:
+        if rng.random() < 0.2:
+            vals = rng.choice(np.array([0, 1, -1, 2**31 - 1, -(2**31)], dtype=np.int64), n)
+        else:
+            vals = rng.integers(-(2**31), 2**31, n, dtype=np.int64)
+        return vals.astype("<i4").tobytes()
+    vals = (rng.standard_normal(n) * 10.0 ** float(rng.integers(-3, 4))).astype("<f4")
+    bits = vals.view("<u4").copy()
+    if rng.random() < 0.3:
+        k = int(rng.integers(1, 4))
+        bits[rng.integers(0, n, k)] = rng.choice(FP_SPECIALS, k)
+    return bits.tobytes()
+
+
+def one_hot_in(rng: np.random.Generator, bitmap: int) -> int:
+    """A random one-hot port inside ``bitmap``."""
+    bits = [1 << i for i in range(8) if bitmap >> i & 1]
+    return int(rng.choice(bits))
+
+
+# ---------------------------------------------------------------------------
+# traffic
+
+
+MALFORMATIONS = ("short", "iplen", "udplen", "paylen", "version", "opcode", "flags", "reserved",
+                 "job", "count", "dtype", "slot", "unknown", "spoof_port", "spoof_ip",
+                 "spoof_udp", "norole", "headeronly")
+
+
+class Workload:
+    """Frames of workers following the protocol, with duplicates, stragglers and noise.
+
+    A slot starts round r+1 once every member has sent round r and the
+    result of round r-1 was seen (at most two rounds in flight per slot, one
+    per copy); a slot blocked for long goes on anyway. On a leaf the parent
+    answers upward GRADIENTs with RESULTs (sometimes late, twice, or
+    spoofed). Noise frames never replace a contribution.
+    """
+
+    def __init__(self, rng: np.random.Generator, cfg: AggConfig, *, noise: float = 0.3,
+                 start_round: int = 0) -> None:
+        self.rng = rng
+        self.cfg = cfg
+        self.noise = noise
+        self.start = start_round
+        self.contrib = [i for i in range(cfg.members) if cfg.table[i].role & 1]
+        self.cur = [start_round - 1] * cfg.slots
+        self.pending: list[list[int]] = [[] for _ in range(cfg.slots)]
+        self.blocked = [0] * cfg.slots
+        self.done: set[tuple[int, int]] = set()
+        self.up_wait: list[tuple[int, int]] = []
+        self.history: list[tuple[bytes, int]] = []
+
+    # -- frame construction ---------------------------------------------------
+    def frame(self, *, op: int = proto.Opcode.GRADIENT, worker: int, slot: int, seq: int,
+              aux: int, count: int | None = None, payload: bytes | None = None,
+              flags: int | None = None, job: int | None = None, version: int = 1,
+              reserved: int = 0, ingress: int | None = None, ip_src: int | None = None,
+              udp_src: int | None = None, eth_src: bytes | None = None) -> tuple[bytes, int]:
+        """A frame from member ``worker`` (or the parent, for a RESULT) and its ingress port."""
+        cfg, rng = self.cfg, self.rng
+        p = cfg.elems if count is None else count
+        if payload is None:
+            payload = rand_payload(rng, cfg.elems, cfg.dtype_int)
+        if flags is None:
+            flags = int(cfg.dtype_int)
+        m = cfg.table[worker % 8]
+        if op == proto.Opcode.RESULT:
+            ing = cfg.uplink or 0x01
+            src_ip, src_udp, mac = cfg.parent_ip, cfg.parent_udp or cfg.udp_port, cfg.parent_mac
+        else:
+            ing = one_hot_in(rng, m.port)
+            src_ip, src_udp, mac = m.ip, m.udp or int(rng.integers(1024, 65536)), m.mac
+        msg = proto.Message(op, flags, cfg.job_id if job is None else job, worker & 0xFFFF,
+                            slot & 0xFFFF, seq & M32, p & 0xFFFF, aux & M32, payload, version, reserved)
+        fr = proto.Frame(msg, eth_dst=bytes(6 * [0xFF]), eth_src=mac if eth_src is None else eth_src,
+                         ip_src=src_ip if ip_src is None else ip_src, ip_dst=cfg.switch_ip,
+                         udp_src=src_udp if udp_src is None else udp_src, udp_dst=cfg.udp_port)
+        return proto.build_frame(fr, validate=False), ing if ingress is None else ingress
+
+    def gradient(self, w: int, s: int, r: int, *, lag: int | None = None) -> tuple[bytes, int]:
+        """A well-formed GRADIENT of member ``w`` for slot ``s``, round ``r``."""
+        if lag is None:
+            lag = 0
+            if self.cfg.mode_async and self.rng.random() < 0.3:
+                lag = int(self.rng.integers(1, self.cfg.staleness + 3))
+        return self.frame(worker=w, slot=s, seq=r, aux=r - lag)
+
+    # -- the stream -------------------------------------------------------------
+    def next(self) -> tuple[bytes, int]:
+        """The next input frame and its one-hot ingress port."""
+        rng = self.rng
+        if self.cfg.leaf and self.up_wait and rng.random() < 0.4:
+            return self.parent_result()
+        if rng.random() < self.noise:
+            return self.noise_frame()
+        return self.contribution()
+
+    def observe(self, outs: list[Egress]) -> None:
+        """Learn from the model's outputs: results seen, upward packets to answer."""
+        for e in outs:
+            f = e.frame
+            key = (_be16(f, 48), _be32(f, 50))
+            if f[43] == proto.Opcode.RESULT and not f[44] & proto.Flags.RESEND:
+                self.done.add(key)
+            elif f[43] == proto.Opcode.GRADIENT and key not in self.up_wait:
+                self.up_wait.append(key)
+
+    def _startable(self, s: int) -> bool:
+        prev = self.cur[s] - 1
+        if prev < self.start or (s, prev & M32) in self.done or self.blocked[s] > 40:
+            return True
+        self.blocked[s] += 1
+        return False
+
+    def contribution(self) -> tuple[bytes, int]:
+        cands = [s for s in range(self.cfg.slots) if self.pending[s] or self._startable(s)]
+        if not cands or not self.contrib:
+            if self.up_wait:
+                return self.parent_result()
+            return self.malformed()
+        s = int(self.rng.choice(cands))
+        if not self.pending[s]:
+            self.cur[s] += 1
+            self.blocked[s] = 0
+            self.pending[s] = [int(w) for w in self.rng.permutation(self.contrib)]
+        w = self.pending[s].pop()
+        fr = self.gradient(w, s, self.cur[s])
+        self.history.append(fr)
+        del self.history[:-40]
+        return fr
+
+    def parent_result(self, variant: str = "") -> tuple[bytes, int]:
+        """The parent's RESULT for a partial sum the leaf sent up (or a spoofed one)."""
+        rng, cfg = self.rng, self.cfg
+        if self.up_wait:
+            i = int(rng.integers(0, len(self.up_wait)))
+            s, r = self.up_wait[i] if rng.random() < 0.9 else self.up_wait[0]
+            if rng.random() < 0.85:
+                self.up_wait.remove((s, r))
+        else:
+            s, r = int(rng.integers(0, cfg.slots)), max(self.cur[0], 0)
+        flags = int(proto.Flags.FROM_SWITCH) | int(cfg.dtype_int)
+        if rng.random() < 0.2:
+            flags |= int(proto.Flags.RESEND)
+        kw: dict[str, Any] = {}
+        if variant == "port":
+            kw["ingress"] = int(rng.choice([p for p in (0x01, 0x02, 0x04, 0x10, 0x40, 0x80)
+                                            if not p & cfg.uplink]))
+        elif variant == "ip":
+            kw["ip_src"] = cfg.parent_ip ^ 0x100
+        elif variant == "round":
+            r += int(rng.choice([-2, -1, 1, 2]))
+        return self.frame(op=proto.Opcode.RESULT, worker=0, slot=s, seq=r,
+                          aux=int(rng.integers(1, 20)), flags=flags, **kw)
+
+    def noise_frame(self) -> tuple[bytes, int]:
+        rng = self.rng
+        kind = rng.choice(["dup", "old", "future", "malformed", "result"],
+                          p=[0.25, 0.2, 0.03, 0.44, 0.08])
+        if kind == "dup" and self.history:
+            return self.history[int(rng.integers(0, len(self.history)))]
+        if kind in ("old", "future") and self.contrib:
+            s = int(rng.integers(0, self.cfg.slots))
+            r = self.cur[s] + (2 if kind == "future" else -int(rng.integers(0, 4)))
+            if r >= self.start or kind == "future":
+                return self.gradient(int(rng.choice(self.contrib)), s, r)
+        if kind == "result":
+            variant = "" if not self.cfg.leaf else str(rng.choice(["", "port", "ip", "round"]))
+            return self.parent_result(variant)
+        return self.malformed()
+
+    def malformed(self, kinds: tuple[str, ...] | None = None) -> tuple[bytes, int]:
+        """A frame with one or two malformations (then the check order decides)."""
+        rng, cfg = self.rng, self.cfg
+        if kinds is None:
+            k = 1 if rng.random() < 0.7 else 2
+            kinds = tuple(str(x) for x in rng.choice(MALFORMATIONS, k, replace=False))
+        w = int(rng.choice(self.contrib)) if self.contrib else 0
+        s = int(rng.integers(0, cfg.slots))
+        r = max(self.cur[s], self.start)
+        kw: dict[str, Any] = {}
+        if "paylen" in kinds:
+            nbytes = max(0, 4 * cfg.elems + int(rng.choice([-64, -4, -1, 3, 64])))
+            kw["payload"] = rand_payload(rng, cfg.elems + 16, cfg.dtype_int)[:nbytes]
+        if "headeronly" in kinds:
+            kw["payload"] = b""
+        if "count" in kinds:
+            c = int(rng.choice([cfg.elems + 16, max(cfg.elems - 16, 0), int(rng.integers(0, 1 << 16))]))
+            if c == cfg.elems:
+                c += 1
+            kw["count"] = c
+            if rng.random() < 0.5 and c <= 352:
+                kw["payload"] = rand_payload(rng, c, cfg.dtype_int)
+        if "version" in kinds:
+            kw["version"] = int(rng.choice([0, 2, 255]))
+        if "reserved" in kinds:
+            kw["reserved"] = int(rng.integers(1, 1 << 32))
+        if "job" in kinds:
+            kw["job"] = (cfg.job_id + int(rng.integers(1, 256))) & 0xFF
+        if "slot" in kinds:
+            s = int(rng.choice([cfg.slots, cfg.slots + int(rng.integers(0, 64)), 127, 128, 0xFFFF]))
+        if "unknown" in kinds:
+            w = int(rng.choice([cfg.members, 7, 8, 0x103, 0xFFFF]))
+            w = max(w, cfg.members)
+        if "norole" in kinds:
+            lack = [i for i in range(8) if not cfg.table[i].role & 1]
+            if lack:
+                w = int(rng.choice(lack))
+        if "spoof_ip" in kinds:
+            kw["ip_src"] = cfg.table[w % 8].ip ^ (1 << int(rng.integers(0, 32)))
+        if "spoof_udp" in kinds:
+            u = cfg.table[w % 8].udp
+            kw["udp_src"] = (u ^ 0x8) if u else int(rng.integers(1, 65536))
+        if "spoof_port" in kinds:
+            kw["ingress"] = int(rng.choice([p for p in (1 << i for i in range(8))
+                                            if not p & cfg.table[w % 8].port]))
+        flags = int(cfg.dtype_int)
+        if "dtype" in kinds:
+            flags ^= 1
+        if "flags" in kinds:
+            flags |= 0x10 << int(rng.integers(0, 4))
+        frame, port = self.frame(worker=w, slot=s, seq=r, aux=r, flags=flags, **kw)
+        f = bytearray(frame)
+        if "opcode" in kinds:
+            f[43] = int(rng.choice([0, 8, 9, 0x41, 0xFF]))
+        if "iplen" in kinds:
+            struct.pack_into("!H", f, 16, (len(f) - 14 + int(rng.choice([-4, -1, 1, 64]))) & 0xFFFF)
+        if "udplen" in kinds:
+            struct.pack_into("!H", f, 38, (len(f) - 34 + int(rng.choice([-4, -1, 1, 64]))) & 0xFFFF)
+        if "short" in kinds:
+            f = f[:int(rng.integers(42, 64))]
+        return bytes(f), port
+
+
+# ---------------------------------------------------------------------------
+# testbench
+
+
+class TB:
+    """Clock, reset, BFMs, the golden model and the expected-output queue."""
+
+    def __init__(self, dut: Any, *, streams: bool = True) -> None:
+        self.dut = dut
+        self.log = logging.getLogger("cocotb.tb")
+        self.log.setLevel(logging.INFO)
+        self.width = len(dut.s_axis_tdata)
+        self.bytes = self.width // 8
+        self.streams = streams
+        # control registers are undefined until the first reset: hold it from
+        # time zero and create the BFMs after it (they sample tready/arready)
+        for sig, val in ((dut.rst, 1), (dut.s_axis_tvalid, 0), (dut.s_axis_tdata, 0),
+                         (dut.s_axis_tkeep, 0), (dut.s_axis_tlast, 0), (dut.s_axis_tuser, 0),
+                         (dut.m_axis_tready, 0), (dut.s_axil_awvalid, 0), (dut.s_axil_wvalid, 0),
+                         (dut.s_axil_bready, 0), (dut.s_axil_arvalid, 0), (dut.s_axil_rready, 0)):
+            sig.value = Immediate(val)
+        cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
+        self.source: AxiStreamSource | None = None
+        self.sink: AxiStreamSink | None = None
+        self.axil: AxiLiteMaster | None = None
+        self.model = SwitchModel()
+        self.expected: list[Egress] = []
+        self.sent = 0
+
+    def _make_bfms(self) -> None:
+        dut = self.dut
+        if self.streams:
+            self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
+            self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
+        else:
+            dut.m_axis_tready.value = 1
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        # the BFMs log every frame at INFO
+        for name in ("s_axis", "m_axis", "s_axil"):
+            logging.getLogger(f"cocotb.{dut._name}.{name}").setLevel(logging.WARNING)
+
+    def set_idle_generator(self, generator: Iterator[int] | None) -> None:
+        if generator and self.source:
+            self.source.set_pause_generator(generator)
+
+    def set_backpressure_generator(self, generator: Iterator[int] | None) -> None:
+        if generator and self.sink:
+            self.sink.set_pause_generator(generator)
+
+    async def cycles(self, n: int) -> None:
+        for _ in range(n):
+            await RisingEdge(self.dut.clk)
+
+    async def reset(self) -> None:
+        """Reset the DUT and start a fresh model with the DUT's parameters."""
+        self.dut.rst.value = 1
+        await self.cycles(4)
+        self.dut.rst.value = 0
+        await self.cycles(4)
+        if self.axil is None:
+            self._make_bfms()
+        await self.new_model()
+
+    async def new_model(self) -> None:
+        max_slots = await self.read("AGG_MAX_SLOTS")
+        max_elems = await self.read("AGG_MAX_ELEMS")
+        build_hash = await self.read("BUILD_HASH")
+        self.model = SwitchModel(max_slots=max_slots, max_elems=max_elems, build_hash=build_hash)
+        self.expected = []
+
+    async def read(self, name: str) -> int:
+        assert self.axil is not None
+        return int(await self.axil.read_dword(regmap.REGISTERS[name].addr))
+
+    async def write(self, name: str, value: int) -> None:
+        """The same register write into the DUT and the model."""
+        assert self.axil is not None
+        await self.axil.write_dword(regmap.REGISTERS[name].addr, value)
+        self.model.write(name, value)
+
+    async def configure(self, cfg: AggConfig) -> None:
+        for name, value in cfg.writes():
+            await self.write(name, value)
+
+    async def send(self, frame: bytes, port: int) -> list[Egress]:
+        """Queue a frame into the DUT and the model; returns the model's outputs."""
+        assert self.source is not None
+        outs = self.model.process(frame, port)
+        self.expected.extend(outs)
+        self.sent += 1
+        await self.source.send(AxiStreamFrame(frame, tuser=len(frame) | port << 16))
+        return outs
+
+    async def run(self, wl: Workload, n: int) -> None:
+        for _ in range(n):
+            wl.observe(await self.send(*wl.next()))
+
+    async def settle(self) -> None:
+        """Wait until every queued frame went in and the engine is quiet."""
+        if self.source is not None:
+            await self.source.wait()
+        await self.cycles(40)
+
+    async def check(self, *, timeout_us: float = 400.0) -> None:
+        """Every expected output, in order, then nothing more; then the counters."""
+        assert self.sink is not None and self.source is not None
+        await self.source.wait()
+        for i, exp in enumerate(self.expected):
+            got = await with_timeout(self.sink.recv(), timeout_us, "us")
+            self.compare(i, bytes(got.tdata), int(got.tuser), exp)
+        n = len(self.expected)
+        self.expected = []
+        await self.cycles(60)
+        assert self.sink.empty(), f"unexpected output after {n} frames: {self.sink.count()} more"
+        await self.check_counters()
+
+    def compare(self, i: int, data: bytes, tuser: int, exp: Egress) -> None:
+        want_user = len(exp.frame) | exp.dst_ports << 24
+        if data != exp.frame or (tuser & M32) != want_user:
+            raise AssertionError(
+                f"output {i} differs\n got  {describe(data)} tuser={tuser & M32:#010x}\n"
+                f" want {describe(exp.frame)} tuser={want_user:#010x}\n"
+                f" payload equal: {data[64:] == exp.frame[64:]}")
+
+    async def check_counters(self) -> None:
+        want = self.model.counters()
+        got = {name: await self.read(name) for name in regmap.COUNTERS}
+        diff = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+        assert not diff, f"counters (dut, model) differ: {diff}"
+
+
+class StallMonitor:
+    """Counts input beats and clocks where the input is valid but not ready."""
+
+    def __init__(self, dut: Any) -> None:
+        self.dut = dut
+        self.stalls = 0
+        self.beats = 0
+        self.running = True
+        self.task = cocotb.start_soon(self._run())
+
+    async def _run(self) -> None:
+        while self.running:
+            await RisingEdge(self.dut.clk)
+            if int(self.dut.s_axis_tvalid.value):
+                if int(self.dut.s_axis_tready.value):
+                    self.beats += 1
+                else:
+                    self.stalls += 1
+
+    async def stop(self) -> None:
+        self.running = False
+        await self.task
+
+
+def cycle_pause(pattern: list[int]) -> Iterator[int]:
+    while True:
+        yield from pattern
+
+
+# ---------------------------------------------------------------------------
+# tests with the BFMs
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=[False, True], backpressure=[False, True])
+async def test_stream(dut: Any, idle: bool, backpressure: bool) -> None:
+    """A noisy sync/async workload under idle insertion and backpressure."""
+    tb = TB(dut)
+    await tb.reset()
+    tb.set_idle_generator(cycle_pause([0, 0, 1, 0, 1, 0, 0, 0, 1]) if idle else None)
+    tb.set_backpressure_generator(cycle_pause([0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0]) if backpressure else None)
+    rng = np.random.default_rng(SEED + 2 * int(idle) + int(backpressure))
+    cfg = random_config(rng, max_slots=tb.model.read("AGG_MAX_SLOTS"),
+                        max_elems=tb.model.read("AGG_MAX_ELEMS"), leaf=backpressure,
+                        mode_async=idle, dtype_int=idle and backpressure, members=3)
+    await tb.configure(cfg)
+    await tb.run(Workload(rng, cfg, noise=0.3), 110)
+    await tb.check()
+
+
+@cocotb.test()
+async def test_workloads(dut: Any) -> None:
+    """Jobs one after the other: every role, mode and dtype; rounds wrapping at 2**32."""
+    tb = TB(dut)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 10)
+    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    phases: list[dict[str, Any]] = [
+        {"leaf": False, "mode_async": False, "dtype_int": False},
+        {"leaf": False, "mode_async": True, "dtype_int": True},
+        {"leaf": True, "mode_async": False, "dtype_int": False},
+        {"leaf": True, "mode_async": True, "dtype_int": True},
+        {"leaf": False, "mode_async": False, "dtype_int": True, "members": 1},
+        {"leaf": True, "mode_async": True, "dtype_int": False, "members": 8},
+        {"leaf": False, "mode_async": True, "dtype_int": False, "slots": max_slots, "elems": 16},
+    ]
+    for k, ph in enumerate(phases):
+        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, **ph)
+        start = int(rng.choice([0, 5, 2**31 - 2, 2**32 - 3]))
+        tb.log.info("phase %d: %s start round %d", k, ph, start)
+        await tb.configure(cfg)
+        await tb.run(Workload(rng, cfg, noise=0.3, start_round=start), 80)
+        await tb.check()
+
+
+@cocotb.test()
+async def test_malformed(dut: Any) -> None:
+    """Every malformed and unauthorized class, alone and in pairs; DISABLED; counter clear."""
+    tb = TB(dut)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 20)
+    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=True,
+                        mode_async=True, members=4, elems=32)
+    cfg.threshold = 3
+    cfg.table[3].role = 0b110
+    cfg.table[0].udp = 30000
+    await tb.configure(cfg)
+    wl = Workload(rng, cfg, noise=0.0)
+    for kind in MALFORMATIONS:
+        await tb.send(*wl.malformed((kind,)))
+    for _ in range(40):
+        await tb.send(*wl.malformed())
+    # RESULTs that are not from the parent, and a RESULT on a root
+    for variant in ("port", "ip", "round", ""):
+        await tb.send(*wl.parent_result(variant))
+    # valid traffic interleaved with noise, then engine off
+    await tb.run(Workload(rng, cfg, noise=0.5), 40)
+    await tb.check()
+    await tb.write("CTRL", 0x2)
+    await tb.run(wl, 6)
+    await tb.check()
+    await tb.write("CTRL", 0x3 | 1 << 31)
+    await tb.check_counters()
+    cfg.leaf = False
+    await tb.configure(cfg)
+    await tb.send(*wl.parent_result())
+    await tb.run(Workload(rng, cfg, noise=0.4), 30)
+    await tb.check()
+
+
+@cocotb.test()
+async def test_line_rate(dut: Any) -> None:
+    """Back-to-back packets for one slot: one beat per clock from 7 beats up, exact sums."""
+    tb = TB(dut)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 30)
+    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    hdr_beats = 64 // tb.bytes
+    for p in (16, 32, 48, 96, 112):
+        if p > max_elems:
+            continue
+        for dtype_int in (False, True):
+            cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=False,
+                                mode_async=False, dtype_int=dtype_int, elems=p, slots=2, members=3)
+            await tb.configure(cfg)
+            await tb.settle()
+            wl = Workload(rng, cfg, noise=0.0)
+            frames = []
+            for r in range(4):
+                for w in range(cfg.members):
+                    frames.append(wl.gradient(w, 0, r))
+                frames.append(wl.gradient(0, 0, r))  # duplicate after DONE: resend
+            mon = StallMonitor(dut)
+            for fr in frames:
+                await tb.send(*fr)
+            await tb.check()
+            await mon.stop()
+            stalls = mon.stalls
+            plen = hdr_beats + p * 4 // tb.bytes
+            tb.log.info("P=%d dtype_int=%s beats/packet=%d: %d beats, %d stall clocks",
+                        p, dtype_int, plen, mon.beats, stalls)
+            if plen >= 7:
+                assert stalls == 0, f"input stalled {stalls} clocks at {plen} beats per packet"
+            else:
+                assert stalls <= len(frames) * (7 - plen)
+
+
+@cocotb.test()
+async def test_reset_mid_frame(dut: Any) -> None:
+    """Reset while a frame streams in and a result streams out; then a clean run."""
+    tb = TB(dut)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 40)
+    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    assert tb.source is not None and tb.sink is not None
+    for cut in (3, 9):
+        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=False,
+                            mode_async=False, members=2, elems=min(max_elems, 128))
+        await tb.configure(cfg)
+        wl = Workload(rng, cfg, noise=0.0)
+        tb.set_backpressure_generator(cycle_pause([0, 1]))
+        # the second contribution completes round 0: its result is on its way out
+        # while the next frame is cut by the reset
+        for fr in (wl.gradient(0, 0, 0), wl.gradient(1, 0, 0), wl.gradient(0, 0, 1)):
+            await tb.source.send(AxiStreamFrame(fr[0], tuser=len(fr[0]) | fr[1] << 16))
+        n_beats = 2 * (len(wl.gradient(0, 0, 0)[0]) // tb.bytes) + cut
+        seen = 0
+        while seen < n_beats:
+            await RisingEdge(dut.clk)
+            if int(dut.s_axis_tvalid.value) and int(dut.s_axis_tready.value):
+                seen += 1
+        dut.rst.value = 1
+        await tb.cycles(3)
+        dut.rst.value = 0
+        tb.source.clear()
+        await tb.cycles(5)
+        tb.sink.clear()
+        tb.sink.clear_pause_generator()
+        await tb.new_model()
+        # registers are back to their reset values: configure again, run clean
+        await tb.configure(cfg)
+        await tb.run(Workload(rng, cfg, noise=0.3), 60)
+        await tb.check()
+
+
+@cocotb.test()
+async def test_registers(dut: Any) -> None:
+    """Every register reads back what the model holds, after random legal writes."""
+    tb = TB(dut)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 50)
+    names = [n for n, r in regmap.REGISTERS.items() if not n.startswith("RPL_")]
+    for n in names:
+        assert await tb.read(n) == tb.model.read(n), n
+    cfg = random_config(rng, max_slots=tb.model.read("AGG_MAX_SLOTS"),
+                        max_elems=tb.model.read("AGG_MAX_ELEMS"))
+    await tb.configure(cfg)
+    for n in names:
+        assert await tb.read(n) == tb.model.read(n), n
+
+
+# ---------------------------------------------------------------------------
+# lean driver: whole beats written each clock (soak and bench)
+
+
+@dataclass
+class LeanRun:
+    """What a lean run saw: output frames and handshake clocks."""
+
+    outputs: list[tuple[bytes, int]] = field(default_factory=list)
+    in_clocks: list[int] = field(default_factory=list)
+    out_first_clocks: list[int] = field(default_factory=list)
+    clocks: int = 0
+
+
+class Lean:
+    """Drives s_axis and m_axis directly: one beat per clock, optional idle and backpressure."""
+
+    def __init__(self, dut: Any, width: int) -> None:
+        self.dut = dut
+        self.nbytes = width // 8
+        self.keep_all = (1 << self.nbytes) - 1
+
+    def beats(self, frames: list[tuple[bytes, int]]) -> list[tuple[int, int, int, int]]:
+        out = []
+        nb = self.nbytes
+        for data, port in frames:
+            user = len(data) | port << 16
+            n = (len(data) + nb - 1) // nb
+            for i in range(n):
+                chunk = data[i * nb:(i + 1) * nb]
+                keep = self.keep_all if len(chunk) == nb else (1 << len(chunk)) - 1
+                out.append((int.from_bytes(chunk, "little"), keep, user, int(i == n - 1)))
+        return out
+
+    async def run(self, frames: list[tuple[bytes, int]], n_out: int, *,
+                  rng: np.random.Generator | None = None, idle: float = 0.0,
+                  backpressure: float = 0.0, record: bool = False,
+                  timeout: int = 100000) -> LeanRun:
+        dut = self.dut
+        beats = self.beats(frames)
+        n = len(beats)
+        res = LeanRun()
+        edge = RisingEdge(dut.clk)
+        nb = self.nbytes
+        i = 0
+        cur = bytearray()
+        cur_user = 0
+        valid = 0
+        ready = 0
+        quiet = 0
+        clk = 0
+        rand = rng.random if rng is not None else None
+        while i < n or len(res.outputs) < n_out:
+            if i < n and not (idle and rand and rand() < idle):
+                d, k, u, last = beats[i]
+                dut.s_axis_tdata.value = d
+                dut.s_axis_tkeep.value = k
+                dut.s_axis_tuser.value = u
+                dut.s_axis_tlast.value = last
+                valid = 1
+            else:
+                valid = 0
+            dut.s_axis_tvalid.value = valid
+            ready = 0 if (backpressure and rand and rand() < backpressure) else 1
+            dut.m_axis_tready.value = ready
+            await edge
+            clk += 1
+            if valid and int(dut.s_axis_tready.value):
+                i += 1
+                if record:
+                    res.in_clocks.append(clk)
+            if ready and int(dut.m_axis_tvalid.value):
+                if not cur and record:
+                    res.out_first_clocks.append(clk)
+                cur += int(dut.m_axis_tdata.value).to_bytes(nb, "little")
+                cur_user = int(dut.m_axis_tuser.value)
+                if int(dut.m_axis_tlast.value):
+                    res.outputs.append((bytes(cur), cur_user))
+                    cur = bytearray()
+                quiet = 0
+            else:
+                quiet += 1
+                if i >= n and quiet > timeout:
+                    break
+        dut.s_axis_tvalid.value = 0
+        dut.m_axis_tready.value = 1
+        for _ in range(60):
+            await edge
+            clk += 1
+            if int(dut.m_axis_tvalid.value):
+                raise AssertionError("output after the expected frames")
+        res.clocks = clk
+        return res
+
+
+def lean_compare(tb: TB, got: list[tuple[bytes, int]], want: list[Egress]) -> None:
+    assert len(got) == len(want), f"{len(got)} outputs, model expects {len(want)}"
+    for i, ((data, user), exp) in enumerate(zip(got, want, strict=True)):
+        tb.compare(i, data, user, exp)
+
+
+@cocotb.test(skip=os.environ.get("GRAD_AGG_SOAK") != "1")
+async def test_soak(dut: Any) -> None:
+    """>= 100k packets over many jobs, with idle insertion and backpressure."""
+    tb = TB(dut, streams=False)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 60)
+    lean = Lean(dut, tb.width)
+    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    total = int(os.environ.get("GRAD_AGG_SOAK_PACKETS", "100000"))
+    chunk = 4000
+    sent = 0
+    job = 0
+    while sent < total:
+        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems)
+        await tb.configure(cfg)
+        wl = Workload(rng, cfg, noise=float(rng.choice([0.05, 0.2, 0.4])),
+                      start_round=int(rng.choice([0, 2**32 - 20])))
+        frames = []
+        want: list[Egress] = []
+        for _ in range(min(chunk, total - sent)):
+            fr = wl.next()
+            outs = tb.model.process(*fr)
+            wl.observe(outs)
+            want += outs
+            frames.append(fr)
+        idle, bp = (float(rng.choice([0.0, 0.0, 0.1, 0.3])), float(rng.choice([0.0, 0.0, 0.2, 0.5])))
+        res = await lean.run(frames, len(want), rng=rng, idle=idle, backpressure=bp)
+        lean_compare(tb, res.outputs, want)
+        await tb.check_counters()
+        sent += len(frames)
+        job += 1
+        tb.log.info("soak job %d: %d packets, %d outputs, %d clocks (idle %.1f, bp %.1f), total %d",
+                    job, len(frames), len(want), res.clocks, idle, bp, sent)
+
+
+@cocotb.test(skip="GRAD_AGG_BENCH_JSON" not in os.environ)
+async def test_bench(dut: Any) -> None:
+    """Saturation throughput and completion latency for the bench script."""
+    tb = TB(dut, streams=False)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 70)
+    lean = Lean(dut, tb.width)
+    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    hdr_beats = 64 // tb.bytes
+    results: dict[str, Any] = {"data_width": tb.width, "per_elems": {}}
+    sizes = [p for p in (16, 32, 48, 64, 96, 128, 256, 352) if p <= max_elems]
+    default_p = min(256, max_elems)
+    for p in sizes:
+        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=False,
+                            mode_async=False, dtype_int=False, elems=p, slots=16, members=4)
+        await tb.configure(cfg)
+        wl = Workload(rng, cfg, noise=0.0)
+        rounds = max(4, 2000 // (hdr_beats + p * 4 // tb.bytes) // cfg.members)
+        frames = [wl.gradient(w, 0, r) for r in range(rounds) for w in range(cfg.members)]
+        want = [e for fr in frames for e in tb.model.process(*fr)]
+        res = await lean.run(frames, len(want), record=True)
+        lean_compare(tb, res.outputs, want)
+        span = res.in_clocks[-1] - res.in_clocks[0] + 1
+        bpc = len(res.in_clocks) / span
+        # last beat of every completing packet (every members-th) to its result's first beat
+        per_pkt = hdr_beats + p * 4 // tb.bytes
+        last_beats = [res.in_clocks[(k + 1) * per_pkt - 1]
+                      for k in range(len(frames)) if (k + 1) % cfg.members == 0]
+        lat = [o - i for i, o in zip(last_beats, res.out_first_clocks, strict=True)]
+        results["per_elems"][p] = {"beats_per_packet": per_pkt, "beats_per_clock": bpc,
+                                   "latency_min": min(lat), "latency_max": max(lat),
+                                   "packets": len(frames)}
+        tb.log.info("P=%d: %d beats/packet, %.3f beats/clock, latency %d..%d", p, per_pkt, bpc,
+                    min(lat), max(lat))
+    results["beats_per_clock"] = results["per_elems"][default_p]["beats_per_clock"]
+    results["latency_clocks"] = results["per_elems"][default_p]["latency_max"]
+    results["default_elems"] = default_p
+    with open(os.environ["GRAD_AGG_BENCH_JSON"], "w") as f:
+        json.dump(results, f, indent=1)

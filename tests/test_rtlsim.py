@@ -1,0 +1,284 @@
+"""The switch RTL in Verilator (hostdrv.rtlsim, hostdrv.simswitch) against the reference model.
+
+* :class:`~hostdrv.rtlsim.RtlSwitch` and :class:`~hostdrv.model.SwitchModel`
+  get the same register writes and the same few dozen frames (L2 traffic,
+  gradient rounds with a resend and drops, replay pushes, uniform and
+  prioritized samples, an update, malformed requests): every frame's outputs,
+  every counter and the replay state registers must be identical.
+* Two :class:`~hostdrv.clients.Aggregator` workers all-reduce through
+  ``sim://`` (the soft switch's server running the RTL) and get the model's
+  sum bit for bit.
+
+The Verilator build is cached in ``sim_build/rtlsim/`` (the first run
+compiles for about a minute; later runs load the cached model).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from hostdrv import protocol as proto
+from hostdrv import regmap
+from hostdrv.clients import Aggregator, ReplayClient
+from hostdrv.control import SwitchControl
+from hostdrv.model import SwitchModel, fp32_add
+from hostdrv.rtlsim import RtlSwitch, build_rtl
+from hostdrv.simswitch import DEFAULT_PARAMS, SIM_BACKENDS, SimSwitch
+
+TOP = "nrl_switch"
+PARAMS = dict(DEFAULT_PARAMS[TOP])
+CAPACITY = int(PARAMS["RPL_CAPACITY"])
+RECORD_BYTES = 128
+
+JOB = 7
+ELEMS = 16
+SLOTS = 2
+SWITCH_MAC = bytes.fromhex("024e524c0001")
+PORT_MAC = (0x01, 0x04, 0x10, 0x40)
+PORT_DMA0 = 0x02
+# member table: (port, IPv4, UDP source port, role)
+WORKERS = [(PORT_MAC[i], 0x0A000002 + i, 40000 + i, 1) for i in range(3)]
+ACTOR = (PORT_MAC[3], 0x0A00000A, 40010, 2)
+LEARNER = (PORT_DMA0, 0x0A000010, 40016, 4)
+MEMBERS = [*WORKERS, ACTOR, LEARNER]
+ACTOR_ID, LEARNER_ID = 3, 4
+
+
+@pytest.fixture(scope="module")
+def rtl() -> Iterator[RtlSwitch]:
+    try:
+        build_rtl(TOP, PARAMS)
+    except FileNotFoundError as e:
+        pytest.skip(f"RTL not there yet: {e}")
+    sw = RtlSwitch(TOP, PARAMS)
+    try:
+        yield sw
+    finally:
+        sw.close()
+
+
+# ---------------------------------------------------------------------------
+# scenario
+
+
+def config_writes() -> list[tuple[str, int]]:
+    w: list[tuple[str, int]] = [
+        ("SWITCH_MAC_HI", int.from_bytes(SWITCH_MAC[:2], "big")),
+        ("SWITCH_MAC_LO", int.from_bytes(SWITCH_MAC[2:], "big")),
+        ("JOB_ID", JOB),
+        ("AGG_MEMBERS", len(WORKERS)),
+        ("AGG_ELEMS", ELEMS),
+        ("AGG_SLOTS", SLOTS),
+        ("RPL_SEED", 0x1234567),
+    ]
+    for i, (port, ip, udp, role) in enumerate(MEMBERS):
+        w += [(f"MEMBER_PORT_{i}", port), (f"MEMBER_IP_{i}", ip), (f"MEMBER_UDP_{i}", udp),
+              (f"MEMBER_ROLE_{i}", role)]
+    return w
+
+
+def member_frame(member: int, msg: proto.Message) -> tuple[bytes, int]:
+    port, ip, udp, _ = MEMBERS[member]
+    f = proto.Frame(msg, eth_dst=b"\x02\x00\x00\x00\x00\xfe",
+                    eth_src=bytes([2, 0, 0, 0, 1, member]), ip_src=ip, ip_dst=0x0A000001,
+                    udp_src=udp, udp_dst=proto.DEFAULT_UDP_PORT)
+    return proto.build_frame(f, validate=False), port
+
+
+def l2_frames(rng: random.Random) -> list[tuple[bytes, int]]:
+    def eth(ethertype: int, n: int, src: int) -> bytes:
+        body = bytes(rng.getrandbits(8) for _ in range(n - 14))
+        return b"\xff" * 6 + bytes([2, 0, 0, 0, 9, src]) + ethertype.to_bytes(2, "big") + body
+
+    def ipv4(n: int, proto_num: int, dport: int, ihl: int = 0x45) -> bytes:
+        f = bytearray(eth(0x0800, n, 1))
+        f[14] = ihl
+        f[23] = proto_num
+        f[36:38] = dport.to_bytes(2, "big")
+        return bytes(f)
+
+    return [
+        (eth(0x0806, 60, 1), PORT_MAC[0]),
+        (eth(0x88B5, 20, 2), PORT_MAC[1]),                       # runt, one beat
+        (ipv4(64, 6, proto.DEFAULT_UDP_PORT), PORT_MAC[2]),      # TCP to "our" port
+        (ipv4(100, 17, 53), PORT_DMA0),                          # UDP elsewhere, from DMA
+        (ipv4(80, 17, proto.DEFAULT_UDP_PORT, 0x46), PORT_MAC[3]),  # IPv4 options
+        (eth(0x86DD, 301, 3), PORT_MAC[0]),                      # ragged last beat
+        (ipv4(41, 17, proto.DEFAULT_UDP_PORT), PORT_MAC[1]),     # one byte short of UDP
+        (eth(0x0800, 32, 4), PORT_MAC[2]),                       # exactly one beat at 256
+        (eth(0x0806, 33, 5), 0x08),                              # from DMA port 1
+        (eth(0x0800, 1514, 6), PORT_MAC[3]),                     # full-size frame
+    ]
+
+
+def agg_frames(rng: np.random.Generator) -> list[tuple[bytes, int]]:
+    def grad(w: int, slot: int, rnd: int, job: int = JOB,
+             values: np.ndarray | None = None) -> tuple[bytes, int]:
+        v = rng.standard_normal(ELEMS).astype(np.float32) if values is None else values
+        return member_frame(w, proto.gradient(v, job=job, worker=w, slot=slot, round_=rnd))
+
+    special = np.array([np.inf, -np.inf, np.nan, -0.0, 1e-45, -1e-45, 3.4e38, 3.4e38]
+                       + [1.0] * (ELEMS - 8), dtype=np.float32)
+    out = [grad(0, 0, 0), grad(1, 0, 0), grad(0, 1, 0), grad(2, 0, 0)]  # slot 0 completes
+    out += [grad(1, 1, 0), grad(0, 0, 0)]       # duplicate after completion: resend
+    out += [grad(2, 1, 0), grad(1, 1, 0)]       # slot 1 completes, then a duplicate
+    out += [grad(1, 0, 0, job=JOB + 1)]         # BAD_JOB
+    short, port = grad(2, 0, 1)
+    out += [(short[:60], port)]                 # BAD_LENGTH
+    out += [grad(0, 0, 1, values=special), grad(1, 0, 1, values=special),
+            grad(2, 0, 1, values=-special)]     # infinities, NaN, subnormals, overflow
+    out += [grad(0, 1, 1), grad(0, 0, 0)]       # round 1 of slot 1 open; stale round 0
+    out += [grad(ACTOR_ID, 0, 2)]               # UNKNOWN_WORKER (the actor's id is >= N)
+    out += [grad(1, 1, 1), grad(2, 1, 1)]       # slot 1 round 1 completes
+    return out
+
+
+def rpl_frames(rng: np.random.Generator) -> list[tuple[bytes, int]]:
+    def push(k: int, seq: int) -> tuple[bytes, int]:
+        recs = [rng.integers(0, 256, RECORD_BYTES, dtype=np.uint8).tobytes() for _ in range(k)]
+        prios = [int(p) for p in rng.integers(1, 1 << 20, k)]
+        return member_frame(ACTOR_ID, proto.push(recs, prios, job=JOB, worker=ACTOR_ID, seq=seq))
+
+    def sample(b: int, seq: int, prioritized: bool) -> tuple[bytes, int]:
+        return member_frame(LEARNER_ID, proto.sample_request(
+            b, job=JOB, worker=LEARNER_ID, seq=seq, prioritized=prioritized))
+
+    out = [sample(2, 1, False)]                 # EMPTY
+    out += [push(2, 2), push(16, 3), push(5, 4)]
+    out += [sample(4, 5, False), sample(8, 6, True)]
+    out += [member_frame(LEARNER_ID, proto.update([1, 4, 100], [7 << 16, 3, 9], job=JOB,
+                                                  worker=LEARNER_ID, seq=7))]  # BAD_INDEX
+    bad, port = push(1, 8)
+    out += [(bad[:45] + bytes([JOB + 1]) + bad[46:], port)]  # BAD_JOB
+    out += [sample(16, 9, True), push(3, 10), sample(1, 11, False)]
+    out += [member_frame(ACTOR_ID, proto.sample_request(2, job=JOB, worker=ACTOR_ID, seq=12))]
+    return out
+
+
+def interleave(rng: random.Random, *streams: list[tuple[bytes, int]]) -> list[tuple[bytes, int]]:
+    queues = [list(s) for s in streams if s]
+    out: list[tuple[bytes, int]] = []
+    while queues:
+        q = rng.choice(queues)
+        out.append(q.pop(0))
+        if not q:
+            queues.remove(q)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# tests
+
+
+def test_rtl_matches_model_frame_by_frame(rtl: RtlSwitch) -> None:
+    model = SwitchModel(capacity=CAPACITY, record_bytes=RECORD_BYTES,
+                        max_slots=rtl.read("AGG_MAX_SLOTS"), max_elems=rtl.read("AGG_MAX_ELEMS"))
+    rtl.reset()
+    rtl.write("RPL_RESET", 1)
+    rtl.write("CTRL", 0x80000003)
+    for name, value in config_writes():
+        rtl.write(name, value)
+        model.write(name, value)
+    for name in ("MAGIC", "VERSION", "RPL_CAPACITY", "RPL_RECORD_BYTES", "AGG_SLOTS",
+                 "MEMBER_IP_4", "JOB_ID"):
+        assert rtl.read(name) == model.read(name), name
+    with pytest.raises(ValueError, match="out of range"):
+        rtl.write("AGG_ELEMS", 17)
+    with pytest.raises(ValueError, match="read-only"):
+        rtl.write("MAGIC", 1)
+
+    prng = random.Random(5)
+    nrng = np.random.default_rng(5)
+    frames = interleave(prng, l2_frames(prng), agg_frames(nrng), rpl_frames(nrng))
+    assert len(frames) >= 40, len(frames)
+    emitted = 0
+    for i, (frame, port) in enumerate(frames):
+        want = model.process(frame, port)
+        got = rtl.process(frame, port)
+        assert [(e.dst_ports, e.frame.hex()) for e in got] == \
+               [(e.dst_ports, e.frame.hex()) for e in want], \
+               f"frame {i} (opcode {frame[43] if len(frame) > 43 else None}) from port {port:#x}"
+        emitted += len(want)
+    assert emitted > 40
+    assert rtl.counters() == model.counters()
+    for name in ("RPL_SIZE", "RPL_WPTR", "RPL_TOTAL_LO", "RPL_TOTAL_HI"):
+        assert rtl.read(name) == model.read(name), name
+    rtl.write("CTRL", 0x80000003)
+    assert not any(rtl.counters().values())
+    assert all(regmap.REGISTERS[n].access == "rc" for n in rtl.counters())
+
+
+def test_allreduce_through_sim_url_equals_model_sum() -> None:
+    try:
+        build_rtl(TOP, PARAMS)
+    except FileNotFoundError as e:
+        pytest.skip(f"RTL not there yet: {e}")
+    size, slots, elems = 200, 4, 32
+    rng = np.random.default_rng(21)
+    inputs = [[(rng.standard_normal(size) * 10).astype(np.float32) for _ in range(2)]
+              for _ in range(2)]                     # [worker][call]
+    results: list[list[np.ndarray]] = [[], []]
+    errors: list[BaseException] = []
+    with SimSwitch("127.0.0.1:0") as sw:
+        assert sw.url.startswith("sim://")
+        ctl = SwitchControl(sw.url, backends=SIM_BACKENDS)
+        assert ctl.read("MAGIC") == regmap.REGISTERS["MAGIC"].reset
+        ctl.configure_aggregation(members=2, slots=slots, elems=elems)
+        aggs = [Aggregator(sw.url, worker=w, timeout=0.5, backends=SIM_BACKENDS)
+                for w in range(2)]
+
+        def work(w: int) -> None:
+            try:
+                for call in range(2):
+                    results[w].append(np.asarray(aggs[w].allreduce(inputs[w][call])))
+            except BaseException as e:  # noqa: BLE001 - reported by the main thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        counters = ctl.counters()
+        for a in aggs:
+            a.close()
+        ctl.close()
+        sim = sw.sim_stats
+    assert not errors, errors
+    chunks = -(-size // elems)
+    for call in range(2):
+        want = fp32_add(inputs[0][call], inputs[1][call])
+        for w in range(2):
+            got = results[w][call]
+            assert got.dtype == np.float32 and got.shape == (size,)
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert counters["CNT_TX_RESULT"] == 2 * chunks
+    assert counters["CNT_DROP_SPOOFED"] == counters["CNT_DROP_UNKNOWN_WORKER"] == 0
+    assert sim["cycles"] > 0
+
+
+def test_replay_client_through_sim_url() -> None:
+    try:
+        build_rtl(TOP, PARAMS)
+    except FileNotFoundError as e:
+        pytest.skip(f"RTL not there yet: {e}")
+    with SimSwitch("127.0.0.1:0") as sw:
+        ctl = SwitchControl(sw.url, backends=SIM_BACKENDS)
+        ctl.write("JOB_ID", 0)
+        ctl.write("RPL_SEED", 99)
+        rc = ReplayClient(sw.url, worker=0, obs_shape=(4,), backends=SIM_BACKENDS, timeout=0.5)
+        n = 40
+        obs = np.arange(n * 4, dtype=np.float32).reshape(n, 4)
+        rc.push(obs, np.arange(n), np.ones(n, np.float32), obs + 1, np.zeros(n, bool))
+        assert ctl.read("RPL_SIZE") == n
+        batch = rc.sample(16, prioritized=True)
+        assert len(batch.indices) == 16
+        assert (batch.indices < n).all()
+        np.testing.assert_array_equal(batch.obs, obs[batch.indices])
+        rc.close()
+        ctl.close()
