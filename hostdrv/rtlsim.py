@@ -75,7 +75,7 @@ HARNESS_VERSION = 2
 _ONE_HOT = frozenset(1 << i for i in range(8))
 _VERILATOR_FLAGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTITOP",
                     "--x-assign", "0", "--x-initial", "0")
-_META = 4  # uint32 words per output frame: length, dst ports, TUSER length, flags
+_META = 4  # uint32 words per output frame: length, dst ports, TUSER length, clock of last beat
 
 
 class RtlSimError(RuntimeError):
@@ -645,8 +645,10 @@ class RtlSwitch:
         Build directory (default ``sim_build/rtlsim/<top>_<params>``).
     idle_cycles:
         Clocks of silence on ``m_axis`` after the last input beat that end a
-        :meth:`process` call. Must exceed the longest gap between an input
-        and its last output (the replay sampler needs about ``3 log2 C + 30``).
+        :meth:`process` call. Must exceed the longest silence between an input
+        and its outputs: a PUSH_ACK waits for the sum tree (87 clocks measured
+        at C = 1024, about ``3 log2 C + 57``). Default ``96 + 3 log2 C``
+        (``RPL_CAPACITY`` read after reset; 96 without a replay engine).
     max_cycles:
         Clocks one :meth:`process` call may take before :class:`RtlSimError`.
     trace:
@@ -663,14 +665,15 @@ class RtlSwitch:
     """
 
     def __init__(self, top: str = "nrl_switch", params: Mapping[str, int | str] | None = None,
-                 build_dir: str | Path | None = None, *, idle_cycles: int = 256,
+                 build_dir: str | Path | None = None, *, idle_cycles: int | None = None,
                  max_cycles: int = 1_000_000, trace: str | Path | None = None,
                  reset_cycles: int = 16, quiet: bool = True) -> None:
-        if idle_cycles < 1 or max_cycles < 1:
+        if (idle_cycles is not None and idle_cycles < 1) or max_cycles < 1:
             raise ValueError("idle_cycles and max_cycles must be positive")
         self.top = top
         self.params = dict(params or {})
-        self.idle_cycles = idle_cycles
+        self.idle_cycles = idle_cycles or 128
+        self._auto_idle = idle_cycles is None
         self.max_cycles = max_cycles
         self.reset_cycles = reset_cycles
         self.build = build_rtl(top, self.params, build_dir, quiet=quiet)
@@ -703,6 +706,10 @@ class RtlSwitch:
             fn.argtypes = argt
         self._lib = lib
         self._h: int | None = lib.nrl_create()
+        self.latencies: list[int] = []
+        """Clocks from the last input beat to the last beat of each frame of the last call."""
+        self.tuser_length_errors = 0
+        """Output frames whose TUSER[15:0] differed from their length (should stay 0)."""
         self.bytes_per_beat = int(lib.nrl_bytes_per_beat())
         self.trace_path: Path | None = None
         if trace is not None:
@@ -718,6 +725,16 @@ class RtlSwitch:
         self._validator = self._new_validator()
         self._settle_replay()
         self._take()
+        if self._auto_idle:
+            cap = self._read_param("RPL_CAPACITY")
+            self.idle_cycles = 96 + 3 * max(cap - 1, 1).bit_length()
+
+    def _read_param(self, name: str) -> int:
+        """A parameter register, 0 when this top does not answer it."""
+        try:
+            return self.read(name)
+        except RtlSimError:
+            return 0
 
     def _settle_replay(self) -> None:
         """Clock through the replay sum tree's clearing sweep (after reset and RPL_RESET).
@@ -726,10 +743,7 @@ class RtlSwitch:
         switch, so the quiet window of :meth:`process` cannot see it; a PUSH
         sent meanwhile would be acknowledged only after it.
         """
-        try:
-            cap = self.read("RPL_CAPACITY")
-        except RtlSimError:
-            return
+        cap = self._read_param("RPL_CAPACITY")
         if 0 < cap <= 1 << 24:
             self._lib.nrl_step(self._handle, cap // 2 + 64)
 
@@ -910,17 +924,24 @@ class RtlSwitch:
         lib, h = self._lib, self._handle
         n = int(lib.nrl_out_frames(h))
         if n == 0:
+            self.latencies = []
             return []
         buf = ctypes.create_string_buffer(max(1, int(lib.nrl_out_bytes(h))))
         meta = (ctypes.c_uint32 * (n * _META))()
         lib.nrl_out_take(h, buf, meta)
         raw = buf.raw
+        last_in = int(lib.nrl_last_in(h)) & 0xFFFFFFFF
         out: list[Egress] = []
+        lat: list[int] = []
         off = 0
         for i in range(n):
-            length, dst = meta[i * _META], meta[i * _META + 1]
+            length, dst, ulen, when = meta[i * _META:(i + 1) * _META]
             out.append(Egress(raw[off:off + length], dst))
+            lat.append((when - last_in) & 0xFFFFFFFF)
+            if ulen != length:
+                self.tuser_length_errors += 1
             off += length
+        self.latencies = lat
         return out
 
 

@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -55,6 +56,8 @@ __all__ = [
     "install_sim_backend",
     "main",
     "sim_backend",
+    "sim_datagram",
+    "sim_registers",
 ]
 
 DEFAULT_PARAMS: Mapping[str, Mapping[str, int]] = MappingProxyType({
@@ -76,17 +79,19 @@ def _sim_address(url: str) -> tuple[str, int]:
     return parse_hostport(parts.netloc)
 
 
-def _sim_datagram(url: str, **options: object) -> DatagramTransport:
+def sim_datagram(url: str, **options: object) -> DatagramTransport:
+    """Protocol channel to the :class:`SimSwitch` at ``sim://host:port`` (UDP)."""
     return UdpDatagramTransport(url, _sim_address(url), **options)  # type: ignore[arg-type]
 
 
-def _sim_registers(url: str, **options: object) -> RegisterTransport:
+def sim_registers(url: str, **options: object) -> RegisterTransport:
+    """Register channel to the :class:`SimSwitch` at ``sim://host:port`` (control datagrams)."""
     return UdpRegisterTransport(url, _sim_address(url), **options)  # type: ignore[arg-type]
 
 
 def sim_backend() -> Backend:
     """The ``sim://`` backend: UDP to a :class:`SimSwitch`, exactly as ``soft://``."""
-    return Backend("sim", _sim_datagram, _sim_registers,
+    return Backend("sim", sim_datagram, sim_registers,
                    "RTL simulation (python -m hostdrv.simswitch) over UDP: sim://host:port")
 
 
@@ -133,7 +138,7 @@ class SimSwitch(SoftSwitch):
 
     def __init__(self, listen: str | tuple[str, int] = ("127.0.0.1", 0), *,
                  top: str = "nrl_switch", params: Mapping[str, int | str] | None = None,
-                 build_dir: str | Path | None = None, idle_cycles: int = 256,
+                 build_dir: str | Path | None = None, idle_cycles: int | None = None,
                  trace: str | Path | None = None, switch: RtlSwitch | None = None,
                  log_arrivals: bool = False) -> None:
         if switch is None:
@@ -241,8 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", type=_param, default=[], metavar="K=V",
                    help="Verilog parameter, repeatable (e.g. RPL_CAPACITY=4096 DATA_WIDTH=512)")
     p.add_argument("--build-dir", help="Verilator build directory (default sim_build/rtlsim/...)")
-    p.add_argument("--idle-cycles", type=int, default=256,
-                   help="quiet clocks on m_axis that end the processing of a datagram")
+    p.add_argument("--idle-cycles", type=int, default=None,
+                   help="quiet clocks on m_axis that end the processing of a datagram "
+                        "(default 96 + 3 log2 RPL_CAPACITY)")
     p.add_argument("--trace", metavar="FILE.vcd", help="dump a VCD waveform of the whole run")
     p.add_argument("--build-only", action="store_true", help="build (or find) the model and exit")
     return p
@@ -250,8 +256,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: serve until SIGINT/SIGTERM, then print counters and simulation figures."""
-    import signal
-
     args = build_parser().parse_args(argv)
     params: dict[str, int | str] = dict(DEFAULT_PARAMS.get(args.top, {}))
     params.update(dict(args.param))
