@@ -162,7 +162,7 @@ class SimSwitch(SoftSwitch):
         with self.lock:
             cycles = self.rtl.cycles
             beats_in, beats_out = self.rtl.beats
-        busy = self._stats["busy_us"] / 1e6
+        busy = self.stats["busy_us"] / 1e6
         return {"cycles": cycles, "beats_in": beats_in, "beats_out": beats_out,
                 "busy_s": round(busy, 3),
                 "cycles_per_s": round(cycles / busy) if busy > 0 else 0.0}

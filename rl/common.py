@@ -19,8 +19,8 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -216,6 +216,10 @@ class Reporter:
         self.q = q
         self.rank = rank
 
+    def start(self) -> None:
+        """The worker process or thread is up."""
+        self.q.put(("start", self.rank, time.time()))
+
     def episode(self, step: int, ret: float, length: int) -> None:
         """One finished episode at this worker's env step ``step``."""
         self.q.put(("episode", self.rank, time.time(), step, ret, length))
@@ -367,6 +371,7 @@ class ProgressBar:
             self.stream.flush()
 
 
+# time_s: seconds since every worker was up (since launch until then)
 EPISODE_FIELDS = ["time_s", "rank", "worker_step", "global_step", "return", "length"]
 ITER_FIELDS = ["time_s", "rank", "iteration", "worker_step", "global_step", "compute_s",
                "comm_s", "metrics"]
@@ -427,6 +432,10 @@ def _worker_main(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any,
                  ctx: WorkerContext) -> None:
     """Entry point of a worker process or thread."""
     torch.set_num_threads(1)
+    if threading.current_thread() is threading.main_thread():
+        # a worker process: Ctrl-C is the launcher's to handle (it stops the workers)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ctx.reporter.start()
     try:
         result = fn(cfg, ctx)
     except BaseException:  # noqa: BLE001 - forward every failure to the launcher
@@ -523,11 +532,14 @@ def run_workers(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dist
                            total_steps=total_steps, replay=replay, out=out, progress=progress,
                            timeout=timeout, t_wall=t_wall)
     finally:
+        # after a clean finish the workers are exiting; after an error or Ctrl-C, stop them now
+        grace = 5.0 if sys.exc_info()[0] is None else 0.0
         for p in started:
             if hasattr(p, "terminate") and p.is_alive():
-                p.join(timeout=5)
+                p.join(timeout=grace)
                 if p.is_alive():
                     p.terminate()
+                    p.join(timeout=5)
         if replay_backend is not None:
             replay_backend.stop()
         sync_backend.stop()
@@ -557,6 +569,8 @@ def _collect(q: Any, started: list[Any], n: int, *, algo: str, env_id: str, dist
         ep_csv.writerow(EPISODE_FIELDS)
         it_csv.writerow(ITER_FIELDS)
     deadline = None if timeout is None else time.time() + timeout
+    up: dict[int, float] = {}
+    t_launch = t_wall
     try:
         while len(results) < n and not errors:
             try:
@@ -571,7 +585,12 @@ def _collect(q: Any, started: list[Any], n: int, *, algo: str, env_id: str, dist
                     errors.append(f"timed out after {timeout} s")
                 continue
             kind, rank, t = msg[0], msg[1], msg[2]
-            if kind == "episode":
+            if kind == "start":
+                # time axis of the CSV files: from the moment every worker is up
+                up[rank] = t
+                if len(up) == n:
+                    t_wall = max(up.values())
+            elif kind == "episode":
                 _, _, _, step, ret, length = msg
                 steps[rank] = max(steps[rank], step)
                 recent.append(ret)
@@ -614,7 +633,7 @@ def _collect(q: Any, started: list[Any], n: int, *, algo: str, env_id: str, dist
         algo=algo, env_id=env_id, sync=dist.sync, mode=dist.mode, dtype=dist.dtype, workers=n,
         replay=None if replay is None else replay.kind, solved=r0.solved,
         solve_seconds=r0.solve_seconds, solve_steps=r0.solve_steps,
-        wall_seconds=time.time() - t_wall, train_seconds=r0.train_seconds,
+        wall_seconds=time.time() - t_launch, train_seconds=r0.train_seconds,
         env_steps=sum(r.env_steps for r in ordered), iterations=r0.iterations,
         mean_compute_s=float(np.mean([r.compute_seconds / iters for r in ordered])),
         mean_comm_s=float(np.mean([r.comm_seconds / iters for r in ordered])),
@@ -629,9 +648,3 @@ def _collect(q: Any, started: list[Any], n: int, *, algo: str, env_id: str, dist
 def config_dict(cfg: Any) -> dict[str, Any]:
     """A dataclass configuration as a plain dict (for JSON)."""
     return asdict(cfg) if is_dataclass(cfg) else dict(vars(cfg))
-
-
-def default_run_name(algo: str, env_id: str, sync: str, mode: str) -> str:
-    """``<algo>-<env>-<sync>-<mode>-<timestamp>``."""
-    env = env_id.split("-")[0].lower()
-    return f"{algo}-{env}-{sync}-{mode}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 1000}"

@@ -618,7 +618,7 @@ class ReplayBackend:
             import hostdrv
 
             if s.url is None:
-                self.switch = hostdrv.SoftSwitch()
+                self.switch = hostdrv.SoftSwitch(capacity=s.capacity)
                 self.switch.start()
                 s.url = self.switch.url
             ctl = hostdrv.SwitchControl(s.url)

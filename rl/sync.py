@@ -535,12 +535,17 @@ class SyncBackend:
         Elements per switch packet (P).
     slots : int
         Switch slots (S).
+    capacity : int
+        Replay records of a soft switch this backend starts (the RTL default,
+        so that in-network replay on the same switch has room).
     """
 
-    def __init__(self, spec: SyncSpec, *, elems: int = 352, slots: int = 64) -> None:
+    def __init__(self, spec: SyncSpec, *, elems: int = 352, slots: int = 64,
+                 capacity: int = 16384) -> None:
         self.spec = spec
         self.elems = elems
         self.slots = slots
+        self.capacity = capacity
         self.switch: object | None = None
         self.server: ParameterServer | None = None
         self.store: object | None = None
@@ -553,7 +558,7 @@ class SyncBackend:
             import hostdrv
 
             if s.url is None:
-                self.switch = hostdrv.SoftSwitch()
+                self.switch = hostdrv.SoftSwitch(capacity=self.capacity)
                 self.switch.start()
                 self.own_switch = True
                 s.url = self.switch.url

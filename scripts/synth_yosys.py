@@ -61,6 +61,7 @@ class Result:
     counts: dict[str, int] = field(default_factory=dict)
     cells: dict[str, int] = field(default_factory=dict)
     depth: int = -1
+    path: str = ""
     error: str = ""
 
     def line(self) -> str:
@@ -143,6 +144,12 @@ def parse_ltp(text: str) -> int:
     return max(int(x) for x in m) if m else 0
 
 
+def ltp_endpoints(text: str) -> str:
+    """``start -> end`` net names of the longest path in Yosys ``ltp`` output."""
+    nodes = re.findall(r"^\s+\d+:\s+(\S+(?: \[\d+\])?)", text, re.M)
+    return f"{nodes[0]} -> {nodes[-1]}" if nodes else ""
+
+
 def synth(top: str, params: dict[str, str], timeout: float, keep_log: Path | None) -> Result:
     """Synthesize one top and collect its numbers."""
     srcs = sources(top)
@@ -165,8 +172,10 @@ def synth(top: str, params: dict[str, str], timeout: float, keep_log: Path | Non
             err = (r.stderr or r.stdout).strip().splitlines()
             return Result(top, False, time.monotonic() - t0, error=err[-1] if err else "yosys failed")
         cells = parse_stat(stat.read_text())
-        depth = parse_ltp(ltp.read_text()) if ltp.exists() else -1
-    return Result(top, True, time.monotonic() - t0, classify(cells), cells, depth)
+        ltp_text = ltp.read_text() if ltp.exists() else ""
+        depth = parse_ltp(ltp_text) if ltp_text else -1
+    return Result(top, True, time.monotonic() - t0, classify(cells), cells, depth,
+                  ltp_endpoints(ltp_text))
 
 
 def parse_params(items: list[str]) -> dict[str, str]:
@@ -219,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   LUT {c['lut']}  FF {c['ff']}  RAMB36 {c['ramb36']}  RAMB18 {c['ramb18']}  "
                   f"DSP {c['dsp']}  CARRY4 {c['carry']}  LUTRAM {c['lutram']}  SRL {c['srl']}  "
                   f"logic depth {res.depth}  ({res.seconds:.1f} s)", flush=True)
+            if res.path:
+                print(f"   longest path: {res.path}", flush=True)
         else:
             print(f"   FAILED: {res.error}", flush=True)
     for res in results:

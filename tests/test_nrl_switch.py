@@ -3,7 +3,7 @@
 The whole switch (classifier, both engines, output merge, register split) is
 checked against ``hostdrv.model.SwitchModel`` with mixed L2, aggregation and
 replay traffic. The 256-bit bus (SUME) runs on every simulator; the 512-bit
-bus on Verilator only, where it costs a build but little run time. The SUME
+bus on Verilator only, marked slow (its own Verilator build). The SUME
 wrapper (hw/boards/sume/nf_nrl_top.v) gets a smoke test of its own on Icarus.
 """
 
@@ -24,10 +24,13 @@ PARAMS: dict[str, object] = {
     "RPL_RECORD_BYTES": 128,
 }
 
-CASES = [(sim, 256) for sim in SIMULATORS] + [("verilator", 512)]
+# the 512-bit bus costs a second Verilator build (about a minute on a busy
+# machine), so it runs with the slow tests (make test-slow)
+CASES = [pytest.param(sim, 256, id=f"{sim}-w256") for sim in SIMULATORS] + [
+    pytest.param("verilator", 512, id="verilator-w512", marks=pytest.mark.slow)]
 
 
-@pytest.mark.parametrize(("sim", "data_width"), CASES, ids=[f"{s}-w{w}" for s, w in CASES])
+@pytest.mark.parametrize(("sim", "data_width"), CASES)
 def test_nrl_switch(sim: str, data_width: int, monkeypatch: pytest.MonkeyPatch) -> None:
     if not have_simulator(sim):
         pytest.skip(f"{sim} not installed")

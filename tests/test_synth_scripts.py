@@ -221,7 +221,9 @@ def test_synth_yosys_parsers() -> None:
     cells = synth_yosys.parse_stat(STAT)
     assert synth_yosys.classify(cells) == {"lut": 3, "ff": 6, "ramb36": 1, "ramb18": 0, "dsp": 0,
                                            "carry": 2, "lutram": 1, "srl": 0}
-    assert synth_yosys.parse_ltp("Longest topological path in top (length=7):\n 0: a\n") == 7
+    ltp = "Longest topological path in top (length=2):\n    0: \\a [1]\n    1: $x.Y (via $c)\n    2: \\b [0] (via $d)\n"
+    assert synth_yosys.parse_ltp(ltp) == 2
+    assert synth_yosys.ltp_endpoints(ltp) == "\\a [1] -> \\b [0]"
     assert synth_yosys.parse_params(["DATA_WIDTH=512", "X=32'h1"]) == {"DATA_WIDTH": "512", "X": "32'h1"}
     with pytest.raises(SystemExit):
         synth_yosys.parse_params(["DATA_WIDTH"])

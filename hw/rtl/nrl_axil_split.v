@@ -176,7 +176,8 @@ localparam [2:0]
     STATE_WRITE = 3'd1,
     STATE_WRITE_RESP = 3'd2,
     STATE_READ = 3'd3,
-    STATE_READ_RESP = 3'd4;
+    STATE_READ_SUM = 3'd4,
+    STATE_READ_RESP = 3'd5;
 
 // write routing: bit 0 aggregation engine, bit 1 replay engine
 function [1:0] wr_route(input [11:0] a);
@@ -229,6 +230,9 @@ reg [1:0] wait_reg, wait_next;
 
 reg [1:0] resp_reg, resp_next;
 reg [DATA_WIDTH-1:0] rdata_reg, rdata_next;
+// each engine's read data, zero when the engine takes no part
+reg [DATA_WIDTH-1:0] agg_rdata_reg, agg_rdata_next;
+reg [DATA_WIDTH-1:0] rpl_rdata_reg, rpl_rdata_next;
 
 reg s_axil_bvalid_reg, s_axil_bvalid_next;
 reg s_axil_rvalid_reg, s_axil_rvalid_next;
@@ -299,6 +303,8 @@ always @* begin
     wait_next = wait_reg;
     resp_next = resp_reg;
     rdata_next = rdata_reg;
+    agg_rdata_next = agg_rdata_reg;
+    rpl_rdata_next = rpl_rdata_reg;
     s_axil_bvalid_next = s_axil_bvalid_reg && !s_axil_bready;
     s_axil_rvalid_next = s_axil_rvalid_reg && !s_axil_rready;
     cnt_pass_next = cnt_pass_reg + {31'd0, pass_inc};
@@ -330,7 +336,8 @@ always @* begin
                 prot_next = s_axil_arprot;
                 arvalid_next = rd_route(s_axil_araddr);
                 wait_next = rd_route(s_axil_araddr);
-                rdata_next = {DATA_WIDTH{1'b0}};
+                agg_rdata_next = {DATA_WIDTH{1'b0}};
+                rpl_rdata_next = {DATA_WIDTH{1'b0}};
                 if (rd_route(s_axil_araddr) == 2'b00) begin
                     rdata_next = cnt_pass_reg;
                     s_axil_rvalid_next = 1'b1;
@@ -362,16 +369,21 @@ always @* begin
             wait_next = wait_reg & ~r_fire;
             if (r_fire[0]) begin
                 resp_next = resp_next | m_axil_agg_rresp;
-                rdata_next = rdata_next + m_axil_agg_rdata;
+                agg_rdata_next = m_axil_agg_rdata;
             end
             if (r_fire[1]) begin
                 resp_next = resp_next | m_axil_rpl_rresp;
-                rdata_next = rdata_next + m_axil_rpl_rdata;
+                rpl_rdata_next = m_axil_rpl_rdata;
             end
             if ((wait_reg & ~r_fire) == 2'b00) begin
-                s_axil_rvalid_next = 1'b1;
-                state_next = STATE_READ_RESP;
+                state_next = STATE_READ_SUM;
             end
+        end
+        STATE_READ_SUM: begin
+            // one engine's value, or the sum of both for a shared counter
+            rdata_next = agg_rdata_reg + rpl_rdata_reg;
+            s_axil_rvalid_next = 1'b1;
+            state_next = STATE_READ_RESP;
         end
         STATE_READ_RESP: begin
             if (s_axil_rready) begin
@@ -397,6 +409,8 @@ always @(posedge clk) begin
     wait_reg <= wait_next;
     resp_reg <= resp_next;
     rdata_reg <= rdata_next;
+    agg_rdata_reg <= agg_rdata_next;
+    rpl_rdata_reg <= rpl_rdata_next;
     s_axil_bvalid_reg <= s_axil_bvalid_next;
     s_axil_rvalid_reg <= s_axil_rvalid_next;
     cnt_pass_reg <= cnt_pass_next;

@@ -491,6 +491,7 @@ localparam [3:0]
 
 reg [3:0] state_reg, state_next;
 reg [PLB_W-1:0] cnt_reg, cnt_next;
+reg [L:0] size_sat_reg;  // min(size + count, C) for the PUSH in progress
 reg [2*DATA_WIDTH-1:0] blk_reg, blk_next;  // the priority block (first 64 bytes)
 reg [4:0] rec_j_reg, rec_j_next;
 reg [RB_W-1:0] rec_b_reg, rec_b_next;
@@ -597,6 +598,10 @@ always @* begin
                     state_next = S_PUSH_WAIT;
                 end else if (m_op == 2'd1) begin
                     state_next = S_SMP_WAIT;
+                end else if (inflight_reg == 0 && !q_busy) begin
+                    // UPDATE with the descent pipeline already empty: start now
+                    pair_next = 8'd0;
+                    state_next = S_UPD;
                 end else begin
                     state_next = S_UPD_WAIT;
                 end
@@ -667,7 +672,7 @@ always @* begin
             ctx_wr_next = ctx_wr_reg + 1'b1;
             rq_take = 1'b1;
             wp_next = wp_plus_k[L-1:0];
-            size_next = size_add32 > CAPACITY ? CAP_B : size_add;
+            size_next = size_sat_reg;
             meta_ready = 1'b1;
             state_next = S_IDLE;
         end
@@ -758,6 +763,7 @@ always @(posedge clk) begin
     tu_check_reg <= tu_check_next;
     tu_idx_reg <= tu_idx_next;
     tu_prio_reg <= tu_prio_next;
+    size_sat_reg <= size_add32 > CAPACITY ? CAP_B : size_add;
 
     if (rst) begin
         state_reg <= S_IDLE;
@@ -815,7 +821,11 @@ reg [DATA_WIDTH-1:0] g1_data_reg;
 reg [31:0] g1_user_reg;
 reg stat_tx_ack, stat_tx_resp;
 
-wire gen_credit = out_count + {{OUT_ADDR+1{1'b0}}, g1_v_reg} < (2**OUT_ADDR) - 1;
+// beats issued and not yet taken by m_axis (in G1 or in the output FIFO), registered so the
+// credit check is one compare
+reg [OUT_ADDR+1:0] out_used_reg;
+localparam [OUT_ADDR+1:0] OUT_LIMIT = (2**OUT_ADDR) - 2;
+wire gen_credit = out_used_reg < OUT_LIMIT;
 wire [7:0] frame_beats = rq_ack ? ACK_BEATS_B : RESP_BEATS_B;
 wire [15:0] frame_len = rq_ack ? 16'd64 : 16'd128 + RECORD_BYTES;
 
@@ -905,9 +915,12 @@ always @(posedge clk) begin
     g1_data_reg <= beat_reg < HDR_BEATS_B ? hdr[hdr_half*DATA_WIDTH +: DATA_WIDTH] :
                    desc[desc_half*DATA_WIDTH +: DATA_WIDTH];
     g1_user_reg <= {c_port, 8'd0, frame_len};
+    out_used_reg <= out_used_reg + {{OUT_ADDR+1{1'b0}}, gen_go} -
+                    {{OUT_ADDR+1{1'b0}}, m_axis_tvalid && m_axis_tready};
     if (rst) begin
         beat_reg <= 8'd0;
         g1_v_reg <= 1'b0;
+        out_used_reg <= {OUT_ADDR+2{1'b0}};
     end
 end
 
@@ -942,7 +955,7 @@ assign cnt_inc = {tu_v_reg && tu_bad, stat_empty, stat_drop, stat_tx_resp, stat_
                   stat_rx_update, stat_rx_sample, stat_rx_push};
 
 // verilator lint_off UNUSEDSIGNAL
-wire unused_ok = out_in_ready | rq_in_ready | (|rq_count);
+wire unused_ok = out_in_ready | rq_in_ready | (|rq_count) | (|out_count);
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule

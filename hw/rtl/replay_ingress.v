@@ -125,6 +125,7 @@ localparam HDR_BEATS = 64 / BPB;
 localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BPB;
 localparam PLB_W = $clog2(MAX_PL_BEATS + 1);
 localparam BEAT_W = 12;
+localparam [31:0] RB32 = RECORD_BYTES;
 localparam BPB_M1_I = BPB - 1;
 localparam [16:0] BPB_M1 = BPB_M1_I[16:0];
 localparam [BEAT_W-1:0] HDR_BEATS_B = HDR_BEATS[BEAT_W-1:0];
@@ -170,9 +171,17 @@ wire meta_in_ready;
 reg meta_push;
 reg [META_WIDTH-1:0] meta_push_data;
 
-// frames that may still be pushed: 6 pipeline stages and the one arriving
-wire meta_room = meta_count <= (2**META_ADDR_WIDTH) - 8;
-assign s_axis_tready = pl_in_ready && meta_room;
+// frames that may still be pushed: 6 pipeline stages, the one arriving and one more
+// because the room flag is a clock old
+reg meta_room_reg;
+assign s_axis_tready = pl_in_ready && meta_room_reg;
+
+always @(posedge clk) begin
+    meta_room_reg <= meta_count <= (2**META_ADDR_WIDTH) - 10;
+    if (rst) begin
+        meta_room_reg <= 1'b0;
+    end
+end
 
 wire in_fire = s_axis_tvalid && s_axis_tready;
 
@@ -329,6 +338,10 @@ wire cnt_pow2_0 = count0_reg == 16'd1 || count0_reg == 16'd2 || count0_reg == 16
                   count0_reg == 16'd64;
 
 reg v1_reg;
+// PUSH payload bytes count0 * R (R is a constant: shifts and adds)
+// verilator lint_off UNUSEDSIGNAL
+wire [31:0] prod0 = {16'd0, count0_reg} * RB32;
+// verilator lint_on UNUSEDSIGNAL
 // beats a frame of n0 bytes occupies
 wire [16:0] nround0 = {1'b0, n0_reg} + BPB_M1;
 // verilator lint_off UNUSEDSIGNAL
@@ -346,7 +359,8 @@ reg [31:0] mip1_reg;
 reg [15:0] mudp1_reg;
 reg [BEAT_W-1:0] nbeats1_reg, nbexp1_reg;
 reg [16:0] csum_a1_reg, csum_k1_reg;
-reg [31:0] prod1_reg;
+reg [15:0] prod1_reg;  // count * R, low 16 bits
+reg big1_reg;          // count * R + 128 does not fit 16 bits
 
 always @(posedge clk) begin
     v1_reg <= v0_reg;
@@ -379,7 +393,8 @@ always @(posedge clk) begin
     nbexp1_reg <= nbexp0[BEAT_W-1:0];
     csum_a1_reg <= {1'b0, ipsrc0_reg[31:16]} + {1'b0, ipsrc0_reg[15:0]};
     csum_k1_reg <= {1'b0, switch_ip[31:16]} + {1'b0, switch_ip[15:0]};
-    prod1_reg <= {16'd0, count0_reg} * RECORD_BYTES;
+    prod1_reg <= prod0[15:0];
+    big1_reg <= prod0 > 32'd65407;
     if (rst) begin
         v1_reg <= 1'b0;
     end
@@ -394,7 +409,8 @@ reg rx2_reg;
 reg [1:0] op2_reg;
 reg len_bad2_reg, hdr_bad2_reg, job_bad2_reg, dis2_reg, unknown2_reg, spoof2_reg, cnt_bad2_reg;
 reg [15:0] n2_reg;
-reg [31:0] exp2_reg;
+reg [15:0] exp2_reg;  // frame length the opcode and count imply
+reg exp_big2_reg;
 reg [17:0] csum_b2_reg;
 
 always @(posedge clk) begin
@@ -412,9 +428,10 @@ always @(posedge clk) begin
                   (mudp1_reg != 16'd0 && udpsrc1_reg != mudp1_reg);
     cnt_bad2_reg <= cnt_bad1_reg;
     n2_reg <= n1_reg;
-    exp2_reg <= op1_reg == 2'd0 ? prod1_reg + 32'd128 :
-                op1_reg == 2'd1 ? 32'd64 :
-                {13'd0, count1_reg, 3'd0} + 32'd64;
+    exp2_reg <= op1_reg == 2'd0 ? prod1_reg + 16'd128 :
+                op1_reg == 2'd1 ? 16'd64 :
+                {count1_reg[12:0], 3'd0} + 16'd64;
+    exp_big2_reg <= op1_reg == 2'd0 ? big1_reg : (op1_reg == 2'd2 && count1_reg[15:13] != 3'd0);
     csum_b2_reg <= {1'b0, csum_a1_reg} + {1'b0, csum_k1_reg};
     if (rst) begin
         v2_reg <= 1'b0;
@@ -431,7 +448,7 @@ reg [1:0] op3_reg;
 reg [6:0] drop3_reg;
 reg [18:0] csum_c3_reg;
 
-wire len2_bad2 = {16'd0, n2_reg} != exp2_reg;
+wire len2_bad2 = exp_big2_reg || n2_reg != exp2_reg;
 
 always @(posedge clk) begin
     v3_reg <= v2_reg;

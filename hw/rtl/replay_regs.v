@@ -165,6 +165,7 @@ reg [2:0]  m_role_reg[7:0];
 reg [15:0] cnt_lo_reg[NCNT-1:0];
 reg [15:0] cnt_hi_reg[NCNT-1:0];
 reg [NCNT-1:0] cnt_c_reg;
+reg [NCNT-1:0] cnt_inc_reg;  // pulses registered once: no engine logic in front of the adders
 
 assign rpl_enable = ctrl_reg[1];
 assign job_id = job_id_reg;
@@ -223,13 +224,14 @@ integer i;
 always @(posedge clk) begin
     seed_wr_reg <= 1'b0;
     rpl_reset_reg <= 1'b0;
+    cnt_inc_reg <= cnt_inc;
     if (s_axil_bready) begin
         bvalid_reg <= 1'b0;
     end
 
     // counters: 16-bit halves, registered carry
     for (i = 0; i < NCNT; i = i + 1) begin
-        {cnt_c_reg[i], cnt_lo_reg[i]} <= {1'b0, cnt_lo_reg[i]} + {16'd0, cnt_inc[i]};
+        {cnt_c_reg[i], cnt_lo_reg[i]} <= {1'b0, cnt_lo_reg[i]} + {16'd0, cnt_inc_reg[i]};
         cnt_hi_reg[i] <= cnt_hi_reg[i] + {15'd0, cnt_c_reg[i]};
     end
 
@@ -293,6 +295,7 @@ always @(posedge clk) begin
             cnt_hi_reg[i] <= 16'd0;
             cnt_c_reg[i] <= 1'b0;
         end
+        cnt_inc_reg <= {NCNT{1'b0}};
     end
 end
 

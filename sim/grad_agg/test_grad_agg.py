@@ -39,7 +39,6 @@ from typing import Any
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.handle import Immediate
 from cocotb.triggers import RisingEdge, with_timeout
 from cocotbext.axi import (
     AxiLiteBus,
@@ -437,7 +436,7 @@ class TB:
                          (dut.s_axis_tkeep, 0), (dut.s_axis_tlast, 0), (dut.s_axis_tuser, 0),
                          (dut.m_axis_tready, 0), (dut.s_axil_awvalid, 0), (dut.s_axil_wvalid, 0),
                          (dut.s_axil_bready, 0), (dut.s_axil_arvalid, 0), (dut.s_axil_rready, 0)):
-            sig.value = Immediate(val)
+            sig.value = val
         cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
         self.source: AxiStreamSource | None = None
         self.sink: AxiStreamSink | None = None
@@ -544,6 +543,7 @@ class TB:
     async def check_counters(self) -> None:
         want = self.model.counters()
         got = {name: await self.read(name) for name in regmap.COUNTERS}
+        self.log.info("counters: %s", {k[4:]: v for k, v in want.items() if v})
         diff = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
         assert not diff, f"counters (dut, model) differ: {diff}"
 

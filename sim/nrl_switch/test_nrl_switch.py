@@ -33,7 +33,7 @@ import itertools
 import logging
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import cocotb
@@ -231,11 +231,11 @@ class TB:
         for bfm in ("s_axis", "m_axis", "s_axil"):
             logging.getLogger(f"cocotb.{dut._name}.{bfm}").setLevel(logging.WARNING)
 
-    def set_idle_generator(self, generator: Iterator[int] | None = None) -> None:
+    def set_idle_generator(self, generator: Callable[[], Iterator[int]] | None = None) -> None:
         if generator:
             self.source.set_pause_generator(generator())
 
-    def set_backpressure_generator(self, generator: Iterator[int] | None = None) -> None:
+    def set_backpressure_generator(self, generator: Callable[[], Iterator[int]] | None = None) -> None:
         if generator:
             self.sink.set_pause_generator(generator())
 
@@ -270,13 +270,14 @@ def cycle_pause() -> Iterator[int]:
 
 @cocotb.test()
 @cocotb.parametrize(idle_inserter=[None, cycle_pause], backpressure_inserter=[None, cycle_pause])
-async def run_mixed_traffic(dut: HierarchyObject, idle_inserter: object,
-                            backpressure_inserter: object) -> None:
+async def run_mixed_traffic(dut: HierarchyObject,
+                            idle_inserter: Callable[[], Iterator[int]] | None,
+                            backpressure_inserter: Callable[[], Iterator[int]] | None) -> None:
     """Mixed L2, aggregation and replay traffic against SwitchModel."""
     tb = TB(dut)
     await tb.reset()
-    tb.set_idle_generator(idle_inserter)  # type: ignore[arg-type]
-    tb.set_backpressure_generator(backpressure_inserter)  # type: ignore[arg-type]
+    tb.set_idle_generator(idle_inserter)
+    tb.set_backpressure_generator(backpressure_inserter)
 
     traffic = os.environ.get("NRL_TRAFFIC", "l2,agg,rpl").split(",")
     seed = int(os.environ.get("NRL_SEED", "1"))

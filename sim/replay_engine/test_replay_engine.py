@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import cocotb
 from cocotb.clock import Clock
 from cocotb.handle import HierarchyObject
-from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
+from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import (
     AxiLiteBus,
     AxiLiteMaster,
@@ -106,6 +106,12 @@ def fix_lengths(frame: bytearray) -> bytes:
     struct.pack_into("!H", frame, 16, n - 14)
     struct.pack_into("!H", frame, 38, n - 34)
     return bytes(frame)
+
+
+def high(sig: HierarchyObject) -> bool:
+    """A 1-bit signal is resolved and 1."""
+    v = sig.value
+    return v.is_resolvable and int(v) == 1
 
 
 def pause_pattern(on: bool, rng: random.Random) -> Iterator[int] | None:
@@ -183,6 +189,15 @@ class TB:
                 await ClockCycles(self.dut.clk, 8)
         else:
             await self.source.wait()
+        # then until the engine has executed everything queued (UPDATEs answer nothing)
+        quiet = 0
+        for _ in range(1_000_000):
+            await RisingEdge(self.dut.clk)
+            busy = (high(self.dut.ingress_inst.meta_valid) or not high(self.dut.s_axis_tready)
+                    or self.dut.state_reg.value.to_unsigned() != 0 or high(self.dut.rq_valid))
+            quiet = 0 if busy else quiet + 1
+            if quiet >= 32:
+                break
         await self.check_outputs()
 
     async def read(self, name: str) -> int:
@@ -301,25 +316,25 @@ class PipeMonitor:
         while True:
             await RisingEdge(self.dut.clk)
             self.clock += 1
-            if int(tree.r_valid.value):
+            if high(tree.r_valid):
                 rrun += 1
                 self.results += 1
                 self.max_result_run = max(self.max_result_run, rrun)
             else:
                 rrun = 0
-            if int(tree.upd_valid.value):
+            if high(tree.upd_valid):
                 urun += 1
                 self.updates += 1
                 self.max_update_run = max(self.max_update_run, urun)
             else:
                 urun = 0
-            if int(self.dut.s_axis_tvalid.value) and int(self.dut.s_axis_tready.value) \
-                    and int(self.dut.s_axis_tlast.value):
+            if high(self.dut.s_axis_tvalid) and high(self.dut.s_axis_tready) \
+                    and high(self.dut.s_axis_tlast):
                 self.in_last_clocks.append(self.clock)
-            if int(self.dut.m_axis_tvalid.value) and int(self.dut.m_axis_tready.value):
+            if high(self.dut.m_axis_tvalid) and high(self.dut.m_axis_tready):
                 if not out_busy:
                     self.out_first_clocks.append(self.clock)
-                out_busy = not int(self.dut.m_axis_tlast.value)
+                out_busy = not high(self.dut.m_axis_tlast)
 
 
 # ---------------------------------------------------------------------------
@@ -607,6 +622,24 @@ async def test_ordering(dut: HierarchyObject, backpressure: bool) -> None:
     await tb.finish()
 
 
+@cocotb.test()
+@cocotb.parametrize(backpressure=[False, True], lean=[False, True])
+async def test_update_burst(dut: HierarchyObject, backpressure: bool, lean: bool) -> None:
+    """Back-to-back 128-pair UPDATEs (payload FIFO full), then samples see all of them."""
+    tb = TB(dut, lean=lean)
+    await tb.reset()
+    if not lean:
+        tb.set_stress(False, backpressure)
+    while tb.records_pushed < tb.capacity:
+        await tb.push(ACTORS[0], 16)
+    size = tb.m.read("RPL_SIZE")
+    for _ in range(int(6 * SCALE)):
+        await tb.update(LEARNERS[0], [tb.rng.randrange(size) for _ in range(128)],
+                        [tb.rng.randint(1, 1 << 24) for _ in range(128)])
+    await tb.sample(LEARNERS[1], 16, True)
+    await tb.finish()
+
+
 def chi2_sf(x: float, k: int) -> float:
     """Survival function of the chi-square distribution (regularized upper gamma)."""
     a, z = k / 2.0, x / 2.0
@@ -713,9 +746,11 @@ class LeanStream:
         bpb = self.bpb
         full = (1 << bpb) - 1
         beats: list[tuple[int, int, int, int]] = []
+        driving = False
         while True:
-            await FallingEdge(dut.clk)
-            if int(dut.s_axis_tvalid.value) and int(dut.s_axis_tready.value):
+            await RisingEdge(dut.clk)
+            # values seen at the edge are those the edge samples
+            if driving and high(dut.s_axis_tready):
                 beats.pop(0)
             if not beats and self.pending:
                 frame, port = self.pending.pop(0)
@@ -727,6 +762,7 @@ class LeanStream:
                     beats.append((int.from_bytes(chunk, "little"), keep,
                                   int(off + bpb >= n), user))
             self.busy = bool(beats)
+            driving = bool(beats)
             if beats:
                 d, k, last, u = beats[0]
                 dut.s_axis_tdata.value = d
@@ -742,9 +778,9 @@ class LeanStream:
         buf = bytearray()
         while True:
             await RisingEdge(dut.clk)
-            if int(dut.m_axis_tvalid.value) and int(dut.m_axis_tready.value):
+            if high(dut.m_axis_tvalid) and high(dut.m_axis_tready):
                 buf += dut.m_axis_tdata.value.to_unsigned().to_bytes(self.bpb, "little")
-                if int(dut.m_axis_tlast.value):
+                if high(dut.m_axis_tlast):
                     self.out.append((bytes(buf), dut.m_axis_tuser.value.to_unsigned()))
                     buf = bytearray()
 
@@ -808,6 +844,7 @@ async def test_bench(dut: HierarchyObject) -> None:
         await tb.update(lrn, [tb.rng.randrange(size) for _ in range(128)],
                         [tb.rng.randint(1, 1 << 24) for _ in range(128)])
     await tb.quiesce()
+    assert len(mon.update_pairs) == 16 * 128
     out["updates_per_clock_sustained"] = len(mon.update_clocks) / (
         mon.update_clocks[-1] - mon.update_clocks[0] + 1)
     await tb.check_state()
@@ -827,6 +864,7 @@ class BenchMonitor:
     def reset(self) -> None:
         self.result_clocks: list[int] = []
         self.update_clocks: list[int] = []
+        self.update_pairs: list[tuple[int, int]] = []
         self.in_last: list[int] = []
         self.out_first: list[int] = []
         self.out_beat_clocks: list[int] = []
@@ -838,15 +876,16 @@ class BenchMonitor:
         while True:
             await RisingEdge(dut.clk)
             self.clock += 1
-            if int(tree.r_valid.value):
+            if high(tree.r_valid):
                 self.result_clocks.append(self.clock)
-            if int(tree.upd_valid.value):
+            if high(tree.upd_valid):
                 self.update_clocks.append(self.clock)
-            if int(dut.s_axis_tvalid.value) and int(dut.s_axis_tready.value) \
-                    and int(dut.s_axis_tlast.value):
+                self.update_pairs.append((tree.upd_index.value.to_unsigned(),
+                                          tree.upd_prio.value.to_unsigned()))
+            if high(dut.s_axis_tvalid) and high(dut.s_axis_tready) and high(dut.s_axis_tlast):
                 self.in_last.append(self.clock)
-            if int(dut.m_axis_tvalid.value) and int(dut.m_axis_tready.value):
+            if high(dut.m_axis_tvalid) and high(dut.m_axis_tready):
                 self.out_beat_clocks.append(self.clock)
                 if not self._out_busy:
                     self.out_first.append(self.clock)
-                self._out_busy = not int(dut.m_axis_tlast.value)
+                self._out_busy = not high(dut.m_axis_tlast)

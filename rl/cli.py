@@ -1,0 +1,244 @@
+"""``netrl``: train DQN, A2C, PPO and DDPG through the switch, compare sync strategies.
+
+Examples
+--------
+::
+
+    netrl train --algo ppo --env CartPole-v1 --workers 4 --sync inswitch --mode sync
+    netrl train --algo dqn --sync inswitch --replay innet --switch soft://127.0.0.1:20050
+    netrl train --algo ppo --mode async --threshold 3 --staleness 1
+    netrl train --algo ppo --help          # PPO's hyper-parameters as options
+    netrl compare --algo ppo --workers 4   # inswitch vs ps vs allreduce, same seed
+
+Without ``--switch`` a soft switch is started in the launcher. Everything a
+run writes goes to ``runs/<name>/``: ``episodes.csv``, ``iterations.csv``,
+``summary.json``, ``config.json``, ``return.png`` and ``time_split.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ALGOS = {"dqn": "CartPole-v1", "a2c": "CartPole-v1", "ppo": "CartPole-v1",
+         "ddpg": "Pendulum-v1"}
+"""Algorithm name → default environment."""
+TARGETS = {"CartPole-v1": 195.0, "Pendulum-v1": -400.0}
+"""Mean return over the last 20 episodes that counts as solved."""
+REPLAY_FOR_SYNC = {"inswitch": "innet", "ps": "server", "allreduce": "local",
+                   "reference": "local"}
+"""``--replay auto``: the replay that goes with each sync strategy."""
+STRATEGIES = ("inswitch", "ps", "allreduce")
+
+
+def algo_module(name: str) -> ModuleType:
+    """``rl.<name>`` (one file per algorithm)."""
+    if name not in ALGOS:
+        raise SystemExit(f"netrl: unknown algorithm {name!r} (choose from {', '.join(ALGOS)})")
+    return importlib.import_module(f"rl.{name}")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def add_config_options(parser: argparse.ArgumentParser, cls: type) -> None:
+    """One ``--option`` per field of the algorithm's ``Config`` dataclass."""
+    group = parser.add_argument_group(f"{cls.__module__} hyper-parameters")
+    for f in dataclasses.fields(cls):
+        if f.name in ("env_id", "seed", "total_timesteps"):
+            continue  # common options
+        default = f.default
+        if isinstance(default, bool):
+            group.add_argument(_flag(f.name), type=lambda s: s.lower() in ("1", "true", "yes"),
+                               default=None, metavar="BOOL", help=f"(default {default})")
+        else:
+            group.add_argument(_flag(f.name), type=type(default), default=None,
+                               help=f"(default {default})")
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by ``train`` and ``compare``."""
+    parser.add_argument("--algo", choices=sorted(ALGOS), default="ppo", help="algorithm")
+    parser.add_argument("--env", default=None,
+                        help="gymnasium id (default CartPole-v1, Pendulum-v1 for ddpg)")
+    parser.add_argument("--workers", type=int, default=4, help="N worker processes")
+    parser.add_argument("--mode", choices=("sync", "async"), default="sync",
+                        help="sync: all N gradients per round; async: threshold H, staleness")
+    parser.add_argument("--dtype", choices=("fp32", "int32"), default="fp32",
+                        help="aggregation dtype (int32: host quantisation, --scale)")
+    parser.add_argument("--threshold", type=int, default=0,
+                        help="async: contributions that complete a round (H; default N-1)")
+    parser.add_argument("--staleness", type=int, default=1,
+                        help="async: staleness bound (rounds)")
+    parser.add_argument("--pipeline", type=int, default=None,
+                        help="async: rounds in flight per worker (default: the staleness bound)")
+    parser.add_argument("--scale", type=float, default=65536.0, help="int32 quantisation scale")
+    parser.add_argument("--switch", default=None,
+                        help="switch URL (soft://host:port, sim://..., udp://...); "
+                             "default: start a soft switch")
+    parser.add_argument("--replay", choices=("auto", "local", "innet", "server"),
+                        default="auto", help="replay for dqn/ddpg (auto: innet with inswitch, "
+                                             "server with ps, local with allreduce)")
+    parser.add_argument("--seed", type=int, default=1, help="seed (same for every strategy)")
+    parser.add_argument("--total-steps", type=int, default=None,
+                        help="env-step budget over all workers (default: the algorithm's)")
+    parser.add_argument("--target", type=float, default=None,
+                        help="stop at this mean return over the last 20 episodes "
+                             "(default 195 CartPole, -400 Pendulum; 'nan' trains the budget)")
+    parser.add_argument("--runs-dir", default="runs", help="where run folders go")
+    parser.add_argument("--name", default=None, help="run folder name")
+    parser.add_argument("--launcher", choices=("process", "thread"), default="process",
+                        help="worker processes (default) or threads")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def build_parser(algo: str | None = None) -> argparse.ArgumentParser:
+    """The ``netrl`` parser; with ``algo``, ``train``/``compare`` also take its hyper-parameters."""
+    parser = argparse.ArgumentParser(
+        prog="netrl", description="Distributed deep RL through in-network aggregation and "
+                                  "replay (iSwitch on NetFPGA, or its soft switch).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train", help="train one algorithm with one sync strategy",
+                           description="Train with N workers; writes runs/<name>/. "
+                                       "Pass --algo X --help for X's hyper-parameters.")
+    train.add_argument("--sync", choices=("inswitch", "ps", "allreduce", "reference"),
+                       default="inswitch", help="gradient sync strategy")
+    add_common_options(train)
+    compare = sub.add_parser("compare", help="run the sync strategies on one seed, plot them",
+                             description="Run inswitch, ps and allreduce (or --syncs) with the "
+                                         "same seed and plot them side by side.")
+    compare.add_argument("--syncs", default=",".join(STRATEGIES),
+                         help="comma-separated strategies to compare")
+    add_common_options(compare)
+    if algo is not None:
+        cls = algo_module(algo).Config
+        add_config_options(train, cls)
+        add_config_options(compare, cls)
+    return parser
+
+
+def _algo_from_argv(argv: Sequence[str]) -> str | None:
+    for i, a in enumerate(argv):
+        if a == "--algo" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--algo="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def make_config(args: argparse.Namespace) -> Any:
+    """The algorithm's ``Config`` with the command-line overrides applied."""
+    mod = algo_module(args.algo)
+    cfg = mod.Config()
+    cfg.env_id = args.env or ALGOS[args.algo]
+    cfg.seed = args.seed
+    if args.total_steps is not None:
+        cfg.total_timesteps = args.total_steps
+    for f in dataclasses.fields(cfg):
+        value = getattr(args, f.name, None)
+        if value is not None and f.name not in ("env_id", "seed", "total_timesteps"):
+            setattr(cfg, f.name, value)
+    return cfg
+
+
+def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
+    """One training run with strategy ``sync``; returns its :class:`rl.common.RunSummary`."""
+    from rl.common import DistConfig, config_dict, run_workers
+    from rl.replay import ReplaySpec
+
+    mod = algo_module(args.algo)
+    cfg = make_config(args)
+    target = args.target if args.target is not None else TARGETS.get(cfg.env_id)
+    if target is not None and target != target:  # nan: train the whole budget
+        target = None
+    dist = DistConfig(workers=args.workers, sync=sync, mode=args.mode, dtype=args.dtype,
+                      threshold=args.threshold, staleness=args.staleness,
+                      pipeline=args.pipeline, scale=args.scale, switch=args.switch,
+                      launcher="thread" if sync == "reference" else args.launcher)
+    replay = None
+    if args.algo in ("dqn", "ddpg"):
+        kind = REPLAY_FOR_SYNC[sync] if args.replay == "auto" else args.replay
+        replay = ReplaySpec(kind=kind, seed=cfg.seed, url=args.switch if kind == "innet"
+                            else None)
+        dist.replay = kind
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(
+        {"algo": args.algo, "config": config_dict(cfg), "dist": dataclasses.asdict(dist),
+         "target": target}, indent=2))
+    print(f"netrl: {args.algo} on {cfg.env_id}, {args.workers} workers, sync={sync} "
+          f"mode={args.mode} dtype={args.dtype}"
+          + (f" replay={replay.kind}" if replay else "") + f" -> {run_dir}", flush=True)
+    return run_workers(mod.train_worker, cfg, dist, algo=args.algo, env_id=cfg.env_id,
+                       total_steps=cfg.total_timesteps, target_return=target, replay=replay,
+                       run_dir=run_dir, progress=not args.no_progress)
+
+
+def describe(summary: Any) -> str:
+    """A short human summary of a run."""
+    if summary.solved:
+        head = (f"solved in {summary.solve_seconds:.1f} s of training "
+                f"({summary.solve_steps} env steps)")
+    else:
+        last = summary.last_mean_return
+        head = "not solved" + (f" (last mean return {last:.1f})" if last is not None else "")
+    return (f"{head}; per iteration {1e3 * summary.mean_compute_s:.1f} ms compute + "
+            f"{1e3 * summary.mean_comm_s:.1f} ms communication; wall {summary.wall_seconds:.1f} s")
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    name = args.name or _run_name(args.algo, args.env or ALGOS[args.algo], args.sync, args.mode)
+    run_dir = Path(args.runs_dir) / name
+    summary = train_once(args, args.sync, run_dir)
+    print(describe(summary))
+    print(f"CSV:   {run_dir / 'episodes.csv'}  {run_dir / 'iterations.csv'}")
+    print(f"plots: {run_dir / 'return.png'}  {run_dir / 'time_split.png'}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rl.plots import plot_compare
+
+    syncs = [s.strip() for s in args.syncs.split(",") if s.strip()]
+    env = args.env or ALGOS[args.algo]
+    name = args.name or _run_name(args.algo, env, "compare", args.mode)
+    root = Path(args.runs_dir) / name
+    summaries = {}
+    for sync in syncs:
+        summaries[sync] = train_once(args, sync, root / sync)
+        print(f"  {sync}: {describe(summaries[sync])}")
+    target = args.target if args.target is not None else TARGETS.get(env)
+    png = plot_compare([root / s for s in syncs], syncs, root / "compare.png",
+                       title=f"{args.algo} {env}, {args.workers} workers, {args.mode}",
+                       target=target)
+    (root / "compare.json").write_text(json.dumps(
+        {s: summaries[s].to_json() for s in syncs}, indent=2))
+    print(f"comparison: {png}  {root / 'compare.json'}")
+    return 0
+
+
+def _run_name(algo: str, env: str, sync: str, mode: str) -> str:
+    return f"{algo}-{env.split('-')[0].lower()}-{sync}-{mode}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``netrl`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    algo = _algo_from_argv(argv)
+    parser = build_parser(algo if algo in ALGOS else None)
+    args = parser.parse_args(argv)
+    if args.command == "train":
+        return cmd_train(args)
+    return cmd_compare(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
