@@ -81,7 +81,7 @@ _META = 4  # uint32 words per output frame: length, dst ports, TUSER length, clo
 
 class RtlSimError(RuntimeError):
     """The simulated switch misbehaved (a handshake that never completes, a switch that
-    never goes quiet, an output that overflows the collection buffer)."""
+    never goes quiet, an error response), or its build failed."""
 
 
 # ---------------------------------------------------------------------------

@@ -14,10 +14,8 @@ switch's own code. :class:`SimSwitchProcess` runs one in a child process.
 
 URL scheme
 ----------
-:data:`SIM_BACKENDS` is :data:`hostdrv.transport.BACKENDS` with ``sim://``
-implemented (UDP, as ``soft://``); pass it as ``backends=`` to the clients,
-or call :func:`install_sim_backend` once so every client of this process
-accepts ``sim://`` URLs.
+``sim://host:port`` is a backend of :data:`hostdrv.transport.BACKENDS` (UDP,
+as ``soft://``), so every client accepts it unchanged.
 """
 
 from __future__ import annotations
@@ -35,7 +33,6 @@ from pathlib import Path
 from types import MappingProxyType
 from urllib.parse import urlsplit
 
-from hostdrv import transport
 from hostdrv.rtlsim import RtlSwitch
 from hostdrv.softswitch import SoftSwitch, SoftSwitchProcess
 from hostdrv.transport import (
@@ -50,10 +47,8 @@ from hostdrv.transport import (
 
 __all__ = [
     "DEFAULT_PARAMS",
-    "SIM_BACKENDS",
     "SimSwitch",
     "SimSwitchProcess",
-    "install_sim_backend",
     "main",
     "sim_backend",
     "sim_datagram",
@@ -95,22 +90,6 @@ def sim_backend() -> Backend:
                    "RTL simulation (python -m hostdrv.simswitch) over UDP: sim://host:port")
 
 
-SIM_BACKENDS: Mapping[str, Backend] = MappingProxyType({**transport.BACKENDS, "sim": sim_backend()})
-""":data:`hostdrv.transport.BACKENDS` with ``sim://`` implemented (for ``backends=``)."""
-
-
-def install_sim_backend() -> None:
-    """Make ``sim://`` URLs work for every client of this process.
-
-    A no-op once :mod:`hostdrv.transport` implements ``sim`` itself;
-    otherwise it rebinds ``hostdrv.transport.BACKENDS`` to a table with the
-    ``sim`` entry filled in (the table is read-only, so this is the only way
-    from outside the module).
-    """
-    if transport.BACKENDS["sim"].datagram is None:
-        transport.BACKENDS = MappingProxyType({**transport.BACKENDS, "sim": sim_backend()})
-
-
 # ---------------------------------------------------------------------------
 # server
 
@@ -133,7 +112,7 @@ class SimSwitch(SoftSwitch):
     Examples
     --------
     >>> with SimSwitch("127.0.0.1:0") as sw:                   # doctest: +SKIP
-    ...     agg = Aggregator(sw.url, worker=0, backends=SIM_BACKENDS)
+    ...     agg = Aggregator(sw.url, worker=0)
     """
 
     def __init__(self, listen: str | tuple[str, int] = ("127.0.0.1", 0), *,

@@ -4,7 +4,7 @@ A switch is named by a URL and the scheme picks the backend; callers never
 change when the backend does::
 
     soft://127.0.0.1:20050     the soft switch (``hostdrv.softswitch``), over UDP
-    sim://...                  the RTL in simulation (not implemented yet)
+    sim://127.0.0.1:20051     the RTL in simulation (python -m hostdrv.simswitch)
     udp://... / eth://...      the NetFPGA SUME board (not implemented yet)
 
 Every backend provides two channels, kept apart from the block drivers
@@ -481,7 +481,7 @@ class Backend:
 def _soft_address(url: str) -> tuple[str, int]:
     parts = urlsplit(url)
     if not parts.netloc:
-        raise TransportError(f"bad url={url!r}: expected soft://host:port")
+        raise TransportError(f"bad url={url!r}: expected scheme://host:port")
     return parse_hostport(parts.netloc)
 
 
@@ -496,7 +496,8 @@ def _soft_registers(url: str, **options: object) -> RegisterTransport:
 BACKENDS: Mapping[str, Backend] = MappingProxyType({
     "soft": Backend("soft", _soft_datagram, _soft_registers,
                     "soft switch over UDP: soft://host:port"),
-    "sim": Backend("sim", None, None, "RTL simulation: sim://host:port"),
+    "sim": Backend("sim", _soft_datagram, _soft_registers,
+                   "RTL simulation (python -m hostdrv.simswitch) over UDP: sim://host:port"),
     "udp": Backend("udp", None, None, "NetFPGA SUME board over UDP: udp://host:port"),
     "eth": Backend("eth", None, None, "NetFPGA SUME board over raw Ethernet: eth://ifname"),
 })

@@ -28,7 +28,7 @@ from hostdrv.clients import Aggregator, ReplayClient
 from hostdrv.control import SwitchControl
 from hostdrv.model import SwitchModel, fp32_add
 from hostdrv.rtlsim import RtlSwitch, build_rtl
-from hostdrv.simswitch import DEFAULT_PARAMS, SIM_BACKENDS, SimSwitch
+from hostdrv.simswitch import DEFAULT_PARAMS, SimSwitch
 
 TOP = "nrl_switch"
 PARAMS = dict(DEFAULT_PARAMS[TOP])
@@ -252,10 +252,10 @@ def test_allreduce_through_sim_url_equals_model_sum() -> None:
     errors: list[BaseException] = []
     with SimSwitch("127.0.0.1:0") as sw:
         assert sw.url.startswith("sim://")
-        ctl = SwitchControl(sw.url, backends=SIM_BACKENDS)
+        ctl = SwitchControl(sw.url)
         assert ctl.read("MAGIC") == regmap.REGISTERS["MAGIC"].reset
         ctl.configure_aggregation(members=2, slots=slots, elems=elems)
-        aggs = [Aggregator(sw.url, worker=w, timeout=0.5, backends=SIM_BACKENDS)
+        aggs = [Aggregator(sw.url, worker=w, timeout=0.5)
                 for w in range(2)]
 
         def work(w: int) -> None:
@@ -294,10 +294,10 @@ def test_replay_client_through_sim_url() -> None:
     except FileNotFoundError as e:
         pytest.skip(f"RTL not there yet: {e}")
     with SimSwitch("127.0.0.1:0") as sw:
-        ctl = SwitchControl(sw.url, backends=SIM_BACKENDS)
+        ctl = SwitchControl(sw.url)
         ctl.write("JOB_ID", 0)
         ctl.write("RPL_SEED", 99)
-        rc = ReplayClient(sw.url, worker=0, obs_shape=(4,), backends=SIM_BACKENDS, timeout=0.5)
+        rc = ReplayClient(sw.url, worker=0, obs_shape=(4,), timeout=0.5)
         n = 40
         obs = np.arange(n * 4, dtype=np.float32).reshape(n, 4)
         rc.push(obs, np.arange(n), np.ones(n, np.float32), obs + 1, np.zeros(n, bool))

@@ -116,15 +116,21 @@ integer i, j, n, si, sj;
 reg [16*NSL-1:0] sum_next[NSL-1:0];
 reg [NSL-1:0] slice_c;
 reg [16:0] slice;
+// verilator lint_off UNUSEDSIGNAL
+reg [17:0] slice_x;
+// verilator lint_on UNUSEDSIGNAL
 
 always @* begin
     for (n = 0; n < NSL; n = n + 1) begin
+        slice_x = 18'd0;
         if (n == 0) begin
             slice = {1'b0, x4_reg[15:0]} + {1'b0, y4_reg[15:0]};
             sum_next[n] = {{16*NSL-16{1'b0}}, slice[15:0]};
         end else begin
-            slice = {1'b0, xs_reg[n-1][16*n +: 16]} + {1'b0, ys_reg[n-1][16*n +: 16]} +
-                    {16'd0, c_reg[n-1]};
+            // carry-in as an extra LSB: one 17-bit carry chain
+            slice_x = {1'b0, xs_reg[n-1][16*n +: 16], c_reg[n-1]} +
+                      {1'b0, ys_reg[n-1][16*n +: 16], 1'b1};
+            slice = slice_x[17:1];
             sum_next[n] = sum_reg[n-1];
             sum_next[n][16*n +: 16] = slice[15:0];
         end

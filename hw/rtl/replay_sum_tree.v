@@ -179,7 +179,12 @@ reg [31:0] even_rd_reg, odd_rd_reg;
 
 wire [31:0] leaf_old = u1_fwd_reg ? u2_p_reg : (u1_i_reg[0] ? odd_rd_reg : even_rd_reg);
 wire [SW:0] d0 = {1'b0, u1_p_reg[SW-1:0]} - {1'b0, leaf_old[SW-1:0]};
-wire [8:0] d1 = {1'b0, u2_phi_reg} - {1'b0, u2_ohi_reg} - {8'd0, u2_b_reg};
+// a - b - c as one two-operand subtraction: the borrow-in rides in an extra LSB, so
+// synthesis builds a single carry chain (no full-adder layer in front of it)
+// verilator lint_off UNUSEDSIGNAL
+wire [9:0] d1_x = {1'b0, u2_phi_reg, 1'b0} - {1'b0, u2_ohi_reg, u2_b_reg};
+// verilator lint_on UNUSEDSIGNAL
+wire [8:0] d1 = d1_x[9:1];
 
 always @(posedge clk) begin
     u0_v_reg <= upd_valid;
@@ -217,7 +222,10 @@ reg [TW1-1:0] root1_reg;
 reg root_c_reg;
 
 wire [SW:0] root0_sum = {1'b0, root0_reg} + {1'b0, u2_d0_reg};
-wire [TW1-1:0] root1_sum = root1_reg + {{TW1-9{u3_d1_reg[8]}}, u3_d1_reg} + {{TW1-1{1'b0}}, root_c_reg};
+// verilator lint_off UNUSEDSIGNAL
+wire [TW1:0] root1_x = {root1_reg, root_c_reg} + {{TW1-9{u3_d1_reg[8]}}, u3_d1_reg, 1'b1};
+// verilator lint_on UNUSEDSIGNAL
+wire [TW1-1:0] root1_sum = root1_x[TW1:1];
 
 assign total = {root1_reg, root0_reg};
 
@@ -319,8 +327,12 @@ generate
         reg c0_reg;
 
         wire [SW:0] s0 = {1'b0, f0_reg ? last0_reg : rd0_reg} + {1'b0, u2_d0_reg};
-        wire [W1-1:0] s1 = (f1_reg ? last1_reg : rd1_reg) + {{W1-9{u3_d1_reg[8]}}, u3_d1_reg} +
-                           {{W1-1{1'b0}}, c0_reg};
+        // lane 1 with the lane-0 carry as an extra LSB (one carry chain)
+        // verilator lint_off UNUSEDSIGNAL
+        wire [W1:0] s1_x = {f1_reg ? last1_reg : rd1_reg, c0_reg} +
+                           {{W1-9{u3_d1_reg[8]}}, u3_d1_reg, 1'b1};
+        // verilator lint_on UNUSEDSIGNAL
+        wire [W1-1:0] s1 = s1_x[W1:1];
 
         // read addresses: updates own the ports while in flight
         // verilator lint_off UNUSEDSIGNAL
@@ -363,8 +375,12 @@ generate
 
         // descent: lane 0 in B, lane 1 and the decision in C
         wire [SW:0] df0 = {1'b0, b_t_reg[SW-1:0]} - {1'b0, rd0_reg};
-        wire [TW1:0] df1 = {1'b0, c_t_reg[TW-1:SW]} - {{TW1-W1+1{1'b0}}, rd1_reg} -
-                           {{TW1{1'b0}}, c_b0_reg};
+        // lane 1 minus the left sum minus the lane-0 borrow (borrow-in as an extra LSB)
+        // verilator lint_off UNUSEDSIGNAL
+        wire [TW1+1:0] df1_x = {1'b0, c_t_reg[TW-1:SW], 1'b0} -
+                               {{TW1-W1+1{1'b0}}, rd1_reg, c_b0_reg};
+        // verilator lint_on UNUSEDSIGNAL
+        wire [TW1:0] df1 = df1_x[TW1+1:1];
         wire go_left = c_uni_reg ? !c_idx_reg[L-1-D] : df1[TW1];
 
         always @(posedge clk) begin
@@ -455,8 +471,11 @@ end
 // verilator lint_off UNUSEDSIGNAL
 wire [SW:0] ldf0 = {1'b0, lb_t_reg[SW-1:0]} - {1'b0, even_rd_reg[SW-1:0]};
 // verilator lint_on UNUSEDSIGNAL
-wire [TW1:0] ldf1 = {1'b0, lc_t_reg[TW-1:SW]} - {{TW1-32+SW+1{1'b0}}, lc_even_reg[31:SW]} -
-                    {{TW1{1'b0}}, lc_b0_reg};
+// verilator lint_off UNUSEDSIGNAL
+wire [TW1+1:0] ldf1_x = {1'b0, lc_t_reg[TW-1:SW], 1'b0} -
+                       {{TW1-32+SW+1{1'b0}}, lc_even_reg[31:SW], lc_b0_reg};
+// verilator lint_on UNUSEDSIGNAL
+wire [TW1:0] ldf1 = ldf1_x[TW1+1:1];
 wire lgo_left = lc_uni_reg ? !lc_idx_reg[0] : ldf1[TW1];
 
 always @(posedge clk) begin
