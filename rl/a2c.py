@@ -67,6 +67,7 @@ class ActorCritic(nn.Module):
             init_layer(nn.Linear(hidden, n_actions), gen, std=0.01))
 
     def value(self, x: torch.Tensor) -> torch.Tensor:
+        """State value V(x)."""
         return self.critic(x).squeeze(-1)
 
 

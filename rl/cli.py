@@ -195,6 +195,7 @@ def describe(summary: Any) -> str:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    """``netrl train``: one run, then where its CSV and plots are."""
     name = args.name or _run_name(args.algo, args.env or ALGOS[args.algo], args.sync, args.mode)
     run_dir = Path(args.runs_dir) / name
     summary = train_once(args, args.sync, run_dir)
@@ -205,6 +206,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    """``netrl compare``: one run per strategy, same seed, then ``compare.png``."""
     from rl.plots import plot_compare
 
     syncs = [s.strip() for s in args.syncs.split(",") if s.strip()]

@@ -181,7 +181,9 @@ class DistConfig:
         Replay strategy for DQN and DDPG: ``local``, ``innet`` or ``server``.
     launcher : str
         ``process`` (spawn) or ``thread`` (one process; tests and ``reference``).
-    elems, slots : switch packet size P and slot count S.
+    elems, slots : switch packet size P (``None``: the largest the switch takes,
+        ``AGG_MAX_ELEMS``; a soft switch that ``netrl`` starts itself takes
+        64 KB jumbo datagrams) and slot count S.
     timeout : float
         Aggregator retransmission timeout (s).
     """
@@ -197,7 +199,7 @@ class DistConfig:
     switch: str | None = None
     replay: str = "local"
     launcher: str = "process"
-    elems: int = 352
+    elems: int | None = None
     slots: int = 64
     timeout: float = 0.05
 
@@ -311,6 +313,7 @@ class EpisodeWindow:
         self.returns: deque[float] = deque(maxlen=n)
 
     def add(self, ret: float) -> None:
+        """Record a finished episode's return."""
         self.returns.append(ret)
 
     @property
@@ -571,16 +574,23 @@ def _collect(q: Any, started: list[Any], n: int, *, algo: str, env_id: str, dist
     deadline = None if timeout is None else time.time() + timeout
     up: dict[int, float] = {}
     t_launch = t_wall
+    silent = 0
     try:
         while len(results) < n and not errors:
             try:
                 msg = q.get(timeout=0.5)
             except queue.Empty:
-                dead = [p for p in started if not p.is_alive()]
-                if dead and len(results) + len(dead) >= n and q.empty():
-                    codes = [getattr(p, "exitcode", None) for p in dead]
-                    if any(c not in (0, None) for c in codes):
-                        errors.append(f"worker exited with codes {codes}")
+                # a worker that died without a word (killed, crashed in C) ends the run
+                crashed = {rank: p.exitcode for rank, p in enumerate(started)
+                           if rank not in results and not p.is_alive()
+                           and getattr(p, "exitcode", None) not in (0, None)}
+                if crashed:
+                    errors.append(f"workers exited without a result: {crashed}")
+                elif all(not p.is_alive() for p in started) and len(results) < n:
+                    silent += 1
+                    if silent > 4:  # 2 s with every worker gone and nothing queued
+                        errors.append(f"workers {sorted(set(range(n)) - set(results))} "
+                                      "exited without a result")
                 if deadline is not None and time.time() > deadline:
                     errors.append(f"timed out after {timeout} s")
                 continue

@@ -75,6 +75,7 @@ class Actor(nn.Module):
         self.register_buffer("bias", torch.tensor((high + low) / 2.0, dtype=torch.float32))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Action for observation ``x``."""
         return self.net(x) * self.scale + self.bias
 
 
@@ -89,6 +90,7 @@ class Critic(nn.Module):
             uniform_layer(nn.Linear(hidden, 1), gen, bound=3e-3))
 
     def forward(self, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        """Q(x, a)."""
         return self.net(torch.cat([x, a], -1)).squeeze(-1)
 
 
@@ -119,6 +121,7 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
     critic_opt = torch.optim.Adam(critic.parameters(), lr=cfg.critic_lr)
 
     def update_targets() -> None:
+        """Soft target updates, once per applied round."""
         soft_update(actor_target, actor, cfg.tau)
         soft_update(critic_target, critic, cfg.tau)
 

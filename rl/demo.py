@@ -26,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import hostdrv
     from rl import cli
 
-    switch = hostdrv.SoftSwitch().start()
+    switch = hostdrv.SoftSwitch(max_elems=hostdrv.protocol.MAX_JUMBO_ELEMS).start()
     print(f"soft switch listening at {switch.url}")
     try:
         name = f"demo-ppo-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -80,6 +80,7 @@ class QNetwork(nn.Module):
             uniform_layer(nn.Linear(hidden, n_actions), gen))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Q-values of every action for observation ``x``."""
         return self.net(x)
 
 
@@ -101,6 +102,7 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
     optimizer = torch.optim.Adam(q_net.parameters(), lr=cfg.learning_rate)
 
     def refresh_target() -> None:
+        """Copy the online network every ``target_network_frequency`` rounds."""
         if exchange.log.rounds % cfg.target_network_frequency == 0:
             target.load_state_dict(q_net.state_dict())
 

@@ -72,6 +72,7 @@ class Agent(nn.Module):
             init_layer(nn.Linear(hidden, n_actions), gen, std=0.01))
 
     def value(self, x: torch.Tensor) -> torch.Tensor:
+        """State value V(x)."""
         return self.critic(x).squeeze(-1)
 
     def evaluate(self, x: torch.Tensor, action: torch.Tensor

@@ -539,6 +539,7 @@ class ServerReplay(Replay):
         _recv_exact(self._sock, _UPDATE_ACK.size)
 
     def close(self) -> None:
+        """Close the connection."""
         self._sock.close()
 
 
@@ -549,7 +550,8 @@ class InNetReplay(Replay):
         super().__init__(layout)
         from hostdrv import ReplayClient
 
-        self._client = ReplayClient(url, worker=worker, obs_shape=layout.obs_shape,
+        # retries: a loaded 2-core host can delay an answer past a few timeouts
+        self._client = ReplayClient(url, worker=worker, obs_shape=layout.obs_shape, retries=10,
                                     obs_dtype=np.dtype(layout.obs_dtype),
                                     action_shape=layout.action_shape,
                                     action_dtype=np.dtype(layout.action_dtype))
@@ -562,10 +564,9 @@ class InNetReplay(Replay):
     def _sample(self, batch: int, prioritized: bool, beta: float) -> ReplayBatch:
         s = self._client.sample(batch, prioritized=prioritized, beta=beta)
         prio_q = to_q16(np.asarray(s.priorities, dtype=np.float64))
-        total = int(getattr(s, "total", 0))
-        size = int(getattr(s, "size", 0))
-        weights = (importance_weights(prio_q, total, size, beta) if prioritized and total
-                   else np.asarray(getattr(s, "weights", np.ones(batch)), np.float32))
+        total, size = s.total, s.size
+        weights = (importance_weights(prio_q, total, size, beta) if prioritized
+                   else np.ones(batch, np.float32))
         return ReplayBatch(indices=np.asarray(s.indices, np.int64),
                            obs=np.asarray(s.obs), actions=np.asarray(s.actions),
                            rewards=np.asarray(s.rewards, np.float32),
@@ -578,9 +579,8 @@ class InNetReplay(Replay):
         self._client.update_priorities(indices, priorities)
 
     def close(self) -> None:
-        close = getattr(self._client, "close", None)
-        if close is not None:
-            close()
+        """Close the connection."""
+        self._client.close()
 
 
 def make_replay(spec: ReplaySpec, rank: int, layout: RecordLayout) -> Replay:
@@ -625,9 +625,7 @@ class ReplayBackend:
             ctl.configure_replay(seed=s.seed)
             s.capacity = ctl.read("RPL_CAPACITY")
             s.record_bytes = ctl.read("RPL_RECORD_BYTES")
-            close = getattr(ctl, "close", None)
-            if close is not None:
-                close()
+            ctl.close()
         return s
 
     def stop(self) -> None:

@@ -27,8 +27,9 @@ Round semantics (sync and async) follow ``docs/protocol.md`` section 4, and
 * **async**: a round completes at H contributions (the threshold); a
   contribution whose ``round - version`` exceeds the staleness bound is
   dropped; contributions arriving after completion are ignored, and every
-  worker still receives every round's result, so weights stay identical.
-  gloo cannot complete a collective with fewer than N ranks, so ``allreduce``
+  worker still receives every round's result, so weights stay identical
+  (in the switch, a straggler more than a round behind takes the newer
+  round's result instead and carries on from there). gloo cannot complete a collective with fewer than N ranks, so ``allreduce``
   *emulates* async: stale contributions are replaced by zeros (their
   contributor flag too), but every round waits for all N ranks.
 
@@ -437,9 +438,8 @@ class InSwitchSync(GradSync):
         return np.asarray(out, dtype=vec.dtype)
 
     def close(self) -> None:
-        close = getattr(self._agg, "close", None)
-        if close is not None:
-            close()
+        """Close the connection."""
+        self._agg.close()
 
 
 class PSSync(GradSync):
@@ -464,6 +464,7 @@ class PSSync(GradSync):
         return np.frombuffer(payload, dtype=_DTYPES[rcode]).copy()
 
     def close(self) -> None:
+        """Close the connection."""
         self._sock.close()
 
 
@@ -488,6 +489,7 @@ class GlooSync(GradSync):
         return t.numpy()
 
     def close(self) -> None:
+        """Destroy the gloo process group."""
         if self._dist.is_initialized():
             self._dist.destroy_process_group()
 
@@ -531,8 +533,10 @@ class SyncBackend:
     ----------
     spec : SyncSpec
         The strategy; its ``url``/``address``/``hub`` are filled by :meth:`start`.
-    elems : int
-        Elements per switch packet (P).
+    elems : int or None
+        Elements per switch packet (P); ``None`` takes the switch's largest,
+        ``AGG_MAX_ELEMS`` (a soft switch started here takes jumbo datagrams,
+        :data:`hostdrv.protocol.MAX_JUMBO_ELEMS`, as it runs on loopback).
     slots : int
         Switch slots (S).
     capacity : int
@@ -540,7 +544,7 @@ class SyncBackend:
         so that in-network replay on the same switch has room).
     """
 
-    def __init__(self, spec: SyncSpec, *, elems: int = 352, slots: int = 64,
+    def __init__(self, spec: SyncSpec, *, elems: int | None = None, slots: int = 64,
                  capacity: int = 16384) -> None:
         self.spec = spec
         self.elems = elems
@@ -556,20 +560,22 @@ class SyncBackend:
         s = self.spec
         if s.kind == "inswitch":
             import hostdrv
+            from hostdrv.protocol import MAX_JUMBO_ELEMS
 
             if s.url is None:
-                self.switch = hostdrv.SoftSwitch(capacity=self.capacity)
+                self.switch = hostdrv.SoftSwitch(capacity=self.capacity,
+                                                 max_elems=MAX_JUMBO_ELEMS)
                 self.switch.start()
                 self.own_switch = True
                 s.url = self.switch.url
             ctl = hostdrv.SwitchControl(s.url)
+            if self.elems is None:
+                self.elems = ctl.read("AGG_MAX_ELEMS")
             ctl.configure_aggregation(
                 members=s.world, slots=self.slots, elems=self.elems, dtype=s.dtype,
                 mode=s.mode, threshold=s.threshold if s.mode == "async" else None,
                 staleness=s.staleness)
-            close = getattr(ctl, "close", None)
-            if close is not None:
-                close()
+            ctl.close()
         elif s.kind == "ps":
             self.server = ParameterServer(s.world, s.mode, s.threshold, s.staleness).start()
             s.address = self.server.address
@@ -611,10 +617,12 @@ class Quantizer:
         self.limit = float((2**31 - 1) // world)
 
     def encode(self, x: np.ndarray) -> np.ndarray:
+        """Float vector to int32 (rounded, clamped)."""
         q = np.rint(x.astype(np.float64) * self.scales)
         return np.clip(q, -self.limit, self.limit).astype(np.int32)
 
     def decode(self, q: np.ndarray) -> np.ndarray:
+        """Integer sum back to float32."""
         return (q.astype(np.float64) / self.scales).astype(np.float32)
 
 
@@ -700,11 +708,13 @@ class _Courier:
         self._thread.start()
 
     def submit(self, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Queue one round; its future resolves to the round's result."""
         fut: Future[Any] = Future()
         self._jobs.put((fut, args, kwargs))
         return fut
 
     def close(self) -> None:
+        """Let the thread finish once the queued rounds ran."""
         self._jobs.put(None)
 
     def _loop(self) -> None:

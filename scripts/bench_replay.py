@@ -80,6 +80,11 @@ def _is_sequential(cell: dict) -> bool:
     return False
 
 
+def _read_addr_port(port: str) -> bool:
+    """Ports of a distributed RAM cell with a combinational path to its data outputs."""
+    return port.startswith(("ADDR", "DPRA")) or re.fullmatch(r"A\d+", port) is not None
+
+
 def logic_levels(netlist: dict) -> tuple[int, list[str]]:
     """Longest combinational path (cells) between sequential elements, and its cells."""
     mod = next(m for m in netlist["modules"].values() if m.get("attributes", {}).get("top"))
@@ -94,7 +99,11 @@ def logic_levels(netlist: dict) -> tuple[int, list[str]]:
     inputs: dict[str, set[str]] = {}
     for name, c in cells.items():
         ins = set()
+        lutram = c["type"].startswith("RAM") and not c["type"].startswith("RAMB")
         for port, bits in c["connections"].items():
+            # distributed RAM: only the read address reaches the data outputs
+            if lutram and not _read_addr_port(port):
+                continue
             if c["port_directions"].get(port) == "input":
                 ins.update(driver[b] for b in bits if isinstance(b, int) and b in driver)
         inputs[name] = ins

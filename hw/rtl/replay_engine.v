@@ -498,6 +498,8 @@ reg [RB_W-1:0] rec_b_reg, rec_b_next;
 reg [L-1:0] rec_idx_reg, rec_idx_next;
 reg [4:0] tu_j_reg, tu_j_next;
 reg [7:0] pair_reg, pair_next;
+reg [7:0] left_reg, left_next;  // pairs or samples still to go in this request
+wire left_last = left_reg == 8'd1;
 reg [31:0] rng_reg, rng_next;
 reg [47:0] y_reg, y_next;
 reg [6:0] smp_i_reg, smp_i_next;
@@ -548,6 +550,7 @@ always @* begin
     rec_idx_next = rec_idx_reg;
     tu_j_next = tu_j_reg;
     pair_next = pair_reg;
+    left_next = left_reg;
     rng_next = rng_reg;
     y_next = y_reg;
     smp_i_next = smp_i_reg;
@@ -601,6 +604,7 @@ always @* begin
                 end else if (inflight_reg == 0 && !q_busy) begin
                     // UPDATE with the descent pipeline already empty: start now
                     pair_next = 8'd0;
+                    left_next = m_count;
                     state_next = S_UPD;
                 end else begin
                     state_next = S_UPD_WAIT;
@@ -679,6 +683,7 @@ always @* begin
         S_UPD_WAIT: begin
             if (inflight_reg == 0 && !q_busy) begin
                 pair_next = 8'd0;
+                left_next = m_count;
                 state_next = S_UPD;
             end
         end
@@ -689,10 +694,11 @@ always @* begin
                 tu_idx_next = pair_data[31:0];
                 tu_prio_next = pair_data[63:32];
                 pair_next = pair_reg + 1'b1;
-                if (pair_lane == PPB_LAST || pair_reg == m_count - 8'd1) begin
+                left_next = left_reg - 8'd1;
+                if (pair_lane == PPB_LAST || left_last) begin
                     pl_ready = 1'b1;
                 end
-                if (pair_reg == m_count - 8'd1) begin
+                if (left_last) begin
                     meta_ready = 1'b1;
                     state_next = S_IDLE;
                 end
@@ -714,6 +720,7 @@ always @* begin
                 ctx_wd[L+1 +: TW] = m_prio ? tree_total : {{TW-L-1{1'b0}}, size_reg};
                 ctx_wd[0 +: L+1] = size_reg;
                 smp_i_next = 7'd0;
+                left_next = m_count;
                 state_next = S_SMP_ISSUE;
             end
         end
@@ -725,7 +732,8 @@ always @* begin
                 mul_in_valid = 1'b1;
                 mul_in_a = {m_prio ? smp_i_reg[5:0] : 6'd0, rng_next};
                 smp_i_next = smp_i_reg + 1'b1;
-                if ({1'b0, smp_i_reg} == m_count - 8'd1) begin
+                left_next = left_reg - 8'd1;
+                if (left_last) begin
                     mul_in_user[1] = 1'b1;  // last sample of the request
                     ctx_wr_next = ctx_wr_reg + 1'b1;
                     meta_ready = 1'b1;
@@ -752,6 +760,7 @@ always @(posedge clk) begin
     rec_idx_reg <= rec_idx_next;
     tu_j_reg <= tu_j_next;
     pair_reg <= pair_next;
+    left_reg <= left_next;
     rng_reg <= rng_next;
     y_reg <= y_next;
     smp_i_reg <= smp_i_next;

@@ -115,8 +115,11 @@ module replay_sum_tree #
 
 localparam L = INDEX_WIDTH;
 localparam TW = SUM_WIDTH;
-localparam SW = 24;          // lane 0 width
-localparam TW1 = TW - SW;    // lane 1 width of targets and of the root
+localparam SW = (TW + 1) / 2; // lane 0 width: 23 bits for C = 16384, so every carry chain
+                              // (lane plus carry in or out) fits 24 bits, six CARRY4
+localparam TW1 = TW - SW;     // lane 1 width of targets and of the root
+localparam PHW = 32 - SW;     // lane 1 width of a leaf priority
+localparam DW1 = PHW + 1;     // lane 1 of delta = new - old (signed)
 localparam UW = USER_WIDTH;
 
 initial begin
@@ -167,8 +170,8 @@ reg [31:0] u0_p_reg, u1_p_reg, u2_p_reg;
 reg u1_fwd_reg;
 reg [SW-1:0] u2_d0_reg;
 reg u2_b_reg;
-reg [7:0] u2_phi_reg, u2_ohi_reg;
-reg [8:0] u3_d1_reg;
+reg [PHW-1:0] u2_phi_reg, u2_ohi_reg;
+reg [DW1-1:0] u3_d1_reg;
 
 assign upd_busy = u0_v_reg | u1_v_reg | u2_v_reg | u3_v_reg;
 
@@ -182,9 +185,9 @@ wire [SW:0] d0 = {1'b0, u1_p_reg[SW-1:0]} - {1'b0, leaf_old[SW-1:0]};
 // a - b - c as one two-operand subtraction: the borrow-in rides in an extra LSB, so
 // synthesis builds a single carry chain (no full-adder layer in front of it)
 // verilator lint_off UNUSEDSIGNAL
-wire [9:0] d1_x = {1'b0, u2_phi_reg, 1'b0} - {1'b0, u2_ohi_reg, u2_b_reg};
+wire [DW1:0] d1_x = {1'b0, u2_phi_reg, 1'b0} - {1'b0, u2_ohi_reg, u2_b_reg};
 // verilator lint_on UNUSEDSIGNAL
-wire [8:0] d1 = d1_x[9:1];
+wire [DW1-1:0] d1 = d1_x[DW1:1];
 
 always @(posedge clk) begin
     u0_v_reg <= upd_valid;
@@ -223,7 +226,7 @@ reg root_c_reg;
 
 wire [SW:0] root0_sum = {1'b0, root0_reg} + {1'b0, u2_d0_reg};
 // verilator lint_off UNUSEDSIGNAL
-wire [TW1:0] root1_x = {root1_reg, root_c_reg} + {{TW1-9{u3_d1_reg[8]}}, u3_d1_reg, 1'b1};
+wire [TW1:0] root1_x = {root1_reg, root_c_reg} + {{TW1-DW1{u3_d1_reg[DW1-1]}}, u3_d1_reg, 1'b1};
 // verilator lint_on UNUSEDSIGNAL
 wire [TW1-1:0] root1_sum = root1_x[TW1:1];
 
@@ -326,11 +329,16 @@ generate
         reg [W1-1:0] last1_reg;
         reg c0_reg;
 
-        wire [SW:0] s0 = {1'b0, f0_reg ? last0_reg : rd0_reg} + {1'b0, u2_d0_reg};
+        // operands forced to 0 while clearing, so the write data is the sum itself and the
+        // forwarding mux and the clear gate fold into the adder's first LUT
+        wire [SW-1:0] a0 = clearing_reg ? {SW{1'b0}} : (f0_reg ? last0_reg : rd0_reg);
+        wire [SW-1:0] b0 = clearing_reg ? {SW{1'b0}} : u2_d0_reg;
+        wire [SW:0] s0 = {1'b0, a0} + {1'b0, b0};
         // lane 1 with the lane-0 carry as an extra LSB (one carry chain)
         // verilator lint_off UNUSEDSIGNAL
-        wire [W1:0] s1_x = {f1_reg ? last1_reg : rd1_reg, c0_reg} +
-                           {{W1-9{u3_d1_reg[8]}}, u3_d1_reg, 1'b1};
+        wire [W1:0] a1 = clearing_reg ? {W1+1{1'b0}} : {f1_reg ? last1_reg : rd1_reg, c0_reg};
+        wire [W1:0] b1 = clearing_reg ? {W1+1{1'b0}} : {{W1-DW1{u3_d1_reg[DW1-1]}}, u3_d1_reg, 1'b1};
+        wire [W1:0] s1_x = a1 + b1;
         // verilator lint_on UNUSEDSIGNAL
         wire [W1-1:0] s1 = s1_x[W1:1];
 
@@ -348,8 +356,8 @@ generate
         wire we1 = clearing_reg || u3_v_reg;
         wire [e-1:0] wa0 = clearing_reg ? clr_addr_reg[e-1:0] : u2_a;
         wire [e-1:0] wa1 = clearing_reg ? clr_addr_reg[e-1:0] : u3_a;
-        wire [SW-1:0] wd0 = clearing_reg ? {SW{1'b0}} : s0[SW-1:0];
-        wire [W1-1:0] wd1 = clearing_reg ? {W1{1'b0}} : s1;
+        wire [SW-1:0] wd0 = s0[SW-1:0];
+        wire [W1-1:0] wd1 = s1;
 
         always @(posedge clk) begin
             if (we0) begin
@@ -375,13 +383,15 @@ generate
 
         // descent: lane 0 in B, lane 1 and the decision in C
         wire [SW:0] df0 = {1'b0, b_t_reg[SW-1:0]} - {1'b0, rd0_reg};
-        // lane 1 minus the left sum minus the lane-0 borrow (borrow-in as an extra LSB)
-        // verilator lint_off UNUSEDSIGNAL
-        wire [TW1+1:0] df1_x = {1'b0, c_t_reg[TW-1:SW], 1'b0} -
-                               {{TW1-W1+1{1'b0}}, rd1_reg, c_b0_reg};
-        // verilator lint_on UNUSEDSIGNAL
-        wire [TW1:0] df1 = df1_x[TW1+1:1];
-        wire go_left = c_uni_reg ? !c_idx_reg[L-1-D] : df1[TW1];
+        // lane 1 minus the left sum, and minus one more for a lane-0 borrow: two
+        // two-operand chains side by side (t - l and t + ~l = t - l - 1), the borrow picks
+        wire [TW1-1:0] l1 = {{TW1-W1{1'b0}}, rd1_reg};
+        wire [TW1:0] dfa = {1'b0, c_t_reg[TW-1:SW]} - {1'b0, l1};
+        wire [TW1:0] dfb = {1'b0, c_t_reg[TW-1:SW]} + {1'b0, ~l1};
+        // borrow out: t < l without a lane-0 borrow, t <= l with one
+        wire lt = c_b0_reg ? !dfb[TW1] : dfa[TW1];
+        wire [TW1-1:0] df1 = c_b0_reg ? dfb[TW1-1:0] : dfa[TW1-1:0];
+        wire go_left = c_uni_reg ? !c_idx_reg[L-1-D] : lt;
 
         always @(posedge clk) begin
             b_v_reg <= a_v;
@@ -402,7 +412,7 @@ generate
 
             o_v_reg <= c_v_reg;
             o_n_reg <= {c_n_reg[L-2:0], !go_left};
-            o_t_reg <= go_left ? c_t_reg : {df1[TW1-1:0], c_df0_reg};
+            o_t_reg <= go_left ? c_t_reg : {df1, c_df0_reg};
             o_uni_reg <= c_uni_reg;
             o_idx_reg <= c_idx_reg;
             o_user_reg <= c_user_reg;
@@ -471,12 +481,13 @@ end
 // verilator lint_off UNUSEDSIGNAL
 wire [SW:0] ldf0 = {1'b0, lb_t_reg[SW-1:0]} - {1'b0, even_rd_reg[SW-1:0]};
 // verilator lint_on UNUSEDSIGNAL
+wire [TW1-1:0] ll1 = {{TW1-PHW{1'b0}}, lc_even_reg[31:SW]};
 // verilator lint_off UNUSEDSIGNAL
-wire [TW1+1:0] ldf1_x = {1'b0, lc_t_reg[TW-1:SW], 1'b0} -
-                       {{TW1-32+SW+1{1'b0}}, lc_even_reg[31:SW], lc_b0_reg};
+wire [TW1:0] ldfa = {1'b0, lc_t_reg[TW-1:SW]} - {1'b0, ll1};
+wire [TW1:0] ldfb = {1'b0, lc_t_reg[TW-1:SW]} + {1'b0, ~ll1};
 // verilator lint_on UNUSEDSIGNAL
-wire [TW1:0] ldf1 = ldf1_x[TW1+1:1];
-wire lgo_left = lc_uni_reg ? !lc_idx_reg[0] : ldf1[TW1];
+wire llt = lc_b0_reg ? !ldfb[TW1] : ldfa[TW1];
+wire lgo_left = lc_uni_reg ? !lc_idx_reg[0] : llt;
 
 always @(posedge clk) begin
     lb_v_reg <= bus_v[DL];

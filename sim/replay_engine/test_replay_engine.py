@@ -125,7 +125,8 @@ def pause_pattern(on: bool, rng: random.Random) -> Iterator[int] | None:
 class TB:
     """Clock, reset, BFMs and the reference model of one test."""
 
-    def __init__(self, dut: HierarchyObject, seed: int = SEED, lean: bool = False) -> None:
+    def __init__(self, dut: HierarchyObject, seed: int = SEED, lean: bool = False,
+                 stall: float = 0.0) -> None:
         self.dut = dut
         self.log = dut._log
         self.rng = random.Random(seed)
@@ -133,7 +134,7 @@ class TB:
         Clock(dut.clk, CLK_NS, unit="ns").start()
         for bus in ("s_axis", "m_axis", "s_axil"):
             logging.getLogger(f"cocotb.{dut._name}.{bus}").setLevel(logging.WARNING)
-        self.lean: LeanStream | None = LeanStream(dut) if lean else None
+        self.lean: LeanStream | None = LeanStream(dut, stall, seed) if lean else None
         if not lean:
             self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk,
                                           dut.rst)
@@ -725,10 +726,15 @@ async def test_throughput(dut: HierarchyObject) -> None:
 
 
 class LeanStream:
-    """Drives whole frames beat by beat and collects output frames; sink always ready."""
+    """Drives whole frames beat by beat and collects output frames.
 
-    def __init__(self, dut: HierarchyObject) -> None:
+    The sink is always ready unless ``stall`` (probability per clock) is set.
+    """
+
+    def __init__(self, dut: HierarchyObject, stall: float = 0.0, seed: int = 0) -> None:
         self.dut = dut
+        self.stall = stall
+        self.rng = random.Random(seed)
         self.bpb = len(dut.s_axis_tdata) // 8
         self.pending: list[tuple[bytes, int]] = []
         self.busy = False
@@ -783,12 +789,14 @@ class LeanStream:
                 if high(dut.m_axis_tlast):
                     self.out.append((bytes(buf), dut.m_axis_tuser.value.to_unsigned()))
                     buf = bytearray()
+            if self.stall:
+                dut.m_axis_tready.value = int(self.rng.random() >= self.stall)
 
 
 @cocotb.test(skip=os.environ.get("RPL_SOAK") != "1")
 async def test_soak(dut: HierarchyObject) -> None:
     """Long random workload through a lean driver, every reply compared with the model."""
-    tb = TB(dut, seed=SEED + 77, lean=True)
+    tb = TB(dut, seed=SEED + 77, lean=True, stall=0.2)
     await tb.reset()
     await random_workload(tb, SOAK_OPS, max_batch=64)
     await tb.finish()
