@@ -300,66 +300,86 @@ always @(posedge clk) begin
 end
 
 // ---------------------------------------------------------------------------
-// read channel: accept, select (stage 1), add the counter carry (stage 2)
+// read channel: accept; stage 1 selects within each group (control and replay,
+// member table, counters); stage 2 picks the group; stage 3 adds the counter carry
 
 reg        rd_s1_reg;
 reg [11:0] rd_addr_reg;
 reg        rd_s2_reg;
+reg        rd_s3_reg;
+reg [1:0]  rd_grp_reg;
+reg [31:0] rd_ctl_reg, rd_mem_reg;
 reg [31:0] rd_raw_reg;
 reg        rd_c_reg;
 reg        rvalid_reg;
 reg [31:0] rdata_reg;
 
-wire rd_fire = s_axil_arvalid && !rd_s1_reg && !rd_s2_reg && !rvalid_reg;
+wire rd_fire = s_axil_arvalid && !rd_s1_reg && !rd_s2_reg && !rd_s3_reg && !rvalid_reg;
 
 assign s_axil_arready = rd_fire;
 assign s_axil_rdata = rdata_reg;
 assign s_axil_rresp = 2'b00;
 assign s_axil_rvalid = rvalid_reg;
 
-reg [31:0] rd_mux;
-reg        rd_c;
+reg [31:0] rd_ctl;
+reg [31:0] rd_mem;
+reg [3:0]  rd_ci;     // counter index of the address
+reg        rd_ci_ok;
+reg [1:0]  rd_grp;    // 0 none, 1 control and replay, 2 member table, 3 counters
 wire [2:0] rd_mi = rd_addr_reg[6:4];
 
 always @* begin
-    rd_mux = 32'd0;
-    rd_c = 1'b0;
+    rd_ctl = 32'd0;
     case (rd_addr_reg)
-        REG_MAGIC: rd_mux = RST_MAGIC;
-        REG_VERSION: rd_mux = RST_VERSION;
-        REG_BUILD_HASH: rd_mux = BUILD_HASH;
-        REG_CTRL: rd_mux = {30'd0, ctrl_reg};
-        REG_JOB_ID: rd_mux = {24'd0, job_id_reg};
-        REG_UDP_PORT: rd_mux = {16'd0, udp_port_reg};
-        REG_SWITCH_IP: rd_mux = switch_ip_reg;
-        REG_SWITCH_MAC_HI: rd_mux = {16'd0, mac_hi_reg};
-        REG_SWITCH_MAC_LO: rd_mux = mac_lo_reg;
-        REG_MCAST_IP: rd_mux = mcast_ip_reg;
-        REG_RPL_CAPACITY: rd_mux = CAPACITY;
-        REG_RPL_RECORD_BYTES: rd_mux = RECORD_BYTES;
-        REG_RPL_SEED: rd_mux = seed_reg;
-        REG_RPL_SIZE: rd_mux = rpl_size;
-        REG_RPL_WPTR: rd_mux = rpl_wptr;
-        REG_RPL_TOTAL_LO: rd_mux = rpl_total[31:0];
-        REG_RPL_TOTAL_HI: rd_mux = rpl_total[63:32];
-        default: begin
-            if (rd_addr_reg[11:7] == 5'b00010) begin
-                case (rd_addr_reg[3:2])
-                    2'd0: rd_mux = {24'd0, m_port_reg[rd_mi]};
-                    2'd1: rd_mux = m_ip_reg[rd_mi];
-                    2'd2: rd_mux = {16'd0, m_udp_reg[rd_mi]};
-                    default: rd_mux = {29'd0, m_role_reg[rd_mi]};
-                endcase
-            end
-            for (i = 0; i < NCNT; i = i + 1) begin
-                if (rd_addr_reg == cnt_addr(i)) begin
-                    rd_mux = {cnt_hi_reg[i], cnt_lo_reg[i]};
-                    rd_c = cnt_c_reg[i];
-                end
-            end
-        end
+        REG_MAGIC: rd_ctl = RST_MAGIC;
+        REG_VERSION: rd_ctl = RST_VERSION;
+        REG_BUILD_HASH: rd_ctl = BUILD_HASH;
+        REG_CTRL: rd_ctl = {30'd0, ctrl_reg};
+        REG_JOB_ID: rd_ctl = {24'd0, job_id_reg};
+        REG_UDP_PORT: rd_ctl = {16'd0, udp_port_reg};
+        REG_SWITCH_IP: rd_ctl = switch_ip_reg;
+        REG_SWITCH_MAC_HI: rd_ctl = {16'd0, mac_hi_reg};
+        REG_SWITCH_MAC_LO: rd_ctl = mac_lo_reg;
+        REG_MCAST_IP: rd_ctl = mcast_ip_reg;
+        REG_RPL_CAPACITY: rd_ctl = CAPACITY;
+        REG_RPL_RECORD_BYTES: rd_ctl = RECORD_BYTES;
+        REG_RPL_SEED: rd_ctl = seed_reg;
+        REG_RPL_SIZE: rd_ctl = rpl_size;
+        REG_RPL_WPTR: rd_ctl = rpl_wptr;
+        REG_RPL_TOTAL_LO: rd_ctl = rpl_total[31:0];
+        REG_RPL_TOTAL_HI: rd_ctl = rpl_total[63:32];
+        default: rd_ctl = 32'd0;
     endcase
+
+    case (rd_addr_reg[3:2])
+        2'd0: rd_mem = {24'd0, m_port_reg[rd_mi]};
+        2'd1: rd_mem = m_ip_reg[rd_mi];
+        2'd2: rd_mem = {16'd0, m_udp_reg[rd_mi]};
+        default: rd_mem = {29'd0, m_role_reg[rd_mi]};
+    endcase
+
+    rd_ci = 4'd0;
+    rd_ci_ok = 1'b0;
+    for (i = 0; i < NCNT; i = i + 1) begin
+        if (rd_addr_reg == cnt_addr(i)) begin
+            rd_ci = i[3:0];
+            rd_ci_ok = 1'b1;
+        end
+    end
+
+    if (rd_addr_reg[11:8] == 4'h0) begin
+        rd_grp = 2'd1;
+    end else if (rd_addr_reg[11:7] == 5'b00010) begin
+        rd_grp = 2'd2;
+    end else if (rd_ci_ok) begin
+        rd_grp = 2'd3;
+    end else begin
+        rd_grp = 2'd0;
+    end
 end
+
+// counter index decoded one clock before the counter is selected
+reg [3:0] rd_ci_reg;
 
 always @(posedge clk) begin
     if (rd_fire) begin
@@ -367,11 +387,23 @@ always @(posedge clk) begin
     end
     rd_s1_reg <= rd_fire;
     rd_s2_reg <= rd_s1_reg;
+    rd_s3_reg <= rd_s2_reg;
     if (rd_s1_reg) begin
-        rd_raw_reg <= rd_mux;
-        rd_c_reg <= rd_c;
+        rd_grp_reg <= rd_grp;
+        rd_ctl_reg <= rd_ctl;
+        rd_mem_reg <= rd_mem;
+        rd_ci_reg <= rd_ci;
     end
     if (rd_s2_reg) begin
+        case (rd_grp_reg)
+            2'd1: rd_raw_reg <= rd_ctl_reg;
+            2'd2: rd_raw_reg <= rd_mem_reg;
+            2'd3: rd_raw_reg <= {cnt_hi_reg[rd_ci_reg], cnt_lo_reg[rd_ci_reg]};
+            default: rd_raw_reg <= 32'd0;
+        endcase
+        rd_c_reg <= rd_grp_reg == 2'd3 && cnt_c_reg[rd_ci_reg];
+    end
+    if (rd_s3_reg) begin
         rdata_reg <= {rd_raw_reg[31:16] + {15'd0, rd_c_reg}, rd_raw_reg[15:0]};
         rvalid_reg <= 1'b1;
     end else if (s_axil_rready) begin
@@ -381,6 +413,7 @@ always @(posedge clk) begin
     if (rst) begin
         rd_s1_reg <= 1'b0;
         rd_s2_reg <= 1'b0;
+        rd_s3_reg <= 1'b0;
         rvalid_reg <= 1'b0;
     end
 end

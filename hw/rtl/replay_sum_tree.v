@@ -115,8 +115,9 @@ module replay_sum_tree #
 
 localparam L = INDEX_WIDTH;
 localparam TW = SUM_WIDTH;
-localparam SW = (TW + 1) / 2; // lane 0 width: 23 bits for C = 16384, so every carry chain
-                              // (lane plus carry in or out) fits 24 bits, six CARRY4
+localparam SW = TW / 2 + 1;   // lane 0 width: 24 bits for C = 16384; a lane-0 chain is
+                              // 25 bits with its carry out (registered right away) and a
+                              // lane-1 chain 24 bits with the carry in as an extra LSB
 localparam TW1 = TW - SW;     // lane 1 width of targets and of the root
 localparam PHW = 32 - SW;     // lane 1 width of a leaf priority
 localparam DW1 = PHW + 1;     // lane 1 of delta = new - old (signed)
@@ -236,7 +237,7 @@ always @(posedge clk) begin
     if (u2_v_reg) begin
         root0_reg <= root0_sum[SW-1:0];
     end
-    root_c_reg <= u2_v_reg && root0_sum[SW];
+    root_c_reg <= root0_sum[SW];  // only used by the update in U3, which is valid then
     if (u3_v_reg) begin
         root1_reg <= root1_sum;
     end
@@ -383,14 +384,14 @@ generate
 
         // descent: lane 0 in B, lane 1 and the decision in C
         wire [SW:0] df0 = {1'b0, b_t_reg[SW-1:0]} - {1'b0, rd0_reg};
-        // lane 1 minus the left sum, and minus one more for a lane-0 borrow: two
-        // two-operand chains side by side (t - l and t + ~l = t - l - 1), the borrow picks
-        wire [TW1-1:0] l1 = {{TW1-W1{1'b0}}, rd1_reg};
-        wire [TW1:0] dfa = {1'b0, c_t_reg[TW-1:SW]} - {1'b0, l1};
-        wire [TW1:0] dfb = {1'b0, c_t_reg[TW-1:SW]} + {1'b0, ~l1};
-        // borrow out: t < l without a lane-0 borrow, t <= l with one
-        wire lt = c_b0_reg ? !dfb[TW1] : dfa[TW1];
-        wire [TW1-1:0] df1 = c_b0_reg ? dfb[TW1-1:0] : dfa[TW1-1:0];
+        // lane 1 minus the left sum minus the lane-0 borrow, the borrow in riding as an
+        // extra LSB so it is one two-operand carry chain
+        // verilator lint_off UNUSEDSIGNAL
+        wire [TW1+1:0] df1_x = {1'b0, c_t_reg[TW-1:SW], 1'b0} -
+                               {{TW1-W1+1{1'b0}}, rd1_reg, c_b0_reg};
+        // verilator lint_on UNUSEDSIGNAL
+        wire [TW1-1:0] df1 = df1_x[TW1:1];
+        wire lt = df1_x[TW1+1];  // target < left sum
         wire go_left = c_uni_reg ? !c_idx_reg[L-1-D] : lt;
 
         always @(posedge clk) begin
@@ -412,7 +413,9 @@ generate
 
             o_v_reg <= c_v_reg;
             o_n_reg <= {c_n_reg[L-2:0], !go_left};
-            o_t_reg <= go_left ? c_t_reg : {df1, c_df0_reg};
+            // a uniform query never reads its target, so the target mux ignores the
+            // uniform path (one LUT after the carry chain)
+            o_t_reg <= lt ? c_t_reg : {df1, c_df0_reg};
             o_uni_reg <= c_uni_reg;
             o_idx_reg <= c_idx_reg;
             o_user_reg <= c_user_reg;
@@ -451,6 +454,12 @@ reg [UW-1:0] lb_user_reg, lc_user_reg;
 reg lc_b0_reg;
 reg [31:0] lc_even_reg, lc_odd_reg;
 
+// the decision is registered before the priority is picked (one LUT after the chain)
+reg ld_v_reg, ld_left_reg;
+reg [L-2:0] ld_n_reg;
+reg [31:0] ld_even_reg, ld_odd_reg;
+reg [UW-1:0] ld_user_reg;
+
 reg r_v_reg;
 reg [L-1:0] r_index_reg;
 reg [31:0] r_prio_reg;
@@ -481,13 +490,11 @@ end
 // verilator lint_off UNUSEDSIGNAL
 wire [SW:0] ldf0 = {1'b0, lb_t_reg[SW-1:0]} - {1'b0, even_rd_reg[SW-1:0]};
 // verilator lint_on UNUSEDSIGNAL
-wire [TW1-1:0] ll1 = {{TW1-PHW{1'b0}}, lc_even_reg[31:SW]};
 // verilator lint_off UNUSEDSIGNAL
-wire [TW1:0] ldfa = {1'b0, lc_t_reg[TW-1:SW]} - {1'b0, ll1};
-wire [TW1:0] ldfb = {1'b0, lc_t_reg[TW-1:SW]} + {1'b0, ~ll1};
+wire [TW1+1:0] ldf1_x = {1'b0, lc_t_reg[TW-1:SW], 1'b0} -
+                        {{TW1-PHW+1{1'b0}}, lc_even_reg[31:SW], lc_b0_reg};
 // verilator lint_on UNUSEDSIGNAL
-wire llt = lc_b0_reg ? !ldfb[TW1] : ldfa[TW1];
-wire lgo_left = lc_uni_reg ? !lc_idx_reg[0] : llt;
+wire lgo_left = lc_uni_reg ? !lc_idx_reg[0] : ldf1_x[TW1+1];
 
 always @(posedge clk) begin
     lb_v_reg <= bus_v[DL];
@@ -507,19 +514,27 @@ always @(posedge clk) begin
     lc_even_reg <= even_rd_reg;
     lc_odd_reg <= odd_rd_reg;
 
-    r_v_reg <= lc_v_reg;
-    r_index_reg <= {lc_n_reg[L-2:0], !lgo_left};
-    r_prio_reg <= lgo_left ? lc_even_reg : lc_odd_reg;
-    r_user_reg <= lc_user_reg;
+    ld_v_reg <= lc_v_reg;
+    ld_left_reg <= lgo_left;
+    ld_n_reg <= lc_n_reg[L-2:0];
+    ld_even_reg <= lc_even_reg;
+    ld_odd_reg <= lc_odd_reg;
+    ld_user_reg <= lc_user_reg;
+
+    r_v_reg <= ld_v_reg;
+    r_index_reg <= {ld_n_reg, !ld_left_reg};
+    r_prio_reg <= ld_left_reg ? ld_even_reg : ld_odd_reg;
+    r_user_reg <= ld_user_reg;
 
     if (rst) begin
         lb_v_reg <= 1'b0;
         lc_v_reg <= 1'b0;
+        ld_v_reg <= 1'b0;
         r_v_reg <= 1'b0;
     end
 end
 
-assign stage_busy[DL] = lb_v_reg | lc_v_reg | r_v_reg;
+assign stage_busy[DL] = lb_v_reg | lc_v_reg | ld_v_reg | r_v_reg;
 
 assign r_valid = r_v_reg;
 assign r_index = r_index_reg;

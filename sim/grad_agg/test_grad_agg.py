@@ -522,7 +522,7 @@ class TB:
     async def check(self, *, timeout_us: float = 400.0) -> None:
         """Every expected output, in order, then nothing more; then the counters."""
         assert self.sink is not None and self.source is not None
-        await self.source.wait()
+        await with_timeout(self.source.wait(), timeout_us, "us")
         for i, exp in enumerate(self.expected):
             got = await with_timeout(self.sink.recv(), timeout_us, "us")
             self.compare(i, bytes(got.tdata), int(got.tuser), exp)
@@ -716,10 +716,13 @@ async def test_reset_mid_frame(dut: Any) -> None:
             await tb.source.send(AxiStreamFrame(fr[0], tuser=len(fr[0]) | fr[1] << 16))
         n_beats = 2 * (len(wl.gradient(0, 0, 0)[0]) // tb.bytes) + cut
         seen = 0
-        while seen < n_beats:
+        for _ in range(20 * n_beats):
             await RisingEdge(dut.clk)
             if int(dut.s_axis_tvalid.value) and int(dut.s_axis_tready.value):
                 seen += 1
+                if seen == n_beats:
+                    break
+        assert seen == n_beats, f"only {seen} of {n_beats} input beats"
         dut.rst.value = 1
         await tb.cycles(3)
         dut.rst.value = 0
@@ -727,9 +730,11 @@ async def test_reset_mid_frame(dut: Any) -> None:
         await tb.cycles(5)
         tb.sink.clear()
         tb.sink.clear_pause_generator()
+        tb.sink.pause = False
         await tb.new_model()
         # registers are back to their reset values: configure again, run clean
         await tb.configure(cfg)
+
         await tb.run(Workload(rng, cfg, noise=0.3), 60)
         await tb.check()
 
@@ -925,3 +930,4 @@ async def test_bench(dut: Any) -> None:
     results["default_elems"] = default_p
     with open(os.environ["GRAD_AGG_BENCH_JSON"], "w") as f:
         json.dump(results, f, indent=1)
+
