@@ -344,10 +344,10 @@ end
  */
 reg [1:0] in_cnt_reg, in_cnt_next;   // beats of this frame so far, saturating at HDR_BEATS
 reg stall_out_reg;                    // output FIFOs near full (or reset)
-wire in_hazard;
+reg in_hazard_reg;                           // the next payload beat must wait
 
 wire in_hdr = in_cnt_reg != HB;
-assign s_axis_tready = !stall_out_reg && !(!in_hdr && in_hazard);
+assign s_axis_tready = !stall_out_reg && !(!in_hdr && in_hazard_reg);
 wire in_acc = s_axis_tvalid && s_axis_tready;
 wire in_first = in_cnt_reg == 2'd0;
 // last header beat (or a frame ending inside the header): the verdict starts
@@ -506,13 +506,23 @@ always @(posedge clk) begin
     st_rdata_reg <= st_mem[sc_now];
 end
 
+// decoded valid-bit set (no variable-index write: that costs a carry chain)
+wire [SC_N-1:0] st_set;
+
+generate
+
+for (gi = 0; gi < SC_N; gi = gi + 1) begin : g_vset
+    localparam [SC_W-1:0] IDX = gi;
+    assign st_set[gi] = st_we && d2_sc_reg == IDX;
+end
+
+endgenerate
+
 always @(posedge clk) begin
     st_hist_reg <= st_wdata;
     st_hist_we_reg <= st_we;
     st_match_reg <= d2_sc_reg == sc_now;
-    if (st_we) begin
-        st_valid_reg[d2_sc_reg] <= 1'b1;
-    end
+    st_valid_reg <= st_valid_reg | st_set;
     if (rst || cfg_invalidate) begin
         st_valid_reg <= {SC_N{1'b0}};
         st_hist_we_reg <= 1'b0;
@@ -529,9 +539,6 @@ wire [31:0] st_count = st_cur[71:40];
 wire [1:0]  st_state = st_cur[73:72];
 
 wire [2:0]  w3 = hd_worker_reg[2:0];
-wire [7:0]  m_port = cfg_member_port[8*w3 +: 8];
-wire [31:0] m_ip = cfg_member_ip[32*w3 +: 32];
-wire [15:0] m_udp = cfg_member_udp[16*w3 +: 16];
 wire [2:0]  m_role = cfg_member_role[3*w3 +: 3];
 
 wire is_grad = hd_op_reg == 8'd1;
@@ -543,8 +550,21 @@ wire f_hdr = hd_ver_reg != 8'd1 || (hd_op_reg != 8'd1 && hd_op_reg != 8'd2)
 wire f_job = hd_job_reg != cfg_job_id;
 wire f_dis = !cfg_ctrl[0];
 wire f_unk = is_grad && !(w_lt_n && m_role[0]);
-wire f_spoof_g = (port_reg & m_port) == 8'd0 || hd_ip_src_reg != m_ip
-              || (m_udp != 16'd0 && hd_udp_src_reg != m_udp);
+// per-member authenticity, then one bit selected by the worker id
+wire [7:0] m_auth;
+
+generate
+
+for (gi = 0; gi < 8; gi = gi + 1) begin : g_auth
+    wire [15:0] udp = cfg_member_udp[16*gi +: 16];
+    assign m_auth[gi] = (port_reg & cfg_member_port[8*gi +: 8]) != 8'd0
+                     && hd_ip_src_reg == cfg_member_ip[32*gi +: 32]
+                     && (udp == 16'd0 || hd_udp_src_reg == udp);
+end
+
+endgenerate
+
+wire f_spoof_g = !m_auth[w3];
 wire f_spoof_r = !cfg_role || (port_reg & cfg_uplink_port) == 8'd0 || hd_ip_src_reg != cfg_parent_ip;
 wire f_spoof = is_grad ? f_spoof_g : f_spoof_r;
 wire f_cnt = hd_count_reg != {7'd0, cfg_elems};
@@ -873,18 +893,23 @@ hdr_fifo_inst (
 /*
  * Payload path
  */
-reg [ACC_AW-1:0] rd_addr_reg;   // accumulator address of the next payload beat
-reg [PIDX_W-1:0] pidx_reg;       // index of the next payload beat
+reg [ACC_AW-1:0] rd_addr_reg;     // accumulator address of the next payload beat
+reg [ACC_AW-1:0] rd_addr_p1_reg;  // rd_addr_reg + 1
+reg [PIDX_W-1:0] pidx_reg;        // index of the next payload beat
+reg [SC_W-1:0]   pkt_sc_reg;      // slot copy of the frame streaming in
 
-// accumulator base address of each slot copy, a constant table
+// accumulator base address of each slot copy (and + 1), constant tables
 wire [ACC_AW-1:0] base_rom[0:SC_N-1];
+wire [ACC_AW-1:0] base_p1_rom[0:SC_N-1];
 
 generate
 
 for (gi = 0; gi < SC_N; gi = gi + 1) begin : g_base
     localparam integer BASE_I = gi < 2*MAX_SLOTS ? gi*BPC : 0;
     localparam [ACC_AW-1:0] BASE = BASE_I[ACC_AW-1:0];
+    localparam [ACC_AW-1:0] BASE_P1 = BASE + 1'b1;
     assign base_rom[gi] = BASE;
+    assign base_p1_rom[gi] = BASE_P1;
 end
 
 endgenerate
@@ -892,9 +917,12 @@ endgenerate
 always @(posedge clk) begin
     if (in_hc) begin
         rd_addr_reg <= base_rom[sc_now];
+        rd_addr_p1_reg <= base_p1_rom[sc_now];
         pidx_reg <= {PIDX_W{1'b0}};
+        pkt_sc_reg <= sc_now;
     end else if (in_pay) begin
-        rd_addr_reg <= rd_addr_reg + 1'b1;
+        rd_addr_reg <= rd_addr_p1_reg;
+        rd_addr_p1_reg <= rd_addr_p1_reg + 1'b1;
         if (pidx_reg != {PIDX_W{1'b1}}) begin
             pidx_reg <= pidx_reg + 1'b1;
         end
@@ -931,6 +959,8 @@ reg [DATA_WIDTH-1:0] f_pass_reg[1:FP_LAT];
 reg                  p1_valid_reg;
 reg [DATA_WIDTH-1:0] p1_data_reg;
 reg [ACC_AW-1:0]     p1_addr_reg;
+reg                  p1_first_reg;
+reg [SC_W-1:0]       p1_sc_reg;
 reg                  p1_inr_reg;
 reg                  p1_last_reg;
 reg                  p1_fx_reg;
@@ -940,23 +970,61 @@ reg                  p2_valid_reg;
 reg [DATA_WIDTH-1:0] p2_a_reg;
 reg [DATA_WIDTH-1:0] p2_b_reg;
 reg [ACC_AW-1:0]     p2_addr_reg;
+reg                  p2_first_reg;
+reg [SC_W-1:0]       p2_sc_reg;
 reg                  p2_inr_reg;
 reg                  p2_last_reg;
 // last written beat (one clock old)
 reg [DATA_WIDTH-1:0] h_data_reg;
 
-// a same-address beat less than FP_LAT+1 clocks ahead: its sum is not ready
-assign in_hazard = (p1_valid_reg && p1_addr_reg == rd_addr_reg)
-                || (p2_valid_reg && p2_addr_reg == rd_addr_reg)
-                || (f_valid_reg[1] && f_addr_reg[1] == rd_addr_reg)
-                || (f_valid_reg[2] && f_addr_reg[2] == rd_addr_reg)
-                || (f_valid_reg[3] && f_addr_reg[3] == rd_addr_reg)
-                || (f_valid_reg[4] && f_addr_reg[4] == rd_addr_reg);
+// first-beat flag and slot copy of the beats in f1..f3 (hazard check)
+reg [3:1]            f_first_reg;
+reg [SC_W-1:0]       f_sc_reg[1:3];
+
+/*
+ * Read-after-write hazard: a payload beat may not start while a beat of the
+ * same address is fewer than FP_LAT+1 clocks ahead (in P1, P2, f1..f4): its
+ * sum is not ready to be forwarded. Computed a clock early, for the beat
+ * that comes next: the first beat of the frame whose header completes now
+ * (same slot copy, index 0), the beat after the payload beat taken now
+ * (address + 1) or the beat that waits (same address); the pipeline then
+ * holds the stages P1, P2, f1..f3 one step further down.
+ */
+wire hz_first = (p1_valid_reg && p1_first_reg && p1_sc_reg == sc_now)
+             || (p2_valid_reg && p2_first_reg && p2_sc_reg == sc_now)
+             || (f_valid_reg[1] && f_first_reg[1] && f_sc_reg[1] == sc_now)
+             || (f_valid_reg[2] && f_first_reg[2] && f_sc_reg[2] == sc_now)
+             || (f_valid_reg[3] && f_first_reg[3] && f_sc_reg[3] == sc_now);
+wire hz_adv = (p1_valid_reg && p1_addr_reg == rd_addr_p1_reg)
+           || (p2_valid_reg && p2_addr_reg == rd_addr_p1_reg)
+           || (f_valid_reg[1] && f_addr_reg[1] == rd_addr_p1_reg)
+           || (f_valid_reg[2] && f_addr_reg[2] == rd_addr_p1_reg)
+           || (f_valid_reg[3] && f_addr_reg[3] == rd_addr_p1_reg);
+wire hz_stay = (p1_valid_reg && p1_addr_reg == rd_addr_reg)
+            || (p2_valid_reg && p2_addr_reg == rd_addr_reg)
+            || (f_valid_reg[1] && f_addr_reg[1] == rd_addr_reg)
+            || (f_valid_reg[2] && f_addr_reg[2] == rd_addr_reg)
+            || (f_valid_reg[3] && f_addr_reg[3] == rd_addr_reg);
+
+always @(posedge clk) begin
+    in_hazard_reg <= in_hc ? hz_first : (in_pay ? hz_adv : hz_stay);
+    f_first_reg[1] <= p2_first_reg;
+    f_sc_reg[1] <= p2_sc_reg;
+    f_first_reg[2] <= f_first_reg[1];
+    f_sc_reg[2] <= f_sc_reg[1];
+    f_first_reg[3] <= f_first_reg[2];
+    f_sc_reg[3] <= f_sc_reg[2];
+    if (rst) begin
+        in_hazard_reg <= 1'b0;
+    end
+end
 
 always @(posedge clk) begin
     p1_valid_reg <= in_pay;
     p1_data_reg <= s_axis_tdata;
     p1_addr_reg <= rd_addr_reg;
+    p1_first_reg <= pidx_reg == {PIDX_W{1'b0}};
+    p1_sc_reg <= pkt_sc_reg;
     p1_inr_reg <= pidx_reg < cfg_pb_reg;
     p1_last_reg <= s_axis_tlast || pidx_reg == cfg_pb_m1_reg;
     // the beat leaving X next clock, or the one leaving now (then in h_data_reg)
@@ -967,6 +1035,8 @@ always @(posedge clk) begin
     p2_a_reg <= p1_fx_reg ? x_data : (p1_fh_reg ? h_data_reg : acc_rdata_reg);
     p2_b_reg <= p1_data_reg;
     p2_addr_reg <= p1_addr_reg;
+    p2_first_reg <= p1_first_reg;
+    p2_sc_reg <= p1_sc_reg;
     p2_inr_reg <= p1_inr_reg;
     p2_last_reg <= p1_last_reg;
 

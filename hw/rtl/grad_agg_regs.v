@@ -144,6 +144,8 @@ localparam C_DUPLICATE = 15;
 localparam C_LATE = 16;
 
 localparam [6:0] SLOTS_MAX = MAX_SLOTS;
+localparam [31:0] MAX_SLOTS_W = MAX_SLOTS;
+localparam [31:0] MAX_ELEMS_W = MAX_ELEMS;
 localparam [8:0] ELEMS_MAX = MAX_ELEMS;
 localparam [6:0] SLOTS_RST = RST_AGG_SLOTS > MAX_SLOTS ? MAX_SLOTS : RST_AGG_SLOTS[6:0];
 localparam [8:0] ELEMS_RST = RST_AGG_ELEMS > MAX_ELEMS ? MAX_ELEMS : RST_AGG_ELEMS[8:0];
@@ -165,6 +167,7 @@ initial begin
 end
 
 integer i;
+genvar gi;
 
 /*
  * Register storage
@@ -305,9 +308,9 @@ always @* begin
             end
             REG_AGG_ELEMS: begin
                 wv = merge({23'd0, elems_reg}, s_axil_wdata, s_axil_wstrb);
-                if (wv[8:4] == 5'd0) begin
+                if (wv[13:4] == 10'd0) begin
                     elems_next = 9'd16;
-                end else if (wv[8:0] > ELEMS_MAX) begin
+                end else if (wv[13:0] > {5'd0, ELEMS_MAX}) begin
                     elems_next = ELEMS_MAX;
                 end else begin
                     elems_next = {wv[8:4], 4'd0};
@@ -448,8 +451,6 @@ assign cfg_parent_udp = parent_udp_reg;
 assign cfg_leaf_id = leaf_id_reg;
 assign cfg_invalidate = invalidate_reg;
 
-genvar gi;
-
 generate
 
 for (gi = 0; gi < 8; gi = gi + 1) begin : g_member
@@ -489,19 +490,16 @@ always @(posedge clk) begin
 end
 
 /*
- * AXI4-Lite read channel: address register, select, carry fix-up
+ * AXI4-Lite read channel: address register, three 32-word selects
+ * (identity/control/aggregation, member table, counters), region select
+ * with the pending counter carry added
  */
 reg arready_reg, arready_next;
 reg rd_busy_reg, rd_busy_next;
 reg [2:0] rd_pipe_reg, rd_pipe_next;
-reg [11:0] rd_addr_reg;
+reg [11:2] rd_addr_reg;
 reg rvalid_reg, rvalid_next;
 reg [31:0] rdata_reg;
-
-// stage 1: selected register value, or counter halves and pending carry
-reg [31:0] rd_val_reg;
-reg rd_is_cnt_reg;
-reg rd_cy_reg;
 
 assign s_axil_arready = arready_reg;
 assign s_axil_rdata = rdata_reg;
@@ -527,83 +525,108 @@ always @* begin
     end
 end
 
-// counter slot of a read address, or CNT_COUNT when none
-function integer cnt_index(input [11:0] a);
+// 0x000-0x07C: identity, control, aggregation (word index = address[6:2])
+wire [31:0] cfg_word[0:31];
+// 0x100-0x17C: member table
+wire [31:0] member_word[0:31];
+// 0x200-0x27C: counters, as {hi, lo} and the carry not yet in hi
+wire [31:0] cnt_word[0:31];
+wire [31:0] cnt_cy_word;
+
+// counter slot of each counter word, CNT_COUNT where there is none
+function integer cnt_of_word(input [4:0] w);
     begin
-        case (a)
-            REG_CNT_RX_GRADIENT: cnt_index = C_RX_GRADIENT;
-            REG_CNT_RX_RESULT: cnt_index = C_RX_RESULT;
-            REG_CNT_TX_RESULT: cnt_index = C_TX_RESULT;
-            REG_CNT_TX_RESEND: cnt_index = C_TX_RESEND;
-            REG_CNT_TX_UP: cnt_index = C_TX_UP;
-            REG_CNT_DROP_BAD_LENGTH: cnt_index = C_BAD_LENGTH;
-            REG_CNT_DROP_BAD_HEADER: cnt_index = C_BAD_HEADER;
-            REG_CNT_DROP_BAD_JOB: cnt_index = C_BAD_JOB;
-            REG_CNT_DROP_DISABLED: cnt_index = C_DISABLED;
-            REG_CNT_DROP_UNKNOWN_WORKER: cnt_index = C_UNKNOWN_WORKER;
-            REG_CNT_DROP_SPOOFED: cnt_index = C_SPOOFED;
-            REG_CNT_DROP_BAD_COUNT: cnt_index = C_BAD_COUNT;
-            REG_CNT_DROP_BAD_DTYPE: cnt_index = C_BAD_DTYPE;
-            REG_CNT_DROP_BAD_SLOT: cnt_index = C_BAD_SLOT;
-            REG_CNT_DROP_STALE: cnt_index = C_STALE;
-            REG_CNT_DROP_DUPLICATE: cnt_index = C_DUPLICATE;
-            REG_CNT_DROP_LATE: cnt_index = C_LATE;
-            default: cnt_index = CNT_COUNT;
+        case (w)
+            REG_CNT_RX_GRADIENT[6:2]: cnt_of_word = C_RX_GRADIENT;
+            REG_CNT_RX_RESULT[6:2]: cnt_of_word = C_RX_RESULT;
+            REG_CNT_TX_RESULT[6:2]: cnt_of_word = C_TX_RESULT;
+            REG_CNT_TX_RESEND[6:2]: cnt_of_word = C_TX_RESEND;
+            REG_CNT_TX_UP[6:2]: cnt_of_word = C_TX_UP;
+            REG_CNT_DROP_BAD_LENGTH[6:2]: cnt_of_word = C_BAD_LENGTH;
+            REG_CNT_DROP_BAD_HEADER[6:2]: cnt_of_word = C_BAD_HEADER;
+            REG_CNT_DROP_BAD_JOB[6:2]: cnt_of_word = C_BAD_JOB;
+            REG_CNT_DROP_DISABLED[6:2]: cnt_of_word = C_DISABLED;
+            REG_CNT_DROP_UNKNOWN_WORKER[6:2]: cnt_of_word = C_UNKNOWN_WORKER;
+            REG_CNT_DROP_SPOOFED[6:2]: cnt_of_word = C_SPOOFED;
+            REG_CNT_DROP_BAD_COUNT[6:2]: cnt_of_word = C_BAD_COUNT;
+            REG_CNT_DROP_BAD_DTYPE[6:2]: cnt_of_word = C_BAD_DTYPE;
+            REG_CNT_DROP_BAD_SLOT[6:2]: cnt_of_word = C_BAD_SLOT;
+            REG_CNT_DROP_STALE[6:2]: cnt_of_word = C_STALE;
+            REG_CNT_DROP_DUPLICATE[6:2]: cnt_of_word = C_DUPLICATE;
+            REG_CNT_DROP_LATE[6:2]: cnt_of_word = C_LATE;
+            default: cnt_of_word = CNT_COUNT;
         endcase
     end
 endfunction
 
-reg [31:0] rd_val;
-reg rd_is_cnt;
-reg rd_cy;
-integer ci;
+generate
 
-always @* begin
-    rd_val = 32'd0;
-    rd_is_cnt = 1'b0;
-    rd_cy = 1'b0;
-    ci = cnt_index(rd_addr_reg);
-    if (ci < CNT_COUNT) begin
-        rd_is_cnt = 1'b1;
-        rd_val = {cnt_hi_reg[ci], cnt_lo_reg[ci]};
-        rd_cy = cnt_cy_reg[ci];
-    end else if (rd_addr_reg[11:8] == 4'h1 && rd_addr_reg[7] == 1'b0) begin
-        case (rd_addr_reg[3:0])
-            4'h0: rd_val = {24'd0, mport_reg[rd_addr_reg[6:4]]};
-            4'h4: rd_val = mip_reg[rd_addr_reg[6:4]];
-            4'h8: rd_val = {16'd0, mudp_reg[rd_addr_reg[6:4]]};
-            default: rd_val = {29'd0, mrole_reg[rd_addr_reg[6:4]]};
-        endcase
-    end else begin
-        case (rd_addr_reg)
-            REG_MAGIC: rd_val = RST_MAGIC;
-            REG_VERSION: rd_val = RST_VERSION;
-            REG_BUILD_HASH: rd_val = BUILD_HASH;
-            REG_CTRL: rd_val = {30'd0, ctrl_reg};
-            REG_JOB_ID: rd_val = {24'd0, job_id_reg};
-            REG_UDP_PORT: rd_val = {16'd0, udp_port_reg};
-            REG_SWITCH_IP: rd_val = switch_ip_reg;
-            REG_SWITCH_MAC_HI: rd_val = {16'd0, mac_hi_reg};
-            REG_SWITCH_MAC_LO: rd_val = mac_lo_reg;
-            REG_MCAST_IP: rd_val = mcast_ip_reg;
-            REG_AGG_MEMBERS: rd_val = {28'd0, members_reg};
-            REG_AGG_THRESHOLD: rd_val = {28'd0, threshold_reg};
-            REG_AGG_SLOTS: rd_val = {25'd0, slots_reg};
-            REG_AGG_ELEMS: rd_val = {23'd0, elems_reg};
-            REG_AGG_DTYPE: rd_val = {31'd0, dtype_reg};
-            REG_AGG_MODE: rd_val = {31'd0, mode_reg};
-            REG_AGG_STALENESS: rd_val = staleness_reg;
-            REG_AGG_ROLE: rd_val = {31'd0, role_reg};
-            REG_AGG_UPLINK_PORT: rd_val = {24'd0, uplink_reg};
-            REG_AGG_PARENT_IP: rd_val = parent_ip_reg;
-            REG_AGG_PARENT_UDP: rd_val = {16'd0, parent_udp_reg};
-            REG_AGG_LEAF_ID: rd_val = {29'd0, leaf_id_reg};
-            REG_AGG_MAX_SLOTS: rd_val = MAX_SLOTS;
-            REG_AGG_MAX_ELEMS: rd_val = MAX_ELEMS;
-            default: rd_val = 32'd0;
-        endcase
+for (gi = 0; gi < 32; gi = gi + 1) begin : g_rd_word
+    localparam [4:0] WI = gi;
+    localparam integer CI = cnt_of_word(WI);
+
+    // constant conditions: each word elaborates to its one register
+    assign cfg_word[gi] =
+        WI == REG_MAGIC[6:2]           ? RST_MAGIC :
+        WI == REG_VERSION[6:2]         ? RST_VERSION :
+        WI == REG_BUILD_HASH[6:2]      ? BUILD_HASH :
+        WI == REG_CTRL[6:2]            ? {30'd0, ctrl_reg} :
+        WI == REG_JOB_ID[6:2]          ? {24'd0, job_id_reg} :
+        WI == REG_UDP_PORT[6:2]        ? {16'd0, udp_port_reg} :
+        WI == REG_SWITCH_IP[6:2]       ? switch_ip_reg :
+        WI == REG_SWITCH_MAC_HI[6:2]   ? {16'd0, mac_hi_reg} :
+        WI == REG_SWITCH_MAC_LO[6:2]   ? mac_lo_reg :
+        WI == REG_MCAST_IP[6:2]        ? mcast_ip_reg :
+        WI == REG_AGG_MEMBERS[6:2]     ? {28'd0, members_reg} :
+        WI == REG_AGG_THRESHOLD[6:2]   ? {28'd0, threshold_reg} :
+        WI == REG_AGG_SLOTS[6:2]       ? {25'd0, slots_reg} :
+        WI == REG_AGG_ELEMS[6:2]       ? {23'd0, elems_reg} :
+        WI == REG_AGG_DTYPE[6:2]       ? {31'd0, dtype_reg} :
+        WI == REG_AGG_MODE[6:2]        ? {31'd0, mode_reg} :
+        WI == REG_AGG_STALENESS[6:2]   ? staleness_reg :
+        WI == REG_AGG_ROLE[6:2]        ? {31'd0, role_reg} :
+        WI == REG_AGG_UPLINK_PORT[6:2] ? {24'd0, uplink_reg} :
+        WI == REG_AGG_PARENT_IP[6:2]   ? parent_ip_reg :
+        WI == REG_AGG_PARENT_UDP[6:2]  ? {16'd0, parent_udp_reg} :
+        WI == REG_AGG_LEAF_ID[6:2]     ? {29'd0, leaf_id_reg} :
+        WI == REG_AGG_MAX_SLOTS[6:2]   ? MAX_SLOTS_W :
+        WI == REG_AGG_MAX_ELEMS[6:2]   ? MAX_ELEMS_W :
+        32'd0;
+
+    case (gi % 4)
+        0: begin : g_port
+            assign member_word[gi] = {24'd0, mport_reg[gi/4]};
+        end
+        1: begin : g_ip
+            assign member_word[gi] = mip_reg[gi/4];
+        end
+        2: begin : g_udp
+            assign member_word[gi] = {16'd0, mudp_reg[gi/4]};
+        end
+        default: begin : g_role
+            assign member_word[gi] = {29'd0, mrole_reg[gi/4]};
+        end
+    endcase
+
+    if (CI < CNT_COUNT) begin : g_cnt
+        assign cnt_word[gi] = {cnt_hi_reg[CI], cnt_lo_reg[CI]};
+        assign cnt_cy_word[gi] = cnt_cy_reg[CI];
+    end else begin : g_none
+        assign cnt_word[gi] = 32'd0;
+        assign cnt_cy_word[gi] = 1'b0;
     end
 end
+
+endgenerate
+
+localparam [1:0] RG_CFG = 2'd0, RG_MEMBER = 2'd1, RG_CNT = 2'd2, RG_NONE = 2'd3;
+
+// stage 1: the three word selects and the region
+reg [31:0] rd_cfg_reg;
+reg [31:0] rd_member_reg;
+reg [31:0] rd_cnt_reg;
+reg        rd_cy_reg;
+reg [1:0]  rd_region_reg;
 
 always @(posedge clk) begin
     arready_reg <= arready_next;
@@ -612,13 +635,30 @@ always @(posedge clk) begin
     rvalid_reg <= rvalid_next;
 
     if (arready_next) begin
-        rd_addr_reg <= {s_axil_araddr[11:2], 2'b00};
+        rd_addr_reg <= s_axil_araddr[11:2];
     end
-    rd_val_reg <= rd_val;
-    rd_is_cnt_reg <= rd_is_cnt;
-    rd_cy_reg <= rd_cy;
+    rd_cfg_reg <= cfg_word[rd_addr_reg[6:2]];
+    rd_member_reg <= member_word[rd_addr_reg[6:2]];
+    rd_cnt_reg <= cnt_word[rd_addr_reg[6:2]];
+    rd_cy_reg <= cnt_cy_word[rd_addr_reg[6:2]];
+    if (rd_addr_reg[7]) begin
+        rd_region_reg <= RG_NONE;
+    end else begin
+        case (rd_addr_reg[11:8])
+            4'h0: rd_region_reg <= RG_CFG;
+            4'h1: rd_region_reg <= RG_MEMBER;
+            4'h2: rd_region_reg <= RG_CNT;
+            default: rd_region_reg <= RG_NONE;
+        endcase
+    end
+    // stage 2
     if (rd_pipe_reg[2]) begin
-        rdata_reg <= rd_is_cnt_reg ? {rd_val_reg[31:16] + {15'd0, rd_cy_reg}, rd_val_reg[15:0]} : rd_val_reg;
+        case (rd_region_reg)
+            RG_CFG: rdata_reg <= rd_cfg_reg;
+            RG_MEMBER: rdata_reg <= rd_member_reg;
+            RG_CNT: rdata_reg <= {rd_cnt_reg[31:16] + {15'd0, rd_cy_reg}, rd_cnt_reg[15:0]};
+            default: rdata_reg <= 32'd0;
+        endcase
     end
 
     if (rst) begin

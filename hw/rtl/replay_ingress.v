@@ -174,12 +174,17 @@ reg [META_WIDTH-1:0] meta_push_data;
 // frames that may still be pushed: 6 pipeline stages, the one arriving and one more
 // because the room flag is a clock old
 reg meta_room_reg;
-assign s_axis_tready = pl_in_ready && meta_room_reg;
+// and room for one more payload beat: at most one is written per clock, so a flag one
+// clock old that says "two free" is safe
+reg pl_room_reg;
+assign s_axis_tready = pl_room_reg && meta_room_reg;
 
 always @(posedge clk) begin
     meta_room_reg <= meta_count <= (2**META_ADDR_WIDTH) - 10;
+    pl_room_reg <= pl_count <= (2**PL_ADDR_WIDTH) - 2;
     if (rst) begin
         meta_room_reg <= 1'b0;
+        pl_room_reg <= 1'b0;
     end
 end
 
@@ -191,7 +196,9 @@ reg [15:0] len_reg;
 reg [7:0] port_reg;
 reg [511:0] hdr_reg;
 
-wire pl_write = in_fire && beat_reg >= HDR_BEATS_B && plb_reg < MAX_PLB;
+// the next input beat is a payload beat with room in its frame's share (registered)
+reg pl_slot_reg;
+wire pl_write = in_fire && pl_slot_reg;
 
 replay_fifo #(
     .WIDTH(DATA_WIDTH),
@@ -282,6 +289,7 @@ always @(posedge clk) begin
             len_reg <= s_axis_tuser[15:0];
             port_reg <= s_axis_tuser[23:16];
         end
+        pl_slot_reg <= !s_axis_tlast && beat_reg >= HDR_BEATS_B - 1'b1 && plb_now < MAX_PLB;
         if (s_axis_tlast) begin
             beat_reg <= {BEAT_W{1'b0}};
             plb_reg <= {PLB_W{1'b0}};
@@ -315,6 +323,7 @@ always @(posedge clk) begin
     if (rst) begin
         beat_reg <= {BEAT_W{1'b0}};
         plb_reg <= {PLB_W{1'b0}};
+        pl_slot_reg <= 1'b0;
         v0_reg <= 1'b0;
     end
 end
@@ -524,7 +533,7 @@ assign stat_drop = v5_reg ? drop5_reg : 7'd0;
 
 // meta_in_ready is guaranteed by meta_room
 // verilator lint_off UNUSEDSIGNAL
-wire unused_ok = meta_in_ready | (|pl_count);
+wire unused_ok = meta_in_ready | pl_in_ready;
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule
