@@ -44,7 +44,7 @@ def _run(sim: str, width: int, capacity: int, record_bytes: int, *, tag: str = "
             test_module=TEST_MODULE,
             parameters={"DATA_WIDTH": width, "CAPACITY": capacity, "RECORD_BYTES": record_bytes},
             build_tag=tag,
-            extra_env=env or {"RPL_SEED": "1", "RPL_SCALE": "1"},
+            extra_env=env or {"RPL_SEED": "1", "RPL_SCALE": "4"},
             testcase=testcase,
         )
     finally:
@@ -64,7 +64,7 @@ def test_replay_engine(sim: str, config: tuple[int, int, int]) -> None:
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_replay_engine_odd_size(sim: str) -> None:
     """The same tests with a record of one beat or of a non-power-of-two number of beats."""
-    _run(sim, *ODD_CONFIG[sim], env={"RPL_SEED": "2", "RPL_SCALE": "0.5"})
+    _run(sim, *ODD_CONFIG[sim], env={"RPL_SEED": "2", "RPL_SCALE": "1"})
 
 
 @pytest.mark.slow
@@ -73,5 +73,5 @@ def test_replay_engine_odd_size(sim: str) -> None:
 def test_replay_engine_soak(sim: str, width: int) -> None:
     """Long random workload (lean driver), C = 256, compared frame for frame with the model."""
     _run(sim, width, 256, 128, tag=f"soak_w{width}",
-         env={"RPL_SEED": "20250101", "RPL_SOAK": "1", "RPL_SOAK_OPS": "4000"},
+         env={"RPL_SEED": "20250101", "RPL_SOAK": "1", "RPL_SOAK_OPS": "20000"},
          testcase="test_soak")

@@ -430,6 +430,22 @@ always @(posedge clk) begin
     end
 end
 
+// authenticity against every member entry (ingress port, IPv4 and UDP
+// source), at the last header beat; D1 picks the worker's bit
+wire [7:0] port_now = in_first ? s_axis_tuser[23:16] : port_reg;
+wire [7:0] auth_now;
+
+generate
+
+for (gi = 0; gi < 8; gi = gi + 1) begin : g_auth
+    wire [15:0] udp = cfg_member_udp[16*gi +: 16];
+    assign auth_now[gi] = (port_now & cfg_member_port[8*gi +: 8]) != 8'd0
+                       && hn_ip_src == cfg_member_ip[32*gi +: 32]
+                       && (udp == 16'd0 || hn_udp_src == udp);
+end
+
+endgenerate
+
 // header fields for D1, captured at the last header beat
 reg            d1_valid_reg;
 reg            hd_trunc_reg;
@@ -448,6 +464,7 @@ reg [15:0]     hd_count_reg;
 reg [31:0]     hd_aux_reg;
 reg            hd_res_nz_reg;
 reg [47:0]     hd_eth_src_reg;
+reg [7:0]      hd_auth_reg;
 reg [SC_W-1:0] hd_sc_reg;
 // seq - aux in carry-select halves (async staleness)
 reg [16:0]     hd_sd_lo_reg;
@@ -473,6 +490,7 @@ always @(posedge clk) begin
         hd_aux_reg <= hn_aux;
         hd_res_nz_reg <= hn_res != 32'd0;
         hd_eth_src_reg <= hdr_now[8*6 +: 48];
+        hd_auth_reg <= auth_now;
         hd_sc_reg <= sc_now;
         hd_sd_lo_reg <= {1'b0, hn_seq[15:0]} - {1'b0, hn_aux[15:0]};
         hd_sd_hi0_reg <= hn_seq[31:16] - hn_aux[31:16];
@@ -550,21 +568,7 @@ wire f_hdr = hd_ver_reg != 8'd1 || (hd_op_reg != 8'd1 && hd_op_reg != 8'd2)
 wire f_job = hd_job_reg != cfg_job_id;
 wire f_dis = !cfg_ctrl[0];
 wire f_unk = is_grad && !(w_lt_n && m_role[0]);
-// per-member authenticity, then one bit selected by the worker id
-wire [7:0] m_auth;
-
-generate
-
-for (gi = 0; gi < 8; gi = gi + 1) begin : g_auth
-    wire [15:0] udp = cfg_member_udp[16*gi +: 16];
-    assign m_auth[gi] = (port_reg & cfg_member_port[8*gi +: 8]) != 8'd0
-                     && hd_ip_src_reg == cfg_member_ip[32*gi +: 32]
-                     && (udp == 16'd0 || hd_udp_src_reg == udp);
-end
-
-endgenerate
-
-wire f_spoof_g = !m_auth[w3];
+wire f_spoof_g = !hd_auth_reg[w3];
 wire f_spoof_r = !cfg_role || (port_reg & cfg_uplink_port) == 8'd0 || hd_ip_src_reg != cfg_parent_ip;
 wire f_spoof = is_grad ? f_spoof_g : f_spoof_r;
 wire f_cnt = hd_count_reg != {7'd0, cfg_elems};
@@ -895,7 +899,8 @@ hdr_fifo_inst (
  */
 reg [ACC_AW-1:0] rd_addr_reg;     // accumulator address of the next payload beat
 reg [ACC_AW-1:0] rd_addr_p1_reg;  // rd_addr_reg + 1
-reg [PIDX_W-1:0] pidx_reg;        // index of the next payload beat
+reg [PIDX_W-1:0] pidx_reg;        // index of the next payload beat (saturating)
+reg [PIDX_W-1:0] pidx_p1_reg;     // pidx_reg + 1 (saturating)
 reg [SC_W-1:0]   pkt_sc_reg;      // slot copy of the frame streaming in
 
 // accumulator base address of each slot copy (and + 1), constant tables
@@ -919,12 +924,14 @@ always @(posedge clk) begin
         rd_addr_reg <= base_rom[sc_now];
         rd_addr_p1_reg <= base_p1_rom[sc_now];
         pidx_reg <= {PIDX_W{1'b0}};
+        pidx_p1_reg <= {{PIDX_W-1{1'b0}}, 1'b1};
         pkt_sc_reg <= sc_now;
     end else if (in_pay) begin
         rd_addr_reg <= rd_addr_p1_reg;
         rd_addr_p1_reg <= rd_addr_p1_reg + 1'b1;
-        if (pidx_reg != {PIDX_W{1'b1}}) begin
-            pidx_reg <= pidx_reg + 1'b1;
+        pidx_reg <= pidx_p1_reg;
+        if (pidx_p1_reg != {PIDX_W{1'b1}}) begin
+            pidx_p1_reg <= pidx_p1_reg + 1'b1;
         end
     end
 end
@@ -959,7 +966,8 @@ reg [DATA_WIDTH-1:0] f_pass_reg[1:FP_LAT];
 reg                  p1_valid_reg;
 reg [DATA_WIDTH-1:0] p1_data_reg;
 reg [ACC_AW-1:0]     p1_addr_reg;
-reg                  p1_first_reg;
+reg [PIDX_W-1:0]     p1_pidx_reg;
+reg                  p1_samec_reg;
 reg [SC_W-1:0]       p1_sc_reg;
 reg                  p1_inr_reg;
 reg                  p1_last_reg;
@@ -970,50 +978,57 @@ reg                  p2_valid_reg;
 reg [DATA_WIDTH-1:0] p2_a_reg;
 reg [DATA_WIDTH-1:0] p2_b_reg;
 reg [ACC_AW-1:0]     p2_addr_reg;
-reg                  p2_first_reg;
+reg [PIDX_W-1:0]     p2_pidx_reg;
+reg                  p2_samec_reg;
 reg [SC_W-1:0]       p2_sc_reg;
 reg                  p2_inr_reg;
 reg                  p2_last_reg;
 // last written beat (one clock old)
 reg [DATA_WIDTH-1:0] h_data_reg;
 
-// first-beat flag and slot copy of the beats in f1..f3 (hazard check)
-reg [3:1]            f_first_reg;
+// payload index, slot copy and "same copy as the frame streaming in" of the
+// beats in f1..f3 (hazard check)
+reg [PIDX_W-1:0]     f_pidx_reg[1:3];
 reg [SC_W-1:0]       f_sc_reg[1:3];
+reg [3:1]            f_samec_reg;
 
 /*
  * Read-after-write hazard: a payload beat may not start while a beat of the
- * same address is fewer than FP_LAT+1 clocks ahead (in P1, P2, f1..f4): its
- * sum is not ready to be forwarded. Computed a clock early, for the beat
- * that comes next: the first beat of the frame whose header completes now
- * (same slot copy, index 0), the beat after the payload beat taken now
- * (address + 1) or the beat that waits (same address); the pipeline then
- * holds the stages P1, P2, f1..f3 one step further down.
+ * same slot copy and index (same address) is fewer than FP_LAT+1 clocks
+ * ahead (in P1, P2, f1..f4): its sum is not ready to be forwarded. Computed
+ * a clock early for the beat that comes next, against P1, P2, f1..f3 (one
+ * step further down by then): index 0 of the slot copy whose header
+ * completes now, the index after the payload beat taken now, or the index
+ * of the beat that waits. Beats of the frame streaming in carry "same copy";
+ * a completing header re-evaluates it for every beat in flight.
  */
-wire hz_first = (p1_valid_reg && p1_first_reg && p1_sc_reg == sc_now)
-             || (p2_valid_reg && p2_first_reg && p2_sc_reg == sc_now)
-             || (f_valid_reg[1] && f_first_reg[1] && f_sc_reg[1] == sc_now)
-             || (f_valid_reg[2] && f_first_reg[2] && f_sc_reg[2] == sc_now)
-             || (f_valid_reg[3] && f_first_reg[3] && f_sc_reg[3] == sc_now);
-wire hz_adv = (p1_valid_reg && p1_addr_reg == rd_addr_p1_reg)
-           || (p2_valid_reg && p2_addr_reg == rd_addr_p1_reg)
-           || (f_valid_reg[1] && f_addr_reg[1] == rd_addr_p1_reg)
-           || (f_valid_reg[2] && f_addr_reg[2] == rd_addr_p1_reg)
-           || (f_valid_reg[3] && f_addr_reg[3] == rd_addr_p1_reg);
-wire hz_stay = (p1_valid_reg && p1_addr_reg == rd_addr_reg)
-            || (p2_valid_reg && p2_addr_reg == rd_addr_reg)
-            || (f_valid_reg[1] && f_addr_reg[1] == rd_addr_reg)
-            || (f_valid_reg[2] && f_addr_reg[2] == rd_addr_reg)
-            || (f_valid_reg[3] && f_addr_reg[3] == rd_addr_reg);
+wire hz_first = (p1_valid_reg && p1_pidx_reg == {PIDX_W{1'b0}} && p1_sc_reg == sc_now)
+             || (p2_valid_reg && p2_pidx_reg == {PIDX_W{1'b0}} && p2_sc_reg == sc_now)
+             || (f_valid_reg[1] && f_pidx_reg[1] == {PIDX_W{1'b0}} && f_sc_reg[1] == sc_now)
+             || (f_valid_reg[2] && f_pidx_reg[2] == {PIDX_W{1'b0}} && f_sc_reg[2] == sc_now)
+             || (f_valid_reg[3] && f_pidx_reg[3] == {PIDX_W{1'b0}} && f_sc_reg[3] == sc_now);
+wire hz_adv = (p1_valid_reg && p1_samec_reg && p1_pidx_reg == pidx_p1_reg)
+           || (p2_valid_reg && p2_samec_reg && p2_pidx_reg == pidx_p1_reg)
+           || (f_valid_reg[1] && f_samec_reg[1] && f_pidx_reg[1] == pidx_p1_reg)
+           || (f_valid_reg[2] && f_samec_reg[2] && f_pidx_reg[2] == pidx_p1_reg)
+           || (f_valid_reg[3] && f_samec_reg[3] && f_pidx_reg[3] == pidx_p1_reg);
+wire hz_stay = (p1_valid_reg && p1_samec_reg && p1_pidx_reg == pidx_reg)
+            || (p2_valid_reg && p2_samec_reg && p2_pidx_reg == pidx_reg)
+            || (f_valid_reg[1] && f_samec_reg[1] && f_pidx_reg[1] == pidx_reg)
+            || (f_valid_reg[2] && f_samec_reg[2] && f_pidx_reg[2] == pidx_reg)
+            || (f_valid_reg[3] && f_samec_reg[3] && f_pidx_reg[3] == pidx_reg);
 
 always @(posedge clk) begin
     in_hazard_reg <= in_hc ? hz_first : (in_pay ? hz_adv : hz_stay);
-    f_first_reg[1] <= p2_first_reg;
+    f_pidx_reg[1] <= p2_pidx_reg;
     f_sc_reg[1] <= p2_sc_reg;
-    f_first_reg[2] <= f_first_reg[1];
+    f_samec_reg[1] <= in_hc ? p2_sc_reg == sc_now : p2_samec_reg;
+    f_pidx_reg[2] <= f_pidx_reg[1];
     f_sc_reg[2] <= f_sc_reg[1];
-    f_first_reg[3] <= f_first_reg[2];
+    f_samec_reg[2] <= in_hc ? f_sc_reg[1] == sc_now : f_samec_reg[1];
+    f_pidx_reg[3] <= f_pidx_reg[2];
     f_sc_reg[3] <= f_sc_reg[2];
+    f_samec_reg[3] <= in_hc ? f_sc_reg[2] == sc_now : f_samec_reg[2];
     if (rst) begin
         in_hazard_reg <= 1'b0;
     end
@@ -1023,7 +1038,8 @@ always @(posedge clk) begin
     p1_valid_reg <= in_pay;
     p1_data_reg <= s_axis_tdata;
     p1_addr_reg <= rd_addr_reg;
-    p1_first_reg <= pidx_reg == {PIDX_W{1'b0}};
+    p1_pidx_reg <= pidx_reg;
+    p1_samec_reg <= 1'b1;
     p1_sc_reg <= pkt_sc_reg;
     p1_inr_reg <= pidx_reg < cfg_pb_reg;
     p1_last_reg <= s_axis_tlast || pidx_reg == cfg_pb_m1_reg;
@@ -1035,7 +1051,8 @@ always @(posedge clk) begin
     p2_a_reg <= p1_fx_reg ? x_data : (p1_fh_reg ? h_data_reg : acc_rdata_reg);
     p2_b_reg <= p1_data_reg;
     p2_addr_reg <= p1_addr_reg;
-    p2_first_reg <= p1_first_reg;
+    p2_pidx_reg <= p1_pidx_reg;
+    p2_samec_reg <= in_hc ? p1_sc_reg == sc_now : p1_samec_reg;
     p2_sc_reg <= p1_sc_reg;
     p2_inr_reg <= p1_inr_reg;
     p2_last_reg <= p1_last_reg;

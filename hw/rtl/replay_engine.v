@@ -530,7 +530,10 @@ wire [CTX_WIDTH-1:0] ctx_common = {meta_data[MO_ETH +: 48], meta_data[MO_IP +: 3
                                    meta_data[MO_W +: 3], meta_data[MO_SEQ +: 32],
                                    meta_data[MO_CSUM +: 16], m_count, {TW{1'b0}}, {L+1{1'b0}}};
 
-wire m_empty = size_reg == 0 || (m_prio && tree_total == 0);
+// registered: the tree and size are stable for at least one clock when a SAMPLE_REQ
+// reaches S_SMP_SETUP (it waits for the update pipeline to drain first)
+reg size_zero_reg, total_zero_reg;
+wire m_empty = size_zero_reg || (m_prio && total_zero_reg);
 wire [TW-1:0] seg = tree_total >> log2b(m_count);
 wire [31:0] size_add32 = {{31-L{1'b0}}, size_reg} + {27'd0, m_count[4:0]};
 wire [L:0] size_add = size_add32[L:0];
@@ -773,6 +776,8 @@ always @(posedge clk) begin
     tu_idx_reg <= tu_idx_next;
     tu_prio_reg <= tu_prio_next;
     size_sat_reg <= size_add32 > CAPACITY ? CAP_B : size_add;
+    size_zero_reg <= size_reg == 0;
+    total_zero_reg <= tree_total == 0;
 
     if (rst) begin
         state_reg <= S_IDLE;

@@ -128,7 +128,6 @@ localparam BEAT_W = 12;
 localparam [31:0] RB32 = RECORD_BYTES;
 localparam BPB_M1_I = BPB - 1;
 localparam [16:0] BPB_M1 = BPB_M1_I[16:0];
-localparam [BEAT_W-1:0] HDR_BEATS_B = HDR_BEATS[BEAT_W-1:0];
 localparam [PLB_W-1:0] MAX_PLB = MAX_PL_BEATS[PLB_W-1:0];
 
 localparam [7:0] OP_PUSH = 8'd3, OP_SAMPLE = 8'd5, OP_UPDATE = 8'd7;
@@ -289,7 +288,7 @@ always @(posedge clk) begin
             len_reg <= s_axis_tuser[15:0];
             port_reg <= s_axis_tuser[23:16];
         end
-        pl_slot_reg <= !s_axis_tlast && beat_reg >= HDR_BEATS_B - 1'b1 && plb_now < MAX_PLB;
+        pl_slot_reg <= !s_axis_tlast && (HDR_BEATS == 1 || beat_reg != 0) && plb_now < MAX_PLB;
         if (s_axis_tlast) begin
             beat_reg <= {BEAT_W{1'b0}};
             plb_reg <= {PLB_W{1'b0}};

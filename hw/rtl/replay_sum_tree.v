@@ -44,13 +44,14 @@ THE SOFTWARE.
  * ancestor of i. The old leaf value is read (U0), the leaf written and the
  * low 24 bits of delta formed (U1); then every level adds delta to its
  * ancestor of i in parallel, lane 0 in U2 and lane 1 with the lane-0 carry
- * in U3. Back-to-back updates that hit the same node use the value written
+ * in U3. Lane 0 is (SUM_WIDTH + 1) / 2 bits (23 for C = 16384), so a lane
+ * with its carry in or out is a 24-bit chain. Back-to-back updates that hit the same node use the value written
  * one clock earlier (forwarding), so the result equals the sequential one.
- * No carry chain is longer than 24 bits.
  *
- * Descent (one query per clock): one pipeline stage per level, three clocks
- * each (read the left child; subtract lane 0; subtract lane 1 with borrow,
- * choose a side). A prioritized query goes left when target < left sum,
+ * Descent (one query per clock): one pipeline stage per level, four clocks
+ * each (read the left child; subtract lane 0; subtract lane 1 both without
+ * and with a lane-0 borrow; pick by the borrow and choose a side), so no
+ * path has more than one LUT after a carry chain. A prioritized query goes left when target < left sum,
  * else subtracts it and goes right (docs/protocol.md section 5); a uniform
  * query follows the bits of its index. The result is the leaf index, the
  * leaf priority and the query's side band.
@@ -115,9 +116,8 @@ module replay_sum_tree #
 
 localparam L = INDEX_WIDTH;
 localparam TW = SUM_WIDTH;
-localparam SW = TW / 2 + 1;   // lane 0 width: 24 bits for C = 16384; a lane-0 chain is
-                              // 25 bits with its carry out (registered right away) and a
-                              // lane-1 chain 24 bits with the carry in as an extra LSB
+localparam SW = (TW + 1) / 2; // lane 0 width: 23 bits for C = 16384, so a lane with its
+                              // carry in or out is a 24-bit chain (six CARRY4)
 localparam TW1 = TW - SW;     // lane 1 width of targets and of the root
 localparam PHW = 32 - SW;     // lane 1 width of a leaf priority
 localparam DW1 = PHW + 1;     // lane 1 of delta = new - old (signed)
@@ -302,15 +302,24 @@ generate
 
         // descent stage D registers: B (after the read), C (after lane 0)
         reg b_v_reg, c_v_reg;
-        reg [L-1:0] b_n_reg, b_idx_reg, c_idx_reg;
-        // verilator lint_off UNUSEDSIGNAL
-        reg [L-1:0] c_n_reg;  // the top bit of a node number is 0 until the last stage
-        // verilator lint_on UNUSEDSIGNAL
+        reg [L-1:0] b_n_reg, b_idx_reg, c_idx_reg, c_n_reg;
         reg [TW-1:0] b_t_reg, c_t_reg;
         reg b_uni_reg, c_uni_reg;
         reg [UW-1:0] b_user_reg, c_user_reg;
         reg [SW-1:0] c_df0_reg;
         reg c_b0_reg;
+        // D (after both lane-1 chains)
+        reg d_v_reg;
+        reg [L-1:0] d_idx_reg;
+        // verilator lint_off UNUSEDSIGNAL
+        reg [L-1:0] d_n_reg;  // the top bit of a node number is 0 until the last stage
+        // verilator lint_on UNUSEDSIGNAL
+        reg [TW-1:0] d_t_reg;
+        reg d_uni_reg;
+        reg [UW-1:0] d_user_reg;
+        reg [SW-1:0] d_df0_reg;
+        reg d_b0_reg;
+        reg [TW1:0] d_dfa_reg, d_dfb_reg;
         // next bus registers
         reg o_v_reg;
         reg [L-1:0] o_n_reg, o_idx_reg;
@@ -382,17 +391,17 @@ generate
             c0_reg <= s0[SW];
         end
 
-        // descent: lane 0 in B, lane 1 and the decision in C
+        // descent: lane 0 in B; in C lane 1 both without and with the lane-0 borrow
+        // (t - l and t + ~l = t - l - 1, two two-operand chains); in D the borrow picks
+        // one and the side is chosen
         wire [SW:0] df0 = {1'b0, b_t_reg[SW-1:0]} - {1'b0, rd0_reg};
-        // lane 1 minus the left sum minus the lane-0 borrow, the borrow in riding as an
-        // extra LSB so it is one two-operand carry chain
-        // verilator lint_off UNUSEDSIGNAL
-        wire [TW1+1:0] df1_x = {1'b0, c_t_reg[TW-1:SW], 1'b0} -
-                               {{TW1-W1+1{1'b0}}, rd1_reg, c_b0_reg};
-        // verilator lint_on UNUSEDSIGNAL
-        wire [TW1-1:0] df1 = df1_x[TW1:1];
-        wire lt = df1_x[TW1+1];  // target < left sum
-        wire go_left = c_uni_reg ? !c_idx_reg[L-1-D] : lt;
+        wire [TW1-1:0] l1 = {{TW1-W1{1'b0}}, rd1_reg};
+        wire [TW1:0] dfa = {1'b0, c_t_reg[TW-1:SW]} - {1'b0, l1};
+        wire [TW1:0] dfb = {1'b0, c_t_reg[TW-1:SW]} + {1'b0, ~l1};
+        // target < left sum: t1 < l1 without a lane-0 borrow, t1 <= l1 with one
+        wire lt = d_b0_reg ? !d_dfb_reg[TW1] : d_dfa_reg[TW1];
+        wire go_left = d_uni_reg ? !d_idx_reg[L-1-D] : lt;
+        wire [TW1-1:0] df1 = d_b0_reg ? d_dfb_reg[TW1-1:0] : d_dfa_reg[TW1-1:0];
 
         always @(posedge clk) begin
             b_v_reg <= a_v;
@@ -411,23 +420,34 @@ generate
             c_df0_reg <= df0[SW-1:0];
             c_b0_reg <= df0[SW];
 
-            o_v_reg <= c_v_reg;
-            o_n_reg <= {c_n_reg[L-2:0], !go_left};
-            // a uniform query never reads its target, so the target mux ignores the
-            // uniform path (one LUT after the carry chain)
-            o_t_reg <= lt ? c_t_reg : {df1, c_df0_reg};
-            o_uni_reg <= c_uni_reg;
-            o_idx_reg <= c_idx_reg;
-            o_user_reg <= c_user_reg;
+            d_v_reg <= c_v_reg;
+            d_n_reg <= c_n_reg;
+            d_t_reg <= c_t_reg;
+            d_uni_reg <= c_uni_reg;
+            d_idx_reg <= c_idx_reg;
+            d_user_reg <= c_user_reg;
+            d_df0_reg <= c_df0_reg;
+            d_b0_reg <= c_b0_reg;
+            d_dfa_reg <= dfa;
+            d_dfb_reg <= dfb;
+
+            o_v_reg <= d_v_reg;
+            o_n_reg <= {d_n_reg[L-2:0], !go_left};
+            // a uniform query never reads its target
+            o_t_reg <= lt ? d_t_reg : {df1, d_df0_reg};
+            o_uni_reg <= d_uni_reg;
+            o_idx_reg <= d_idx_reg;
+            o_user_reg <= d_user_reg;
 
             if (rst) begin
                 b_v_reg <= 1'b0;
                 c_v_reg <= 1'b0;
+                d_v_reg <= 1'b0;
                 o_v_reg <= 1'b0;
             end
         end
 
-        assign stage_busy[D] = b_v_reg | c_v_reg;
+        assign stage_busy[D] = b_v_reg | c_v_reg | d_v_reg;
         assign bus_v[D+1] = o_v_reg;
         assign bus_n[(D+1)*L +: L] = o_n_reg;
         assign bus_t[(D+1)*TW +: TW] = o_t_reg;
@@ -455,7 +475,7 @@ reg lc_b0_reg;
 reg [31:0] lc_even_reg, lc_odd_reg;
 
 // the decision is registered before the priority is picked (one LUT after the chain)
-reg ld_v_reg, ld_left_reg;
+reg ld_v_reg, ld_uni_reg, ld_idx0_reg, ld_b0_reg, ld_ba_reg, ld_bb_reg;
 reg [L-2:0] ld_n_reg;
 reg [31:0] ld_even_reg, ld_odd_reg;
 reg [UW-1:0] ld_user_reg;
@@ -490,11 +510,13 @@ end
 // verilator lint_off UNUSEDSIGNAL
 wire [SW:0] ldf0 = {1'b0, lb_t_reg[SW-1:0]} - {1'b0, even_rd_reg[SW-1:0]};
 // verilator lint_on UNUSEDSIGNAL
+// the last stage needs only the borrows: t1 < l1, and t1 <= l1 for a lane-0 borrow
+wire [TW1-1:0] ll1 = {{TW1-PHW{1'b0}}, lc_even_reg[31:SW]};
 // verilator lint_off UNUSEDSIGNAL
-wire [TW1+1:0] ldf1_x = {1'b0, lc_t_reg[TW-1:SW], 1'b0} -
-                        {{TW1-PHW+1{1'b0}}, lc_even_reg[31:SW], lc_b0_reg};
+wire [TW1:0] ldfa = {1'b0, lc_t_reg[TW-1:SW]} - {1'b0, ll1};
+wire [TW1:0] ldfb = {1'b0, lc_t_reg[TW-1:SW]} + {1'b0, ~ll1};
 // verilator lint_on UNUSEDSIGNAL
-wire lgo_left = lc_uni_reg ? !lc_idx_reg[0] : ldf1_x[TW1+1];
+wire lgo_left = ld_uni_reg ? !ld_idx0_reg : (ld_b0_reg ? !ld_bb_reg : ld_ba_reg);
 
 always @(posedge clk) begin
     lb_v_reg <= bus_v[DL];
@@ -515,15 +537,19 @@ always @(posedge clk) begin
     lc_odd_reg <= odd_rd_reg;
 
     ld_v_reg <= lc_v_reg;
-    ld_left_reg <= lgo_left;
+    ld_uni_reg <= lc_uni_reg;
+    ld_idx0_reg <= lc_idx_reg[0];
+    ld_b0_reg <= lc_b0_reg;
+    ld_ba_reg <= ldfa[TW1];
+    ld_bb_reg <= ldfb[TW1];
     ld_n_reg <= lc_n_reg[L-2:0];
     ld_even_reg <= lc_even_reg;
     ld_odd_reg <= lc_odd_reg;
     ld_user_reg <= lc_user_reg;
 
     r_v_reg <= ld_v_reg;
-    r_index_reg <= {ld_n_reg, !ld_left_reg};
-    r_prio_reg <= ld_left_reg ? ld_even_reg : ld_odd_reg;
+    r_index_reg <= {ld_n_reg, !lgo_left};
+    r_prio_reg <= lgo_left ? ld_even_reg : ld_odd_reg;
     r_user_reg <= ld_user_reg;
 
     if (rst) begin

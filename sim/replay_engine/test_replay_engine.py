@@ -425,7 +425,7 @@ async def random_workload(tb: TB, ops: int, max_batch: int) -> None:
                      for _ in range(k)]
             await tb.update(rng.choice(LEARNERS), idx, prios)
         else:
-            await send_malformed(tb, rng.randrange(len(MALFORMED)))
+            await send_malformed(tb, rng.randrange(1 << 16))
 
 
 # ---------------------------------------------------------------------------
@@ -521,10 +521,8 @@ def _unauthorized(tb: TB) -> list[tuple[str, bytes, int]]:
 
 
 MALFORMED_REASONS = ("BAD_LENGTH", "BAD_HEADER", "BAD_JOB", "BAD_COUNT")
-MALFORMED = tuple(range(16))
-
-
 async def send_malformed(tb: TB, which: int) -> None:
+    """Send malformed or unauthorized case number ``which`` (modulo the number of cases)."""
     cases = _bad_frames(tb) + _unauthorized(tb)
     reason, frame, port = cases[which % len(cases)]
     await tb.send(frame, port)
