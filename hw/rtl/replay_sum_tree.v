@@ -36,25 +36,26 @@ THE SOFTWARE.
  * Storage: one memory per tree level. The leaves (level L) are two
  * memories, even and odd leaves, so a descent reads both children of its
  * last node in one access. Internal level e (1 .. L-1) holds 2^e nodes of
- * 32 + L - e bits, split in two lanes: bits 23:0 and the rest. The root
- * (level 0) is a register pair. Every memory has one write and one
- * registered read port (simple dual-port block RAM).
+ * 32 + L - e bits, split in two lanes: lane 0 is the low (SUM_WIDTH + 1) / 2
+ * bits (23 for C = 16384), lane 1 the rest, so a lane with its carry in or
+ * out is a 24-bit chain. The root (level 0) is a register pair. Every memory
+ * has one write and one registered read port (simple dual-port block RAM).
  *
  * Update (one per clock): setting leaf i to p adds delta = p - old to every
- * ancestor of i. The old leaf value is read (U0), the leaf written and the
- * low 24 bits of delta formed (U1); then every level adds delta to its
- * ancestor of i in parallel, lane 0 in U2 and lane 1 with the lane-0 carry
- * in U3. Lane 0 is (SUM_WIDTH + 1) / 2 bits (23 for C = 16384), so a lane
- * with its carry in or out is a 24-bit chain. Back-to-back updates that hit the same node use the value written
- * one clock earlier (forwarding), so the result equals the sequential one.
+ * ancestor of i. The old leaf value is read (U0), the leaf written and lane 0
+ * of delta formed (U1); then every level adds delta to its ancestor of i in
+ * parallel, lane 0 in U2 and lane 1 with the lane-0 carry in U3. Back-to-back
+ * updates that hit the same node use the value written one clock earlier
+ * (forwarding), so the result equals the sequential one.
  *
  * Descent (one query per clock): one pipeline stage per level, four clocks
  * each (read the left child; subtract lane 0; subtract lane 1 both without
  * and with a lane-0 borrow; pick by the borrow and choose a side), so no
- * path has more than one LUT after a carry chain. A prioritized query goes left when target < left sum,
- * else subtracts it and goes right (docs/protocol.md section 5); a uniform
- * query follows the bits of its index. The result is the leaf index, the
- * leaf priority and the query's side band.
+ * path has more than one LUT after a carry chain. A prioritized query goes
+ * left when target < left sum, else subtracts it and goes right
+ * (docs/protocol.md section 5); a uniform query follows the bits of its
+ * index. The result is the leaf index, the leaf priority and the query's
+ * side band, 4 log2(C) + 3 clocks after the query.
  *
  * Updates and queries must not be in flight together (upd_busy, q_busy):
  * the replay engine drains one before it starts the other, which is how

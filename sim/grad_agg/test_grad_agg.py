@@ -607,21 +607,23 @@ async def test_workloads(dut: Any) -> None:
     await tb.reset()
     rng = np.random.default_rng(SEED + 10)
     max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
-    phases: list[dict[str, Any]] = [
-        {"leaf": False, "mode_async": False, "dtype_int": False},
-        {"leaf": False, "mode_async": True, "dtype_int": True},
-        {"leaf": True, "mode_async": False, "dtype_int": False},
-        {"leaf": True, "mode_async": True, "dtype_int": True},
-        {"leaf": False, "mode_async": False, "dtype_int": True, "members": 1},
-        {"leaf": True, "mode_async": True, "dtype_int": False, "members": 8},
-        {"leaf": False, "mode_async": True, "dtype_int": False, "slots": max_slots, "elems": 16},
+    phases: list[tuple[dict[str, Any], int]] = [
+        ({"leaf": False, "mode_async": False, "dtype_int": False}, 300),
+        ({"leaf": False, "mode_async": True, "dtype_int": True}, 300),
+        ({"leaf": True, "mode_async": False, "dtype_int": False}, 300),
+        ({"leaf": True, "mode_async": True, "dtype_int": True}, 300),
+        ({"leaf": False, "mode_async": False, "dtype_int": True, "members": 1}, 300),
+        ({"leaf": True, "mode_async": True, "dtype_int": False, "members": 8}, 300),
+        ({"leaf": False, "mode_async": True, "dtype_int": False, "slots": max_slots, "elems": 16}, 300),
+        # all slots in use, the largest packets (the top of the slot memory)
+        ({"leaf": False, "mode_async": False, "slots": max_slots, "elems": max_elems}, 120),
     ]
-    for k, ph in enumerate(phases):
+    for k, (ph, n) in enumerate(phases):
         cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, **ph)
         start = int(rng.choice([0, 5, 2**31 - 2, 2**32 - 3]))
         tb.log.info("phase %d: %s start round %d", k, ph, start)
         await tb.configure(cfg)
-        await tb.run(Workload(rng, cfg, noise=0.3, start_round=start), 300)
+        await tb.run(Workload(rng, cfg, noise=0.3, start_round=start), n)
         await tb.check()
 
 
@@ -757,6 +759,7 @@ async def test_registers(dut: Any) -> None:
     await tb.configure(cfg)
     for n in names:
         assert await tb.read(n) == tb.model.read(n), n
+    await tb.check()
 
 
 # ---------------------------------------------------------------------------
@@ -877,7 +880,9 @@ async def test_soak(dut: Any) -> None:
     sent = 0
     job = 0
     while sent < total:
-        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems)
+        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems,
+                            elems=int(rng.choice([16, 16, 32, 48, 64, 96, 160, 352])),
+                            slots=int(rng.choice([1, 2, 4, 8, 12, max_slots])))
         await tb.configure(cfg)
         wl = Workload(rng, cfg, noise=float(rng.choice([0.05, 0.2, 0.4])),
                       start_round=int(rng.choice([0, 2**32 - 20])))
