@@ -50,7 +50,7 @@ THE SOFTWARE.
  * all other traffic is flooded to the MAC ports but its source and counted
  * in CNT_PASS. Each engine sets the destination bitmap of what it emits.
  * The register space (hw/regs.yaml, 12-bit addresses) is split between the
- * engines by nrl_axil_split (see there and docs/architecture_switch.md).
+ * engines by nrl_axil_split (see there and docs/architecture.md).
  */
 module nrl_switch #
 (
