@@ -177,6 +177,7 @@ localparam [2:0]
     STATE_WRITE_RESP = 3'd2,
     STATE_READ = 3'd3,
     STATE_READ_SUM = 3'd4,
+    STATE_READ_SUM_HI = 3'd6,
     STATE_READ_RESP = 3'd5;
 
 // write routing: bit 0 aggregation engine, bit 1 replay engine
@@ -233,11 +234,20 @@ reg [DATA_WIDTH-1:0] rdata_reg, rdata_next;
 // each engine's read data, zero when the engine takes no part
 reg [DATA_WIDTH-1:0] agg_rdata_reg, agg_rdata_next;
 reg [DATA_WIDTH-1:0] rpl_rdata_reg, rpl_rdata_next;
+// the shared-counter sum is split into two 16-bit halves over two clocks so
+// that no carry chain is longer than 4 CARRY4 (logic depth <= 8)
+reg sum_carry_reg, sum_carry_next;
 
 reg s_axil_bvalid_reg, s_axil_bvalid_next;
 reg s_axil_rvalid_reg, s_axil_rvalid_next;
 
-reg [31:0] cnt_pass_reg, cnt_pass_next;
+// CNT_PASS as two 16-bit halves with a registered carry (the high half
+// catches up one clock after the low half wraps; a read adds the pending
+// carry back through the READ_SUM path, so it always sees a consistent value)
+reg pass_inc_reg;
+reg [15:0] cnt_lo_reg, cnt_lo_next;
+reg cnt_carry_reg, cnt_carry_next;
+reg [15:0] cnt_hi_reg, cnt_hi_next;
 reg [15:0] udp_port_reg, udp_port_next;
 
 wire wr_req = s_axil_awvalid && s_axil_wvalid;
@@ -305,9 +315,11 @@ always @* begin
     rdata_next = rdata_reg;
     agg_rdata_next = agg_rdata_reg;
     rpl_rdata_next = rpl_rdata_reg;
+    sum_carry_next = sum_carry_reg;
     s_axil_bvalid_next = s_axil_bvalid_reg && !s_axil_bready;
     s_axil_rvalid_next = s_axil_rvalid_reg && !s_axil_rready;
-    cnt_pass_next = cnt_pass_reg + {31'd0, pass_inc};
+    {cnt_carry_next, cnt_lo_next} = {1'b0, cnt_lo_reg} + {16'd0, pass_inc_reg};
+    cnt_hi_next = cnt_hi_reg + {15'd0, cnt_carry_reg};
     udp_port_next = udp_port_reg;
 
     case (state_reg)
@@ -328,7 +340,9 @@ always @* begin
                     udp_port_next = (udp_port_reg & ~s_wmask) | (s_axil_wdata[15:0] & s_wmask);
                 end
                 if (s_waddr == REG_CTRL && s_axil_wstrb[3] && s_axil_wdata[31]) begin
-                    cnt_pass_next = 32'd0;
+                    cnt_lo_next = 16'd0;
+                    cnt_carry_next = 1'b0;
+                    cnt_hi_next = 16'd0;
                 end
             end else if (do_read) begin
                 read_first_next = 1'b0;
@@ -339,9 +353,10 @@ always @* begin
                 agg_rdata_next = {DATA_WIDTH{1'b0}};
                 rpl_rdata_next = {DATA_WIDTH{1'b0}};
                 if (rd_route(s_axil_araddr) == 2'b00) begin
-                    rdata_next = cnt_pass_reg;
-                    s_axil_rvalid_next = 1'b1;
-                    state_next = STATE_READ_RESP;
+                    // CNT_PASS: snapshot both halves and the pending carry
+                    agg_rdata_next = {cnt_hi_reg, cnt_lo_reg};
+                    rpl_rdata_next = {15'd0, cnt_carry_reg, 16'd0};
+                    state_next = STATE_READ_SUM;
                 end else begin
                     state_next = STATE_READ;
                 end
@@ -380,8 +395,13 @@ always @* begin
             end
         end
         STATE_READ_SUM: begin
-            // one engine's value, or the sum of both for a shared counter
-            rdata_next = agg_rdata_reg + rpl_rdata_reg;
+            // one engine's value, or the sum of both for a shared counter:
+            // low half first, its carry registered
+            {sum_carry_next, rdata_next[15:0]} = {1'b0, agg_rdata_reg[15:0]} + {1'b0, rpl_rdata_reg[15:0]};
+            state_next = STATE_READ_SUM_HI;
+        end
+        STATE_READ_SUM_HI: begin
+            rdata_next[31:16] = agg_rdata_reg[31:16] + rpl_rdata_reg[31:16] + {15'd0, sum_carry_reg};
             s_axil_rvalid_next = 1'b1;
             state_next = STATE_READ_RESP;
         end
@@ -411,9 +431,13 @@ always @(posedge clk) begin
     rdata_reg <= rdata_next;
     agg_rdata_reg <= agg_rdata_next;
     rpl_rdata_reg <= rpl_rdata_next;
+    sum_carry_reg <= sum_carry_next;
     s_axil_bvalid_reg <= s_axil_bvalid_next;
     s_axil_rvalid_reg <= s_axil_rvalid_next;
-    cnt_pass_reg <= cnt_pass_next;
+    pass_inc_reg <= pass_inc;
+    cnt_lo_reg <= cnt_lo_next;
+    cnt_carry_reg <= cnt_carry_next;
+    cnt_hi_reg <= cnt_hi_next;
     udp_port_reg <= udp_port_next;
 
     if (rst) begin
@@ -425,7 +449,10 @@ always @(posedge clk) begin
         wait_reg <= 2'b00;
         s_axil_bvalid_reg <= 1'b0;
         s_axil_rvalid_reg <= 1'b0;
-        cnt_pass_reg <= 32'd0;
+        pass_inc_reg <= 1'b0;
+        cnt_lo_reg <= 16'd0;
+        cnt_carry_reg <= 1'b0;
+        cnt_hi_reg <= 16'd0;
         udp_port_reg <= RST_UDP_PORT[15:0];
     end
 end
