@@ -12,11 +12,16 @@ JOBS   ?= 2
 
 .PHONY: setup demo test test-slow lint bench regs synth clean
 
+# Debian iverilog (simulation) and yosys (synthesis estimates) when missing
 setup: $(STAMP)
-	@command -v iverilog >/dev/null 2>&1 || { \
-	  echo "[setup] installing Debian iverilog"; \
+	@missing=""; \
+	command -v iverilog >/dev/null 2>&1 || missing="$$missing iverilog"; \
+	command -v yosys >/dev/null 2>&1 || missing="$$missing yosys"; \
+	if [ -n "$$missing" ]; then \
+	  echo "[setup] installing Debian$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq iverilog; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
+	fi
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,11 +45,14 @@ lint: setup
 regs: setup
 	$(PY) scripts/gen_regs.py
 
+# every benchmark; each prints one final key=value line
 bench: setup
 	$(PY) scripts/bench_host.py
+	$(PY) scripts/bench_grad_agg.py
+	$(PY) scripts/bench_replay.py
+	$(PY) scripts/bench_rl.py --quick
 
 synth: setup
-	@command -v yosys >/dev/null 2>&1 || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get install -y -qq yosys; }
 	$(PY) scripts/synth_yosys.py
 
 clean:
