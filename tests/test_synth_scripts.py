@@ -9,7 +9,7 @@
 * scripts/sume_build.sh and scripts/sume_flash.sh stop with a clear message
   when Vivado is not on PATH;
 * scripts/synth_yosys.py parses Yosys output, and synthesizes a tiny top
-  when the yosys binary is installed (skipped, saying so, when it is not).
+  (`make setup` installs yosys; without it this one test is skipped, saying so).
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def test_synth_yosys_parsers() -> None:
 
 def test_synth_yosys_tiny_top() -> None:
     if shutil.which("yosys") is None:
-        pytest.skip("yosys binary not installed (`make synth` installs it; tests may not)")
+        pytest.skip("yosys binary not installed (`make setup` installs it)")
     r = subprocess.run([sys.executable, str(REPO / "scripts" / "synth_yosys.py"), "--top", "nrl_axis_merge",
                         "--param", "DATA_WIDTH=16", "--param", "USER_WIDTH=4", "--param", "NOT_A_PARAM=1",
                         "--timeout", "120"], capture_output=True, text=True, timeout=180)
