@@ -22,12 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import select
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -170,33 +166,12 @@ class SimSwitchProcess(SoftSwitchProcess):
         When the child exits or stays silent before it listens.
     """
 
+    module = "hostdrv.simswitch"
+    scheme = "sim"
+
     def __init__(self, listen: str = "127.0.0.1:0", args: Sequence[str] = (), *,
                  ready_timeout: float = 600.0) -> None:
-        root = str(Path(__file__).resolve().parents[1])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        env["PYTHONUNBUFFERED"] = "1"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hostdrv.simswitch", "--listen", listen, *args],
-            stdout=subprocess.PIPE, text=True, env=env)
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + ready_timeout
-        line = ""
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
-            if ready:
-                line = self.proc.stdout.readline()
-                break
-            if self.proc.poll() is not None:
-                break
-        if not line.startswith("listening sim://"):
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError(f"simulated switch child did not start (exit "
-                               f"{self.proc.returncode}, said {line!r})")
-        self.url = line.split()[1]
-        self.address = parse_hostport(self.url.split("//", 1)[1])
-        self.output = ""
+        super().__init__(listen, args, ready_timeout=ready_timeout)
 
 
 # ---------------------------------------------------------------------------

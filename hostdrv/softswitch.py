@@ -457,6 +457,11 @@ class SoftSwitchProcess:
         When the child exits or stays silent before it listens.
     """
 
+    module = "hostdrv.softswitch"
+    """The ``python -m`` module the child runs."""
+    scheme = "soft"
+    """URL scheme the child announces (``listening soft://host:port``)."""
+
     def __init__(self, listen: str = "127.0.0.1:0", args: Sequence[str] = (), *,
                  ready_timeout: float = 20.0) -> None:
         root = str(Path(__file__).resolve().parents[1])
@@ -464,7 +469,7 @@ class SoftSwitchProcess:
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTHONUNBUFFERED"] = "1"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hostdrv.softswitch", "--listen", listen, *args],
+            [sys.executable, "-m", self.module, "--listen", listen, *args],
             stdout=subprocess.PIPE, text=True, env=env)
         assert self.proc.stdout is not None
         deadline = time.monotonic() + ready_timeout
@@ -476,10 +481,10 @@ class SoftSwitchProcess:
                 break
             if self.proc.poll() is not None:
                 break
-        if not line.startswith("listening soft://"):
+        if not line.startswith(f"listening {self.scheme}://"):
             self.proc.kill()
             self.proc.wait()
-            raise RuntimeError(f"soft switch child did not start (exit {self.proc.returncode}, "
+            raise RuntimeError(f"{self.module} child did not start (exit {self.proc.returncode}, "
                                f"said {line!r})")
         self.url = line.split()[1]
         self.address = parse_hostport(self.url.split("//", 1)[1])
