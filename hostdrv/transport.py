@@ -5,7 +5,7 @@ change when the backend does::
 
     soft://127.0.0.1:20050     the soft switch (``hostdrv.softswitch``), over UDP
     sim://127.0.0.1:20051     the RTL in simulation (python -m hostdrv.simswitch)
-    udp://... / eth://...      the NetFPGA SUME board (not implemented yet)
+    udp://... / eth://...      the NetFPGA SUME board (hostdrv.board)
 
 Every backend provides two channels, kept apart from the block drivers
 (:mod:`hostdrv.control`, :mod:`hostdrv.clients`) that give them meaning:
@@ -498,8 +498,12 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType({
                     "soft switch over UDP: soft://host:port"),
     "sim": Backend("sim", _soft_datagram, _soft_registers,
                    "RTL simulation (python -m hostdrv.simswitch) over UDP: sim://host:port"),
-    "udp": Backend("udp", None, None, "NetFPGA SUME board over UDP: udp://host:port"),
-    "eth": Backend("eth", None, None, "NetFPGA SUME board over raw Ethernet: eth://ifname"),
+    "udp": Backend("udp", "hostdrv.board:udp_datagram", "hostdrv.board:udp_registers",
+                   "NetFPGA SUME board over UDP, registers with rwaxi: "
+                   "udp://SWITCH_IP:PORT?regs=rwaxi&base=0x44010000"),
+    "eth": Backend("eth", "hostdrv.board:eth_datagram", "hostdrv.board:eth_registers",
+                   "NetFPGA SUME board over raw Ethernet (root), registers with rwaxi: "
+                   "eth://IFNAME?switch_ip=A.B.C.D&regs=rwaxi"),
 })
 """Every known URL scheme; an entry with no factories is reserved but not implemented."""
 
