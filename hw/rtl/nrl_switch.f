@@ -12,6 +12,7 @@ replay_mul.v
 replay_sum_tree.v
 replay_engine.v
 nrl_classifier.v
+nrl_axis_skid.v
 nrl_axis_merge.v
 nrl_axil_split.v
 nrl_switch.v

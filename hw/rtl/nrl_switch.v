@@ -162,6 +162,14 @@ wire                  agg_out_tready, rpl_out_tready;
 wire                  agg_out_tlast,  rpl_out_tlast;
 wire [USER_WIDTH-1:0] agg_out_tuser,  rpl_out_tuser;
 
+// the three merge inputs, each behind a skid buffer (registered tready)
+wire [DATA_WIDTH-1:0] mg_l2_tdata,  mg_agg_tdata,  mg_rpl_tdata;
+wire [KEEP_WIDTH-1:0] mg_l2_tkeep,  mg_agg_tkeep,  mg_rpl_tkeep;
+wire                  mg_l2_tvalid, mg_agg_tvalid, mg_rpl_tvalid;
+wire                  mg_l2_tready, mg_agg_tready, mg_rpl_tready;
+wire                  mg_l2_tlast,  mg_agg_tlast,  mg_rpl_tlast;
+wire [USER_WIDTH-1:0] mg_l2_tuser,  mg_agg_tuser,  mg_rpl_tuser;
+
 // register buses to the engines
 wire [AXIL_ADDR_WIDTH-1:0] agg_axil_awaddr,  rpl_axil_awaddr;
 wire [2:0]                 agg_axil_awprot,  rpl_axil_awprot;
@@ -309,6 +317,72 @@ replay_engine_inst (
 );
 // ENGINES_END
 
+nrl_axis_skid #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH),
+    .USER_WIDTH(USER_WIDTH)
+)
+skid_l2_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(l2_tdata),
+    .s_axis_tkeep(l2_tkeep),
+    .s_axis_tvalid(l2_tvalid),
+    .s_axis_tready(l2_tready),
+    .s_axis_tlast(l2_tlast),
+    .s_axis_tuser(l2_tuser),
+    .m_axis_tdata(mg_l2_tdata),
+    .m_axis_tkeep(mg_l2_tkeep),
+    .m_axis_tvalid(mg_l2_tvalid),
+    .m_axis_tready(mg_l2_tready),
+    .m_axis_tlast(mg_l2_tlast),
+    .m_axis_tuser(mg_l2_tuser)
+);
+
+nrl_axis_skid #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH),
+    .USER_WIDTH(USER_WIDTH)
+)
+skid_agg_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(agg_out_tdata),
+    .s_axis_tkeep(agg_out_tkeep),
+    .s_axis_tvalid(agg_out_tvalid),
+    .s_axis_tready(agg_out_tready),
+    .s_axis_tlast(agg_out_tlast),
+    .s_axis_tuser(agg_out_tuser),
+    .m_axis_tdata(mg_agg_tdata),
+    .m_axis_tkeep(mg_agg_tkeep),
+    .m_axis_tvalid(mg_agg_tvalid),
+    .m_axis_tready(mg_agg_tready),
+    .m_axis_tlast(mg_agg_tlast),
+    .m_axis_tuser(mg_agg_tuser)
+);
+
+nrl_axis_skid #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH),
+    .USER_WIDTH(USER_WIDTH)
+)
+skid_rpl_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(rpl_out_tdata),
+    .s_axis_tkeep(rpl_out_tkeep),
+    .s_axis_tvalid(rpl_out_tvalid),
+    .s_axis_tready(rpl_out_tready),
+    .s_axis_tlast(rpl_out_tlast),
+    .s_axis_tuser(rpl_out_tuser),
+    .m_axis_tdata(mg_rpl_tdata),
+    .m_axis_tkeep(mg_rpl_tkeep),
+    .m_axis_tvalid(mg_rpl_tvalid),
+    .m_axis_tready(mg_rpl_tready),
+    .m_axis_tlast(mg_rpl_tlast),
+    .m_axis_tuser(mg_rpl_tuser)
+);
+
 nrl_axis_merge #(
     .S_COUNT(3),
     .DATA_WIDTH(DATA_WIDTH),
@@ -318,12 +392,12 @@ nrl_axis_merge #(
 merge_inst (
     .clk(clk),
     .rst(rst),
-    .s_axis_tdata({rpl_out_tdata, agg_out_tdata, l2_tdata}),
-    .s_axis_tkeep({rpl_out_tkeep, agg_out_tkeep, l2_tkeep}),
-    .s_axis_tvalid({rpl_out_tvalid, agg_out_tvalid, l2_tvalid}),
-    .s_axis_tready({rpl_out_tready, agg_out_tready, l2_tready}),
-    .s_axis_tlast({rpl_out_tlast, agg_out_tlast, l2_tlast}),
-    .s_axis_tuser({rpl_out_tuser, agg_out_tuser, l2_tuser}),
+    .s_axis_tdata({mg_rpl_tdata, mg_agg_tdata, mg_l2_tdata}),
+    .s_axis_tkeep({mg_rpl_tkeep, mg_agg_tkeep, mg_l2_tkeep}),
+    .s_axis_tvalid({mg_rpl_tvalid, mg_agg_tvalid, mg_l2_tvalid}),
+    .s_axis_tready({mg_rpl_tready, mg_agg_tready, mg_l2_tready}),
+    .s_axis_tlast({mg_rpl_tlast, mg_agg_tlast, mg_l2_tlast}),
+    .s_axis_tuser({mg_rpl_tuser, mg_agg_tuser, mg_l2_tuser}),
     .m_axis_tdata(m_axis_tdata),
     .m_axis_tkeep(m_axis_tkeep),
     .m_axis_tvalid(m_axis_tvalid),
