@@ -840,7 +840,9 @@ reg stat_tx_ack, stat_tx_resp;
 reg [OUT_ADDR+1:0] out_used_reg;
 localparam [OUT_ADDR+1:0] OUT_LIMIT = (2**OUT_ADDR) - 2;
 wire gen_credit = out_used_reg < OUT_LIMIT;
-wire [7:0] frame_beats = rq_ack ? ACK_BEATS_B : RESP_BEATS_B;
+// last beat of the frame: compared against each constant, then selected, so
+// no subtract/compare carry chain sits between the queue head and rq_pop
+wire beat_is_last = rq_ack ? beat_reg == ACK_BEATS_B - 8'd1 : beat_reg == RESP_BEATS_B - 8'd1;
 wire [15:0] frame_len = rq_ack ? 16'd64 : 16'd128 + RECORD_BYTES;
 
 reg [511:0] hdr;
@@ -909,7 +911,7 @@ always @* begin
     stat_tx_resp = 1'b0;
     rec_ra = {rq_index, rec_beat[RB_W-1:0]};
     if (gen_go) begin
-        if (beat_reg == frame_beats - 1) begin
+        if (beat_is_last) begin
             beat_next = 8'd0;
             rq_pop = 1'b1;
             ctx_free = rq_last;
@@ -925,7 +927,7 @@ always @(posedge clk) begin
     beat_reg <= beat_next;
     g1_v_reg <= gen_go;
     g1_rec_reg <= beat_reg >= REC_START_B;
-    g1_last_reg <= beat_reg == frame_beats - 1;
+    g1_last_reg <= beat_is_last;
     g1_data_reg <= beat_reg < HDR_BEATS_B ? hdr[hdr_half*DATA_WIDTH +: DATA_WIDTH] :
                    desc[desc_half*DATA_WIDTH +: DATA_WIDTH];
     g1_user_reg <= {c_port, 8'd0, frame_len};
