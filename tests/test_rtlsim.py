@@ -29,24 +29,23 @@ from hostdrv.control import SwitchControl
 from hostdrv.model import SwitchModel, fp32_add
 from hostdrv.rtlsim import RtlSwitch, build_rtl
 from hostdrv.simswitch import DEFAULT_PARAMS, SimSwitch
+from sim.common.switch_scenario import (
+    ACTOR_ID,
+    ELEMS,
+    JOB,
+    LEARNER_ID,
+    SWITCH_MAC,
+    config_writes,
+    interleave,
+    l2_frames,
+    member_frame,
+)
 
 TOP = "nrl_switch"
 PARAMS = dict(DEFAULT_PARAMS[TOP])
 CAPACITY = int(PARAMS["RPL_CAPACITY"])
 RECORD_BYTES = 128
 
-JOB = 7
-ELEMS = 16
-SLOTS = 2
-SWITCH_MAC = bytes.fromhex("024e524c0001")
-PORT_MAC = (0x01, 0x04, 0x10, 0x40)
-PORT_DMA0 = 0x02
-# member table: (port, IPv4, UDP source port, role)
-WORKERS = [(PORT_MAC[i], 0x0A000002 + i, 40000 + i, 1) for i in range(3)]
-ACTOR = (PORT_MAC[3], 0x0A00000A, 40010, 2)
-LEARNER = (PORT_DMA0, 0x0A000010, 40016, 4)
-MEMBERS = [*WORKERS, ACTOR, LEARNER]
-ACTOR_ID, LEARNER_ID = 3, 4
 
 
 @pytest.fixture(scope="module")
@@ -64,56 +63,6 @@ def rtl() -> Iterator[RtlSwitch]:
 
 # ---------------------------------------------------------------------------
 # scenario
-
-
-def config_writes() -> list[tuple[str, int]]:
-    w: list[tuple[str, int]] = [
-        ("SWITCH_MAC_HI", int.from_bytes(SWITCH_MAC[:2], "big")),
-        ("SWITCH_MAC_LO", int.from_bytes(SWITCH_MAC[2:], "big")),
-        ("JOB_ID", JOB),
-        ("AGG_MEMBERS", len(WORKERS)),
-        ("AGG_ELEMS", ELEMS),
-        ("AGG_SLOTS", SLOTS),
-        ("RPL_SEED", 0x1234567),
-    ]
-    for i, (port, ip, udp, role) in enumerate(MEMBERS):
-        w += [(f"MEMBER_PORT_{i}", port), (f"MEMBER_IP_{i}", ip), (f"MEMBER_UDP_{i}", udp),
-              (f"MEMBER_ROLE_{i}", role)]
-    return w
-
-
-def member_frame(member: int, msg: proto.Message) -> tuple[bytes, int]:
-    port, ip, udp, _ = MEMBERS[member]
-    f = proto.Frame(msg, eth_dst=b"\x02\x00\x00\x00\x00\xfe",
-                    eth_src=bytes([2, 0, 0, 0, 1, member]), ip_src=ip, ip_dst=0x0A000001,
-                    udp_src=udp, udp_dst=proto.DEFAULT_UDP_PORT)
-    return proto.build_frame(f, validate=False), port
-
-
-def l2_frames(rng: random.Random) -> list[tuple[bytes, int]]:
-    def eth(ethertype: int, n: int, src: int) -> bytes:
-        body = bytes(rng.getrandbits(8) for _ in range(n - 14))
-        return b"\xff" * 6 + bytes([2, 0, 0, 0, 9, src]) + ethertype.to_bytes(2, "big") + body
-
-    def ipv4(n: int, proto_num: int, dport: int, ihl: int = 0x45) -> bytes:
-        f = bytearray(eth(0x0800, n, 1))
-        f[14] = ihl
-        f[23] = proto_num
-        f[36:38] = dport.to_bytes(2, "big")
-        return bytes(f)
-
-    return [
-        (eth(0x0806, 60, 1), PORT_MAC[0]),
-        (eth(0x88B5, 20, 2), PORT_MAC[1]),                       # runt, one beat
-        (ipv4(64, 6, proto.DEFAULT_UDP_PORT), PORT_MAC[2]),      # TCP to "our" port
-        (ipv4(100, 17, 53), PORT_DMA0),                          # UDP elsewhere, from DMA
-        (ipv4(80, 17, proto.DEFAULT_UDP_PORT, 0x46), PORT_MAC[3]),  # IPv4 options
-        (eth(0x86DD, 301, 3), PORT_MAC[0]),                      # ragged last beat
-        (ipv4(41, 17, proto.DEFAULT_UDP_PORT), PORT_MAC[1]),     # one byte short of UDP
-        (eth(0x0800, 32, 4), PORT_MAC[2]),                       # exactly one beat at 256
-        (eth(0x0806, 33, 5), 0x08),                              # from DMA port 1
-        (eth(0x0800, 1514, 6), PORT_MAC[3]),                     # full-size frame
-    ]
 
 
 def agg_frames(rng: np.random.Generator) -> list[tuple[bytes, int]]:
@@ -157,17 +106,6 @@ def rpl_frames(rng: np.random.Generator) -> list[tuple[bytes, int]]:
     out += [(bad[:45] + bytes([JOB + 1]) + bad[46:], port)]  # BAD_JOB
     out += [sample(16, 9, True), push(3, 10), sample(1, 11, False)]
     out += [member_frame(ACTOR_ID, proto.sample_request(2, job=JOB, worker=ACTOR_ID, seq=12))]
-    return out
-
-
-def interleave(rng: random.Random, *streams: list[tuple[bytes, int]]) -> list[tuple[bytes, int]]:
-    queues = [list(s) for s in streams if s]
-    out: list[tuple[bytes, int]] = []
-    while queues:
-        q = rng.choice(queues)
-        out.append(q.pop(0))
-        if not q:
-            queues.remove(q)
     return out
 
 

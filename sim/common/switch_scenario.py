@@ -1,0 +1,96 @@
+"""The mixed-traffic scenario shared by the switch testbench and the RTL-in-the-loop tests.
+
+The member table, the register writes that configure the switch, member
+frames, ordinary L2 traffic, and a random merge of frame streams that keeps
+each stream's order. ``sim/nrl_switch/test_nrl_switch.py`` (cocotb) and
+``tests/test_rtlsim.py`` (Verilator via ``hostdrv.rtlsim``) build their
+traffic from these and compare the RTL with ``hostdrv.model``.
+"""
+
+from __future__ import annotations
+
+import random
+
+from hostdrv import protocol as proto
+
+JOB = 7
+ELEMS = 16
+SLOTS = 2
+SWITCH_MAC = bytes.fromhex("024e524c0001")
+
+# SUME one-hot ports: MAC ports on even bits, DMA on odd bits
+PORT_MAC = (0x01, 0x04, 0x10, 0x40)
+PORT_DMA0 = 0x02
+
+# member table: (port, IPv4, UDP source port, role)
+WORKERS = [(PORT_MAC[i], 0x0A000002 + i, 40000 + i, 1) for i in range(3)]
+ACTOR = (PORT_MAC[3], 0x0A00000A, 40010, 2)
+LEARNER = (PORT_DMA0, 0x0A000010, 40016, 4)
+MEMBERS = [*WORKERS, ACTOR, LEARNER]
+ACTOR_ID, LEARNER_ID = 3, 4
+
+
+def config_writes() -> list[tuple[str, int]]:
+    """Register writes that set up the job, the members and the replay seed."""
+    w: list[tuple[str, int]] = [
+        ("SWITCH_MAC_HI", int.from_bytes(SWITCH_MAC[:2], "big")),
+        ("SWITCH_MAC_LO", int.from_bytes(SWITCH_MAC[2:], "big")),
+        ("JOB_ID", JOB),
+        ("AGG_MEMBERS", len(WORKERS)),
+        ("AGG_ELEMS", ELEMS),
+        ("AGG_SLOTS", SLOTS),
+        ("RPL_SEED", 0x1234567),
+    ]
+    for i, (port, ip, udp, role) in enumerate(MEMBERS):
+        w += [(f"MEMBER_PORT_{i}", port), (f"MEMBER_IP_{i}", ip), (f"MEMBER_UDP_{i}", udp),
+              (f"MEMBER_ROLE_{i}", role)]
+    return w
+
+
+def member_frame(member: int, msg: proto.Message) -> tuple[bytes, int]:
+    """A protocol frame sent by member ``member`` and its ingress port."""
+    port, ip, udp, _ = MEMBERS[member]
+    f = proto.Frame(msg, eth_dst=b"\x02\x00\x00\x00\x00\xfe",
+                    eth_src=bytes([2, 0, 0, 0, 1, member]), ip_src=ip, ip_dst=0x0A000001,
+                    udp_src=udp, udp_dst=proto.DEFAULT_UDP_PORT)
+    return proto.build_frame(f, validate=False), port
+
+
+def l2_frames(rng: random.Random) -> list[tuple[bytes, int]]:
+    """Ordinary traffic: the switch floods it to the MAC ports but its source."""
+
+    def eth(ethertype: int, n: int, src: int) -> bytes:
+        body = bytes(rng.getrandbits(8) for _ in range(n - 14))
+        return b"\xff" * 6 + bytes([2, 0, 0, 0, 9, src]) + ethertype.to_bytes(2, "big") + body
+
+    def ipv4(n: int, proto_num: int, dport: int, ihl: int = 0x45) -> bytes:
+        f = bytearray(eth(0x0800, n, 1))
+        f[14] = ihl
+        f[23] = proto_num
+        f[36:38] = dport.to_bytes(2, "big")
+        return bytes(f)
+
+    return [
+        (eth(0x0806, 60, 1), PORT_MAC[0]),               # ARP-sized, two beats at 256
+        (eth(0x88B5, 20, 2), PORT_MAC[1]),               # runt, one beat
+        (ipv4(64, 6, proto.DEFAULT_UDP_PORT), PORT_MAC[2]),   # TCP to "our" port
+        (ipv4(100, 17, 53), PORT_DMA0),                  # UDP elsewhere, from DMA
+        (ipv4(80, 17, proto.DEFAULT_UDP_PORT, 0x46), PORT_MAC[3]),  # IPv4 options
+        (eth(0x86DD, 301, 3), PORT_MAC[0]),              # IPv6-ish, ragged last beat
+        (ipv4(41, 17, proto.DEFAULT_UDP_PORT), PORT_MAC[1]),  # one byte short of UDP
+        (eth(0x0800, 32, 4), PORT_MAC[2]),               # exactly one beat at 256
+        (eth(0x0806, 33, 5), 0x08),                      # from DMA port 1
+        (eth(0x0800, 200, 6), PORT_MAC[3]),
+    ]
+
+
+def interleave(rng: random.Random, *streams: list[tuple[bytes, int]]) -> list[tuple[bytes, int]]:
+    """Merge lists at random, keeping each list's own order."""
+    queues = [list(s) for s in streams if s]
+    out: list[tuple[bytes, int]] = []
+    while queues:
+        q = rng.choice(queues)
+        out.append(q.pop(0))
+        if not q:
+            queues.remove(q)
+    return out
