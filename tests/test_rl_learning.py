@@ -43,3 +43,21 @@ def test_solves_with_four_workers_through_the_switch(module: object, mode: str,
     # the launcher's own view: the last 20 episodes it was sent
     assert summary.last_mean_return is not None
     assert summary.last_mean_return >= target - (60.0 if target > 0 else 150.0)
+
+
+@pytest.mark.slow
+def test_demo_solves_both_stages(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """``make demo``: PPO, then DQN with the in-network replay, both solved; files where it says."""
+    from pathlib import Path
+
+    from rl import demo
+
+    assert demo.main(["--runs-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for algo in ("ppo", "dqn"):
+        runs = list(Path(str(tmp_path)).glob(f"demo-{algo}-*"))
+        assert len(runs) == 1, runs
+        for f in ("episodes.csv", "iterations.csv", "return.png", "time_split.png"):
+            assert (runs[0] / f).stat().st_size > 0
+            assert str(runs[0] / f) in out
+    assert "CNT_TX_SAMPLE_RESP" in out and "CNT_TX_RESULT" in out
