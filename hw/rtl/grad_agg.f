@@ -1,4 +1,5 @@
 grad_agg.v
+nrl_common_regs.v
 grad_agg_regs.v
 grad_agg_fifo.v
 fp32_add.v

@@ -45,6 +45,10 @@ THE SOFTWARE.
  * (the engine clears every slot copy's valid bit). CTRL bit 31 clears all
  * counters and reads back 0.
  *
+ * The identity, control and member-table registers live in
+ * nrl_common_regs; this file owns the AXI4-Lite handshake, the aggregation
+ * registers, the counters and the read pipeline.
+ *
  * Counters are split in two 16-bit halves with a registered carry so that
  * no path holds a 32-bit carry chain; the read path adds the pending carry
  * (reads take three clocks from the address handshake).
@@ -172,13 +176,6 @@ genvar gi;
 /*
  * Register storage
  */
-reg [1:0]  ctrl_reg, ctrl_next;
-reg [7:0]  job_id_reg, job_id_next;
-reg [15:0] udp_port_reg, udp_port_next;
-reg [31:0] switch_ip_reg, switch_ip_next;
-reg [15:0] mac_hi_reg, mac_hi_next;
-reg [31:0] mac_lo_reg, mac_lo_next;
-reg [31:0] mcast_ip_reg, mcast_ip_next;
 reg [3:0]  members_reg, members_next;
 reg [3:0]  threshold_reg, threshold_next;
 reg [6:0]  slots_reg, slots_next;
@@ -191,10 +188,6 @@ reg [7:0]  uplink_reg, uplink_next;
 reg [31:0] parent_ip_reg, parent_ip_next;
 reg [15:0] parent_udp_reg, parent_udp_next;
 reg [2:0]  leaf_id_reg, leaf_id_next;
-reg [7:0]  mport_reg[0:7], mport_next[0:7];
-reg [31:0] mip_reg[0:7], mip_next[0:7];
-reg [15:0] mudp_reg[0:7], mudp_next[0:7];
-reg [2:0]  mrole_reg[0:7], mrole_next[0:7];
 
 reg invalidate_reg, invalidate_next;
 reg clear_reg, clear_next;
@@ -212,6 +205,40 @@ assign s_axil_wready = awready_reg;
 assign s_axil_bresp = 2'b00;
 assign s_axil_bvalid = bvalid_reg;
 
+/*
+ * Identity, control and member-table registers
+ */
+wire common_clear;
+wire common_job_id;
+wire [32*32-1:0] common_ctl_words;
+wire [32*32-1:0] common_member_words;
+
+nrl_common_regs #(
+    .BUILD_HASH(BUILD_HASH)
+)
+common_regs_inst (
+    .clk(clk),
+    .rst(rst),
+    .wr_en(do_write),
+    .wr_addr(s_axil_awaddr[11:2]),
+    .wr_data(s_axil_wdata),
+    .wr_strb(s_axil_wstrb),
+    .wr_clear(common_clear),
+    .wr_job_id(common_job_id),
+    .cfg_ctrl(cfg_ctrl),
+    .cfg_job_id(cfg_job_id),
+    .cfg_udp_port(cfg_udp_port),
+    .cfg_switch_ip(cfg_switch_ip),
+    .cfg_switch_mac(cfg_switch_mac),
+    .cfg_mcast_ip(cfg_mcast_ip),
+    .cfg_member_port(cfg_member_port),
+    .cfg_member_ip(cfg_member_ip),
+    .cfg_member_udp(cfg_member_udp),
+    .cfg_member_role(cfg_member_role),
+    .ctl_words(common_ctl_words),
+    .member_words(common_member_words)
+);
+
 // byte-enable merge of the write data into an old value
 function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
     integer k;
@@ -223,19 +250,10 @@ function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
 endfunction
 
 wire [11:0] waddr = {s_axil_awaddr[11:2], 2'b00};
-wire [2:0] widx = waddr[6:4];
-wire wmember = waddr[11:8] == 4'h1 && waddr[7] == 1'b0;
 
 reg [31:0] wv;
 
 always @* begin
-    ctrl_next = ctrl_reg;
-    job_id_next = job_id_reg;
-    udp_port_next = udp_port_reg;
-    switch_ip_next = switch_ip_reg;
-    mac_hi_next = mac_hi_reg;
-    mac_lo_next = mac_lo_reg;
-    mcast_ip_next = mcast_ip_reg;
     members_next = members_reg;
     threshold_next = threshold_reg;
     slots_next = slots_reg;
@@ -248,12 +266,6 @@ always @* begin
     parent_ip_next = parent_ip_reg;
     parent_udp_next = parent_udp_reg;
     leaf_id_next = leaf_id_reg;
-    for (i = 0; i < 8; i = i + 1) begin
-        mport_next[i] = mport_reg[i];
-        mip_next[i] = mip_reg[i];
-        mudp_next[i] = mudp_reg[i];
-        mrole_next[i] = mrole_reg[i];
-    end
     invalidate_next = 1'b0;
     clear_next = 1'b0;
     awready_next = 1'b0;
@@ -264,27 +276,6 @@ always @* begin
         awready_next = 1'b1;
         bvalid_next = 1'b1;
         case (waddr)
-            REG_CTRL: begin
-                wv = merge({30'd0, ctrl_reg}, s_axil_wdata, s_axil_wstrb);
-                ctrl_next = wv[1:0];
-                clear_next = wv[31];
-            end
-            REG_JOB_ID: begin
-                wv = merge({24'd0, job_id_reg}, s_axil_wdata, s_axil_wstrb);
-                job_id_next = wv[7:0];
-                invalidate_next = 1'b1;
-            end
-            REG_UDP_PORT: begin
-                wv = merge({16'd0, udp_port_reg}, s_axil_wdata, s_axil_wstrb);
-                udp_port_next = wv[15:0];
-            end
-            REG_SWITCH_IP: switch_ip_next = merge(switch_ip_reg, s_axil_wdata, s_axil_wstrb);
-            REG_SWITCH_MAC_HI: begin
-                wv = merge({16'd0, mac_hi_reg}, s_axil_wdata, s_axil_wstrb);
-                mac_hi_next = wv[15:0];
-            end
-            REG_SWITCH_MAC_LO: mac_lo_next = merge(mac_lo_reg, s_axil_wdata, s_axil_wstrb);
-            REG_MCAST_IP: mcast_ip_next = merge(mcast_ip_reg, s_axil_wdata, s_axil_wstrb);
             REG_AGG_MEMBERS: begin
                 wv = merge({28'd0, members_reg}, s_axil_wdata, s_axil_wstrb);
                 members_next = wv[3:0] > 4'd8 ? 4'd8 : wv[3:0];
@@ -351,30 +342,15 @@ always @* begin
                 invalidate_next = 1'b1;
             end
             default: begin
-                if (wmember) begin
-                    case (waddr[3:0])
-                        4'h0: if (s_axil_wstrb[0]) mport_next[widx] = s_axil_wdata[7:0];
-                        4'h4: mip_next[widx] = merge(mip_reg[widx], s_axil_wdata, s_axil_wstrb);
-                        4'h8: begin
-                            wv = merge({16'd0, mudp_reg[widx]}, s_axil_wdata, s_axil_wstrb);
-                            mudp_next[widx] = wv[15:0];
-                        end
-                        default: if (s_axil_wstrb[0]) mrole_next[widx] = s_axil_wdata[2:0];
-                    endcase
-                end
+                // control block and member table: nrl_common_regs
+                invalidate_next = common_job_id;
+                clear_next = common_clear;
             end
         endcase
     end
 end
 
 always @(posedge clk) begin
-    ctrl_reg <= ctrl_next;
-    job_id_reg <= job_id_next;
-    udp_port_reg <= udp_port_next;
-    switch_ip_reg <= switch_ip_next;
-    mac_hi_reg <= mac_hi_next;
-    mac_lo_reg <= mac_lo_next;
-    mcast_ip_reg <= mcast_ip_next;
     members_reg <= members_next;
     threshold_reg <= threshold_next;
     slots_reg <= slots_next;
@@ -387,25 +363,12 @@ always @(posedge clk) begin
     parent_ip_reg <= parent_ip_next;
     parent_udp_reg <= parent_udp_next;
     leaf_id_reg <= leaf_id_next;
-    for (i = 0; i < 8; i = i + 1) begin
-        mport_reg[i] <= mport_next[i];
-        mip_reg[i] <= mip_next[i];
-        mudp_reg[i] <= mudp_next[i];
-        mrole_reg[i] <= mrole_next[i];
-    end
     invalidate_reg <= invalidate_next;
     clear_reg <= clear_next;
     awready_reg <= awready_next;
     bvalid_reg <= bvalid_next;
 
     if (rst) begin
-        ctrl_reg <= RST_CTRL[1:0];
-        job_id_reg <= RST_JOB_ID[7:0];
-        udp_port_reg <= RST_UDP_PORT[15:0];
-        switch_ip_reg <= RST_SWITCH_IP;
-        mac_hi_reg <= RST_SWITCH_MAC_HI[15:0];
-        mac_lo_reg <= RST_SWITCH_MAC_LO;
-        mcast_ip_reg <= RST_MCAST_IP;
         members_reg <= RST_AGG_MEMBERS[3:0];
         threshold_reg <= RST_AGG_THRESHOLD[3:0];
         slots_reg <= SLOTS_RST;
@@ -418,12 +381,6 @@ always @(posedge clk) begin
         parent_ip_reg <= RST_AGG_PARENT_IP;
         parent_udp_reg <= RST_AGG_PARENT_UDP[15:0];
         leaf_id_reg <= RST_AGG_LEAF_ID[2:0];
-        for (i = 0; i < 8; i = i + 1) begin
-            mport_reg[i] <= 8'd0;
-            mip_reg[i] <= 32'd0;
-            mudp_reg[i] <= 16'd0;
-            mrole_reg[i] <= 3'd0;
-        end
         invalidate_reg <= 1'b0;
         clear_reg <= 1'b0;
         awready_reg <= 1'b0;
@@ -431,12 +388,6 @@ always @(posedge clk) begin
     end
 end
 
-assign cfg_ctrl = ctrl_reg;
-assign cfg_job_id = job_id_reg;
-assign cfg_udp_port = udp_port_reg;
-assign cfg_switch_ip = switch_ip_reg;
-assign cfg_switch_mac = {mac_hi_reg, mac_lo_reg};
-assign cfg_mcast_ip = mcast_ip_reg;
 assign cfg_members = members_reg;
 assign cfg_threshold = threshold_reg;
 assign cfg_slots = slots_reg;
@@ -450,17 +401,6 @@ assign cfg_parent_ip = parent_ip_reg;
 assign cfg_parent_udp = parent_udp_reg;
 assign cfg_leaf_id = leaf_id_reg;
 assign cfg_invalidate = invalidate_reg;
-
-generate
-
-for (gi = 0; gi < 8; gi = gi + 1) begin : g_member
-    assign cfg_member_port[8*gi +: 8] = mport_reg[gi];
-    assign cfg_member_ip[32*gi +: 32] = mip_reg[gi];
-    assign cfg_member_udp[16*gi +: 16] = mudp_reg[gi];
-    assign cfg_member_role[3*gi +: 3] = mrole_reg[gi];
-end
-
-endgenerate
 
 /*
  * Counters: {hi, lo} with the carry out of lo registered into hi
@@ -567,16 +507,6 @@ for (gi = 0; gi < 32; gi = gi + 1) begin : g_rd_word
 
     // constant conditions: each word elaborates to its one register
     assign cfg_word[gi] =
-        WI == REG_MAGIC[6:2]           ? RST_MAGIC :
-        WI == REG_VERSION[6:2]         ? RST_VERSION :
-        WI == REG_BUILD_HASH[6:2]      ? BUILD_HASH :
-        WI == REG_CTRL[6:2]            ? {30'd0, ctrl_reg} :
-        WI == REG_JOB_ID[6:2]          ? {24'd0, job_id_reg} :
-        WI == REG_UDP_PORT[6:2]        ? {16'd0, udp_port_reg} :
-        WI == REG_SWITCH_IP[6:2]       ? switch_ip_reg :
-        WI == REG_SWITCH_MAC_HI[6:2]   ? {16'd0, mac_hi_reg} :
-        WI == REG_SWITCH_MAC_LO[6:2]   ? mac_lo_reg :
-        WI == REG_MCAST_IP[6:2]        ? mcast_ip_reg :
         WI == REG_AGG_MEMBERS[6:2]     ? {28'd0, members_reg} :
         WI == REG_AGG_THRESHOLD[6:2]   ? {28'd0, threshold_reg} :
         WI == REG_AGG_SLOTS[6:2]       ? {25'd0, slots_reg} :
@@ -591,22 +521,9 @@ for (gi = 0; gi < 32; gi = gi + 1) begin : g_rd_word
         WI == REG_AGG_LEAF_ID[6:2]     ? {29'd0, leaf_id_reg} :
         WI == REG_AGG_MAX_SLOTS[6:2]   ? MAX_SLOTS_W :
         WI == REG_AGG_MAX_ELEMS[6:2]   ? MAX_ELEMS_W :
-        32'd0;
+        common_ctl_words[32*gi +: 32];
 
-    case (gi % 4)
-        0: begin : g_port
-            assign member_word[gi] = {24'd0, mport_reg[gi/4]};
-        end
-        1: begin : g_ip
-            assign member_word[gi] = mip_reg[gi/4];
-        end
-        2: begin : g_udp
-            assign member_word[gi] = {16'd0, mudp_reg[gi/4]};
-        end
-        default: begin : g_role
-            assign member_word[gi] = {29'd0, mrole_reg[gi/4]};
-        end
-    endcase
+    assign member_word[gi] = common_member_words[32*gi +: 32];
 
     if (CI < CNT_COUNT) begin : g_cnt
         assign cnt_word[gi] = {cnt_hi_reg[CI], cnt_lo_reg[CI]};
@@ -671,7 +588,7 @@ end
 
 // unused AXI4-Lite inputs
 // verilator lint_off UNUSEDSIGNAL
-wire unused_axil = &{1'b0, s_axil_awprot, s_axil_arprot, s_axil_awaddr[1:0], s_axil_araddr[1:0], wv[30:16]};
+wire unused_axil = &{1'b0, s_axil_awprot, s_axil_arprot, s_axil_awaddr[1:0], s_axil_araddr[1:0], wv[31:16]};
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule

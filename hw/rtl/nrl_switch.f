@@ -3,6 +3,7 @@
 # engine's files (replay_engine.f), then the switch's own modules.
 fp32_add.v
 grad_agg_fifo.v
+nrl_common_regs.v
 grad_agg_regs.v
 grad_agg.v
 replay_fifo.v

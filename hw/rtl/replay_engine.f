@@ -1,5 +1,6 @@
 # Replay engine (top: replay_engine); read by Icarus, Verilator and Yosys.
 replay_fifo.v
+nrl_common_regs.v
 replay_regs.v
 replay_ingress.v
 replay_mul.v

@@ -41,6 +41,10 @@ THE SOFTWARE.
  * declared width; CTRL bit 31 clears every counter and reads 0; a write to
  * RPL_SEED pulses seed_wr; writing 1 to RPL_RESET pulses rpl_reset.
  *
+ * The identity, control and member-table registers live in
+ * nrl_common_regs; this file owns the AXI4-Lite handshake, the replay
+ * registers, the counters and the read pipeline.
+ *
  * Counters are 32-bit, split into two 16-bit halves with a registered carry
  * so no carry chain is longer than 16 bits; a read adds the pending carry
  * in a pipeline stage of its own, so every read returns the exact count.
@@ -147,44 +151,18 @@ end
 // ---------------------------------------------------------------------------
 // storage
 
-reg [1:0]  ctrl_reg;
-reg [7:0]  job_id_reg;
-reg [15:0] udp_port_reg;
-reg [31:0] switch_ip_reg;
-reg [15:0] mac_hi_reg;
-reg [31:0] mac_lo_reg;
-reg [31:0] mcast_ip_reg;
 reg [31:0] seed_reg;
 reg        seed_wr_reg;
 reg        rpl_reset_reg;
-reg [7:0]  m_port_reg[7:0];
-reg [31:0] m_ip_reg[7:0];
-reg [15:0] m_udp_reg[7:0];
-reg [2:0]  m_role_reg[7:0];
 
 reg [15:0] cnt_lo_reg[NCNT-1:0];
 reg [15:0] cnt_hi_reg[NCNT-1:0];
 reg [NCNT-1:0] cnt_c_reg;
 reg [NCNT-1:0] cnt_inc_reg;  // pulses registered once: no engine logic in front of the adders
 
-assign rpl_enable = ctrl_reg[1];
-assign job_id = job_id_reg;
-assign udp_port = udp_port_reg;
-assign switch_ip = switch_ip_reg;
-assign switch_mac = {mac_hi_reg, mac_lo_reg};
 assign seed = seed_reg;
 assign seed_wr = seed_wr_reg;
 assign rpl_reset = rpl_reset_reg;
-
-genvar g;
-generate
-    for (g = 0; g < 8; g = g + 1) begin : member_out
-        assign member_port[g*8 +: 8] = m_port_reg[g];
-        assign member_ip[g*32 +: 32] = m_ip_reg[g];
-        assign member_udp[g*16 +: 16] = m_udp_reg[g];
-        assign member_role[g*3 +: 3] = m_role_reg[g];
-    end
-endgenerate
 
 // ---------------------------------------------------------------------------
 // write channel: address and data accepted together, one write at a time
@@ -207,17 +185,46 @@ endfunction
 
 // merged write values; only each register's width is kept
 // verilator lint_off UNUSEDSIGNAL
-wire [31:0] ctrl_w = merge_bytes({30'd0, ctrl_reg}, s_axil_wdata, wr_mask);
 wire [31:0] rst_w = merge_bytes(32'd0, s_axil_wdata, wr_mask);
-wire [31:0] job_w = merge_bytes({24'd0, job_id_reg}, s_axil_wdata, wr_mask);
-wire [31:0] udp_w = merge_bytes({16'd0, udp_port_reg}, s_axil_wdata, wr_mask);
-wire [31:0] mac_hi_w = merge_bytes({16'd0, mac_hi_reg}, s_axil_wdata, wr_mask);
-wire [2:0] wr_mi = wr_addr[6:4];
-wire [31:0] m_port_w = merge_bytes({24'd0, m_port_reg[wr_mi]}, s_axil_wdata, wr_mask);
-wire [31:0] m_udp_w = merge_bytes({16'd0, m_udp_reg[wr_mi]}, s_axil_wdata, wr_mask);
-wire [31:0] m_role_w = merge_bytes({29'd0, m_role_reg[wr_mi]}, s_axil_wdata, wr_mask);
 // verilator lint_on UNUSEDSIGNAL
-wire wr_member = wr_addr[11:7] == 5'b00010;  // 0x100 .. 0x17F
+
+// identity, control and member-table registers
+wire wr_clear;
+// verilator lint_off UNUSEDSIGNAL
+wire [1:0] ctrl;
+wire wr_job_id;
+wire [31:0] mcast_ip;
+// verilator lint_on UNUSEDSIGNAL
+wire [32*32-1:0] ctl_words;
+wire [32*32-1:0] member_words;
+
+assign rpl_enable = ctrl[1];
+
+nrl_common_regs #(
+    .BUILD_HASH(BUILD_HASH)
+)
+common_regs_inst (
+    .clk(clk),
+    .rst(rst),
+    .wr_en(wr_fire),
+    .wr_addr(s_axil_awaddr[11:2]),
+    .wr_data(s_axil_wdata),
+    .wr_strb(s_axil_wstrb),
+    .wr_clear(wr_clear),
+    .wr_job_id(wr_job_id),
+    .cfg_ctrl(ctrl),
+    .cfg_job_id(job_id),
+    .cfg_udp_port(udp_port),
+    .cfg_switch_ip(switch_ip),
+    .cfg_switch_mac(switch_mac),
+    .cfg_mcast_ip(mcast_ip),
+    .cfg_member_port(member_port),
+    .cfg_member_ip(member_ip),
+    .cfg_member_udp(member_udp),
+    .cfg_member_role(member_role),
+    .ctl_words(ctl_words),
+    .member_words(member_words)
+);
 
 integer i;
 
@@ -238,58 +245,29 @@ always @(posedge clk) begin
     if (wr_fire) begin
         bvalid_reg <= 1'b1;
         case (wr_addr)
-            REG_CTRL: begin
-                ctrl_reg <= ctrl_w[1:0];
-                if (ctrl_w[31]) begin
-                    for (i = 0; i < NCNT; i = i + 1) begin
-                        cnt_lo_reg[i] <= 16'd0;
-                        cnt_hi_reg[i] <= 16'd0;
-                        cnt_c_reg[i] <= 1'b0;
-                    end
-                end
-            end
-            REG_JOB_ID: job_id_reg <= job_w[7:0];
-            REG_UDP_PORT: udp_port_reg <= udp_w[15:0];
-            REG_SWITCH_IP: switch_ip_reg <= merge_bytes(switch_ip_reg, s_axil_wdata, wr_mask);
-            REG_SWITCH_MAC_HI: mac_hi_reg <= mac_hi_w[15:0];
-            REG_SWITCH_MAC_LO: mac_lo_reg <= merge_bytes(mac_lo_reg, s_axil_wdata, wr_mask);
-            REG_MCAST_IP: mcast_ip_reg <= merge_bytes(mcast_ip_reg, s_axil_wdata, wr_mask);
             REG_RPL_SEED: begin
                 seed_reg <= merge_bytes(seed_reg, s_axil_wdata, wr_mask);
                 seed_wr_reg <= 1'b1;
             end
             REG_RPL_RESET: rpl_reset_reg <= rst_w[0];
             default: begin
-                if (wr_member) begin
-                    case (wr_addr[3:2])
-                        2'd0: m_port_reg[wr_mi] <= m_port_w[7:0];
-                        2'd1: m_ip_reg[wr_mi] <= merge_bytes(m_ip_reg[wr_mi], s_axil_wdata, wr_mask);
-                        2'd2: m_udp_reg[wr_mi] <= m_udp_w[15:0];
-                        default: m_role_reg[wr_mi] <= m_role_w[2:0];
-                    endcase
-                end
+                // control block and member table: nrl_common_regs
             end
         endcase
+        if (wr_clear) begin
+            for (i = 0; i < NCNT; i = i + 1) begin
+                cnt_lo_reg[i] <= 16'd0;
+                cnt_hi_reg[i] <= 16'd0;
+                cnt_c_reg[i] <= 1'b0;
+            end
+        end
     end
 
     if (rst) begin
-        ctrl_reg <= RST_CTRL[1:0];
-        job_id_reg <= RST_JOB_ID[7:0];
-        udp_port_reg <= RST_UDP_PORT[15:0];
-        switch_ip_reg <= RST_SWITCH_IP;
-        mac_hi_reg <= RST_SWITCH_MAC_HI[15:0];
-        mac_lo_reg <= RST_SWITCH_MAC_LO;
-        mcast_ip_reg <= RST_MCAST_IP;
         seed_reg <= RST_RPL_SEED;
         seed_wr_reg <= 1'b0;
         rpl_reset_reg <= 1'b0;
         bvalid_reg <= 1'b0;
-        for (i = 0; i < 8; i = i + 1) begin
-            m_port_reg[i] <= 8'd0;
-            m_ip_reg[i] <= 32'd0;
-            m_udp_reg[i] <= 16'd0;
-            m_role_reg[i] <= 3'd0;
-        end
         for (i = 0; i < NCNT; i = i + 1) begin
             cnt_lo_reg[i] <= 16'd0;
             cnt_hi_reg[i] <= 16'd0;
@@ -326,21 +304,10 @@ reg [31:0] rd_mem;
 reg [3:0]  rd_ci;     // counter index of the address
 reg        rd_ci_ok;
 reg [1:0]  rd_grp;    // 0 none, 1 control and replay, 2 member table, 3 counters
-wire [2:0] rd_mi = rd_addr_reg[6:4];
 
 always @* begin
     rd_ctl = 32'd0;
     case (rd_addr_reg)
-        REG_MAGIC: rd_ctl = RST_MAGIC;
-        REG_VERSION: rd_ctl = RST_VERSION;
-        REG_BUILD_HASH: rd_ctl = BUILD_HASH;
-        REG_CTRL: rd_ctl = {30'd0, ctrl_reg};
-        REG_JOB_ID: rd_ctl = {24'd0, job_id_reg};
-        REG_UDP_PORT: rd_ctl = {16'd0, udp_port_reg};
-        REG_SWITCH_IP: rd_ctl = switch_ip_reg;
-        REG_SWITCH_MAC_HI: rd_ctl = {16'd0, mac_hi_reg};
-        REG_SWITCH_MAC_LO: rd_ctl = mac_lo_reg;
-        REG_MCAST_IP: rd_ctl = mcast_ip_reg;
         REG_RPL_CAPACITY: rd_ctl = CAPACITY;
         REG_RPL_RECORD_BYTES: rd_ctl = RECORD_BYTES;
         REG_RPL_SEED: rd_ctl = seed_reg;
@@ -348,15 +315,11 @@ always @* begin
         REG_RPL_WPTR: rd_ctl = rpl_wptr;
         REG_RPL_TOTAL_LO: rd_ctl = rpl_total[31:0];
         REG_RPL_TOTAL_HI: rd_ctl = rpl_total[63:32];
-        default: rd_ctl = 32'd0;
+        // identity and control block: word address[6:2] of 0x000-0x07C
+        default: rd_ctl = rd_addr_reg[11:7] != 5'd0 ? 32'd0 : ctl_words[32*rd_addr_reg[6:2] +: 32];
     endcase
 
-    case (rd_addr_reg[3:2])
-        2'd0: rd_mem = {24'd0, m_port_reg[rd_mi]};
-        2'd1: rd_mem = m_ip_reg[rd_mi];
-        2'd2: rd_mem = {16'd0, m_udp_reg[rd_mi]};
-        default: rd_mem = {29'd0, m_role_reg[rd_mi]};
-    endcase
+    rd_mem = member_words[32*rd_addr_reg[6:2] +: 32];
 
     rd_ci = 4'd0;
     rd_ci_ok = 1'b0;

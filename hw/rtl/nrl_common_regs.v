@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: MIT
+/*
+
+Copyright (c) 2025 netfpga-rl contributors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in
+all copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+THE SOFTWARE.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+
+/*
+ * Register block shared by the engine register files (hw/regs.yaml)
+ *
+ * Holds the identity block (MAGIC, VERSION, BUILD_HASH), the control block
+ * (CTRL, JOB_ID, UDP_PORT, SWITCH_IP, SWITCH_MAC_HI/LO, MCAST_IP) and the
+ * member table (MEMBER_PORT/IP/UDP/ROLE, 8 entries). The including register
+ * file owns the AXI4-Lite handshake: it presents one accepted write per
+ * wr_en pulse (address, data, byte strobes) and selects the read words.
+ * Writes honour wr_strb and keep only each register's width.
+ *
+ * wr_clear flags a write setting CTRL bit 31 (clear all counters; the bit
+ * reads back 0), wr_job_id a write to JOB_ID; both are combinational, in
+ * the cycle of wr_en.
+ *
+ * ctl_words holds the 32 words of 0x000-0x07C (0 where this block has no
+ * register), member_words the 32 words of 0x100-0x17C; each word is a
+ * constant selection of the storage, so a read mux indexed by address[6:2]
+ * costs the same as before.
+ */
+module nrl_common_regs #
+(
+    // Value of the BUILD_HASH register
+    parameter BUILD_HASH = 32'd0
+)
+(
+    input  wire                    clk,
+    input  wire                    rst,
+
+    /*
+     * Accepted write
+     */
+    input  wire                    wr_en,
+    input  wire [11:2]             wr_addr,
+    input  wire [31:0]             wr_data,
+    input  wire [3:0]              wr_strb,
+    output wire                    wr_clear,
+    output wire                    wr_job_id,
+
+    /*
+     * Configuration
+     */
+    output wire [1:0]              cfg_ctrl,
+    output wire [7:0]              cfg_job_id,
+    output wire [15:0]             cfg_udp_port,
+    output wire [31:0]             cfg_switch_ip,
+    output wire [47:0]             cfg_switch_mac,
+    output wire [31:0]             cfg_mcast_ip,
+    output wire [8*8-1:0]          cfg_member_port,
+    output wire [8*32-1:0]         cfg_member_ip,
+    output wire [8*16-1:0]         cfg_member_udp,
+    output wire [8*3-1:0]          cfg_member_role,
+
+    /*
+     * Read words
+     */
+    output wire [32*32-1:0]        ctl_words,
+    output wire [32*32-1:0]        member_words
+);
+
+// verilator lint_off UNUSEDPARAM
+`include "nrl_regs.vh"
+// verilator lint_on UNUSEDPARAM
+
+integer i;
+genvar gi;
+
+/*
+ * Register storage
+ */
+reg [1:0]  ctrl_reg, ctrl_next;
+reg [7:0]  job_id_reg, job_id_next;
+reg [15:0] udp_port_reg, udp_port_next;
+reg [31:0] switch_ip_reg, switch_ip_next;
+reg [15:0] mac_hi_reg, mac_hi_next;
+reg [31:0] mac_lo_reg, mac_lo_next;
+reg [31:0] mcast_ip_reg, mcast_ip_next;
+reg [7:0]  mport_reg[0:7], mport_next[0:7];
+reg [31:0] mip_reg[0:7], mip_next[0:7];
+reg [15:0] mudp_reg[0:7], mudp_next[0:7];
+reg [2:0]  mrole_reg[0:7], mrole_next[0:7];
+
+reg clear_c;
+reg job_id_c;
+
+assign wr_clear = clear_c;
+assign wr_job_id = job_id_c;
+
+// byte-enable merge of the write data into an old value
+function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
+    integer k;
+    begin
+        for (k = 0; k < 4; k = k + 1) begin
+            merge[8*k +: 8] = strb[k] ? data[8*k +: 8] : old[8*k +: 8];
+        end
+    end
+endfunction
+
+wire [11:0] waddr = {wr_addr, 2'b00};
+wire [2:0] widx = waddr[6:4];
+wire wmember = waddr[11:8] == 4'h1 && waddr[7] == 1'b0;  // 0x100 .. 0x17F
+
+reg [31:0] wv;
+
+always @* begin
+    ctrl_next = ctrl_reg;
+    job_id_next = job_id_reg;
+    udp_port_next = udp_port_reg;
+    switch_ip_next = switch_ip_reg;
+    mac_hi_next = mac_hi_reg;
+    mac_lo_next = mac_lo_reg;
+    mcast_ip_next = mcast_ip_reg;
+    for (i = 0; i < 8; i = i + 1) begin
+        mport_next[i] = mport_reg[i];
+        mip_next[i] = mip_reg[i];
+        mudp_next[i] = mudp_reg[i];
+        mrole_next[i] = mrole_reg[i];
+    end
+    clear_c = 1'b0;
+    job_id_c = 1'b0;
+    wv = 32'd0;
+
+    if (wr_en) begin
+        case (waddr)
+            REG_CTRL: begin
+                wv = merge({30'd0, ctrl_reg}, wr_data, wr_strb);
+                ctrl_next = wv[1:0];
+                clear_c = wv[31];
+            end
+            REG_JOB_ID: begin
+                wv = merge({24'd0, job_id_reg}, wr_data, wr_strb);
+                job_id_next = wv[7:0];
+                job_id_c = 1'b1;
+            end
+            REG_UDP_PORT: begin
+                wv = merge({16'd0, udp_port_reg}, wr_data, wr_strb);
+                udp_port_next = wv[15:0];
+            end
+            REG_SWITCH_IP: switch_ip_next = merge(switch_ip_reg, wr_data, wr_strb);
+            REG_SWITCH_MAC_HI: begin
+                wv = merge({16'd0, mac_hi_reg}, wr_data, wr_strb);
+                mac_hi_next = wv[15:0];
+            end
+            REG_SWITCH_MAC_LO: mac_lo_next = merge(mac_lo_reg, wr_data, wr_strb);
+            REG_MCAST_IP: mcast_ip_next = merge(mcast_ip_reg, wr_data, wr_strb);
+            default: begin
+                if (wmember) begin
+                    case (waddr[3:0])
+                        4'h0: if (wr_strb[0]) mport_next[widx] = wr_data[7:0];
+                        4'h4: mip_next[widx] = merge(mip_reg[widx], wr_data, wr_strb);
+                        4'h8: begin
+                            wv = merge({16'd0, mudp_reg[widx]}, wr_data, wr_strb);
+                            mudp_next[widx] = wv[15:0];
+                        end
+                        default: if (wr_strb[0]) mrole_next[widx] = wr_data[2:0];
+                    endcase
+                end
+            end
+        endcase
+    end
+end
+
+always @(posedge clk) begin
+    ctrl_reg <= ctrl_next;
+    job_id_reg <= job_id_next;
+    udp_port_reg <= udp_port_next;
+    switch_ip_reg <= switch_ip_next;
+    mac_hi_reg <= mac_hi_next;
+    mac_lo_reg <= mac_lo_next;
+    mcast_ip_reg <= mcast_ip_next;
+    for (i = 0; i < 8; i = i + 1) begin
+        mport_reg[i] <= mport_next[i];
+        mip_reg[i] <= mip_next[i];
+        mudp_reg[i] <= mudp_next[i];
+        mrole_reg[i] <= mrole_next[i];
+    end
+
+    if (rst) begin
+        ctrl_reg <= RST_CTRL[1:0];
+        job_id_reg <= RST_JOB_ID[7:0];
+        udp_port_reg <= RST_UDP_PORT[15:0];
+        switch_ip_reg <= RST_SWITCH_IP;
+        mac_hi_reg <= RST_SWITCH_MAC_HI[15:0];
+        mac_lo_reg <= RST_SWITCH_MAC_LO;
+        mcast_ip_reg <= RST_MCAST_IP;
+        for (i = 0; i < 8; i = i + 1) begin
+            mport_reg[i] <= 8'd0;
+            mip_reg[i] <= 32'd0;
+            mudp_reg[i] <= 16'd0;
+            mrole_reg[i] <= 3'd0;
+        end
+    end
+end
+
+assign cfg_ctrl = ctrl_reg;
+assign cfg_job_id = job_id_reg;
+assign cfg_udp_port = udp_port_reg;
+assign cfg_switch_ip = switch_ip_reg;
+assign cfg_switch_mac = {mac_hi_reg, mac_lo_reg};
+assign cfg_mcast_ip = mcast_ip_reg;
+
+/*
+ * Outputs and read words
+ */
+generate
+
+for (gi = 0; gi < 8; gi = gi + 1) begin : g_member
+    assign cfg_member_port[8*gi +: 8] = mport_reg[gi];
+    assign cfg_member_ip[32*gi +: 32] = mip_reg[gi];
+    assign cfg_member_udp[16*gi +: 16] = mudp_reg[gi];
+    assign cfg_member_role[3*gi +: 3] = mrole_reg[gi];
+end
+
+for (gi = 0; gi < 32; gi = gi + 1) begin : g_rd_word
+    localparam [4:0] WI = gi;
+
+    // constant conditions: each word elaborates to its one register
+    assign ctl_words[32*gi +: 32] =
+        WI == REG_MAGIC[6:2]           ? RST_MAGIC :
+        WI == REG_VERSION[6:2]         ? RST_VERSION :
+        WI == REG_BUILD_HASH[6:2]      ? BUILD_HASH :
+        WI == REG_CTRL[6:2]            ? {30'd0, ctrl_reg} :
+        WI == REG_JOB_ID[6:2]          ? {24'd0, job_id_reg} :
+        WI == REG_UDP_PORT[6:2]        ? {16'd0, udp_port_reg} :
+        WI == REG_SWITCH_IP[6:2]       ? switch_ip_reg :
+        WI == REG_SWITCH_MAC_HI[6:2]   ? {16'd0, mac_hi_reg} :
+        WI == REG_SWITCH_MAC_LO[6:2]   ? mac_lo_reg :
+        WI == REG_MCAST_IP[6:2]        ? mcast_ip_reg :
+        32'd0;
+
+    case (gi % 4)
+        0: begin : g_port
+            assign member_words[32*gi +: 32] = {24'd0, mport_reg[gi/4]};
+        end
+        1: begin : g_ip
+            assign member_words[32*gi +: 32] = mip_reg[gi/4];
+        end
+        2: begin : g_udp
+            assign member_words[32*gi +: 32] = {16'd0, mudp_reg[gi/4]};
+        end
+        default: begin : g_role
+            assign member_words[32*gi +: 32] = {29'd0, mrole_reg[gi/4]};
+        end
+    endcase
+end
+
+endgenerate
+
+// verilator lint_off UNUSEDSIGNAL
+wire unused_wv = &{1'b0, wv[30:16]};
+// verilator lint_on UNUSEDSIGNAL
+
+endmodule
+
+`resetall
+`default_nettype wire
