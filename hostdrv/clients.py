@@ -9,7 +9,6 @@ the backend (soft switch, simulation, board).
 from __future__ import annotations
 
 import os
-import struct
 import sys
 import time
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ from hostdrv import regmap
 from hostdrv.control import ROLE_ACTOR, ROLE_LEARNER, ROLE_WORKER, SwitchControl
 from hostdrv.protocol import (
     BLOCK,
+    DESCRIPTOR,
     HEADER,
     HEADER_LEN,
     MAX_BATCH,
@@ -48,7 +48,6 @@ _SAMPLE_RESP = int(Opcode.SAMPLE_RESP)
 _INT32 = int(Flags.INT32)
 _RESEND = int(Flags.RESEND)
 _PRIORITIZED = int(Flags.PRIORITIZED)
-_DESC = struct.Struct("<IIQII")
 _M32 = 0xFFFFFFFF
 _RECV_BYTES = 65536
 
@@ -751,7 +750,7 @@ class ReplayClient(_Endpoint):
                 if i >= b or entry[1][i]:
                     continue
                 d = off + HEADER_LEN
-                ix, pr, tot, _bb, sz = _DESC.unpack_from(rmv, d)
+                ix, pr, tot, _bb, sz = DESCRIPTOR.unpack_from(rmv, d)
                 idx[a + i], prio[a + i], totals[a + i], size_of[a + i] = ix, pr, tot, sz
                 recs[a + i] = np.frombuffer(self._rbuf, dtype=np.uint8, count=rb, offset=d + 64)
                 entry[1][i] = True

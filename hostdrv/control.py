@@ -346,7 +346,7 @@ class SwitchControl:
         self.write("AGG_LEAF_ID", leaf_id if role == "leaf" else 0)
         self.write("CTRL", self.read("CTRL") | CTRL_AGG)
 
-    def configure_replay(self, *, seed: int = 0x2545F491, reset: bool = True) -> None:
+    def configure_replay(self, *, seed: int = regmap.REGISTERS["RPL_SEED"].reset, reset: bool = True) -> None:
         """Enable the replay engine, seed its generator and (by default) empty it.
 
         Parameters

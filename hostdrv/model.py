@@ -25,6 +25,7 @@ from hostdrv.fp32 import CANONICAL_NAN, fp32_add_bits, fp32_add_inplace
 from hostdrv.protocol import (
     BLOCK,
     BROADCAST_MAC,
+    DESCRIPTOR,
     ELEM_QUANTUM,
     FLAGS_MASK,
     HEADER,
@@ -620,7 +621,7 @@ class SwitchModel:
                 index = node - cap
             else:
                 index = (u * size) >> 32
-            struct.pack_into("<IIQII", desc, 0, index, tree[cap + index], total, batch, size)
+            DESCRIPTOR.pack_into(desc, 0, index, tree[cap + index], total, batch, size)
             record = self._records[index * rb:(index + 1) * rb]
             self._inc("CNT_TX_SAMPLE_RESP")
             f = self._frame(rx.eth_src, rx.ip_src, rx.udp_src, Opcode.SAMPLE_RESP,

@@ -49,6 +49,9 @@ HEADER = struct.Struct("!BBBBHHIHII")
 """Header layout: version, opcode, flags, job, worker, slot, seq, count, aux, reserved."""
 assert HEADER.size == HEADER_LEN
 
+DESCRIPTOR = struct.Struct("<IIQII")
+"""SAMPLE_RESP descriptor head: index, priority, total, batch, size (the rest of 64 bytes is zero)."""
+
 BROADCAST_MAC = b"\xff" * 6
 
 
@@ -149,7 +152,7 @@ class Message:
 
     def descriptor(self) -> SampleDescriptor:
         """SAMPLE_RESP descriptor and record."""
-        idx, prio, total, batch, size = struct.unpack_from("<IIQII", self.payload, 0)
+        idx, prio, total, batch, size = DESCRIPTOR.unpack_from(self.payload, 0)
         return SampleDescriptor(idx, prio, total, batch, size, bytes(self.payload[BLOCK:]))
 
     def update_pairs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -382,7 +385,7 @@ def sample_response(desc: SampleDescriptor, *, job: int, worker: int, seq: int, 
                     flags: int = 0) -> Message:
     """A SAMPLE_RESP carrying sample ``number`` of a batch (what the switch sends)."""
     d = bytearray(BLOCK)
-    struct.pack_into("<IIQII", d, 0, desc.index, desc.priority, desc.total, desc.batch, desc.size)
+    DESCRIPTOR.pack_into(d, 0, desc.index, desc.priority, desc.total, desc.batch, desc.size)
     return Message(Opcode.SAMPLE_RESP, int(Flags.FROM_SWITCH) | flags, job, worker, 0, seq, 1,
                    number, bytes(d) + desc.record)
 

@@ -53,6 +53,8 @@ from enum import IntEnum
 from types import MappingProxyType
 from urllib.parse import urlsplit
 
+from hostdrv.protocol import DEFAULT_UDP_PORT
+
 CONTROL_MAGIC = b"NRLC"
 """First four bytes of every control-channel datagram."""
 CONTROL = struct.Struct("!4sBBHII")
@@ -71,7 +73,7 @@ GSO_MAX_BYTES = 65507
 SOCKET_BUFFER = 4 << 20
 """Send and receive buffer asked for on every data socket (capped by the kernel)."""
 
-DEFAULT_PORT = 20050
+DEFAULT_PORT = DEFAULT_UDP_PORT
 
 
 class ControlStatus(IntEnum):

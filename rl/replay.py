@@ -37,21 +37,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hostdrv.clients import to_fixed
+from hostdrv.model import DEFAULT_SEED, xorshift32
+from hostdrv.protocol import MAX_BATCH
+
 REPLAY_KINDS = ("local", "innet", "server")
 """Names accepted for :attr:`ReplaySpec.kind`."""
 
 Q16_ONE = 65536
 """Q16.16 fixed-point one."""
-MAX_BATCH = 64
-"""Largest batch a sample request may ask for (the switch's limit)."""
-DEFAULT_SEED = 0x2545F491
-"""xorshift32 seed used when 0 is written."""
 
-
-def to_q16(priorities: np.ndarray | float) -> np.ndarray:
-    """Map float priorities to Q16.16, clamped to ``[1, 2^32 - 1]`` (live records)."""
-    q = np.rint(np.asarray(priorities, dtype=np.float64) * Q16_ONE)
-    return np.clip(q, 1, 2**32 - 1).astype(np.uint32)
+to_q16 = to_fixed
+"""Map float priorities to Q16.16, clamped to ``[1, 2^32 - 1]`` (the client's rule)."""
 
 
 class XorShift32:
@@ -68,12 +65,8 @@ class XorShift32:
 
     def draw(self) -> int:
         """Advance and return the new 32-bit state."""
-        x = self.state
-        x ^= (x << 13) & 0xFFFFFFFF
-        x ^= x >> 17
-        x ^= (x << 5) & 0xFFFFFFFF
-        self.state = x
-        return x
+        self.state = xorshift32(self.state)
+        return self.state
 
 
 @dataclass(frozen=True)
