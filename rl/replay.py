@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hostdrv.clients import to_fixed
+from hostdrv.clients import record_dtype, to_fixed
 from hostdrv.model import DEFAULT_SEED, xorshift32
 from hostdrv.protocol import MAX_BATCH
 
@@ -89,19 +89,10 @@ class RecordLayout:
 
     @property
     def dtype(self) -> np.dtype:
-        """The numpy structured dtype of one record (padded to ``record_bytes``)."""
-        fields = [("obs", self.obs_dtype, self.obs_shape),
-                  ("next_obs", self.obs_dtype, self.obs_shape),
-                  ("action", self.action_dtype, self.action_shape),
-                  ("reward", "<f4"), ("done", "u1")]
-        packed = np.dtype(fields, align=False)
-        if packed.itemsize > self.record_bytes:
-            raise ValueError(f"record needs {packed.itemsize} bytes > record_bytes "
-                             f"{self.record_bytes}")
-        return np.dtype({"names": packed.names, "formats": [packed.fields[n][0]
-                                                             for n in packed.names],
-                         "offsets": [packed.fields[n][1] for n in packed.names],
-                         "itemsize": self.record_bytes})
+        """The numpy structured dtype of one record: the switch client's layout
+        (:func:`hostdrv.clients.record_dtype`), padded to ``record_bytes``."""
+        return record_dtype(self.obs_shape, self.obs_dtype, self.action_shape,
+                            self.action_dtype, self.record_bytes)
 
     def pack(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
              next_obs: np.ndarray, dones: np.ndarray) -> np.ndarray:
