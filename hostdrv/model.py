@@ -23,6 +23,9 @@ import numpy as np
 from hostdrv import regmap
 from hostdrv.fp32 import CANONICAL_NAN, fp32_add_bits, fp32_add_inplace
 from hostdrv.protocol import (
+    AUX_COUNT_MASK,
+    AUX_ORDER_BITS,
+    AUX_ORDER_SHIFT,
     BLOCK,
     BROADCAST_MAC,
     DESCRIPTOR,
@@ -57,6 +60,8 @@ MAC_PORTS = 0x55
 """SUME port bitmap of the four 10G MAC ports (even bits; odd bits are DMA)."""
 
 _ETH_MIN_PROTO = 42  # Ethernet + IPv4 + UDP: shorter frames are never protocol frames
+_MAX_FRAME = 0xFFFF  # TUSER carries a 16-bit length: a longer frame (only a soft switch datagram
+# can be one) is dropped as BAD_LENGTH
 _OPCODE_AT = 43
 _L3 = struct.Struct("!2xH8xIIHHH2x")  # at 14: IPv4 total length, src, dst; UDP src, dst, length
 _TX = struct.Struct("!6s6sHBBHHHBBHIIHHHHBBBBHHIHII")  # Ethernet + IPv4 + UDP + header = 64 bytes
@@ -77,6 +82,7 @@ _M_IP = tuple(f"MEMBER_IP_{i}" for i in range(MAX_MEMBERS))
 _M_UDP = tuple(f"MEMBER_UDP_{i}" for i in range(MAX_MEMBERS))
 _M_ROLE = tuple(f"MEMBER_ROLE_{i}" for i in range(MAX_MEMBERS))
 _ONE_HOT = frozenset(1 << i for i in range(8))
+_PORT_REGS = frozenset(_M_PORT) | {"AGG_UPLINK_PORT"}  # 0 or one-hot
 # writes that invalidate every aggregation slot copy (a new job, section 4)
 _AGG_CONFIG = frozenset(
     ["JOB_ID", "AGG_MEMBERS", "AGG_THRESHOLD", "AGG_SLOTS", "AGG_ELEMS", "AGG_DTYPE", "AGG_MODE",
@@ -85,6 +91,7 @@ _AGG_CONFIG = frozenset(
 )
 _CTRL_BITS = 0x3
 _INT32 = int(Flags.INT32)
+_ERROR = int(Flags.ERROR)
 _PRIORITIZED = int(Flags.PRIORITIZED)
 _CTRL_CLEAR = 1 << 31
 
@@ -172,7 +179,11 @@ class _Copy:
     valid: bool = False
     round: int = 0
     bitmap: int = 0
-    count: int = 0  # contributors; on a leaf's DONE copy the parent's RESULT aux
+    count: int = 0  # contributions added
+    aux: int = 0  # RESULT aux: order and count; a leaf's DONE copy: the parent's; error: bad total
+    total: int = 0  # tensor length of the round (the GRADIENT that opened it)
+    error: bool = False  # DONE by a length mismatch: RESULTs carry Flags.ERROR
+    culprit: int = 0  # error: the member whose contribution was refused
     state: int = _OPEN
 
 
@@ -364,8 +375,8 @@ class SwitchModel:
                 ELEM_QUANTUM <= value <= self._params["AGG_MAX_ELEMS"] and value % ELEM_QUANTUM == 0):
             return (f"must be a multiple of {ELEM_QUANTUM} in {ELEM_QUANTUM} .. "
                     f"AGG_MAX_ELEMS ({self._params['AGG_MAX_ELEMS']})")
-        if name == "AGG_UPLINK_PORT" and value and value not in _ONE_HOT:
-            return "must be 0 or one-hot"
+        if name in _PORT_REGS and value and value not in _ONE_HOT:
+            return "must be 0 or one-hot (one SUME port)"
         return ""
 
     def counters(self) -> dict[str, int]:
@@ -416,20 +427,21 @@ class SwitchModel:
             if rx:
                 self._inc(rx)
         # 1. frame, IPv4 and UDP lengths
-        if n < PAYLOAD_OFFSET:
+        if n < PAYLOAD_OFFSET or n > _MAX_FRAME:
             return self._drop("BAD_LENGTH")
         ip_len, ip_src, _, udp_src, _, udp_len = _L3.unpack_from(frame, 14)
         if ip_len != n - 14 or udp_len != n - 34:
             return self._drop("BAD_LENGTH")
         # 2. header
-        ver, op, flags, job, worker, slot, seq, count, aux, res = HEADER.unpack_from(frame, 42)
-        if ver != VERSION or op not in _RX_COUNTER or flags & ~FLAGS_MASK or res:
+        ver, op, flags, job, worker, slot, seq, count, aux, total = HEADER.unpack_from(frame, 42)
+        agg = op in (Opcode.GRADIENT, Opcode.RESULT)
+        if (ver != VERSION or op not in _RX_COUNTER or flags & ~FLAGS_MASK
+                or (total and not agg)):
             return self._drop("BAD_HEADER")
         # 3. job
         if job != regs["JOB_ID"]:
             return self._drop("BAD_JOB")
         # 4. engine
-        agg = op in (Opcode.GRADIENT, Opcode.RESULT)
         if not regs["CTRL"] & (1 if agg else 2):
             return self._drop("DISABLED")
         # 5-6. sender
@@ -447,7 +459,7 @@ class SwitchModel:
                 return self._drop("SPOOFED")
         # 7. count, 8. payload length
         if agg:
-            ok = count == regs["AGG_ELEMS"]
+            ok = count == regs["AGG_ELEMS"] and (total or op == Opcode.RESULT)
             plen = 4 * count
         elif op == Opcode.PUSH:
             ok = 1 <= count <= MAX_PUSH_RECORDS
@@ -470,8 +482,8 @@ class SwitchModel:
             if slot >= regs["AGG_SLOTS"]:
                 return self._drop("BAD_SLOT")
             if op == Opcode.GRADIENT:
-                return self._gradient(frame, worker, slot, seq, aux, rx_addr)
-            return self._result(frame, slot, seq, aux)
+                return self._gradient(frame, worker, slot, seq, aux, total, rx_addr)
+            return self._result(frame, slot, seq, aux, total, flags, worker)
         if op == Opcode.PUSH:
             return self._push(frame, worker, seq, count, rx_addr)
         if op == Opcode.SAMPLE_REQ:
@@ -480,7 +492,7 @@ class SwitchModel:
         return []
 
     # -- aggregation -------------------------------------------------------------
-    def _gradient(self, frame: bytes, w: int, slot: int, r: int, aux: int,
+    def _gradient(self, frame: bytes, w: int, slot: int, r: int, aux: int, total: int,
                   rx: _Rx) -> list[Egress]:
         regs = self._regs
         if regs["AGG_MODE"] and ((r - aux) & M32) > regs["AGG_STALENESS"]:
@@ -496,6 +508,13 @@ class SwitchModel:
                 c.valid = False
         if not c.valid:
             c.valid, c.round, c.bitmap, c.count, c.state = True, r, 0, 0, _OPEN
+            c.aux, c.total, c.error, c.culprit = 0, total, False, 0
+        if total != c.total:  # a tensor of another length: never added
+            self._inc("CNT_DROP_MISMATCH")
+            if c.state == _DONE:
+                return [self._resend(slot, q, rx)]
+            c.state, c.error, c.culprit, c.aux = _DONE, True, w, total
+            return [self._multicast(slot, q)]
         bit = 1 << w
         if c.bitmap & bit or c.state != _OPEN:
             self._inc("CNT_DROP_DUPLICATE" if c.bitmap & bit else "CNT_DROP_LATE")
@@ -515,7 +534,9 @@ class SwitchModel:
         else:
             fp32_add_inplace(acc, x)
         c.bitmap |= bit
+        c.aux = (c.aux & ~AUX_COUNT_MASK) | (w << (AUX_ORDER_SHIFT + AUX_ORDER_BITS * c.count))
         c.count += 1
+        c.aux |= c.count
         if c.count >= (regs["AGG_THRESHOLD"] if regs["AGG_MODE"] else regs["AGG_MEMBERS"]):
             if regs["AGG_ROLE"]:
                 c.state = _UP
@@ -524,7 +545,8 @@ class SwitchModel:
             return [self._multicast(slot, q)]
         return []
 
-    def _result(self, frame: bytes, slot: int, r: int, aux: int) -> list[Egress]:
+    def _result(self, frame: bytes, slot: int, r: int, aux: int, total: int, flags: int,
+                 worker: int) -> list[Egress]:
         q = r & 1
         c = self._copies[slot][q]
         if c.valid and c.round == r and c.state == _UP:
@@ -532,14 +554,16 @@ class SwitchModel:
             self._acc[slot, q, :p] = np.frombuffer(frame, dtype="<u4", count=p,
                                                    offset=PAYLOAD_OFFSET)
             c.state = _DONE
-            c.count = aux
+            c.aux, c.total = aux, total
+            c.error, c.culprit = bool(flags & _ERROR), worker & 0x7
             return [self._multicast(slot, q)]
         if c.valid and c.round == r and c.state == _DONE:
             return self._drop("DUPLICATE")
         return self._drop("STALE")
 
-    def _agg_flags(self) -> int:
-        return Flags.FROM_SWITCH | (Flags.INT32 if self._regs["AGG_DTYPE"] else 0)
+    def _agg_flags(self, c: _Copy | None = None) -> int:
+        f = Flags.FROM_SWITCH | (Flags.INT32 if self._regs["AGG_DTYPE"] else 0)
+        return f | Flags.ERROR if c is not None and c.error else f
 
     def _payload(self, slot: int, q: int) -> bytes:
         return self._acc[slot, q, :self._regs["AGG_ELEMS"]].tobytes()
@@ -552,16 +576,16 @@ class SwitchModel:
             ports |= regs[_M_PORT[i]]
         self._inc("CNT_TX_RESULT")
         f = self._frame(BROADCAST_MAC, regs["MCAST_IP"], regs["UDP_PORT"], Opcode.RESULT,
-                        self._agg_flags(), 0, slot, c.round, regs["AGG_ELEMS"], c.count,
-                        self._payload(slot, q))
+                        self._agg_flags(c), c.culprit if c.error else 0, slot, c.round,
+                        regs["AGG_ELEMS"], c.aux, self._payload(slot, q), c.total)
         return Egress(f, ports)
 
     def _resend(self, slot: int, q: int, rx: _Rx) -> Egress:
         c = self._copies[slot][q]
         self._inc("CNT_TX_RESEND")
         f = self._frame(rx.eth_src, rx.ip_src, rx.udp_src, Opcode.RESULT,
-                        self._agg_flags() | Flags.RESEND, 0, slot, c.round,
-                        self._regs["AGG_ELEMS"], c.count, self._payload(slot, q))
+                        self._agg_flags(c) | Flags.RESEND, c.culprit if c.error else 0, slot,
+                        c.round, self._regs["AGG_ELEMS"], c.aux, self._payload(slot, q), c.total)
         return Egress(f, rx.port)
 
     def _up(self, slot: int, q: int) -> Egress:
@@ -571,7 +595,7 @@ class SwitchModel:
         f = self._frame(BROADCAST_MAC, regs["AGG_PARENT_IP"],
                         regs["AGG_PARENT_UDP"] or regs["UDP_PORT"], Opcode.GRADIENT,
                         self._agg_flags(), regs["AGG_LEAF_ID"], slot, c.round,
-                        regs["AGG_ELEMS"], c.round, self._payload(slot, q))
+                        regs["AGG_ELEMS"], c.round, self._payload(slot, q), c.total)
         return Egress(f, regs["AGG_UPLINK_PORT"])
 
     # -- replay ------------------------------------------------------------------
@@ -646,7 +670,7 @@ class SwitchModel:
         return []
 
     def _frame(self, eth_dst: bytes, ip_dst: int, udp_dst: int, op: int, flags: int, worker: int,
-               slot: int, seq: int, count: int, aux: int, payload: bytes) -> bytes:
+               slot: int, seq: int, count: int, aux: int, payload: bytes, total: int = 0) -> bytes:
         """A frame the switch originates (section 7)."""
         regs = self._regs
         n = PAYLOAD_OFFSET + len(payload)
@@ -657,7 +681,7 @@ class SwitchModel:
                        ip_src, ip_dst,
                        regs["UDP_PORT"], udp_dst, n - 34, 0,
                        VERSION, op, int(flags), regs["JOB_ID"], worker, slot, seq & M32, count,
-                       aux & M32, 0)
+                       aux & M32, total & M32)
         return hdr + payload
 
 

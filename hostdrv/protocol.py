@@ -46,7 +46,10 @@ ELEM_QUANTUM = 16
 MAX_FRAME = 1514
 
 HEADER = struct.Struct("!BBBBHHIHII")
-"""Header layout: version, opcode, flags, job, worker, slot, seq, count, aux, reserved."""
+"""Header layout: version, opcode, flags, job, worker, slot, seq, count, aux, total.
+
+The last word is ``total`` (the tensor length in elements) on GRADIENT and
+RESULT and reserved (zero) on every other opcode."""
 assert HEADER.size == HEADER_LEN
 
 DESCRIPTOR = struct.Struct("<IIQII")
@@ -68,16 +71,48 @@ class Opcode(IntEnum):
 
 
 class Flags(IntFlag):
-    """Header flag bits (bits 7:4 must be zero)."""
+    """Header flag bits (bits 7:5 must be zero)."""
 
     NONE = 0
     INT32 = 1
     PRIORITIZED = 2
     RESEND = 4
     FROM_SWITCH = 8
+    ERROR = 16
+    """RESULT: the round failed (a tensor length mismatch); ``worker`` is the member whose
+    contribution was refused, ``aux`` its tensor length, ``total`` the round's."""
 
 
-FLAGS_MASK = 0x0F
+FLAGS_MASK = 0x1F
+
+AUX_COUNT_MASK = 0xF
+"""RESULT ``aux`` bits 3:0: contributors summed into the payload."""
+AUX_ORDER_SHIFT = 8
+"""RESULT ``aux`` bits 31:8: member id of the j-th contribution added at bits 8+3j .. 10+3j."""
+AUX_ORDER_BITS = 3
+
+
+def result_aux(order: list[int] | tuple[int, ...]) -> int:
+    """RESULT ``aux`` for contributions added in ``order`` (member ids, first one stored)."""
+    if len(order) > MAX_MEMBERS:
+        raise FieldError("order", list(order), f"at most {MAX_MEMBERS} contributions")
+    aux = len(order)
+    for j, w in enumerate(order):
+        if not 0 <= w < MAX_MEMBERS:
+            raise FieldError("order", list(order), f"member ids are 0..{MAX_MEMBERS - 1}")
+        aux |= w << (AUX_ORDER_SHIFT + AUX_ORDER_BITS * j)
+    return aux
+
+
+def result_order(aux: int) -> list[int]:
+    """Member ids in the order the switch added them, from a RESULT's ``aux``.
+
+    The first member's payload was stored as it is; each later one was added
+    to the running sum (``docs/protocol.md`` section 4.3), so a client can
+    recompute an fp32 sum bit for bit.
+    """
+    k = min(aux & AUX_COUNT_MASK, MAX_MEMBERS)
+    return [(aux >> (AUX_ORDER_SHIFT + AUX_ORDER_BITS * j)) & 0x7 for j in range(k)]
 
 
 class ProtocolError(ValueError):
@@ -103,7 +138,7 @@ class LengthError(ProtocolError):
 
 
 class HeaderError(ProtocolError):
-    """A header field with an illegal value (version, opcode, flags, reserved)."""
+    """A header field with an illegal value (version, opcode, flags, reserved word)."""
 
 
 class FieldError(ProtocolError):
@@ -124,7 +159,8 @@ class Message:
     aux: int = 0
     payload: bytes = b""
     version: int = VERSION
-    reserved: int = 0
+    total: int = 0
+    """GRADIENT/RESULT: elements of the whole tensor this chunk belongs to; 0 on other opcodes."""
 
     # -- typed payload views -------------------------------------------------
     def elements(self) -> np.ndarray:
@@ -255,7 +291,7 @@ def check_count(opcode: int, count: int) -> None:
 def pack_header_into(buf: bytearray | memoryview, offset: int, msg: Message) -> None:
     """Write ``msg``'s 22-byte header into ``buf`` at ``offset`` (no checks)."""
     HEADER.pack_into(buf, offset, msg.version, int(msg.opcode), msg.flags, msg.job,
-                     msg.worker, msg.slot, msg.seq, msg.count, msg.aux, msg.reserved)
+                     msg.worker, msg.slot, msg.seq, msg.count, msg.aux, msg.total)
 
 
 def encode_message(msg: Message) -> bytes:
@@ -279,20 +315,26 @@ def encode_message(msg: Message) -> bytes:
 
 def _check_ranges(msg: Message) -> None:
     for name, bits in (("flags", 8), ("job", 8), ("worker", 16), ("slot", 16), ("seq", 32),
-                       ("count", 16), ("aux", 32), ("reserved", 32), ("version", 8)):
+                       ("count", 16), ("aux", 32), ("total", 32), ("version", 8)):
         v = getattr(msg, name)
         if not isinstance(v, int) or not 0 <= v < (1 << bits):
             raise FieldError(name, v, f"must be an unsigned {bits}-bit integer")
     if msg.version != VERSION:
         raise HeaderError("version", msg.version, f"expected {VERSION}")
     if msg.flags & ~FLAGS_MASK:
-        raise HeaderError("flags", msg.flags, "bits 7:4 must be zero")
-    if msg.reserved:
-        raise HeaderError("reserved", msg.reserved, "must be zero")
+        raise HeaderError("flags", msg.flags, "bits 7:5 must be zero")
     try:
         Opcode(msg.opcode)
     except ValueError:
         raise HeaderError("opcode", msg.opcode, "unknown opcode") from None
+    _check_total(msg.opcode, msg.total)
+
+
+def _check_total(opcode: int, total: int) -> None:
+    if opcode == Opcode.GRADIENT and total == 0:
+        raise FieldError("total", total, "a GRADIENT names its tensor's length (1 .. 2**32 - 1)")
+    if opcode not in (Opcode.GRADIENT, Opcode.RESULT) and total:
+        raise HeaderError("reserved", total, "must be zero")
 
 
 def decode_header(data: bytes | bytearray | memoryview) -> Message:
@@ -307,9 +349,8 @@ def decode_header(data: bytes | bytearray | memoryview) -> Message:
     except ValueError:
         raise HeaderError("opcode", op, "unknown opcode") from None
     if flags & ~FLAGS_MASK:
-        raise HeaderError("flags", flags, "bits 7:4 must be zero")
-    if res:
-        raise HeaderError("reserved", res, "must be zero")
+        raise HeaderError("flags", flags, "bits 7:5 must be zero")
+    _check_total(opcode, res)
     return Message(opcode, flags, job, worker, slot, seq, count, aux, b"", ver, res)
 
 
@@ -336,20 +377,26 @@ def decode_message(data: bytes | bytearray | memoryview) -> Message:
 
 
 def gradient(values: np.ndarray, *, job: int, worker: int, slot: int, round_: int,
-             version: int | None = None) -> Message:
-    """A GRADIENT message for one chunk (float32 or int32 array of P elements)."""
+             version: int | None = None, total: int | None = None) -> Message:
+    """A GRADIENT message for one chunk (float32 or int32 array of P elements).
+
+    ``total`` is the length of the whole tensor in elements (default: the
+    chunk's own length, a tensor of one chunk).
+    """
     flags = _dtype_flag(values)
     return Message(Opcode.GRADIENT, flags, job, worker, slot, round_ & 0xFFFFFFFF, len(values),
                    (round_ if version is None else version) & 0xFFFFFFFF,
-                   np.ascontiguousarray(values).astype(values.dtype.newbyteorder("<"), copy=False).tobytes())
+                   np.ascontiguousarray(values).astype(values.dtype.newbyteorder("<"), copy=False).tobytes(),
+                   total=len(values) if total is None else total)
 
 
 def result(values: np.ndarray, *, job: int, slot: int, round_: int, contributors: int,
-           flags: int = 0, worker: int = 0) -> Message:
-    """A RESULT message (what the switch sends)."""
+           flags: int = 0, worker: int = 0, total: int | None = None) -> Message:
+    """A RESULT message (what the switch sends); ``contributors`` is the whole ``aux`` word."""
     f = _dtype_flag(values) | flags
     return Message(Opcode.RESULT, f, job, worker, slot, round_ & 0xFFFFFFFF, len(values),
-                   contributors, np.ascontiguousarray(values).astype(values.dtype.newbyteorder("<"), copy=False).tobytes())
+                   contributors, np.ascontiguousarray(values).astype(values.dtype.newbyteorder("<"), copy=False).tobytes(),
+                   total=len(values) if total is None else total)
 
 
 def push(records: list[bytes] | np.ndarray, priorities: np.ndarray | list[int], *, job: int,
@@ -451,7 +498,7 @@ def _raw_message(msg: Message) -> bytes:
     buf = bytearray(HEADER_LEN)
     HEADER.pack_into(buf, 0, msg.version & 0xFF, int(msg.opcode) & 0xFF, msg.flags & 0xFF,
                      msg.job & 0xFF, msg.worker & 0xFFFF, msg.slot & 0xFFFF, msg.seq & 0xFFFFFFFF,
-                     msg.count & 0xFFFF, msg.aux & 0xFFFFFFFF, msg.reserved & 0xFFFFFFFF)
+                     msg.count & 0xFFFF, msg.aux & 0xFFFFFFFF, msg.total & 0xFFFFFFFF)
     return bytes(buf) + bytes(msg.payload)
 
 

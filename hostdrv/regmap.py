@@ -19,6 +19,8 @@ class Register:
     width: int
     param: bool
     doc: str
+    server: bool = False
+    """Kept by the soft/sim switch server, not by the RTL (not decoded on the board)."""
 
 
 REGISTERS: dict[str, Register] = {
@@ -46,7 +48,8 @@ REGISTERS: dict[str, Register] = {
     'AGG_LEAF_ID': Register('AGG_LEAF_ID', 0x06C, 'rw', 0x0, 3, False, "leaf: this switch's member id in the parent job"),
     'AGG_MAX_SLOTS': Register('AGG_MAX_SLOTS', 0x070, 'ro', 0x40, 32, True, 'slot memory depth (RTL parameter)'),
     'AGG_MAX_ELEMS': Register('AGG_MAX_ELEMS', 0x074, 'ro', 0x160, 32, True, 'largest P the slot memory holds (RTL parameter; up to 16368 on a loopback soft switch)'),
-    'RPL_CAPACITY': Register('RPL_CAPACITY', 0x080, 'ro', 0x4000, 32, True, 'C, records (power of two, RTL parameter)'),
+    'AGG_EPOCH': Register('AGG_EPOCH', 0x078, 'rw', 0x0, 32, False, "round base of the job's current epoch (a multiple of 2^24): a mailbox the members write when they restart their rounds and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); no effect on the datapath, a write clears no slot"),
+    'RPL_CAPACITY': Register('RPL_CAPACITY', 0x080, 'ro', 0x4000, 32, True, 'C, records (power of two); build parameter: 16384 in the SUME bitstream, 1024 by default in the soft switch (--capacity) and the sim switch'),
     'RPL_RECORD_BYTES': Register('RPL_RECORD_BYTES', 0x084, 'ro', 0x80, 32, True, 'R, bytes per record (multiple of 64, RTL parameter)'),
     'RPL_SEED': Register('RPL_SEED', 0x088, 'rw', 0x2545F491, 32, False, 'xorshift32 seed; a write resets the generator (0 is replaced by 0x2545F491)'),
     'RPL_SIZE': Register('RPL_SIZE', 0x08C, 'ro', 0x0, 32, False, 'valid records'),
@@ -54,14 +57,14 @@ REGISTERS: dict[str, Register] = {
     'RPL_TOTAL_LO': Register('RPL_TOTAL_LO', 0x094, 'ro', 0x0, 32, False, 'sum tree total bits 31:0'),
     'RPL_TOTAL_HI': Register('RPL_TOTAL_HI', 0x098, 'ro', 0x0, 32, False, 'sum tree total bits 63:32'),
     'RPL_RESET': Register('RPL_RESET', 0x09C, 'rw', 0x0, 1, False, 'write 1: empty the memory (size, write pointer, priorities to 0); self-clearing'),
-    'MEMBER_PORT_0': Register('MEMBER_PORT_0', 0x100, 'rw', 0x0, 8, False, 'one-hot SUME port bitmap the member sends from and receives on'),
-    'MEMBER_PORT_1': Register('MEMBER_PORT_1', 0x110, 'rw', 0x0, 8, False, 'one-hot SUME port bitmap the member sends from and receives on'),
-    'MEMBER_PORT_2': Register('MEMBER_PORT_2', 0x120, 'rw', 0x0, 8, False, 'one-hot SUME port bitmap the member sends from and receives on'),
-    'MEMBER_PORT_3': Register('MEMBER_PORT_3', 0x130, 'rw', 0x0, 8, False, 'one-hot SUME port bitmap the member sends from and receives on'),
-    'MEMBER_PORT_4': Register('MEMBER_PORT_4', 0x140, 'rw', 0x0, 8, False, 'one-hot SUME port bitmap the member sends from and receives on'),
-    'MEMBER_PORT_5': Register('MEMBER_PORT_5', 0x150, 'rw', 0x0, 8, False, 'one-hot SUME port bitmap the member sends from and receives on'),
-    'MEMBER_PORT_6': Register('MEMBER_PORT_6', 0x160, 'rw', 0x0, 8, False, 'one-hot SUME port bitmap the member sends from and receives on'),
-    'MEMBER_PORT_7': Register('MEMBER_PORT_7', 0x170, 'rw', 0x0, 8, False, 'one-hot SUME port bitmap the member sends from and receives on'),
+    'MEMBER_PORT_0': Register('MEMBER_PORT_0', 0x100, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
+    'MEMBER_PORT_1': Register('MEMBER_PORT_1', 0x110, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
+    'MEMBER_PORT_2': Register('MEMBER_PORT_2', 0x120, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
+    'MEMBER_PORT_3': Register('MEMBER_PORT_3', 0x130, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
+    'MEMBER_PORT_4': Register('MEMBER_PORT_4', 0x140, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
+    'MEMBER_PORT_5': Register('MEMBER_PORT_5', 0x150, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
+    'MEMBER_PORT_6': Register('MEMBER_PORT_6', 0x160, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
+    'MEMBER_PORT_7': Register('MEMBER_PORT_7', 0x170, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
     'MEMBER_IP_0': Register('MEMBER_IP_0', 0x104, 'rw', 0x0, 32, False, 'IPv4 address'),
     'MEMBER_IP_1': Register('MEMBER_IP_1', 0x114, 'rw', 0x0, 32, False, 'IPv4 address'),
     'MEMBER_IP_2': Register('MEMBER_IP_2', 0x124, 'rw', 0x0, 32, False, 'IPv4 address'),
@@ -70,14 +73,14 @@ REGISTERS: dict[str, Register] = {
     'MEMBER_IP_5': Register('MEMBER_IP_5', 0x154, 'rw', 0x0, 32, False, 'IPv4 address'),
     'MEMBER_IP_6': Register('MEMBER_IP_6', 0x164, 'rw', 0x0, 32, False, 'IPv4 address'),
     'MEMBER_IP_7': Register('MEMBER_IP_7', 0x174, 'rw', 0x0, 32, False, 'IPv4 address'),
-    'MEMBER_UDP_0': Register('MEMBER_UDP_0', 0x108, 'rw', 0x0, 16, False, 'UDP source port (0 = any); the soft switch sends to it'),
-    'MEMBER_UDP_1': Register('MEMBER_UDP_1', 0x118, 'rw', 0x0, 16, False, 'UDP source port (0 = any); the soft switch sends to it'),
-    'MEMBER_UDP_2': Register('MEMBER_UDP_2', 0x128, 'rw', 0x0, 16, False, 'UDP source port (0 = any); the soft switch sends to it'),
-    'MEMBER_UDP_3': Register('MEMBER_UDP_3', 0x138, 'rw', 0x0, 16, False, 'UDP source port (0 = any); the soft switch sends to it'),
-    'MEMBER_UDP_4': Register('MEMBER_UDP_4', 0x148, 'rw', 0x0, 16, False, 'UDP source port (0 = any); the soft switch sends to it'),
-    'MEMBER_UDP_5': Register('MEMBER_UDP_5', 0x158, 'rw', 0x0, 16, False, 'UDP source port (0 = any); the soft switch sends to it'),
-    'MEMBER_UDP_6': Register('MEMBER_UDP_6', 0x168, 'rw', 0x0, 16, False, 'UDP source port (0 = any); the soft switch sends to it'),
-    'MEMBER_UDP_7': Register('MEMBER_UDP_7', 0x178, 'rw', 0x0, 16, False, 'UDP source port (0 = any); the soft switch sends to it'),
+    'MEMBER_UDP_0': Register('MEMBER_UDP_0', 0x108, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
+    'MEMBER_UDP_1': Register('MEMBER_UDP_1', 0x118, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
+    'MEMBER_UDP_2': Register('MEMBER_UDP_2', 0x128, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
+    'MEMBER_UDP_3': Register('MEMBER_UDP_3', 0x138, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
+    'MEMBER_UDP_4': Register('MEMBER_UDP_4', 0x148, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
+    'MEMBER_UDP_5': Register('MEMBER_UDP_5', 0x158, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
+    'MEMBER_UDP_6': Register('MEMBER_UDP_6', 0x168, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
+    'MEMBER_UDP_7': Register('MEMBER_UDP_7', 0x178, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
     'MEMBER_ROLE_0': Register('MEMBER_ROLE_0', 0x10C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner'),
     'MEMBER_ROLE_1': Register('MEMBER_ROLE_1', 0x11C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner'),
     'MEMBER_ROLE_2': Register('MEMBER_ROLE_2', 0x12C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner'),
@@ -111,6 +114,9 @@ REGISTERS: dict[str, Register] = {
     'CNT_DROP_LATE': Register('CNT_DROP_LATE', 0x26C, 'rc', 0x0, 32, False, 'drops: async contribution after completion'),
     'CNT_DROP_EMPTY': Register('CNT_DROP_EMPTY', 0x270, 'rc', 0x0, 32, False, 'drops: sample from an empty memory'),
     'CNT_DROP_BAD_INDEX': Register('CNT_DROP_BAD_INDEX', 0x274, 'rc', 0x0, 32, False, 'UPDATE pairs skipped: index >= size'),
+    'CNT_DROP_MISMATCH': Register('CNT_DROP_MISMATCH', 0x278, 'rc', 0x0, 32, False, "drops: GRADIENT whose tensor length (total) differs from its round's"),
+    'SRV_RX_OVERFLOW': Register('SRV_RX_OVERFLOW', 0xF00, 'rc', 0x0, 32, False, 'datagrams the kernel dropped before the switch read them (socket receive buffer full, SO_RXQ_OVFL)', server=True),
+    'SRV_CTRL_REFUSED': Register('SRV_CTRL_REFUSED', 0xF04, 'rc', 0x0, 32, False, 'control requests refused: from a non-loopback address without --control-key, or with a missing, wrong or expired HMAC', server=True),
 }
 """Every register by name; array entries are ``NAME_<i>``."""
 
@@ -149,7 +155,15 @@ COUNTERS: tuple[str, ...] = (
     'CNT_DROP_LATE',
     'CNT_DROP_EMPTY',
     'CNT_DROP_BAD_INDEX',
+    'CNT_DROP_MISMATCH',
 )
+"""The switch's counters (RTL and model), register map order."""
+
+SERVER_COUNTERS: tuple[str, ...] = (
+    'SRV_RX_OVERFLOW',
+    'SRV_CTRL_REFUSED',
+)
+"""Counters kept by the soft/sim switch server (``server=True``), not by the RTL."""
 
 MAGIC = 0x000
 VERSION = 0x004
@@ -175,6 +189,7 @@ AGG_PARENT_UDP = 0x068
 AGG_LEAF_ID = 0x06C
 AGG_MAX_SLOTS = 0x070
 AGG_MAX_ELEMS = 0x074
+AGG_EPOCH = 0x078
 RPL_CAPACITY = 0x080
 RPL_RECORD_BYTES = 0x084
 RPL_SEED = 0x088
@@ -240,6 +255,9 @@ CNT_DROP_DUPLICATE = 0x268
 CNT_DROP_LATE = 0x26C
 CNT_DROP_EMPTY = 0x270
 CNT_DROP_BAD_INDEX = 0x274
+CNT_DROP_MISMATCH = 0x278
+SRV_RX_OVERFLOW = 0xF00
+SRV_CTRL_REFUSED = 0xF04
 
 
 def member_reg(field: str, index: int) -> str:

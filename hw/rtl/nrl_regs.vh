@@ -26,7 +26,8 @@ localparam [11:0] REG_AGG_PARENT_UDP = 12'h068; // leaf: parent's UDP port (0 = 
 localparam [11:0] REG_AGG_LEAF_ID = 12'h06C; // leaf: this switch's member id in the parent job
 localparam [11:0] REG_AGG_MAX_SLOTS = 12'h070; // slot memory depth (RTL parameter)
 localparam [11:0] REG_AGG_MAX_ELEMS = 12'h074; // largest P the slot memory holds (RTL parameter; up to 16368 on a loopback soft switch)
-localparam [11:0] REG_RPL_CAPACITY = 12'h080; // C, records (power of two, RTL parameter)
+localparam [11:0] REG_AGG_EPOCH = 12'h078; // round base of the job's current epoch (a multiple of 2^24): a mailbox the members write when they restart their rounds and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); no effect on the datapath, a write clears no slot
+localparam [11:0] REG_RPL_CAPACITY = 12'h080; // C, records (power of two); build parameter: 16384 in the SUME bitstream, 1024 by default in the soft switch (--capacity) and the sim switch
 localparam [11:0] REG_RPL_RECORD_BYTES = 12'h084; // R, bytes per record (multiple of 64, RTL parameter)
 localparam [11:0] REG_RPL_SEED = 12'h088; // xorshift32 seed; a write resets the generator (0 is replaced by 0x2545F491)
 localparam [11:0] REG_RPL_SIZE = 12'h08C; // valid records
@@ -59,6 +60,7 @@ localparam [11:0] REG_CNT_DROP_DUPLICATE = 12'h268; // drops: contribution alrea
 localparam [11:0] REG_CNT_DROP_LATE = 12'h26C; // drops: async contribution after completion
 localparam [11:0] REG_CNT_DROP_EMPTY = 12'h270; // drops: sample from an empty memory
 localparam [11:0] REG_CNT_DROP_BAD_INDEX = 12'h274; // UPDATE pairs skipped: index >= size
+localparam [11:0] REG_CNT_DROP_MISMATCH = 12'h278; // drops: GRADIENT whose tensor length (total) differs from its round's
 localparam [11:0] REG_MEMBER_PORT_BASE = 12'h100;
 localparam [11:0] REG_MEMBER_IP_BASE = 12'h104;
 localparam [11:0] REG_MEMBER_UDP_BASE = 12'h108;
@@ -90,6 +92,7 @@ localparam [31:0] RST_AGG_PARENT_UDP = 32'h00000000;
 localparam [31:0] RST_AGG_LEAF_ID = 32'h00000000;
 localparam [31:0] RST_AGG_MAX_SLOTS = 32'h00000040;
 localparam [31:0] RST_AGG_MAX_ELEMS = 32'h00000160;
+localparam [31:0] RST_AGG_EPOCH = 32'h00000000;
 localparam [31:0] RST_RPL_CAPACITY = 32'h00004000;
 localparam [31:0] RST_RPL_RECORD_BYTES = 32'h00000080;
 localparam [31:0] RST_RPL_SEED = 32'h2545F491;
