@@ -20,6 +20,7 @@ import numpy as np
 from hostdrv import regmap
 from hostdrv.control import ROLE_ACTOR, ROLE_LEARNER, ROLE_WORKER, SwitchControl
 from hostdrv.protocol import (
+    AUX_COUNT_MASK,
     BLOCK,
     DESCRIPTOR,
     HEADER,
@@ -47,27 +48,93 @@ _PUSH_ACK = int(Opcode.PUSH_ACK)
 _SAMPLE_RESP = int(Opcode.SAMPLE_RESP)
 _INT32 = int(Flags.INT32)
 _RESEND = int(Flags.RESEND)
+_ERROR = int(Flags.ERROR)
 _PRIORITIZED = int(Flags.PRIORITIZED)
 _M32 = 0xFFFFFFFF
 _RECV_BYTES = 65536
+EPOCH_ROUNDS = 1 << 24
+"""Rounds per slot in one epoch: an epoch base (``AGG_EPOCH``) is a multiple of it."""
+_EPOCH_MASK = _M32 & ~(EPOCH_ROUNDS - 1)
+_WHY_NO_RESULT = ("CNT_DROP_BAD_JOB", "CNT_DROP_DISABLED", "CNT_DROP_UNKNOWN_WORKER",
+                  "CNT_DROP_SPOOFED", "CNT_DROP_BAD_COUNT", "CNT_DROP_BAD_LENGTH",
+                  "CNT_DROP_BAD_DTYPE", "CNT_DROP_BAD_SLOT", "CNT_DROP_STALE",
+                  "CNT_DROP_MISMATCH", "CNT_DROP_DUPLICATE", "CNT_DROP_LATE")
+"""Counters that can explain a chunk that got no RESULT (section 6 of the protocol)."""
+
+
+def _newer(a: int, b: int) -> bool:
+    """Whether round ``a`` is newer than round ``b`` (mod 2**32, half-range window)."""
+    return 0 < ((a - b) & _M32) < 1 << 31
+
+
+class AllreduceError(RuntimeError):
+    """An all-reduce call failed; the next call restarts the rounds (protocol section 4)."""
 
 
 class AllreduceTimeoutError(SwitchTimeoutError):
     """No RESULT for a chunk after every retransmission.
 
+    The next :meth:`Aggregator.allreduce` restarts the rounds in a new epoch,
+    so a job carries on once every member is back (protocol section 4,
+    "Epochs, failures and rejoin").
+
     Attributes
     ----------
     slot, round, chunk:
         The slot and round that got no answer, and the chunk of the tensor.
+    counters:
+        Nonzero counters of :data:`_WHY_NO_RESULT` read when the call gave up
+        (empty when the switch's registers could not be read).
     """
 
-    def __init__(self, url: str, slot: int, round_: int, chunk: int, tries: int) -> None:
+    def __init__(self, url: str, slot: int, round_: int, chunk: int, tries: int,
+                 counters: Mapping[str, int] | None = None) -> None:
         self.slot = slot
         self.round = round_
         self.chunk = chunk
+        self.counters = dict(counters or {})
+        seen = ", ".join(f"{k}={v}" for k, v in self.counters.items())
         super().__init__(url, f"GRADIENT for slot {slot} round {round_} (chunk {chunk})", tries,
-                         "check that every member runs and is registered (counters "
-                         "CNT_DROP_SPOOFED / CNT_DROP_UNKNOWN_WORKER / CNT_DROP_STALE tell why)")
+                         "check that every member runs, is registered and all-reduces the "
+                         "same tensors; the switch counts why it dropped a GRADIENT in "
+                         + ", ".join(_WHY_NO_RESULT)
+                         + (f" (now: {seen})" if seen else ""))
+
+
+class TensorMismatchError(AllreduceError, ValueError):
+    """Members all-reduced tensors of different lengths in the same call.
+
+    Attributes
+    ----------
+    mine:
+        Elements of this member's tensor.
+    round_total:
+        Elements of the tensors the round was summing (the first contribution's).
+    other:
+        The refused length (``ERROR`` RESULT ``aux``), or ``round_total``.
+    culprit:
+        Member whose contribution the switch refused (``None`` when the
+        round completed without this member, which learned it from ``total``).
+    slot, round:
+        Where it was detected.
+    """
+
+    def __init__(self, mine: int, round_total: int, other: int, culprit: int | None, slot: int,
+                 round_: int) -> None:
+        self.mine, self.round_total, self.other = mine, round_total, other
+        self.culprit, self.slot, self.round = culprit, slot, round_
+        who = (f"member {culprit} sent a tensor of {other} elements" if culprit is not None
+               else f"this member's tensor has {mine} elements")
+        super().__init__(
+            f"tensor length mismatch: all-reduce of {mine} elements, but {who} to a round of "
+            f"{round_total}-element tensors (slot {slot}, round {round_}); every member must "
+            "all-reduce tensors of the same length in the same order. Nothing was summed "
+            "across lengths; the next call starts a new epoch")
+
+
+class AllreduceDesyncError(AllreduceError):
+    """In sync mode the slots moved on without this member (it restarted or was cut off)
+    and catching up by a new epoch did not help either."""
 
 
 class ReplayTimeoutError(SwitchTimeoutError):
@@ -102,7 +169,15 @@ class _Endpoint:
         self.job = job
         self.control = control if isinstance(control, SwitchControl) else SwitchControl(
             control or url, backends=backends)
-        self.transport: DatagramTransport = open_datagram(url, backends=backends)
+        try:
+            switch_job = self.control.read("JOB_ID")
+            if switch_job != job:
+                raise ValueError(f"bad job={job}: the switch at {url} runs JOB_ID={switch_job}; "
+                                 "every packet of another job would be dropped (CNT_DROP_BAD_JOB)")
+            self.transport: DatagramTransport = open_datagram(url, backends=backends)
+        except BaseException:
+            self.control.close()
+            raise
         self._rbuf = bytearray(_RECV_BYTES)
         self._seq = int.from_bytes(os.urandom(4), "little")
         if register:
@@ -181,12 +256,29 @@ class Aggregator(_Endpoint):
     max_backoff:
         Largest retransmission timeout in seconds.
 
+    Raises
+    ------
+    ValueError
+        At construction, before anything is registered: ``worker`` is not
+        below ``AGG_MEMBERS``, ``job`` is not the switch's ``JOB_ID``, or the
+        switch's aggregation configuration is unusable.
+
     Notes
     -----
     Tensors are cut into chunks of P = ``AGG_ELEMS`` elements, the last one
     padded with zeros; chunk ``c`` goes to slot ``c mod S`` with that slot's
-    next round. Every member must call :meth:`allreduce` with tensors of the
-    same sizes in the same order so that the per-slot rounds agree.
+    next round, and every chunk carries the tensor length (``total``). Every
+    member must call :meth:`allreduce` with tensors of the same sizes in the
+    same order so that the per-slot rounds agree; a member whose tensor has
+    another length gets :class:`TensorMismatchError`, and so does every other
+    member of that call (the switch never adds it).
+
+    Rounds start at the job's epoch base (``AGG_EPOCH``). After a failed
+    call (timeout, mismatch, or in sync mode a member found out of step) the
+    next call restarts every slot in a new epoch, so members that failed
+    together, and a restarted member, meet again (protocol section 4,
+    "Epochs, failures and rejoin"); a restarted member simply constructs a
+    new :class:`Aggregator` with the same ``worker``.
 
     With ``AGG_DTYPE`` = int32, float tensors are quantized with a shared
     ``scale``: each element is sent as ``round(x * scale)`` (saturated to the
@@ -200,18 +292,32 @@ class Aggregator(_Endpoint):
                  port: int | None = None, member_address: tuple[str, int] | None = None,
                  control: str | SwitchControl | None = None, max_backoff: float = 1.0,
                  backends: Mapping[str, Backend] | None = None) -> None:
-        super().__init__(url, worker=worker, job=job, register=register, roles=ROLE_WORKER,
+        super().__init__(url, worker=worker, job=job, register=False, roles=ROLE_WORKER,
                          port=port, member_address=member_address, control=control,
                          backends=backends)
-        ctl = self.control
-        self.slots = ctl.read("AGG_SLOTS")
-        self.elems = ctl.read("AGG_ELEMS")
-        self.int32 = ctl.read("AGG_DTYPE") == 1
-        if not 1 <= self.slots <= 64 or self.elems % 16 or not 16 <= self.elems <= MAX_JUMBO_ELEMS:
-            raise ValueError(f"bad switch configuration AGG_SLOTS={self.slots} "
-                             f"AGG_ELEMS={self.elems}")
-        if window is not None and not 1 <= window:
-            raise ValueError(f"bad window={window!r}: must be >= 1")
+        try:
+            ctl = self.control
+            self.slots = ctl.read("AGG_SLOTS")
+            self.elems = ctl.read("AGG_ELEMS")
+            self.int32 = ctl.read("AGG_DTYPE") == 1
+            self.async_mode = ctl.read("AGG_MODE") == 1
+            members = ctl.read("AGG_MEMBERS")
+            if not 1 <= self.slots <= 64 or self.elems % 16 or \
+                    not 16 <= self.elems <= MAX_JUMBO_ELEMS:
+                raise ValueError(f"bad switch configuration AGG_SLOTS={self.slots} "
+                                 f"AGG_ELEMS={self.elems}")
+            if worker >= members:
+                raise ValueError(f"bad worker={worker}: the switch's job has AGG_MEMBERS="
+                                 f"{members} aggregation members (ids 0..{members - 1}); "
+                                 "configure the job first (SwitchControl.configure_aggregation)")
+            if window is not None and not 1 <= window:
+                raise ValueError(f"bad window={window!r}: must be >= 1")
+            if register:
+                self.register(ROLE_WORKER, port=port, address=member_address)
+            base = ctl.read("AGG_EPOCH")
+        except BaseException:
+            self.close()
+            raise
         self.window = min(window or self.slots, self.slots)
         self.timeout = timeout
         self.retries = retries
@@ -226,9 +332,15 @@ class Aggregator(_Endpoint):
         self._spay = np.ndarray((s, p), dtype=self.wire_dtype, buffer=self._sbuf,
                                 offset=HEADER_LEN, strides=(self._msg_len, 4))
         self._flags = _INT32 if self.int32 else 0
-        self._rounds = [0] * s
+        self._rounds = [base] * s
+        self._resync = False
+        self.epochs = 0
+        """New epochs this member started (after failed calls)."""
+        self.last_aux = np.zeros(0, dtype=np.uint32)
+        """RESULT ``aux`` of each chunk of the last call: contributor count and order of
+        addition (:func:`hostdrv.protocol.result_order` decodes it)."""
         self.last_contributors = np.zeros(0, dtype=np.uint32)
-        """Contributor count (RESULT ``aux``) of each chunk of the last call."""
+        """Contributor count (RESULT ``aux`` bits 3:0) of each chunk of the last call."""
         self.last_rounds = np.zeros(0, dtype=np.uint32)
         """Round whose result each chunk of the last call took."""
         self.stale_chunks = 0
@@ -242,6 +354,37 @@ class Aggregator(_Endpoint):
     def rounds(self) -> list[int]:
         """Next round of every slot."""
         return list(self._rounds)
+
+    def resync(self) -> int:
+        """Restart every slot's rounds in a new epoch (protocol section 4).
+
+        The new base is the newer of ``AGG_EPOCH`` and the epoch after the
+        newest round this member used; it is written to ``AGG_EPOCH`` when
+        newer, so every member that fails the same call, and a member that
+        (re)joins later, lands on the same base. :meth:`allreduce` calls this
+        itself after a failed call.
+
+        Returns
+        -------
+        int
+            The new epoch base (every slot's next round).
+        """
+        newest = self._rounds[0]
+        for r in self._rounds[1:]:
+            if _newer(r, newest):
+                newest = r
+        own = ((newest & _EPOCH_MASK) + EPOCH_ROUNDS) & _M32
+        try:
+            shared = self.control.read("AGG_EPOCH")
+        except (SwitchTimeoutError, OSError):
+            shared = own  # registers unreachable: the members' own arithmetic still agrees
+        base = shared if _newer(shared, own) else own
+        if base != shared:
+            self.control.write("AGG_EPOCH", base)
+        self._rounds = [base] * self.slots
+        self._resync = False
+        self.epochs += 1
+        return base
 
     def allreduce(self, x: Any, *, scale: float | None = None,
                   version: int | None = None) -> Any:
@@ -267,11 +410,20 @@ class Aggregator(_Endpoint):
         ------
         AllreduceTimeoutError
             A chunk got no RESULT after ``retries`` retransmissions.
+        TensorMismatchError
+            A member all-reduced a tensor of another length in this call.
+        AllreduceDesyncError
+            Sync mode: the slots were ahead of this member even after it
+            started a new epoch.
         TypeError, ValueError
-            Unsupported dtype, or float input on an int32 switch without ``scale``.
+            Unsupported dtype (anything but float32, float64, int32, e.g.
+            bfloat16), or float input on an int32 switch without ``scale``;
+            raised before anything is sent.
         """
         torch = _torch_module(x)
         if torch is not None:
+            if x.dtype not in (torch.float32, torch.float64, torch.int32):
+                raise TypeError(f"bad dtype={x.dtype}: allreduce takes float32, float64 or int32")
             device = x.device
             arr = x.detach().to("cpu").contiguous().numpy()
         else:
@@ -280,6 +432,8 @@ class Aggregator(_Endpoint):
         if dt not in (np.float32, np.float64, np.int32):
             raise TypeError(f"bad dtype={dt}: allreduce takes float32, float64 or int32")
         e = arr.size
+        if e > _M32:
+            raise ValueError(f"bad size={e}: a tensor has at most 2**32 - 1 elements")
         p = self.elems
         n = -(-e // p) if e else 0
         flat = np.zeros(n * p, dtype=self.wire_dtype)
@@ -300,7 +454,26 @@ class Aggregator(_Endpoint):
                                 "configure dtype='int32' to reduce integers")
             flat[:e] = arr.reshape(-1)
         out = np.empty(n * p, dtype=self.wire_dtype)
-        self._run(flat.reshape(n, p), out.reshape(n, p), n, version)
+        if n:
+            if self._resync:
+                self.resync()
+            restarted = False
+            while True:
+                try:
+                    self._run(flat.reshape(n, p), out.reshape(n, p), n, e, version)
+                    break
+                except _OutOfStep as oos:
+                    # sync: the slots moved on without us (we restarted, or were cut off):
+                    # start the new epoch the others will start after their timeout
+                    self.resync()
+                    if restarted:
+                        raise AllreduceDesyncError(
+                            f"slot {oos.slot} is at round {oos.round} ahead of this member "
+                            "even after a new epoch") from None
+                    restarted = True
+                except BaseException:
+                    self._resync = True
+                    raise
         res = out[:e]
         if quantized:
             res = (res.astype(np.float64) / scale).astype(dt)
@@ -311,7 +484,7 @@ class Aggregator(_Endpoint):
             return torch.from_numpy(np.ascontiguousarray(res)).to(device)
         return res
 
-    def send_chunks(self, x: np.ndarray, *, round_: int = 0) -> int:
+    def send_chunks(self, x: np.ndarray, *, round_: int = 0, total: int | None = None) -> int:
         """Send every chunk of ``x`` once as GRADIENTs, without waiting for results.
 
         The send path of :meth:`allreduce` alone (headers packed into the
@@ -325,6 +498,8 @@ class Aggregator(_Endpoint):
             Array of the switch's wire dtype (float32 or int32).
         round_:
             Round number written into every header.
+        total:
+            Tensor length written into every header (default: the elements sent).
 
         Returns
         -------
@@ -340,13 +515,26 @@ class Aggregator(_Endpoint):
             k = min(s_count, n - a)
             for s in range(k):
                 pack(self._sbuf, s * L, VERSION, _GRADIENT, self._flags, self.job, self.worker,
-                     s, round_ & _M32, p, round_ & _M32, 0)
+                     s, round_ & _M32, p, round_ & _M32, n * p if total is None else total)
             self._spay[:k] = chunks[a:a + k]
             self.transport.send_segments(self._smv[:k * L], L)
         return n * p * 4
 
-    def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, version: int | None) -> None:
-        """Send ``n`` chunks, collect their results into ``out``."""
+    def _counters_now(self) -> dict[str, int]:
+        """Nonzero counters that can explain a missing RESULT (empty if unreadable)."""
+        seen = {}
+        try:
+            for name in _WHY_NO_RESULT:
+                v = self.control.read(name)
+                if v:
+                    seen[name] = v
+        except Exception:  # noqa: BLE001 - a diagnosis must not hide the timeout itself
+            return {}
+        return seen
+
+    def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
+             version: int | None) -> None:
+        """Send ``n`` chunks of a ``total``-element tensor, collect their results into ``out``."""
         s_count, window, p = self.slots, self.window, self.elems
         rounds = self._rounds
         pack = HEADER.pack_into
@@ -358,11 +546,12 @@ class Aggregator(_Endpoint):
         send, send_segments = self.transport.send, self.transport.send_segments
         wire = self.wire_dtype
         flags, job, worker = self._flags, self.job, self.worker
+        catch_up = self.async_mode
         chunk_of = [-1] * s_count  # chunk in flight on each slot
         cur_round = [0] * s_count
         deadline = [0.0] * s_count
         tries = [0] * s_count
-        contributors = np.zeros(n, dtype=np.uint32)
+        aux_of = np.zeros(n, dtype=np.uint32)
         got_round = np.zeros(n, dtype=np.uint32)
         stale = resent = retrans = 0
         nxt = done = inflight = 0
@@ -379,7 +568,7 @@ class Aggregator(_Endpoint):
                 r = rounds[s]
                 chunk_of[s], cur_round[s] = nxt, r
                 pack(sbuf, s * L, VERSION, _GRADIENT, flags, job, worker, s, r & _M32, p,
-                     (r if version is None else version) & _M32, 0)
+                     (r if version is None else version) & _M32, total)
                 spay[s] = chunks[nxt]
                 deadline[s], tries[s] = now + timeout, 1
                 next_scan = min(next_scan, now + timeout)
@@ -405,7 +594,7 @@ class Aggregator(_Endpoint):
                 for off in range(0, nbytes, seg):
                     if min(seg, nbytes - off) != L:
                         continue
-                    (_v, op, fl, jb, _w, s, seq, cnt, aux, _r) = unpack(rbuf, off)
+                    (_v, op, fl, jb, w, s, seq, cnt, aux, tot) = unpack(rbuf, off)
                     if op != _RESULT or jb != job or s >= s_count or cnt != p \
                             or (fl & _INT32) != flags:
                         continue
@@ -416,11 +605,17 @@ class Aggregator(_Endpoint):
                     if d == 0:
                         pass
                     elif fl & _RESEND and d < 1 << 31:
-                        stale += 1  # the slot moved on: take the newer result, catch up
+                        if not catch_up:  # sync: nobody completes a round without us
+                            raise _OutOfStep(s, seq)
+                        stale += 1  # async: the slot moved on, take the newer result
                     else:
                         continue
+                    if fl & _ERROR:
+                        raise TensorMismatchError(total, tot, aux, w & 0x7, s, seq)
+                    if tot != total:
+                        raise TensorMismatchError(total, tot, tot, None, s, seq)
                     out[c] = np.frombuffer(rbuf, dtype=wire, count=p, offset=off + HEADER_LEN)
-                    contributors[c] = aux
+                    aux_of[c] = aux
                     got_round[c] = seq
                     if fl & _RESEND:
                         resent += 1
@@ -440,16 +635,28 @@ class Aggregator(_Endpoint):
                     continue
                 if deadline[s] <= now:
                     if tries[s] > retries:
-                        self.last_contributors, self.last_rounds = contributors, got_round
+                        self._set_last(aux_of, got_round)
                         raise AllreduceTimeoutError(self.url, s, cur_round[s], chunk_of[s],
-                                                    tries[s])
+                                                    tries[s], self._counters_now())
                     send(smv[s * L:(s + 1) * L])
                     deadline[s] = now + min(timeout * (1 << tries[s]), max_backoff)
                     tries[s] += 1
                     retrans += 1
                 next_scan = min(next_scan, deadline[s])
-        self.last_contributors, self.last_rounds = contributors, got_round
+        self._set_last(aux_of, got_round)
         self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
+
+    def _set_last(self, aux: np.ndarray, rounds: np.ndarray) -> None:
+        self.last_aux, self.last_rounds = aux, rounds
+        self.last_contributors = aux & AUX_COUNT_MASK
+
+
+class _OutOfStep(Exception):
+    """Sync mode: a RESEND of a newer round than the chunk's (handled by a new epoch)."""
+
+    def __init__(self, slot: int, round_: int) -> None:
+        super().__init__(slot, round_)
+        self.slot, self.round = slot, round_
 
 
 # ---------------------------------------------------------------------------

@@ -67,8 +67,9 @@ def frame_from(msg: Message, w: int, *, validate: bool = True, **over: object) -
 
 
 def grad(values: np.ndarray, w: int, slot: int = 0, rnd: int = 0, version: int | None = None,
-         **over: object) -> bytes:
-    msg = P.gradient(values, job=JOB, worker=w, slot=slot, round_=rnd, version=version)
+         total: int | None = None, **over: object) -> bytes:
+    msg = P.gradient(values, job=JOB, worker=w, slot=slot, round_=rnd, version=version,
+                     total=total)
     return frame_from(msg, w, **over)
 
 
@@ -204,8 +205,9 @@ def test_sync_fp32_bit_exact() -> None:
             assert eg.dst_ports == 0b1111
             fr = check_switch_frame(eg, sw)
             m = fr.message
-            assert (m.opcode, m.worker, m.slot, m.seq, m.count, m.aux) == \
-                (Opcode.RESULT, 0, slot, rnd, p, n)
+            assert (m.opcode, m.worker, m.slot, m.seq, m.count, m.total) == \
+                (Opcode.RESULT, 0, slot, rnd, p, p)
+            assert P.result_order(m.aux) == order and m.aux & 0xF == n
             assert m.flags == Flags.FROM_SWITCH
             assert fr.eth_dst == b"\xff" * 6 and fr.ip_dst == MCAST_IP and fr.udp_dst == UDP
             want = ref_fp32([data[w] for w in order])
@@ -286,7 +288,7 @@ def test_duplicate_before_and_after_completion() -> None:
     assert (fr.eth_dst, fr.ip_dst, fr.udp_dst) == (w_mac(1), w_ip(1), w_udp(1))
     m = fr.message
     assert m.flags == Flags.FROM_SWITCH | Flags.RESEND
-    assert (m.seq, m.aux, m.worker, m.slot) == (0, 3, 0, 0)
+    assert (m.seq, P.result_order(m.aux), m.worker, m.slot) == (0, [0, 1, 2], 0, 0)
     assert np.array_equal(m.elements(), want)
     assert again.frame[42:] != res.frame[42:]  # differs only by the RESEND flag ...
     assert again.frame[64:] == res.frame[64:]  # ... and addressing
@@ -303,7 +305,7 @@ def test_async_threshold_staleness_late() -> None:
     assert send(sw, grad(x[0], 0, 0, 5, version=4), 0) == []
     (res,) = send(sw, grad(x[2], 2, 0, 5, version=5), 2)
     m = parse(res).message
-    assert (m.seq, m.aux) == (5, 2)
+    assert (m.seq, P.result_order(m.aux)) == (5, [0, 2])
     assert np.array_equal(m.elements(), ref_fp32([x[0], x[2]]))
     assert res.dst_ports == 0b1111
     # a third member is late: nothing added, result re-sent to it alone
@@ -312,7 +314,7 @@ def test_async_threshold_staleness_late() -> None:
     assert nonzero(sw, before) == {"CNT_RX_GRADIENT": 1, "CNT_DROP_LATE": 1, "CNT_TX_RESEND": 1}
     assert late.dst_ports == w_port(3)
     lm = parse(late).message
-    assert lm.flags & Flags.RESEND and lm.aux == 2 and lm.elements().tobytes() == m.payload
+    assert lm.flags & Flags.RESEND and lm.aux == m.aux and lm.elements().tobytes() == m.payload
     # a contributor again: DUPLICATE (also re-sent)
     before = sw.counters()
     assert len(send(sw, grad(x[0], 0, 0, 5, version=5), 0)) == 1
@@ -432,8 +434,8 @@ def run_tree(root: SwitchModel, leaves: list[SwitchModel], data: list[list[np.nd
         assert up.dst_ports == UPLINK
         fr = check_switch_frame(up, leaf)
         m = fr.message
-        assert (m.opcode, m.worker, m.slot, m.seq, m.aux, m.count) == \
-            (Opcode.GRADIENT, k, slot, rnd, rnd, len(x))
+        assert (m.opcode, m.worker, m.slot, m.seq, m.aux, m.count, m.total) == \
+            (Opcode.GRADIENT, k, slot, rnd, rnd, len(x), len(x))
         assert (fr.eth_dst, fr.ip_dst, fr.udp_dst) == (b"\xff" * 6, PARENT_IP, UDP)
         ups.append(up)
     res: list[Egress] = []
@@ -446,7 +448,8 @@ def run_tree(root: SwitchModel, leaves: list[SwitchModel], data: list[list[np.nd
         out = leaf.process(mc.frame, UPLINK)
         assert len(out) == 1 and out[0].dst_ports == LEAF_PORTS
         m = check_switch_frame(out[0], leaf).message
-        assert (m.opcode, m.seq, m.slot, m.aux) == (Opcode.RESULT, rnd, slot, 2)  # root's count
+        # the root's aux: its two contributions (the leaves) in arrival order
+        assert (m.opcode, m.seq, m.slot, P.result_order(m.aux)) == (Opcode.RESULT, rnd, slot, [0, 1])
         down.append(out)
     return down
 
@@ -513,7 +516,8 @@ def test_leaf_recovery_paths() -> None:
     assert parse(rs).udp_dst == UDP and parse(rs).ip_dst == 0x0A000010
     (relay,) = leaf.process(rs.frame, UPLINK)
     m = parse(relay).message
-    assert relay.dst_ports == LEAF_PORTS and not m.flags & Flags.RESEND and m.aux == 2
+    assert relay.dst_ports == LEAF_PORTS and not m.flags & Flags.RESEND
+    assert m.aux == parse(rs).message.aux and P.result_order(m.aux) == [0, 1]
     assert m.payload == parse(mc).message.payload
     # the multicast arriving late: DUPLICATE
     before = leaf.counters()
@@ -526,7 +530,7 @@ def test_leaf_recovery_paths() -> None:
     assert leaf.read("CNT_DROP_STALE") == 1
     # after DONE, members get the relayed result re-sent with the parent's count
     (again,) = send(leaf, grad(x[0], 0), 0)
-    assert again.dst_ports == 1 and parse(again).message.aux == 2
+    assert again.dst_ports == 1 and parse(again).message.aux == m.aux
     assert parse(again).message.payload == m.payload
     # RESULT at a root, on a wrong port or from a wrong address: SPOOFED
     assert root.process(mc.frame, LEAF_ON_ROOT[0]) == []
@@ -575,11 +579,17 @@ def bad(reason: str) -> list[tuple[str, bytes, int]]:
     ip_len[17] ^= 1
     udp_len = bytearray(ok)
     udp_len[39] ^= 2
+    oversize = bytearray(ok + bytes(65536 - len(ok)))
+    oversize[16:18] = ((len(oversize) - 14) & 0xFFFF).to_bytes(2, "big")
+    oversize[38:40] = ((len(oversize) - 34) & 0xFFFF).to_bytes(2, "big")
+    oversize = bytes(oversize)
     cases = {
         "BAD_LENGTH": [
             ("short", short, 2), ("ip_len", bytes(ip_len), 2), ("udp_len", bytes(udp_len), 2),
             ("payload_short", frame_from(base_msg(payload=bytes(4 * P16 - 4)), 1, validate=False), 2),
             ("payload_long", frame_from(base_msg(payload=bytes(4 * P16 + 64)), 1, validate=False), 2),
+            # longer than TUSER's 16-bit length: only a soft switch datagram can be
+            ("oversize", oversize, 2),
         ],
         "BAD_HEADER": [
             ("version", frame_from(base_msg(version=2), 1, validate=False), 2),
@@ -587,8 +597,8 @@ def bad(reason: str) -> list[tuple[str, bytes, int]]:
             ("opcode8", frame_from(base_msg(opcode=8), 1, validate=False), 2),
             ("push_ack", frame_from(base_msg(opcode=Opcode.PUSH_ACK), 1, validate=False), 2),
             ("sample_resp", frame_from(base_msg(opcode=Opcode.SAMPLE_RESP), 1, validate=False), 2),
-            ("flags", frame_from(base_msg(flags=0x10), 1, validate=False), 2),
-            ("reserved", frame_from(base_msg(reserved=1), 1, validate=False), 2),
+            ("flags", frame_from(base_msg(flags=0x20), 1, validate=False), 2),
+            ("flags_high", frame_from(base_msg(flags=0x80), 1, validate=False), 2),
         ],
         "BAD_JOB": [("job", frame_from(base_msg(job=JOB + 1), 1), 2)],
         "UNKNOWN_WORKER": [
@@ -605,6 +615,7 @@ def bad(reason: str) -> list[tuple[str, bytes, int]]:
             ("count", frame_from(P.gradient(np.arange(32, dtype=np.float32), job=JOB,
                                             worker=1, slot=1, round_=0), 1), 2),
             ("count0", frame_from(base_msg(count=0, payload=b""), 1, validate=False), 2),
+            ("total0", frame_from(base_msg(total=0), 1, validate=False), 2),
         ],
         "BAD_DTYPE": [("int32", frame_from(base_msg(flags=int(Flags.INT32)), 1), 2)],
         "BAD_SLOT": [("slot", frame_from(base_msg(slot=2), 1), 2)],
@@ -798,3 +809,131 @@ def test_fp32_add_inplace_matches_reference() -> None:
     acc = a.copy()
     fp32_add_inplace(acc, b)
     np.testing.assert_array_equal(acc, want)
+
+
+# ---------------------------------------------------------------------------
+# tensor length mismatch (section 4 step 4), ERROR RESULTs
+
+
+def test_mismatched_tensor_length_is_never_added() -> None:
+    """Worker 1 sends a chunk of a 600-element tensor into a round of 1000-element ones."""
+    p = 16
+    sw = make_switch(n=3, p=p)
+    x = [np.full(p, 1.0 + i, np.float32) for i in range(3)]
+    assert send(sw, grad(x[0], 0, total=1000), 0) == []
+    before = sw.counters()
+    (err,) = send(sw, grad(x[1], 1, total=600), 1)
+    assert nonzero(sw, before) == {"CNT_RX_GRADIENT": 1, "CNT_DROP_MISMATCH": 1,
+                                   "CNT_TX_RESULT": 1}
+    assert err.dst_ports == 0b111  # every member of the round learns it
+    m = check_switch_frame(err, sw).message
+    assert m.flags == Flags.FROM_SWITCH | Flags.ERROR
+    assert (m.opcode, m.worker, m.aux, m.total, m.seq) == (Opcode.RESULT, 1, 600, 1000, 0)
+    assert m.elements().tobytes() == x[0].tobytes()  # the partial accumulator, never x[1]
+    # a later contribution of the right length: the round failed, the error goes to it alone
+    before = sw.counters()
+    (again,) = send(sw, grad(x[2], 2, total=1000), 2)
+    assert nonzero(sw, before) == {"CNT_RX_GRADIENT": 1, "CNT_DROP_LATE": 1, "CNT_TX_RESEND": 1}
+    a = check_switch_frame(again, sw).message
+    assert again.dst_ports == w_port(2)
+    assert a.flags == Flags.FROM_SWITCH | Flags.ERROR | Flags.RESEND
+    assert (a.worker, a.aux, a.total) == (1, 600, 1000)
+    # a mismatching retransmission of the failed round: counted, error re-sent
+    before = sw.counters()
+    (again,) = send(sw, grad(x[1], 1, total=600), 1)
+    assert nonzero(sw, before) == {"CNT_RX_GRADIENT": 1, "CNT_DROP_MISMATCH": 1,
+                                   "CNT_TX_RESEND": 1}
+    # the next round of the slot copy starts clean
+    outs: list[Egress] = []
+    for w in range(3):
+        outs += send(sw, grad(x[w], w, 0, 2, total=48), w)
+    (res,) = outs
+    m = parse(res).message
+    assert not m.flags & Flags.ERROR and m.total == 48
+    assert np.array_equal(m.elements(), ref_fp32(x))
+
+
+def test_mismatch_after_completion_resends_the_result() -> None:
+    """Async H=2: the round completed with 1000-element chunks; a 600-element one is refused
+    and its sender gets the result, whose total (1000) tells it the lengths differ."""
+    p = 16
+    sw = make_switch(n=3, p=p, mode=1, threshold=2)
+    x = [np.full(p, 0.5 * (i + 1), np.float32) for i in range(3)]
+    send(sw, grad(x[0], 0, total=1000), 0)
+    (res,) = send(sw, grad(x[1], 1, total=1000), 1)
+    before = sw.counters()
+    (rs,) = send(sw, grad(x[2], 2, total=600), 2)
+    assert nonzero(sw, before) == {"CNT_RX_GRADIENT": 1, "CNT_DROP_MISMATCH": 1,
+                                   "CNT_TX_RESEND": 1}
+    m = parse(rs).message
+    assert m.flags == Flags.FROM_SWITCH | Flags.RESEND and m.total == 1000
+    assert m.payload == parse(res).message.payload
+
+
+def test_leaf_relays_an_error_result_from_the_root() -> None:
+    """Leaves of different tensor lengths: the root refuses the second partial sum and its
+    ERROR RESULT reaches every member of both leaves, lengths and culprit intact."""
+    p = 16
+    root, leaves = make_tree(dtype=0, p=p)
+    ups = []
+    for leaf, total in zip(leaves, (1000, 600), strict=True):
+        out: list[Egress] = []
+        for j in range(LEAF_N):
+            out += send(leaf, grad(np.full(p, 1.0 + j, np.float32), j, 0, 0, total=total), j)
+        (up,) = out
+        assert parse(up).message.total == total
+        ups.append(up)
+    assert root.process(ups[0].frame, LEAF_ON_ROOT[0]) == []
+    (err,) = root.process(ups[1].frame, LEAF_ON_ROOT[1])
+    assert root.read("CNT_DROP_MISMATCH") == 1
+    em = parse(err).message
+    assert em.flags & Flags.ERROR and (em.worker, em.aux, em.total) == (1, 600, 1000)
+    for leaf in leaves:
+        (down,) = leaf.process(err.frame, UPLINK)
+        assert down.dst_ports == LEAF_PORTS
+        dm = check_switch_frame(down, leaf).message
+        assert dm.flags == Flags.FROM_SWITCH | Flags.ERROR
+        assert (dm.worker, dm.aux, dm.total) == (1, 600, 1000)
+        # a member retransmitting afterwards gets the error again
+        (rs,) = send(leaf, grad(np.zeros(p, np.float32), 0, 0, 0, total=1000), 0)
+        assert parse(rs).message.flags & Flags.ERROR
+
+
+def test_order_of_addition_recomputes_the_fp32_sum() -> None:
+    """RESULT aux lists the members in the order they were added: that order, and only
+    that one in general, reproduces the fp32 sum bit for bit."""
+    rng = np.random.default_rng(9)
+    n, p = 5, 64
+    sw = make_switch(n=n, p=p)
+    data = [(rng.standard_normal(p) * 10.0 ** rng.integers(-6, 7, p)).astype(np.float32)
+            for _ in range(n)]
+    order = [3, 0, 4, 1, 2]
+    outs: list[Egress] = []
+    for w in order:
+        outs += send(sw, grad(data[w], w), w)
+    m = parse(outs[0]).message
+    assert P.result_order(m.aux) == order and m.aux == P.result_aux(order)
+    got = m.elements().view(np.uint32)
+    assert np.array_equal(got, ref_fp32([data[w] for w in P.result_order(m.aux)]).view(np.uint32))
+    assert not np.array_equal(got, ref_fp32(data).view(np.uint32))  # the order matters here
+
+
+@pytest.mark.parametrize("value", [0x3, 0xF, 0x81, 0xFF])
+def test_member_port_must_be_one_hot(value: int) -> None:
+    sw = make_switch(n=2)
+    for name in ("MEMBER_PORT_1", "AGG_UPLINK_PORT"):
+        old = sw.read(name)
+        with pytest.raises(ValueError, match="one-hot"):
+            sw.write(name, value)
+        assert sw.read(name) == old
+
+
+def test_agg_epoch_is_a_mailbox() -> None:
+    """AGG_EPOCH reads back what was written and leaves every slot as it was."""
+    p = 16
+    sw = make_switch(n=2, p=p)
+    send(sw, grad(np.ones(p, np.float32), 0), 0)
+    sw.write("AGG_EPOCH", 3 << 24)
+    assert sw.read("AGG_EPOCH") == 3 << 24
+    (res,) = send(sw, grad(np.ones(p, np.float32), 1), 1)
+    assert P.result_order(parse(res).message.aux) == [0, 1]

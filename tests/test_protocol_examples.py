@@ -45,6 +45,7 @@ def test_example_decodes_as_documented(index: int) -> None:
     assert msg.opcode.name == want["opcode"]
     for name in ("flags", "job", "worker", "slot", "seq", "count", "aux"):
         assert getattr(msg, name) == int(want[name]), name
+    assert msg.total == int(want.get("total", 0))  # reserved (0) unless the example names it
     # the checksum in the example is the one the codec computes
     assert p.ip_checksum(raw[14:24] + b"\0\0" + raw[26:34]) == int.from_bytes(raw[24:26], "big")
     if "elements" in want:
