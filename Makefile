@@ -12,11 +12,13 @@ JOBS   ?= 2
 
 .PHONY: setup demo test test-slow lint bench regs synth clean
 
-# Debian iverilog (simulation) and yosys (synthesis estimates) when missing
+# Debian iverilog (simulation), yosys (synthesis estimates) and tcl (tclsh, the
+# build.tcl dry run) when missing; under CI the tests fail if any is absent
 setup: $(STAMP)
 	@missing=""; \
 	command -v iverilog >/dev/null 2>&1 || missing="$$missing iverilog"; \
 	command -v yosys >/dev/null 2>&1 || missing="$$missing yosys"; \
+	command -v tclsh >/dev/null 2>&1 || missing="$$missing tcl"; \
 	if [ -n "$$missing" ]; then \
 	  echo "[setup] installing Debian$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

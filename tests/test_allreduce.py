@@ -21,6 +21,7 @@ from netutil import (
     run_workers,
     warm,
 )
+from toolcheck import require_module
 
 from hostdrv import Aggregator, AllreduceTimeoutError, SoftSwitch, SwitchControl
 
@@ -230,7 +231,7 @@ def test_int32_quantized_float_input_and_shapes() -> None:
 
 
 def test_torch_in_torch_out_and_repeated_rounds() -> None:
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch", "torch tensors in and out of Aggregator.allreduce")
     with SoftSwitch() as sw, SwitchControl(sw.url) as ctl:
         ctl.configure_aggregation(members=2, slots=4, elems=16)
         aggs = [Aggregator(sw.url, worker=w, window=2) for w in range(2)]

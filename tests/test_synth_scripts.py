@@ -9,14 +9,16 @@
 * scripts/sume_build.sh and scripts/sume_flash.sh stop with a clear message
   when Vivado is not on PATH;
 * scripts/synth_yosys.py parses Yosys output, and synthesizes a tiny top
-  (`make setup` installs yosys; without it this one test is skipped, saying so).
+  (`make setup` installs yosys).
+
+A missing tclsh, verilator, iverilog or yosys skips the tests that need it
+(tests/toolcheck.py), or fails them under CI.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +32,7 @@ BUILD_TCL = SUME / "build.tcl"
 
 sys.path.insert(0, str(REPO / "scripts"))
 import synth_yosys  # noqa: E402
+from toolcheck import require_tool  # noqa: E402
 
 from sim.common.runner import read_filelist, setup_tool_env  # noqa: E402
 
@@ -105,10 +108,7 @@ def run_tclsh(tmp: Path, args: list[str], env: dict[str, str]) -> subprocess.Com
 
 @pytest.fixture
 def tclsh() -> str:
-    exe = shutil.which("tclsh")
-    if exe is None:
-        pytest.skip("tclsh not installed (needed to dry-run build.tcl)")
-    return exe
+    return require_tool("tclsh", "the build.tcl dry run")
 
 
 def test_build_tcl_ooc_dry_run(tclsh: str, tmp_path: Path) -> None:
@@ -160,18 +160,18 @@ def test_build_tcl_full_flow_patches_reference(tclsh: str, tmp_path: Path) -> No
 def test_sume_wrapper_lint_and_elaborate() -> None:
     setup_tool_env()
     srcs = [str(s) for s in wrapper_sources()]
-    if shutil.which("verilator"):
-        r = subprocess.run(["verilator", "--lint-only", "-Wall", f"-I{RTL}", "--top-module", "nf_nrl_top",
-                            *srcs], capture_output=True, text=True, timeout=300)
-        # the engines' own lint is tests/test_lint.py's job: look at the board files here
-        mine = [ln for ln in r.stderr.splitlines()
-                if ln.startswith("%") and str(SUME) in ln]
-        assert not mine, "\n".join(mine)
-        assert "%Error" not in r.stderr.replace("%Error: Exiting due to", ""), r.stderr[-3000:]
-    if shutil.which("iverilog"):
-        r = subprocess.run(["iverilog", "-g2005", "-o", os.devnull, f"-I{RTL}", "-s", "nf_nrl_top", *srcs],
-                           capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stdout + r.stderr
+    verilator = require_tool("verilator", "linting the SUME wrapper")
+    iverilog = require_tool("iverilog", "elaborating the SUME wrapper")
+    r = subprocess.run([verilator, "--lint-only", "-Wall", f"-I{RTL}", "--top-module", "nf_nrl_top",
+                        *srcs], capture_output=True, text=True, timeout=300)
+    # the engines' own lint is tests/test_lint.py's job: look at the board files here
+    mine = [ln for ln in r.stderr.splitlines()
+            if ln.startswith("%") and str(SUME) in ln]
+    assert not mine, "\n".join(mine)
+    assert "%Error" not in r.stderr.replace("%Error: Exiting due to", ""), r.stderr[-3000:]
+    r = subprocess.run([iverilog, "-g2005", "-o", os.devnull, f"-I{RTL}", "-s", "nf_nrl_top", *srcs],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 # ---------------------------------------------------------------------------
@@ -232,8 +232,7 @@ def test_synth_yosys_parsers() -> None:
 
 
 def test_synth_yosys_tiny_top() -> None:
-    if shutil.which("yosys") is None:
-        pytest.skip("yosys binary not installed (`make setup` installs it)")
+    require_tool("yosys", "synthesizing a tiny top with scripts/synth_yosys.py")
     r = subprocess.run([sys.executable, str(REPO / "scripts" / "synth_yosys.py"), "--top", "nrl_axis_merge",
                         "--param", "DATA_WIDTH=16", "--param", "USER_WIDTH=4", "--param", "NOT_A_PARAM=1",
                         "--timeout", "120"], capture_output=True, text=True, timeout=180)
