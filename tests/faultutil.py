@@ -41,6 +41,7 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
     agg = Aggregator(url, worker=worker, timeout=timeout, retries=retries,
                      max_backoff=max(timeout, 0.1))
     records: list[dict[str, Any]] = []
+    jitter = np.random.default_rng([seed, worker, os.getpid()])
 
     def dump() -> None:
         tmp = out.with_suffix(".tmp")
@@ -48,7 +49,7 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
         tmp.replace(out)
 
     for call in range(start, stop):
-        if stop_file is not None and stop_file.exists():
+        if stop_file is not None and stop_file.exists() and call >= int(stop_file.read_text()):
             break
         x = make_input(seed, worker, call, size, dtype)
         if call == die_at:
@@ -73,7 +74,7 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
             dump()
             raise SystemExit(f"worker {worker}: call {call} failed {attempts} times: {failures}")
         dump()
-        time.sleep(pace)
+        time.sleep(pace * jitter.uniform(0.0, 2.0))  # async: whoever is quicker is summed
     agg.close()
 
 
@@ -101,8 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--attempts", type=int, default=6)
     ap.add_argument("--timeout", type=float, default=0.02)
     ap.add_argument("--retries", type=int, default=6)
-    ap.add_argument("--pace", type=float, default=0.0, help="seconds between calls")
-    ap.add_argument("--stop-file", type=Path, default=None, help="stop once this file exists")
+    ap.add_argument("--pace", type=float, default=0.0,
+                    help="mean seconds between calls (uniformly jittered)")
+    ap.add_argument("--stop-file", type=Path, default=None, help="stop before the call number this file holds, once it exists")
     a = ap.parse_args(argv)
     run(a.url, a.worker, a.out, start=a.start, stop=a.stop, size=a.size, dtype=a.dtype,
         seed=a.seed, die_at=a.die_at, attempts=a.attempts, timeout=a.timeout,
