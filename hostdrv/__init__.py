@@ -4,11 +4,14 @@ from typing import TYPE_CHECKING
 
 from hostdrv.clients import (
     Aggregator,
+    AllreduceDesyncError,
+    AllreduceError,
     AllreduceTimeoutError,
     ReplayClient,
     ReplayEmptyError,
     ReplayTimeoutError,
     SampleBatch,
+    TensorMismatchError,
     Transitions,
     from_fixed,
     records_from_bytes,
@@ -34,6 +37,8 @@ from hostdrv.protocol import (
     decode_message,
     encode_message,
     parse_frame,
+    result_aux,
+    result_order,
 )
 from hostdrv.transport import (
     BACKENDS,
@@ -67,6 +72,8 @@ __all__ = [
     "ROLE_LEARNER",
     "ROLE_WORKER",
     "Aggregator",
+    "AllreduceDesyncError",
+    "AllreduceError",
     "AllreduceTimeoutError",
     "Backend",
     "DatagramTransport",
@@ -90,6 +97,7 @@ __all__ = [
     "SwitchIdentity",
     "SwitchModel",
     "SwitchTimeoutError",
+    "TensorMismatchError",
     "Transitions",
     "TransportError",
     "build_frame",
@@ -100,5 +108,7 @@ __all__ = [
     "open_registers",
     "parse_frame",
     "records_from_bytes",
+    "result_aux",
+    "result_order",
     "to_fixed",
 ]
