@@ -663,10 +663,83 @@ class _OutOfStep(Exception):
 # replay
 
 
-def to_fixed(priority: Any) -> np.ndarray:
-    """Priorities as Q16.16 ``uint32``: ``round(p * 65536)`` clamped to [1, 2**32 − 1]."""
-    p = np.asarray(priority, dtype=np.float64)
-    return np.clip(np.rint(p * 65536.0), 1, _M32).astype(np.uint32)
+_FIXED_HINT = " (Q16.16 priorities: convert float priorities with to_fixed)"
+
+
+def _bad_value(values: np.ndarray, bad: np.ndarray, name: str, rule: str) -> ValueError:
+    """A ``ValueError`` naming the first bad position of ``values`` and its value."""
+    flat = int(np.flatnonzero(bad)[0])
+    pos = np.unravel_index(flat, values.shape) if values.ndim else ()
+    where = name + (f"[{', '.join(str(int(i)) for i in pos)}]" if pos else "")
+    v = values.reshape(-1)[flat]
+    value = v.item() if isinstance(v, np.generic) else v
+    more = int(bad.sum()) - 1
+    return ValueError(f"bad {where}={value!r}: {rule}"
+                      + (f" ({more} more bad value{'s' if more > 1 else ''})" if more else ""))
+
+
+def check_priorities(priority: Any, name: str = "priority") -> np.ndarray:
+    """Float priorities as ``float64`` (same shape), each checked to be finite and >= 0.
+
+    Raises
+    ------
+    ValueError
+        When a priority is NaN, negative or infinite, or not a number; the
+        message names the first such position (``name[i]``) and its value.
+    """
+    try:
+        p = np.asarray(priority, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"bad {name}={priority!r}: priorities must be numbers ({e})") from None
+    bad = ~np.isfinite(p) | (p < 0)
+    if bad.any():
+        raise _bad_value(p, bad, name, "a priority must be finite and >= 0 "
+                                        "(p = (|delta| + eps) ** alpha)")
+    return p
+
+
+def check_u32(values: Any, name: str, hint: str = "") -> np.ndarray:
+    """Integers as little-endian ``uint32`` (same shape), each checked to be in [0, 2**32 − 1].
+
+    Floats are accepted when they hold an integer value. Nothing wraps or
+    truncates silently.
+
+    Raises
+    ------
+    ValueError
+        When a value is not an integer in range (NaN, infinite, negative,
+        fractional or >= 2**32); the message names the first such position
+        (``name[i]``) and its value, then ``hint``.
+    """
+    a = np.asarray(values)
+    with np.errstate(invalid="ignore"):
+        if a.dtype.kind in "biu":
+            bad = (a < 0) | (a > _M32)
+        elif a.dtype.kind == "f":
+            bad = ~np.isfinite(a) | (a < 0) | (a > _M32) | (a != np.rint(a))
+        else:  # object arrays (Python ints past 64 bits, mixed types), strings, ...
+            bad = np.array([not (isinstance(v, int | np.integer) and 0 <= v <= _M32)
+                            for v in a.reshape(-1)], dtype=bool).reshape(a.shape)
+    if bad.any():
+        raise _bad_value(a, bad, name, "must be an integer in [0, 2**32 - 1]" + hint)
+    return a.astype("<u4")
+
+
+def to_fixed(priority: Any, name: str = "priority") -> np.ndarray:
+    """Float priorities as Q16.16 ``uint32`` (``docs/protocol.md`` section 3).
+
+    ``round(p * 65536)`` clamped to [1, 2**32 − 1], the range of a live
+    record: 0 and priorities below 2**-17 become 1, priorities of 65536 and
+    more become 2**32 − 1.
+
+    Raises
+    ------
+    ValueError
+        When a priority is NaN, negative or infinite (see :func:`check_priorities`;
+        ``name`` is the argument named in the message).
+    """
+    p = check_priorities(priority, name)
+    return np.clip(np.rint(np.minimum(p, 65536.0) * 65536.0), 1, _M32).astype(np.uint32)
 
 
 def from_fixed(value: Any) -> np.ndarray:
@@ -817,7 +890,8 @@ class ReplayClient(_Endpoint):
             One transition or a batch (leading dimension n).
         priority:
             Float priorities (scalar or n values, already ``(|δ| + ε)^α``);
-            default :attr:`max_priority`.
+            default :attr:`max_priority`. Sent as Q16.16 (:func:`to_fixed`:
+            0 and tiny priorities become 1, huge ones 2**32 − 1).
 
         Returns
         -------
@@ -826,6 +900,8 @@ class ReplayClient(_Endpoint):
 
         Raises
         ------
+        ValueError
+            A priority is NaN, negative or infinite (nothing is sent).
         ReplayTimeoutError
             A PUSH got no PUSH_ACK after every retry.
         """
@@ -837,10 +913,22 @@ class ReplayClient(_Endpoint):
         return self.push_records(raw, prio)
 
     def push_records(self, records: np.ndarray, priorities: np.ndarray) -> np.ndarray:
-        """Push raw records (``uint8`` (n, R)) with Q16.16 priorities; return indices."""
+        """Push raw records (``uint8`` (n, R)) with Q16.16 priorities; return indices.
+
+        ``priorities`` are sent as they are (0 allowed: never sampled by priority).
+
+        Raises
+        ------
+        ValueError
+            A priority is not an integer in [0, 2**32 − 1] (NaN, infinite,
+            negative, fractional or too large), or the counts differ; nothing
+            is sent.
+        ReplayTimeoutError
+            A PUSH got no PUSH_ACK after every retry.
+        """
         rb = self.record_bytes
         records = np.ascontiguousarray(records, dtype=np.uint8).reshape(-1, rb)
-        prios = np.asarray(priorities, dtype="<u4").reshape(-1)
+        prios = check_u32(priorities, "priorities", _FIXED_HINT).reshape(-1)
         n = len(records)
         if len(prios) != n:
             raise ValueError(f"bad priorities length={len(prios)}: need one per record ({n})")
@@ -1012,22 +1100,38 @@ class ReplayClient(_Endpoint):
     def update_priorities(self, indices: Any, priorities: Any) -> None:
         """Set new priorities (floats, already ``(|δ| + ε)^α``) of replay records.
 
-        Sent as UPDATEs of at most 128 pairs; there is no acknowledgement.
+        Sent as UPDATEs of at most 128 pairs as Q16.16 (:func:`to_fixed`: 0 and
+        tiny priorities become 1, huge ones 2**32 − 1); there is no acknowledgement.
+
+        Raises
+        ------
+        ValueError
+            A priority is NaN, negative or infinite, an index is not a u32, or
+            the counts differ; nothing is sent and :attr:`max_priority` is kept.
         """
-        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-        pr = np.asarray(priorities, dtype=np.float64).reshape(-1)
-        if idx.shape != pr.shape:
-            raise ValueError(f"bad priorities length={pr.size}: need one per index ({idx.size})")
-        if idx.size and (idx.min() < 0 or idx.max() > _M32):
-            raise ValueError(f"bad indices range=({idx.min()}, {idx.max()}): must be u32")
-        if pr.size:
-            self.max_priority = max(self.max_priority, float(pr.max()))
-        self.update_fixed(idx, to_fixed(pr))
+        idx = check_u32(indices, "indices").reshape(-1)
+        p = check_priorities(priorities, "priorities").reshape(-1)
+        if idx.shape != p.shape:
+            raise ValueError(f"bad priorities length={p.size}: need one per index ({idx.size})")
+        fixed = to_fixed(p, "priorities")
+        if p.size:
+            self.max_priority = max(self.max_priority, float(p.max()))
+        self.update_fixed(idx, fixed)
 
     def update_fixed(self, indices: Any, priorities: Any) -> None:
-        """Set Q16.16 priorities (``uint32``) of replay records."""
-        idx = np.asarray(indices, dtype="<u4").reshape(-1)
-        pr = np.asarray(priorities, dtype="<u4").reshape(-1)
+        """Set Q16.16 priorities (``uint32``, sent as they are: 0 allowed) of replay records.
+
+        Raises
+        ------
+        ValueError
+            An index or a priority is not an integer in [0, 2**32 − 1] (NaN,
+            infinite, negative, fractional or too large), or the counts
+            differ; nothing is sent.
+        """
+        idx = check_u32(indices, "indices").reshape(-1)
+        pr = check_u32(priorities, "priorities", _FIXED_HINT).reshape(-1)
+        if idx.shape != pr.shape:
+            raise ValueError(f"bad priorities length={pr.size}: need one per index ({idx.size})")
         pairs = np.empty(2 * len(idx), dtype="<u4")
         pairs[0::2], pairs[1::2] = idx, pr
         for a in range(0, len(idx), MAX_UPDATE_PAIRS):

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hostdrv.clients import record_dtype, to_fixed
+from hostdrv.clients import check_priorities, record_dtype, to_fixed
 from hostdrv.model import DEFAULT_SEED, xorshift32
 from hostdrv.protocol import MAX_BATCH
 
@@ -48,7 +48,8 @@ Q16_ONE = 65536
 """Q16.16 fixed-point one."""
 
 to_q16 = to_fixed
-"""Map float priorities to Q16.16, clamped to ``[1, 2^32 - 1]`` (the client's rule)."""
+"""Map float priorities to Q16.16, clamped to ``[1, 2^32 - 1]`` (the client's rule);
+NaN, negative or infinite priorities raise ``ValueError``."""
 
 
 class XorShift32:
@@ -293,12 +294,17 @@ class Replay(ABC):
     def push(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
              next_obs: np.ndarray, dones: np.ndarray,
              priorities: np.ndarray | None = None) -> np.ndarray:
-        """Store k transitions (arrays with k rows); return their indices."""
+        """Store k transitions (arrays with k rows); return their indices.
+
+        Raises ``ValueError`` (before anything is stored or sent) when a
+        priority is NaN, negative or infinite.
+        """
         rewards = np.asarray(rewards, dtype=np.float32).reshape(-1)
         if priorities is None:
             priorities = np.full(len(rewards), self.max_priority)
+        priorities = check_priorities(priorities, "priorities")
         t0 = time.perf_counter()
-        out = self._push(obs, actions, rewards, next_obs, dones, np.asarray(priorities))
+        out = self._push(obs, actions, rewards, next_obs, dones, priorities)
         self.comm_seconds += time.perf_counter() - t0
         return out
 
@@ -310,8 +316,12 @@ class Replay(ABC):
         return out
 
     def update_priorities(self, indices: np.ndarray, priorities: np.ndarray) -> None:
-        """Set new float priorities ``p = (|delta| + eps) ** alpha`` for ``indices``."""
-        priorities = np.asarray(priorities, dtype=np.float64)
+        """Set new float priorities ``p = (|delta| + eps) ** alpha`` for ``indices``.
+
+        Raises ``ValueError`` (before anything is changed or sent, the largest
+        priority included) when a priority is NaN, negative or infinite.
+        """
+        priorities = check_priorities(priorities, "priorities")
         self.max_priority = max(self.max_priority, float(priorities.max(initial=0.0)))
         t0 = time.perf_counter()
         self._update(np.asarray(indices, dtype=np.int64), priorities)
