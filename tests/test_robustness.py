@@ -116,10 +116,11 @@ def test_client_verifies_fp32_sum_from_order_of_addition(kind: str) -> None:
             a.close()
 
 
-def test_fail_fast_at_construction() -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_fail_fast_at_construction(kind: str) -> None:
     """A worker id the job does not have, or another job id, is refused before anything is
     registered or sent; so are bfloat16 tensors."""
-    with SoftSwitch("127.0.0.1:0") as sw, SwitchControl(sw.url) as ctl:
+    with switch(kind) as sw, SwitchControl(sw.url) as ctl:
         ctl.configure_aggregation(members=2, slots=4, elems=16, job=3)
         t0 = time.monotonic()
         with pytest.raises(ValueError, match=r"worker=2.*AGG_MEMBERS=2"):
@@ -138,10 +139,11 @@ def test_fail_fast_at_construction() -> None:
         agg.close()
 
 
-def test_timeout_hint_names_every_counter_and_what_moved() -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_timeout_hint_names_every_counter_and_what_moved(kind: str) -> None:
     """Worker 1 is registered from an address it does not send from: the timeout says
     SPOOFED moved, and lists every counter that could explain a missing RESULT."""
-    with SoftSwitch("127.0.0.1:0") as sw, SwitchControl(sw.url) as ctl:
+    with switch(kind) as sw, SwitchControl(sw.url) as ctl:
         ctl.configure_aggregation(members=2, slots=4, elems=16)
         a0 = Aggregator(sw.url, worker=0, timeout=0.005, retries=2, max_backoff=0.01)
         a1 = Aggregator(sw.url, worker=1, timeout=0.005, retries=2, max_backoff=0.01,
