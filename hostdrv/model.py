@@ -42,6 +42,14 @@ from hostdrv.protocol import (
     Flags,
     Opcode,
 )
+from hostdrv.sampler import (
+    DEFAULT_SEED,
+    SumTree,
+    XorShift32,
+    draw_indices,
+    sample_total,
+    xorshift32,
+)
 
 __all__ = [
     "CANONICAL_NAN",
@@ -54,8 +62,6 @@ __all__ = [
 ]
 
 M32 = 0xFFFFFFFF
-DEFAULT_SEED = 0x2545F491
-"""xorshift32 state used when ``RPL_SEED`` is written with 0 (and its reset value)."""
 MAC_PORTS = 0x55
 """SUME port bitmap of the four 10G MAC ports (even bits; odd bits are DMA)."""
 
@@ -97,27 +103,7 @@ _CTRL_CLEAR = 1 << 31
 
 
 # ---------------------------------------------------------------------------
-# arithmetic shared with the RTL
-
-
-def xorshift32(state: int) -> int:
-    """One xorshift32 step (shifts 13, 17, 5 on 32 bits).
-
-    Parameters
-    ----------
-    state:
-        Current 32-bit generator state.
-
-    Returns
-    -------
-    int
-        The new state, which is also the value drawn.
-    """
-    x = state & M32
-    x ^= (x << 13) & M32
-    x ^= x >> 17
-    x ^= (x << 5) & M32
-    return x
+# arithmetic shared with the RTL (the replay sampler's is in hostdrv.sampler)
 
 
 def fp32_add(acc: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -265,10 +251,10 @@ class SwitchModel:
         self._acc = np.zeros((max_slots, 2, max_elems), dtype="<u4")
         # replay: records, sum tree (node 1 is the root, leaf i is node C + i), PRNG
         self._records = bytearray(capacity * record_bytes)
-        self._tree = [0] * (2 * capacity)
+        self._tree = SumTree(capacity)
         self._wp = 0
         self._size = 0
-        self._rng = self._regs["RPL_SEED"] or DEFAULT_SEED
+        self._rng = XorShift32(self._regs["RPL_SEED"])
 
     # -- registers -----------------------------------------------------------
     def read(self, reg: str | int) -> int:
@@ -302,9 +288,9 @@ class SwitchModel:
         if name == "RPL_WPTR":
             return self._wp
         if name == "RPL_TOTAL_LO":
-            return self._tree[1] & M32
+            return self._tree.total & M32
         if name == "RPL_TOTAL_HI":
-            return self._tree[1] >> 32
+            return self._tree.total >> 32
         if name == "RPL_RESET":
             return 0
         if name in self._regs:
@@ -348,10 +334,10 @@ class SwitchModel:
                 self._cnt = dict.fromkeys(regmap.COUNTERS, 0)
             value &= _CTRL_BITS
         elif name == "RPL_SEED":
-            self._rng = value or DEFAULT_SEED
+            self._rng.seed(value)
         elif name == "RPL_RESET":
             if value:
-                self._tree = [0] * (2 * self._cap)
+                self._tree.clear()
                 self._wp = 0
                 self._size = 0
             return
@@ -598,15 +584,7 @@ class SwitchModel:
                         regs["AGG_ELEMS"], c.round, self._payload(slot, q), c.total)
         return Egress(f, regs["AGG_UPLINK_PORT"])
 
-    # -- replay ------------------------------------------------------------------
-    def _tree_set(self, index: int, priority: int) -> None:
-        tree = self._tree
-        node = self._cap + index
-        delta = priority - tree[node]
-        while node:
-            tree[node] += delta
-            node >>= 1
-
+    # -- replay (sampler arithmetic: hostdrv.sampler) ------------------------------
     def _push(self, frame: bytes, w: int, seq: int, count: int, rx: _Rx) -> list[Egress]:
         rb, mask = self._rb, self._cap - 1
         prios = struct.unpack_from(f"<{count}I", frame, PAYLOAD_OFFSET)
@@ -615,7 +593,7 @@ class SwitchModel:
         for j in range(count):
             wp = self._wp
             self._records[wp * rb:(wp + 1) * rb] = frame[src + j * rb:src + (j + 1) * rb]
-            self._tree_set(wp, prios[j])
+            self._tree.set(wp, prios[j])
             self._wp = (wp + 1) & mask
             self._size = min(self._size + 1, self._cap)
         self._inc("CNT_TX_PUSH_ACK")
@@ -624,28 +602,15 @@ class SwitchModel:
         return [Egress(f, rx.port)]
 
     def _sample(self, w: int, seq: int, batch: int, prioritized: bool, rx: _Rx) -> list[Egress]:
-        tree, cap, size, rb = self._tree, self._cap, self._size, self._rb
-        total = tree[1] if prioritized else size
+        tree, size, rb = self._tree, self._size, self._rb
+        total = sample_total(tree, size, prioritized)
         if size == 0 or total == 0:
             return self._drop("EMPTY")
-        seg = total >> (batch.bit_length() - 1)
+        nodes, cap = tree.nodes, self._cap
         out = []
         desc = bytearray(BLOCK)
-        for i in range(batch):
-            self._rng = u = xorshift32(self._rng)
-            if prioritized:
-                target = i * seg + ((u * seg) >> 32)
-                node = 1
-                while node < cap:
-                    node <<= 1
-                    left = tree[node]
-                    if target >= left:
-                        target -= left
-                        node += 1
-                index = node - cap
-            else:
-                index = (u * size) >> 32
-            DESCRIPTOR.pack_into(desc, 0, index, tree[cap + index], total, batch, size)
+        for i, index in enumerate(draw_indices(tree, self._rng, batch, size, prioritized)):
+            DESCRIPTOR.pack_into(desc, 0, index, nodes[cap + index], total, batch, size)
             record = self._records[index * rb:(index + 1) * rb]
             self._inc("CNT_TX_SAMPLE_RESP")
             f = self._frame(rx.eth_src, rx.ip_src, rx.udp_src, Opcode.SAMPLE_RESP,
@@ -657,7 +622,7 @@ class SwitchModel:
         pairs = struct.unpack_from(f"<{2 * count}I", frame, PAYLOAD_OFFSET)
         for k in range(0, 2 * count, 2):
             if pairs[k] < self._size:
-                self._tree_set(pairs[k], pairs[k + 1])
+                self._tree.set(pairs[k], pairs[k + 1])
             else:
                 self._inc("CNT_DROP_BAD_INDEX")
 

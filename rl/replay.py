@@ -13,9 +13,10 @@ Three strategies, picked by name (``ReplaySpec.kind``):
     :class:`PrioritizedStore`, shared by every worker: the host baseline.
 
 :class:`PrioritizedStore` implements the switch's replay semantics exactly
-(``docs/protocol.md`` section 5): Q16.16 integer priorities, a 64-bit sum
-tree, the xorshift32 generator with one draw per sample in batch order, the
-uniform rule ``index = (u * size) >> 32`` and the stratified prioritized rule
+(``docs/protocol.md`` section 5) with the switch model's own sampler
+(:mod:`hostdrv.sampler`): Q16.16 integer priorities, a 64-bit sum tree, the
+xorshift32 generator with one draw per sample in batch order, the uniform
+rule ``index = (u * size) >> 32`` and the stratified prioritized rule
 ``target = i * seg + ((u * seg) >> 32)`` with ``seg = total >> log2(B)``. So
 the three strategies return the same records for the same seed.
 
@@ -37,37 +38,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hostdrv.clients import check_priorities, record_dtype, to_fixed
-from hostdrv.model import DEFAULT_SEED, xorshift32
+from hostdrv.clients import check_priorities, from_fixed, record_dtype, to_fixed
 from hostdrv.protocol import MAX_BATCH
+from hostdrv.regmap import REGISTERS
+from hostdrv.sampler import DEFAULT_SEED, SumTree, XorShift32, draw_indices, sample_total
 
 REPLAY_KINDS = ("local", "innet", "server")
 """Names accepted for :attr:`ReplaySpec.kind`."""
 
-Q16_ONE = 65536
-"""Q16.16 fixed-point one."""
+DEFAULT_CAPACITY = REGISTERS["RPL_CAPACITY"].reset
+"""Default replay records C: the switch's ``RPL_CAPACITY`` in the SUME bitstream (16384)."""
+
+DEFAULT_RECORD_BYTES = REGISTERS["RPL_RECORD_BYTES"].reset
+"""Default record size R: the switch's ``RPL_RECORD_BYTES`` (128)."""
 
 to_q16 = to_fixed
 """Map float priorities to Q16.16, clamped to ``[1, 2^32 - 1]`` (the client's rule);
 NaN, negative or infinite priorities raise ``ValueError``."""
-
-
-class XorShift32:
-    """The switch's generator: ``x ^= x << 13; x ^= x >> 17; x ^= x << 5`` (32-bit)."""
-
-    def __init__(self, seed: int = DEFAULT_SEED) -> None:
-        self.state = DEFAULT_SEED
-        self.seed(seed)
-
-    def seed(self, seed: int) -> None:
-        """Reset the state (0 is replaced by ``0x2545F491``)."""
-        seed &= 0xFFFFFFFF
-        self.state = seed if seed else DEFAULT_SEED
-
-    def draw(self) -> int:
-        """Advance and return the new 32-bit state."""
-        self.state = xorshift32(self.state)
-        return self.state
 
 
 @dataclass(frozen=True)
@@ -86,7 +73,7 @@ class RecordLayout:
     obs_dtype: str = "float32"
     action_shape: tuple[int, ...] = ()
     action_dtype: str = "int64"
-    record_bytes: int = 128
+    record_bytes: int = DEFAULT_RECORD_BYTES
 
     @property
     def dtype(self) -> np.dtype:
@@ -141,12 +128,12 @@ def _batch(layout: RecordLayout, indices: np.ndarray, prio_q: np.ndarray, record
                        actions=records["action"].copy(), rewards=records["reward"].copy(),
                        next_obs=records["next_obs"].copy(),
                        dones=records["done"].astype(np.float32),
-                       priorities=prio_q.astype(np.float64) / Q16_ONE, weights=weights,
+                       priorities=from_fixed(prio_q), weights=weights,
                        total=total, size=size)
 
 
 # --------------------------------------------------------------------------------------------
-# The store: storage + writer (ring) + sampler (sum tree)
+# The store: storage + writer (ring) + the switch's sampler (hostdrv.sampler)
 # --------------------------------------------------------------------------------------------
 
 
@@ -161,6 +148,13 @@ class PrioritizedStore:
         Record format.
     seed : int
         xorshift32 seed.
+
+    Attributes
+    ----------
+    sum_tree : hostdrv.sampler.SumTree
+        The Q16.16 priorities and their sums.
+    rng : hostdrv.sampler.XorShift32
+        The sampler's generator.
     """
 
     def __init__(self, capacity: int, layout: RecordLayout, seed: int = DEFAULT_SEED) -> None:
@@ -169,7 +163,7 @@ class PrioritizedStore:
         self.capacity = capacity
         self.layout = layout
         self.records = np.zeros(capacity, dtype=layout.dtype)
-        self.tree = np.zeros(2 * capacity, dtype=np.uint64)  # root at 1, leaves at C..2C-1
+        self.sum_tree = SumTree(capacity)
         self.rng = XorShift32(seed)
         self.wp = 0
         self.size = 0
@@ -177,17 +171,18 @@ class PrioritizedStore:
     @property
     def total(self) -> int:
         """Sum of all priorities (Q16.16)."""
-        return int(self.tree[1])
+        return self.sum_tree.total
+
+    @property
+    def tree(self) -> np.ndarray:
+        """A ``uint64`` copy of the sum tree's nodes (root at 1, leaf i at C + i)."""
+        return np.array(self.sum_tree.nodes, dtype=np.uint64)
 
     def _set_leaves(self, indices: np.ndarray, prio_q: np.ndarray) -> None:
-        nodes = indices.astype(np.int64) + self.capacity
-        self.tree[nodes] = prio_q.astype(np.uint64)
-        nodes = np.unique(nodes >> 1)
-        while nodes.size and nodes[0] >= 1:
-            self.tree[nodes] = self.tree[2 * nodes] + self.tree[2 * nodes + 1]
-            if nodes[0] == 1:
-                break
-            nodes = np.unique(nodes >> 1)
+        set_leaf = self.sum_tree.set
+        for i, p in zip(indices.tolist(), np.asarray(prio_q).astype(np.uint64).tolist(),
+                        strict=True):
+            set_leaf(i, p)
 
     def push(self, records: np.ndarray, prio_q: np.ndarray) -> np.ndarray:
         """Write ``records`` at the write pointer; return their indices."""
@@ -211,29 +206,18 @@ class PrioritizedStore:
         """Draw ``batch`` indices; return (indices, total, size) as the switch reports them."""
         if batch < 1 or batch > MAX_BATCH or batch & (batch - 1):
             raise ValueError(f"batch {batch} must be a power of two in 1..{MAX_BATCH}")
-        total = self.total
-        if self.size == 0 or (prioritized and total == 0):
+        total = sample_total(self.sum_tree, self.size, prioritized)
+        if self.size == 0 or total == 0:
             raise LookupError("replay memory is empty")
-        draws = [self.rng.draw() for _ in range(batch)]
-        if not prioritized:
-            return np.array([(u * self.size) >> 32 for u in draws], np.int64), self.size, self.size
-        seg = total >> (batch.bit_length() - 1)
-        targets = np.array([i * seg + ((u * seg) >> 32) for i, u in enumerate(draws)],
-                           dtype=np.uint64)
-        node = np.ones(batch, dtype=np.int64)
-        while node[0] < self.capacity:
-            left = 2 * node
-            lsum = self.tree[left]
-            go_right = targets >= lsum
-            targets = np.where(go_right, targets - lsum, targets)
-            node = np.where(go_right, left + 1, left)
-        return node - self.capacity, total, self.size
+        idx = draw_indices(self.sum_tree, self.rng, batch, self.size, prioritized)
+        return np.array(idx, np.int64), total, self.size
 
     def sample(self, batch: int, prioritized: bool
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
         """Draw a batch: (indices, Q16.16 priorities, records, total, size)."""
         idx, total, size = self.sample_indices(batch, prioritized)
-        prio = self.tree[idx + self.capacity].astype(np.uint32)
+        leaf = self.sum_tree.leaf
+        prio = np.array([leaf(i) for i in idx.tolist()], dtype=np.uint32)
         return idx, prio, self.records[idx].copy(), total, size
 
 
@@ -263,9 +247,9 @@ class ReplaySpec:
     """
 
     kind: str = "local"
-    capacity: int = 16384
+    capacity: int = DEFAULT_CAPACITY
     seed: int = 1
-    record_bytes: int = 128
+    record_bytes: int = DEFAULT_RECORD_BYTES
     url: str | None = None
     address: tuple[str, int] | None = None
     member_offset: int = 0
@@ -405,8 +389,8 @@ class ReplayServer:
     host, port : listen address (port 0: ephemeral, see :attr:`address`).
     """
 
-    def __init__(self, capacity: int = 16384, record_bytes: int = 128, seed: int = DEFAULT_SEED,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, record_bytes: int = DEFAULT_RECORD_BYTES,
+                 seed: int = DEFAULT_SEED, host: str = "127.0.0.1", port: int = 0) -> None:
         self.capacity = capacity
         self.record_bytes = record_bytes
         self.seed = seed
