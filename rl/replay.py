@@ -42,6 +42,7 @@ from hostdrv.clients import check_priorities, from_fixed, record_dtype, to_fixed
 from hostdrv.protocol import MAX_BATCH
 from hostdrv.regmap import REGISTERS
 from hostdrv.sampler import DEFAULT_SEED, SumTree, XorShift32, draw_indices, sample_total
+from rl.tcp import recv_exact
 
 REPLAY_KINDS = ("local", "innet", "server")
 """Names accepted for :attr:`ReplaySpec.kind`."""
@@ -354,18 +355,6 @@ _SAMPLE_HDR = struct.Struct("!BQII")  # status (0 ok, 1 empty), total, size, bat
 _UPDATE_ACK = struct.Struct("!I")  # skipped pairs
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytearray:
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:], n - got)
-        if k == 0:
-            raise ConnectionError("peer closed the connection")
-        got += k
-    return buf
-
-
 class ReplayServer:
     """A TCP replay server: one :class:`PrioritizedStore` shared by every client.
 
@@ -434,9 +423,9 @@ class ReplayServer:
         r = self.record_bytes
         try:
             while True:
-                op, count, arg = _RQ.unpack(_recv_exact(conn, _RQ.size))
+                op, count, arg = _RQ.unpack(recv_exact(conn, _RQ.size))
                 if op == _OP_LAYOUT:
-                    spec = _recv_exact(conn, count).decode().split("|")
+                    spec = recv_exact(conn, count).decode().split("|")
                     layout = RecordLayout(
                         obs_shape=tuple(int(x) for x in spec[0].split(",") if x),
                         obs_dtype=spec[1],
@@ -447,7 +436,7 @@ class ReplayServer:
                             self.store = PrioritizedStore(self.capacity, layout, self.seed)
                     conn.sendall(_PUSH_ACK.pack(self.capacity))
                 elif op == _OP_PUSH:
-                    payload = _recv_exact(conn, 4 * count + r * count)
+                    payload = recv_exact(conn, 4 * count + r * count)
                     prio = np.frombuffer(payload, "<u4", count)
                     assert self.store is not None
                     rec = np.frombuffer(payload, self.store.layout.dtype, count, offset=4 * count)
@@ -466,7 +455,7 @@ class ReplayServer:
                                  + idx.astype("<u4").tobytes() + prio.astype("<u4").tobytes()
                                  + rec.tobytes())
                 elif op == _OP_UPDATE:
-                    pairs = np.frombuffer(_recv_exact(conn, 8 * count), "<u4").reshape(count, 2)
+                    pairs = np.frombuffer(recv_exact(conn, 8 * count), "<u4").reshape(count, 2)
                     assert self.store is not None
                     with self._lock:
                         skipped = self.store.update(pairs[:, 0].astype(np.int64), pairs[:, 1])
@@ -487,7 +476,7 @@ class ServerReplay(Replay):
         spec = "|".join([",".join(map(str, layout.obs_shape)), layout.obs_dtype,
                          ",".join(map(str, layout.action_shape)), layout.action_dtype]).encode()
         self._sock.sendall(_RQ.pack(_OP_LAYOUT, len(spec), 0) + spec)
-        (self.capacity,) = _PUSH_ACK.unpack(_recv_exact(self._sock, _PUSH_ACK.size))
+        (self.capacity,) = _PUSH_ACK.unpack(recv_exact(self._sock, _PUSH_ACK.size))
 
     def _push(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
               next_obs: np.ndarray, dones: np.ndarray, priorities: np.ndarray) -> np.ndarray:
@@ -495,17 +484,17 @@ class ServerReplay(Replay):
         k = len(rec)
         self._sock.sendall(_RQ.pack(_OP_PUSH, k, 0) + to_q16(priorities).astype("<u4").tobytes()
                            + rec.tobytes())
-        (first,) = _PUSH_ACK.unpack(_recv_exact(self._sock, _PUSH_ACK.size))
+        (first,) = _PUSH_ACK.unpack(recv_exact(self._sock, _PUSH_ACK.size))
         return (first + np.arange(k)) % self.capacity
 
     def _sample(self, batch: int, prioritized: bool, beta: float) -> ReplayBatch:
         if batch < 1 or batch > MAX_BATCH or batch & (batch - 1):
             raise ValueError(f"batch {batch} must be a power of two in 1..{MAX_BATCH}")
         self._sock.sendall(_RQ.pack(_OP_SAMPLE, batch, int(prioritized)))
-        status, total, size, b = _SAMPLE_HDR.unpack(_recv_exact(self._sock, _SAMPLE_HDR.size))
+        status, total, size, b = _SAMPLE_HDR.unpack(recv_exact(self._sock, _SAMPLE_HDR.size))
         if status:
             raise LookupError("replay memory is empty")
-        body = _recv_exact(self._sock, 8 * b + self.layout.record_bytes * b)
+        body = recv_exact(self._sock, 8 * b + self.layout.record_bytes * b)
         idx = np.frombuffer(body, "<u4", b).astype(np.int64)
         prio = np.frombuffer(body, "<u4", b, offset=4 * b)
         rec = np.frombuffer(body, self.layout.dtype, b, offset=8 * b)
@@ -514,7 +503,7 @@ class ServerReplay(Replay):
     def _update(self, indices: np.ndarray, priorities: np.ndarray) -> None:
         pairs = np.stack([indices.astype("<u4"), to_q16(priorities).astype("<u4")], axis=1)
         self._sock.sendall(_RQ.pack(_OP_UPDATE, len(pairs), 0) + pairs.tobytes())
-        _recv_exact(self._sock, _UPDATE_ACK.size)
+        recv_exact(self._sock, _UPDATE_ACK.size)
 
     def close(self) -> None:
         """Close the connection."""

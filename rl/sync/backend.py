@@ -1,0 +1,88 @@
+"""Launcher side: start and stop the shared piece of a strategy (:class:`SyncBackend`)."""
+
+from __future__ import annotations
+
+from hostdrv.regmap import REGISTERS
+from rl.sync.ps import ParameterServer
+from rl.sync.rounds import ReferenceHub
+from rl.sync.spec import SyncSpec
+
+
+class SyncBackend:
+    """Starts and stops what a strategy needs outside the workers.
+
+    ``inswitch``: a soft switch when no URL is given, then the aggregation job
+    is configured (members, slots, elements per packet, dtype, mode,
+    threshold, staleness). ``ps``: a :class:`ParameterServer` thread.
+    ``allreduce``: the TCPStore the gloo ranks rendezvous through.
+    ``reference``: a :class:`ReferenceHub`.
+
+    Parameters
+    ----------
+    spec : SyncSpec
+        The strategy; its ``url``/``address``/``hub`` are filled by :meth:`start`.
+    elems : int or None
+        Elements per switch packet (P); ``None`` takes the switch's largest,
+        ``AGG_MAX_ELEMS`` (a soft switch started here takes jumbo datagrams,
+        :data:`hostdrv.protocol.MAX_JUMBO_ELEMS`, as it runs on loopback).
+    slots : int
+        Switch slots (S); by default the RTL's slot memory depth (``AGG_MAX_SLOTS``, 64).
+    capacity : int
+        Replay records of a soft switch this backend starts (the RTL default,
+        ``RPL_CAPACITY`` = 16384, so that in-network replay on the same switch has room).
+    """
+
+    def __init__(self, spec: SyncSpec, *, elems: int | None = None,
+                 slots: int = REGISTERS["AGG_MAX_SLOTS"].reset,
+                 capacity: int = REGISTERS["RPL_CAPACITY"].reset) -> None:
+        self.spec = spec
+        self.elems = elems
+        self.slots = slots
+        self.capacity = capacity
+        self.switch: object | None = None
+        self.server: ParameterServer | None = None
+        self.store: object | None = None
+        self.own_switch = False
+
+    def start(self) -> SyncSpec:
+        """Bring the shared piece up and return the spec the workers use."""
+        s = self.spec
+        if s.kind == "inswitch":
+            import hostdrv
+            from hostdrv.protocol import MAX_JUMBO_ELEMS
+
+            if s.url is None:
+                self.switch = hostdrv.SoftSwitch(capacity=self.capacity,
+                                                 max_elems=MAX_JUMBO_ELEMS)
+                self.switch.start()
+                self.own_switch = True
+                s.url = self.switch.url
+            ctl = hostdrv.SwitchControl(s.url)
+            if self.elems is None:
+                self.elems = ctl.read("AGG_MAX_ELEMS")
+            ctl.configure_aggregation(
+                members=s.world, slots=self.slots, elems=self.elems, dtype=s.dtype,
+                mode=s.mode, threshold=s.threshold if s.mode == "async" else None,
+                staleness=s.staleness)
+            ctl.close()
+        elif s.kind == "ps":
+            self.server = ParameterServer(s.world, s.mode, s.threshold, s.staleness).start()
+            s.address = self.server.address
+        elif s.kind == "allreduce":
+            import torch.distributed as dist
+
+            self.store = dist.TCPStore("127.0.0.1", 0, None, is_master=True,
+                                       wait_for_workers=False)
+            s.address = ("127.0.0.1", self.store.port)
+        else:
+            s.hub = ReferenceHub(s.world, s.mode, s.threshold, s.staleness)
+        return s
+
+    def stop(self) -> None:
+        """Tear down what :meth:`start` brought up."""
+        if self.server is not None:
+            self.server.stop()
+        if self.own_switch and self.switch is not None:
+            self.switch.stop()
+        self.store = None
+
