@@ -27,7 +27,8 @@ from rl.common import (
     SplitTimer,
     WorkerContext,
     WorkerResult,
-    state_numpy,
+    finish_result,
+    record_solved,
     torch_generator,
     uniform_layer,
 )
@@ -182,19 +183,11 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
             result.iterations += 1
             ctx.reporter.iteration(result.iterations, step, compute, comm, loss=loss.item(),
                                    epsilon=epsilon, rounds=exchange.log.rounds)
-        if exchange.solved_round is not None and result.solve_seconds is None:
-            result.solved, result.solve_seconds = True, timer.elapsed()
-            result.solve_steps = step * ctx.world
+        record_solved(result, exchange, timer, step * ctx.world)
         if exchange.stopped:
             break
 
     exchange.close()
     replay.close()
     envs.close()
-    result.env_steps, result.rounds = step, exchange.log.rounds
-    result.train_seconds = timer.elapsed()
-    timer.lap()
-    result.compute_seconds, result.comm_seconds = timer.compute_total, timer.comm_total
-    result.contributors, result.staleness = exchange.log.contributors, exchange.log.staleness
-    result.digests, result.params = exchange.log.digests, state_numpy(q_net)
-    return result
+    return finish_result(result, exchange, timer, step, q_net, final_lap=True)

@@ -23,8 +23,9 @@ from rl.common import (
     SplitTimer,
     WorkerContext,
     WorkerResult,
+    finish_result,
     init_layer,
-    state_numpy,
+    record_solved,
     torch_generator,
 )
 from rl.sync import GradientExchange, make_sync
@@ -195,17 +196,10 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                                v_loss=v_loss.item(), clipfrac=float(np.mean(clipfracs)),
                                rounds=exchange.log.rounds)
         result.iterations = iteration
-        if exchange.solved_round is not None and result.solve_seconds is None:
-            result.solved, result.solve_seconds = True, timer.elapsed()
-            result.solve_steps = step * ctx.world
+        record_solved(result, exchange, timer, step * ctx.world)
         if exchange.stopped:
             break
 
     exchange.close()
     envs.close()
-    result.env_steps, result.rounds = step, exchange.log.rounds
-    result.train_seconds = timer.elapsed()
-    result.compute_seconds, result.comm_seconds = timer.compute_total, timer.comm_total
-    result.contributors, result.staleness = exchange.log.contributors, exchange.log.staleness
-    result.digests, result.params = exchange.log.digests, state_numpy(agent)
-    return result
+    return finish_result(result, exchange, timer, step, agent)

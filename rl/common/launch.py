@@ -1,24 +1,16 @@
-"""What the algorithms really share: envs and seeding, logging, worker launching, timing.
+"""Launching N workers: :class:`DistConfig` and :func:`run_workers`.
 
-* :class:`EnvPool`: n seeded copies of a gymnasium env, stepped together with
-  same-step autoreset (the true final observation is kept for bootstrapping).
-* :class:`DistConfig`: how the N workers are launched and synchronised.
-* :func:`run_workers`: starts the strategy back ends (soft switch, parameter
-  server, gloo store, replay server), N worker processes (``spawn``) or
-  threads, shows a progress bar, writes ``episodes.csv``,
-  ``iterations.csv`` and ``summary.json`` into the run directory and draws
-  the plots.
-* :class:`WorkerContext` / :class:`Reporter`: a worker's rank, its sync and
-  replay specs, and the channel its metrics go back to the launcher on.
-* :class:`SplitTimer`: splits an iteration's wall time into computation
-  and communication (time blocked in gradient exchange or replay calls).
+:func:`run_workers` starts the strategy back ends (soft switch, parameter
+server, gloo store, replay server), N worker processes (``forkserver`` or
+``spawn``) or threads, shows a progress bar, writes ``episodes.csv``,
+``iterations.csv`` and ``summary.json`` into the run directory and draws the
+plots.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import math
 import queue
 import signal
 import sys
@@ -27,130 +19,19 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 
+from hostdrv.protocol import MAX_MEMBERS
+from hostdrv.regmap import REGISTERS
+from rl.common.runlog import EPISODE_FIELDS, ITER_FIELDS, ProgressBar, RunSummary
+from rl.common.worker import Reporter, WorkerContext, WorkerResult
 from rl.replay import ReplayBackend, ReplaySpec
 from rl.sync import StopBoard, SyncBackend, SyncSpec, default_window
-
-MAX_MEMBERS = 8
-"""Member table entries of the switch (aggregation workers plus replay clients)."""
-
-# --------------------------------------------------------------------------------------------
-# Environments and seeding
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class PoolStep:
-    """What :meth:`EnvPool.step` returns (arrays over the n envs)."""
-
-    next_obs: np.ndarray
-    """Observation to act on next (already reset where an episode ended)."""
-    rewards: np.ndarray
-    terminated: np.ndarray
-    truncated: np.ndarray
-    final_obs: np.ndarray
-    """The true next observation (differs from ``next_obs`` where an episode ended)."""
-    episodes: list[tuple[float, int]]
-    """(return, length) of every episode that ended in this step."""
-
-
-class EnvPool:
-    """n copies of one gymnasium environment, seeded ``seed, seed+1, ...``.
-
-    Parameters
-    ----------
-    env_id : str
-        Gymnasium id (``CartPole-v1``, ``Pendulum-v1``).
-    n : int
-        Number of copies.
-    seed : int
-        Seed of copy 0 (copy i gets ``seed + i``), for the first reset and the
-        action space.
-    """
-
-    def __init__(self, env_id: str, n: int, seed: int) -> None:
-        self.envs = [gym.make(env_id) for _ in range(n)]
-        self.n = n
-        self.seed = seed
-        self.observation_space = self.envs[0].observation_space
-        self.action_space = self.envs[0].action_space
-        self._returns = np.zeros(n)
-        self._lengths = np.zeros(n, dtype=np.int64)
-
-    def reset(self) -> np.ndarray:
-        """Reset every copy with its seed; return the stacked observations."""
-        obs = []
-        for i, env in enumerate(self.envs):
-            env.action_space.seed(self.seed + i)
-            obs.append(env.reset(seed=self.seed + i)[0])
-        self._returns[:] = 0
-        self._lengths[:] = 0
-        return np.stack(obs).astype(np.float32)
-
-    def step(self, actions: np.ndarray) -> PoolStep:
-        """Step every copy; reset the ones whose episode ended."""
-        next_obs, final_obs, rewards, term, trunc = [], [], [], [], []
-        episodes: list[tuple[float, int]] = []
-        for i, env in enumerate(self.envs):
-            obs, r, te, tr, _ = env.step(actions[i])
-            self._returns[i] += r
-            self._lengths[i] += 1
-            final_obs.append(obs)
-            if te or tr:
-                episodes.append((float(self._returns[i]), int(self._lengths[i])))
-                self._returns[i] = 0
-                self._lengths[i] = 0
-                obs, _ = env.reset()
-            next_obs.append(obs)
-            rewards.append(r)
-            term.append(te)
-            tr_flag = tr and not te
-            trunc.append(tr_flag)
-        return PoolStep(np.stack(next_obs).astype(np.float32), np.array(rewards, np.float32),
-                        np.array(term, bool), np.array(trunc, bool),
-                        np.stack(final_obs).astype(np.float32), episodes)
-
-    def close(self) -> None:
-        """Close every copy."""
-        for env in self.envs:
-            env.close()
-
-
-def torch_generator(seed: int) -> torch.Generator:
-    """A CPU torch generator seeded with ``seed`` (explicit, per worker)."""
-    gen = torch.Generator()
-    gen.manual_seed(seed)
-    return gen
-
-
-def init_layer(layer: torch.nn.Linear, gen: torch.Generator, std: float = math.sqrt(2),
-               bias: float = 0.0) -> torch.nn.Linear:
-    """Orthogonal weights with gain ``std``, constant bias, drawn from ``gen``."""
-    torch.nn.init.orthogonal_(layer.weight, std, generator=gen)
-    torch.nn.init.constant_(layer.bias, bias)
-    return layer
-
-
-def uniform_layer(layer: torch.nn.Linear, gen: torch.Generator,
-                  bound: float | None = None) -> torch.nn.Linear:
-    """PyTorch's default fan-in uniform init (or ``±bound``), drawn from ``gen``."""
-    fan_in = layer.weight.shape[1]
-    b = 1.0 / math.sqrt(fan_in) if bound is None else bound
-    torch.nn.init.uniform_(layer.weight, -b, b, generator=gen)
-    torch.nn.init.uniform_(layer.bias, -b, b, generator=gen)
-    return layer
-
-
-# --------------------------------------------------------------------------------------------
-# Distributed configuration and the worker's view of it
-# --------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -183,7 +64,8 @@ class DistConfig:
         ``process`` (spawn) or ``thread`` (one process; tests and ``reference``).
     elems, slots : switch packet size P (``None``: the largest the switch takes,
         ``AGG_MAX_ELEMS``; a soft switch that ``netrl`` starts itself takes
-        64 KB jumbo datagrams) and slot count S.
+        64 KB jumbo datagrams) and slot count S (default the RTL's slot memory
+        depth, ``AGG_MAX_SLOTS``).
     timeout : float
         Aggregator retransmission timeout (s).
     """
@@ -200,7 +82,7 @@ class DistConfig:
     replay: str = "local"
     launcher: str = "process"
     elems: int | None = None
-    slots: int = 64
+    slots: int = REGISTERS["AGG_MAX_SLOTS"].reset
     timeout: float = 0.05
 
     def sync_spec(self) -> SyncSpec:
@@ -209,206 +91,6 @@ class DistConfig:
         return SyncSpec(kind=self.sync, world=self.workers, mode=self.mode, dtype=self.dtype,
                         threshold=self.threshold, staleness=self.staleness, pipeline=pipeline,
                         scale=self.scale, url=self.switch, timeout=self.timeout)
-
-
-class Reporter:
-    """A worker's channel back to the launcher (a multiprocessing or thread queue)."""
-
-    def __init__(self, q: Any, rank: int) -> None:
-        self.q = q
-        self.rank = rank
-
-    def start(self) -> None:
-        """The worker process or thread is up."""
-        self.q.put(("start", self.rank, time.time()))
-
-    def episode(self, step: int, ret: float, length: int) -> None:
-        """One finished episode at this worker's env step ``step``."""
-        self.q.put(("episode", self.rank, time.time(), step, ret, length))
-
-    def iteration(self, it: int, step: int, compute_s: float, comm_s: float,
-                  **metrics: float) -> None:
-        """One training iteration with its compute/communication split."""
-        self.q.put(("iteration", self.rank, time.time(), it, step, compute_s, comm_s,
-                    {k: float(v) for k, v in metrics.items()}))
-
-    def done(self, result: WorkerResult) -> None:
-        """The worker finished."""
-        self.q.put(("done", self.rank, time.time(), result))
-
-    def error(self, text: str) -> None:
-        """The worker failed."""
-        self.q.put(("error", self.rank, time.time(), text))
-
-
-@dataclass
-class WorkerContext:
-    """What the launcher hands each worker."""
-
-    rank: int
-    world: int
-    sync: SyncSpec
-    replay: ReplaySpec | None
-    reporter: Reporter
-    target_return: float | None = None
-    window: int = 5
-    record_digests: bool = False
-    board: StopBoard | None = None
-
-
-@dataclass
-class WorkerResult:
-    """What a worker hands back when it stops."""
-
-    rank: int
-    env_steps: int = 0
-    iterations: int = 0
-    rounds: int = 0
-    solved: bool = False
-    solve_seconds: float | None = None
-    solve_steps: int | None = None
-    train_seconds: float = 0.0
-    compute_seconds: float = 0.0
-    comm_seconds: float = 0.0
-    contributors: list[int] = field(default_factory=list)
-    staleness: list[int] = field(default_factory=list)
-    digests: list[str] = field(default_factory=list)
-    params: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-class SplitTimer:
-    """Splits wall time into computation and communication.
-
-    ``comm`` is a function returning the cumulative seconds spent blocked in
-    communication; :meth:`lap` returns (compute, comm) since the last lap.
-    """
-
-    def __init__(self, comm: Callable[[], float]) -> None:
-        self.comm = comm
-        self.start = time.perf_counter()
-        self._t = self.start
-        self._c = comm()
-        self.compute_total = 0.0
-        self.comm_total = 0.0
-
-    def lap(self) -> tuple[float, float]:
-        """(compute seconds, communication seconds) since the previous lap."""
-        t, c = time.perf_counter(), self.comm()
-        comm = c - self._c
-        compute = max(0.0, t - self._t - comm)
-        self._t, self._c = t, c
-        self.compute_total += compute
-        self.comm_total += comm
-        return compute, comm
-
-    def elapsed(self) -> float:
-        """Seconds since the timer was created."""
-        return time.perf_counter() - self.start
-
-
-class EpisodeWindow:
-    """A worker's last ``n`` episode returns (the stop statistic it contributes)."""
-
-    def __init__(self, n: int) -> None:
-        self.returns: deque[float] = deque(maxlen=n)
-
-    def add(self, ret: float) -> None:
-        """Record a finished episode's return."""
-        self.returns.append(ret)
-
-    @property
-    def stats(self) -> tuple[float, int]:
-        """(sum, count) of the window."""
-        return float(sum(self.returns)), len(self.returns)
-
-
-def state_numpy(*modules: torch.nn.Module) -> dict[str, np.ndarray]:
-    """Copies of the parameters of ``modules`` as numpy arrays (by qualified name)."""
-    out = {}
-    for i, m in enumerate(modules):
-        for name, p in m.named_parameters():
-            out[f"{i}.{name}"] = p.detach().numpy().copy()
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Progress bar and CSV logging
-# --------------------------------------------------------------------------------------------
-
-
-class ProgressBar:
-    """A one-line progress bar with live return (no dependency; plain lines off a TTY)."""
-
-    def __init__(self, total: int, stream: TextIO | None = None, width: int = 24,
-                 enabled: bool = True) -> None:
-        self.total = max(1, total)
-        self.stream = stream or sys.stdout
-        self.width = width
-        self.enabled = enabled
-        self.tty = self.stream.isatty()
-        self._last = 0.0
-        self._start = time.time()
-
-    def update(self, steps: int, text: str, force: bool = False) -> None:
-        """Redraw (at most 10 Hz on a TTY, every 5 s otherwise)."""
-        if not self.enabled:
-            return
-        now = time.time()
-        if not force and now - self._last < (0.1 if self.tty else 5.0):
-            return
-        self._last = now
-        frac = min(1.0, steps / self.total)
-        fill = int(frac * self.width)
-        bar = "#" * fill + "." * (self.width - fill)
-        line = f"[{bar}] {steps:>7d}/{self.total} steps {now - self._start:6.1f}s {text}"
-        if self.tty:
-            self.stream.write("\r" + line[:150].ljust(150))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        """End the line."""
-        if self.enabled and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-# time_s: seconds since every worker was up (since launch until then)
-EPISODE_FIELDS = ["time_s", "rank", "worker_step", "global_step", "return", "length"]
-ITER_FIELDS = ["time_s", "rank", "iteration", "worker_step", "global_step", "compute_s",
-               "comm_s", "metrics"]
-
-
-@dataclass
-class RunSummary:
-    """What :func:`run_workers` returns (also written as ``summary.json``)."""
-
-    algo: str
-    env_id: str
-    sync: str
-    mode: str
-    dtype: str
-    workers: int
-    replay: str | None
-    solved: bool
-    solve_seconds: float | None
-    solve_steps: int | None
-    wall_seconds: float
-    train_seconds: float
-    env_steps: int
-    iterations: int
-    mean_compute_s: float
-    mean_comm_s: float
-    last_mean_return: float | None
-    run_dir: str | None
-    results: list[WorkerResult] = field(default_factory=list, repr=False)
-
-    def to_json(self) -> dict[str, Any]:
-        """The summary without per-worker arrays."""
-        d = asdict(self)
-        d.pop("results")
-        return d
 
 
 def _process_context(fn: Callable[..., Any]) -> Any:

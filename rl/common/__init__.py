@@ -1,0 +1,60 @@
+"""What the algorithms really share: envs and seeding, logging, worker launching, timing.
+
+* :class:`EnvPool`: n seeded copies of a gymnasium env, stepped together with
+  same-step autoreset (the true final observation is kept for bootstrapping)
+  (:mod:`rl.common.envs`).
+* :class:`DistConfig`: how the N workers are launched and synchronised
+  (:mod:`rl.common.launch`).
+* :func:`run_workers`: starts the strategy back ends (soft switch, parameter
+  server, gloo store, replay server), N worker processes (``spawn``) or
+  threads, shows a progress bar, writes ``episodes.csv``,
+  ``iterations.csv`` and ``summary.json`` into the run directory and draws
+  the plots (:mod:`rl.common.launch`, :mod:`rl.common.runlog`).
+* :class:`WorkerContext` / :class:`Reporter`: a worker's rank, its sync and
+  replay specs, and the channel its metrics go back to the launcher on
+  (:mod:`rl.common.worker`).
+* :class:`SplitTimer`: splits an iteration's wall time into computation
+  and communication (time blocked in gradient exchange or replay calls);
+  :func:`record_solved` and :func:`finish_result` are the bookkeeping every
+  algorithm does with it at the end of an iteration and of the run
+  (:mod:`rl.common.worker`).
+
+Every public name is importable from ``rl.common`` itself.
+"""
+
+from rl.common.envs import EnvPool, PoolStep, init_layer, torch_generator, uniform_layer
+from rl.common.launch import DistConfig, config_dict, run_workers
+from rl.common.runlog import EPISODE_FIELDS, ITER_FIELDS, ProgressBar, RunSummary
+from rl.common.worker import (
+    EpisodeWindow,
+    Reporter,
+    SplitTimer,
+    WorkerContext,
+    WorkerResult,
+    finish_result,
+    record_solved,
+    state_numpy,
+)
+
+__all__ = [
+    "EPISODE_FIELDS",
+    "ITER_FIELDS",
+    "DistConfig",
+    "EnvPool",
+    "EpisodeWindow",
+    "PoolStep",
+    "ProgressBar",
+    "Reporter",
+    "RunSummary",
+    "SplitTimer",
+    "WorkerContext",
+    "WorkerResult",
+    "config_dict",
+    "finish_result",
+    "init_layer",
+    "record_solved",
+    "run_workers",
+    "state_numpy",
+    "torch_generator",
+    "uniform_layer",
+]

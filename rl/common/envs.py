@@ -1,0 +1,113 @@
+"""Environments and seeding: :class:`EnvPool` (n seeded gymnasium envs stepped together
+with same-step autoreset), seeded torch generators and layer initialisation."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+
+@dataclass
+class PoolStep:
+    """What :meth:`EnvPool.step` returns (arrays over the n envs)."""
+
+    next_obs: np.ndarray
+    """Observation to act on next (already reset where an episode ended)."""
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    final_obs: np.ndarray
+    """The true next observation (differs from ``next_obs`` where an episode ended)."""
+    episodes: list[tuple[float, int]]
+    """(return, length) of every episode that ended in this step."""
+
+
+class EnvPool:
+    """n copies of one gymnasium environment, seeded ``seed, seed+1, ...``.
+
+    Parameters
+    ----------
+    env_id : str
+        Gymnasium id (``CartPole-v1``, ``Pendulum-v1``).
+    n : int
+        Number of copies.
+    seed : int
+        Seed of copy 0 (copy i gets ``seed + i``), for the first reset and the
+        action space.
+    """
+
+    def __init__(self, env_id: str, n: int, seed: int) -> None:
+        self.envs = [gym.make(env_id) for _ in range(n)]
+        self.n = n
+        self.seed = seed
+        self.observation_space = self.envs[0].observation_space
+        self.action_space = self.envs[0].action_space
+        self._returns = np.zeros(n)
+        self._lengths = np.zeros(n, dtype=np.int64)
+
+    def reset(self) -> np.ndarray:
+        """Reset every copy with its seed; return the stacked observations."""
+        obs = []
+        for i, env in enumerate(self.envs):
+            env.action_space.seed(self.seed + i)
+            obs.append(env.reset(seed=self.seed + i)[0])
+        self._returns[:] = 0
+        self._lengths[:] = 0
+        return np.stack(obs).astype(np.float32)
+
+    def step(self, actions: np.ndarray) -> PoolStep:
+        """Step every copy; reset the ones whose episode ended."""
+        next_obs, final_obs, rewards, term, trunc = [], [], [], [], []
+        episodes: list[tuple[float, int]] = []
+        for i, env in enumerate(self.envs):
+            obs, r, te, tr, _ = env.step(actions[i])
+            self._returns[i] += r
+            self._lengths[i] += 1
+            final_obs.append(obs)
+            if te or tr:
+                episodes.append((float(self._returns[i]), int(self._lengths[i])))
+                self._returns[i] = 0
+                self._lengths[i] = 0
+                obs, _ = env.reset()
+            next_obs.append(obs)
+            rewards.append(r)
+            term.append(te)
+            tr_flag = tr and not te
+            trunc.append(tr_flag)
+        return PoolStep(np.stack(next_obs).astype(np.float32), np.array(rewards, np.float32),
+                        np.array(term, bool), np.array(trunc, bool),
+                        np.stack(final_obs).astype(np.float32), episodes)
+
+    def close(self) -> None:
+        """Close every copy."""
+        for env in self.envs:
+            env.close()
+
+
+def torch_generator(seed: int) -> torch.Generator:
+    """A CPU torch generator seeded with ``seed`` (explicit, per worker)."""
+    gen = torch.Generator()
+    gen.manual_seed(seed)
+    return gen
+
+
+def init_layer(layer: torch.nn.Linear, gen: torch.Generator, std: float = math.sqrt(2),
+               bias: float = 0.0) -> torch.nn.Linear:
+    """Orthogonal weights with gain ``std``, constant bias, drawn from ``gen``."""
+    torch.nn.init.orthogonal_(layer.weight, std, generator=gen)
+    torch.nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+def uniform_layer(layer: torch.nn.Linear, gen: torch.Generator,
+                  bound: float | None = None) -> torch.nn.Linear:
+    """PyTorch's default fan-in uniform init (or ``±bound``), drawn from ``gen``."""
+    fan_in = layer.weight.shape[1]
+    b = 1.0 / math.sqrt(fan_in) if bound is None else bound
+    torch.nn.init.uniform_(layer.weight, -b, b, generator=gen)
+    torch.nn.init.uniform_(layer.bias, -b, b, generator=gen)
+    return layer
