@@ -30,9 +30,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import hostdrv
     from rl import cli
+    from rl.replay import DEFAULT_CAPACITY
 
     switch = hostdrv.SoftSwitch(max_elems=hostdrv.protocol.MAX_JUMBO_ELEMS,
-                                capacity=16384).start()
+                                capacity=DEFAULT_CAPACITY).start()
     print(f"soft switch listening at {switch.url}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     runs: list[tuple[str, Path, object]] = []
