@@ -8,6 +8,7 @@ in simulation and the board.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -36,6 +37,9 @@ ROLE_LEARNER = 4
 CTRL_AGG = 1
 CTRL_REPLAY = 2
 CTRL_CLEAR = 1 << 31
+
+_PORT_VALUES = frozenset([0] + [1 << i for i in range(8)])
+"""Legal ``MEMBER_PORT`` values: 0 (entry unused) or one port bit."""
 
 
 class RegisterError(ValueError):
@@ -108,6 +112,12 @@ class SwitchControl:
         An already open register transport (``url`` is then only a label).
     backends:
         Backend table overriding :data:`hostdrv.transport.BACKENDS`.
+    key_file:
+        File holding the control key of a soft or sim switch started with
+        ``--control-key``: every request is signed with it (``docs/protocol.md``
+        section 9). Default: the URL's ``?key=FILE`` query, else the
+        ``NETRL_CONTROL_KEY`` environment variable, else unsigned requests
+        (which a switch executes from loopback only, and only without a key).
 
     Examples
     --------
@@ -119,10 +129,16 @@ class SwitchControl:
 
     def __init__(self, url: str, *, timeout: float = 0.25, retries: int = 8,
                  transport: RegisterTransport | None = None,
-                 backends: Mapping[str, Backend] | None = None) -> None:
+                 backends: Mapping[str, Backend] | None = None,
+                 key_file: str | os.PathLike[str] | None = None) -> None:
         self.url = url
-        self._t = transport if transport is not None else open_registers(
-            url, backends=backends, timeout=timeout, retries=retries)
+        if transport is not None:
+            self._t = transport
+        elif key_file is not None:
+            self._t = open_registers(url, backends=backends, timeout=timeout, retries=retries,
+                                     key_file=key_file)
+        else:
+            self._t = open_registers(url, backends=backends, timeout=timeout, retries=retries)
 
     # -- raw access ------------------------------------------------------------
     @staticmethod
@@ -140,10 +156,17 @@ class SwitchControl:
         ------
         RegisterError
             Unknown register name.
+        RegisterAccessError
+            The switch refused the access (:class:`~hostdrv.transport.ControlAuthError`
+            when it is not authenticated).
         SwitchTimeoutError
             The switch did not answer.
         """
-        return self._t.read(self._reg(name).addr)
+        reg = self._reg(name)
+        try:
+            return self._t.read(reg.addr)
+        except RegisterAccessError as e:  # name the register, not its address
+            raise type(e)(name, None, e.status, e.text) from None
 
     def write(self, name: str, value: int) -> None:
         """Write register ``name``.
@@ -154,7 +177,10 @@ class SwitchControl:
             Unknown or read-only register, or a value wider than the register
             (checked before anything is sent).
         RegisterAccessError
-            The switch refused the value (e.g. ``AGG_ELEMS`` not a multiple of 16).
+            The switch refused the value (e.g. ``AGG_ELEMS`` not a multiple of 16,
+            ``MEMBER_PORT_i`` not 0 or one-hot: status 3), or the request
+            (:class:`~hostdrv.transport.ControlAuthError`, status 5: not from
+            loopback, or not signed with the switch's control key).
         SwitchTimeoutError
             The switch did not answer.
         """
@@ -168,7 +194,7 @@ class SwitchControl:
         try:
             self._t.write(reg.addr, value)
         except RegisterAccessError as e:  # name the register, not its address
-            raise RegisterAccessError(name, value, e.status, e.text) from None
+            raise type(e)(name, value, e.status, e.text) from None
 
     def close(self) -> None:
         """Release the transport."""
@@ -205,6 +231,15 @@ class SwitchControl:
         """Every ``CNT_*`` register by name, in register map order."""
         return {name: self.read(name) for name in regmap.COUNTERS}
 
+    def server_counters(self) -> dict[str, int]:
+        """The soft or sim switch server's own counters (``SRV_*``) by name.
+
+        ``SRV_RX_OVERFLOW``: datagrams the kernel dropped before the switch
+        read them; ``SRV_CTRL_REFUSED``: control requests refused as not
+        authenticated. A board does not decode these addresses.
+        """
+        return {name: self.read(name) for name in regmap.SERVER_COUNTERS}
+
     def clear_counters(self) -> None:
         """Zero every counter (``CTRL`` bit 31, self-clearing)."""
         self.write("CTRL", self.read("CTRL") | CTRL_CLEAR)
@@ -219,22 +254,34 @@ class SwitchControl:
         index:
             Member id, 0 … 7.
         port:
-            One-hot SUME port bitmap the member is behind.
+            One-hot SUME port bitmap the member is behind (a soft or sim switch:
+            ``1 << index``), or 0 to mark the entry unused. Any other value is
+            refused here, before anything is written (the switch would refuse
+            it too: control status 3).
         ip:
             IPv4 address (dotted quad or integer).
         udp:
-            UDP source port (0 = any).
+            UDP source port (0 = any source port of ``ip``; a soft or sim switch
+            then sends multicast RESULTs to where the member last sent from).
         role:
             Bitwise OR of :data:`ROLE_WORKER`, :data:`ROLE_ACTOR`, :data:`ROLE_LEARNER`.
+
+        Raises
+        ------
+        RegisterError
+            An argument out of range, before anything is written.
         """
         if not 0 <= index < MAX_MEMBERS:
             raise RegisterError("index", index, f"member ids are 0..{MAX_MEMBERS - 1}")
-        if port not in {1 << i for i in range(8)}:
-            raise RegisterError("port", port, "must be a one-hot 8-bit port bitmap")
+        if isinstance(port, bool) or port not in _PORT_VALUES:
+            raise RegisterError("port", port, "must be 0 (entry unused) or a one-hot 8-bit "
+                                "port bitmap (one SUME port)")
         try:
             ip_value = ip_to_int(ip)
         except ValueError as e:
             raise RegisterError("ip", ip, str(e)) from None
+        if isinstance(udp, bool) or not isinstance(udp, int) or not 0 <= udp <= 0xFFFF:
+            raise RegisterError("udp", udp, "must be a UDP port 0..65535 (0 = any)")
         if not 0 <= role <= 7:
             raise RegisterError("role", role, "bits 0 (worker), 1 (actor), 2 (learner) only")
         self.write(regmap.member_reg("MEMBER_PORT", index), port)

@@ -11,6 +11,14 @@ the ``s_axil`` pins. ``process``, ``read``, ``write`` and ``counters`` have the
 model's contract, so an ``RtlSwitch`` replaces the model anywhere (the
 ``sim://`` server, :mod:`hostdrv.simswitch`, serves one over UDP).
 
+A frame longer than 65535 bytes cannot enter the RTL (TUSER carries a 16-bit
+length); only a soft/sim switch datagram can make one. :meth:`RtlSwitch.process`
+judges it host-side with the reference model, exactly as the model would (the
+opcode's RX counter, then ``CNT_DROP_BAD_LENGTH``; ``CNT_PASS`` for a
+non-protocol frame), and keeps those counts as offsets that :meth:`RtlSwitch.read`
+and :meth:`RtlSwitch.counters` add to the RTL's counters (cleared with them by
+``CTRL`` bit 31 and by :meth:`RtlSwitch.reset`).
+
 Speed
 -----
 pyverilator exposes every port as ctypes getters and setters, one call per
@@ -74,6 +82,9 @@ HARNESS_VERSION = 3
 """Bumped whenever :data:`HARNESS_CPP` or the build flags change (part of the cache key)."""
 
 _ONE_HOT = frozenset(1 << i for i in range(8))
+_M32 = 0xFFFFFFFF
+_MAX_FRAME = 0xFFFF  # TUSER[15:0]: the longest frame the stream carries
+_CTRL_CLEAR = 1 << 31
 _VERILATOR_FLAGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTITOP",
                     "--x-assign", "0", "--x-initial", "0")
 _META = 4  # uint32 words per output frame: length, dst ports, TUSER length, clock of last beat
@@ -732,6 +743,8 @@ class RtlSwitch:
         """Clocks from the last input beat to the last beat of each frame of the last call."""
         self.tuser_length_errors = 0
         """Output frames whose TUSER[15:0] differed from their length (should stay 0)."""
+        self._host_counts: dict[str, int] = {}
+        """Counts of the frames judged host-side (over 65535 bytes), added to the RTL's."""
         self.bytes_per_beat = int(lib.nrl_bytes_per_beat())
         self.trace_path: Path | None = None
         if trace is not None:
@@ -744,6 +757,7 @@ class RtlSwitch:
         self._lib.nrl_reset(self._handle, self.reset_cycles)
         self._lib.nrl_step(self._handle, 8)
         self._take()
+        self._host_counts = {}
         self._validator = self._new_validator()
         self._settle_replay()
         self._take()
@@ -833,6 +847,8 @@ class RtlSwitch:
     def read(self, reg: str | int) -> int:
         """Read a register over AXI4-Lite (by name or byte address, as the model).
 
+        A counter also counts the frames judged host-side (see :meth:`process`).
+
         Raises
         ------
         ValueError
@@ -847,7 +863,8 @@ class RtlSwitch:
         if v >> 32:
             raise RtlSimError(f"AXI4-Lite read of {r.name} (0x{r.addr:03X}) answered "
                               f"RRESP={v >> 32}")
-        return v & 0xFFFFFFFF
+        extra = self._host_counts.get(r.name)
+        return (v + extra) & _M32 if extra else v & _M32
 
     def write(self, reg: str | int, value: int) -> None:
         """Write a register over AXI4-Lite.
@@ -872,6 +889,8 @@ class RtlSwitch:
             raise RtlSimError(f"AXI4-Lite write of {r.name} (0x{r.addr:03X}) answered BRESP={resp}")
         if r.name == "RPL_RESET" and int(value) & 1:
             self._settle_replay()
+        elif r.name == "CTRL" and int(value) & _CTRL_CLEAR:
+            self._host_counts.clear()
 
     def counters(self) -> dict[str, int]:
         """Every ``CNT_*`` register by name, read over AXI4-Lite (register map order)."""
@@ -893,11 +912,14 @@ class RtlSwitch:
         list[Egress]
             Frames emitted until the switch was quiet for :attr:`idle_cycles`
             clocks, in the order they left, with TUSER[31:24] as ``dst_ports``.
+            A frame over 65535 bytes never enters the RTL: it is judged and
+            counted host-side as the model does (``BAD_LENGTH``, or
+            ``CNT_PASS`` and the model's flood for a non-protocol frame).
 
         Raises
         ------
         ValueError
-            When ``src_port`` is not one-hot or the frame is empty or longer than 65535.
+            When ``src_port`` is not one-hot or the frame is empty.
         RtlSimError
             When the switch does not accept the frame or never goes quiet.
         """
@@ -909,22 +931,28 @@ class RtlSwitch:
 
         At line rate the switch may interleave the replies of different
         engines, so the output order across engines can differ from a
-        frame-by-frame run; within each engine it cannot.
+        frame-by-frame run; within each engine it cannot. Frames over 65535
+        bytes are judged host-side (:meth:`process`); what the model emits for
+        them follows the RTL's outputs.
         """
         blobs: list[bytes] = []
         lens: list[int] = []
         ports: list[int] = []
+        host: list[Egress] = []
         for frame, port in frames:
             if port not in _ONE_HOT:
                 raise ValueError(f"src_port {port!r} must be a one-hot 8-bit port bitmap")
             n = len(frame)
-            if not 0 < n <= 0xFFFF:
-                raise ValueError(f"frame of {n} bytes: must be 1 .. 65535")
+            if n == 0:
+                raise ValueError("frame of 0 bytes: a frame has at least one byte")
+            if n > _MAX_FRAME:
+                host += self._judge_host_side(frame, port)
+                continue
             blobs.append(bytes(frame))
             lens.append(n)
             ports.append(port)
         if not blobs:
-            return []
+            return host
         count = len(blobs)
         lens_a = (ctypes.c_uint32 * count)(*lens)
         ports_a = (ctypes.c_uint32 * count)(*ports)
@@ -935,7 +963,23 @@ class RtlSwitch:
             raise RtlSimError(f"{self.top}: {count} frame(s) not processed within "
                               f"{self.max_cycles} clocks (input stalled or output never quiet); "
                               f"{len(outs)} frame(s) left meanwhile")
-        return outs
+        return outs + host if host else outs
+
+    def _judge_host_side(self, frame: bytes | bytearray | memoryview, port: int) -> list[Egress]:
+        """Judge a frame the stream cannot carry with the model; count it in the offsets.
+
+        The validator model mirrors every register written through
+        :meth:`write`, so its verdict is the model's; only its counters move.
+        """
+        v = self._validator
+        before = v.counters()
+        out = v.process(frame, port)
+        counts = self._host_counts
+        for name, value in v.counters().items():
+            d = (value - before[name]) & _M32
+            if d:
+                counts[name] = (counts.get(name, 0) + d) & _M32
+        return out
 
     def step(self, cycles: int) -> list[Egress]:
         """Clock ``cycles`` times with idle inputs; returns any frames that left meanwhile."""

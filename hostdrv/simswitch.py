@@ -15,19 +15,42 @@ switch's own code. :class:`SimSwitchProcess` runs one in a child process.
 URL scheme
 ----------
 ``sim://host:port`` is a backend of :data:`hostdrv.transport.BACKENDS` (UDP,
-as ``soft://``), so every client accepts it unchanged.
+as ``soft://``), so every client accepts it unchanged. The port is required
+and ``?key=FILE`` is the only option, as for ``soft://``.
+
+Frames the AXI4-Stream cannot carry (over 65535 bytes: a datagram of 65494
+bytes or more) are judged host-side by :class:`~hostdrv.rtlsim.RtlSwitch`
+exactly as the model judges them (``BAD_LENGTH``), so they are counted too.
+
+Command line
+------------
+``python -m hostdrv.simswitch`` options:
+
+``--listen HOST:PORT``
+    Address to bind (default ``127.0.0.1:20060``; port 0 picks one); prints
+    ``listening sim://host:port``.
+``--top``, ``--param K=V``, ``--build-dir``, ``--idle-cycles``, ``--trace FILE.vcd``, ``--build-only``
+    What to simulate and how (see ``--help``).
+``--control-key FILE``
+    Execute only control requests signed with the key in FILE, from any
+    address (``docs/protocol.md`` section 9); without it only loopback may use
+    the control channel. Clients pass the same file (``SwitchControl(url,
+    key_file=FILE)``, ``sim://host:port?key=FILE`` or ``NETRL_CONTROL_KEY``).
+
+On SIGINT/SIGTERM it prints the RTL's nonzero counters, the server's figures
+(``stats``, with ``rx_overflow`` and ``ctrl_refused``) and the simulation's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from urllib.parse import urlsplit
 
 from hostdrv.rtlsim import RtlSwitch
 from hostdrv.softswitch import SoftSwitch, SoftSwitchProcess
@@ -35,10 +58,8 @@ from hostdrv.transport import (
     Backend,
     DatagramTransport,
     RegisterTransport,
-    TransportError,
-    UdpDatagramTransport,
-    UdpRegisterTransport,
-    parse_hostport,
+    udp_switch_datagram,
+    udp_switch_registers,
 )
 
 __all__ = [
@@ -63,21 +84,24 @@ records) instead of the board's 16384, which also shortens the sum tree's cleari
 # URL scheme
 
 
-def _sim_address(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    if not parts.netloc:
-        raise TransportError(f"bad url={url!r}: expected sim://host:port")
-    return parse_hostport(parts.netloc)
-
-
 def sim_datagram(url: str, **options: object) -> DatagramTransport:
-    """Protocol channel to the :class:`SimSwitch` at ``sim://host:port`` (UDP)."""
-    return UdpDatagramTransport(url, _sim_address(url), **options)  # type: ignore[arg-type]
+    """Protocol channel to the :class:`SimSwitch` at ``sim://host:port`` (UDP).
+
+    Raises
+    ------
+    TransportError
+        When the URL has no host or no port, or an unknown option.
+    """
+    return udp_switch_datagram(url, **options)
 
 
 def sim_registers(url: str, **options: object) -> RegisterTransport:
-    """Register channel to the :class:`SimSwitch` at ``sim://host:port`` (control datagrams)."""
-    return UdpRegisterTransport(url, _sim_address(url), **options)  # type: ignore[arg-type]
+    """Register channel to the :class:`SimSwitch` at ``sim://host:port`` (control datagrams).
+
+    ``key_file=`` (or ``?key=FILE``, or ``NETRL_CONTROL_KEY``) signs the requests
+    (:func:`hostdrv.transport.udp_switch_registers`).
+    """
+    return udp_switch_registers(url, **options)  # type: ignore[arg-type]
 
 
 def sim_backend() -> Backend:
@@ -102,7 +126,7 @@ class SimSwitch(SoftSwitch):
         :data:`DEFAULT_PARAMS` of the top).
     switch:
         Serve this already built :class:`~hostdrv.rtlsim.RtlSwitch` instead.
-    log_arrivals:
+    log_arrivals, control_key:
         As :class:`~hostdrv.softswitch.SoftSwitch`.
 
     Examples
@@ -111,11 +135,14 @@ class SimSwitch(SoftSwitch):
     ...     agg = Aggregator(sw.url, worker=0)
     """
 
+    log_name = "netfpga-simswitch"
+
     def __init__(self, listen: str | tuple[str, int] = ("127.0.0.1", 0), *,
                  top: str = "nrl_switch", params: Mapping[str, int | str] | None = None,
                  build_dir: str | Path | None = None, idle_cycles: int | None = None,
                  trace: str | Path | None = None, switch: RtlSwitch | None = None,
-                 log_arrivals: bool = False) -> None:
+                 log_arrivals: bool = False,
+                 control_key: bytes | str | os.PathLike[str] | None = None) -> None:
         if switch is None:
             merged: dict[str, int | str] = dict(DEFAULT_PARAMS.get(top, {}))
             merged.update(params or {})
@@ -123,7 +150,8 @@ class SimSwitch(SoftSwitch):
         self.rtl = switch
         # SoftSwitch only calls process/read/write/counters on its model, which
         # RtlSwitch provides with the same contract.
-        super().__init__(listen, log_arrivals=log_arrivals, model=switch)  # type: ignore[arg-type]
+        super().__init__(listen, log_arrivals=log_arrivals, model=switch,  # type: ignore[arg-type]
+                         control_key=control_key)
 
     @property
     def url(self) -> str:
@@ -205,6 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 96 + 3 log2 RPL_CAPACITY)")
     p.add_argument("--trace", metavar="FILE.vcd", help="dump a VCD waveform of the whole run")
     p.add_argument("--build-only", action="store_true", help="build (or find) the model and exit")
+    p.add_argument("--control-key", metavar="FILE",
+                   help="execute only control requests signed with the key in FILE (HMAC-SHA256, "
+                        "docs/protocol.md section 9), from any address; default: unsigned "
+                        "requests from loopback only")
     return p
 
 
@@ -217,16 +249,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         rtl = RtlSwitch(args.top, params, args.build_dir, idle_cycles=args.idle_cycles,
                         trace=args.trace)
     except (OSError, ValueError, RuntimeError) as e:
-        print(f"hostdrv.simswitch: {e}", file=sys.stderr)
+        print(f"{SimSwitch.log_name}: {e}", file=sys.stderr)
         return 2
     if args.build_only:
         print(f"{'built' if rtl.build.built else 'cached'} {rtl.build.library}", flush=True)
         rtl.close()
         return 0
     try:
-        sw = SimSwitch(args.listen, switch=rtl)
+        sw = SimSwitch(args.listen, switch=rtl, control_key=args.control_key)
     except (OSError, ValueError) as e:
-        print(f"hostdrv.simswitch: {e}", file=sys.stderr)
+        print(f"{SimSwitch.log_name}: {e}", file=sys.stderr)
         rtl.close()
         return 2
 

@@ -21,19 +21,63 @@ sender:
 * otherwise a port no member is on, so the model drops a packet that claims
   to be a member as ``SPOOFED``.
 
+Several entries may share one ``MEMBER_IP`` with ``MEMBER_UDP`` = 0 (two
+workers on one host, any source port): a datagram from that address then gets
+the port of the entry its header's ``worker`` names. An empty datagram is a
+42-byte frame (the model drops it as ``BAD_LENGTH``); every datagram reaches the
+model, so each one moves a counter.
+
 Each emitted frame goes out as a UDP datagram carrying its bytes 42 onward:
 a frame to ``MCAST_IP`` to every aggregation member (role bit 0) whose
-``MEMBER_PORT`` is in the egress bitmap, at ``MEMBER_IP``:``MEMBER_UDP``; any
-other frame to its IPv4 destination and UDP destination port. Datagrams for
-one destination produced by one receive are sent with UDP GSO (one system
-call for up to 64), and received batches are coalesced with UDP GRO.
+``MEMBER_PORT`` is in the egress bitmap, at ``MEMBER_IP``:``MEMBER_UDP``, or,
+for a member with ``MEMBER_UDP`` = 0, at the address it last sent an authentic
+datagram from (a datagram from ``MEMBER_IP`` given that entry's port; forgotten
+when the entry's registers are written; a member never heard from gets
+nothing and recovers by retransmitting); any other frame to its IPv4
+destination and UDP destination port. Datagrams for one destination produced
+by one receive are sent with UDP GSO (one system call for up to 64), and
+received batches are coalesced with UDP GRO.
+
+The socket reports the datagrams the kernel dropped because its receive
+buffer was full (``SO_RXQ_OVFL``): the server keeps them in ``SRV_RX_OVERFLOW``.
 
 Control channel
 ---------------
 Register reads and writes arrive on the same socket as ``NRLC`` datagrams
 (format in :mod:`hostdrv.transport`); they are executed in arrival order with
 the protocol traffic, so a write takes effect before every packet received
-after it.
+after it. The server answers reads of its own registers (``SRV_RX_OVERFLOW``,
+``SRV_CTRL_REFUSED``; ``server=True`` in :mod:`hostdrv.regmap`) itself; a write
+of ``CTRL`` bit 31 clears them with the model's counters.
+
+By default only requests from loopback addresses are executed; any other
+source is answered with status 5 and counted in ``SRV_CTRL_REFUSED``. With a
+control key (``--control-key FILE``, ``SoftSwitch(control_key=...)``) only
+requests signed with it are executed, from any address, loopback included
+(``docs/protocol.md`` section 9).
+
+Command line
+------------
+``python -m hostdrv.softswitch`` (``netfpga-softswitch``) options:
+
+``--listen HOST:PORT``
+    Address to bind (default ``127.0.0.1:20050``; port 0 picks one). The
+    chosen URL is printed as ``listening soft://host:port``.
+``--capacity C``, ``--record-bytes R``, ``--max-slots S``, ``--max-elems P``, ``--build-hash H``
+    Model parameters (``RPL_CAPACITY``, ``RPL_RECORD_BYTES``, ``AGG_MAX_SLOTS``,
+    ``AGG_MAX_ELEMS``, ``BUILD_HASH``).
+``--control-key FILE``
+    Execute only control requests signed with the key in FILE (whitespace
+    around it stripped), from any address; clients pass the same file
+    (``SwitchControl(url, key_file=FILE)``, ``soft://host:port?key=FILE`` or
+    ``NETRL_CONTROL_KEY=FILE``). Without it only loopback may use the control
+    channel.
+``--profile FILE``
+    Write a cProfile of the serve loop to FILE.
+
+On SIGINT/SIGTERM it prints the model's nonzero counters (``counters {...}``)
+and the server's figures (``stats {...}``, with ``rx_overflow`` and
+``ctrl_refused``) and exits 0.
 """
 
 from __future__ import annotations
@@ -68,8 +112,10 @@ from hostdrv.transport import (
     UDP_GRO,
     UDP_SEGMENT,
     ControlStatus,
+    check_control_signature,
     int_to_ip,
     ip_to_int,
+    load_control_key,
     parse_hostport,
     tune_socket,
 )
@@ -77,10 +123,19 @@ from hostdrv.transport import (
 _IN = struct.Struct("!6s6sHBBHHHBBHIIHHHH")  # Ethernet + IPv4 + UDP header of an input frame
 _LENGTHS_IP = 16
 _LENGTHS_UDP = 38
+_U16 = struct.Struct("!H")
 _OUT = struct.Struct("!I2xH")  # at 30: IPv4 destination, UDP destination port
 _RECV_BYTES = 65536
-_GRO_ANC = socket.CMSG_SPACE(4)
+SO_RXQ_OVFL = getattr(socket, "SO_RXQ_OVFL", 40)
+"""Linux socket option: a cmsg with the socket's drop count on every received datagram."""
+_ANC = 2 * socket.CMSG_SPACE(4)  # UDP_GRO segment size and SO_RXQ_OVFL drop count
 _GRADIENT = int(Opcode.GRADIENT)
+_WORKER_AT = HEADER_OFFSET + 4  # the header's worker field (u16) in a frame
+_M32 = 0xFFFFFFFF
+_CTRL_CLEAR = 1 << 31
+_SERVER_STATS = {"SRV_RX_OVERFLOW": "rx_overflow", "SRV_CTRL_REFUSED": "ctrl_refused"}
+"""Server register → the :attr:`SoftSwitch.stats` figure it counts (since the last clear)."""
+assert set(_SERVER_STATS) == set(regmap.SERVER_COUNTERS)
 
 
 @dataclass(frozen=True)
@@ -119,6 +174,19 @@ class SoftSwitch:
         Serve this model instead of a new one. Change its registers through
         :meth:`write` (or the control channel), which also refreshes the
         address tables the switch routes with.
+    control_key:
+        Execute only control requests signed with this key (``bytes``), or with
+        the key in this file (a path; whitespace around it stripped), from any
+        address (``--control-key``). ``None``: execute unsigned requests, from
+        loopback addresses only.
+
+    Raises
+    ------
+    OSError
+        When the address cannot be bound or the key file cannot be read
+        (:class:`~hostdrv.transport.TransportError`).
+    ValueError
+        For an empty control key or a bad model parameter.
 
     Examples
     --------
@@ -126,10 +194,20 @@ class SoftSwitch:
     ...     ctl = SwitchControl(sw.url)
     """
 
+    log_name = "netfpga-softswitch"
+    """Program name the server's messages start with."""
+
     def __init__(self, listen: str | tuple[str, int] = ("127.0.0.1", 0), *,
                  capacity: int = 1024, record_bytes: int = 128, max_slots: int = 64,
                  max_elems: int = 352, build_hash: int = 0, log_arrivals: bool = False,
-                 model: SwitchModel | None = None) -> None:
+                 model: SwitchModel | None = None,
+                 control_key: bytes | str | os.PathLike[str] | None = None) -> None:
+        if isinstance(control_key, bytes | bytearray):
+            self._control_key: bytes | None = bytes(control_key).strip()
+            if not self._control_key:
+                raise ValueError("bad control_key: empty")
+        else:
+            self._control_key = None if control_key is None else load_control_key(control_key)
         self.model = model if model is not None else SwitchModel(
             capacity=capacity, record_bytes=record_bytes, max_slots=max_slots,
             max_elems=max_elems, build_hash=build_hash)
@@ -147,6 +225,11 @@ class SoftSwitch:
             sock.setsockopt(SOL_UDP, UDP_GRO, 1)
         except OSError:
             self._gro = False
+        self._ovfl = True
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
+        except OSError:
+            self._ovfl = False
         self._gso = True
         self.sock = sock
         self.arrivals: list[Arrival] | None = [] if log_arrivals else None
@@ -160,9 +243,13 @@ class SoftSwitch:
         self._rbuf = bytearray(_RECV_BYTES)
         self._frame = bytearray(HEADER_OFFSET + _RECV_BYTES)
         self._tables_valid = False
-        self._sources: dict[tuple[str, int], tuple[int, bytes]] = {}
+        self._sources: dict[tuple[str, int], tuple[int, bytes, dict[int, int] | None]] = {}
+        self._members: list[tuple[int, tuple[str, int]]] = []
+        self._agg_entries: list[tuple[int, int, tuple[str, int] | None]] = []
+        self._last_addr: dict[int, tuple[str, int]] = {}
         self._stats = {"datagrams": 0, "control": 0, "sent": 0, "send_calls": 0, "receives": 0,
-                       "busy_us": 0, "errors": 0}
+                       "busy_us": 0, "errors": 0, "rx_overflow": 0, "ctrl_refused": 0}
+        self._srv_base = dict.fromkeys(_SERVER_STATS.values(), 0)
 
     # -- addressing --------------------------------------------------------------
     @property
@@ -181,9 +268,9 @@ class SoftSwitch:
         """Recompute source → ingress port and egress port → address maps from the registers."""
         rd = self.model.read
         exact: dict[tuple[int, int], int] = {}
-        any_port: dict[int, int] = {}
+        any_port: dict[int, dict[int, int]] = {}
         used = 0
-        self._members: list[tuple[int, tuple[str, int]]] = []
+        agg: list[tuple[int, int, tuple[str, int] | None]] = []
         for i in range(regmap.MEMBER_COUNT):
             port = rd(regmap.member_reg("MEMBER_PORT", i))
             ip = rd(regmap.member_reg("MEMBER_IP", i))
@@ -195,9 +282,11 @@ class SoftSwitch:
             if udp:
                 exact.setdefault((ip, udp), port)
             else:
-                any_port.setdefault(ip, port)
-            if role & 1 and ip and udp:
-                self._members.append((port, (int_to_ip(ip), udp)))
+                any_port.setdefault(ip, {}).setdefault(i, port)
+            if role & 1 and ip:
+                agg.append((i, port, (int_to_ip(ip), udp) if udp else None))
+        self._agg_entries = agg
+        self._members = self._member_list()
         if rd("AGG_ROLE") == 1 and rd("AGG_UPLINK_PORT"):
             parent = (rd("AGG_PARENT_IP"), rd("AGG_PARENT_UDP") or rd("UDP_PORT"))
             exact[parent] = rd("AGG_UPLINK_PORT")
@@ -213,51 +302,157 @@ class SoftSwitch:
         self._sources.clear()
         self._tables_valid = True
 
-    def _source(self, addr: tuple[str, int]) -> tuple[int, bytes]:
-        """(ingress port, 42-byte frame header template) for datagrams from ``addr``."""
+    def _member_list(self) -> list[tuple[int, tuple[str, int]]]:
+        """(port, address) of every aggregation member a multicast RESULT can reach."""
+        last = self._last_addr
+        return [(port, dst if dst is not None else last[i]) for i, port, dst in self._agg_entries
+                if dst is not None or i in last]
+
+    def _source(self, addr: tuple[str, int]) -> tuple[int, bytes, dict[int, int] | None]:
+        """(ingress port, 42-byte frame header template, any-port entries) for ``addr``.
+
+        The third item is ``None`` unless ``addr`` matches no ``MEMBER_IP``:``MEMBER_UDP``
+        pair but entries with ``MEMBER_UDP`` = 0 of its IP ({member id: port});
+        the ingress port is then the first of them, or the one the header names
+        (:meth:`_claimed_port`).
+        """
         ip = ip_to_int(addr[0])
-        port = self._exact.get((ip, addr[1])) or self._any_port.get(ip) or self._stranger_port
+        port = self._exact.get((ip, addr[1]))
+        anyp = None
+        if port is None:
+            anyp = self._any_port.get(ip)
+            port = next(iter(anyp.values())) if anyp else self._stranger_port
         hdr = _IN.pack(self._mac, b"\x02\x00" + ip.to_bytes(4, "big"), 0x0800,
                        0x45, 0, 0, 0, 0x4000, 64, 17, 0, ip, self._switch_ip,
                        addr[1], self._udp_port, 0, 0)
-        entry = (port, hdr)
+        entry = (port, hdr, anyp)
         if len(self._sources) > 4096:
             self._sources.clear()
         self._sources[addr] = entry
         return entry
 
+    def _claimed_port(self, frame: bytearray, size: int, anyp: dict[int, int],
+                      addr: tuple[str, int], default: int) -> int:
+        """Ingress port of a datagram from an address known only by ``MEMBER_UDP`` = 0 entries.
+
+        The entry the header's ``worker`` names, if it is one of them: the
+        datagram is then authentic for that member, so its source address
+        becomes where that member's multicast RESULTs go. Otherwise ``default``.
+        """
+        if size < HEADER_LEN:
+            return default
+        w = (frame[_WORKER_AT] << 8) | frame[_WORKER_AT + 1]
+        port = anyp.get(w)
+        if port is None:
+            return default
+        if self._last_addr.get(w) != addr:
+            self._last_addr[w] = addr
+            self._members[:] = self._member_list()  # in place: _process holds the list
+        return port
+
     # -- register access (thread safe) ---------------------------------------------
+    def _reg_read(self, name: str) -> int:
+        stat = _SERVER_STATS.get(name)
+        if stat is not None:
+            return (self._stats[stat] - self._srv_base[stat]) & _M32
+        return self.model.read(name)
+
+    def _reg_write(self, name: str, value: int) -> None:
+        self.model.write(name, value)  # ValueError: read-only or out of range, nothing changed
+        self._tables_valid = False
+        if name == "CTRL" and value & _CTRL_CLEAR:
+            self._srv_base = {k: self._stats[k] for k in self._srv_base}
+        elif name.startswith("MEMBER_"):
+            self._last_addr.pop(int(name.rsplit("_", 1)[1]), None)
+
+    @staticmethod
+    def _name(reg: str | int) -> str | None:
+        r = regmap.REGISTERS.get(reg) if isinstance(reg, str) else regmap.BY_ADDR.get(reg)
+        return r.name if r is not None else None
+
     def read(self, reg: str | int) -> int:
-        """Read a model register (by name or address)."""
+        """Read a register (by name or address): the model's, or the server's ``SRV_*``.
+
+        Raises
+        ------
+        ValueError
+            For an unknown name or address.
+        """
         with self.lock:
-            return self.model.read(reg)
+            name = self._name(reg)
+            return self.model.read(reg) if name is None else self._reg_read(name)
 
     def write(self, reg: str | int, value: int) -> None:
-        """Write a model register (by name or address); raises ``ValueError`` if illegal."""
+        """Write a model register (by name or address), as the control channel does.
+
+        ``CTRL`` bit 31 also clears the server's ``SRV_*`` counters; a write to a
+        member entry's register forgets the address a ``MEMBER_UDP`` = 0 member
+        last sent from.
+
+        Raises
+        ------
+        ValueError
+            For an unknown or read-only register or an illegal value; nothing changed.
+        """
         with self.lock:
-            self.model.write(reg, value)
-            self._tables_valid = False
+            name = self._name(reg)
+            if name is None:
+                self.model.write(reg, value)  # raises: no such register
+            else:
+                self._reg_write(name, value)
 
     def counters(self) -> dict[str, int]:
         """Every counter of the model by name."""
         with self.lock:
             return self.model.counters()
 
+    def server_counters(self) -> dict[str, int]:
+        """The server's own counters (``SRV_RX_OVERFLOW``, ``SRV_CTRL_REFUSED``) by name."""
+        with self.lock:
+            return {name: self._reg_read(name) for name in regmap.SERVER_COUNTERS}
+
     @property
     def stats(self) -> dict[str, int]:
-        """Host-side figures: datagrams and control requests received, datagrams sent and
-        send calls, receive calls, microseconds spent processing (``busy_us``) and
-        datagrams whose processing raised (``errors``; the first is printed)."""
+        """Host-side figures since the switch started.
+
+        ``datagrams`` and ``control`` requests received, datagrams ``sent`` and
+        ``send_calls``, ``receives`` (receive calls), microseconds spent
+        processing (``busy_us``), datagrams whose processing raised
+        (``errors``; the first is printed), datagrams the kernel dropped
+        because the socket's receive buffer was full (``rx_overflow``, as last
+        reported by ``SO_RXQ_OVFL``) and control requests refused as not
+        authenticated (``ctrl_refused``). The registers ``SRV_RX_OVERFLOW`` and
+        ``SRV_CTRL_REFUSED`` count the last two since counters were last cleared.
+        """
         return dict(self._stats)
 
     # -- serving -----------------------------------------------------------------
+    def _refusal(self, data: memoryview, addr: tuple[str, int]) -> str:
+        """Why a control request from ``addr`` must not be executed ('' when it may)."""
+        key = self._control_key
+        if key is None:
+            if _is_loopback(addr[0]):
+                return ""
+            return (f"request from {addr[0]}: this switch executes control requests from "
+                    "loopback addresses only (started with --control-key FILE it executes "
+                    "signed requests from any address)")
+        why = check_control_signature(data, key)
+        return f"request from {addr[0]}: {why}" if why else ""
+
     def _control(self, data: memoryview, addr: tuple[str, int]) -> bytes:
         """Execute one control request and return the reply datagram."""
         self._stats["control"] += 1
-        if len(data) < CONTROL.size:
+        short = len(data) < CONTROL.size
+        _m, op, _z, tag, reg, value = (CONTROL_MAGIC, 0, 0, 0, 0, 0) if short \
+            else CONTROL.unpack_from(data)
+        why = self._refusal(data, addr)
+        if why:  # nothing executed, nothing cached
+            self._stats["ctrl_refused"] += 1
+            return CONTROL.pack(CONTROL_MAGIC, (op | CONTROL_REPLY) & 0xFF,
+                                ControlStatus.UNAUTHENTICATED, tag, reg, 0) + why.encode()
+        if short:
             return CONTROL.pack(CONTROL_MAGIC, CONTROL_REPLY, ControlStatus.BAD_REQUEST, 0, 0, 0) \
                 + b"request shorter than 16 bytes"
-        _m, op, _z, tag, reg, value = CONTROL.unpack_from(data)
         key = bytes(data[:CONTROL.size])
         cached = self._replies.get(addr)
         if cached is not None and cached[0] == key:
@@ -267,17 +462,16 @@ class SoftSwitch:
         if name is None:
             status, text = ControlStatus.UNKNOWN_REGISTER, f"no register at address 0x{reg:03X}"
         elif op == CONTROL_READ:
-            out = self.model.read(name)
+            out = self._reg_read(name)
         elif op == CONTROL_WRITE:
             if regmap.REGISTERS[name].access != "rw":
                 status, text = ControlStatus.READ_ONLY, f"register {name} is read-only"
             else:
                 try:
-                    self.model.write(name, value)
+                    self._reg_write(name, value)
                     out = value
                 except ValueError as e:
                     status, text = ControlStatus.ILLEGAL_VALUE, str(e)
-                self._tables_valid = False
         else:
             status, text = ControlStatus.BAD_REQUEST, f"unknown op {op} (1 read, 2 write)"
         reply = CONTROL.pack(CONTROL_MAGIC, op | CONTROL_REPLY, status, tag, reg, out & 0xFFFFFFFF) \
@@ -332,32 +526,36 @@ class SoftSwitch:
                  pending: dict[tuple[str, int], list[memoryview]]) -> None:
         """Run ``n`` received bytes (messages of ``seg`` bytes) from ``addr`` through the model."""
         rbuf = memoryview(self._rbuf)
-        if rbuf[:4] == CONTROL_MAGIC:
+        if n >= 4 and rbuf[:4] == CONTROL_MAGIC:
             reply = self._control(rbuf[:n], addr)
             self._send([memoryview(reply)], addr, len(reply))
             return
         if not self._tables_valid:
             self._rebuild_tables()
-        src = self._sources.get(addr) or self._source(addr)
-        port, hdr = src
+        port, hdr, anyp = self._sources.get(addr) or self._source(addr)
         frame = self._frame
         fmv = memoryview(frame)
         frame[:HEADER_OFFSET] = hdr
         process = self.model.process
         arrivals = self.arrivals
+        stats = self._stats
+        pack16 = _U16.pack_into
         mcast, members = self._mcast_ip, self._members
         unpack_out = _OUT.unpack_from
-        for off in range(0, n, seg):
+        # n = 0 (an empty datagram) is one 42-byte frame; lengths past 16 bits (a frame
+        # over 65535 bytes, BAD_LENGTH in the model) keep their low 16 bits
+        for off in range(0, n or 1, seg):
             size = min(seg, n - off)
             flen = HEADER_OFFSET + size
             frame[HEADER_OFFSET:flen] = rbuf[off:off + size]
-            struct.pack_into("!H", frame, _LENGTHS_IP, flen - 14)
-            struct.pack_into("!H", frame, _LENGTHS_UDP, flen - 34)
-            self._stats["datagrams"] += 1
+            pack16(frame, _LENGTHS_IP, (flen - 14) & 0xFFFF)
+            pack16(frame, _LENGTHS_UDP, (flen - 34) & 0xFFFF)
+            stats["datagrams"] += 1
+            p = port if anyp is None else self._claimed_port(frame, size, anyp, addr, port)
             if arrivals is not None and size >= HEADER_LEN and frame[HEADER_OFFSET + 1] == _GRADIENT:
                 _v, _o, _f, _j, w, slot, seq, _c, aux, _r = HEADER.unpack_from(frame, HEADER_OFFSET)
                 arrivals.append(Arrival(slot, seq, w, aux, bytes(frame[64:flen])))
-            for eg in process(fmv[:flen], port):
+            for eg in process(fmv[:flen], p):
                 out = eg.frame
                 ip_dst, udp_dst = unpack_out(out, 30)
                 body = memoryview(out)[HEADER_OFFSET:]
@@ -373,18 +571,24 @@ class SoftSwitch:
         """Serve until :meth:`stop` (or a signal handler calling it)."""
         sock, rbuf, stop = self.sock, self._rbuf, self._stop
         pending: dict[tuple[str, int], list[memoryview]] = {}
-        gro = self._gro
+        use_msg = self._gro or self._ovfl
         stats = self._stats
         perf_counter = time.perf_counter
         wait_ms = max(1, int(poll_interval * 1000))
+        sol_socket = socket.SOL_SOCKET
         while not stop.is_set():
             try:
-                if gro:
-                    n, anc, _fl, addr = sock.recvmsg_into([rbuf], _GRO_ANC)
+                if use_msg:
+                    n, anc, _fl, addr = sock.recvmsg_into([rbuf], _ANC)
                     seg = n
-                    for level, kind, data in anc:
-                        if level == SOL_UDP and kind == UDP_GRO and len(data) >= 4:
+                    for level, kind, data in anc:  # empty unless coalesced or after drops
+                        if len(data) < 4:
+                            continue
+                        if kind == UDP_GRO and level == SOL_UDP:
                             seg = struct.unpack_from("=i", data)[0] or n
+                        elif kind == SO_RXQ_OVFL and level == sol_socket:
+                            # the socket's drop count when this datagram was queued
+                            stats["rx_overflow"] = struct.unpack_from("=I", data)[0]
                 else:
                     n, addr = sock.recvfrom_into(rbuf)
                     seg = n
@@ -400,7 +604,7 @@ class SoftSwitch:
                 except Exception as e:  # noqa: BLE001 - a bad datagram must not stop the switch
                     stats["errors"] += 1
                     if stats["errors"] == 1:
-                        print(f"netfpga-softswitch: datagram from {addr} raised "
+                        print(f"{self.log_name}: datagram from {addr} raised "
                               f"{type(e).__name__}: {e}", file=sys.stderr)
                 if pending:
                     self._flush(pending)
@@ -433,6 +637,11 @@ class SoftSwitch:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` (as a socket reports a peer) is a loopback address."""
+    return host.startswith("127.") or host in ("::1", "localhost") or host.startswith("::ffff:127.")
 
 
 # ---------------------------------------------------------------------------
@@ -524,19 +733,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-elems", type=int, default=352, help="largest elements per packet P: 352 fits an Ethernet frame (the hardware limit); up to 16368 on loopback, one 64 KB datagram per chunk")
     p.add_argument("--build-hash", type=lambda s: int(s, 0), default=0,
                    help="value of BUILD_HASH")
+    p.add_argument("--control-key", metavar="FILE",
+                   help="execute only control requests signed with the key in FILE (HMAC-SHA256, "
+                        "docs/protocol.md section 9), from any address; default: unsigned "
+                        "requests from loopback only")
     p.add_argument("--profile", metavar="FILE", help="write a cProfile of the serve loop to FILE")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``netfpga-softswitch``: serve until SIGINT/SIGTERM, print the counters."""
+    """Entry point of ``netfpga-softswitch``: serve until SIGINT/SIGTERM, print the counters
+    (``counters {...}``: the model's nonzero ones) and the server's figures (``stats {...}``,
+    :attr:`SoftSwitch.stats`, which include ``rx_overflow`` and ``ctrl_refused``)."""
     args = build_parser().parse_args(argv)
     try:
         sw = SoftSwitch(args.listen, capacity=args.capacity, record_bytes=args.record_bytes,
                         max_slots=args.max_slots, max_elems=args.max_elems,
-                        build_hash=args.build_hash)
+                        build_hash=args.build_hash, control_key=args.control_key)
     except (OSError, ValueError) as e:
-        print(f"netfpga-softswitch: {e}", file=sys.stderr)
+        print(f"{SoftSwitch.log_name}: {e}", file=sys.stderr)
         return 2
 
     def _stop(_signum: int, _frame: object) -> None:

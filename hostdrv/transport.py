@@ -35,11 +35,35 @@ why when it is not ``OK``. A message starting with ``NRLC`` is never a
 protocol message (its version byte would be ``N``, not 1). The switch caches
 the last reply per client address, so a request retried with the same tag is
 answered again, not executed twice.
+
+Who may use it (``docs/protocol.md`` section 9): by default the switch executes
+requests from loopback addresses only. A switch started with
+``--control-key FILE`` executes only signed requests, from any address: the
+16-byte request is followed by an 8-byte big-endian timestamp (milliseconds
+since the Unix epoch) and a 32-byte HMAC-SHA256 over request and timestamp,
+keyed with the file's contents (surrounding whitespace stripped)::
+
+    request (16) | timestamp_ms u64 | HMAC-SHA256(key, request | timestamp) (32)
+
+A request refused for want of authentication is answered with status 5
+(:attr:`ControlStatus.UNAUTHENTICATED`) and raises :class:`ControlAuthError`.
+:class:`UdpRegisterTransport` signs every request when it has a key: from
+``key_file=`` (``SwitchControl(url, key_file=...)``), else a ``?key=FILE``
+query on the ``soft://``/``sim://`` URL, else the file named by the
+:data:`CONTROL_KEY_ENV` environment variable (``NETRL_CONTROL_KEY``).
+
+URLs
+----
+``soft://host:port`` and ``sim://host:port`` need both the host and the port
+(there is no default port: a switch listening elsewhere would otherwise time
+out with no hint why); the only query option is ``key=FILE``.
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
+import hmac
 import importlib
 import os
 import select
@@ -51,7 +75,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from types import MappingProxyType
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from hostdrv.protocol import DEFAULT_UDP_PORT
 
@@ -62,6 +86,16 @@ CONTROL = struct.Struct("!4sBBHII")
 CONTROL_READ = 1
 CONTROL_WRITE = 2
 CONTROL_REPLY = 0x80
+CONTROL_TIMESTAMP = struct.Struct("!Q")
+"""Timestamp after a signed request: milliseconds since the Unix epoch, big-endian."""
+CONTROL_MAC_BYTES = 32
+"""HMAC-SHA256 length after the timestamp of a signed request."""
+CONTROL_SIGNED_BYTES = CONTROL.size + CONTROL_TIMESTAMP.size + CONTROL_MAC_BYTES
+"""Length of a signed control request (56 bytes)."""
+CONTROL_AUTH_WINDOW_MS = 30_000
+"""Largest difference between a signed request's timestamp and the switch's clock."""
+CONTROL_KEY_ENV = "NETRL_CONTROL_KEY"
+"""Environment variable naming the control key file clients sign requests with."""
 
 SOL_UDP = 17
 UDP_SEGMENT = 103
@@ -84,7 +118,11 @@ class ControlStatus(IntEnum):
     UNKNOWN_REGISTER = 2
     ILLEGAL_VALUE = 3
     READ_ONLY = 4
-    INTERNAL = 5
+    UNAUTHENTICATED = 5
+    """Not from loopback without a control key, or a missing, wrong or expired HMAC."""
+    INTERNAL = 0xFF
+    """Never sent by a switch: a host-side failure (the board's register tool) or a
+    status byte this driver does not know."""
 
 
 class TransportError(OSError):
@@ -131,7 +169,31 @@ class RegisterAccessError(ValueError):
         self.status = status
         self.text = text
         what = f"write {field}={value!r}" if value is not None else f"read {field}"
-        super().__init__(f"switch refused {what}: {status.name}: {text}")
+        super().__init__(f"switch refused {what}: {status.name}: {text}{self.hint}")
+
+    hint = ""
+    """Appended to the message (what to do about it)."""
+
+    @staticmethod
+    def for_status(field: str, value: int | None, status: ControlStatus,
+                   text: str) -> RegisterAccessError:
+        """The exception for ``status``: :class:`ControlAuthError` for status 5, else this class."""
+        cls = ControlAuthError if status == ControlStatus.UNAUTHENTICATED else RegisterAccessError
+        return cls(field, value, status, text)
+
+
+class ControlAuthError(RegisterAccessError):
+    """The switch refused a register access as not authenticated (status 5); nothing was executed.
+
+    A switch executes control requests only from loopback addresses, or, when
+    it was started with ``--control-key FILE``, only requests signed with that
+    key, from any address (``docs/protocol.md`` section 9).
+    """
+
+    hint = ("; a switch executes control requests from loopback only, or, started with "
+            "--control-key FILE, only requests signed with that file: pass it as "
+            "SwitchControl(url, key_file=FILE), a ?key=FILE query on the URL or the "
+            f"{CONTROL_KEY_ENV} environment variable")
 
 
 # ---------------------------------------------------------------------------
@@ -173,6 +235,112 @@ def ip_to_int(ip: str | int) -> int:
 def int_to_ip(value: int) -> str:
     """Dotted quad of an unsigned 32-bit IPv4 address."""
     return socket.inet_ntoa((value & 0xFFFFFFFF).to_bytes(4, "big"))
+
+
+def switch_address(url: str) -> tuple[str, int]:
+    """(host, port) of a ``soft://host:port`` or ``sim://host:port`` URL.
+
+    Both parts are required: a URL without a port is refused rather than
+    pointed at a default port where no switch may be listening.
+
+    Raises
+    ------
+    TransportError
+        When the host or the port is missing, or the port is not 1 … 65535.
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme or "soft"
+    expected = f"expected {scheme}://host:port"
+    netloc = parts.netloc
+    if not netloc:
+        raise TransportError(f"bad url={url!r}: no address; {expected}")
+    host, sep, port = netloc.rpartition(":")
+    if not sep or not port:
+        raise TransportError(f"bad url={url!r}: no port; {expected} (a soft or sim switch "
+                             "prints the port it listens on)")
+    if not host:
+        raise TransportError(f"bad url={url!r}: no host; {expected}")
+    h, p = parse_hostport(netloc)
+    if p == 0:
+        raise TransportError(f"bad port=0 in url={url!r}: a switch listens on 1..65535")
+    return h, p
+
+
+def _switch_options(url: str) -> dict[str, str]:
+    """Query options of a ``soft://``/``sim://`` URL (``key`` only)."""
+    out: dict[str, str] = {}
+    for key, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
+        if key != "key":
+            raise TransportError(f"bad url={url!r}: unknown option {key!r}; known: key")
+        if key in out:
+            raise TransportError(f"bad url={url!r}: option {key!r} given twice")
+        out[key] = value
+    return out
+
+
+def load_control_key(path: str | os.PathLike[str]) -> bytes:
+    """The control key in file ``path``: its bytes with surrounding whitespace stripped.
+
+    Raises
+    ------
+    TransportError
+        When the file cannot be read or holds nothing but whitespace.
+    """
+    try:
+        with open(path, "rb") as f:
+            key = f.read().strip()
+    except OSError as e:
+        raise TransportError(f"cannot read control key file {os.fspath(path)!r}: "
+                             f"{e.strerror or e}") from None
+    if not key:
+        raise TransportError(f"bad control key file {os.fspath(path)!r}: it is empty")
+    return key
+
+
+def sign_control(request: bytes | bytearray | memoryview, key: bytes,
+                 now_ms: int | None = None) -> bytes:
+    """``request`` (16 bytes) followed by its timestamp and HMAC-SHA256 under ``key``.
+
+    Parameters
+    ----------
+    request:
+        The 16-byte control request.
+    key:
+        The control key (:func:`load_control_key`).
+    now_ms:
+        Timestamp to sign (default: the clock, ms since the Unix epoch).
+    """
+    ts = int(time.time() * 1000) if now_ms is None else now_ms
+    body = bytes(request[:CONTROL.size]) + CONTROL_TIMESTAMP.pack(ts & 0xFFFFFFFFFFFFFFFF)
+    return body + hmac.new(key, body, hashlib.sha256).digest()
+
+
+def check_control_signature(data: bytes | bytearray | memoryview, key: bytes,
+                            now_ms: int | None = None) -> str:
+    """Why a control request is not authentic under ``key`` ('' when it is).
+
+    Parameters
+    ----------
+    data:
+        The whole request datagram.
+    key:
+        The switch's control key.
+    now_ms:
+        The switch's clock (default: now, ms since the Unix epoch).
+    """
+    if len(data) < CONTROL_SIGNED_BYTES:
+        return (f"no HMAC: a {len(data)}-byte request; this switch needs signed requests "
+                f"({CONTROL_SIGNED_BYTES} bytes: request, timestamp, HMAC-SHA256)")
+    body = bytes(data[:CONTROL.size + CONTROL_TIMESTAMP.size])
+    mac = bytes(data[len(body):len(body) + CONTROL_MAC_BYTES])
+    if not hmac.compare_digest(hmac.new(key, body, hashlib.sha256).digest(), mac):
+        return "wrong HMAC: the request is not signed with this switch's control key"
+    ts = CONTROL_TIMESTAMP.unpack_from(body, CONTROL.size)[0]
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    if abs(now - ts) > CONTROL_AUTH_WINDOW_MS:
+        return (f"expired: timestamp {(ts - now) / 1000:+.1f} s from the switch's clock "
+                f"(limit {CONTROL_AUTH_WINDOW_MS // 1000} s; a replay, or clocks apart)")
+    return ""
 
 
 def tune_socket(sock: socket.socket, size: int = SOCKET_BUFFER) -> None:
@@ -386,13 +554,18 @@ class UdpRegisterTransport(RegisterTransport):
         Seconds to wait for each reply.
     retries:
         Requests sent before giving up.
+    key:
+        Control key: sign every request with it (timestamp and HMAC-SHA256,
+        ``docs/protocol.md`` section 9). ``None``: send plain requests, which a
+        switch executes only from a loopback address and without ``--control-key``.
     """
 
     def __init__(self, url: str, switch: tuple[str, int], *, timeout: float = 0.25,
-                 retries: int = 8) -> None:
+                 retries: int = 8, key: bytes | None = None) -> None:
         self.url = url
         self.timeout = timeout
         self.retries = retries
+        self._key = key
         try:
             self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self.sock.bind(("0.0.0.0", 0))
@@ -402,15 +575,23 @@ class UdpRegisterTransport(RegisterTransport):
         self._tag = int.from_bytes(os.urandom(2), "little")
         self._buf = bytearray(2048)
 
+    @property
+    def signed(self) -> bool:
+        """Whether requests carry a timestamp and HMAC."""
+        return self._key is not None
+
     def _request(self, op: int, addr: int, value: int) -> int:
         self._tag = (self._tag + 1) & 0xFFFF
         tag = self._tag
         req = CONTROL.pack(CONTROL_MAGIC, op, 0, tag, addr & 0xFFFFFFFF, value & 0xFFFFFFFF)
+        key = self._key
         what = (f"read of register 0x{addr:03X}" if op == CONTROL_READ
                 else f"write of register 0x{addr:03X}")
         for attempt in range(self.retries):
             try:
-                self.sock.send(req)
+                # a retry is signed afresh: the switch answers it from its reply cache
+                # (same request bytes) without executing it twice
+                self.sock.send(req if key is None else sign_control(req, key))
             except ConnectionRefusedError:
                 pass
             deadline = time.monotonic() + self.timeout * (1 << min(attempt, 3))
@@ -437,8 +618,9 @@ class UdpRegisterTransport(RegisterTransport):
                         st = ControlStatus(status)
                     except ValueError:
                         st = ControlStatus.INTERNAL
-                    raise RegisterAccessError(f"0x{addr:03X}", value if op == CONTROL_WRITE
-                                              else None, st, text)
+                        text = f"status {status}: {text}"
+                    raise RegisterAccessError.for_status(
+                        f"0x{addr:03X}", value if op == CONTROL_WRITE else None, st, text)
                 return int(rvalue)
         raise SwitchTimeoutError(self.url, what, self.retries,
                                  "is the soft switch running at that address?")
@@ -451,6 +633,49 @@ class UdpRegisterTransport(RegisterTransport):
 
     def close(self) -> None:
         self.sock.close()
+
+
+def control_key_for(url: str, key_file: str | os.PathLike[str] | None = None) -> bytes | None:
+    """The control key a client of ``url`` signs with, or ``None``.
+
+    The first of: ``key_file``, the URL's ``?key=FILE`` query, the file named by
+    the :data:`CONTROL_KEY_ENV` environment variable (``NETRL_CONTROL_KEY``).
+
+    Raises
+    ------
+    TransportError
+        When the URL has an unknown option or the key file cannot be read or is empty.
+    """
+    path: str | os.PathLike[str] | None = key_file
+    if path is None:
+        path = _switch_options(url).get("key") or None
+    if path is None:
+        path = os.environ.get(CONTROL_KEY_ENV) or None
+    return None if path is None else load_control_key(path)
+
+
+def udp_switch_datagram(url: str, **options: object) -> DatagramTransport:
+    """Protocol channel to a soft or sim switch at ``scheme://host:port`` (UDP)."""
+    _switch_options(url)
+    return UdpDatagramTransport(url, switch_address(url), **options)  # type: ignore[arg-type]
+
+
+def udp_switch_registers(url: str, *, key_file: str | os.PathLike[str] | None = None,
+                         **options: object) -> RegisterTransport:
+    """Register channel to a soft or sim switch at ``scheme://host:port`` (control datagrams).
+
+    Parameters
+    ----------
+    url:
+        ``soft://host:port`` or ``sim://host:port``, optionally ``?key=FILE``.
+    key_file:
+        Control key file to sign requests with (see :func:`control_key_for`).
+    **options:
+        ``timeout``, ``retries`` of :class:`UdpRegisterTransport`.
+    """
+    address = switch_address(url)
+    key = control_key_for(url, key_file)
+    return UdpRegisterTransport(url, address, key=key, **options)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------
@@ -480,26 +705,12 @@ class Backend:
     doc: str
 
 
-def _soft_address(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    if not parts.netloc:
-        raise TransportError(f"bad url={url!r}: expected scheme://host:port")
-    return parse_hostport(parts.netloc)
-
-
-def _soft_datagram(url: str, **options: object) -> DatagramTransport:
-    return UdpDatagramTransport(url, _soft_address(url), **options)  # type: ignore[arg-type]
-
-
-def _soft_registers(url: str, **options: object) -> RegisterTransport:
-    return UdpRegisterTransport(url, _soft_address(url), **options)  # type: ignore[arg-type]
-
-
 BACKENDS: Mapping[str, Backend] = MappingProxyType({
-    "soft": Backend("soft", _soft_datagram, _soft_registers,
-                    "soft switch over UDP: soft://host:port"),
-    "sim": Backend("sim", _soft_datagram, _soft_registers,
-                   "RTL simulation (python -m hostdrv.simswitch) over UDP: sim://host:port"),
+    "soft": Backend("soft", udp_switch_datagram, udp_switch_registers,
+                    "soft switch over UDP: soft://host:port[?key=FILE]"),
+    "sim": Backend("sim", udp_switch_datagram, udp_switch_registers,
+                   "RTL simulation (python -m hostdrv.simswitch) over UDP: "
+                   "sim://host:port[?key=FILE]"),
     "udp": Backend("udp", "hostdrv.board:udp_datagram", "hostdrv.board:udp_registers",
                    "NetFPGA SUME board over UDP, registers with rwaxi: "
                    "udp://SWITCH_IP:PORT?regs=rwaxi&base=0x44010000"),

@@ -10,6 +10,7 @@ import math
 import random
 import select
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -33,6 +34,56 @@ def make_input(seed: int, worker: int, call: int, size: int, dtype: str) -> np.n
         return rng.integers(-(1 << 20), 1 << 20, size=size, dtype=np.int32)
     x = rng.standard_normal(size) * np.exp(rng.uniform(-8, 8, size))
     return x.astype(dtype)
+
+
+# ---------------------------------------------------------------------------
+# the sim switch's RTL
+
+
+def build_sim_rtl() -> None:
+    """Build (or find) the RTL a :class:`~hostdrv.simswitch.SimSwitch` serves by default.
+
+    Without Verilator or pyverilator the test is skipped, or fails under CI
+    (:mod:`toolcheck`).
+    """
+    from toolcheck import require_module, require_tool
+
+    from hostdrv.rtlsim import build_rtl
+    from hostdrv.simswitch import DEFAULT_PARAMS
+
+    why = "the sim switch (hostdrv.rtlsim's Verilator build of the switch)"
+    require_tool("verilator", why)
+    require_module("pyverilator", why)
+    build_rtl("nrl_switch", dict(DEFAULT_PARAMS["nrl_switch"]))
+
+
+# ---------------------------------------------------------------------------
+# frames as a soft or sim switch builds them
+
+
+def datagram_frame(datagram: bytes, *, ip_src: int, udp_src: int, ip_dst: int = 0x0A000001,
+                   udp_dst: int = 20050) -> bytes:
+    """The frame a soft or sim switch makes of a datagram (``docs/protocol.md`` section 1).
+
+    42 bytes of Ethernet/IPv4/UDP, then the datagram; the IPv4 and UDP
+    lengths keep their low 16 bits when the frame is longer than 65535 bytes.
+    """
+    n = 42 + len(datagram)
+    hdr = struct.pack("!6s6sHBBHHHBBHIIHHHH", b"\x02\x00NRL\x00", b"\x02\x00" + ip_src.to_bytes(4, "big"),
+                      0x0800, 0x45, 0, (n - 14) & 0xFFFF, 0, 0x4000, 64, 17, 0, ip_src, ip_dst,
+                      udp_src, udp_dst, (n - 34) & 0xFFFF, 0)
+    return hdr + datagram
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, step: float = 0.01) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` seconds pass; its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(step)
 
 
 # ---------------------------------------------------------------------------
@@ -161,6 +212,52 @@ def agg_worker(url: str, worker: int, barrier: tuple[str, int], *, size: int, dt
     finally:
         agg.close()
     return out
+
+
+def any_port_allreduce(url: str, *, size: int = 100, elems: int = 32, slots: int = 4,
+                       calls: int = 2, timeout: float = 0.05, retries: int = 10,
+                       join: float = 60.0) -> dict[str, Any]:
+    """Two workers on one host, both registered with ``MEMBER_UDP`` = 0, all-reduce ``calls`` times.
+
+    Returns ``inputs`` and ``results`` ([worker][call]), ``errors`` raised in
+    the worker threads and the switch's ``counters`` afterwards.
+    """
+    from hostdrv import Aggregator, SwitchControl
+    from hostdrv.control import ROLE_WORKER
+
+    rng = np.random.default_rng(7)
+    inputs = [[(rng.standard_normal(size) * 10).astype(np.float32) for _ in range(calls)]
+              for _ in range(2)]
+    results: list[list[np.ndarray]] = [[], []]
+    errors: list[BaseException] = []
+    with SwitchControl(url) as ctl:
+        ctl.configure_aggregation(members=2, slots=slots, elems=elems)
+        aggs = [Aggregator(url, worker=w, register=False, timeout=timeout, retries=retries)
+                for w in range(2)]
+        try:
+            for w, agg in enumerate(aggs):
+                ip, _port = agg.transport.local_address
+                ctl.set_member(w, port=1 << w, ip=ip, udp=0, role=ROLE_WORKER)
+                assert ctl.member(w)["udp"] == 0
+
+            def work(w: int) -> None:
+                try:
+                    for call in range(calls):
+                        results[w].append(np.asarray(aggs[w].allreduce(inputs[w][call])))
+                except BaseException as e:  # noqa: BLE001 - reported by the caller
+                    errors.append(e)
+
+            threads = [threading.Thread(target=work, args=(w,)) for w in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(join)
+            counters = ctl.counters()
+        finally:
+            for agg in aggs:
+                agg.close()
+    return {"inputs": inputs, "results": results, "errors": errors, "counters": counters,
+            "chunks": -(-size // elems)}
 
 
 def run_workers(pool: Any, tasks: Iterable[tuple[Callable[..., Any], tuple[Any, ...],

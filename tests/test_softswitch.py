@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from netutil import any_port_allreduce, datagram_frame, wait_for
 
 from hostdrv import (
     Aggregator,
@@ -17,12 +18,16 @@ from hostdrv import (
     SoftSwitch,
     SoftSwitchProcess,
     SwitchControl,
+    SwitchModel,
     SwitchTimeoutError,
     TransportError,
     open_datagram,
+    regmap,
 )
-from hostdrv.protocol import HEADER_LEN, encode_message, gradient
-from hostdrv.transport import CONTROL, CONTROL_MAGIC, CONTROL_READ
+from hostdrv.control import ROLE_WORKER
+from hostdrv.model import fp32_add
+from hostdrv.protocol import HEADER_LEN, Flags, Opcode, decode_message, encode_message, gradient
+from hostdrv.transport import CONTROL, CONTROL_MAGIC, CONTROL_READ, ControlStatus, ip_to_int
 
 
 @pytest.fixture()
@@ -165,3 +170,159 @@ def test_subprocess_switch_serves_and_exits_cleanly() -> None:
         out = proc.stop()
     assert proc.proc.returncode == 0
     assert out.startswith("counters {") and "stats" in out
+
+
+# ---------------------------------------------------------------------------
+# MEMBER_UDP = 0: multicast RESULTs to where the member last sent from
+
+
+def test_any_port_members_complete_an_allreduce(switch: SoftSwitch) -> None:
+    run = any_port_allreduce(switch.url)
+    assert not run["errors"], run["errors"]
+    for call in range(2):
+        want = fp32_add(run["inputs"][0][call], run["inputs"][1][call])
+        for w in range(2):
+            np.testing.assert_array_equal(run["results"][w][call].view(np.uint32),
+                                          want.view(np.uint32))
+    c = run["counters"]
+    assert c["CNT_TX_RESULT"] == 2 * run["chunks"]
+    assert c["CNT_DROP_SPOOFED"] == c["CNT_DROP_UNKNOWN_WORKER"] == 0
+
+
+def _recv_message(sock: socket.socket, timeout: float) -> Any:
+    sock.settimeout(timeout)
+    try:
+        return decode_message(sock.recv(65536))
+    except TimeoutError:
+        return None
+
+
+def test_any_port_member_is_reached_only_where_it_last_sent_from(switch: SoftSwitch) -> None:
+    """Never heard from: nothing (then a resend); a rewritten entry forgets the address."""
+    elems = 16
+    with SwitchControl(switch.url) as ctl:
+        ctl.configure_aggregation(members=2, slots=4, elems=elems)
+        socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(3)]
+        try:
+            for s in socks:
+                s.bind(("127.0.0.1", 0))
+            w0, w1, w1_moved = socks
+            ctl.set_member(0, port=1, ip="127.0.0.1", udp=w0.getsockname()[1], role=ROLE_WORKER)
+            ctl.set_member(1, port=2, ip="127.0.0.1", udp=0, role=ROLE_WORKER)
+            x = [np.full(elems, w + 1.0, np.float32) for w in range(2)]
+
+            def grad(w: int, slot: int) -> bytes:
+                return encode_message(gradient(x[w], job=0, worker=w, slot=slot, round_=0))
+
+            # slot 0: member 1's GRADIENT teaches the switch its address
+            w1.sendto(grad(1, 0), switch.address)
+            w0.sendto(grad(0, 0), switch.address)
+            for s in (w0, w1):
+                m = _recv_message(s, 5.0)
+                assert m is not None and m.opcode == Opcode.RESULT and m.slot == 0
+                assert not m.flags & Flags.RESEND
+                np.testing.assert_array_equal(m.elements(), x[0] + x[1])
+            # slot 1: member 1 sends from another socket, its entry is rewritten (the
+            # same values), then member 0 completes the round: member 1 gets nothing
+            w1_moved.sendto(grad(1, 1), switch.address)
+            assert wait_for(lambda: switch.counters()["CNT_RX_GRADIENT"] == 3)
+            ctl.set_member(1, port=2, ip="127.0.0.1", udp=0, role=ROLE_WORKER)
+            w0.sendto(grad(0, 1), switch.address)
+            m0 = _recv_message(w0, 5.0)
+            assert m0 is not None and m0.slot == 1 and not m0.flags & Flags.RESEND
+            assert _recv_message(w1_moved, 0.3) is None and _recv_message(w1, 0.05) is None
+            # ... and recovers by retransmitting: the result re-sent to it alone
+            w1_moved.sendto(grad(1, 1), switch.address)
+            m1 = _recv_message(w1_moved, 5.0)
+            assert m1 is not None and m1.slot == 1 and m1.flags & Flags.RESEND
+            np.testing.assert_array_equal(m1.elements(), x[0] + x[1])
+            c = ctl.counters()
+            assert (c["CNT_TX_RESULT"], c["CNT_TX_RESEND"], c["CNT_DROP_DUPLICATE"]) == (2, 1, 1)
+        finally:
+            for s in socks:
+                s.close()
+
+
+# ---------------------------------------------------------------------------
+# MEMBER_PORT: 0 or one-hot
+
+
+def test_member_port_with_several_bits_is_refused(switch: SoftSwitch) -> None:
+    with SwitchControl(switch.url) as ctl:
+        ctl.write("MEMBER_PORT_2", 0x04)
+        for bad in (0x03, 0x0F, 0xFF):
+            with pytest.raises(RegisterAccessError, match="MEMBER_PORT_2") as err:
+                ctl.write("MEMBER_PORT_2", bad)
+            assert err.value.status == ControlStatus.ILLEGAL_VALUE and err.value.value == bad
+            assert ctl.read("MEMBER_PORT_2") == 0x04 == switch.read("MEMBER_PORT_2")
+        # set_member refuses it before sending anything
+        sent = switch.stats["control"]
+        with pytest.raises(RegisterError, match="port=3"):
+            ctl.set_member(2, port=0x03, ip="127.0.0.1", udp=1, role=ROLE_WORKER)
+        assert switch.stats["control"] == sent
+        assert ctl.member(2)["port"] == 0x04
+        # 0 marks the entry unused
+        ctl.set_member(2, port=0, ip="127.0.0.1", udp=1, role=ROLE_WORKER)
+        assert ctl.member(2) == {"port": 0, "ip": "127.0.0.1", "udp": 1, "role": ROLE_WORKER}
+
+
+# ---------------------------------------------------------------------------
+# every datagram is counted
+
+
+def _sent_datagrams() -> list[bytes]:
+    """An empty datagram, a GRADIENT making a 65536-byte frame and the largest datagram."""
+    big = encode_message(gradient(np.zeros(16, np.float32), job=0, worker=0, slot=0, round_=0))
+    return [b"", big + bytes(65494 - len(big)), big + bytes(65507 - len(big))]
+
+
+def test_empty_and_oversize_datagrams_are_counted_as_the_model_does(switch: SoftSwitch) -> None:
+    model = SwitchModel()
+    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        raw.bind(("127.0.0.1", 0))
+        ip, port = raw.getsockname()
+        for d in _sent_datagrams():
+            raw.sendto(d, switch.address)
+            model.process(datagram_frame(d, ip_src=ip_to_int(ip), udp_src=port), 0x80)
+    finally:
+        raw.close()
+    want = model.counters()
+    assert want["CNT_DROP_BAD_LENGTH"] == 3 and want["CNT_RX_GRADIENT"] == 2
+    assert wait_for(lambda: switch.counters() == want), (switch.counters(), want)
+    assert switch.stats["errors"] == 0 and switch.stats["datagrams"] == 3
+
+
+# ---------------------------------------------------------------------------
+# URLs
+
+
+@pytest.mark.parametrize("url", ["soft://127.0.0.1", "sim://127.0.0.1", "soft://127.0.0.1:",
+                                 "sim://localhost"])
+def test_url_without_port_is_refused(url: str) -> None:
+    with pytest.raises(TransportError, match="no port"):
+        SwitchControl(url)
+    with pytest.raises(TransportError, match="no port"):
+        open_datagram(url)
+
+
+def test_url_host_port_and_options_are_checked(switch: SoftSwitch) -> None:
+    with pytest.raises(TransportError, match="no host"):
+        SwitchControl("soft://:20050")
+    with pytest.raises(TransportError, match="port=0"):
+        SwitchControl("sim://127.0.0.1:0")
+    with pytest.raises(TransportError, match="unknown option 'bogus'"):
+        SwitchControl(switch.url + "?bogus=1")
+    with pytest.raises(TransportError, match="unknown option 'bogus'"):
+        open_datagram(switch.url + "?bogus=1")
+    with SwitchControl(switch.url) as ctl:
+        assert ctl.read("MAGIC") == 0x4E524C31
+
+
+def test_server_registers_are_answered_by_the_server(switch: SoftSwitch) -> None:
+    with SwitchControl(switch.url) as ctl:
+        assert ctl.server_counters() == dict.fromkeys(regmap.SERVER_COUNTERS, 0)
+        with pytest.raises(RegisterError, match="read-only"):
+            ctl.write("SRV_RX_OVERFLOW", 0)
+    assert switch.server_counters() == dict.fromkeys(regmap.SERVER_COUNTERS, 0)

@@ -1,0 +1,314 @@
+"""Who may use the control channel of a soft or sim switch (``docs/protocol.md`` section 9).
+
+* Without a key, requests from a non-loopback address are refused with status
+  5 and counted in ``SRV_CTRL_REFUSED``; nothing is executed. That needs a
+  non-loopback local address, so the test runs in a private network namespace
+  (``unshare -n``) with ``10.77.0.1`` added to its own ``lo``.
+* With ``--control-key FILE`` every request, loopback included, must carry a
+  timestamp and an HMAC-SHA256 under the file's key: unsigned, wrongly signed
+  and expired (replayed) requests are refused and counted; signed ones
+  (``key_file=``, ``?key=FILE``, ``NETRL_CONTROL_KEY``) are executed.
+* The servers' command line takes ``--control-key`` and prints the refusals
+  with its statistics when it stops.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from netutil import build_sim_rtl
+
+from hostdrv import regmap
+from hostdrv.control import SwitchControl
+from hostdrv.softswitch import SoftSwitch, SoftSwitchProcess
+from hostdrv.transport import (
+    CONTROL,
+    CONTROL_AUTH_WINDOW_MS,
+    CONTROL_KEY_ENV,
+    CONTROL_MAGIC,
+    CONTROL_WRITE,
+    ControlAuthError,
+    ControlStatus,
+    TransportError,
+    sign_control,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+REMOTE_IP = "10.77.0.1"
+
+
+@pytest.fixture(params=["soft", "sim"])
+def make_switch(request: pytest.FixtureRequest) -> Iterator[Callable[..., SoftSwitch]]:
+    """A factory of started soft or sim switches on loopback, closed after the test."""
+    made: list[SoftSwitch] = []
+
+    def make(**kw: Any) -> SoftSwitch:
+        if request.param == "sim":
+            from hostdrv.simswitch import SimSwitch
+
+            sw: SoftSwitch = SimSwitch("127.0.0.1:0", **kw)
+        else:
+            sw = SoftSwitch("127.0.0.1:0", **kw)
+        made.append(sw)
+        return sw.start()
+
+    if request.param == "sim":
+        build_sim_rtl()
+    try:
+        yield make
+    finally:
+        for sw in made:
+            sw.close()
+
+
+@pytest.fixture()
+def key_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv(CONTROL_KEY_ENV, raising=False)
+    path = tmp_path / "control.key"
+    path.write_bytes(b"  \n" + os.urandom(24).hex().encode() + b"\n\n")
+    return path
+
+
+def _raw_request(address: tuple[str, int], datagram: bytes) -> tuple[int, int, str]:
+    """Send one control datagram; (status, tag, reason) of the reply."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.settimeout(5)
+        s.sendto(datagram, address)
+        reply = s.recv(2048)
+    _m, _op, status, tag, _addr, _value = CONTROL.unpack_from(reply)
+    return status, tag, reply[CONTROL.size:].decode()
+
+
+def test_control_key_needs_signed_requests(make_switch: Callable[..., SoftSwitch],
+                                           key_file: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    sw = make_switch(control_key=str(key_file))
+    key = key_file.read_bytes().strip()
+    slots = sw.read("AGG_SLOTS")
+    refused = 0
+    # unsigned, from loopback: refused, nothing executed
+    with SwitchControl(sw.url) as ctl:
+        with pytest.raises(ControlAuthError, match=r"write AGG_SLOTS=5.*no HMAC") as err:
+            ctl.write("AGG_SLOTS", 5)
+        assert err.value.status == ControlStatus.UNAUTHENTICATED == 5
+        assert "--control-key" in str(err.value) and CONTROL_KEY_ENV in str(err.value)
+        refused += 1
+        with pytest.raises(ControlAuthError, match="read AGG_SLOTS"):
+            ctl.read("AGG_SLOTS")
+        refused += 1
+    assert sw.read("AGG_SLOTS") == slots
+    # signed with the key: key_file=, ?key=FILE, NETRL_CONTROL_KEY
+    with SwitchControl(sw.url, key_file=key_file) as ctl:
+        ctl.write("AGG_SLOTS", slots - 1)
+        assert ctl.read("AGG_SLOTS") == slots - 1 == sw.read("AGG_SLOTS")
+    with SwitchControl(f"{sw.url}?key={key_file}") as ctl:
+        ctl.write("AGG_SLOTS", slots - 2)
+        assert sw.read("AGG_SLOTS") == slots - 2
+    monkeypatch.setenv(CONTROL_KEY_ENV, str(key_file))
+    with SwitchControl(sw.url) as ctl:
+        ctl.write("AGG_SLOTS", slots - 3)
+        assert sw.read("AGG_SLOTS") == slots - 3
+    monkeypatch.delenv(CONTROL_KEY_ENV)
+    # another key: refused
+    wrong = tmp_path / "wrong.key"
+    wrong.write_bytes(key[:-1] + bytes([key[-1] ^ 1]))
+    with SwitchControl(sw.url, key_file=wrong) as ctl, \
+            pytest.raises(ControlAuthError, match="wrong HMAC"):
+        ctl.write("AGG_SLOTS", 1)
+    refused += 1
+    assert sw.read("AGG_SLOTS") == slots - 3
+    # a request signed more than 30 s ago (a replay) or ahead: refused; signed now: executed
+    addr = regmap.REGISTERS["AGG_SLOTS"].addr
+    now = int(time.time() * 1000)
+    for tag, ts in enumerate((now - CONTROL_AUTH_WINDOW_MS - 1000,
+                              now + CONTROL_AUTH_WINDOW_MS + 1000), start=100):
+        req = CONTROL.pack(CONTROL_MAGIC, CONTROL_WRITE, 0, tag, addr, 1)
+        status, rtag, why = _raw_request(sw.address, sign_control(req, key, ts))
+        assert (status, rtag) == (ControlStatus.UNAUTHENTICATED, tag) and "expired" in why
+        refused += 1
+    assert sw.read("AGG_SLOTS") == slots - 3
+    req = CONTROL.pack(CONTROL_MAGIC, CONTROL_WRITE, 0, 102, addr, 1)
+    signed = sign_control(req, key)
+    assert _raw_request(sw.address, signed)[:2] == (ControlStatus.OK, 102)
+    assert sw.read("AGG_SLOTS") == 1
+    # a truncated MAC is no MAC
+    status, _tag, why = _raw_request(sw.address, signed[:-1])
+    assert status == ControlStatus.UNAUTHENTICATED and "no HMAC" in why
+    refused += 1
+    with SwitchControl(sw.url, key_file=key_file) as ctl:
+        assert ctl.read("SRV_CTRL_REFUSED") == refused == sw.stats["ctrl_refused"]
+        ctl.clear_counters()
+        assert ctl.server_counters()["SRV_CTRL_REFUSED"] == 0
+    assert sw.stats["ctrl_refused"] == refused
+
+
+def test_loopback_needs_no_key(make_switch: Callable[..., SoftSwitch], key_file: Path) -> None:
+    sw = make_switch()
+    with SwitchControl(sw.url) as ctl:
+        ctl.write("AGG_SLOTS", 7)
+        assert ctl.read("AGG_SLOTS") == 7
+    # a signing client is served too (the switch has no key to check it against)
+    with SwitchControl(sw.url, key_file=key_file) as ctl:
+        ctl.write("AGG_SLOTS", 8)
+        assert ctl.read("SRV_CTRL_REFUSED") == 0
+    assert sw.read("AGG_SLOTS") == 8
+
+
+def test_bad_key_files_are_refused(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.key"
+    empty.write_text(" \n")
+    with pytest.raises(TransportError, match="empty"):
+        SoftSwitch(control_key=str(empty))
+    with pytest.raises(TransportError, match="cannot read control key file"):
+        SwitchControl("soft://127.0.0.1:9", key_file=tmp_path / "missing.key")
+    with pytest.raises(TransportError, match="empty"):
+        SwitchControl(f"soft://127.0.0.1:9?key={empty}")
+
+
+# ---------------------------------------------------------------------------
+# a non-loopback source, in a private network namespace
+
+REMOTE_CHILD = '''\
+"""Run in a private network namespace (unshare -n): control requests from 10.77.0.1."""
+import json, subprocess, sys
+from hostdrv.control import SwitchControl
+from hostdrv.transport import ControlAuthError
+
+kind, key_file, remote_ip = sys.argv[1:4]
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+subprocess.run(["ip", "addr", "add", remote_ip + "/32", "dev", "lo"], check=True)
+if kind == "sim":
+    from hostdrv.simswitch import SimSwitch as Switch
+else:
+    from hostdrv.softswitch import SoftSwitch as Switch
+
+
+def attempt(fn):
+    try:
+        return ["ok", fn()]
+    except ControlAuthError as e:
+        return ["refused", int(e.status), str(e)]
+
+
+out = {}
+for keyed in (False, True):
+    sw = Switch("0.0.0.0:0", control_key=key_file if keyed else None).start()
+    port = sw.address[1]
+    remote, local = f"{kind}://{remote_ip}:{port}", f"{kind}://127.0.0.1:{port}"
+    sign = {"key_file": key_file} if keyed else {}
+    with SwitchControl(local, **sign) as ctl:
+        ctl.write("AGG_SLOTS", 3)
+    res = {}
+    with SwitchControl(remote) as r:
+        res["unsigned_write"] = attempt(lambda: r.write("AGG_SLOTS", 9))
+        res["unsigned_read"] = attempt(lambda: r.read("MAGIC"))
+        res["source"] = r._t.sock.getsockname()[0]
+    with SwitchControl(remote, key_file=key_file) as r:
+        res["signed_write"] = attempt(lambda: r.write("AGG_SLOTS", 5))
+    with SwitchControl(local, **sign) as ctl:
+        res["slots"] = ctl.read("AGG_SLOTS")
+        res["server"] = ctl.server_counters()
+    res["stats"] = sw.stats
+    res["server_class"] = type(sw).__name__
+    sw.close()
+    out["keyed" if keyed else "plain"] = res
+print("AUTH " + json.dumps(out))
+'''
+
+
+def _network_namespace() -> str:
+    """``unshare`` if this machine lets the test make a network namespace, else skip.
+
+    A machine-dependent skip (root, util-linux ``unshare``, iproute2 ``ip``),
+    listed in ``tests/test_ci_policy.py``.
+    """
+    unshare, why = shutil.which("unshare"), ""
+    if os.geteuid() != 0:
+        why = "unshare -n needs root (CAP_SYS_ADMIN)"
+    elif unshare is None or shutil.which("ip") is None:
+        why = "needs util-linux unshare and iproute2 ip for a private network namespace"
+    else:
+        probe = subprocess.run([unshare, "-n", "true"], capture_output=True, text=True,
+                               timeout=10)
+        if probe.returncode != 0:
+            why = f"cannot create a network namespace: {probe.stderr.strip()}"
+    if why or unshare is None:
+        pytest.skip(why or "no unshare")
+    return unshare
+
+
+@pytest.mark.parametrize("kind", ["soft", "sim"])
+def test_non_loopback_requests_are_refused_unless_signed(kind: str, key_file: Path,
+                                                         tmp_path: Path) -> None:
+    unshare = _network_namespace()
+    if kind == "sim":
+        build_sim_rtl()
+    script = tmp_path / "remote_child.py"
+    script.write_text(textwrap.dedent(REMOTE_CHILD))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop(CONTROL_KEY_ENV, None)
+    proc = subprocess.run([unshare, "-n", sys.executable, str(script), kind, str(key_file),
+                           REMOTE_IP], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=str(REPO))
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("AUTH ")), None)
+    assert proc.returncode == 0 and line is not None, proc.stdout + proc.stderr
+    out = json.loads(line[5:])
+    plain, keyed = out["plain"], out["keyed"]
+    assert plain["server_class"] == {"soft": "SoftSwitch", "sim": "SimSwitch"}[kind]
+    assert plain["source"] == keyed["source"] == REMOTE_IP
+    # no key: the network may not use the control channel, signed or not
+    for what in ("unsigned_write", "unsigned_read", "signed_write"):
+        verdict, status, text = plain[what]
+        assert (verdict, status) == ("refused", ControlStatus.UNAUTHENTICATED), what
+        assert f"request from {REMOTE_IP}" in text and "loopback" in text
+    assert plain["slots"] == 3
+    assert plain["server"]["SRV_CTRL_REFUSED"] == 3 == plain["stats"]["ctrl_refused"]
+    # a key: signed requests from anywhere, nothing unsigned
+    assert keyed["unsigned_write"][:2] == ["refused", ControlStatus.UNAUTHENTICATED]
+    assert keyed["unsigned_read"][:2] == ["refused", ControlStatus.UNAUTHENTICATED]
+    assert keyed["signed_write"] == ["ok", None]
+    assert keyed["slots"] == 5
+    assert keyed["server"]["SRV_CTRL_REFUSED"] == 2 == keyed["stats"]["ctrl_refused"]
+
+
+# ---------------------------------------------------------------------------
+# command line
+
+
+@pytest.mark.parametrize("kind", ["soft", "sim"])
+def test_cli_control_key_and_exit_statistics(kind: str, key_file: Path) -> None:
+    if kind == "sim":
+        build_sim_rtl()
+        from hostdrv.simswitch import SimSwitchProcess
+
+        proc: SoftSwitchProcess = SimSwitchProcess(args=["--control-key", str(key_file)])
+    else:
+        proc = SoftSwitchProcess(args=["--control-key", str(key_file)])
+    refused = 0
+    try:
+        with SwitchControl(proc.url) as ctl:
+            for _ in range(2):
+                with pytest.raises(ControlAuthError):
+                    ctl.write("JOB_ID", 4)
+                refused += 1
+        with SwitchControl(proc.url, key_file=key_file) as ctl:
+            ctl.write("JOB_ID", 4)
+            assert ctl.read("JOB_ID") == 4
+            assert ctl.read("SRV_CTRL_REFUSED") == refused
+    finally:
+        out = proc.stop()
+    assert proc.proc.returncode == 0, out
+    stats = json.loads(next(ln for ln in out.splitlines() if ln.startswith("stats "))[6:])
+    assert stats["ctrl_refused"] == refused and stats["rx_overflow"] == 0
+    assert ("sim " in out) == (kind == "sim")
