@@ -34,6 +34,7 @@ from hostdrv.protocol import (
     Flags,
     Opcode,
 )
+from hostdrv.protocol_consts import EPOCH_ROUNDS
 from hostdrv.transport import (
     Backend,
     DatagramTransport,
@@ -52,8 +53,6 @@ _ERROR = int(Flags.ERROR)
 _PRIORITIZED = int(Flags.PRIORITIZED)
 _M32 = 0xFFFFFFFF
 _RECV_BYTES = 65536
-EPOCH_ROUNDS = 1 << 24
-"""Rounds per slot in one epoch: an epoch base (``AGG_EPOCH``) is a multiple of it."""
 _EPOCH_MASK = _M32 & ~(EPOCH_ROUNDS - 1)
 _WHY_NO_RESULT = ("CNT_DROP_BAD_JOB", "CNT_DROP_DISABLED", "CNT_DROP_UNKNOWN_WORKER",
                   "CNT_DROP_SPOOFED", "CNT_DROP_BAD_COUNT", "CNT_DROP_BAD_LENGTH",

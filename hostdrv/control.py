@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hostdrv import protocol_consts as C
 from hostdrv import regmap
 from hostdrv.protocol import MAX_MEMBERS, VERSION
 from hostdrv.transport import (
@@ -24,19 +25,19 @@ from hostdrv.transport import (
     parse_hostport,
 )
 
-MAGIC_VALUE = 0x4E524C31
+MAGIC_VALUE = regmap.REGISTERS["MAGIC"].reset
 """Value of the ``MAGIC`` register: ASCII ``NRL1``."""
 
-ROLE_WORKER = 1
+ROLE_WORKER = C.ROLE_WORKER
 """``MEMBER_ROLE`` bit: aggregation worker."""
-ROLE_ACTOR = 2
+ROLE_ACTOR = C.ROLE_ACTOR
 """``MEMBER_ROLE`` bit: replay actor (PUSH)."""
-ROLE_LEARNER = 4
+ROLE_LEARNER = C.ROLE_LEARNER
 """``MEMBER_ROLE`` bit: replay learner (SAMPLE_REQ, UPDATE)."""
 
-CTRL_AGG = 1
-CTRL_REPLAY = 2
-CTRL_CLEAR = 1 << 31
+CTRL_AGG = C.CTRL_AGG_ENABLE
+CTRL_REPLAY = C.CTRL_RPL_ENABLE
+CTRL_CLEAR = C.CTRL_CLEAR_COUNTERS
 
 _PORT_VALUES = frozenset([0] + [1 << i for i in range(8)])
 """Legal ``MEMBER_PORT`` values: 0 (entry unused) or one port bit."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hostdrv import protocol_consts as C
 from hostdrv import regmap
 from hostdrv.fp32 import CANONICAL_NAN, fp32_add_bits, fp32_add_inplace
 from hostdrv.protocol import (
@@ -62,13 +63,13 @@ __all__ = [
 ]
 
 M32 = 0xFFFFFFFF
-MAC_PORTS = 0x55
+MAC_PORTS = C.MAC_PORTS
 """SUME port bitmap of the four 10G MAC ports (even bits; odd bits are DMA)."""
 
-_ETH_MIN_PROTO = 42  # Ethernet + IPv4 + UDP: shorter frames are never protocol frames
-_MAX_FRAME = 0xFFFF  # TUSER carries a 16-bit length: a longer frame (only a soft switch datagram
+_ETH_MIN_PROTO = C.HEADER_OFFSET  # Ethernet + IPv4 + UDP: shorter frames are never protocol frames
+_MAX_FRAME = C.MAX_FRAME_LEN  # TUSER carries a 16-bit length: a longer frame (only a soft switch datagram
 # can be one) is dropped as BAD_LENGTH
-_OPCODE_AT = 43
+_OPCODE_AT = C.OFF_OPCODE
 _L3 = struct.Struct("!2xH8xIIHHH2x")  # at 14: IPv4 total length, src, dst; UDP src, dst, length
 _TX = struct.Struct("!6s6sHBBHHHBBHIIHHHHBBBBHHIHII")  # Ethernet + IPv4 + UDP + header = 64 bytes
 assert _TX.size == PAYLOAD_OFFSET and _L3.size == 28
@@ -82,7 +83,8 @@ _RX_COUNTER = {
     Opcode.SAMPLE_REQ: "CNT_RX_SAMPLE",
     Opcode.UPDATE: "CNT_RX_UPDATE",
 }
-_ROLE_BIT = {Opcode.GRADIENT: 1, Opcode.PUSH: 2, Opcode.SAMPLE_REQ: 4, Opcode.UPDATE: 4}
+_ROLE_BIT = {Opcode.GRADIENT: C.ROLE_WORKER, Opcode.PUSH: C.ROLE_ACTOR,
+             Opcode.SAMPLE_REQ: C.ROLE_LEARNER, Opcode.UPDATE: C.ROLE_LEARNER}
 _M_PORT = tuple(f"MEMBER_PORT_{i}" for i in range(MAX_MEMBERS))
 _M_IP = tuple(f"MEMBER_IP_{i}" for i in range(MAX_MEMBERS))
 _M_UDP = tuple(f"MEMBER_UDP_{i}" for i in range(MAX_MEMBERS))
@@ -95,11 +97,11 @@ _AGG_CONFIG = frozenset(
      "AGG_STALENESS", "AGG_ROLE", "AGG_UPLINK_PORT", "AGG_PARENT_IP", "AGG_PARENT_UDP",
      "AGG_LEAF_ID"]
 )
-_CTRL_BITS = 0x3
+_CTRL_BITS = C.CTRL_AGG_ENABLE | C.CTRL_RPL_ENABLE
 _INT32 = int(Flags.INT32)
 _ERROR = int(Flags.ERROR)
 _PRIORITIZED = int(Flags.PRIORITIZED)
-_CTRL_CLEAR = 1 << 31
+_CTRL_CLEAR = C.CTRL_CLEAR_COUNTERS
 
 
 # ---------------------------------------------------------------------------

@@ -20,30 +20,34 @@ from enum import IntEnum, IntFlag
 
 import numpy as np
 
-VERSION = 1
-"""Protocol version carried in every header."""
+from hostdrv import protocol_consts as C
+from hostdrv.protocol_consts import (  # noqa: F401 - re-exported: part of this module's API
+    AUX_COUNT_MASK,
+    AUX_ORDER_BITS,
+    AUX_ORDER_SHIFT,
+    BLOCK,
+    ELEM_QUANTUM,
+    ETH_LEN,
+    FLAGS_MASK,
+    HEADER_LEN,
+    HEADER_OFFSET,
+    IP_OFFSET,
+    MAX_BATCH,
+    MAX_ELEMS,
+    MAX_ETH_FRAME,
+    MAX_JUMBO_ELEMS,
+    MAX_MEMBERS,
+    MAX_PUSH_RECORDS,
+    MAX_UPDATE_PAIRS,
+    PAYLOAD_OFFSET,
+    UDP_OFFSET,
+    VERSION,
+)
+from hostdrv.regmap import REGISTERS
 
-DEFAULT_UDP_PORT = 20050
-ETH_LEN = 14
-IP_OFFSET = 14
-UDP_OFFSET = 34
-HEADER_OFFSET = 42
-"""Byte offset of the protocol header in a frame."""
-HEADER_LEN = 22
-PAYLOAD_OFFSET = 64
-"""Byte offset of the payload in a frame: beat aligned for 256 and 512-bit buses."""
-BLOCK = 64
-"""Size of the PUSH priority block and of the SAMPLE_RESP descriptor."""
-MAX_MEMBERS = 8
-MAX_PUSH_RECORDS = 16
-MAX_BATCH = 64
-MAX_UPDATE_PAIRS = 128
-MAX_ELEMS = 352
-"""Largest P whose frame fits a standard 1514-byte Ethernet frame (the hardware limit)."""
-MAX_JUMBO_ELEMS = 16368
-"""Largest P whose message fits one UDP datagram (loopback soft switch only)."""
-ELEM_QUANTUM = 16
-MAX_FRAME = 1514
+DEFAULT_UDP_PORT = REGISTERS["UDP_PORT"].reset
+"""The ``UDP_PORT`` register's reset value: the port a protocol frame is sent to."""
+MAX_FRAME = MAX_ETH_FRAME
 
 HEADER = struct.Struct("!BBBBHHIHII")
 """Header layout: version, opcode, flags, job, worker, slot, seq, count, aux, total.
@@ -61,35 +65,26 @@ BROADCAST_MAC = b"\xff" * 6
 class Opcode(IntEnum):
     """Protocol opcodes."""
 
-    GRADIENT = 1
-    RESULT = 2
-    PUSH = 3
-    PUSH_ACK = 4
-    SAMPLE_REQ = 5
-    SAMPLE_RESP = 6
-    UPDATE = 7
+    GRADIENT = C.OP_GRADIENT
+    RESULT = C.OP_RESULT
+    PUSH = C.OP_PUSH
+    PUSH_ACK = C.OP_PUSH_ACK
+    SAMPLE_REQ = C.OP_SAMPLE_REQ
+    SAMPLE_RESP = C.OP_SAMPLE_RESP
+    UPDATE = C.OP_UPDATE
 
 
 class Flags(IntFlag):
     """Header flag bits (bits 7:5 must be zero)."""
 
     NONE = 0
-    INT32 = 1
-    PRIORITIZED = 2
-    RESEND = 4
-    FROM_SWITCH = 8
-    ERROR = 16
+    INT32 = C.FLAG_INT32
+    PRIORITIZED = C.FLAG_PRIORITIZED
+    RESEND = C.FLAG_RESEND
+    FROM_SWITCH = C.FLAG_FROM_SWITCH
+    ERROR = C.FLAG_ERROR
     """RESULT: the round failed (a tensor length mismatch); ``worker`` is the member whose
     contribution was refused, ``aux`` its tensor length, ``total`` the round's."""
-
-
-FLAGS_MASK = 0x1F
-
-AUX_COUNT_MASK = 0xF
-"""RESULT ``aux`` bits 3:0: contributors summed into the payload."""
-AUX_ORDER_SHIFT = 8
-"""RESULT ``aux`` bits 31:8: member id of the j-th contribution added at bits 8+3j .. 10+3j."""
-AUX_ORDER_BITS = 3
 
 
 def result_aux(order: list[int] | tuple[int, ...]) -> int:

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 __all__ = ["DEFAULT_SEED", "SumTree", "XorShift32", "draw_indices", "sample_total", "xorshift32"]
 
+from hostdrv.protocol_consts import XORSHIFT_A, XORSHIFT_B, XORSHIFT_C
+from hostdrv.regmap import REGISTERS
+
 _M32 = 0xFFFFFFFF
 
-DEFAULT_SEED = 0x2545F491
+DEFAULT_SEED = REGISTERS["RPL_SEED"].reset
 """xorshift32 state used when ``RPL_SEED`` is written with 0 (and its reset value)."""
 
 
@@ -43,9 +46,9 @@ def xorshift32(state: int) -> int:
         The new state, which is also the value drawn.
     """
     x = state & _M32
-    x ^= (x << 13) & _M32
-    x ^= x >> 17
-    x ^= (x << 5) & _M32
+    x ^= (x << XORSHIFT_A) & _M32
+    x ^= x >> XORSHIFT_B
+    x ^= (x << XORSHIFT_C) & _M32
     return x
 
 
