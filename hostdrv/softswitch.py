@@ -730,7 +730,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--capacity", type=int, default=1024, help="replay records C (power of two)")
     p.add_argument("--record-bytes", type=int, default=128, help="bytes per record R (x64)")
     p.add_argument("--max-slots", type=int, default=64, help="aggregation slot memory depth")
-    p.add_argument("--max-elems", type=int, default=352, help="largest elements per packet P: 352 fits an Ethernet frame (the hardware limit); up to 16368 on loopback, one 64 KB datagram per chunk")
+    p.add_argument("--max-elems", type=int, default=352,
+                   help="largest elements per packet P: 352 fits an Ethernet frame (the hardware "
+                        "limit); on loopback up to 16352, one datagram of up to 64 KB per chunk "
+                        "(a larger P makes frames over 65535 bytes, dropped as BAD_LENGTH)")
     p.add_argument("--build-hash", type=lambda s: int(s, 0), default=0,
                    help="value of BUILD_HASH")
     p.add_argument("--control-key", metavar="FILE",
