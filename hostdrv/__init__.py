@@ -53,16 +53,16 @@ from hostdrv.transport import (
 )
 
 if TYPE_CHECKING:
-    from hostdrv.softswitch import SoftSwitch, SoftSwitchProcess
+    from hostdrv.backends.soft_server import SoftSwitch, SoftSwitchProcess
 
 
 def __getattr__(name: str) -> object:
     # The soft switch is imported on first use so that ``python -m
-    # hostdrv.softswitch`` does not find it already imported by the package.
+    # hostdrv.backends.soft_server`` does not find it already imported by the package.
     if name in ("SoftSwitch", "SoftSwitchProcess"):
-        from hostdrv import softswitch
+        from hostdrv.backends import soft_server
 
-        return getattr(softswitch, name)
+        return getattr(soft_server, name)
     raise AttributeError(f"module 'hostdrv' has no attribute {name!r}")
 
 

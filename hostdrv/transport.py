@@ -3,9 +3,9 @@
 A switch is named by a URL and the scheme picks the backend; callers never
 change when the backend does::
 
-    soft://127.0.0.1:20050     the soft switch (``hostdrv.softswitch``), over UDP
-    sim://127.0.0.1:20051     the RTL in simulation (python -m hostdrv.simswitch)
-    udp://... / eth://...      the NetFPGA SUME board (hostdrv.board)
+    soft://127.0.0.1:20050     the soft switch (``hostdrv.backends.soft_server``), over UDP
+    sim://127.0.0.1:20051      the RTL in simulation (``hostdrv.backends.rtl_server``), over UDP
+    udp://... / eth://...      the NetFPGA SUME board (``hostdrv.backends.board``)
 
 Every backend provides two channels, kept apart from the block drivers
 (:mod:`hostdrv.control`, :mod:`hostdrv.clients`) that give them meaning:
@@ -709,12 +709,14 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType({
     "soft": Backend("soft", udp_switch_datagram, udp_switch_registers,
                     "soft switch over UDP: soft://host:port[?key=FILE]"),
     "sim": Backend("sim", udp_switch_datagram, udp_switch_registers,
-                   "RTL simulation (python -m hostdrv.simswitch) over UDP: "
+                   "RTL simulation (netfpga-simswitch) over UDP: "
                    "sim://host:port[?key=FILE]"),
-    "udp": Backend("udp", "hostdrv.board:udp_datagram", "hostdrv.board:udp_registers",
+    "udp": Backend("udp", "hostdrv.backends.board:udp_datagram",
+                   "hostdrv.backends.board:udp_registers",
                    "NetFPGA SUME board over UDP, registers with rwaxi: "
                    "udp://SWITCH_IP:PORT?regs=rwaxi&base=0x44010000"),
-    "eth": Backend("eth", "hostdrv.board:eth_datagram", "hostdrv.board:eth_registers",
+    "eth": Backend("eth", "hostdrv.backends.board:eth_datagram",
+                   "hostdrv.backends.board:eth_registers",
                    "NetFPGA SUME board over raw Ethernet (root), registers with rwaxi: "
                    "eth://IFNAME?switch_ip=A.B.C.D&regs=rwaxi"),
 })

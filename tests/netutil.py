@@ -41,17 +41,17 @@ def make_input(seed: int, worker: int, call: int, size: int, dtype: str) -> np.n
 
 
 def build_sim_rtl() -> None:
-    """Build (or find) the RTL a :class:`~hostdrv.simswitch.SimSwitch` serves by default.
+    """Build (or find) the RTL a :class:`~hostdrv.backends.rtl_server.SimSwitch` serves by default.
 
     Without Verilator or pyverilator the test is skipped, or fails under CI
     (:mod:`toolcheck`).
     """
     from toolcheck import require_module, require_tool
 
-    from hostdrv.rtlsim import build_rtl
-    from hostdrv.simswitch import DEFAULT_PARAMS
+    from hostdrv.backends.rtl_model import build_rtl
+    from hostdrv.backends.rtl_server import DEFAULT_PARAMS
 
-    why = "the sim switch (hostdrv.rtlsim's Verilator build of the switch)"
+    why = "the sim switch (hostdrv.backends.rtl_model's Verilator build of the switch)"
     require_tool("verilator", why)
     require_module("pyverilator", why)
     build_rtl("nrl_switch", dict(DEFAULT_PARAMS["nrl_switch"]))

@@ -1,6 +1,6 @@
 """Board backends (``udp://``, ``eth://``) without a board.
 
-* registers: :class:`hostdrv.board.RwaxiRegisterTransport` against a fake
+* registers: :class:`hostdrv.backends.board.RwaxiRegisterTransport` against a fake
   ``rwaxi`` (same CLI and output as NetFPGA SUME's ``sw/driver`` tool) that
   keeps registers in a JSON file;
 * data: the ``udp://`` and ``eth://`` channels against the soft switch, which
@@ -34,7 +34,7 @@ from hostdrv import (
     open_registers,
     regmap,
 )
-from hostdrv.board import (
+from hostdrv.backends.board import (
     SUME_S0_AXI_BASE,
     RwaxiRegisterTransport,
     build_udp_frame,

@@ -30,8 +30,8 @@ import pytest
 from netutil import build_sim_rtl
 
 from hostdrv import regmap
+from hostdrv.backends.soft_server import SoftSwitch, SoftSwitchProcess
 from hostdrv.control import SwitchControl
-from hostdrv.softswitch import SoftSwitch, SoftSwitchProcess
 from hostdrv.transport import (
     CONTROL,
     CONTROL_AUTH_WINDOW_MS,
@@ -55,7 +55,7 @@ def make_switch(request: pytest.FixtureRequest) -> Iterator[Callable[..., SoftSw
 
     def make(**kw: Any) -> SoftSwitch:
         if request.param == "sim":
-            from hostdrv.simswitch import SimSwitch
+            from hostdrv.backends.rtl_server import SimSwitch
 
             sw: SoftSwitch = SimSwitch("127.0.0.1:0", **kw)
         else:
@@ -189,9 +189,9 @@ kind, key_file, remote_ip = sys.argv[1:4]
 subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
 subprocess.run(["ip", "addr", "add", remote_ip + "/32", "dev", "lo"], check=True)
 if kind == "sim":
-    from hostdrv.simswitch import SimSwitch as Switch
+    from hostdrv.backends.rtl_server import SimSwitch as Switch
 else:
-    from hostdrv.softswitch import SoftSwitch as Switch
+    from hostdrv.backends.soft_server import SoftSwitch as Switch
 
 
 def attempt(fn):
@@ -290,7 +290,7 @@ def test_non_loopback_requests_are_refused_unless_signed(kind: str, key_file: Pa
 def test_cli_control_key_and_exit_statistics(kind: str, key_file: Path) -> None:
     if kind == "sim":
         build_sim_rtl()
-        from hostdrv.simswitch import SimSwitchProcess
+        from hostdrv.backends.rtl_server import SimSwitchProcess
 
         proc: SoftSwitchProcess = SimSwitchProcess(args=["--control-key", str(key_file)])
     else:

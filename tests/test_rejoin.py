@@ -42,7 +42,7 @@ def switch(kind: str, **kw: Any) -> Iterator[SoftSwitch]:
 
     require_tool("verilator", "the sim switch runs the RTL in Verilator")
     require_module("pyverilator", "the sim switch runs the RTL in Verilator")
-    from hostdrv.simswitch import SimSwitch
+    from hostdrv.backends.rtl_server import SimSwitch
 
     with SimSwitch("127.0.0.1:0", **kw) as sw:
         yield sw

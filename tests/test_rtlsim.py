@@ -1,6 +1,7 @@
-"""The switch RTL in Verilator (hostdrv.rtlsim, hostdrv.simswitch) against the reference model.
+"""The switch RTL in Verilator (hostdrv.backends.rtl_model, hostdrv.backends.rtl_server) against
+the reference model.
 
-* :class:`~hostdrv.rtlsim.RtlSwitch` and :class:`~hostdrv.model.SwitchModel`
+* :class:`~hostdrv.backends.rtl_model.RtlSwitch` and :class:`~hostdrv.model.SwitchModel`
   get the same register writes and the same few dozen frames (L2 traffic,
   gradient rounds with a resend and drops, replay pushes, uniform and
   prioritized samples, an update, malformed requests): every frame's outputs,
@@ -25,11 +26,11 @@ from toolcheck import require_module, require_tool
 
 from hostdrv import protocol as proto
 from hostdrv import regmap
+from hostdrv.backends.rtl_model import RtlSwitch, build_rtl
+from hostdrv.backends.rtl_server import DEFAULT_PARAMS, SimSwitch
 from hostdrv.clients import Aggregator, ReplayClient
 from hostdrv.control import SwitchControl
 from hostdrv.model import SwitchModel, fp32_add
-from hostdrv.rtlsim import RtlSwitch, build_rtl
-from hostdrv.simswitch import DEFAULT_PARAMS, SimSwitch
 from sim.common.switch_scenario import (
     ACTOR_ID,
     ELEMS,
@@ -51,8 +52,8 @@ RECORD_BYTES = 128
 
 @pytest.fixture(scope="module")
 def rtl() -> Iterator[RtlSwitch]:
-    require_tool("verilator", "hostdrv.rtlsim's Verilator build of the switch")
-    require_module("pyverilator", "hostdrv.rtlsim's Verilator build of the switch")
+    require_tool("verilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
+    require_module("pyverilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
     build_rtl(TOP, PARAMS)  # a missing RTL file raises FileNotFoundError: a failure
     sw = RtlSwitch(TOP, PARAMS)
     try:
@@ -178,8 +179,8 @@ def test_burst_at_line_rate_keeps_each_engines_order(rtl: RtlSwitch) -> None:
 
 
 def test_allreduce_through_sim_url_equals_model_sum() -> None:
-    require_tool("verilator", "hostdrv.rtlsim's Verilator build of the switch")
-    require_module("pyverilator", "hostdrv.rtlsim's Verilator build of the switch")
+    require_tool("verilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
+    require_module("pyverilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
     build_rtl(TOP, PARAMS)  # a missing RTL file raises FileNotFoundError: a failure
     size, slots, elems = 200, 4, 32
     rng = np.random.default_rng(21)
@@ -226,8 +227,8 @@ def test_allreduce_through_sim_url_equals_model_sum() -> None:
 
 
 def test_replay_client_through_sim_url() -> None:
-    require_tool("verilator", "hostdrv.rtlsim's Verilator build of the switch")
-    require_module("pyverilator", "hostdrv.rtlsim's Verilator build of the switch")
+    require_tool("verilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
+    require_module("pyverilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
     build_rtl(TOP, PARAMS)  # a missing RTL file raises FileNotFoundError: a failure
     with SimSwitch("127.0.0.1:0") as sw:
         ctl = SwitchControl(sw.url)

@@ -22,8 +22,8 @@ from netutil import build_sim_rtl, wait_for
 
 from hostdrv import protocol as proto
 from hostdrv import regmap
+from hostdrv.backends.soft_server import SoftSwitch
 from hostdrv.control import ROLE_WORKER, SwitchControl
-from hostdrv.softswitch import SoftSwitch
 from hostdrv.transport import ip_to_int
 
 ELEMS, SLOTS = 16, 4
@@ -31,7 +31,7 @@ ELEMS, SLOTS = 16, 4
 
 def _make(kind: str) -> SoftSwitch:
     if kind == "sim":
-        from hostdrv.simswitch import SimSwitch
+        from hostdrv.backends.rtl_server import SimSwitch
 
         build_sim_rtl()
         return SimSwitch("127.0.0.1:0")

@@ -6,7 +6,7 @@
   (status 3) and the register keeps its value.
 * An empty datagram (a 42-byte frame) and datagrams making frames over 65535
   bytes (which the AXI4-Stream cannot carry) move the counters the model
-  moves; :class:`~hostdrv.rtlsim.RtlSwitch` counts the latter host-side and
+  moves; :class:`~hostdrv.backends.rtl_model.RtlSwitch` counts the latter host-side and
   ``CTRL`` bit 31 clears those counts too.
 * The server says ``netfpga-simswitch`` in what it prints.
 
@@ -24,10 +24,10 @@ import pytest
 from netutil import any_port_allreduce, build_sim_rtl, datagram_frame, wait_for
 
 from hostdrv import protocol as proto
+from hostdrv.backends.rtl_model import RtlSwitch
+from hostdrv.backends.rtl_server import DEFAULT_PARAMS, SimSwitch
 from hostdrv.control import ROLE_WORKER, RegisterError, SwitchControl
 from hostdrv.model import Egress, SwitchModel, fp32_add
-from hostdrv.rtlsim import RtlSwitch
-from hostdrv.simswitch import DEFAULT_PARAMS, SimSwitch
 from hostdrv.transport import ControlStatus, RegisterAccessError, ip_to_int
 
 TOP = "nrl_switch"

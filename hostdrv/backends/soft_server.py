@@ -1,6 +1,6 @@
 """Soft switch: the reference model behind a UDP socket.
 
-Run it as ``python -m hostdrv.softswitch --listen 127.0.0.1:20050`` (or the
+Run it as ``python -m hostdrv.backends.soft_server --listen 127.0.0.1:20050`` (or the
 ``netfpga-softswitch`` console script), in a thread with :class:`SoftSwitch`,
 or as a child process with :class:`SoftSwitchProcess`. Clients reach it as
 ``soft://host:port``.
@@ -58,7 +58,7 @@ requests signed with it are executed, from any address, loopback included
 
 Command line
 ------------
-``python -m hostdrv.softswitch`` (``netfpga-softswitch``) options:
+``python -m hostdrv.backends.soft_server`` (``netfpga-softswitch``) options:
 
 ``--listen HOST:PORT``
     Address to bind (default ``127.0.0.1:20050``; port 0 picks one). The
@@ -97,6 +97,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import hostdrv
 from hostdrv import regmap
 from hostdrv.model import SwitchModel
 from hostdrv.protocol import HEADER, HEADER_LEN, HEADER_OFFSET, Opcode
@@ -649,7 +650,7 @@ def _is_loopback(host: str) -> bool:
 
 
 class SoftSwitchProcess:
-    """A soft switch in a child process (``python -m hostdrv.softswitch``).
+    """A soft switch in a child process (``python -m hostdrv.backends.soft_server``).
 
     Parameters
     ----------
@@ -666,14 +667,14 @@ class SoftSwitchProcess:
         When the child exits or stays silent before it listens.
     """
 
-    module = "hostdrv.softswitch"
+    module = "hostdrv.backends.soft_server"
     """The ``python -m`` module the child runs."""
     scheme = "soft"
     """URL scheme the child announces (``listening soft://host:port``)."""
 
     def __init__(self, listen: str = "127.0.0.1:0", args: Sequence[str] = (), *,
                  ready_timeout: float = 20.0) -> None:
-        root = str(Path(__file__).resolve().parents[1])
+        root = str(Path(hostdrv.__file__).resolve().parents[1])  # where hostdrv was imported from
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTHONUNBUFFERED"] = "1"

@@ -1,14 +1,15 @@
 """Simulated switch: the RTL (Verilator) behind the soft switch's UDP server.
 
-Run it as ``python -m hostdrv.simswitch --listen 127.0.0.1:20060``; clients
-reach it as ``sim://host:port`` and cannot tell it from the soft switch
-(``soft://``) except by speed: every datagram becomes a frame driven into
-``s_axis`` of ``hw/rtl/nrl_switch.v`` beat by beat, and every frame the RTL
-emits on ``m_axis`` goes back out as a datagram. Register reads and writes on
-the control channel are AXI4-Lite transactions on the simulated pins.
+Run it as ``netfpga-simswitch --listen 127.0.0.1:20060`` (or ``python -m
+hostdrv.backends.rtl_server``); clients reach it as ``sim://host:port`` and
+cannot tell it from the soft switch (``soft://``) except by speed: every
+datagram becomes a frame driven into ``s_axis`` of ``hw/rtl/nrl_switch.v`` beat
+by beat, and every frame the RTL emits on ``m_axis`` goes back out as a
+datagram. Register reads and writes on the control channel are AXI4-Lite
+transactions on the simulated pins.
 
-:class:`SimSwitch` is :class:`~hostdrv.softswitch.SoftSwitch` serving an
-:class:`~hostdrv.rtlsim.RtlSwitch` instead of the reference model, so
+:class:`SimSwitch` is :class:`~hostdrv.backends.soft_server.SoftSwitch` serving an
+:class:`~hostdrv.backends.rtl_model.RtlSwitch` instead of the reference model, so
 addressing, multicast fan-out, the control channel and batching are the soft
 switch's own code. :class:`SimSwitchProcess` runs one in a child process.
 
@@ -19,12 +20,12 @@ as ``soft://``), so every client accepts it unchanged. The port is required
 and ``?key=FILE`` is the only option, as for ``soft://``.
 
 Frames the AXI4-Stream cannot carry (over 65535 bytes: a datagram of 65494
-bytes or more) are judged host-side by :class:`~hostdrv.rtlsim.RtlSwitch`
+bytes or more) are judged host-side by :class:`~hostdrv.backends.rtl_model.RtlSwitch`
 exactly as the model judges them (``BAD_LENGTH``), so they are counted too.
 
 Command line
 ------------
-``python -m hostdrv.simswitch`` options:
+``netfpga-simswitch`` (``python -m hostdrv.backends.rtl_server``) options:
 
 ``--listen HOST:PORT``
     Address to bind (default ``127.0.0.1:20060``; port 0 picks one); prints
@@ -52,8 +53,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 
-from hostdrv.rtlsim import RtlSwitch
-from hostdrv.softswitch import SoftSwitch, SoftSwitchProcess
+from hostdrv.backends.rtl_model import RtlSwitch
+from hostdrv.backends.soft_server import SoftSwitch, SoftSwitchProcess
 from hostdrv.transport import (
     Backend,
     DatagramTransport,
@@ -107,7 +108,7 @@ def sim_registers(url: str, **options: object) -> RegisterTransport:
 def sim_backend() -> Backend:
     """The ``sim://`` backend: UDP to a :class:`SimSwitch`, exactly as ``soft://``."""
     return Backend("sim", sim_datagram, sim_registers,
-                   "RTL simulation (python -m hostdrv.simswitch) over UDP: sim://host:port")
+                   "RTL simulation (python -m hostdrv.backends.rtl_server) over UDP: sim://host:port")
 
 
 # ---------------------------------------------------------------------------
@@ -115,19 +116,20 @@ def sim_backend() -> Backend:
 
 
 class SimSwitch(SoftSwitch):
-    """The soft switch's UDP server running the RTL (:class:`~hostdrv.rtlsim.RtlSwitch`).
+    """The soft switch's UDP server running the RTL
+    (:class:`~hostdrv.backends.rtl_model.RtlSwitch`).
 
     Parameters
     ----------
     listen:
         ``"host:port"`` or (host, port); port 0 picks a free one.
     top, params, build_dir, idle_cycles, trace:
-        Passed to :class:`~hostdrv.rtlsim.RtlSwitch` (``params`` default:
+        Passed to :class:`~hostdrv.backends.rtl_model.RtlSwitch` (``params`` default:
         :data:`DEFAULT_PARAMS` of the top).
     switch:
-        Serve this already built :class:`~hostdrv.rtlsim.RtlSwitch` instead.
+        Serve this already built :class:`~hostdrv.backends.rtl_model.RtlSwitch` instead.
     log_arrivals, control_key:
-        As :class:`~hostdrv.softswitch.SoftSwitch`.
+        As :class:`~hostdrv.backends.soft_server.SoftSwitch`.
 
     Examples
     --------
@@ -177,7 +179,7 @@ class SimSwitch(SoftSwitch):
 
 
 class SimSwitchProcess(SoftSwitchProcess):
-    """A :class:`SimSwitch` in a child process (``python -m hostdrv.simswitch``).
+    """A :class:`SimSwitch` in a child process (``python -m hostdrv.backends.rtl_server``).
 
     Parameters
     ----------
@@ -194,7 +196,7 @@ class SimSwitchProcess(SoftSwitchProcess):
         When the child exits or stays silent before it listens.
     """
 
-    module = "hostdrv.simswitch"
+    module = "hostdrv.backends.rtl_server"
     scheme = "sim"
 
     def __init__(self, listen: str = "127.0.0.1:0", args: Sequence[str] = (), *,
@@ -217,9 +219,9 @@ def _param(text: str) -> tuple[str, int | str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Command-line options of ``python -m hostdrv.simswitch``."""
+    """Command-line options of ``netfpga-simswitch``."""
     p = argparse.ArgumentParser(
-        prog="python -m hostdrv.simswitch",
+        prog="netfpga-simswitch",
         description="Serve the netfpga-rl switch RTL (Verilator) behind a UDP socket; "
                     "clients use sim://host:port.")
     p.add_argument("--listen", default="127.0.0.1:20060", help="host:port to bind (port 0: any)")
