@@ -199,7 +199,7 @@ class SwitchModel:
         Slot memory depth, 1 to 64 (``AGG_MAX_SLOTS``).
     max_elems:
         Largest P the slot memory holds, a multiple of 16 in 16 to 352 for
-        Ethernet frames, up to 16368 for a loopback soft switch with jumbo
+        Ethernet frames, up to 16352 for a loopback soft switch with jumbo
         UDP datagrams (``AGG_MAX_ELEMS``).
     build_hash:
         Value of ``BUILD_HASH`` (32 bits).

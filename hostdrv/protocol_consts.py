@@ -97,8 +97,8 @@ ELEM_QUANTUM = 16
 """P is a multiple of this (one 512-bit beat of fp32)."""
 MAX_ELEMS = 352
 """Largest P of a standard Ethernet frame (the hardware limit)."""
-MAX_JUMBO_ELEMS = 16368
-"""Largest P of one UDP datagram (loopback soft switch)."""
+MAX_JUMBO_ELEMS = 16352
+"""Largest P of a loopback soft switch: its 64 + 4P-byte frame still fits TUSER's 16-bit length."""
 BLOCK = 64
 """Bytes of the PUSH priority block and of the SAMPLE_RESP descriptor."""
 MAX_PUSH_RECORDS = 16

@@ -47,7 +47,7 @@ REGISTERS: dict[str, Register] = {
     'AGG_PARENT_UDP': Register('AGG_PARENT_UDP', 0x068, 'rw', 0x0, 16, False, "leaf: parent's UDP port (0 = UDP_PORT)"),
     'AGG_LEAF_ID': Register('AGG_LEAF_ID', 0x06C, 'rw', 0x0, 3, False, "leaf: this switch's member id in the parent job"),
     'AGG_MAX_SLOTS': Register('AGG_MAX_SLOTS', 0x070, 'ro', 0x40, 32, True, 'slot memory depth (RTL parameter)'),
-    'AGG_MAX_ELEMS': Register('AGG_MAX_ELEMS', 0x074, 'ro', 0x160, 32, True, 'largest P the slot memory holds (RTL parameter; up to 16368 on a loopback soft switch)'),
+    'AGG_MAX_ELEMS': Register('AGG_MAX_ELEMS', 0x074, 'ro', 0x160, 32, True, 'largest P the slot memory holds (RTL parameter; up to 16352 on a loopback soft switch)'),
     'AGG_EPOCH': Register('AGG_EPOCH', 0x078, 'rw', 0x0, 32, False, "round base of the job's current epoch (a multiple of 2^24): a mailbox the members write when they restart their rounds and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); no effect on the datapath, a write clears no slot"),
     'RPL_CAPACITY': Register('RPL_CAPACITY', 0x080, 'ro', 0x4000, 32, True, 'C, records (power of two); build parameter: 16384 in the SUME bitstream, 1024 by default in the soft switch (--capacity) and the sim switch'),
     'RPL_RECORD_BYTES': Register('RPL_RECORD_BYTES', 0x084, 'ro', 0x80, 32, True, 'R, bytes per record (multiple of 64, RTL parameter)'),

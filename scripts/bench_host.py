@@ -37,12 +37,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from hostdrv import Aggregator, SoftSwitch, SoftSwitchProcess, SwitchControl  # noqa: E402
+from hostdrv.protocol import MAX_JUMBO_ELEMS  # noqa: E402
 from hostdrv.transport import SOL_UDP, UDP_GRO, tune_socket  # noqa: E402
 
 TENSOR_ELEMS = 1 << 20  # 4 MB of float32
 WORKERS = 4
 SLOTS, ELEMS = 64, 352
-JUMBO_ELEMS = 16368  # loopback soft switch: one 64 KB datagram per chunk
+JUMBO_ELEMS = MAX_JUMBO_ELEMS  # loopback soft switch: one 64 KB datagram per chunk
 
 
 # ---------------------------------------------------------------------------

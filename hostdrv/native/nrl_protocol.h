@@ -54,7 +54,7 @@
 #define NRL_MAX_SLOTS 0x40u /* largest AGG_SLOTS / slot memory depth */
 #define NRL_ELEM_QUANTUM 0x10u /* P is a multiple of this (one 512-bit beat of fp32) */
 #define NRL_MAX_ELEMS 0x160u /* largest P of a standard Ethernet frame (the hardware limit) */
-#define NRL_MAX_JUMBO_ELEMS 0x3FF0u /* largest P of one UDP datagram (loopback soft switch) */
+#define NRL_MAX_JUMBO_ELEMS 0x3FE0u /* largest P of a loopback soft switch: its 64 + 4P-byte frame still fits TUSER's 16-bit length */
 #define NRL_BLOCK 0x40u /* bytes of the PUSH priority block and of the SAMPLE_RESP descriptor */
 #define NRL_MAX_PUSH_RECORDS 0x10u /* records per PUSH */
 #define NRL_MAX_BATCH 0x40u /* largest SAMPLE_REQ batch (a power of two) */

@@ -25,7 +25,7 @@ localparam [11:0] REG_AGG_PARENT_IP = 12'h064; // leaf: IPv4 address of the pare
 localparam [11:0] REG_AGG_PARENT_UDP = 12'h068; // leaf: parent's UDP port (0 = UDP_PORT)
 localparam [11:0] REG_AGG_LEAF_ID = 12'h06C; // leaf: this switch's member id in the parent job
 localparam [11:0] REG_AGG_MAX_SLOTS = 12'h070; // slot memory depth (RTL parameter)
-localparam [11:0] REG_AGG_MAX_ELEMS = 12'h074; // largest P the slot memory holds (RTL parameter; up to 16368 on a loopback soft switch)
+localparam [11:0] REG_AGG_MAX_ELEMS = 12'h074; // largest P the slot memory holds (RTL parameter; up to 16352 on a loopback soft switch)
 localparam [11:0] REG_AGG_EPOCH = 12'h078; // round base of the job's current epoch (a multiple of 2^24): a mailbox the members write when they restart their rounds and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); no effect on the datapath, a write clears no slot
 localparam [11:0] REG_RPL_CAPACITY = 12'h080; // C, records (power of two); build parameter: 16384 in the SUME bitstream, 1024 by default in the soft switch (--capacity) and the sim switch
 localparam [11:0] REG_RPL_RECORD_BYTES = 12'h084; // R, bytes per record (multiple of 64, RTL parameter)
