@@ -19,6 +19,7 @@ import numpy as np
 
 from hostdrv import regmap
 from hostdrv.control import ROLE_ACTOR, ROLE_LEARNER, ROLE_WORKER, SwitchControl
+from hostdrv.net import ip_to_int
 from hostdrv.protocol import (
     AUX_COUNT_MASK,
     BLOCK,
@@ -39,7 +40,6 @@ from hostdrv.transport import (
     Backend,
     DatagramTransport,
     SwitchTimeoutError,
-    ip_to_int,
     open_datagram,
 )
 

@@ -14,15 +14,13 @@ from dataclasses import dataclass
 
 from hostdrv import protocol_consts as C
 from hostdrv import regmap
+from hostdrv.net import int_to_ip, ip_to_int, parse_hostport
 from hostdrv.protocol import MAX_MEMBERS, VERSION
 from hostdrv.transport import (
     Backend,
     RegisterAccessError,
     RegisterTransport,
-    int_to_ip,
-    ip_to_int,
     open_registers,
-    parse_hostport,
 )
 
 MAGIC_VALUE = regmap.REGISTERS["MAGIC"].reset

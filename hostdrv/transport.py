@@ -19,38 +19,16 @@ A backend is a :class:`Backend` entry in :data:`BACKENDS`; a new one is one
 more entry (its factories may live in a module imported on first use), so
 ``sim://`` and the board plug in without changes in callers.
 
-Soft switch control channel
----------------------------
-The soft switch answers register accesses on its protocol socket. A request
-is 16 bytes, big-endian after the magic::
-
-    b"NRLC" | op u8 (1 read, 2 write) | 0 u8 | tag u16 | address u32 | value u32
-
-and the reply is::
-
-    b"NRLC" | op|0x80 u8 | status u8 | tag u16 | address u32 | value u32 | text
-
-with ``status`` one of :class:`ControlStatus` and ``text`` (UTF-8) saying
-why when it is not ``OK``. A message starting with ``NRLC`` is never a
-protocol message (its version byte would be ``N``, not 1). The switch caches
-the last reply per client address, so a request retried with the same tag is
-answered again, not executed twice.
-
-Who may use it (``docs/protocol.md`` section 9): by default the switch executes
-requests from loopback addresses only. A switch started with
-``--control-key FILE`` executes only signed requests, from any address: the
-16-byte request is followed by an 8-byte big-endian timestamp (milliseconds
-since the Unix epoch) and a 32-byte HMAC-SHA256 over request and timestamp,
-keyed with the file's contents (surrounding whitespace stripped)::
-
-    request (16) | timestamp_ms u64 | HMAC-SHA256(key, request | timestamp) (32)
-
-A request refused for want of authentication is answered with status 5
-(:attr:`ControlStatus.UNAUTHENTICATED`) and raises :class:`ControlAuthError`.
-:class:`UdpRegisterTransport` signs every request when it has a key: from
-``key_file=`` (``SwitchControl(url, key_file=...)``), else a ``?key=FILE``
-query on the ``soft://``/``sim://`` URL, else the file named by the
-:data:`CONTROL_KEY_ENV` environment variable (``NETRL_CONTROL_KEY``).
+Control channel
+---------------
+A soft or sim switch answers register accesses on its protocol socket
+(``NRLC`` datagrams; the wire format, signing included, is
+:mod:`hostdrv.protocol_control`). :class:`UdpRegisterTransport` signs every
+request when it has a key: from ``key_file=`` (``SwitchControl(url,
+key_file=...)``), else a ``?key=FILE`` query on the ``soft://``/``sim://``
+URL, else the file named by the :data:`CONTROL_KEY_ENV` environment variable
+(``NETRL_CONTROL_KEY``). A request the switch refuses for want of
+authentication raises :class:`ControlAuthError`.
 
 URLs
 ----
@@ -62,8 +40,6 @@ out with no hint why); the only query option is ``key=FILE``.
 from __future__ import annotations
 
 import errno
-import hashlib
-import hmac
 import importlib
 import os
 import select
@@ -73,60 +49,32 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
 from types import MappingProxyType
 from urllib.parse import parse_qsl, urlsplit
 
-from hostdrv.protocol import DEFAULT_UDP_PORT
+from hostdrv.net import (
+    GSO_MAX_BYTES,
+    GSO_MAX_SEGMENTS,
+    SOL_UDP,
+    UDP_GRO,
+    UDP_SEGMENT,
+    TransportError,
+    parse_hostport,
+    tune_socket,
+)
+from hostdrv.protocol_control import (
+    CONTROL,
+    CONTROL_MAGIC,
+    CONTROL_READ,
+    CONTROL_REPLY,
+    CONTROL_WRITE,
+    ControlStatus,
+    load_control_key,
+    sign_control,
+)
 
-CONTROL_MAGIC = b"NRLC"
-"""First four bytes of every control-channel datagram."""
-CONTROL = struct.Struct("!4sBBHII")
-"""Control request/reply header: magic, op, status, tag, address, value."""
-CONTROL_READ = 1
-CONTROL_WRITE = 2
-CONTROL_REPLY = 0x80
-CONTROL_TIMESTAMP = struct.Struct("!Q")
-"""Timestamp after a signed request: milliseconds since the Unix epoch, big-endian."""
-CONTROL_MAC_BYTES = 32
-"""HMAC-SHA256 length after the timestamp of a signed request."""
-CONTROL_SIGNED_BYTES = CONTROL.size + CONTROL_TIMESTAMP.size + CONTROL_MAC_BYTES
-"""Length of a signed control request (56 bytes)."""
-CONTROL_AUTH_WINDOW_MS = 30_000
-"""Largest difference between a signed request's timestamp and the switch's clock."""
 CONTROL_KEY_ENV = "NETRL_CONTROL_KEY"
 """Environment variable naming the control key file clients sign requests with."""
-
-SOL_UDP = 17
-UDP_SEGMENT = 103
-"""Linux UDP generic segmentation offload socket option (``linux/udp.h``)."""
-UDP_GRO = 104
-"""Linux UDP generic receive offload socket option (``linux/udp.h``)."""
-GSO_MAX_SEGMENTS = 64
-GSO_MAX_BYTES = 65507
-SOCKET_BUFFER = 4 << 20
-"""Send and receive buffer asked for on every data socket (capped by the kernel)."""
-
-DEFAULT_PORT = DEFAULT_UDP_PORT
-
-
-class ControlStatus(IntEnum):
-    """Status byte of a control-channel reply."""
-
-    OK = 0
-    BAD_REQUEST = 1
-    UNKNOWN_REGISTER = 2
-    ILLEGAL_VALUE = 3
-    READ_ONLY = 4
-    UNAUTHENTICATED = 5
-    """Not from loopback without a control key, or a missing, wrong or expired HMAC."""
-    INTERNAL = 0xFF
-    """Never sent by a switch: a host-side failure (the board's register tool) or a
-    status byte this driver does not know."""
-
-
-class TransportError(OSError):
-    """A backend could not be opened or used (bad URL, unknown scheme, socket error)."""
 
 
 class SwitchTimeoutError(TimeoutError):
@@ -200,43 +148,6 @@ class ControlAuthError(RegisterAccessError):
 # addresses
 
 
-def parse_hostport(text: str, default_port: int = DEFAULT_PORT) -> tuple[str, int]:
-    """Split ``"host:port"`` (port optional) into a tuple.
-
-    Raises
-    ------
-    TransportError
-        When the port is not a number in 0 … 65535.
-    """
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = text, str(default_port)
-    try:
-        p = int(port)
-    except ValueError:
-        raise TransportError(f"bad port={port!r} in address {text!r}: not a number") from None
-    if not 0 <= p <= 0xFFFF:
-        raise TransportError(f"bad port={p} in address {text!r}: must be 0..65535")
-    return host or "127.0.0.1", p
-
-
-def ip_to_int(ip: str | int) -> int:
-    """IPv4 address as an unsigned 32-bit integer (dotted quad or integer)."""
-    if isinstance(ip, int):
-        if not 0 <= ip <= 0xFFFFFFFF:
-            raise ValueError(f"bad ip={ip!r}: not an unsigned 32-bit integer")
-        return ip
-    try:
-        return int.from_bytes(socket.inet_aton(ip), "big")
-    except OSError:
-        raise ValueError(f"bad ip={ip!r}: not a dotted-quad IPv4 address") from None
-
-
-def int_to_ip(value: int) -> str:
-    """Dotted quad of an unsigned 32-bit IPv4 address."""
-    return socket.inet_ntoa((value & 0xFFFFFFFF).to_bytes(4, "big"))
-
-
 def switch_address(url: str) -> tuple[str, int]:
     """(host, port) of a ``soft://host:port`` or ``sim://host:port`` URL.
 
@@ -276,80 +187,6 @@ def _switch_options(url: str) -> dict[str, str]:
             raise TransportError(f"bad url={url!r}: option {key!r} given twice")
         out[key] = value
     return out
-
-
-def load_control_key(path: str | os.PathLike[str]) -> bytes:
-    """The control key in file ``path``: its bytes with surrounding whitespace stripped.
-
-    Raises
-    ------
-    TransportError
-        When the file cannot be read or holds nothing but whitespace.
-    """
-    try:
-        with open(path, "rb") as f:
-            key = f.read().strip()
-    except OSError as e:
-        raise TransportError(f"cannot read control key file {os.fspath(path)!r}: "
-                             f"{e.strerror or e}") from None
-    if not key:
-        raise TransportError(f"bad control key file {os.fspath(path)!r}: it is empty")
-    return key
-
-
-def sign_control(request: bytes | bytearray | memoryview, key: bytes,
-                 now_ms: int | None = None) -> bytes:
-    """``request`` (16 bytes) followed by its timestamp and HMAC-SHA256 under ``key``.
-
-    Parameters
-    ----------
-    request:
-        The 16-byte control request.
-    key:
-        The control key (:func:`load_control_key`).
-    now_ms:
-        Timestamp to sign (default: the clock, ms since the Unix epoch).
-    """
-    ts = int(time.time() * 1000) if now_ms is None else now_ms
-    body = bytes(request[:CONTROL.size]) + CONTROL_TIMESTAMP.pack(ts & 0xFFFFFFFFFFFFFFFF)
-    return body + hmac.new(key, body, hashlib.sha256).digest()
-
-
-def check_control_signature(data: bytes | bytearray | memoryview, key: bytes,
-                            now_ms: int | None = None) -> str:
-    """Why a control request is not authentic under ``key`` ('' when it is).
-
-    Parameters
-    ----------
-    data:
-        The whole request datagram.
-    key:
-        The switch's control key.
-    now_ms:
-        The switch's clock (default: now, ms since the Unix epoch).
-    """
-    if len(data) < CONTROL_SIGNED_BYTES:
-        return (f"no HMAC: a {len(data)}-byte request; this switch needs signed requests "
-                f"({CONTROL_SIGNED_BYTES} bytes: request, timestamp, HMAC-SHA256)")
-    body = bytes(data[:CONTROL.size + CONTROL_TIMESTAMP.size])
-    mac = bytes(data[len(body):len(body) + CONTROL_MAC_BYTES])
-    if not hmac.compare_digest(hmac.new(key, body, hashlib.sha256).digest(), mac):
-        return "wrong HMAC: the request is not signed with this switch's control key"
-    ts = CONTROL_TIMESTAMP.unpack_from(body, CONTROL.size)[0]
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    if abs(now - ts) > CONTROL_AUTH_WINDOW_MS:
-        return (f"expired: timestamp {(ts - now) / 1000:+.1f} s from the switch's clock "
-                f"(limit {CONTROL_AUTH_WINDOW_MS // 1000} s; a replay, or clocks apart)")
-    return ""
-
-
-def tune_socket(sock: socket.socket, size: int = SOCKET_BUFFER) -> None:
-    """Ask for large send/receive buffers (the kernel caps them at ``*mem_max``)."""
-    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, opt, size)
-        except OSError:
-            pass
 
 
 # ---------------------------------------------------------------------------

@@ -32,17 +32,15 @@ from netutil import build_sim_rtl
 from hostdrv import regmap
 from hostdrv.backends.soft_server import SoftSwitch, SoftSwitchProcess
 from hostdrv.control import SwitchControl
-from hostdrv.transport import (
+from hostdrv.protocol_control import (
     CONTROL,
     CONTROL_AUTH_WINDOW_MS,
-    CONTROL_KEY_ENV,
     CONTROL_MAGIC,
     CONTROL_WRITE,
-    ControlAuthError,
     ControlStatus,
-    TransportError,
     sign_control,
 )
+from hostdrv.transport import CONTROL_KEY_ENV, ControlAuthError, TransportError
 
 REPO = Path(__file__).resolve().parents[1]
 REMOTE_IP = "10.77.0.1"

@@ -24,7 +24,7 @@ from hostdrv import protocol as proto
 from hostdrv import regmap
 from hostdrv.backends.soft_server import SoftSwitch
 from hostdrv.control import ROLE_WORKER, SwitchControl
-from hostdrv.transport import ip_to_int
+from hostdrv.net import ip_to_int
 
 ELEMS, SLOTS = 16, 4
 

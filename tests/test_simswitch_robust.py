@@ -28,7 +28,9 @@ from hostdrv.backends.rtl_model import RtlSwitch
 from hostdrv.backends.rtl_server import DEFAULT_PARAMS, SimSwitch
 from hostdrv.control import ROLE_WORKER, RegisterError, SwitchControl
 from hostdrv.model import Egress, SwitchModel, fp32_add
-from hostdrv.transport import ControlStatus, RegisterAccessError, ip_to_int
+from hostdrv.net import ip_to_int
+from hostdrv.protocol_control import ControlStatus
+from hostdrv.transport import RegisterAccessError
 
 TOP = "nrl_switch"
 PARAMS = dict(DEFAULT_PARAMS[TOP])

@@ -26,8 +26,9 @@ from hostdrv import (
 )
 from hostdrv.control import ROLE_WORKER
 from hostdrv.model import fp32_add
+from hostdrv.net import ip_to_int
 from hostdrv.protocol import HEADER_LEN, Flags, Opcode, decode_message, encode_message, gradient
-from hostdrv.transport import CONTROL, CONTROL_MAGIC, CONTROL_READ, ControlStatus, ip_to_int
+from hostdrv.protocol_control import CONTROL, CONTROL_MAGIC, CONTROL_READ, ControlStatus
 
 
 @pytest.fixture()

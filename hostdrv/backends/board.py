@@ -57,18 +57,15 @@ from collections.abc import Mapping
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from hostdrv import regmap
+from hostdrv.net import TransportError, ip_to_int, parse_hostport, tune_socket
 from hostdrv.protocol import BROADCAST_MAC, DEFAULT_UDP_PORT, ETH_LEN, HEADER_LEN, ip_checksum
+from hostdrv.protocol_control import ControlStatus
 from hostdrv.transport import (
-    ControlStatus,
     DatagramTransport,
     RegisterAccessError,
     RegisterTransport,
     SwitchTimeoutError,
-    TransportError,
     UdpDatagramTransport,
-    ip_to_int,
-    parse_hostport,
-    tune_socket,
 )
 
 SUME_S0_AXI_BASE = 0x44010000

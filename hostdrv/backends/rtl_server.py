@@ -55,22 +55,12 @@ from types import MappingProxyType
 
 from hostdrv.backends.rtl_model import RtlSwitch
 from hostdrv.backends.soft_server import SoftSwitch, SoftSwitchProcess
-from hostdrv.transport import (
-    Backend,
-    DatagramTransport,
-    RegisterTransport,
-    udp_switch_datagram,
-    udp_switch_registers,
-)
 
 __all__ = [
     "DEFAULT_PARAMS",
     "SimSwitch",
     "SimSwitchProcess",
     "main",
-    "sim_backend",
-    "sim_datagram",
-    "sim_registers",
 ]
 
 DEFAULT_PARAMS: Mapping[str, Mapping[str, int]] = MappingProxyType({
@@ -79,36 +69,6 @@ DEFAULT_PARAMS: Mapping[str, Mapping[str, int]] = MappingProxyType({
 })
 """Parameters used unless overridden: the soft switch's default replay capacity (1024
 records) instead of the board's 16384, which also shortens the sum tree's clearing sweep."""
-
-
-# ---------------------------------------------------------------------------
-# URL scheme
-
-
-def sim_datagram(url: str, **options: object) -> DatagramTransport:
-    """Protocol channel to the :class:`SimSwitch` at ``sim://host:port`` (UDP).
-
-    Raises
-    ------
-    TransportError
-        When the URL has no host or no port, or an unknown option.
-    """
-    return udp_switch_datagram(url, **options)
-
-
-def sim_registers(url: str, **options: object) -> RegisterTransport:
-    """Register channel to the :class:`SimSwitch` at ``sim://host:port`` (control datagrams).
-
-    ``key_file=`` (or ``?key=FILE``, or ``NETRL_CONTROL_KEY``) signs the requests
-    (:func:`hostdrv.transport.udp_switch_registers`).
-    """
-    return udp_switch_registers(url, **options)  # type: ignore[arg-type]
-
-
-def sim_backend() -> Backend:
-    """The ``sim://`` backend: UDP to a :class:`SimSwitch`, exactly as ``soft://``."""
-    return Backend("sim", sim_datagram, sim_registers,
-                   "RTL simulation (python -m hostdrv.backends.rtl_server) over UDP: sim://host:port")
 
 
 # ---------------------------------------------------------------------------

@@ -44,7 +44,7 @@ buffer was full (``SO_RXQ_OVFL``): the server keeps them in ``SRV_RX_OVERFLOW``.
 Control channel
 ---------------
 Register reads and writes arrive on the same socket as ``NRLC`` datagrams
-(format in :mod:`hostdrv.transport`); they are executed in arrival order with
+(format in :mod:`hostdrv.protocol_control`); they are executed in arrival order with
 the protocol traffic, so a write takes effect before every packet received
 after it. The server answers reads of its own registers (``SRV_RX_OVERFLOW``,
 ``SRV_CTRL_REFUSED``; ``server=True`` in :mod:`hostdrv.regmap`) itself; a write
@@ -97,28 +97,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import hostdrv
 from hostdrv import regmap
 from hostdrv.model import SwitchModel
-from hostdrv.protocol import HEADER, HEADER_LEN, HEADER_OFFSET, Opcode
-from hostdrv.transport import (
-    CONTROL,
-    CONTROL_MAGIC,
-    CONTROL_READ,
-    CONTROL_REPLY,
-    CONTROL_WRITE,
+from hostdrv.net import (
     GSO_MAX_BYTES,
     GSO_MAX_SEGMENTS,
     SOL_UDP,
     UDP_GRO,
     UDP_SEGMENT,
-    ControlStatus,
-    check_control_signature,
     int_to_ip,
     ip_to_int,
-    load_control_key,
     parse_hostport,
     tune_socket,
+)
+from hostdrv.protocol import HEADER, HEADER_LEN, HEADER_OFFSET, Opcode
+from hostdrv.protocol_control import (
+    CONTROL,
+    CONTROL_MAGIC,
+    CONTROL_READ,
+    CONTROL_REPLY,
+    CONTROL_WRITE,
+    ControlStatus,
+    check_control_signature,
+    load_control_key,
 )
 
 _IN = struct.Struct("!6s6sHBBHHHBBHIIHHHH")  # Ethernet + IPv4 + UDP header of an input frame
@@ -185,7 +186,7 @@ class SoftSwitch:
     ------
     OSError
         When the address cannot be bound or the key file cannot be read
-        (:class:`~hostdrv.transport.TransportError`).
+        (:class:`~hostdrv.net.TransportError`).
     ValueError
         For an empty control key or a bad model parameter.
 
@@ -674,7 +675,7 @@ class SoftSwitchProcess:
 
     def __init__(self, listen: str = "127.0.0.1:0", args: Sequence[str] = (), *,
                  ready_timeout: float = 20.0) -> None:
-        root = str(Path(hostdrv.__file__).resolve().parents[1])  # where hostdrv was imported from
+        root = str(Path(__file__).resolve().parents[2])  # the folder hostdrv was imported from
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTHONUNBUFFERED"] = "1"
