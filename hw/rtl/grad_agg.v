@@ -39,10 +39,20 @@ THE SOFTWARE.
  * re-sent RESULTs and upward GRADIENTs on m_axis with the destination port
  * bitmap in TUSER[31:24].
  *
+ * Each slot copy holds its round, contributor bitmap, tensor length (total,
+ * from the GRADIENT that opened it), the RESULT aux (contribution count in
+ * bits 3:0, member id of the j-th contribution added in bits 8+3j..10+3j;
+ * a leaf's DONE copy: the parent's aux; an error copy: the refused length),
+ * an error flag and culprit, and its state. A GRADIENT whose total differs
+ * from its round's is dropped as MISMATCH: an OPEN or UP copy becomes an
+ * error copy (ERROR RESULT multicast, worker = culprit), a DONE copy
+ * re-sends its RESULT to the sender.
+ *
  * Pipeline (one input beat per clock):
  *   P0  input beat; header bytes captured; at the last header beat the slot
  *       state RAM is read and the accumulator base address loaded
- *   D1  header checks and state compares (registered flags)
+ *   D1  header checks and state compares (registered flags); the copy's aux
+ *       with this contribution added
  *   D2  verdict: drop reason, state write (with forwarding to the next D1),
  *       payload mode (add / store / pass accumulator / none), output header
  *   P1  accumulator RAM data, forwarded from the adder output or the last
@@ -148,10 +158,13 @@ localparam HDR_AW = $clog2(HDR_DEPTH);
 localparam OUT_MARGIN = 12;
 // packets that may still reach the header FIFO after the stall decision
 localparam HDR_MARGIN = 10;
-// slot state word: state[73:72], count[71:40], bitmap[39:32], round[31:0]
-localparam ST_W = 74;
-// header FIFO entry: {ports, csum, udp_dst, ip_dst, eth_dst, kind, slot, seq, aux}
-localparam HF_W = 8 + 16 + 16 + 32 + 48 + 2 + 16 + 32 + 32;
+// slot state word: state[109:108], error[107], culprit[106:104], total[103:72],
+// aux[71:40] (RESULT aux; bits 3:0 the contribution count while OPEN),
+// bitmap[39:32], round[31:0]
+localparam ST_W = 110;
+// header FIFO entry: {ports, csum, udp_dst, ip_dst, eth_dst, kind, error,
+// worker, total, slot, seq, aux}
+localparam HF_W = 8 + 16 + 16 + 32 + 48 + 2 + 1 + 3 + 32 + 16 + 32 + 32;
 // the same without the checksum (header preparation pipeline)
 localparam HP_W = HF_W - 16;
 localparam [1:0] HB = HDR_BEATS[1:0];
@@ -234,13 +247,13 @@ wire [8*16-1:0] cfg_member_udp;
 wire [8*3-1:0]  cfg_member_role;
 wire            cfg_invalidate;
 
-reg [16:0] cnt_inc_reg;
+reg [17:0] cnt_inc_reg;
 
 grad_agg_regs #(
     .MAX_SLOTS(MAX_SLOTS),
     .MAX_ELEMS(MAX_ELEMS),
     .BUILD_HASH(BUILD_HASH),
-    .CNT_COUNT(17)
+    .CNT_COUNT(18)
 )
 regs_inst (
     .clk(clk),
@@ -406,7 +419,7 @@ wire [15:0] hn_slot    = bswap16(hdr_now[8*48 +: 16]);
 wire [31:0] hn_seq     = bswap32(hdr_now[8*50 +: 32]);
 wire [15:0] hn_count   = bswap16(hdr_now[8*54 +: 16]);
 wire [31:0] hn_aux     = bswap32(hdr_now[8*56 +: 32]);
-wire [31:0] hn_res     = hdr_now[8*60 +: 32];
+wire [31:0] hn_total   = bswap32(hdr_now[8*60 +: 32]);
 wire [SC_W-1:0] sc_now = {hn_slot[SLOT_W-1:0], hn_seq[0]};
 
 // frame length facts, captured at the first beat (TUSER)
@@ -462,7 +475,8 @@ reg [15:0]     hd_slot_reg;
 reg [31:0]     hd_seq_reg;
 reg [15:0]     hd_count_reg;
 reg [31:0]     hd_aux_reg;
-reg            hd_res_nz_reg;
+reg [31:0]     hd_total_reg;
+reg            hd_tot0_reg;
 reg [47:0]     hd_eth_src_reg;
 reg [7:0]      hd_auth_reg;
 reg [SC_W-1:0] hd_sc_reg;
@@ -488,7 +502,8 @@ always @(posedge clk) begin
         hd_seq_reg <= hn_seq;
         hd_count_reg <= hn_count;
         hd_aux_reg <= hn_aux;
-        hd_res_nz_reg <= hn_res != 32'd0;
+        hd_total_reg <= hn_total;
+        hd_tot0_reg <= hn_total == 32'd0;
         hd_eth_src_reg <= hdr_now[8*6 +: 48];
         hd_auth_reg <= auth_now;
         hd_sc_reg <= sc_now;
@@ -502,8 +517,9 @@ always @(posedge clk) begin
 end
 
 /*
- * Slot state: RAM of {state, count, bitmap, round} per copy, valid bits in
- * registers (cleared by reset and by configuration writes)
+ * Slot state: RAM of {state, error, culprit, total, aux, bitmap, round} per
+ * copy, valid bits in registers (cleared by reset and by configuration
+ * writes)
  */
 reg [ST_W-1:0] st_mem[0:SC_N-1];
 reg [ST_W-1:0] st_rdata_reg;
@@ -553,8 +569,13 @@ end
 wire [ST_W-1:0] st_cur = (st_match_reg && st_hist_we_reg) ? st_hist_reg : st_rdata_reg;
 wire [31:0] st_round = st_cur[31:0];
 wire [7:0]  st_bitmap = st_cur[39:32];
-wire [31:0] st_count = st_cur[71:40];
-wire [1:0]  st_state = st_cur[73:72];
+wire [31:0] st_aux = st_cur[71:40];
+wire [31:0] st_total = st_cur[103:72];
+wire [2:0]  st_culprit = st_cur[106:104];
+wire        st_error = st_cur[107];
+wire [1:0]  st_state = st_cur[109:108];
+// contributions added so far (an OPEN copy's aux bits 3:0)
+wire [3:0]  st_count = st_aux[3:0];
 
 wire [2:0]  w3 = hd_worker_reg[2:0];
 wire [2:0]  m_role = cfg_member_role[3*w3 +: 3];
@@ -563,15 +584,16 @@ wire is_grad = hd_op_reg == 8'd1;
 wire w_lt_n = hd_worker_reg[15:4] == 12'd0 && hd_worker_reg[3:0] < cfg_members;
 
 wire f_len1 = n_lt64_reg || hd_ip_len_reg != n_m14_reg || hd_udp_len_reg != n_m34_reg;
+// (word 60 is the tensor length on both opcodes this engine accepts)
 wire f_hdr = hd_ver_reg != 8'd1 || (hd_op_reg != 8'd1 && hd_op_reg != 8'd2)
-          || hd_flags_reg[7:4] != 4'd0 || hd_res_nz_reg;
+          || hd_flags_reg[7:5] != 3'd0;
 wire f_job = hd_job_reg != cfg_job_id;
 wire f_dis = !cfg_ctrl[0];
 wire f_unk = is_grad && !(w_lt_n && m_role[0]);
 wire f_spoof_g = !hd_auth_reg[w3];
 wire f_spoof_r = !cfg_role || (port_reg & cfg_uplink_port) == 8'd0 || hd_ip_src_reg != cfg_parent_ip;
 wire f_spoof = is_grad ? f_spoof_g : f_spoof_r;
-wire f_cnt = hd_count_reg != {7'd0, cfg_elems};
+wire f_cnt = hd_count_reg != {7'd0, cfg_elems} || (is_grad && hd_tot0_reg);
 wire f_len2 = n_m64_reg != {hd_count_reg[13:0], 2'b00} || hd_trunc_reg;
 wire f_dtype = hd_flags_reg[0] != cfg_dtype;
 wire f_slot = hd_slot_reg[15:7] != 9'd0 || hd_slot_reg[6:0] >= cfg_slots;
@@ -586,7 +608,20 @@ wire sd_gt_lo = hd_sd_lo_reg[15:0] > cfg_staleness[15:0];
 wire [16:0] rd_lo = {1'b0, st_round[15:0]} - {1'b0, hd_seq_reg[15:0]};
 wire [15:0] rd_hi0 = st_round[31:16] - hd_seq_reg[31:16];
 wire [15:0] rd_hi1 = st_round[31:16] + ~hd_seq_reg[31:16];
-wire [4:0] cnt_p1 = {1'b0, st_count[3:0]} + 5'd1;
+wire [4:0] cnt_p1 = {1'b0, st_count} + 5'd1;
+
+// aux after adding worker w3 to an OPEN copy: w3 in order field st_count
+// (bits 8+3j, j = count), count + 1 in bits 3:0
+wire [23:0] ord_add;
+
+generate
+
+for (gi = 0; gi < 8; gi = gi + 1) begin : g_ord
+    localparam [3:0] J = gi;
+    assign ord_add[3*gi +: 3] = st_count == J ? w3 : st_aux[8+3*gi +: 3];
+end
+
+endgenerate
 
 reg            d2_valid_reg;
 reg            d2_rx_grad_reg;
@@ -612,15 +647,22 @@ reg            d2_h0_reg;
 reg            d2_h1_reg;
 reg            d2_has_w_reg;
 reg            d2_ge_add_reg;
+reg            d2_tmis_reg;     // packet total != copy total
 reg [1:0]      d2_state_reg;
-reg [31:0]     d2_count_reg;
-reg [3:0]      d2_cnt_p1_reg;
+reg            d2_st_err_reg;
+reg [2:0]      d2_st_cul_reg;
+reg [31:0]     d2_st_aux_reg;
+reg [31:0]     d2_st_total_reg;
+reg [31:0]     d2_aux_add_reg;  // copy aux with this contribution added
 reg [7:0]      d2_bitmap_reg;
 reg [31:0]     d2_round_reg;
 reg [7:0]      d2_bit_reg;
+reg [2:0]      d2_w3_reg;
+reg            d2_flag_err_reg; // flags.ERROR (RESULT)
 reg [15:0]     d2_slot_reg;
 reg [31:0]     d2_seq_reg;
-reg [31:0]     d2_aux_reg;
+reg [31:0]     d2_total_reg;
+reg [31:0]     d2_aux_alt_reg;  // GRADIENT: its total (an error copy's aux); RESULT: its aux
 reg [47:0]     d2_eth_src_reg;
 reg [31:0]     d2_ip_src_reg;
 reg [15:0]     d2_udp_src_reg;
@@ -651,16 +693,23 @@ always @(posedge clk) begin
     d2_h1_reg <= rd_hi1[15];
     d2_has_w_reg <= st_bitmap[w3];
     d2_ge_add_reg <= cnt_p1 >= {1'b0, cfg_thr_reg};
+    d2_tmis_reg <= hd_total_reg != st_total;
     d2_state_reg <= st_state;
-    d2_count_reg <= st_count;
-    d2_cnt_p1_reg <= cnt_p1[3:0];
+    d2_st_err_reg <= st_error;
+    d2_st_cul_reg <= st_culprit;
+    d2_st_aux_reg <= st_aux;
+    d2_st_total_reg <= st_total;
+    d2_aux_add_reg <= {ord_add, 4'd0, cnt_p1[3:0]};
     d2_bitmap_reg <= st_bitmap;
     d2_round_reg <= st_round;
     d2_bit_reg <= 8'd1 << w3;
+    d2_w3_reg <= w3;
+    d2_flag_err_reg <= hd_flags_reg[4];
     d2_sc_reg <= hd_sc_reg;
     d2_slot_reg <= hd_slot_reg;
     d2_seq_reg <= hd_seq_reg;
-    d2_aux_reg <= hd_aux_reg;
+    d2_total_reg <= hd_total_reg;
+    d2_aux_alt_reg <= is_grad ? hd_total_reg : hd_aux_reg;
     d2_eth_src_reg <= hd_eth_src_reg;
     d2_ip_src_reg <= hd_ip_src_reg;
     d2_udp_src_reg <= hd_udp_src_reg;
@@ -694,21 +743,32 @@ wire pre_slot = pre_dtype && !d2_f_dtype_reg;
 wire p_slot = pre_slot && d2_f_slot_reg;
 wire ok = pre_slot && !d2_f_slot_reg;
 
-// GRADIENT, section 4 steps 1-6
+// GRADIENT, section 4 steps 1-7
 wire stale1 = cfg_mode && (d2_sd_gt_hi_reg || (d2_sd_eq_hi_reg && d2_sd_gt_lo_reg));
 wire d_neg = d2_rb_reg ? d2_h1_reg : d2_h0_reg;
 wire newer = d2_vld_reg && !d2_eq_reg && !d_neg;
 wire g_open = !d2_vld_reg || !d2_eq_reg;
+// the copy holds this round and another tensor length (a newly opened copy
+// takes the packet's)
+wire mis = !g_open && d2_tmis_reg;
 wire hw = !g_open && d2_has_w_reg;
 wire [1:0] stt = g_open ? ST_OPEN : d2_state_reg;
 wire g_stale = stale1 || newer;
 wire g_stale_resend = !stale1 && newer && d2_state_reg == ST_DONE;
-wire g_dup = !g_stale && (hw || stt != ST_OPEN);
+wire g_mis = !g_stale && mis;
+// MISMATCH on a DONE copy re-sends its RESULT; on an OPEN or UP copy it
+// makes an error copy (ERROR RESULT to every member)
+wire g_mis_resend = g_mis && d2_state_reg == ST_DONE;
+wire g_err = g_mis && d2_state_reg != ST_DONE;
+wire g_dup = !g_stale && !mis && (hw || stt != ST_OPEN);
 wire g_resend = g_dup && stt == ST_DONE;
 wire g_upre = g_dup && stt == ST_UP && hw;
-wire g_add = !g_stale && !g_dup;
+wire g_add = !g_stale && !mis && !g_dup;
 wire complete = g_open ? cfg_ge_first_reg : d2_ge_add_reg;
-wire [3:0] cnt_new = g_open ? 4'd1 : d2_cnt_p1_reg;
+// aux with this contribution added: the first one is member w3 alone
+wire [31:0] aux_new = g_open ? {21'd0, d2_w3_reg, 4'd0, 4'd1} : d2_aux_add_reg;
+// a valid copy that holds this round (or a newer one): its total counts
+wire use_st = newer || !g_open;
 
 // RESULT (leaf)
 wire r_replace = d2_vld_reg && d2_eq_reg && d2_state_reg == ST_UP;
@@ -717,16 +777,25 @@ wire r_dup = d2_vld_reg && d2_eq_reg && d2_state_reg == ST_DONE;
 wire okg = ok && d2_is_grad_reg;
 wire okr = ok && !d2_is_grad_reg;
 
-wire out_mcast = (okg && g_add && complete && !cfg_role) || (okr && r_replace);
-wire out_resend = okg && (g_stale_resend || g_resend);
+wire out_mcast = (okg && ((g_add && complete && !cfg_role) || g_err)) || (okr && r_replace);
+wire out_resend = okg && (g_stale_resend || g_resend || g_mis_resend);
 wire out_up = okg && ((g_add && complete && cfg_role) || g_upre);
 wire out_any = out_mcast || out_resend || out_up;
 
-assign st_we = d2_valid_reg && ((okg && g_add) || (okr && r_replace));
-assign st_wdata = d2_is_grad_reg
-    ? {complete ? (cfg_role ? ST_UP : ST_DONE) : ST_OPEN, 28'd0, cnt_new,
-       (g_open ? 8'd0 : d2_bitmap_reg) | d2_bit_reg, d2_seq_reg}
-    : {ST_DONE, d2_aux_reg, d2_bitmap_reg, d2_round_reg};
+// written: GRADIENT add, GRADIENT error copy (mis), accepted RESULT; the
+// round is the packet's (the copy's own unless the copy is opened now)
+wire wr_add = d2_is_grad_reg && !mis;
+wire wr_err = d2_is_grad_reg && mis;
+assign st_we = d2_valid_reg && ((okg && (g_add || g_err)) || (okr && r_replace));
+assign st_wdata = {
+    wr_add ? (complete ? (cfg_role ? ST_UP : ST_DONE) : ST_OPEN) : ST_DONE,
+    d2_is_grad_reg ? wr_err : d2_flag_err_reg,
+    d2_w3_reg,
+    wr_err ? d2_st_total_reg : d2_total_reg,
+    wr_add ? aux_new : d2_aux_alt_reg,
+    wr_add ? ((g_open ? 8'd0 : d2_bitmap_reg) | d2_bit_reg) : d2_bitmap_reg,
+    d2_seq_reg
+};
 
 // payload handling of the packet, used by its beats at P2
 reg [1:0] dec_mode_reg;
@@ -739,7 +808,8 @@ always @(posedge clk) begin
             dec_mode_reg <= g_open ? M_STORE : M_ADD;
         end else if (okr && r_replace) begin
             dec_mode_reg <= M_STORE;
-        end else if (out_resend || out_up) begin
+        end else if (out_any) begin
+            // resend, upward resend, error RESULT: the accumulator as it stands
             dec_mode_reg <= M_PASS;
         end else begin
             dec_mode_reg <= M_NONE;
@@ -755,7 +825,8 @@ end
 
 // counters
 always @(posedge clk) begin
-    cnt_inc_reg <= {17{d2_valid_reg}} & {
+    cnt_inc_reg <= {18{d2_valid_reg}} & {
+        okg && g_mis,                                          // 17 MISMATCH
         okg && g_dup && !hw,                                   // 16 LATE
         (okg && g_dup && hw) || (okr && r_dup),                // 15 DUPLICATE
         (okg && g_stale) || (okr && !r_replace && !r_dup),     // 14 STALE
@@ -775,7 +846,7 @@ always @(posedge clk) begin
         d2_rx_grad_reg                                         //  0 RX_GRADIENT
     };
     if (rst) begin
-        cnt_inc_reg <= 17'd0;
+        cnt_inc_reg <= 18'd0;
     end
 end
 
@@ -787,6 +858,9 @@ reg [1:0]  hp1_kind_reg;
 reg [15:0] hp1_slot_reg;
 reg [31:0] hp1_seq_reg;
 reg [31:0] hp1_aux_reg;
+reg        hp1_err_reg;
+reg [2:0]  hp1_wk_reg;
+reg [31:0] hp1_total_reg;
 reg [47:0] hp1_mac_reg;
 reg [31:0] hp1_ip_reg;
 reg [15:0] hp1_udp_reg;
@@ -797,15 +871,26 @@ always @(posedge clk) begin
     hp1_kind_reg <= out_resend ? K_RESEND : (out_up ? K_UP : K_MCAST);
     hp1_slot_reg <= d2_slot_reg;
     hp1_seq_reg <= (d2_is_grad_reg && newer) ? d2_round_reg : d2_seq_reg;
+    // RESULTs carry the copy's aux, total, ERROR flag and culprit (the
+    // copy as it is written now for a multicast); an upward GRADIENT its
+    // round as aux and the total
     if (out_resend) begin
-        hp1_aux_reg <= d2_count_reg;
+        hp1_aux_reg <= d2_st_aux_reg;
     end else if (out_up) begin
         hp1_aux_reg <= d2_seq_reg;
-    end else if (d2_is_grad_reg) begin
-        hp1_aux_reg <= {28'd0, cnt_new};
+    end else if (wr_add) begin
+        hp1_aux_reg <= aux_new;
     end else begin
-        hp1_aux_reg <= d2_aux_reg;
+        hp1_aux_reg <= d2_aux_alt_reg;
     end
+    if (out_resend) begin
+        hp1_err_reg <= d2_st_err_reg;
+        hp1_wk_reg <= d2_st_err_reg ? d2_st_cul_reg : 3'd0;
+    end else begin
+        hp1_err_reg <= d2_is_grad_reg ? mis : d2_flag_err_reg;
+        hp1_wk_reg <= (d2_is_grad_reg ? mis : d2_flag_err_reg) ? d2_w3_reg : 3'd0;
+    end
+    hp1_total_reg <= (d2_is_grad_reg && use_st) ? d2_st_total_reg : d2_total_reg;
     hp1_mac_reg <= d2_eth_src_reg;
     hp1_ip_reg <= d2_ip_src_reg;
     hp1_udp_reg <= d2_udp_src_reg;
@@ -824,6 +909,9 @@ reg [1:0]  hp2_kind_reg;
 reg [15:0] hp2_slot_reg;
 reg [31:0] hp2_seq_reg;
 reg [31:0] hp2_aux_reg;
+reg        hp2_err_reg;
+reg [2:0]  hp2_wk_reg;
+reg [31:0] hp2_total_reg;
 reg [47:0] hp2_eth_dst_reg;
 reg [31:0] hp2_ip_dst_reg;
 reg [15:0] hp2_udp_dst_reg;
@@ -836,6 +924,9 @@ always @(posedge clk) begin
     hp2_slot_reg <= hp1_slot_reg;
     hp2_seq_reg <= hp1_seq_reg;
     hp2_aux_reg <= hp1_aux_reg;
+    hp2_err_reg <= hp1_err_reg;
+    hp2_wk_reg <= hp1_wk_reg;
+    hp2_total_reg <= hp1_total_reg;
     hp2_eth_dst_reg <= hp1_resend ? hp1_mac_reg : 48'hffffffffffff;
     hp2_ip_dst_reg <= hp1_ip_dst;
     hp2_udp_dst_reg <= hp1_resend ? hp1_udp_reg : (hp1_up ? cfg_pudp_reg : cfg_udp_port);
@@ -853,9 +944,11 @@ reg            hp4_valid_reg;
 reg [HP_W-1:0] hp4_fields_reg;
 reg [16:0]     hp4_f_reg;
 
-// entry without the checksum: {ports, udp_dst, ip_dst, eth_dst, kind, slot, seq, aux}
+// entry without the checksum: {ports, udp_dst, ip_dst, eth_dst, kind, error,
+// worker, total, slot, seq, aux}
 wire [HP_W-1:0] hp2_fields = {hp2_ports_reg, hp2_udp_dst_reg, hp2_ip_dst_reg, hp2_eth_dst_reg,
-                                 hp2_kind_reg, hp2_slot_reg, hp2_seq_reg, hp2_aux_reg};
+                                 hp2_kind_reg, hp2_err_reg, hp2_wk_reg, hp2_total_reg,
+                                 hp2_slot_reg, hp2_seq_reg, hp2_aux_reg};
 
 always @(posedge clk) begin
     hp3_valid_reg <= hp2_valid_reg;
@@ -1192,12 +1285,15 @@ end
  * Output assembler: header beats from the header FIFO entry, then the
  * payload, once the whole payload is in the FIFO
  */
-wire [7:0]  hf_ports   = hf_data[201:194];
-wire [15:0] hf_csum    = hf_data[193:178];
-wire [15:0] hf_udp_dst = hf_data[177:162];
-wire [31:0] hf_ip_dst  = hf_data[161:130];
-wire [47:0] hf_eth_dst = hf_data[129:82];
-wire [1:0]  hf_kind    = hf_data[81:80];
+wire [7:0]  hf_ports   = hf_data[237:230];
+wire [15:0] hf_csum    = hf_data[229:214];
+wire [15:0] hf_udp_dst = hf_data[213:198];
+wire [31:0] hf_ip_dst  = hf_data[197:166];
+wire [47:0] hf_eth_dst = hf_data[165:118];
+wire [1:0]  hf_kind    = hf_data[117:116];
+wire        hf_err     = hf_data[115];
+wire [2:0]  hf_wk      = hf_data[114:112];
+wire [31:0] hf_total   = hf_data[111:80];
 wire [15:0] hf_slot    = hf_data[79:64];
 wire [31:0] hf_seq     = hf_data[63:32];
 wire [31:0] hf_aux     = hf_data[31:0];
@@ -1222,14 +1318,14 @@ assign o_hdr[8*38 +: 16]  = bswap16(cfg_ulen_reg);
 assign o_hdr[8*40 +: 16]  = 16'h0000;
 assign o_hdr[8*42 +: 8]   = 8'd1;
 assign o_hdr[8*43 +: 8]   = hf_kind == K_UP ? 8'd1 : 8'd2;
-assign o_hdr[8*44 +: 8]   = {4'd0, 1'b1, hf_kind == K_RESEND, 1'b0, cfg_dtype};
+assign o_hdr[8*44 +: 8]   = {3'd0, hf_err, 1'b1, hf_kind == K_RESEND, 1'b0, cfg_dtype};
 assign o_hdr[8*45 +: 8]   = cfg_job_id;
-assign o_hdr[8*46 +: 16]  = bswap16(hf_kind == K_UP ? {13'd0, cfg_leaf_id} : 16'd0);
+assign o_hdr[8*46 +: 16]  = bswap16({13'd0, hf_kind == K_UP ? cfg_leaf_id : hf_wk});
 assign o_hdr[8*48 +: 16]  = bswap16(hf_slot);
 assign o_hdr[8*50 +: 32]  = bswap32(hf_seq);
 assign o_hdr[8*54 +: 16]  = bswap16({7'd0, cfg_elems});
 assign o_hdr[8*56 +: 32]  = bswap32(hf_aux);
-assign o_hdr[8*60 +: 32]  = 32'd0;
+assign o_hdr[8*60 +: 32]  = bswap32(hf_total);
 
 wire [DATA_WIDTH-1:0] o_hdr_b0 = o_hdr[DATA_WIDTH-1:0];
 wire [DATA_WIDTH-1:0] o_hdr_b1;
@@ -1324,7 +1420,7 @@ assign m_axis_tuser = {{USER_WIDTH-32{1'b0}}, m_tuser_reg};
 // inputs the engine does not look at
 // verilator lint_off UNUSEDSIGNAL
 wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], fp_out_valid,
-                   st_count[31:4], hdr_now, cfg_pb_full, cfg_ctrl[1], hd_flags_reg[3:1],
+                   hdr_now, cfg_pb_full, cfg_ctrl[1], hd_flags_reg[3:1],
                    m_role[2:1], rd_lo[15:0], rd_hi0[14:0], rd_hi1[14:0]};
 // verilator lint_on UNUSEDSIGNAL
 

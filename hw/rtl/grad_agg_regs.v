@@ -35,11 +35,18 @@ THE SOFTWARE.
  * Holds the identity, control, aggregation and member-table registers of
  * hw/regs.yaml and the counters the aggregation engine increments
  * (CNT_RX_GRADIENT, CNT_RX_RESULT, CNT_TX_RESULT/RESEND/UP and the drop
- * reasons BAD_LENGTH ... LATE). Every other address of the map reads 0 and
- * ignores writes. Writes honour wstrb; values are masked to the register
- * width, AGG_MEMBERS/AGG_THRESHOLD are clamped to 8, AGG_SLOTS to
+ * reasons BAD_LENGTH ... LATE and MISMATCH). Every other address of the map
+ * reads 0 and ignores writes. Writes honour wstrb; values are masked to the
+ * register width, AGG_MEMBERS/AGG_THRESHOLD are clamped to 8, AGG_SLOTS to
  * 1..MAX_SLOTS and AGG_ELEMS to a multiple of 16 in 16..MAX_ELEMS (the
  * golden model rejects such writes; the hardware keeps itself safe).
+ *
+ * AGG_UPLINK_PORT and MEMBER_PORT[i] hold 0 or one port bit: a write whose
+ * value (wstrb applied) is anything else is refused, the register keeps its
+ * value (and no slot is invalidated) and the write answers SLVERR.
+ *
+ * AGG_EPOCH is a 32-bit mailbox for the members: it reads back what was
+ * written and has no other effect.
  *
  * A write to JOB_ID or to any register 0x040-0x06C pulses cfg_invalidate
  * (the engine clears every slot copy's valid bit). CTRL bit 31 clears all
@@ -62,7 +69,7 @@ module grad_agg_regs #
     // Value of the BUILD_HASH register
     parameter BUILD_HASH = 32'd0,
     // Number of counter increment inputs (fixed by the engine)
-    parameter CNT_COUNT = 17
+    parameter CNT_COUNT = 18
 )
 (
     input  wire                    clk,
@@ -146,6 +153,7 @@ localparam C_BAD_SLOT = 13;
 localparam C_STALE = 14;
 localparam C_DUPLICATE = 15;
 localparam C_LATE = 16;
+localparam C_MISMATCH = 17;
 
 localparam [6:0] SLOTS_MAX = MAX_SLOTS;
 localparam [31:0] MAX_SLOTS_W = MAX_SLOTS;
@@ -164,8 +172,8 @@ initial begin
         $error("Error: MAX_ELEMS must be a multiple of 16 in 16..352 (instance %m)");
         $finish;
     end
-    if (CNT_COUNT != 17) begin
-        $error("Error: CNT_COUNT must be 17 (instance %m)");
+    if (CNT_COUNT != 18) begin
+        $error("Error: CNT_COUNT must be 18 (instance %m)");
         $finish;
     end
 end
@@ -188,6 +196,7 @@ reg [7:0]  uplink_reg, uplink_next;
 reg [31:0] parent_ip_reg, parent_ip_next;
 reg [15:0] parent_udp_reg, parent_udp_next;
 reg [2:0]  leaf_id_reg, leaf_id_next;
+reg [31:0] epoch_reg, epoch_next;
 
 reg invalidate_reg, invalidate_next;
 reg clear_reg, clear_next;
@@ -197,12 +206,13 @@ reg clear_reg, clear_next;
  */
 reg awready_reg, awready_next;
 reg bvalid_reg, bvalid_next;
+reg [1:0] bresp_reg, bresp_next;
 
 wire do_write = s_axil_awvalid && s_axil_wvalid && !bvalid_reg && !awready_reg;
 
 assign s_axil_awready = awready_reg;
 assign s_axil_wready = awready_reg;
-assign s_axil_bresp = 2'b00;
+assign s_axil_bresp = bresp_reg;
 assign s_axil_bvalid = bvalid_reg;
 
 /*
@@ -210,6 +220,8 @@ assign s_axil_bvalid = bvalid_reg;
  */
 wire common_clear;
 wire common_job_id;
+wire common_refuse;
+wire common_port_ok;
 wire [32*32-1:0] common_ctl_words;
 wire [32*32-1:0] common_member_words;
 
@@ -225,6 +237,8 @@ common_regs_inst (
     .wr_strb(s_axil_wstrb),
     .wr_clear(common_clear),
     .wr_job_id(common_job_id),
+    .wr_refuse(common_refuse),
+    .wr_port_ok(common_port_ok),
     .cfg_ctrl(cfg_ctrl),
     .cfg_job_id(cfg_job_id),
     .cfg_udp_port(cfg_udp_port),
@@ -251,6 +265,9 @@ endfunction
 
 wire [11:0] waddr = {s_axil_awaddr[11:2], 2'b00};
 
+// a refused port register write answers SLVERR
+wire uplink_refuse = waddr == REG_AGG_UPLINK_PORT && !common_port_ok;
+
 reg [31:0] wv;
 
 always @* begin
@@ -266,15 +283,18 @@ always @* begin
     parent_ip_next = parent_ip_reg;
     parent_udp_next = parent_udp_reg;
     leaf_id_next = leaf_id_reg;
+    epoch_next = epoch_reg;
     invalidate_next = 1'b0;
     clear_next = 1'b0;
     awready_next = 1'b0;
     bvalid_next = bvalid_reg && !s_axil_bready;
+    bresp_next = bresp_reg;
     wv = 32'd0;
 
     if (do_write) begin
         awready_next = 1'b1;
         bvalid_next = 1'b1;
+        bresp_next = {common_refuse || uplink_refuse, 1'b0};
         case (waddr)
             REG_AGG_MEMBERS: begin
                 wv = merge({28'd0, members_reg}, s_axil_wdata, s_axil_wstrb);
@@ -325,8 +345,11 @@ always @* begin
                 invalidate_next = 1'b1;
             end
             REG_AGG_UPLINK_PORT: begin
-                if (s_axil_wstrb[0]) uplink_next = s_axil_wdata[7:0];
-                invalidate_next = 1'b1;
+                // 0 or one-hot, else refused (and nothing is invalidated)
+                if (common_port_ok) begin
+                    if (s_axil_wstrb[0]) uplink_next = s_axil_wdata[7:0];
+                    invalidate_next = 1'b1;
+                end
             end
             REG_AGG_PARENT_IP: begin
                 parent_ip_next = merge(parent_ip_reg, s_axil_wdata, s_axil_wstrb);
@@ -340,6 +363,10 @@ always @* begin
             REG_AGG_LEAF_ID: begin
                 if (s_axil_wstrb[0]) leaf_id_next = s_axil_wdata[2:0];
                 invalidate_next = 1'b1;
+            end
+            REG_AGG_EPOCH: begin
+                // a mailbox: no slot is invalidated
+                epoch_next = merge(epoch_reg, s_axil_wdata, s_axil_wstrb);
             end
             default: begin
                 // control block and member table: nrl_common_regs
@@ -363,10 +390,12 @@ always @(posedge clk) begin
     parent_ip_reg <= parent_ip_next;
     parent_udp_reg <= parent_udp_next;
     leaf_id_reg <= leaf_id_next;
+    epoch_reg <= epoch_next;
     invalidate_reg <= invalidate_next;
     clear_reg <= clear_next;
     awready_reg <= awready_next;
     bvalid_reg <= bvalid_next;
+    bresp_reg <= bresp_next;
 
     if (rst) begin
         members_reg <= RST_AGG_MEMBERS[3:0];
@@ -381,10 +410,12 @@ always @(posedge clk) begin
         parent_ip_reg <= RST_AGG_PARENT_IP;
         parent_udp_reg <= RST_AGG_PARENT_UDP[15:0];
         leaf_id_reg <= RST_AGG_LEAF_ID[2:0];
+        epoch_reg <= RST_AGG_EPOCH;
         invalidate_reg <= 1'b0;
         clear_reg <= 1'b0;
         awready_reg <= 1'b0;
         bvalid_reg <= 1'b0;
+        bresp_reg <= 2'b00;
     end
 end
 
@@ -494,6 +525,7 @@ function integer cnt_of_word(input [4:0] w);
             REG_CNT_DROP_STALE[6:2]: cnt_of_word = C_STALE;
             REG_CNT_DROP_DUPLICATE[6:2]: cnt_of_word = C_DUPLICATE;
             REG_CNT_DROP_LATE[6:2]: cnt_of_word = C_LATE;
+            REG_CNT_DROP_MISMATCH[6:2]: cnt_of_word = C_MISMATCH;
             default: cnt_of_word = CNT_COUNT;
         endcase
     end
@@ -521,6 +553,7 @@ for (gi = 0; gi < 32; gi = gi + 1) begin : g_rd_word
         WI == REG_AGG_LEAF_ID[6:2]     ? {29'd0, leaf_id_reg} :
         WI == REG_AGG_MAX_SLOTS[6:2]   ? MAX_SLOTS_W :
         WI == REG_AGG_MAX_ELEMS[6:2]   ? MAX_ELEMS_W :
+        WI == REG_AGG_EPOCH[6:2]       ? epoch_reg :
         common_ctl_words[32*gi +: 32];
 
     assign member_word[gi] = common_member_words[32*gi +: 32];

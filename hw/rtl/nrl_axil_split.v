@@ -39,7 +39,8 @@ THE SOFTWARE.
  *   writes
  *     0x000-0x03F identity/control, 0x100-0x1FF members   both engines
  *     0x080-0x0FF RPL_*                                   replay engine
- *     everything else (0x040-0x07F AGG_*, counters, ...)  aggregation engine
+ *     everything else (0x040-0x07F AGG_* with the AGG_EPOCH
+ *     mailbox at 0x078, counters, ...)                    aggregation engine
  *   reads
  *     0x080-0x0FF RPL_*; CNT_RX_PUSH, CNT_RX_SAMPLE, CNT_RX_UPDATE,
  *     CNT_TX_PUSH_ACK, CNT_TX_SAMPLE_RESP, CNT_DROP_EMPTY,
@@ -47,12 +48,15 @@ THE SOFTWARE.
  *     CNT_PASS                                            this module
  *     CNT_DROP_BAD_LENGTH ... CNT_DROP_BAD_COUNT (the checks
  *     both engines make)                                  sum of both engines
- *     everything else (identity, control, AGG_*, members,
- *     aggregation counters)                               aggregation engine
+ *     everything else (identity, control, AGG_* and AGG_EPOCH,
+ *     members, aggregation counters: CNT_DROP_BAD_DTYPE ...
+ *     CNT_DROP_LATE and CNT_DROP_MISMATCH)                aggregation engine
  *
  * A write that goes to both engines completes when both have answered; the
- * response is the OR of theirs (OKAY unless one failed). A summed read
- * returns the 32-bit wrapping sum and the OR of the responses.
+ * response is the OR of theirs (OKAY unless one failed: a MEMBER_PORT value
+ * that is neither 0 nor one-hot is refused by both register files, SLVERR).
+ * A summed read returns the 32-bit wrapping sum and the OR of the
+ * responses.
  *
  * This module also owns the one register of the switch top, CNT_PASS (a
  * pulse on pass_inc counts one forwarded L2 frame; CTRL bit 31 clears it),
@@ -205,6 +209,9 @@ function [1:0] rd_route(input [11:0] a);
             REG_CNT_DROP_BAD_LENGTH, REG_CNT_DROP_BAD_HEADER, REG_CNT_DROP_BAD_JOB,
             REG_CNT_DROP_DISABLED, REG_CNT_DROP_UNKNOWN_WORKER, REG_CNT_DROP_SPOOFED,
             REG_CNT_DROP_BAD_COUNT: rd_route = 2'b11;
+            REG_CNT_DROP_BAD_DTYPE, REG_CNT_DROP_BAD_SLOT, REG_CNT_DROP_STALE,
+            REG_CNT_DROP_DUPLICATE, REG_CNT_DROP_LATE,
+            REG_CNT_DROP_MISMATCH: rd_route = 2'b01;
             default: begin
                 if (a >= 12'h080 && a < 12'h100) begin
                     rd_route = 2'b10;

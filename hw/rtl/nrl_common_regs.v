@@ -44,6 +44,15 @@ THE SOFTWARE.
  * reads back 0), wr_job_id a write to JOB_ID; both are combinational, in
  * the cycle of wr_en.
  *
+ * MEMBER_PORT[i] holds 0 or one port bit: a write whose value (wr_strb
+ * applied) is anything else is refused, the entry keeps its value, and
+ * wr_refuse (combinational, in the cycle of wr_en) asks the including
+ * register file to answer SLVERR. wr_port_ok tells whether the write's
+ * value is legal for such a register (the including file's own port
+ * registers use it); it depends on wr_data and wr_strb only: the strobed
+ * bytes 1..3 must be 0 and a strobed byte 0 must have at most one bit set
+ * (an unstrobed byte 0 keeps the old value, which is legal).
+ *
  * ctl_words holds the 32 words of 0x000-0x07C (0 where this block has no
  * register), member_words the 32 words of 0x100-0x17C; each word is a
  * constant selection of the storage, so a read mux indexed by address[6:2]
@@ -67,6 +76,8 @@ module nrl_common_regs #
     input  wire [3:0]              wr_strb,
     output wire                    wr_clear,
     output wire                    wr_job_id,
+    output wire                    wr_refuse,
+    output wire                    wr_port_ok,
 
     /*
      * Configuration
@@ -131,6 +142,28 @@ wire [11:0] waddr = {wr_addr, 2'b00};
 wire [2:0] widx = waddr[6:4];
 wire wmember = waddr[11:8] == 4'h1 && waddr[7] == 1'b0;  // 0x100 .. 0x17F
 
+// at most one bit set (no carry chain)
+function at_most_one(input [7:0] v);
+    integer a, b;
+    begin
+        at_most_one = 1'b1;
+        for (a = 0; a < 8; a = a + 1) begin
+            for (b = a + 1; b < 8; b = b + 1) begin
+                if (v[a] && v[b]) begin
+                    at_most_one = 1'b0;
+                end
+            end
+        end
+    end
+endfunction
+
+// the write leaves a port register 0 or one-hot
+wire [23:0] wr_hi = wr_data[31:8] & {{8{wr_strb[3]}}, {8{wr_strb[2]}}, {8{wr_strb[1]}}};
+wire port_ok = wr_hi == 24'd0 && (!wr_strb[0] || at_most_one(wr_data[7:0]));
+
+assign wr_port_ok = port_ok;
+assign wr_refuse = wr_en && wmember && waddr[3:0] == 4'h0 && !port_ok;
+
 reg [31:0] wv;
 
 always @* begin
@@ -177,7 +210,7 @@ always @* begin
             default: begin
                 if (wmember) begin
                     case (waddr[3:0])
-                        4'h0: if (wr_strb[0]) mport_next[widx] = wr_data[7:0];
+                        4'h0: if (port_ok && wr_strb[0]) mport_next[widx] = wr_data[7:0];
                         4'h4: mip_next[widx] = merge(mip_reg[widx], wr_data, wr_strb);
                         4'h8: begin
                             wv = merge({16'd0, mudp_reg[widx]}, wr_data, wr_strb);

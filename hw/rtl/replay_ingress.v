@@ -271,7 +271,7 @@ reg [31:0] ipsrc0_reg, seq0_reg, res0_reg;
 reg [47:0] ethsrc0_reg;
 reg [7:0] ver0_reg, op0_reg, job0_reg, port0_reg;
 // verilator lint_off UNUSEDSIGNAL
-reg [7:0] flags0_reg;  // bit 1 PRIORITIZED and bits 7:4 matter
+reg [7:0] flags0_reg;  // bit 1 PRIORITIZED and bits 7:5 matter
 // verilator lint_on UNUSEDSIGNAL
 reg [15:0] worker0_reg;
 reg [BEAT_W-1:0] nbeats0_reg;
@@ -378,7 +378,7 @@ always @(posedge clk) begin
     op1_reg <= op2_0;
     short1_reg <= n0_reg < 16'd64;
     hdr_bad1_reg <= ver0_reg != 8'd1 || !(is_push0 || is_sample0 || is_update0) ||
-                    flags0_reg[7:4] != 4'd0 || res0_reg != 32'd0;
+                    flags0_reg[7:5] != 3'd0 || res0_reg != 32'd0;
     job_bad1_reg <= job0_reg != job_id;
     dis1_reg <= !rpl_enable;
     unknown1_reg <= worker0_reg[15:3] != 13'd0 || !role_ok0;

@@ -43,7 +43,8 @@ THE SOFTWARE.
  *
  * The identity, control and member-table registers live in
  * nrl_common_regs; this file owns the AXI4-Lite handshake, the replay
- * registers, the counters and the read pipeline.
+ * registers, the counters and the read pipeline. A MEMBER_PORT write that
+ * nrl_common_regs refuses (neither 0 nor one-hot) answers SLVERR.
  *
  * Counters are 32-bit, split into two 16-bit halves with a registered carry
  * so no carry chain is longer than 16 bits; a read adds the pending carry
@@ -168,11 +169,12 @@ assign rpl_reset = rpl_reset_reg;
 // write channel: address and data accepted together, one write at a time
 
 reg bvalid_reg;
+reg [1:0] bresp_reg;
 wire wr_fire = s_axil_awvalid && s_axil_wvalid && !bvalid_reg;
 
 assign s_axil_awready = wr_fire;
 assign s_axil_wready = wr_fire;
-assign s_axil_bresp = 2'b00;
+assign s_axil_bresp = bresp_reg;
 assign s_axil_bvalid = bvalid_reg;
 
 wire [11:0] wr_addr = {s_axil_awaddr[11:2], 2'b00};
@@ -193,6 +195,8 @@ wire wr_clear;
 // verilator lint_off UNUSEDSIGNAL
 wire [1:0] ctrl;
 wire wr_job_id;
+wire wr_port_ok;  // the replay engine has no port register of its own
+wire wr_refuse;
 wire [31:0] mcast_ip;
 // verilator lint_on UNUSEDSIGNAL
 wire [32*32-1:0] ctl_words;
@@ -212,6 +216,8 @@ common_regs_inst (
     .wr_strb(s_axil_wstrb),
     .wr_clear(wr_clear),
     .wr_job_id(wr_job_id),
+    .wr_refuse(wr_refuse),
+    .wr_port_ok(wr_port_ok),
     .cfg_ctrl(ctrl),
     .cfg_job_id(job_id),
     .cfg_udp_port(udp_port),
@@ -244,6 +250,7 @@ always @(posedge clk) begin
 
     if (wr_fire) begin
         bvalid_reg <= 1'b1;
+        bresp_reg <= wr_refuse ? 2'b10 : 2'b00;
         case (wr_addr)
             REG_RPL_SEED: begin
                 seed_reg <= merge_bytes(seed_reg, s_axil_wdata, wr_mask);
@@ -268,6 +275,7 @@ always @(posedge clk) begin
         seed_wr_reg <= 1'b0;
         rpl_reset_reg <= 1'b0;
         bvalid_reg <= 1'b0;
+        bresp_reg <= 2'b00;
         for (i = 0; i < NCNT; i = i + 1) begin
             cnt_lo_reg[i] <= 16'd0;
             cnt_hi_reg[i] <= 16'd0;

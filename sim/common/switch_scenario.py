@@ -1,8 +1,10 @@
 """The mixed-traffic scenario shared by the switch testbench and the RTL-in-the-loop tests.
 
-The member table, the register writes that configure the switch, member
-frames, ordinary L2 traffic, and a random merge of frame streams that keeps
-each stream's order. ``sim/nrl_switch/test_nrl_switch.py`` (cocotb) and
+The member table, the register writes that configure the switch (the epoch
+mailbox included), member frames, gradient chunks of a tensor of ``TENSOR``
+elements, a round that fails on a tensor length mismatch, frames of every
+length below 64 bytes, ordinary L2 traffic, and a random merge of frame
+streams that keeps each stream's order. ``sim/nrl_switch/test_nrl_switch.py`` (cocotb) and
 ``tests/test_rtlsim.py`` (Verilator via ``hostdrv.rtlsim``) build their
 traffic from these and compare the RTL with ``hostdrv.model``.
 """
@@ -11,11 +13,17 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 from hostdrv import protocol as proto
 
 JOB = 7
 ELEMS = 16
 SLOTS = 2
+TENSOR = 40
+"""Elements of the tensor the workers reduce: ``total`` (word 60) of every GRADIENT."""
+EPOCH = 0x03000000
+"""AGG_EPOCH the scenario writes (a mailbox: it changes nothing in the datapath)."""
 SWITCH_MAC = bytes.fromhex("024e524c0001")
 
 # SUME one-hot ports: MAC ports on even bits, DMA on odd bits
@@ -39,6 +47,7 @@ def config_writes() -> list[tuple[str, int]]:
         ("AGG_MEMBERS", len(WORKERS)),
         ("AGG_ELEMS", ELEMS),
         ("AGG_SLOTS", SLOTS),
+        ("AGG_EPOCH", EPOCH),
         ("RPL_SEED", 0x1234567),
     ]
     for i, (port, ip, udp, role) in enumerate(MEMBERS):
@@ -54,6 +63,41 @@ def member_frame(member: int, msg: proto.Message) -> tuple[bytes, int]:
                     eth_src=bytes([2, 0, 0, 0, 1, member]), ip_src=ip, ip_dst=0x0A000001,
                     udp_src=udp, udp_dst=proto.DEFAULT_UDP_PORT)
     return proto.build_frame(f, validate=False), port
+
+
+def gradient_frame(rng: np.random.Generator, w: int, slot: int, rnd: int, *, job: int = JOB,
+                   total: int = TENSOR, values: np.ndarray | None = None) -> tuple[bytes, int]:
+    """Worker ``w``'s GRADIENT chunk for ``slot``, round ``rnd`` of a tensor of ``total`` elements."""
+    v = rng.standard_normal(ELEMS).astype(np.float32) if values is None else values
+    return member_frame(w, proto.gradient(v, job=job, worker=w, slot=slot, round_=rnd, total=total))
+
+
+def mismatch_frames(rng: np.random.Generator, slot: int, rnd: int) -> list[tuple[bytes, int]]:
+    """A round that fails on a tensor length mismatch (docs/protocol.md section 4, step 4).
+
+    Worker 0 opens it; worker 1's chunk belongs to a longer tensor: MISMATCH,
+    and the ERROR RESULT (culprit 1, aux = 1's length) goes to every worker;
+    worker 2's chunk then gets it re-sent (LATE), and worker 0's chunk of yet
+    another length gets it re-sent as a MISMATCH.
+    """
+    return [gradient_frame(rng, 0, slot, rnd), gradient_frame(rng, 1, slot, rnd, total=TENSOR + 24),
+            gradient_frame(rng, 2, slot, rnd), gradient_frame(rng, 0, slot, rnd, total=7)]
+
+
+def short_frames(rng: random.Random) -> list[tuple[bytes, int]]:
+    """A frame of every length 1..63, cut from member GRADIENTs and PUSHes.
+
+    Below 42 bytes a frame is not a protocol frame (flooded, ``CNT_PASS``);
+    42..63 bytes reach an engine by opcode and are dropped as ``BAD_LENGTH``
+    (counted in ``CNT_RX_*`` from 44 bytes on)."""
+    grad, gport = member_frame(0, proto.gradient(np.zeros(ELEMS, np.float32), job=JOB, worker=0,
+                                                  slot=0, round_=0, total=TENSOR))
+    push, pport = member_frame(ACTOR_ID, proto.push([bytes(64)], [1], job=JOB, worker=ACTOR_ID))
+    out = []
+    for n in range(1, 64):
+        f, port = (grad, gport) if rng.random() < 0.5 else (push, pport)
+        out.append((f[:n], port))
+    return out
 
 
 def l2_frames(rng: random.Random) -> list[tuple[bytes, int]]:

@@ -8,18 +8,29 @@ by hand.
 
 Tests:
 
-* ``test_stream``: a protocol-following workload with noise under the four
-  combinations of source idle insertion and sink backpressure;
+* ``test_stream``: a protocol-following workload with noise (duplicates,
+  stragglers, malformed frames, tensor length mismatches, parent RESULTs
+  with and without ERROR) under the four combinations of source idle
+  insertion and sink backpressure, and an AGG_EPOCH write while it runs;
 * ``test_workloads``: phases with different jobs (sync / async, root /
   leaf, fp32 / int32, round numbers wrapping at 2**32);
 * ``test_malformed``: every malformation and unauthorized class, alone and
   in pairs (the check order decides the counter), DISABLED, counter clear;
 * ``test_line_rate``: back-to-back packets for one slot at several packet
-  sizes: no input stall once a packet has at least 7 beats, results exact
-  (the read-after-write forwarding paths);
+  sizes, mismatches and error copies included: no input stall once a packet
+  has at least 7 beats, results exact (the read-after-write forwarding
+  paths of the accumulator and of the slot state);
 * ``test_reset_mid_frame``: reset while a frame streams in and a result
   streams out;
 * ``test_registers``: register read-back against the model;
+* ``test_mismatch_and_errors``: tensor length mismatches on OPEN, UP and
+  DONE copies, ERROR RESULTs multicast, re-sent and relayed from a parent,
+  the order of addition in RESULT aux (each kind must occur);
+* ``test_epoch``: AGG_EPOCH reads back and disturbs no slot copy;
+* ``test_port_refusal``: MEMBER_PORT / AGG_UPLINK_PORT writes that are not
+  0 or one-hot answer SLVERR and change nothing;
+* ``test_short_frames``: every length 42..63 with every opcode class,
+  counted exactly as the model counts it;
 * ``test_soak`` (``GRAD_AGG_SOAK=1``): >= 100k packets with a lean
   per-clock driver instead of the BFMs;
 * ``test_bench`` (``GRAD_AGG_BENCH_JSON=<path>``): throughput and latency
@@ -32,6 +43,7 @@ import json
 import logging
 import os
 import struct
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +55,7 @@ from cocotb.triggers import RisingEdge, with_timeout
 from cocotbext.axi import (
     AxiLiteBus,
     AxiLiteMaster,
+    AxiResp,
     AxiStreamBus,
     AxiStreamFrame,
     AxiStreamSink,
@@ -122,6 +135,7 @@ class AggConfig:
     mac_hi: int = 0x0002
     mac_lo: int = 0x4E524C00
     mcast_ip: int = 0xEF004E52
+    epoch: int = 0
 
     def writes(self) -> list[tuple[str, int]]:
         """Register writes, in order."""
@@ -133,7 +147,8 @@ class AggConfig:
                ("AGG_DTYPE", int(self.dtype_int)), ("AGG_MODE", int(self.mode_async)),
                ("AGG_STALENESS", self.staleness), ("AGG_ROLE", int(self.leaf)),
                ("AGG_UPLINK_PORT", self.uplink), ("AGG_PARENT_IP", self.parent_ip),
-               ("AGG_PARENT_UDP", self.parent_udp), ("AGG_LEAF_ID", self.leaf_id)]
+               ("AGG_PARENT_UDP", self.parent_udp), ("AGG_LEAF_ID", self.leaf_id),
+               ("AGG_EPOCH", self.epoch)]
         for i, m in enumerate(self.table):
             out += [(f"MEMBER_PORT_{i}", m.port), (f"MEMBER_IP_{i}", m.ip),
                     (f"MEMBER_UDP_{i}", m.udp), (f"MEMBER_ROLE_{i}", m.role)]
@@ -157,9 +172,10 @@ def random_config(rng: np.random.Generator, *, max_slots: int, max_elems: int,
     p = min(p, max_elems)
     table = []
     for i in range(8):
+        # MEMBER_PORT is 0 (unused entry) or one-hot; members share ports
         port = int(rng.choice(MAC_PORTS + (0x02,)))
-        if rng.random() < 0.15:
-            port |= int(rng.choice(MAC_PORTS))
+        if i >= n and rng.random() < 0.2:
+            port = 0
         role = (1 | int(rng.integers(0, 4)) << 1) if i < n else int(rng.integers(0, 8))
         table.append(Member(port=port, ip=0x0A000100 + 7 * i + 1,
                             udp=int(rng.choice([0, 30000 + i])), role=role,
@@ -176,7 +192,8 @@ def random_config(rng: np.random.Generator, *, max_slots: int, max_elems: int,
         parent_udp=int(rng.choice([0, 20051])), table=table,
         udp_port=int(rng.choice([proto.DEFAULT_UDP_PORT, 4791])),
         switch_ip=int(rng.integers(1, 1 << 32)), mcast_ip=int(rng.integers(1, 1 << 32)),
-        mac_hi=int(rng.integers(0, 1 << 16)), mac_lo=int(rng.integers(0, 1 << 32)))
+        mac_hi=int(rng.integers(0, 1 << 16)), mac_lo=int(rng.integers(0, 1 << 32)),
+        epoch=int(rng.integers(0, 256)) << 24)
 
 
 def rand_payload(rng: np.random.Generator, n: int, dtype_int: bool) -> bytes:
@@ -198,8 +215,8 @@ def rand_payload(rng: np.random.Generator, n: int, dtype_int: bool) -> bytes:
 
 
 def one_hot_in(rng: np.random.Generator, bitmap: int) -> int:
-    """A random one-hot port inside ``bitmap``."""
-    bits = [1 << i for i in range(8) if bitmap >> i & 1]
+    """A random one-hot port inside ``bitmap`` (any port when it is 0)."""
+    bits = [1 << i for i in range(8) if bitmap >> i & 1] or [1 << i for i in range(8)]
     return int(rng.choice(bits))
 
 
@@ -207,9 +224,12 @@ def one_hot_in(rng: np.random.Generator, bitmap: int) -> int:
 # traffic
 
 
-MALFORMATIONS = ("short", "iplen", "udplen", "paylen", "version", "opcode", "flags", "reserved",
+MALFORMATIONS = ("short", "iplen", "udplen", "paylen", "version", "opcode", "flags", "total0",
                  "job", "count", "dtype", "slot", "unknown", "spoof_port", "spoof_ip",
                  "spoof_udp", "norole", "headeronly")
+FLAGS_IGNORED = int(proto.Flags.PRIORITIZED | proto.Flags.RESEND | proto.Flags.FROM_SWITCH
+                    | proto.Flags.ERROR)
+"""GRADIENT flag bits a switch ignores (bits 1-4)."""
 
 
 class Workload:
@@ -223,10 +243,11 @@ class Workload:
     """
 
     def __init__(self, rng: np.random.Generator, cfg: AggConfig, *, noise: float = 0.3,
-                 start_round: int = 0) -> None:
+                 start_round: int = 0, mismatch: float = 0.0) -> None:
         self.rng = rng
         self.cfg = cfg
         self.noise = noise
+        self.mismatch_rate = mismatch
         self.start = start_round
         self.contrib = [i for i in range(cfg.members) if cfg.table[i].role & 1]
         self.cur = [start_round - 1] * cfg.slots
@@ -235,14 +256,32 @@ class Workload:
         self.done: set[tuple[int, int]] = set()
         self.up_wait: list[tuple[int, int]] = []
         self.history: list[tuple[bytes, int]] = []
+        self.tensor = int(rng.integers(1, 1 << 32))
+        # probability that a RESULT from the parent is an ERROR RESULT
+        self.parent_error = 0.15
+
+    def total_of(self, s: int, r: int) -> int:
+        """The tensor length every member's GRADIENT of slot ``s``, round ``r`` carries (never 0)."""
+        return (self.tensor + 0x9E3779B1 * s + 7919 * (r & M32)) % M32 + 1
+
+    def bad_total(self, s: int, r: int) -> int:
+        """A tensor length other than the round's (a member with another tensor)."""
+        good = self.total_of(s, r)
+        bad = good
+        while bad in (good, 0):
+            bad = int(self.rng.choice([good + 16, good - 1, good ^ 0x80000000,
+                                       int(self.rng.integers(1, 1 << 32))])) & M32
+        return bad
 
     # -- frame construction ---------------------------------------------------
     def frame(self, *, op: int = proto.Opcode.GRADIENT, worker: int, slot: int, seq: int,
               aux: int, count: int | None = None, payload: bytes | None = None,
               flags: int | None = None, job: int | None = None, version: int = 1,
-              reserved: int = 0, ingress: int | None = None, ip_src: int | None = None,
+              total: int | None = None, ingress: int | None = None, ip_src: int | None = None,
               udp_src: int | None = None, eth_src: bytes | None = None) -> tuple[bytes, int]:
-        """A frame from member ``worker`` (or the parent, for a RESULT) and its ingress port."""
+        """A frame from member ``worker`` (or the parent, for a RESULT) and its ingress port.
+
+        ``total`` (word 60) defaults to the round's tensor length."""
         cfg, rng = self.cfg, self.rng
         p = cfg.elems if count is None else count
         if payload is None:
@@ -256,20 +295,37 @@ class Workload:
         else:
             ing = one_hot_in(rng, m.port)
             src_ip, src_udp, mac = m.ip, m.udp or int(rng.integers(1024, 65536)), m.mac
+        if total is None:
+            total = self.total_of(slot, seq)
         msg = proto.Message(op, flags, cfg.job_id if job is None else job, worker & 0xFFFF,
-                            slot & 0xFFFF, seq & M32, p & 0xFFFF, aux & M32, payload, version, reserved)
+                            slot & 0xFFFF, seq & M32, p & 0xFFFF, aux & M32, payload, version,
+                            total & M32)
         fr = proto.Frame(msg, eth_dst=bytes(6 * [0xFF]), eth_src=mac if eth_src is None else eth_src,
                          ip_src=src_ip if ip_src is None else ip_src, ip_dst=cfg.switch_ip,
                          udp_src=src_udp if udp_src is None else udp_src, udp_dst=cfg.udp_port)
         return proto.build_frame(fr, validate=False), ing if ingress is None else ingress
 
-    def gradient(self, w: int, s: int, r: int, *, lag: int | None = None) -> tuple[bytes, int]:
-        """A well-formed GRADIENT of member ``w`` for slot ``s``, round ``r``."""
+    def gradient(self, w: int, s: int, r: int, *, lag: int | None = None,
+                 total: int | None = None) -> tuple[bytes, int]:
+        """A well-formed GRADIENT of member ``w`` for slot ``s``, round ``r``.
+
+        Flag bits 1-4 (ignored on a GRADIENT) are sometimes set."""
         if lag is None:
             lag = 0
             if self.cfg.mode_async and self.rng.random() < 0.3:
                 lag = int(self.rng.integers(1, self.cfg.staleness + 3))
-        return self.frame(worker=w, slot=s, seq=r, aux=r - lag)
+        flags = int(self.cfg.dtype_int)
+        if self.rng.random() < 0.1:
+            flags |= int(self.rng.integers(0, 16)) << 1 & FLAGS_IGNORED
+        return self.frame(worker=w, slot=s, seq=r, aux=r - lag, total=total, flags=flags)
+
+    def mismatch(self) -> tuple[bytes, int]:
+        """A contribution with another tensor length, for a round that is open, done or next."""
+        rng = self.rng
+        s = int(rng.integers(0, self.cfg.slots))
+        r = max(self.cur[s], self.start) + int(rng.choice([0, 0, 0, -1, 1]))
+        w = int(rng.choice(self.contrib)) if self.contrib else 0
+        return self.gradient(w, s, r, lag=0, total=self.bad_total(s, r))
 
     # -- the stream -------------------------------------------------------------
     def next(self) -> tuple[bytes, int]:
@@ -277,6 +333,8 @@ class Workload:
         rng = self.rng
         if self.cfg.leaf and self.up_wait and rng.random() < 0.4:
             return self.parent_result()
+        if rng.random() < self.mismatch_rate:
+            return self.mismatch()
         if rng.random() < self.noise:
             return self.noise_frame()
         return self.contribution()
@@ -328,6 +386,18 @@ class Workload:
         flags = int(proto.Flags.FROM_SWITCH) | int(cfg.dtype_int)
         if rng.random() < 0.2:
             flags |= int(proto.Flags.RESEND)
+        # the parent's aux (order of addition), total, ERROR flag and culprit
+        # are relayed as they are; worker bits 15:3 are not the culprit's
+        order = [int(x) for x in rng.integers(0, 8, int(rng.integers(1, 9)))]
+        aux = proto.result_aux(order) if rng.random() < 0.7 else int(rng.integers(0, 1 << 32))
+        worker = 0
+        total = self.total_of(s, r) if rng.random() < 0.8 else int(rng.integers(0, 1 << 32))
+        if rng.random() < self.parent_error:
+            flags |= int(proto.Flags.ERROR)
+            worker = int(rng.choice([int(rng.integers(0, 8)), int(rng.integers(0, 1 << 16))]))
+            aux = self.bad_total(s, r)
+        elif rng.random() < 0.1:
+            worker = int(rng.integers(0, 1 << 16))  # not an error: no culprit relayed
         kw: dict[str, Any] = {}
         if variant == "port":
             kw["ingress"] = int(rng.choice([p for p in (0x01, 0x02, 0x04, 0x10, 0x40, 0x80)
@@ -336,13 +406,15 @@ class Workload:
             kw["ip_src"] = cfg.parent_ip ^ 0x100
         elif variant == "round":
             r += int(rng.choice([-2, -1, 1, 2]))
-        return self.frame(op=proto.Opcode.RESULT, worker=0, slot=s, seq=r,
-                          aux=int(rng.integers(1, 20)), flags=flags, **kw)
+        return self.frame(op=proto.Opcode.RESULT, worker=worker, slot=s, seq=r, aux=aux,
+                          flags=flags, total=total, **kw)
 
     def noise_frame(self) -> tuple[bytes, int]:
         rng = self.rng
-        kind = rng.choice(["dup", "old", "future", "malformed", "result"],
-                          p=[0.25, 0.2, 0.03, 0.44, 0.08])
+        kind = rng.choice(["dup", "old", "future", "malformed", "result", "mismatch"],
+                          p=[0.23, 0.18, 0.03, 0.40, 0.08, 0.08])
+        if kind == "mismatch":
+            return self.mismatch()
         if kind == "dup" and self.history:
             return self.history[int(rng.integers(0, len(self.history)))]
         if kind in ("old", "future") and self.contrib:
@@ -379,8 +451,8 @@ class Workload:
                 kw["payload"] = rand_payload(rng, c, cfg.dtype_int)
         if "version" in kinds:
             kw["version"] = int(rng.choice([0, 2, 255]))
-        if "reserved" in kinds:
-            kw["reserved"] = int(rng.integers(1, 1 << 32))
+        if "total0" in kinds:
+            kw["total"] = 0
         if "job" in kinds:
             kw["job"] = (cfg.job_id + int(rng.integers(1, 256))) & 0xFF
         if "slot" in kinds:
@@ -404,7 +476,7 @@ class Workload:
         if "dtype" in kinds:
             flags ^= 1
         if "flags" in kinds:
-            flags |= 0x10 << int(rng.integers(0, 4))
+            flags |= 0x20 << int(rng.integers(0, 3))
         frame, port = self.frame(worker=w, slot=s, seq=r, aux=r, flags=flags, **kw)
         f = bytearray(frame)
         if "opcode" in kinds:
@@ -416,6 +488,51 @@ class Workload:
         if "short" in kinds:
             f = f[:int(rng.integers(42, 64))]
         return bytes(f), port
+
+
+# ---------------------------------------------------------------------------
+# what the traffic exercised (from the model's verdicts and output frames)
+
+
+def classify(frame: bytes, outs: list[Egress], before: dict[str, int],
+             after: dict[str, int], pre_state: int = -1) -> list[str]:
+    """Names of the behaviours one input frame exercised in the model.
+
+    ``mismatch_error`` (a MISMATCH that made an error copy: its ERROR RESULT
+    multicast; ``mismatch_up`` when the copy was a leaf's waiting for its
+    parent, ``pre_state`` 1), ``mismatch_resend`` (a MISMATCH on a DONE copy: RESULT re-sent),
+    ``error_resend`` (an error copy's RESULT re-sent), ``error_relay`` (a leaf
+    relaying its parent's ERROR RESULT), ``order`` (a RESULT whose aux names
+    at least two contributions, not in ascending member order), ``total_hi``
+    (a RESULT or upward GRADIENT whose total has bit 31 set), ``up`` and
+    ``result``.
+    """
+    tags = []
+    mism = after["CNT_DROP_MISMATCH"] != before["CNT_DROP_MISMATCH"]
+    op_in = frame[43] if len(frame) > 43 else -1
+    for e in outs:
+        f = e.frame
+        flags, aux, total = f[44], _be32(f, 56), _be32(f, 60)
+        if total >> 31:
+            tags.append("total_hi")
+        if f[43] == proto.Opcode.GRADIENT:
+            tags.append("up")
+            continue
+        tags.append("result")
+        err, resend = bool(flags & proto.Flags.ERROR), bool(flags & proto.Flags.RESEND)
+        if mism:
+            tags.append("mismatch_resend" if resend else "mismatch_error")
+            if not resend and pre_state == 1:
+                tags.append("mismatch_up")
+        if err and resend:
+            tags.append("error_resend")
+        if err and op_in == proto.Opcode.RESULT:
+            tags.append("error_relay")
+        if not err and op_in == proto.Opcode.GRADIENT:
+            order = proto.result_order(aux)
+            if len(order) >= 2 and order != sorted(order):
+                tags.append("order")
+    return tags
 
 
 # ---------------------------------------------------------------------------
@@ -446,6 +563,7 @@ class TB:
         self.model = SwitchModel()
         self.expected: list[Egress] = []
         self.sent = 0
+        self.tally: Counter[str] = Counter()
 
     def _make_bfms(self) -> None:
         dut = self.dut
@@ -493,10 +611,15 @@ class TB:
         return int(await self.axil.read_dword(regmap.REGISTERS[name].addr))
 
     async def write(self, name: str, value: int) -> None:
-        """The same register write into the DUT and the model."""
-        assert self.axil is not None
-        await self.axil.write_dword(regmap.REGISTERS[name].addr, value)
+        """The same register write into the DUT and the model; the DUT must answer OKAY."""
+        resp = await self.write_resp(regmap.REGISTERS[name].addr, value.to_bytes(4, "little"))
+        assert resp == AxiResp.OKAY, f"write {name} = {value:#x} answered {resp!r}"
         self.model.write(name, value)
+
+    async def write_resp(self, addr: int, data: bytes) -> AxiResp:
+        """A raw AXI4-Lite write (``data`` at byte address ``addr``: its strobes); the response."""
+        assert self.axil is not None
+        return AxiResp((await self.axil.write(addr, data)).resp)
 
     async def configure(self, cfg: AggConfig) -> None:
         for name, value in cfg.writes():
@@ -505,11 +628,24 @@ class TB:
     async def send(self, frame: bytes, port: int) -> list[Egress]:
         """Queue a frame into the DUT and the model; returns the model's outputs."""
         assert self.source is not None
+        before = self.model.counters()
+        pre_state = self._copy_state(frame)
         outs = self.model.process(frame, port)
+        self.tally.update(classify(frame, outs, before, self.model.counters(), pre_state))
         self.expected.extend(outs)
         self.sent += 1
         await self.source.send(AxiStreamFrame(frame, tuser=len(frame) | port << 16))
         return outs
+
+    def _copy_state(self, frame: bytes) -> int:
+        """State (0 OPEN, 1 UP, 2 DONE) of the model's copy a GRADIENT names, -1 if none."""
+        if len(frame) < 64 or frame[43] != proto.Opcode.GRADIENT:
+            return -1
+        copies = self.model._copies  # test introspection of the golden model
+        slot, seq = _be16(frame, 48), _be32(frame, 50)
+        if slot >= len(copies) or not copies[slot][seq & 1].valid:
+            return -1
+        return copies[slot][seq & 1].state
 
     async def run(self, wl: Workload, n: int) -> None:
         for _ in range(n):
@@ -596,8 +732,13 @@ async def test_stream(dut: Any, idle: bool, backpressure: bool) -> None:
                         max_elems=tb.model.read("AGG_MAX_ELEMS"), leaf=backpressure,
                         mode_async=idle, dtype_int=idle and backpressure, members=3)
     await tb.configure(cfg)
-    await tb.run(Workload(rng, cfg, noise=0.3), 500)
+    wl = Workload(rng, cfg, noise=0.3)
+    await tb.run(wl, 250)
+    # a member restarting its rounds writes the epoch mailbox while traffic flows
+    await tb.write("AGG_EPOCH", int(rng.integers(1, 256)) << 24)
+    await tb.run(wl, 250)
     await tb.check()
+    tb.log.info("exercised: %s", dict(tb.tally))
 
 
 @cocotb.test()
@@ -687,6 +828,16 @@ async def test_line_rate(dut: Any) -> None:
                 frames.append(wl.gradient(0, 0, r))  # duplicate after DONE: resend
             # every packet triggers an output of its own size: resends back to back
             frames += [wl.gradient(int(w) % cfg.members, 0, 3) for w in range(12)]
+            # another tensor length right behind an open round's contributions (the
+            # copy's total, aux, error and culprit forwarded to the next packet):
+            # an ERROR RESULT, then its resends and MISMATCH resends
+            for r in (4, 5):
+                frames += [wl.gradient(0, 0, r), wl.gradient(1, 0, r),
+                           wl.gradient(2, 0, r, total=wl.bad_total(0, r)),
+                           wl.gradient(0, 0, r), wl.gradient(2, 0, r),
+                           wl.gradient(1, 0, r, total=wl.bad_total(0, r))]
+            # rounds reopened over error copies, completed back to back
+            frames += [wl.gradient(w, 0, r) for r in (6, 7) for w in range(cfg.members)]
             mon = StallMonitor(dut)
             for fr in frames:
                 await tb.send(*fr)
@@ -751,7 +902,7 @@ async def test_registers(dut: Any) -> None:
     tb = TB(dut)
     await tb.reset()
     rng = np.random.default_rng(SEED + 50)
-    names = [n for n, r in regmap.REGISTERS.items() if not n.startswith("RPL_")]
+    names = [n for n, r in regmap.REGISTERS.items() if not n.startswith("RPL_") and not r.server]
     for n in names:
         assert await tb.read(n) == tb.model.read(n), n
     cfg = random_config(rng, max_slots=tb.model.read("AGG_MAX_SLOTS"),
@@ -760,6 +911,182 @@ async def test_registers(dut: Any) -> None:
     for n in names:
         assert await tb.read(n) == tb.model.read(n), n
     await tb.check()
+
+
+@cocotb.test()
+async def test_mismatch_and_errors(dut: Any) -> None:
+    """Tensor length mismatches on open, up and done rounds; ERROR RESULTs sent, re-sent, relayed.
+
+    Every kind must occur (counted from the model's verdicts and output
+    frames), so the frame-by-frame comparison covers each of them."""
+    tb = TB(dut)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 80)
+    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    phases = [{"leaf": False, "mode_async": False}, {"leaf": True, "mode_async": False},
+              {"leaf": False, "mode_async": True}, {"leaf": True, "mode_async": True}]
+    for ph in phases:
+        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems,
+                            members=int(rng.choice([2, 3, 4])), slots=int(rng.integers(1, 4)),
+                            **ph)
+        await tb.configure(cfg)
+        wl = Workload(rng, cfg, noise=0.3, mismatch=0.08,
+                      start_round=int(rng.choice([0, 2**32 - 5])))
+        wl.parent_error = 0.3
+        await tb.run(wl, 250)
+        await tb.check()
+        if cfg.leaf:
+            # a leaf waiting for its parent (UP) gets another length: error copy
+            s, r = 0, wl.cur[0] + 8
+            for w in wl.contrib:
+                await tb.send(*wl.gradient(w, s, r, lag=0))
+            await tb.send(*wl.gradient(wl.contrib[0], s, r, lag=0, total=wl.bad_total(s, r)))
+            await tb.check()
+    tb.log.info("exercised: %s", dict(tb.tally))
+    for tag in ("mismatch_error", "mismatch_up", "mismatch_resend", "error_resend",
+                "error_relay", "order", "total_hi", "up", "result"):
+        assert tb.tally[tag] > 0, f"the traffic never exercised {tag}: {dict(tb.tally)}"
+    assert tb.model.read("CNT_DROP_MISMATCH") > 0
+
+
+@cocotb.test()
+async def test_epoch(dut: Any) -> None:
+    """AGG_EPOCH reads back what was written and leaves every slot copy as it was."""
+    tb = TB(dut)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 90)
+    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    assert await tb.read("AGG_EPOCH") == tb.model.read("AGG_EPOCH") == 0
+    for leaf in (False, True):
+        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=leaf,
+                            mode_async=False, members=3, slots=min(4, max_slots))
+        await tb.configure(cfg)
+        wl = Workload(rng, cfg, noise=0.0)
+        # two of three contributions in every slot; slot 0 complete (DONE or UP)
+        for s in range(cfg.slots):
+            for w in (0, 1):
+                await tb.send(*wl.gradient(w, s, 0))
+        await tb.send(*wl.gradient(2, 0, 0))
+        await tb.settle()
+        for v in (0x01000000, 0xFFFFFFFF, int(rng.integers(0, 1 << 32)), 0x7F000000):
+            await tb.write("AGG_EPOCH", v)
+            assert await tb.read("AGG_EPOCH") == tb.model.read("AGG_EPOCH") == v
+        # byte writes merge into it
+        assert await tb.write_resp(regmap.AGG_EPOCH + 2, b"\x5a") == AxiResp.OKAY
+        tb.model.write("AGG_EPOCH", (tb.model.read("AGG_EPOCH") & ~0xFF0000) | 0x5A0000)
+        assert await tb.read("AGG_EPOCH") == tb.model.read("AGG_EPOCH")
+        # the rounds complete with three contributions (an invalidated copy would
+        # restart at one), and slot 0 answers a duplicate from its DONE or UP copy
+        outs = []
+        for s in range(1, cfg.slots):
+            outs += await tb.send(*wl.gradient(2, s, 0))
+        outs += await tb.send(*wl.gradient(0, 0, 0))
+        await tb.check()
+        assert len(outs) == cfg.slots
+        for e in outs:
+            if e.frame[43] == proto.Opcode.RESULT:
+                assert _be32(e.frame, 56) & 0xF == 3
+
+
+@cocotb.test()
+async def test_port_refusal(dut: Any) -> None:
+    """MEMBER_PORT and AGG_UPLINK_PORT refuse values that are not 0 or one-hot: SLVERR, value kept."""
+    tb = TB(dut)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 100)
+    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=True,
+                        mode_async=False, members=3, slots=2)
+    await tb.configure(cfg)
+    wl = Workload(rng, cfg, noise=0.0)
+    for s in range(cfg.slots):
+        await tb.send(*wl.gradient(0, s, 0))
+    await tb.settle()
+    names = [f"MEMBER_PORT_{i}" for i in range(8)] + ["AGG_UPLINK_PORT"]
+    bad_values = [0x03, 0x81, 0xFF, 0x100, 0x101, 0x8000, 0x80000000, 0x10001]
+    refused = 0
+    for name in names:
+        addr = regmap.REGISTERS[name].addr
+        old = await tb.read(name)
+        assert old == tb.model.read(name), name
+        for bad in bad_values + [int(x) for x in rng.integers(0, 1 << 32, 3)]:
+            if bad in (0, *(1 << i for i in range(8))):
+                continue
+            try:
+                tb.model.write(name, bad)
+            except ValueError:
+                pass
+            else:
+                raise AssertionError(f"the model took {name} = {bad:#x}")
+            resp = await tb.write_resp(addr, bad.to_bytes(4, "little"))
+            assert resp == AxiResp.SLVERR, f"{name} = {bad:#x} answered {resp!r}"
+            assert await tb.read(name) == old, f"{name} changed by a refused write of {bad:#x}"
+            refused += 1
+        # byte strobes: the byte lands on the old value; lane 0 with two bits, or
+        # any nonzero byte in lanes 1-3, makes a value the register cannot hold
+        for lane, byte in ((0, 0x11), (0, 0xC0), (1, 0x01), (2, 0x80), (3, 0x04)):
+            merged = (old & ~(0xFF << 8 * lane)) | byte << 8 * lane
+            try:
+                tb.model.write(name, merged)
+            except ValueError:
+                pass
+            else:
+                raise AssertionError(f"the model took {name} = {merged:#x}")
+            assert await tb.write_resp(addr + lane, bytes([byte])) == AxiResp.SLVERR
+            assert await tb.read(name) == old
+            refused += 1
+    assert refused >= 9 * 13
+    # nothing was invalidated and no member moved: the open rounds complete
+    for s in range(cfg.slots):
+        for w in (1, 2):
+            await tb.send(*wl.gradient(w, s, 0))
+    await tb.check()
+    # legal values are taken (OKAY): 0 and every one-hot byte, also by byte strobe
+    for name in ("MEMBER_PORT_7", "AGG_UPLINK_PORT"):
+        addr = regmap.REGISTERS[name].addr
+        for v in (0, *(1 << i for i in range(8))):
+            await tb.write(name, v)
+            assert await tb.read(name) == tb.model.read(name) == v
+        assert await tb.write_resp(addr, b"\x20") == AxiResp.OKAY
+        tb.model.write(name, 0x20)
+        assert await tb.read(name) == tb.model.read(name) == 0x20
+    await tb.configure(cfg)
+    await tb.run(Workload(rng, cfg, noise=0.2), 60)
+    await tb.check()
+
+
+@cocotb.test()
+async def test_short_frames(dut: Any) -> None:
+    """Every frame length 42..63 and opcode: counted exactly like the model (RX, BAD_LENGTH)."""
+    tb = TB(dut)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 110)
+    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=True,
+                        mode_async=False, members=2, slots=2)
+    await tb.configure(cfg)
+    wl = Workload(rng, cfg, noise=0.0)
+    n_short = 0
+    for n in range(42, 64):
+        for op in (proto.Opcode.GRADIENT, proto.Opcode.RESULT, 0, 9):
+            if op == proto.Opcode.RESULT:
+                fr, port = wl.frame(op=op, worker=0, slot=0, seq=0, aux=1,
+                                    flags=int(proto.Flags.FROM_SWITCH) | int(cfg.dtype_int))
+            else:
+                fr, port = wl.gradient(int(rng.integers(0, 2)), 0, 0)
+            f = bytearray(fr[:n])
+            f[43:44] = bytes([op])[:len(f) - 43]
+            if rng.random() < 0.5:  # lengths consistent with the frame: only n < 64 fails
+                struct.pack_into("!H", f, 16, n - 14)
+                struct.pack_into("!H", f, 38, n - 34)
+            await tb.send(bytes(f), port)
+            n_short += 1
+        if n % 5 == 0:
+            await tb.send(*wl.gradient(n // 5 % 2, 1, n // 10))
+    await tb.check()
+    cnt = tb.model.counters()
+    assert cnt["CNT_DROP_BAD_LENGTH"] == n_short
+    assert cnt["CNT_RX_GRADIENT"] > 0 and cnt["CNT_RX_RESULT"] > 0
 
 
 # ---------------------------------------------------------------------------

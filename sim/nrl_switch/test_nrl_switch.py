@@ -2,11 +2,14 @@
 
 One scenario of mixed traffic goes through the switch: ordinary L2 frames
 (non-IP, IPv4 TCP, UDP to another port, IPv4 with options, runts), gradient
-rounds from three workers (a completed round, an interleaved second slot, a
-duplicate that triggers a resend), replay PUSHes, uniform and prioritized
-SAMPLE_REQs, an UPDATE with an out-of-range index, and malformed protocol
-frames that each engine must drop (wrong job, too short). The three classes
-are interleaved at random (seeded) while each keeps its own order.
+rounds from three workers (chunks of a tensor of ``TENSOR`` elements: a
+completed round, an interleaved second slot, a duplicate that triggers a
+resend, a round that fails on a tensor length mismatch with its ERROR
+RESULT multicast and re-sent), replay PUSHes, uniform and prioritized
+SAMPLE_REQs, an UPDATE with an out-of-range index, malformed protocol
+frames that each engine must drop (wrong job, too short) and a frame of
+every length 1..63. The classes are interleaved at random (seeded) while
+each keeps its own order. The configuration writes AGG_EPOCH.
 
 Expected output comes from :class:`hostdrv.model.SwitchModel` fed the same
 frames with the same ingress ports and configured through the same register
@@ -15,7 +18,11 @@ writes. Frames leave the switch through a round-robin merge, so the order
 differ from the model's; *within* each class the frames and destination
 bitmaps must match the model in order. After the traffic every counter is
 read over AXI4-Lite and compared with the model (the shared drop counters
-are the sum of both engines' counts) and the sink must be empty.
+are the sum of both engines' counts; CNT_DROP_MISMATCH comes from the
+aggregation engine through the register split) and the sink must be empty.
+``run_registers`` checks AGG_EPOCH through the split and the refusal of
+MEMBER_PORT / AGG_UPLINK_PORT values that are not 0 or one-hot (SLVERR from
+both engines' register files, value kept in both).
 
 The scenario runs under all four combinations of source idle cycles and sink
 backpressure, with a fresh model and a reset DUT each time.
@@ -44,6 +51,7 @@ from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError, with_timeo
 from cocotbext.axi import (
     AxiLiteBus,
     AxiLiteMaster,
+    AxiResp,
     AxiStreamBus,
     AxiStreamFrame,
     AxiStreamSink,
@@ -55,14 +63,17 @@ from hostdrv import regmap
 from hostdrv.model import MAC_PORTS, SwitchModel
 from sim.common.switch_scenario import (
     ACTOR_ID,
-    ELEMS,
+    EPOCH,
     JOB,
     LEARNER_ID,
     SWITCH_MAC,
     config_writes,
+    gradient_frame,
     interleave,
     l2_frames,
     member_frame,
+    mismatch_frames,
+    short_frames,
 )
 
 CLK_PERIOD_NS = 5
@@ -92,8 +103,7 @@ def agg_frames(rng: np.random.Generator) -> list[tuple[bytes, int]]:
     """Gradient traffic for the aggregation engine, including drops and a resend."""
 
     def grad(w: int, slot: int, rnd: int, job: int = JOB) -> tuple[bytes, int]:
-        v = rng.standard_normal(ELEMS).astype(np.float32)
-        return member_frame(w, proto.gradient(v, job=job, worker=w, slot=slot, round_=rnd))
+        return gradient_frame(rng, w, slot, rnd, job=job)
 
     out = [grad(0, 0, 0), grad(1, 0, 0), grad(0, 1, 0), grad(2, 0, 0)]  # slot 0 completes
     out += [grad(1, 1, 0), grad(0, 0, 0)]   # duplicate after completion: resend to worker 0
@@ -102,6 +112,7 @@ def agg_frames(rng: np.random.Generator) -> list[tuple[bytes, int]]:
     short, port = grad(2, 0, 1)
     out += [(short[:60], port)]             # cut short: BAD_LENGTH
     out += [grad(0, 0, 1), grad(1, 0, 1)]   # slot 0 round 1 stays open
+    out += mismatch_frames(rng, 1, 1)       # slot 1 round 1 fails: ERROR RESULT, resends
     return out
 
 
@@ -176,7 +187,12 @@ class TB:
         await ClockCycles(self.dut.clk, 4)
 
     async def write(self, reg: str, value: int) -> None:
-        await self.axil.write_dword(regmap.REGISTERS[reg].addr, value)
+        resp = await self.write_resp(regmap.REGISTERS[reg].addr, value)
+        assert resp == AxiResp.OKAY, f"write {reg} = {value:#x} answered {resp!r}"
+
+    async def write_resp(self, addr: int, value: int) -> AxiResp:
+        """A whole-word write; the AXI4-Lite response."""
+        return AxiResp((await self.axil.write(addr, value.to_bytes(4, "little"))).resp)
 
     async def read(self, reg: str) -> int:
         return int(await self.axil.read_dword(regmap.REGISTERS[reg].addr))
@@ -198,44 +214,13 @@ def cycle_pause() -> Iterator[int]:
     return itertools.cycle([1, 1, 1, 0])
 
 
-@cocotb.test()
-@cocotb.parametrize(idle_inserter=[None, cycle_pause], backpressure_inserter=[None, cycle_pause])
-async def run_mixed_traffic(dut: HierarchyObject,
-                            idle_inserter: Callable[[], Iterator[int]] | None,
-                            backpressure_inserter: Callable[[], Iterator[int]] | None) -> None:
-    """Mixed L2, aggregation and replay traffic against SwitchModel."""
-    tb = TB(dut)
-    await tb.reset()
-    tb.set_idle_generator(idle_inserter)
-    tb.set_backpressure_generator(backpressure_inserter)
+async def exchange(tb: TB, model: SwitchModel,
+                   frames: list[tuple[bytes, int]]) -> dict[str, list[Out]]:
+    """Send ``frames``; per class, the switch's output must be the model's, in order.
 
-    traffic = os.environ.get("NRL_TRAFFIC", "l2,agg,rpl").split(",")
-    seed = int(os.environ.get("NRL_SEED", "1"))
-    rng = random.Random(seed)
-    nrng = np.random.default_rng(seed)
-
-    if traffic == ["l2"]:
-        model = SwitchModel()
-        writes: list[tuple[str, int]] = []
-        frames = l2_frames(rng)
-    else:
-        assert await tb.read("MAGIC") == regmap.REGISTERS["MAGIC"].reset
-        model = SwitchModel(capacity=await tb.read("RPL_CAPACITY"),
-                            record_bytes=await tb.read("RPL_RECORD_BYTES"),
-                            max_slots=await tb.read("AGG_MAX_SLOTS"),
-                            max_elems=await tb.read("AGG_MAX_ELEMS"),
-                            build_hash=await tb.read("BUILD_HASH"))
-        writes = config_writes()
-        frames = interleave(
-            rng, l2_frames(rng) + l2_frames(rng) if L2 in traffic else [],
-            agg_frames(nrng) if AGG in traffic else [],
-            rpl_frames(nrng, model.read("RPL_RECORD_BYTES")) if RPL in traffic else [])
-
-    for reg, value in writes:
-        model.write(reg, value)
-        await tb.write(reg, value)
-
-    # expected output per class, in the model's order
+    Then nothing more may come out, and every counter must equal the model's.
+    Returns the expected output per class."""
+    dut = tb.dut
     expected: dict[str, list[Out]] = {c: [] for c in CLASSES}
     for frame, port in frames:
         cls = input_class(frame)
@@ -277,11 +262,109 @@ async def run_mixed_traffic(dut: HierarchyObject,
     have = {name: await tb.read(name) for name in regmap.COUNTERS}
     assert have == want, "counter mismatch: " + ", ".join(
         f"{k} {have[k]} != {want[k]}" for k in want if have[k] != want[k])
+    return expected
+
+
+async def new_model(tb: TB) -> SwitchModel:
+    """A model with the DUT's build parameters."""
+    return SwitchModel(capacity=await tb.read("RPL_CAPACITY"),
+                       record_bytes=await tb.read("RPL_RECORD_BYTES"),
+                       max_slots=await tb.read("AGG_MAX_SLOTS"),
+                       max_elems=await tb.read("AGG_MAX_ELEMS"),
+                       build_hash=await tb.read("BUILD_HASH"))
+
+
+@cocotb.test()
+@cocotb.parametrize(idle_inserter=[None, cycle_pause], backpressure_inserter=[None, cycle_pause])
+async def run_mixed_traffic(dut: HierarchyObject,
+                            idle_inserter: Callable[[], Iterator[int]] | None,
+                            backpressure_inserter: Callable[[], Iterator[int]] | None) -> None:
+    """Mixed L2, aggregation and replay traffic against SwitchModel."""
+    tb = TB(dut)
+    await tb.reset()
+    tb.set_idle_generator(idle_inserter)
+    tb.set_backpressure_generator(backpressure_inserter)
+
+    traffic = os.environ.get("NRL_TRAFFIC", "l2,agg,rpl").split(",")
+    seed = int(os.environ.get("NRL_SEED", "1"))
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+
+    if traffic == ["l2"]:
+        model = SwitchModel()
+        writes: list[tuple[str, int]] = []
+        frames = l2_frames(rng)
+    else:
+        assert await tb.read("MAGIC") == regmap.REGISTERS["MAGIC"].reset
+        model = await new_model(tb)
+        writes = config_writes()
+        frames = interleave(
+            rng, l2_frames(rng) + l2_frames(rng) if L2 in traffic else [],
+            agg_frames(nrng) if AGG in traffic else [],
+            rpl_frames(nrng, model.read("RPL_RECORD_BYTES")) if RPL in traffic else [],
+            short_frames(rng) if set(traffic) >= set(CLASSES) else [])
+
+    for reg, value in writes:
+        model.write(reg, value)
+        await tb.write(reg, value)
+
+    expected = await exchange(tb, model, frames)
+    if AGG in traffic:
+        # the failed round: two MISMATCH drops, an ERROR RESULT multicast and re-sent
+        assert model.read("CNT_DROP_MISMATCH") == 2
+        errors = [o for o in expected[AGG] if o.frame[44] & proto.Flags.ERROR]
+        assert len(errors) == 3 and not errors[0].frame[44] & proto.Flags.RESEND
 
     if traffic != ["l2"]:
-        for reg in ("JOB_ID", "UDP_PORT", "MEMBER_IP_4", "AGG_ELEMS", "RPL_SEED", "RPL_SIZE",
-                    "RPL_WPTR", "RPL_TOTAL_LO", "RPL_TOTAL_HI"):
+        for reg in ("JOB_ID", "UDP_PORT", "MEMBER_IP_4", "AGG_ELEMS", "AGG_EPOCH", "RPL_SEED",
+                    "RPL_SIZE", "RPL_WPTR", "RPL_TOTAL_LO", "RPL_TOTAL_HI"):
             assert await tb.read(reg) == model.read(reg), reg
+
+
+@cocotb.test(skip=os.environ.get("NRL_TRAFFIC", "l2,agg,rpl") == "l2")
+async def run_registers(dut: HierarchyObject) -> None:
+    """AGG_EPOCH through the register split; MEMBER_PORT / AGG_UPLINK_PORT refusal (SLVERR).
+
+    A refused member table write must leave both engines' copies as they
+    were: the workers' round and the actor's and learner's requests that
+    follow are accepted exactly as the model accepts them."""
+    tb = TB(dut)
+    await tb.reset()
+    model = await new_model(tb)
+    for reg, value in config_writes():
+        model.write(reg, value)
+        await tb.write(reg, value)
+    # the epoch mailbox lives in the aggregation engine's register file
+    assert await tb.read("AGG_EPOCH") == model.read("AGG_EPOCH") == EPOCH
+    for v in (0xFF000000, 0x12345678, EPOCH + (1 << 24)):
+        model.write("AGG_EPOCH", v)
+        await tb.write("AGG_EPOCH", v)
+        assert await tb.read("AGG_EPOCH") == v
+    # refused writes: SLVERR, the register keeps its value
+    for name, bad in (("MEMBER_PORT_0", 0x05), ("MEMBER_PORT_1", 0x100),
+                      ("MEMBER_PORT_3", 0xFF), ("MEMBER_PORT_4", 0x80000002),
+                      ("AGG_UPLINK_PORT", 0x11), ("AGG_UPLINK_PORT", 0x300)):
+        old = await tb.read(name)
+        assert old == model.read(name)
+        try:
+            model.write(name, bad)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"the model took {name} = {bad:#x}")
+        resp = await tb.write_resp(regmap.REGISTERS[name].addr, bad)
+        assert resp == AxiResp.SLVERR, f"{name} = {bad:#x} answered {resp!r}"
+        assert await tb.read(name) == old, name
+    # a legal uplink write answers OKAY
+    model.write("AGG_UPLINK_PORT", 0x40)
+    await tb.write("AGG_UPLINK_PORT", 0x40)
+    assert await tb.read("AGG_UPLINK_PORT") == 0x40
+    nrng = np.random.default_rng(3)
+    frames = [gradient_frame(nrng, w, 0, 0) for w in range(3)]
+    frames += mismatch_frames(nrng, 1, 0)
+    frames += rpl_frames(nrng, model.read("RPL_RECORD_BYTES"))[:4]
+    await exchange(tb, model, frames)
+    assert model.read("CNT_DROP_MISMATCH") == 2 and model.read("CNT_TX_PUSH_ACK") == 2
 
 
 @cocotb.test()

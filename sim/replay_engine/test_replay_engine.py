@@ -35,6 +35,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import (
     AxiLiteBus,
     AxiLiteMaster,
+    AxiResp,
     AxiStreamBus,
     AxiStreamFrame,
     AxiStreamSink,
@@ -177,11 +178,13 @@ class TB:
         return self.model
 
     async def write(self, name: str, value: int) -> None:
-        """Write a register in the model and in the DUT, once the traffic before it is done."""
+        """Write a register in the model and in the DUT (answering OKAY), once the traffic
+        before it is done."""
         if self.expected or self.received:
             await self.quiesce()
         self.m.write(name, value)
-        await self.axil.write_dword(regmap.REGISTERS[name].addr, value)
+        resp = await self.axil.write(regmap.REGISTERS[name].addr, value.to_bytes(4, "little"))
+        assert resp.resp == AxiResp.OKAY, f"write {name} = {value:#x} answered {resp.resp!r}"
 
     async def quiesce(self) -> None:
         """Wait until every frame sent so far has been processed and answered."""
@@ -363,9 +366,29 @@ async def test_registers(dut: HierarchyObject) -> None:
     for name in ("JOB_ID", "UDP_PORT", "SWITCH_MAC_HI", "MEMBER_PORT_5", "MEMBER_UDP_6",
                  "MEMBER_ROLE_7", "SWITCH_IP", "MCAST_IP", "RPL_SEED"):
         value = tb.rng.getrandbits(regs[name].width)
+        if name.startswith("MEMBER_PORT"):
+            value = 1 << tb.rng.randrange(8)  # 0 or one-hot
         await tb.write(name, value)
         got = await tb.read(name)
         assert got == tb.m.read(name) == value, f"{name}: RTL {got:#x} model {tb.m.read(name):#x}"
+    # MEMBER_PORT refuses anything but 0 or one port bit: SLVERR, value kept
+    for i in range(8):
+        name = f"MEMBER_PORT_{i}"
+        addr = regs[name].addr
+        old = await tb.read(name)
+        for bad in (0x03, 0x81, 0xFF, 0x100, 0x80000010, tb.rng.getrandbits(32) | 0x300):
+            try:
+                tb.m.write(name, bad)
+            except ValueError:
+                pass
+            else:
+                raise AssertionError(f"the model took {name} = {bad:#x}")
+            resp = await tb.axil.write(addr, bad.to_bytes(4, "little"))
+            assert resp.resp == AxiResp.SLVERR, f"{name} = {bad:#x} answered {resp.resp!r}"
+            assert await tb.read(name) == tb.m.read(name) == old, name
+        resp = await tb.axil.write(addr + 1, b"\x02")  # byte 1 alone: 0x200 | old
+        assert resp.resp == AxiResp.SLVERR
+        assert await tb.read(name) == old, name
     await tb.write("CTRL", 0x80000001)
     assert await tb.read("CTRL") == tb.m.read("CTRL") == 1
     await tb.write("CTRL", 3)
@@ -459,10 +482,15 @@ def _bad_frames(tb: TB) -> list[tuple[str, bytes, int]]:
     out.append(("BAD_LENGTH", fix_lengths(f[:-tb.record_bytes]), a.port))  # payload vs count
     out.append(("BAD_LENGTH", fix_lengths(_raw(smp, lrn) + bytes(32)), lrn.port))
     out.append(("BAD_LENGTH", fix_lengths(_raw(upd, lrn) + bytes(8)), lrn.port))
-    for off, val in ((42, 2), (44, 0x10), (44, 0x80), (60, 1), (63, 0x80)):
+    for off, val in ((42, 2), (44, 0x20), (44, 0x40), (44, 0x80), (44, 0xF2), (60, 1),
+                     (63, 0x80)):
         f = _raw(smp, lrn)
         f[off] = val
-        out.append(("BAD_HEADER", bytes(f), lrn.port))  # version, flags, reserved
+        out.append(("BAD_HEADER", bytes(f), lrn.port))  # version, flags 7:5, word 60
+    for msg, m in ((_push_msg(tb), a), (upd, lrn)):
+        f = _raw(msg, m)
+        f[62] = 0x01
+        out.append(("BAD_HEADER", bytes(f), m.port))  # word 60 on PUSH and UPDATE
     ack = Message(Opcode.PUSH_ACK, 0, JOB, 0, 0, 1, 2, 0)
     out.append(("BAD_HEADER", bytes(_raw(ack, a)), a.port))
     resp = Message(Opcode.SAMPLE_RESP, 0, JOB, 1, 0, 1, 1, 0, bytes(64 + tb.record_bytes))
@@ -544,6 +572,20 @@ async def test_malformed(dut: HierarchyObject, backpressure: bool) -> None:
         # valid traffic in between shows the state did not change
         if tb.rng.random() < 0.3:
             await tb.sample(LEARNERS[1], 2, True)
+    # flags bit 4 (ERROR) and bits 0, 2, 3 are ignored on replay requests: accepted
+    a, lrn = MEMBERS[0], MEMBERS[1]
+    drops = {k: v for k, v in tb.m.counters().items() if k.startswith("CNT_DROP_")}
+    for fl in (0x10, 0x1D):
+        msg = _push_msg(tb, 2)
+        msg.flags = fl
+        await tb.send(frame_of(msg, a, validate=False), a.port)
+        smp = sample_request(2, job=JOB, worker=lrn.wid, seq=tb.next_seq(), prioritized=fl == 0x10)
+        smp.flags |= fl
+        await tb.send(frame_of(smp, lrn, validate=False), lrn.port)
+        upd = update([0], [3], job=JOB, worker=lrn.wid, seq=tb.next_seq())
+        upd.flags = fl
+        await tb.send(frame_of(upd, lrn, validate=False), lrn.port)
+    assert drops == {k: v for k, v in tb.m.counters().items() if k.startswith("CNT_DROP_")}
     # DISABLED: replay engine off in CTRL
     await tb.write("CTRL", 0x1)
     await tb.push(ACTORS[0], 2)
