@@ -7,8 +7,10 @@
 ``rtl_model``
     The switch RTL (``hw/rtl``) built with Verilator and driven pin by pin,
     with the model's API (:class:`~hostdrv.backends.rtl_model.RtlSwitch`);
-    its C++ clock loop is ``rtl_harness.cpp``; ``rtl_tools`` sets up Verilator
-    and reads ``.f`` file lists (for the cocotb testbenches too).
+    its C++ clock loop is ``rtl_harness.cpp`` and its sources ``hw_rtl/`` (a
+    link to ``hw/rtl``; a wheel holds a copy), both package data found with
+    importlib.resources; ``rtl_tools`` sets up Verilator and reads ``.f`` file
+    lists (for the cocotb testbenches too).
 ``rtl_server``
     The sim switch (``sim://``): the soft switch's UDP server serving an
     ``RtlSwitch`` (``netfpga-simswitch``, ``python -m hostdrv.backends.rtl_server``).

@@ -29,15 +29,17 @@ it once per frame (or per burst of frames) and once per register access.
 
 Build cache
 -----------
-One build directory per top and parameter set
-(``sim_build/rtlsim/<top>_<K><V>...``). A build is reused while the RTL
+One build directory per top and parameter set under :data:`BUILD_ROOT`
+(``sim_build/rtlsim/<top>_<K><V>...`` in a checkout; an installed package
+builds in ``~/.cache/netfpga-rl/rtlsim``; ``NRL_SIM_BUILD`` overrides both).
+The sources are the package's own (:data:`RTL_DIR`). A build is reused while the RTL
 sources, the parameters and the harness are unchanged (``build.json`` holds
 their hash); the loaded library is a copy named after that hash, so a rebuild
 never rewrites a file another process has mapped. Builds are serialized with
 ``fcntl.flock`` on ``<build dir>/.lock``, so parallel test workers or servers
 wait for one build instead of racing.
 
-Environment: ``NRL_SIM_JOBS`` make jobs for the C++ compile (default 1),
+Environment: ``NRL_SIM_BUILD`` the build root, ``NRL_SIM_JOBS`` make jobs for the C++ compile (default 1),
 ``NRL_SIM_OPT`` C++ optimization of the per-clock code (default ``-O2``: about twice
 as fast as Verilator's ``-Os`` for a quarter more compile time).
 """
@@ -77,9 +79,28 @@ __all__ = [
     "param_tag",
 ]
 
-REPO = Path(__file__).resolve().parents[2]
-RTL_DIR = REPO / "hw" / "rtl"
-BUILD_ROOT = REPO / "sim_build" / "rtlsim"
+_DATA = importlib.resources.files("hostdrv.backends")
+RTL_DIR = Path(str(_DATA.joinpath("hw_rtl"))).resolve()
+"""The RTL sources (``*.v``, ``*.vh``, ``*.f``), package data found with importlib.resources:
+``hostdrv/backends/hw_rtl`` is a link to the checkout's ``hw/rtl`` (so this is ``hw/rtl``
+in a checkout or an editable install) and a copy of it in a wheel."""
+
+
+def _default_build_root() -> Path:
+    """``$NRL_SIM_BUILD``, else ``sim_build/rtlsim`` of the checkout the RTL comes from,
+    else ``$XDG_CACHE_HOME/netfpga-rl/rtlsim`` (``~/.cache``) for an installed package."""
+    env = os.environ.get("NRL_SIM_BUILD")
+    if env:
+        return Path(env).resolve()
+    checkout = RTL_DIR.parents[1]
+    if RTL_DIR.parent.name == "hw" and (checkout / "pyproject.toml").is_file():
+        return checkout / "sim_build" / "rtlsim"
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "netfpga-rl" / "rtlsim"
+
+
+BUILD_ROOT = _default_build_root()
+"""Where builds go unless ``build_dir`` says otherwise (one folder per top and parameters)."""
 HARNESS_VERSION = 3
 """Bumped whenever :data:`HARNESS_CPP` or the build flags change (part of the cache key)."""
 
@@ -100,8 +121,7 @@ class RtlSimError(RuntimeError):
 # ---------------------------------------------------------------------------
 # C++ harness
 
-HARNESS_CPP = importlib.resources.files("hostdrv.backends").joinpath(
-    "rtl_harness.cpp").read_text(encoding="utf-8")
+HARNESS_CPP = _DATA.joinpath("rtl_harness.cpp").read_text(encoding="utf-8")
 """The harness source (``hostdrv/backends/rtl_harness.cpp``, package data); ``@TOP@`` stands
 for the top module's name."""
 
@@ -125,7 +145,7 @@ def _sources(top: str) -> list[Path]:
             out.append(vfile.resolve())
     else:
         out = [vfile.resolve()]
-    missing = [str(p.relative_to(REPO)) for p in out if not p.is_file()]
+    missing = [str(p) for p in out if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"cannot build top={top!r}: missing RTL " + ", ".join(missing))
     return out
@@ -199,7 +219,7 @@ class RtlBuild:
     top, params:
         What was built.
     build_dir:
-        Where (``sim_build/rtlsim/<top>_<params>``).
+        Where (:data:`BUILD_ROOT` ``/<top>_<params>`` unless chosen).
     library:
         The shared object to load (a copy named after the build hash).
     built:
@@ -220,7 +240,8 @@ class RtlBuild:
 
 def build_rtl(top: str = "nrl_switch", params: Mapping[str, int | str] | None = None,
               build_dir: str | Path | None = None, *, quiet: bool = True) -> RtlBuild:
-    """Build ``hw/rtl/<top>`` with Verilator (pyverilator + the harness), or reuse the cache.
+    """Build ``hw/rtl/<top>`` (:data:`RTL_DIR`) with Verilator (pyverilator + the harness), or
+    reuse the cache.
 
     Parameters
     ----------
@@ -229,7 +250,7 @@ def build_rtl(top: str = "nrl_switch", params: Mapping[str, int | str] | None = 
     params:
         Verilog parameters (``-G``), e.g. ``{"RPL_CAPACITY": 1024}``.
     build_dir:
-        Build directory (default ``sim_build/rtlsim/<top>_<params>``).
+        Build directory (default :data:`BUILD_ROOT` ``/<top>_<params>``).
     quiet:
         Hide the C++ compiler's output (Verilator's own goes to stderr).
 
@@ -348,7 +369,7 @@ class RtlSwitch:
     params:
         Verilog parameters, e.g. ``{"RPL_CAPACITY": 1024, "DATA_WIDTH": 512}``.
     build_dir:
-        Build directory (default ``sim_build/rtlsim/<top>_<params>``).
+        Build directory (default :data:`BUILD_ROOT` ``/<top>_<params>``).
     idle_cycles:
         Clocks of silence on ``m_axis`` after the last input beat that end a
         :meth:`process` call. Must exceed the longest silence between an input
