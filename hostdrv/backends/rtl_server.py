@@ -189,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="top module in hw/rtl (nrl_switch; grad_agg or replay_engine alone)")
     p.add_argument("--param", action="append", type=_param, default=[], metavar="K=V",
                    help="Verilog parameter, repeatable (e.g. RPL_CAPACITY=4096 DATA_WIDTH=512)")
-    p.add_argument("--build-dir", help="Verilator build directory (default: sim_build/rtlsim/... in a checkout, "
+    p.add_argument("--build-dir",
+                   help="Verilator build directory (default: sim_build/rtlsim/... in a checkout, "
                         "~/.cache/netfpga-rl/rtlsim/... installed; NRL_SIM_BUILD)")
     p.add_argument("--idle-cycles", type=int, default=None,
                    help="quiet clocks on m_axis that end the processing of a datagram "
