@@ -210,7 +210,8 @@ def test_bad_board_urls(tmp_path: Path) -> None:
 def test_udp_data_path_with_soft_switch(tmp_path: Path, switch: SoftSwitch) -> None:
     soft = SwitchControl(switch.url)
     soft.configure_aggregation(members=2, slots=4, elems=32)
-    fake = FakeRwaxi(tmp_path, {n: soft.read(n) for n in ("AGG_SLOTS", "AGG_ELEMS", "AGG_DTYPE")})
+    fake = FakeRwaxi(tmp_path, {n: soft.read(n)
+                                for n in ("AGG_SLOTS", "AGG_ELEMS", "AGG_DTYPE", "AGG_MEMBERS")})
     host, port = switch.address
     url = f"udp://{host}:{port}?{fake.query()}"
     fast = dict(timeout=0.05, retries=20)
@@ -352,7 +353,7 @@ def test_eth_loopback_end_to_end(tmp_path: Path) -> None:
     probe = subprocess.run([unshare, "-n", "true"], capture_output=True, text=True, timeout=10)
     if probe.returncode != 0:
         pytest.skip(f"cannot create a network namespace: {probe.stderr.strip()}")
-    fake = FakeRwaxi(tmp_path)
+    fake = FakeRwaxi(tmp_path, {"AGG_MEMBERS": 2})  # the job the child configures
     script = tmp_path / "eth_child.py"
     script.write_text(textwrap.dedent(ETH_CHILD))
     env = dict(os.environ, PYTHONPATH=str(REPO))
