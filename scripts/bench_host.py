@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
 
 from hostdrv import Aggregator, SoftSwitch, SoftSwitchProcess, SwitchControl  # noqa: E402
 from hostdrv.protocol import MAX_JUMBO_ELEMS  # noqa: E402
-from hostdrv.transport import SOL_UDP, UDP_GRO, tune_socket  # noqa: E402
+from hostdrv.net import SOL_UDP, UDP_GRO, tune_socket  # noqa: E402
 
 TENSOR_ELEMS = 1 << 20  # 4 MB of float32
 WORKERS = 4

@@ -5,7 +5,7 @@ mailbox included), member frames, gradient chunks of a tensor of ``TENSOR``
 elements, a round that fails on a tensor length mismatch, frames of every
 length below 64 bytes, ordinary L2 traffic, and a random merge of frame
 streams that keeps each stream's order. ``sim/nrl_switch/test_nrl_switch.py`` (cocotb) and
-``tests/test_rtlsim.py`` (Verilator via ``hostdrv.rtlsim``) build their
+``tests/test_rtlsim.py`` (Verilator via ``hostdrv.backends.rtl_model``) build their
 traffic from these and compare the RTL with ``hostdrv.model``.
 """
 
