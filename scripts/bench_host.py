@@ -37,8 +37,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from hostdrv import Aggregator, SoftSwitch, SoftSwitchProcess, SwitchControl  # noqa: E402
-from hostdrv.protocol import MAX_JUMBO_ELEMS  # noqa: E402
 from hostdrv.net import SOL_UDP, UDP_GRO, tune_socket  # noqa: E402
+from hostdrv.protocol import MAX_JUMBO_ELEMS  # noqa: E402
 
 TENSOR_ELEMS = 1 << 20  # 4 MB of float32
 WORKERS = 4
