@@ -1094,17 +1094,24 @@ reg [3:1]            f_samec_reg;
  * completes now, the index after the payload beat taken now, or the index
  * of the beat that waits. Beats of the frame streaming in carry "same copy";
  * a completing header re-evaluates it for every beat in flight.
+ *
+ * The three candidates are kept as nets (keep: the LUT mapper may not merge
+ * them with the select into one deep tree of wide LUTs; at the switch level
+ * it built 11 levels from p2_pidx_reg to in_hazard_reg without the cut).
  */
+(* keep *)
 wire hz_first = (p1_valid_reg && p1_pidx_reg == {PIDX_W{1'b0}} && p1_sc_reg == sc_now)
              || (p2_valid_reg && p2_pidx_reg == {PIDX_W{1'b0}} && p2_sc_reg == sc_now)
              || (f_valid_reg[1] && f_pidx_reg[1] == {PIDX_W{1'b0}} && f_sc_reg[1] == sc_now)
              || (f_valid_reg[2] && f_pidx_reg[2] == {PIDX_W{1'b0}} && f_sc_reg[2] == sc_now)
              || (f_valid_reg[3] && f_pidx_reg[3] == {PIDX_W{1'b0}} && f_sc_reg[3] == sc_now);
+(* keep *)
 wire hz_adv = (p1_valid_reg && p1_samec_reg && p1_pidx_reg == pidx_p1_reg)
            || (p2_valid_reg && p2_samec_reg && p2_pidx_reg == pidx_p1_reg)
            || (f_valid_reg[1] && f_samec_reg[1] && f_pidx_reg[1] == pidx_p1_reg)
            || (f_valid_reg[2] && f_samec_reg[2] && f_pidx_reg[2] == pidx_p1_reg)
            || (f_valid_reg[3] && f_samec_reg[3] && f_pidx_reg[3] == pidx_p1_reg);
+(* keep *)
 wire hz_stay = (p1_valid_reg && p1_samec_reg && p1_pidx_reg == pidx_reg)
             || (p2_valid_reg && p2_samec_reg && p2_pidx_reg == pidx_reg)
             || (f_valid_reg[1] && f_samec_reg[1] && f_pidx_reg[1] == pidx_reg)
