@@ -37,8 +37,8 @@ THE SOFTWARE.
  * tvalid after the one served last (round robin), and holds the grant until
  * that packet's tlast beat has been transferred, so packets never
  * interleave and back-to-back packets leave with no idle clock between
- * them. The output is registered through a skid buffer, so m_axis_tready
- * reaches no input combinationally.
+ * them. The output is registered through a skid buffer (nrl_axis_skid), so
+ * m_axis_tready reaches no input combinationally.
  */
 module nrl_axis_merge #
 (
@@ -102,10 +102,9 @@ reg [CL_S_COUNT-1:0] last_reg, last_next;
 reg  [DATA_WIDTH-1:0] m_axis_tdata_int;
 reg  [KEEP_WIDTH-1:0] m_axis_tkeep_int;
 reg                   m_axis_tvalid_int;
-reg                   m_axis_tready_int_reg;
+wire                  m_axis_tready_int;
 reg                   m_axis_tlast_int;
 reg  [USER_WIDTH-1:0] m_axis_tuser_int;
-wire                  m_axis_tready_int_early;
 
 // round robin: first valid input after last_reg
 reg [CL_S_COUNT-1:0] arb_sel;
@@ -130,7 +129,7 @@ end
 
 wire [CL_S_COUNT-1:0] cur_sel = active_reg ? sel_reg : arb_sel;
 wire cur_valid = active_reg ? s_axis_tvalid[sel_reg] : arb_found;
-wire xfer = cur_valid && m_axis_tready_int_reg;
+wire xfer = cur_valid && m_axis_tready_int;
 
 assign s_axis_tready = {{S_COUNT-1{1'b0}}, xfer} << cur_sel;
 
@@ -164,91 +163,30 @@ always @(posedge clk) begin
     end
 end
 
-// output datapath: registered output plus one skid (temp) register
-reg [DATA_WIDTH-1:0] m_axis_tdata_reg;
-reg [KEEP_WIDTH-1:0] m_axis_tkeep_reg;
-reg                  m_axis_tvalid_reg, m_axis_tvalid_next;
-reg                  m_axis_tlast_reg;
-reg [USER_WIDTH-1:0] m_axis_tuser_reg;
-
-reg [DATA_WIDTH-1:0] temp_m_axis_tdata_reg;
-reg [KEEP_WIDTH-1:0] temp_m_axis_tkeep_reg;
-reg                  temp_m_axis_tvalid_reg, temp_m_axis_tvalid_next;
-reg                  temp_m_axis_tlast_reg;
-reg [USER_WIDTH-1:0] temp_m_axis_tuser_reg;
-
-reg store_int_to_output;
-reg store_int_to_temp;
-reg store_temp_to_output;
-
-assign m_axis_tdata = m_axis_tdata_reg;
-assign m_axis_tkeep = m_axis_tkeep_reg;
-assign m_axis_tvalid = m_axis_tvalid_reg;
-assign m_axis_tlast = m_axis_tlast_reg;
-assign m_axis_tuser = m_axis_tuser_reg;
-
-// ready next cycle when the output or the temp register will have room,
-// given what may arrive this cycle
-assign m_axis_tready_int_early = m_axis_tready ||
-    (!temp_m_axis_tvalid_reg && (!m_axis_tvalid_reg || !m_axis_tvalid_int));
-
-always @* begin
-    m_axis_tvalid_next = m_axis_tvalid_reg;
-    temp_m_axis_tvalid_next = temp_m_axis_tvalid_reg;
-
-    store_int_to_output = 1'b0;
-    store_int_to_temp = 1'b0;
-    store_temp_to_output = 1'b0;
-
-    if (m_axis_tready_int_reg) begin
-        // input side may transfer
-        if (m_axis_tready || !m_axis_tvalid_reg) begin
-            // output register free: fill it directly
-            m_axis_tvalid_next = m_axis_tvalid_int;
-            store_int_to_output = 1'b1;
-        end else begin
-            // output busy: park in the temp register
-            temp_m_axis_tvalid_next = m_axis_tvalid_int;
-            store_int_to_temp = 1'b1;
-        end
-    end else if (m_axis_tready) begin
-        // input stalled: drain the temp register into the output
-        m_axis_tvalid_next = temp_m_axis_tvalid_reg;
-        temp_m_axis_tvalid_next = 1'b0;
-        store_temp_to_output = 1'b1;
-    end
-end
-
-always @(posedge clk) begin
-    m_axis_tvalid_reg <= m_axis_tvalid_next;
-    m_axis_tready_int_reg <= m_axis_tready_int_early;
-    temp_m_axis_tvalid_reg <= temp_m_axis_tvalid_next;
-
-    if (store_int_to_output) begin
-        m_axis_tdata_reg <= m_axis_tdata_int;
-        m_axis_tkeep_reg <= m_axis_tkeep_int;
-        m_axis_tlast_reg <= m_axis_tlast_int;
-        m_axis_tuser_reg <= m_axis_tuser_int;
-    end else if (store_temp_to_output) begin
-        m_axis_tdata_reg <= temp_m_axis_tdata_reg;
-        m_axis_tkeep_reg <= temp_m_axis_tkeep_reg;
-        m_axis_tlast_reg <= temp_m_axis_tlast_reg;
-        m_axis_tuser_reg <= temp_m_axis_tuser_reg;
-    end
-
-    if (store_int_to_temp) begin
-        temp_m_axis_tdata_reg <= m_axis_tdata_int;
-        temp_m_axis_tkeep_reg <= m_axis_tkeep_int;
-        temp_m_axis_tlast_reg <= m_axis_tlast_int;
-        temp_m_axis_tuser_reg <= m_axis_tuser_int;
-    end
-
-    if (rst) begin
-        m_axis_tvalid_reg <= 1'b0;
-        m_axis_tready_int_reg <= 1'b0;
-        temp_m_axis_tvalid_reg <= 1'b0;
-    end
-end
+// output register slice: the merged beat is offered only in a clock the
+// slice is ready (xfer), so the slice's registered s_axis_tready is the
+// arbiter's ready and m_axis_tready reaches no input combinationally
+nrl_axis_skid #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH),
+    .USER_WIDTH(USER_WIDTH)
+)
+out_skid_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(m_axis_tdata_int),
+    .s_axis_tkeep(m_axis_tkeep_int),
+    .s_axis_tvalid(m_axis_tvalid_int),
+    .s_axis_tready(m_axis_tready_int),
+    .s_axis_tlast(m_axis_tlast_int),
+    .s_axis_tuser(m_axis_tuser_int),
+    .m_axis_tdata(m_axis_tdata),
+    .m_axis_tkeep(m_axis_tkeep),
+    .m_axis_tvalid(m_axis_tvalid),
+    .m_axis_tready(m_axis_tready),
+    .m_axis_tlast(m_axis_tlast),
+    .m_axis_tuser(m_axis_tuser)
+);
 
 endmodule
 
