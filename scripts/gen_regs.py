@@ -31,6 +31,24 @@ OUT_PROTO_MD = REPO / "docs" / "constants.md"
 OUT_H = REPO / "hostdrv" / "native" / "nrl_protocol.h"
 
 
+ENGINES = ("agg", "rpl", "both", "switch")
+"""Who keeps an RTL counter (``engine:`` in hw/regs.yaml); ``both``: each engine
+counts its own frames and a read returns the sum (nrl_axil_split)."""
+
+COUNTER_WINDOW_WORDS = 32
+"""The RTL counters lie in one aligned window of this many 32-bit words."""
+
+
+def counter_window(regs: list[dict[str, Any]]) -> int:
+    """Base address of the aligned window that holds every RTL counter."""
+    addrs = [r["addr"] for r in regs if r["access"] == "rc" and not r["server"]]
+    size = 4 * COUNTER_WINDOW_WORDS
+    base = min(addrs) - min(addrs) % size
+    if max(addrs) >= base + size:
+        raise ValueError(f"the counters do not fit one {size}-byte window at {base:#x}")
+    return base
+
+
 def load(path: Path = SOURCE) -> dict[str, Any]:
     """Load and validate the YAML register map; expand arrays into flat registers."""
     spec = yaml.safe_load(path.read_text())
@@ -65,8 +83,14 @@ def load(path: Path = SOURCE) -> dict[str, Any]:
             raise ValueError(f"register {r['name']}: address {a:#x} already used by {seen[a]}")
         if r["access"] not in ("ro", "rw", "rc"):
             raise ValueError(f"register {r['name']}: bad access {r['access']!r}")
+        rtl_counter = r["access"] == "rc" and not r["server"]
+        if rtl_counter and r.get("engine") not in ENGINES:
+            raise ValueError(f"counter {r['name']}: engine must be one of {ENGINES}")
+        if not rtl_counter and "engine" in r:
+            raise ValueError(f"register {r['name']}: engine is for the RTL counters only")
         seen[a] = r["name"]
     spec["flat"] = regs
+    spec["counter_window"] = counter_window(regs)
     spec["arrays"] = arrays
     return spec
 
@@ -94,6 +118,19 @@ def render_vh(spec: dict[str, Any]) -> str:
         if "index" in r or r["access"] == "rc":
             continue
         lines.append(f"localparam [31:0] RST_{r['name']} = 32'h{r['reset']:08X};")
+    lines.append("")
+    base = spec["counter_window"]
+    lines.append("// Counter owners (engine: in hw/regs.yaml): bit i of a mask stands for the counter at")
+    lines.append("// REG_CNT_WINDOW + 4*i; `both` sets the bit in CNT_AGG and CNT_RPL (a read sums them).")
+    lines.append(f"localparam [{aw - 1}:0] REG_CNT_WINDOW = {aw}'h{base:03X};")
+    lines.append(f"localparam integer REG_CNT_WINDOW_WORDS = {COUNTER_WINDOW_WORDS};")
+    for mask_name, owners in (("AGG", ("agg", "both")), ("RPL", ("rpl", "both")), ("SWITCH", ("switch",))):
+        mask = 0
+        for r in spec["flat"]:
+            if r.get("engine") in owners:
+                mask |= 1 << ((r["addr"] - base) // 4)
+        lines.append(f"localparam [{COUNTER_WINDOW_WORDS - 1}:0] CNT_{mask_name} = "
+                     f"{COUNTER_WINDOW_WORDS}'h{mask:08X};")
     lines.append("")
     return "\n".join(lines)
 
@@ -197,15 +234,24 @@ def render_md(spec: dict[str, Any]) -> str:
             out.append("")
             out.append(f"{arr['count']} entries at `0x{arr['base']:03X} + i * 0x{arr['stride']:X}`.")
         out.append("")
-        out.append("| address | name | access | reset | description |")
-        out.append("|---|---|---|---|---|")
+        owned = any("engine" in r for r in block["registers"])
+        if owned:
+            out.append("Engine: who keeps the counter (`agg` aggregation engine, `rpl` replay engine,")
+            out.append("`both` each engine for its own frames, a read returns the sum, `switch` the switch top).")
+            out.append("")
+            out.append("| address | name | access | engine | description |")
+            out.append("|---|---|---|---|---|")
+        else:
+            out.append("| address | name | access | reset | description |")
+            out.append("|---|---|---|---|---|")
         for r in block["registers"]:
             addr = r.get("addr", (arr or {}).get("base", 0) + r.get("offset", 0))
             name = r["name"] + ("[i]" if arr else "")
             reset = "" if r["access"] == "rc" else f"0x{r.get('reset', 0):X}"
             if r.get("param"):
                 reset += " (param)"
-            out.append(f"| 0x{addr:03X} | `{name}` | {r['access']} | {reset} | {r['doc']} |")
+            fourth = r["engine"] if owned else reset
+            out.append(f"| 0x{addr:03X} | `{name}` | {r['access']} | {fourth} | {r['doc']} |")
         out.append("")
     return "\n".join(out)
 

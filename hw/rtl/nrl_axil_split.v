@@ -42,15 +42,16 @@ THE SOFTWARE.
  *     everything else (0x040-0x07F AGG_* with the AGG_EPOCH
  *     mailbox at 0x078, counters, ...)                    aggregation engine
  *   reads
- *     0x080-0x0FF RPL_*; CNT_RX_PUSH, CNT_RX_SAMPLE, CNT_RX_UPDATE,
- *     CNT_TX_PUSH_ACK, CNT_TX_SAMPLE_RESP, CNT_DROP_EMPTY,
- *     CNT_DROP_BAD_INDEX                                  replay engine
- *     CNT_PASS                                            this module
- *     CNT_DROP_BAD_LENGTH ... CNT_DROP_BAD_COUNT (the checks
- *     both engines make)                                  sum of both engines
- *     everything else (identity, control, AGG_* and AGG_EPOCH,
- *     members, aggregation counters: CNT_DROP_BAD_DTYPE ...
- *     CNT_DROP_LATE and CNT_DROP_MISMATCH)                aggregation engine
+ *     0x080-0x0FF RPL_*                                   replay engine
+ *     counters (0x200-0x27F): by the owner hw/regs.yaml
+ *     gives each (engine:, generated into nrl_regs.vh as
+ *     the CNT_AGG, CNT_RPL, CNT_SWITCH masks)
+ *       rpl                                               replay engine
+ *       switch (CNT_PASS)                                 this module
+ *       both (the checks both engines make)               sum of both engines
+ *       agg, and unused counter addresses                 aggregation engine
+ *     everything else (identity, control, AGG_* and
+ *     AGG_EPOCH, members)                                 aggregation engine
  *
  * A write that goes to both engines completes when both have answered; the
  * response is the OR of theirs (OKAY unless one failed: a MEMBER_PORT value
@@ -198,28 +199,28 @@ function [1:0] wr_route(input [11:0] a);
 endfunction
 
 // read routing: bit 0 aggregation engine, bit 1 replay engine (both: sum),
-// 2'b00 this module (CNT_PASS)
+// 2'b00 this module (CNT_PASS). A counter goes where its owner in
+// hw/regs.yaml says (the generated CNT_AGG/CNT_RPL/CNT_SWITCH masks); a
+// counter-window address no counter uses goes to the aggregation engine.
+localparam CNT_WORD_W = $clog2(REG_CNT_WINDOW_WORDS);
+
 function [1:0] rd_route(input [11:0] a);
+    reg [CNT_WORD_W-1:0] word;
     begin
-        case ({a[11:2], 2'b00})
-            REG_CNT_PASS: rd_route = 2'b00;
-            REG_CNT_RX_PUSH, REG_CNT_RX_SAMPLE, REG_CNT_RX_UPDATE,
-            REG_CNT_TX_PUSH_ACK, REG_CNT_TX_SAMPLE_RESP,
-            REG_CNT_DROP_EMPTY, REG_CNT_DROP_BAD_INDEX: rd_route = 2'b10;
-            REG_CNT_DROP_BAD_LENGTH, REG_CNT_DROP_BAD_HEADER, REG_CNT_DROP_BAD_JOB,
-            REG_CNT_DROP_DISABLED, REG_CNT_DROP_UNKNOWN_WORKER, REG_CNT_DROP_SPOOFED,
-            REG_CNT_DROP_BAD_COUNT: rd_route = 2'b11;
-            REG_CNT_DROP_BAD_DTYPE, REG_CNT_DROP_BAD_SLOT, REG_CNT_DROP_STALE,
-            REG_CNT_DROP_DUPLICATE, REG_CNT_DROP_LATE,
-            REG_CNT_DROP_MISMATCH: rd_route = 2'b01;
-            default: begin
-                if (a >= 12'h080 && a < 12'h100) begin
-                    rd_route = 2'b10;
-                end else begin
-                    rd_route = 2'b01;
-                end
+        word = a[2 +: CNT_WORD_W];
+        if (a[11:CNT_WORD_W+2] == REG_CNT_WINDOW[11:CNT_WORD_W+2]) begin
+            if (CNT_SWITCH[word]) begin
+                rd_route = 2'b00;
+            end else if (CNT_RPL[word]) begin
+                rd_route = {1'b1, CNT_AGG[word]};
+            end else begin
+                rd_route = 2'b01;
             end
-        endcase
+        end else if (a >= 12'h080 && a < 12'h100) begin
+            rd_route = 2'b10;
+        end else begin
+            rd_route = 2'b01;
+        end
     end
 endfunction
 

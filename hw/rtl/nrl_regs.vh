@@ -101,3 +101,11 @@ localparam [31:0] RST_RPL_WPTR = 32'h00000000;
 localparam [31:0] RST_RPL_TOTAL_LO = 32'h00000000;
 localparam [31:0] RST_RPL_TOTAL_HI = 32'h00000000;
 localparam [31:0] RST_RPL_RESET = 32'h00000000;
+
+// Counter owners (engine: in hw/regs.yaml): bit i of a mask stands for the counter at
+// REG_CNT_WINDOW + 4*i; `both` sets the bit in CNT_AGG and CNT_RPL (a read sums them).
+localparam [11:0] REG_CNT_WINDOW = 12'h200;
+localparam integer REG_CNT_WINDOW_WORDS = 32;
+localparam [31:0] CNT_AGG = 32'h4FFF00E3;
+localparam [31:0] CNT_RPL = 32'h307F031C;
+localparam [31:0] CNT_SWITCH = 32'h00000400;
