@@ -564,8 +564,10 @@ class RtlSwitch:
         """Write a register over AXI4-Lite.
 
         Values are checked first exactly as :meth:`SwitchModel.write` checks
-        them (the hardware accepts any value and keeps the low bits), so a
-        caller sees the same ``ValueError`` from the RTL as from the model.
+        them (the hardware itself refuses only ``MEMBER_PORT`` and
+        ``AGG_UPLINK_PORT`` values that are not 0 or one-hot, with SLVERR, and
+        keeps the low bits of anything else), so a caller sees the same
+        ``ValueError`` from the RTL as from the model.
 
         Raises
         ------
