@@ -33,10 +33,10 @@ THE SOFTWARE.
  * Pipelined sum tree for prioritized replay: CAPACITY leaves of 32-bit
  * priorities, exact integer sums.
  *
- * Storage: one memory per tree level. The leaves (level L) are two
+ * Storage: one memory per tree level. The leaves (level LEVELS = log2(C)) are two
  * memories, even and odd leaves, so a descent reads both children of its
- * last node in one access. Internal level e (1 .. L-1) holds 2^e nodes of
- * 32 + L - e bits, split in two lanes: lane 0 is the low (SUM_WIDTH + 1) / 2
+ * last node in one access. Internal level e (1 .. LEVELS-1) holds 2^e nodes of
+ * 32 + LEVELS - e bits, split in two lanes: lane 0 is the low (SUM_WIDTH + 1) / 2
  * bits (23 for C = 16384), lane 1 the rest, so a lane with its carry in or
  * out is a 24-bit chain. The root (level 0) is a register pair. Every memory
  * has one write and one registered read port (simple dual-port block RAM).
@@ -115,14 +115,12 @@ module replay_sum_tree #
     output wire [SUM_WIDTH-1:0]    total
 );
 
-localparam L = INDEX_WIDTH;
-localparam TW = SUM_WIDTH;
-localparam SW = (TW + 1) / 2; // lane 0 width: 23 bits for C = 16384, so a lane with its
-                              // carry in or out is a 24-bit chain (six CARRY4)
-localparam TW1 = TW - SW;     // lane 1 width of targets and of the root
-localparam PHW = 32 - SW;     // lane 1 width of a leaf priority
-localparam DW1 = PHW + 1;     // lane 1 of delta = new - old (signed)
-localparam UW = USER_WIDTH;
+localparam LEVELS = INDEX_WIDTH;              // levels below the root; the leaves are level LEVELS
+localparam LANE0_W = (SUM_WIDTH + 1) / 2;     // lane 0 width: 23 bits for C = 16384, so a lane with
+                                              // its carry in or out is a 24-bit chain (six CARRY4)
+localparam SUM_LANE1_W = SUM_WIDTH - LANE0_W; // lane 1 width of targets and of the root
+localparam PRIO_LANE1_W = 32 - LANE0_W;       // lane 1 width of a leaf priority
+localparam DELTA_LANE1_W = PRIO_LANE1_W + 1;  // lane 1 of delta = new - old (signed)
 
 initial begin
     if (CAPACITY < 4 || CAPACITY > 65536 || (CAPACITY & (CAPACITY - 1)) != 0) begin
@@ -139,7 +137,7 @@ end
 // clear sweep
 
 reg clearing_reg;
-reg [L-2:0] clr_addr_reg;
+reg [LEVELS-2:0] clr_addr_reg;
 
 assign clearing = clearing_reg;
 
@@ -152,11 +150,11 @@ always @(posedge clk) begin
     end
     if (clear_start) begin
         clearing_reg <= 1'b1;
-        clr_addr_reg <= {L-1{1'b0}};
+        clr_addr_reg <= {LEVELS-1{1'b0}};
     end
     if (rst) begin
         clearing_reg <= 1'b1;
-        clr_addr_reg <= {L-1{1'b0}};
+        clr_addr_reg <= {LEVELS-1{1'b0}};
     end
 end
 
@@ -164,32 +162,32 @@ end
 // update pipeline control (U0 .. U3)
 
 reg u0_v_reg, u1_v_reg, u2_v_reg, u3_v_reg;
-reg [L-1:0] u0_i_reg, u1_i_reg, u2_i_reg;
+reg [LEVELS-1:0] u0_i_reg, u1_i_reg, u2_i_reg;
 // verilator lint_off UNUSEDSIGNAL
-reg [L-1:0] u3_i_reg;  // bit 0 selects a leaf, the levels use the rest
+reg [LEVELS-1:0] u3_i_reg;  // bit 0 selects a leaf, the levels use the rest
 // verilator lint_on UNUSEDSIGNAL
 reg [31:0] u0_p_reg, u1_p_reg, u2_p_reg;
 reg u1_fwd_reg;
-reg [SW-1:0] u2_d0_reg;
+reg [LANE0_W-1:0] u2_d0_reg;
 reg u2_b_reg;
-reg [PHW-1:0] u2_phi_reg, u2_ohi_reg;
-reg [DW1-1:0] u3_d1_reg;
+reg [PRIO_LANE1_W-1:0] u2_phi_reg, u2_ohi_reg;
+reg [DELTA_LANE1_W-1:0] u3_d1_reg;
 
 assign upd_busy = u0_v_reg | u1_v_reg | u2_v_reg | u3_v_reg;
 
 // leaves
-reg [31:0] leaf_even[(2**(L-1))-1:0];
-reg [31:0] leaf_odd[(2**(L-1))-1:0];
+reg [31:0] leaf_even[(2**(LEVELS-1))-1:0];
+reg [31:0] leaf_odd[(2**(LEVELS-1))-1:0];
 reg [31:0] even_rd_reg, odd_rd_reg;
 
 wire [31:0] leaf_old = u1_fwd_reg ? u2_p_reg : (u1_i_reg[0] ? odd_rd_reg : even_rd_reg);
-wire [SW:0] d0 = {1'b0, u1_p_reg[SW-1:0]} - {1'b0, leaf_old[SW-1:0]};
+wire [LANE0_W:0] d0 = {1'b0, u1_p_reg[LANE0_W-1:0]} - {1'b0, leaf_old[LANE0_W-1:0]};
 // a - b - c as one two-operand subtraction: the borrow-in rides in an extra LSB, so
 // synthesis builds a single carry chain (no full-adder layer in front of it)
 // verilator lint_off UNUSEDSIGNAL
-wire [DW1:0] d1_x = {1'b0, u2_phi_reg, 1'b0} - {1'b0, u2_ohi_reg, u2_b_reg};
+wire [DELTA_LANE1_W:0] d1_x = {1'b0, u2_phi_reg, 1'b0} - {1'b0, u2_ohi_reg, u2_b_reg};
 // verilator lint_on UNUSEDSIGNAL
-wire [DW1-1:0] d1 = d1_x[DW1:1];
+wire [DELTA_LANE1_W-1:0] d1 = d1_x[DELTA_LANE1_W:1];
 
 always @(posedge clk) begin
     u0_v_reg <= upd_valid;
@@ -204,10 +202,10 @@ always @(posedge clk) begin
     u2_v_reg <= u1_v_reg;
     u2_i_reg <= u1_i_reg;
     u2_p_reg <= u1_p_reg;
-    u2_d0_reg <= d0[SW-1:0];
-    u2_b_reg <= d0[SW];
-    u2_phi_reg <= u1_p_reg[31:SW];
-    u2_ohi_reg <= leaf_old[31:SW];
+    u2_d0_reg <= d0[LANE0_W-1:0];
+    u2_b_reg <= d0[LANE0_W];
+    u2_phi_reg <= u1_p_reg[31:LANE0_W];
+    u2_ohi_reg <= leaf_old[31:LANE0_W];
 
     u3_v_reg <= u2_v_reg;
     u3_i_reg <= u2_i_reg;
@@ -222,47 +220,47 @@ always @(posedge clk) begin
 end
 
 // root: lane 0 in U2, lane 1 with carry in U3
-reg [SW-1:0] root0_reg;
-reg [TW1-1:0] root1_reg;
+reg [LANE0_W-1:0] root0_reg;
+reg [SUM_LANE1_W-1:0] root1_reg;
 reg root_c_reg;
 
-wire [SW:0] root0_sum = {1'b0, root0_reg} + {1'b0, u2_d0_reg};
+wire [LANE0_W:0] root0_sum = {1'b0, root0_reg} + {1'b0, u2_d0_reg};
 // verilator lint_off UNUSEDSIGNAL
-wire [TW1:0] root1_x = {root1_reg, root_c_reg} + {{TW1-DW1{u3_d1_reg[DW1-1]}}, u3_d1_reg, 1'b1};
+wire [SUM_LANE1_W:0] root1_x = {root1_reg, root_c_reg} + {{SUM_LANE1_W-DELTA_LANE1_W{u3_d1_reg[DELTA_LANE1_W-1]}}, u3_d1_reg, 1'b1};
 // verilator lint_on UNUSEDSIGNAL
-wire [TW1-1:0] root1_sum = root1_x[TW1:1];
+wire [SUM_LANE1_W-1:0] root1_sum = root1_x[SUM_LANE1_W:1];
 
 assign total = {root1_reg, root0_reg};
 
 always @(posedge clk) begin
     if (u2_v_reg) begin
-        root0_reg <= root0_sum[SW-1:0];
+        root0_reg <= root0_sum[LANE0_W-1:0];
     end
-    root_c_reg <= root0_sum[SW];  // only used by the update in U3, which is valid then
+    root_c_reg <= root0_sum[LANE0_W];  // only used by the update in U3, which is valid then
     if (u3_v_reg) begin
         root1_reg <= root1_sum;
     end
     if (clearing_reg) begin
-        root0_reg <= {SW{1'b0}};
-        root1_reg <= {TW1{1'b0}};
+        root0_reg <= {LANE0_W{1'b0}};
+        root1_reg <= {SUM_LANE1_W{1'b0}};
     end
 end
 
 // ---------------------------------------------------------------------------
 // descent stage boundaries: stage d reads bus d, writes bus d+1
 
-wire [L-1:0] bus_v;
-wire [L*L-1:0] bus_n;
-wire [L*TW-1:0] bus_t;
-wire [L-1:0] bus_uni;
-wire [L*L-1:0] bus_idx;
-wire [L*UW-1:0] bus_user;
+wire [LEVELS-1:0] bus_v;
+wire [LEVELS*LEVELS-1:0] bus_n;
+wire [LEVELS*SUM_WIDTH-1:0] bus_t;
+wire [LEVELS-1:0] bus_uni;
+wire [LEVELS*LEVELS-1:0] bus_idx;
+wire [LEVELS*USER_WIDTH-1:0] bus_user;
 
 reg q_v_reg;
-reg [TW-1:0] q_t_reg;
+reg [SUM_WIDTH-1:0] q_t_reg;
 reg q_uni_reg;
-reg [L-1:0] q_idx_reg;
-reg [UW-1:0] q_user_reg;
+reg [LEVELS-1:0] q_idx_reg;
+reg [USER_WIDTH-1:0] q_user_reg;
 
 always @(posedge clk) begin
     q_v_reg <= q_valid;
@@ -276,87 +274,87 @@ always @(posedge clk) begin
 end
 
 assign bus_v[0] = q_v_reg;
-assign bus_n[0 +: L] = {L{1'b0}};
-assign bus_t[0 +: TW] = q_t_reg;
+assign bus_n[0 +: LEVELS] = {LEVELS{1'b0}};
+assign bus_t[0 +: SUM_WIDTH] = q_t_reg;
 assign bus_uni[0] = q_uni_reg;
-assign bus_idx[0 +: L] = q_idx_reg;
-assign bus_user[0 +: UW] = q_user_reg;
+assign bus_idx[0 +: LEVELS] = q_idx_reg;
+assign bus_user[0 +: USER_WIDTH] = q_user_reg;
 
 // per-stage B and C valid bits, for q_busy
-wire [L-1:0] stage_busy;
+wire [LEVELS-1:0] stage_busy;
 assign q_busy = (|bus_v) | (|stage_busy);
 
 // ---------------------------------------------------------------------------
-// internal levels e = 1 .. L-1, each with the descent stage d = e-1 that
+// internal levels e = 1 .. LEVELS-1, each with the descent stage d = e-1 that
 // reads it
 
 genvar e;
 generate
-    for (e = 1; e < L; e = e + 1) begin : level
-        localparam W1 = 32 + L - e - SW;  // lane 1 width at this level
-        localparam D = e - 1;             // descent stage reading this level
+    for (e = 1; e < LEVELS; e = e + 1) begin : level
+        localparam LEVEL_LANE1_W = 32 + LEVELS - e - LANE0_W;  // lane 1 width at this level
+        localparam STAGE = e - 1;             // descent stage reading this level
 
-        reg [SW-1:0] mem0[(2**e)-1:0];
-        reg [W1-1:0] mem1[(2**e)-1:0];
-        reg [SW-1:0] rd0_reg;
-        reg [W1-1:0] rd1_reg;
+        reg [LANE0_W-1:0] mem0[(2**e)-1:0];
+        reg [LEVEL_LANE1_W-1:0] mem1[(2**e)-1:0];
+        reg [LANE0_W-1:0] rd0_reg;
+        reg [LEVEL_LANE1_W-1:0] rd1_reg;
 
         // descent stage D registers: B (after the read), C (after lane 0)
         reg b_v_reg, c_v_reg;
-        reg [L-1:0] b_n_reg, b_idx_reg, c_idx_reg, c_n_reg;
-        reg [TW-1:0] b_t_reg, c_t_reg;
+        reg [LEVELS-1:0] b_n_reg, b_idx_reg, c_idx_reg, c_n_reg;
+        reg [SUM_WIDTH-1:0] b_t_reg, c_t_reg;
         reg b_uni_reg, c_uni_reg;
-        reg [UW-1:0] b_user_reg, c_user_reg;
-        reg [SW-1:0] c_df0_reg;
+        reg [USER_WIDTH-1:0] b_user_reg, c_user_reg;
+        reg [LANE0_W-1:0] c_df0_reg;
         reg c_b0_reg;
         // D (after both lane-1 chains)
         reg d_v_reg;
-        reg [L-1:0] d_idx_reg;
+        reg [LEVELS-1:0] d_idx_reg;
         // verilator lint_off UNUSEDSIGNAL
-        reg [L-1:0] d_n_reg;  // the top bit of a node number is 0 until the last stage
+        reg [LEVELS-1:0] d_n_reg;  // the top bit of a node number is 0 until the last stage
         // verilator lint_on UNUSEDSIGNAL
-        reg [TW-1:0] d_t_reg;
+        reg [SUM_WIDTH-1:0] d_t_reg;
         reg d_uni_reg;
-        reg [UW-1:0] d_user_reg;
-        reg [SW-1:0] d_df0_reg;
+        reg [USER_WIDTH-1:0] d_user_reg;
+        reg [LANE0_W-1:0] d_df0_reg;
         reg d_b0_reg;
-        reg [TW1:0] d_dfa_reg, d_dfb_reg;
+        reg [SUM_LANE1_W:0] d_dfa_reg, d_dfb_reg;
         // next bus registers
         reg o_v_reg;
-        reg [L-1:0] o_n_reg, o_idx_reg;
-        reg [TW-1:0] o_t_reg;
+        reg [LEVELS-1:0] o_n_reg, o_idx_reg;
+        reg [SUM_WIDTH-1:0] o_t_reg;
         reg o_uni_reg;
-        reg [UW-1:0] o_user_reg;
+        reg [USER_WIDTH-1:0] o_user_reg;
 
-        wire a_v = bus_v[D];
-        wire [L-1:0] a_n = bus_n[D*L +: L];
+        wire a_v = bus_v[STAGE];
+        wire [LEVELS-1:0] a_n = bus_n[STAGE*LEVELS +: LEVELS];
 
         // update lanes
-        wire [e-1:0] u1_a = u1_i_reg[L-1 -: e];
-        wire [e-1:0] u2_a = u2_i_reg[L-1 -: e];
-        wire [e-1:0] u3_a = u3_i_reg[L-1 -: e];
+        wire [e-1:0] u1_a = u1_i_reg[LEVELS-1 -: e];
+        wire [e-1:0] u2_a = u2_i_reg[LEVELS-1 -: e];
+        wire [e-1:0] u3_a = u3_i_reg[LEVELS-1 -: e];
         reg f0_reg, f1_reg;
-        reg [SW-1:0] last0_reg;
-        reg [W1-1:0] last1_reg;
+        reg [LANE0_W-1:0] last0_reg;
+        reg [LEVEL_LANE1_W-1:0] last1_reg;
         reg c0_reg;
 
         // operands forced to 0 while clearing, so the write data is the sum itself and the
         // forwarding mux and the clear gate fold into the adder's first LUT
-        wire [SW-1:0] a0 = clearing_reg ? {SW{1'b0}} : (f0_reg ? last0_reg : rd0_reg);
-        wire [SW-1:0] b0 = clearing_reg ? {SW{1'b0}} : u2_d0_reg;
-        wire [SW:0] s0 = {1'b0, a0} + {1'b0, b0};
+        wire [LANE0_W-1:0] a0 = clearing_reg ? {LANE0_W{1'b0}} : (f0_reg ? last0_reg : rd0_reg);
+        wire [LANE0_W-1:0] b0 = clearing_reg ? {LANE0_W{1'b0}} : u2_d0_reg;
+        wire [LANE0_W:0] s0 = {1'b0, a0} + {1'b0, b0};
         // lane 1 with the lane-0 carry as an extra LSB (one carry chain)
         // verilator lint_off UNUSEDSIGNAL
-        wire [W1:0] a1 = clearing_reg ? {W1+1{1'b0}} : {f1_reg ? last1_reg : rd1_reg, c0_reg};
-        wire [W1:0] b1 = clearing_reg ? {W1+1{1'b0}} : {{W1-DW1{u3_d1_reg[DW1-1]}}, u3_d1_reg, 1'b1};
-        wire [W1:0] s1_x = a1 + b1;
+        wire [LEVEL_LANE1_W:0] a1 = clearing_reg ? {LEVEL_LANE1_W+1{1'b0}} : {f1_reg ? last1_reg : rd1_reg, c0_reg};
+        wire [LEVEL_LANE1_W:0] b1 = clearing_reg ? {LEVEL_LANE1_W+1{1'b0}} : {{LEVEL_LANE1_W-DELTA_LANE1_W{u3_d1_reg[DELTA_LANE1_W-1]}}, u3_d1_reg, 1'b1};
+        wire [LEVEL_LANE1_W:0] s1_x = a1 + b1;
         // verilator lint_on UNUSEDSIGNAL
-        wire [W1-1:0] s1 = s1_x[W1:1];
+        wire [LEVEL_LANE1_W-1:0] s1 = s1_x[LEVEL_LANE1_W:1];
 
         // read addresses: updates own the ports while in flight
         // verilator lint_off UNUSEDSIGNAL
-        wire [L:0] a_ext = {a_n, 1'b0};
-        wire [L:0] b_ext = {b_n_reg, 1'b0};
+        wire [LEVELS:0] a_ext = {a_n, 1'b0};
+        wire [LEVELS:0] b_ext = {b_n_reg, 1'b0};
         // verilator lint_on UNUSEDSIGNAL
         wire [e-1:0] a_addr = a_ext[e-1:0];
         wire [e-1:0] b_addr = b_ext[e-1:0];
@@ -367,8 +365,8 @@ generate
         wire we1 = clearing_reg || u3_v_reg;
         wire [e-1:0] wa0 = clearing_reg ? clr_addr_reg[e-1:0] : u2_a;
         wire [e-1:0] wa1 = clearing_reg ? clr_addr_reg[e-1:0] : u3_a;
-        wire [SW-1:0] wd0 = s0[SW-1:0];
-        wire [W1-1:0] wd1 = s1;
+        wire [LANE0_W-1:0] wd0 = s0[LANE0_W-1:0];
+        wire [LEVEL_LANE1_W-1:0] wd1 = s1;
 
         always @(posedge clk) begin
             if (we0) begin
@@ -387,30 +385,30 @@ generate
         always @(posedge clk) begin
             f0_reg <= u1_v_reg && u2_v_reg && u1_a == u2_a;
             f1_reg <= u2_v_reg && u3_v_reg && u2_a == u3_a;
-            last0_reg <= s0[SW-1:0];
+            last0_reg <= s0[LANE0_W-1:0];
             last1_reg <= s1;
-            c0_reg <= s0[SW];
+            c0_reg <= s0[LANE0_W];
         end
 
         // descent: lane 0 in B; in C lane 1 both without and with the lane-0 borrow
         // (t - l and t + ~l = t - l - 1, two two-operand chains); in D the borrow picks
         // one and the side is chosen
-        wire [SW:0] df0 = {1'b0, b_t_reg[SW-1:0]} - {1'b0, rd0_reg};
-        wire [TW1-1:0] l1 = {{TW1-W1{1'b0}}, rd1_reg};
-        wire [TW1:0] dfa = {1'b0, c_t_reg[TW-1:SW]} - {1'b0, l1};
-        wire [TW1:0] dfb = {1'b0, c_t_reg[TW-1:SW]} + {1'b0, ~l1};
+        wire [LANE0_W:0] df0 = {1'b0, b_t_reg[LANE0_W-1:0]} - {1'b0, rd0_reg};
+        wire [SUM_LANE1_W-1:0] l1 = {{SUM_LANE1_W-LEVEL_LANE1_W{1'b0}}, rd1_reg};
+        wire [SUM_LANE1_W:0] dfa = {1'b0, c_t_reg[SUM_WIDTH-1:LANE0_W]} - {1'b0, l1};
+        wire [SUM_LANE1_W:0] dfb = {1'b0, c_t_reg[SUM_WIDTH-1:LANE0_W]} + {1'b0, ~l1};
         // target < left sum: t1 < l1 without a lane-0 borrow, t1 <= l1 with one
-        wire lt = d_b0_reg ? !d_dfb_reg[TW1] : d_dfa_reg[TW1];
-        wire go_left = d_uni_reg ? !d_idx_reg[L-1-D] : lt;
-        wire [TW1-1:0] df1 = d_b0_reg ? d_dfb_reg[TW1-1:0] : d_dfa_reg[TW1-1:0];
+        wire lt = d_b0_reg ? !d_dfb_reg[SUM_LANE1_W] : d_dfa_reg[SUM_LANE1_W];
+        wire go_left = d_uni_reg ? !d_idx_reg[LEVELS-1-STAGE] : lt;
+        wire [SUM_LANE1_W-1:0] df1 = d_b0_reg ? d_dfb_reg[SUM_LANE1_W-1:0] : d_dfa_reg[SUM_LANE1_W-1:0];
 
         always @(posedge clk) begin
             b_v_reg <= a_v;
             b_n_reg <= a_n;
-            b_t_reg <= bus_t[D*TW +: TW];
-            b_uni_reg <= bus_uni[D];
-            b_idx_reg <= bus_idx[D*L +: L];
-            b_user_reg <= bus_user[D*UW +: UW];
+            b_t_reg <= bus_t[STAGE*SUM_WIDTH +: SUM_WIDTH];
+            b_uni_reg <= bus_uni[STAGE];
+            b_idx_reg <= bus_idx[STAGE*LEVELS +: LEVELS];
+            b_user_reg <= bus_user[STAGE*USER_WIDTH +: USER_WIDTH];
 
             c_v_reg <= b_v_reg;
             c_n_reg <= b_n_reg;
@@ -418,8 +416,8 @@ generate
             c_uni_reg <= b_uni_reg;
             c_idx_reg <= b_idx_reg;
             c_user_reg <= b_user_reg;
-            c_df0_reg <= df0[SW-1:0];
-            c_b0_reg <= df0[SW];
+            c_df0_reg <= df0[LANE0_W-1:0];
+            c_b0_reg <= df0[LANE0_W];
 
             d_v_reg <= c_v_reg;
             d_n_reg <= c_n_reg;
@@ -433,7 +431,7 @@ generate
             d_dfb_reg <= dfb;
 
             o_v_reg <= d_v_reg;
-            o_n_reg <= {d_n_reg[L-2:0], !go_left};
+            o_n_reg <= {d_n_reg[LEVELS-2:0], !go_left};
             // a uniform query never reads its target
             o_t_reg <= lt ? d_t_reg : {df1, d_df0_reg};
             o_uni_reg <= d_uni_reg;
@@ -448,49 +446,49 @@ generate
             end
         end
 
-        assign stage_busy[D] = b_v_reg | c_v_reg | d_v_reg;
-        assign bus_v[D+1] = o_v_reg;
-        assign bus_n[(D+1)*L +: L] = o_n_reg;
-        assign bus_t[(D+1)*TW +: TW] = o_t_reg;
-        assign bus_uni[D+1] = o_uni_reg;
-        assign bus_idx[(D+1)*L +: L] = o_idx_reg;
-        assign bus_user[(D+1)*UW +: UW] = o_user_reg;
+        assign stage_busy[STAGE] = b_v_reg | c_v_reg | d_v_reg;
+        assign bus_v[STAGE+1] = o_v_reg;
+        assign bus_n[(STAGE+1)*LEVELS +: LEVELS] = o_n_reg;
+        assign bus_t[(STAGE+1)*SUM_WIDTH +: SUM_WIDTH] = o_t_reg;
+        assign bus_uni[STAGE+1] = o_uni_reg;
+        assign bus_idx[(STAGE+1)*LEVELS +: LEVELS] = o_idx_reg;
+        assign bus_user[(STAGE+1)*USER_WIDTH +: USER_WIDTH] = o_user_reg;
     end
 endgenerate
 
 // ---------------------------------------------------------------------------
-// leaves: update read/write (U0/U1) and the last descent stage (L-1)
+// leaves: update read/write (U0/U1) and the last descent stage (LEVELS-1)
 
-localparam DL = L - 1;
+localparam LAST_STAGE = LEVELS - 1;
 
 reg lb_v_reg, lc_v_reg;
-reg [L-1:0] lb_n_reg, lb_idx_reg;
-reg [TW-1:0] lb_t_reg;
+reg [LEVELS-1:0] lb_n_reg, lb_idx_reg;
+reg [SUM_WIDTH-1:0] lb_t_reg;
 // verilator lint_off UNUSEDSIGNAL
-reg [L-1:0] lc_n_reg, lc_idx_reg;  // the last stage uses the low index bit and n[L-2:0]
-reg [TW-1:0] lc_t_reg;             // only lane 1 is left to compare
+reg [LEVELS-1:0] lc_n_reg, lc_idx_reg;  // the last stage uses the low index bit and n[LEVELS-2:0]
+reg [SUM_WIDTH-1:0] lc_t_reg;             // only lane 1 is left to compare
 // verilator lint_on UNUSEDSIGNAL
 reg lb_uni_reg, lc_uni_reg;
-reg [UW-1:0] lb_user_reg, lc_user_reg;
+reg [USER_WIDTH-1:0] lb_user_reg, lc_user_reg;
 reg lc_b0_reg;
 reg [31:0] lc_even_reg, lc_odd_reg;
 
 // the decision is registered before the priority is picked (one LUT after the chain)
 reg ld_v_reg, ld_uni_reg, ld_idx0_reg, ld_b0_reg, ld_ba_reg, ld_bb_reg;
-reg [L-2:0] ld_n_reg;
+reg [LEVELS-2:0] ld_n_reg;
 reg [31:0] ld_even_reg, ld_odd_reg;
-reg [UW-1:0] ld_user_reg;
+reg [USER_WIDTH-1:0] ld_user_reg;
 
 reg r_v_reg;
-reg [L-1:0] r_index_reg;
+reg [LEVELS-1:0] r_index_reg;
 reg [31:0] r_prio_reg;
-reg [UW-1:0] r_user_reg;
+reg [USER_WIDTH-1:0] r_user_reg;
 
-wire [L-1:0] la_n = bus_n[DL*L +: L];
-wire [L-2:0] leaf_ra = u0_v_reg ? u0_i_reg[L-1:1] : la_n[L-2:0];
+wire [LEVELS-1:0] la_n = bus_n[LAST_STAGE*LEVELS +: LEVELS];
+wire [LEVELS-2:0] leaf_ra = u0_v_reg ? u0_i_reg[LEVELS-1:1] : la_n[LEVELS-2:0];
 wire leaf_we_even = clearing_reg || (u1_v_reg && !u1_i_reg[0]);
 wire leaf_we_odd = clearing_reg || (u1_v_reg && u1_i_reg[0]);
-wire [L-2:0] leaf_wa = clearing_reg ? clr_addr_reg : u1_i_reg[L-1:1];
+wire [LEVELS-2:0] leaf_wa = clearing_reg ? clr_addr_reg : u1_i_reg[LEVELS-1:1];
 wire [31:0] leaf_wd = clearing_reg ? 32'd0 : u1_p_reg;
 
 always @(posedge clk) begin
@@ -509,23 +507,23 @@ end
 
 // only the borrow of lane 0 matters in the last stage
 // verilator lint_off UNUSEDSIGNAL
-wire [SW:0] ldf0 = {1'b0, lb_t_reg[SW-1:0]} - {1'b0, even_rd_reg[SW-1:0]};
+wire [LANE0_W:0] ldf0 = {1'b0, lb_t_reg[LANE0_W-1:0]} - {1'b0, even_rd_reg[LANE0_W-1:0]};
 // verilator lint_on UNUSEDSIGNAL
 // the last stage needs only the borrows: t1 < l1, and t1 <= l1 for a lane-0 borrow
-wire [TW1-1:0] ll1 = {{TW1-PHW{1'b0}}, lc_even_reg[31:SW]};
+wire [SUM_LANE1_W-1:0] ll1 = {{SUM_LANE1_W-PRIO_LANE1_W{1'b0}}, lc_even_reg[31:LANE0_W]};
 // verilator lint_off UNUSEDSIGNAL
-wire [TW1:0] ldfa = {1'b0, lc_t_reg[TW-1:SW]} - {1'b0, ll1};
-wire [TW1:0] ldfb = {1'b0, lc_t_reg[TW-1:SW]} + {1'b0, ~ll1};
+wire [SUM_LANE1_W:0] ldfa = {1'b0, lc_t_reg[SUM_WIDTH-1:LANE0_W]} - {1'b0, ll1};
+wire [SUM_LANE1_W:0] ldfb = {1'b0, lc_t_reg[SUM_WIDTH-1:LANE0_W]} + {1'b0, ~ll1};
 // verilator lint_on UNUSEDSIGNAL
 wire lgo_left = ld_uni_reg ? !ld_idx0_reg : (ld_b0_reg ? !ld_bb_reg : ld_ba_reg);
 
 always @(posedge clk) begin
-    lb_v_reg <= bus_v[DL];
+    lb_v_reg <= bus_v[LAST_STAGE];
     lb_n_reg <= la_n;
-    lb_t_reg <= bus_t[DL*TW +: TW];
-    lb_uni_reg <= bus_uni[DL];
-    lb_idx_reg <= bus_idx[DL*L +: L];
-    lb_user_reg <= bus_user[DL*UW +: UW];
+    lb_t_reg <= bus_t[LAST_STAGE*SUM_WIDTH +: SUM_WIDTH];
+    lb_uni_reg <= bus_uni[LAST_STAGE];
+    lb_idx_reg <= bus_idx[LAST_STAGE*LEVELS +: LEVELS];
+    lb_user_reg <= bus_user[LAST_STAGE*USER_WIDTH +: USER_WIDTH];
 
     lc_v_reg <= lb_v_reg;
     lc_n_reg <= lb_n_reg;
@@ -533,7 +531,7 @@ always @(posedge clk) begin
     lc_uni_reg <= lb_uni_reg;
     lc_idx_reg <= lb_idx_reg;
     lc_user_reg <= lb_user_reg;
-    lc_b0_reg <= ldf0[SW];
+    lc_b0_reg <= ldf0[LANE0_W];
     lc_even_reg <= even_rd_reg;
     lc_odd_reg <= odd_rd_reg;
 
@@ -541,9 +539,9 @@ always @(posedge clk) begin
     ld_uni_reg <= lc_uni_reg;
     ld_idx0_reg <= lc_idx_reg[0];
     ld_b0_reg <= lc_b0_reg;
-    ld_ba_reg <= ldfa[TW1];
-    ld_bb_reg <= ldfb[TW1];
-    ld_n_reg <= lc_n_reg[L-2:0];
+    ld_ba_reg <= ldfa[SUM_LANE1_W];
+    ld_bb_reg <= ldfb[SUM_LANE1_W];
+    ld_n_reg <= lc_n_reg[LEVELS-2:0];
     ld_even_reg <= lc_even_reg;
     ld_odd_reg <= lc_odd_reg;
     ld_user_reg <= lc_user_reg;
@@ -561,7 +559,7 @@ always @(posedge clk) begin
     end
 end
 
-assign stage_busy[DL] = lb_v_reg | lc_v_reg | ld_v_reg | r_v_reg;
+assign stage_busy[LAST_STAGE] = lb_v_reg | lc_v_reg | ld_v_reg | r_v_reg;
 
 assign r_valid = r_v_reg;
 assign r_index = r_index_reg;
