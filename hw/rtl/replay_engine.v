@@ -142,7 +142,10 @@ localparam SU_W = CTX_W + 6 + 1 + 1;      // sample side band: tag, i, last, uni
 localparam RQ_W = 1 + 1 + CTX_W + 6 + L + 32;
 localparam NCNT = 14;
 
-localparam [31:0] DEFAULT_SEED = 32'h2545F491;
+// verilator lint_off UNUSEDPARAM
+`include "nrl_regs.vh"  // RST_RPL_SEED
+// verilator lint_on UNUSEDPARAM
+
 localparam HDR_BEATS_M1 = HDR_BEATS - 1;
 localparam REC_BEATS_M1 = REC_BEATS - 1;
 localparam PPB_M1 = PPB - 1;
@@ -750,7 +753,7 @@ always @* begin
     endcase
 
     if (seed_wr) begin
-        rng_next = seed == 0 ? DEFAULT_SEED : seed;
+        rng_next = seed == 0 ? RST_RPL_SEED : seed;
     end
 end
 
@@ -783,7 +786,7 @@ always @(posedge clk) begin
         state_reg <= S_IDLE;
         wp_reg <= {L{1'b0}};
         size_reg <= {L+1{1'b0}};
-        rng_reg <= DEFAULT_SEED;
+        rng_reg <= RST_RPL_SEED;
         ctx_wr_reg <= {CTX_W{1'b0}};
         reset_pend_reg <= 1'b0;
         tu_v_reg <= 1'b0;
