@@ -67,27 +67,27 @@ module replay_mul #
     output wire [USER_WIDTH-1:0]  out_user
 );
 
-localparam TW = 96;
-localparam NSL = 5;  // 16-bit result slices up to bit 79
+localparam ROW_W = 96;     // width of the partial-product rows and of the carry-save sums
+localparam SLICES = 5;     // 16-bit result slices up to bit 79
 
 initial begin
     if (A_WIDTH > 48 || B_WIDTH > 48 || OUT_WIDTH > 48) begin
         $error("Error: operands and result are at most 48 bits (instance %m)");
         $finish;
     end
-    if (LATENCY != 4 + NSL) begin
-        $error("Error: LATENCY must be %0d (instance %m)", 4 + NSL);
+    if (LATENCY != 4 + SLICES) begin
+        $error("Error: LATENCY must be %0d (instance %m)", 4 + SLICES);
         $finish;
     end
 end
 
-// 3:2 compressor on TW-bit rows: {carry row, sum row}
+// 3:2 compressor on ROW_W-bit rows: {carry row, sum row}
 // verilator lint_off UNUSEDSIGNAL
-function [2*TW-1:0] csa(input [TW-1:0] x, input [TW-1:0] y, input [TW-1:0] z);
-    reg [TW-1:0] c;
+function [2*ROW_W-1:0] csa(input [ROW_W-1:0] x, input [ROW_W-1:0] y, input [ROW_W-1:0] z);
+    reg [ROW_W-1:0] c;
     begin
         c = (x & y) | (x & z) | (y & z);
-        csa = {c[TW-2:0], 1'b0, x ^ y ^ z};
+        csa = {c[ROW_W-2:0], 1'b0, x ^ y ^ z};
     end
 endfunction
 // verilator lint_on UNUSEDSIGNAL
@@ -101,31 +101,31 @@ reg [USER_WIDTH-1:0] user_reg[LATENCY-1:0];
 reg [31:0] pp_reg[8:0];
 
 // stage 3: 9 -> 4 rows, stage 4: 4 -> 2 rows
-reg [TW-1:0] r3_reg[3:0];
-reg [TW-1:0] x4_reg, y4_reg;
+reg [ROW_W-1:0] r3_reg[3:0];
+reg [ROW_W-1:0] x4_reg, y4_reg;
 
 // stages 5..9: carry-propagate, one 16-bit slice per clock
-reg [TW-1:0] xs_reg[NSL-1:0];
-reg [TW-1:0] ys_reg[NSL-1:0];
-reg [16*NSL-1:0] sum_reg[NSL-1:0];
-reg [NSL-1:0] c_reg;
+reg [ROW_W-1:0] xs_reg[SLICES-1:0];
+reg [ROW_W-1:0] ys_reg[SLICES-1:0];
+reg [16*SLICES-1:0] sum_reg[SLICES-1:0];
+reg [SLICES-1:0] c_reg;
 
 integer i, j, n, si, sj;
 
 // carry-propagate slice n: bits 16i+15..16i of the sum of rows x and y
-reg [16*NSL-1:0] sum_next[NSL-1:0];
-reg [NSL-1:0] slice_c;
+reg [16*SLICES-1:0] sum_next[SLICES-1:0];
+reg [SLICES-1:0] slice_c;
 reg [16:0] slice;
 // verilator lint_off UNUSEDSIGNAL
 reg [17:0] slice_x;
 // verilator lint_on UNUSEDSIGNAL
 
 always @* begin
-    for (n = 0; n < NSL; n = n + 1) begin
+    for (n = 0; n < SLICES; n = n + 1) begin
         slice_x = 18'd0;
         if (n == 0) begin
             slice = {1'b0, x4_reg[15:0]} + {1'b0, y4_reg[15:0]};
-            sum_next[n] = {{16*NSL-16{1'b0}}, slice[15:0]};
+            sum_next[n] = {{16*SLICES-16{1'b0}}, slice[15:0]};
         end else begin
             // carry-in as an extra LSB: one 17-bit carry chain
             slice_x = {1'b0, xs_reg[n-1][16*n +: 16], c_reg[n-1]} +
@@ -138,23 +138,23 @@ always @* begin
     end
 end
 
-reg [TW-1:0] row[8:0];
-reg [2*TW-1:0] l1a, l1b, l1c, l2a, l2b, l3a, l4a;
+reg [ROW_W-1:0] row[8:0];
+reg [2*ROW_W-1:0] l1a, l1b, l1c, l2a, l2b, l3a, l4a;
 
 
 always @* begin
     for (i = 0; i < 3; i = i + 1) begin
         for (j = 0; j < 3; j = j + 1) begin
-            row[i*3+j] = {{TW-32{1'b0}}, pp_reg[i*3+j]} << (16*(i+j));
+            row[i*3+j] = {{ROW_W-32{1'b0}}, pp_reg[i*3+j]} << (16*(i+j));
         end
     end
     l1a = csa(row[0], row[1], row[2]);
     l1b = csa(row[3], row[4], row[5]);
     l1c = csa(row[6], row[7], row[8]);
-    l2a = csa(l1a[TW-1:0], l1a[2*TW-1:TW], l1b[TW-1:0]);
-    l2b = csa(l1b[2*TW-1:TW], l1c[TW-1:0], l1c[2*TW-1:TW]);
+    l2a = csa(l1a[ROW_W-1:0], l1a[2*ROW_W-1:ROW_W], l1b[ROW_W-1:0]);
+    l2b = csa(l1b[2*ROW_W-1:ROW_W], l1c[ROW_W-1:0], l1c[2*ROW_W-1:ROW_W]);
     l3a = csa(r3_reg[0], r3_reg[1], r3_reg[2]);
-    l4a = csa(l3a[TW-1:0], l3a[2*TW-1:TW], r3_reg[3]);
+    l4a = csa(l3a[ROW_W-1:0], l3a[2*ROW_W-1:ROW_W], r3_reg[3]);
 end
 
 always @(posedge clk) begin
@@ -173,21 +173,21 @@ always @(posedge clk) begin
         end
     end
 
-    r3_reg[0] <= l2a[TW-1:0];
-    r3_reg[1] <= l2a[2*TW-1:TW];
-    r3_reg[2] <= l2b[TW-1:0];
-    r3_reg[3] <= l2b[2*TW-1:TW];
+    r3_reg[0] <= l2a[ROW_W-1:0];
+    r3_reg[1] <= l2a[2*ROW_W-1:ROW_W];
+    r3_reg[2] <= l2b[ROW_W-1:0];
+    r3_reg[3] <= l2b[2*ROW_W-1:ROW_W];
 
-    x4_reg <= l4a[TW-1:0];
-    y4_reg <= l4a[2*TW-1:TW];
+    x4_reg <= l4a[ROW_W-1:0];
+    y4_reg <= l4a[2*ROW_W-1:ROW_W];
 
     xs_reg[0] <= x4_reg;
     ys_reg[0] <= y4_reg;
-    for (si = 1; si < NSL; si = si + 1) begin
+    for (si = 1; si < SLICES; si = si + 1) begin
         xs_reg[si] <= xs_reg[si-1];
         ys_reg[si] <= ys_reg[si-1];
     end
-    for (si = 0; si < NSL; si = si + 1) begin
+    for (si = 0; si < SLICES; si = si + 1) begin
         sum_reg[si] <= sum_next[si];
         c_reg[si] <= slice_c[si];
     end
@@ -198,7 +198,7 @@ always @(posedge clk) begin
 end
 
 // verilator lint_off UNUSEDSIGNAL
-wire [16*NSL-1:0] result = sum_reg[NSL-1];  // bits 31:0 only carry into bit 32
+wire [16*SLICES-1:0] result = sum_reg[SLICES-1];  // bits 31:0 only carry into bit 32
 // verilator lint_on UNUSEDSIGNAL
 
 assign out_valid = v_reg[LATENCY-1];
