@@ -121,7 +121,7 @@ module nrl_classifier #
 // beats that hold bytes 0..43 (header fields the decision needs)
 localparam HDR_BEATS = DATA_WIDTH >= 512 ? 1 : 2;
 // byte offset of the beat holding the UDP port and the opcode
-localparam HB = HDR_BEATS == 2 ? KEEP_WIDTH : 0;
+localparam PORT_BEAT_BASE = HDR_BEATS == 2 ? KEEP_WIDTH : 0;
 
 localparam FIFO_ADDR = 2;
 localparam FIFO_DEPTH = 2**FIFO_ADDR;
@@ -129,7 +129,14 @@ localparam FIFO_DEPTH = 2**FIFO_ADDR;
 // output select, one-hot: bit 0 L2, bit 1 aggregation engine, bit 2 replay engine
 localparam [2:0] SEL_L2 = 3'b001, SEL_AGG = 3'b010, SEL_RPL = 3'b100;
 
-localparam [7:0] MAC_PORTS = 8'h55;
+// verilator lint_off UNUSEDPARAM
+`include "nrl_protocol.vh"
+// verilator lint_on UNUSEDPARAM
+
+// frame byte offsets the classifier reads besides the protocol header's
+localparam OFF_ETHERTYPE = NRL_ETH_LEN - 2;      // EtherType, last field of the Ethernet header
+localparam OFF_IP_PROTO = NRL_IP_OFFSET + 9;     // IPv4 protocol
+localparam OFF_UDP_DPORT = NRL_UDP_OFFSET + 2;   // UDP destination port
 
 localparam ENTRY_WIDTH = DATA_WIDTH + KEEP_WIDTH + 1 + USER_WIDTH;
 
@@ -180,14 +187,16 @@ assign s_axis_tready = !full;
 wire in_fire = s_axis_tvalid && !full;
 
 // first beat: Ethernet II / IPv4 without options / UDP
-wire l3_ok_now = s_axis_tdata[12*8 +: 8] == 8'h08 && s_axis_tdata[13*8 +: 8] == 8'h00 &&
-                 s_axis_tdata[14*8 +: 8] == 8'h45 && s_axis_tdata[23*8 +: 8] == 8'd17;
+wire l3_ok_now = {s_axis_tdata[OFF_ETHERTYPE*8 +: 8], s_axis_tdata[(OFF_ETHERTYPE+1)*8 +: 8]} == NRL_ETHERTYPE_IPV4 &&
+                 s_axis_tdata[NRL_IP_OFFSET*8 +: 8] == NRL_IPV4_VER_IHL &&
+                 s_axis_tdata[OFF_IP_PROTO*8 +: 8] == NRL_IP_PROTO_UDP;
 // beat holding bytes 36..43: UDP destination port (and >= 42 bytes present)
-wire udp_ok_now = s_axis_tkeep[41-HB] && {s_axis_tdata[(36-HB)*8 +: 8], s_axis_tdata[(37-HB)*8 +: 8]} == udp_port;
+wire udp_ok_now = s_axis_tkeep[NRL_HEADER_OFFSET-1-PORT_BEAT_BASE] &&
+                  {s_axis_tdata[(OFF_UDP_DPORT-PORT_BEAT_BASE)*8 +: 8], s_axis_tdata[(OFF_UDP_DPORT+1-PORT_BEAT_BASE)*8 +: 8]} == udp_port;
 // opcode, 0 (not a replay opcode) when the frame ends before byte 43
-wire [7:0] opcode_now = s_axis_tkeep[43-HB] ? s_axis_tdata[(43-HB)*8 +: 8] : 8'd0;
-wire rpl_op_now = opcode_now >= 8'd3 && opcode_now <= 8'd7;
-wire [7:0] flood_now = MAC_PORTS & ~s_axis_tuser[23:16];
+wire [7:0] opcode_now = s_axis_tkeep[NRL_OFF_OPCODE-PORT_BEAT_BASE] ? s_axis_tdata[(NRL_OFF_OPCODE-PORT_BEAT_BASE)*8 +: 8] : 8'd0;
+wire rpl_op_now = opcode_now >= NRL_OP_PUSH && opcode_now <= NRL_OP_UPDATE;
+wire [7:0] flood_now = NRL_MAC_PORTS & ~s_axis_tuser[23:16];
 
 reg dec_push;
 reg [10:0] dec_push_data;
