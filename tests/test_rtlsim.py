@@ -2,10 +2,12 @@
 the reference model.
 
 * :class:`~hostdrv.backends.rtl_model.RtlSwitch` and :class:`~hostdrv.model.SwitchModel`
-  get the same register writes and the same few dozen frames (L2 traffic,
-  gradient rounds with a resend and drops, replay pushes, uniform and
-  prioritized samples, an update, malformed requests): every frame's outputs,
-  every counter and the replay state registers must be identical.
+  get the same register writes and the same few dozen frames (the traffic of
+  ``sim/common/switch_scenario.py`` that the cocotb switch testbench sends too:
+  L2 traffic, gradient rounds with resends, drops, fp32 special values and a
+  tensor length mismatch, replay pushes, uniform and prioritized samples, an
+  update, malformed requests): every frame's outputs, every counter and the
+  replay state registers must be identical.
 * Two :class:`~hostdrv.clients.Aggregator` workers all-reduce through
   ``sim://`` (the soft switch's server running the RTL) and get the model's
   sum bit for bit.
@@ -24,7 +26,6 @@ import numpy as np
 import pytest
 from toolcheck import require_module, require_tool
 
-from hostdrv import protocol as proto
 from hostdrv import regmap
 from hostdrv.backends.rtl_model import RtlSwitch, build_rtl
 from hostdrv.backends.rtl_server import DEFAULT_PARAMS, SimSwitch
@@ -32,15 +33,12 @@ from hostdrv.clients import Aggregator, ReplayClient
 from hostdrv.control import SwitchControl
 from hostdrv.model import SwitchModel, fp32_add
 from sim.common.switch_scenario import (
-    ACTOR_ID,
-    ELEMS,
-    JOB,
-    LEARNER_ID,
     SWITCH_MAC,
+    agg_frames,
     config_writes,
     interleave,
     l2_frames,
-    member_frame,
+    rpl_frames,
 )
 
 TOP = "nrl_switch"
@@ -60,54 +58,6 @@ def rtl() -> Iterator[RtlSwitch]:
         yield sw
     finally:
         sw.close()
-
-
-# ---------------------------------------------------------------------------
-# scenario
-
-
-def agg_frames(rng: np.random.Generator) -> list[tuple[bytes, int]]:
-    def grad(w: int, slot: int, rnd: int, job: int = JOB,
-             values: np.ndarray | None = None) -> tuple[bytes, int]:
-        v = rng.standard_normal(ELEMS).astype(np.float32) if values is None else values
-        return member_frame(w, proto.gradient(v, job=job, worker=w, slot=slot, round_=rnd))
-
-    special = np.array([np.inf, -np.inf, np.nan, -0.0, 1e-45, -1e-45, 3.4e38, 3.4e38]
-                       + [1.0] * (ELEMS - 8), dtype=np.float32)
-    out = [grad(0, 0, 0), grad(1, 0, 0), grad(0, 1, 0), grad(2, 0, 0)]  # slot 0 completes
-    out += [grad(1, 1, 0), grad(0, 0, 0)]       # duplicate after completion: resend
-    out += [grad(2, 1, 0), grad(1, 1, 0)]       # slot 1 completes, then a duplicate
-    out += [grad(1, 0, 0, job=JOB + 1)]         # BAD_JOB
-    short, port = grad(2, 0, 1)
-    out += [(short[:60], port)]                 # BAD_LENGTH
-    out += [grad(0, 0, 1, values=special), grad(1, 0, 1, values=special),
-            grad(2, 0, 1, values=-special)]     # infinities, NaN, subnormals, overflow
-    out += [grad(0, 1, 1), grad(0, 0, 0)]       # round 1 of slot 1 open; stale round 0
-    out += [grad(ACTOR_ID, 0, 2)]               # UNKNOWN_WORKER (the actor's id is >= N)
-    out += [grad(1, 1, 1), grad(2, 1, 1)]       # slot 1 round 1 completes
-    return out
-
-
-def rpl_frames(rng: np.random.Generator) -> list[tuple[bytes, int]]:
-    def push(k: int, seq: int) -> tuple[bytes, int]:
-        recs = [rng.integers(0, 256, RECORD_BYTES, dtype=np.uint8).tobytes() for _ in range(k)]
-        prios = [int(p) for p in rng.integers(1, 1 << 20, k)]
-        return member_frame(ACTOR_ID, proto.push(recs, prios, job=JOB, worker=ACTOR_ID, seq=seq))
-
-    def sample(b: int, seq: int, prioritized: bool) -> tuple[bytes, int]:
-        return member_frame(LEARNER_ID, proto.sample_request(
-            b, job=JOB, worker=LEARNER_ID, seq=seq, prioritized=prioritized))
-
-    out = [sample(2, 1, False)]                 # EMPTY
-    out += [push(2, 2), push(16, 3), push(5, 4)]
-    out += [sample(4, 5, False), sample(8, 6, True)]
-    out += [member_frame(LEARNER_ID, proto.update([1, 4, 100], [7 << 16, 3, 9], job=JOB,
-                                                  worker=LEARNER_ID, seq=7))]  # BAD_INDEX
-    bad, port = push(1, 8)
-    out += [(bad[:45] + bytes([JOB + 1]) + bad[46:], port)]  # BAD_JOB
-    out += [sample(16, 9, True), push(3, 10), sample(1, 11, False)]
-    out += [member_frame(ACTOR_ID, proto.sample_request(2, job=JOB, worker=ACTOR_ID, seq=12))]
-    return out
 
 
 # ---------------------------------------------------------------------------
@@ -133,7 +83,7 @@ def test_rtl_matches_model_frame_by_frame(rtl: RtlSwitch) -> None:
 
     prng = random.Random(5)
     nrng = np.random.default_rng(5)
-    frames = interleave(prng, l2_frames(prng), agg_frames(nrng), rpl_frames(nrng))
+    frames = interleave(prng, l2_frames(prng), agg_frames(nrng), rpl_frames(nrng, RECORD_BYTES))
     assert len(frames) >= 40, len(frames)
     emitted = 0
     for i, (frame, port) in enumerate(frames):
@@ -163,7 +113,7 @@ def test_burst_at_line_rate_keeps_each_engines_order(rtl: RtlSwitch) -> None:
         model.write(name, value)
     prng = random.Random(9)
     nrng = np.random.default_rng(9)
-    frames = interleave(prng, l2_frames(prng), agg_frames(nrng), rpl_frames(nrng))
+    frames = interleave(prng, l2_frames(prng), agg_frames(nrng), rpl_frames(nrng, RECORD_BYTES))
     want = [e for f, p in frames for e in model.process(f, p)]
     got = rtl.process_burst(frames)
 

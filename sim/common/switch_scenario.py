@@ -3,8 +3,9 @@
 The member table, the register writes that configure the switch (the epoch
 mailbox included), member frames, gradient chunks of a tensor of ``TENSOR``
 elements, a round that fails on a tensor length mismatch, frames of every
-length below 64 bytes, ordinary L2 traffic, and a random merge of frame
-streams that keeps each stream's order. ``sim/nrl_switch/test_nrl_switch.py`` (cocotb) and
+length below 64 bytes, ordinary L2 traffic, the aggregation engine's and the
+replay engine's traffic (:func:`agg_frames`, :func:`rpl_frames`), and a random
+merge of frame streams that keeps each stream's order. ``sim/nrl_switch/test_nrl_switch.py`` (cocotb) and
 ``tests/test_rtlsim.py`` (Verilator via ``hostdrv.backends.rtl_model``) build their
 traffic from these and compare the RTL with ``hostdrv.model``.
 """
@@ -82,6 +83,73 @@ def mismatch_frames(rng: np.random.Generator, slot: int, rnd: int) -> list[tuple
     """
     return [gradient_frame(rng, 0, slot, rnd), gradient_frame(rng, 1, slot, rnd, total=TENSOR + 24),
             gradient_frame(rng, 2, slot, rnd), gradient_frame(rng, 0, slot, rnd, total=7)]
+
+
+SPECIAL = np.array([np.inf, -np.inf, np.nan, -0.0, 1e-45, -1e-45, 3.4e38, 3.4e38]
+                   + [1.0] * (ELEMS - 8), dtype=np.float32)
+"""Infinities, NaN, -0, subnormals and a sum that overflows (a round of these and their negation)."""
+
+
+def agg_frames(rng: np.random.Generator) -> list[tuple[bytes, int]]:
+    """Gradient traffic for the aggregation engine: completed rounds, drops, resends, a mismatch.
+
+    Slot 0 round 0 completes and a duplicate gets its RESULT re-sent; slot 1
+    round 0 completes (and a duplicate); BAD_JOB; a chunk cut short
+    (BAD_LENGTH); slot 0 round 1 of special values completes; a stale round 0
+    chunk; UNKNOWN_WORKER (the actor's id is >= AGG_MEMBERS); slot 1 round 1
+    completes; slot 1 round 2 fails on a tensor length mismatch
+    (:func:`mismatch_frames`: two MISMATCH drops, an ERROR RESULT multicast
+    and re-sent); slot 0 round 2 stays open.
+    """
+
+    def grad(w: int, slot: int, rnd: int, job: int = JOB,
+             values: np.ndarray | None = None) -> tuple[bytes, int]:
+        return gradient_frame(rng, w, slot, rnd, job=job, values=values)
+
+    out = [grad(0, 0, 0), grad(1, 0, 0), grad(0, 1, 0), grad(2, 0, 0)]  # slot 0 completes
+    out += [grad(1, 1, 0), grad(0, 0, 0)]   # duplicate after completion: resend to worker 0
+    out += [grad(2, 1, 0), grad(1, 1, 0)]   # slot 1 completes, then a duplicate
+    out += [grad(1, 0, 0, job=JOB + 1)]     # wrong job: BAD_JOB
+    short, port = grad(2, 0, 1)
+    out += [(short[:60], port)]             # cut short: BAD_LENGTH
+    out += [grad(0, 0, 1, values=SPECIAL), grad(1, 0, 1, values=SPECIAL),
+            grad(2, 0, 1, values=-SPECIAL)]  # infinities, NaN, subnormals, overflow
+    out += [grad(0, 1, 1), grad(0, 0, 0)]   # round 1 of slot 1 open; stale round 0
+    out += [grad(ACTOR_ID, 0, 2)]           # UNKNOWN_WORKER
+    out += [grad(1, 1, 1), grad(2, 1, 1)]   # slot 1 round 1 completes
+    out += mismatch_frames(rng, 1, 2)       # slot 1 round 2 fails: ERROR RESULT, resends
+    out += [grad(0, 0, 2), grad(1, 0, 2)]   # slot 0 round 2 stays open
+    return out
+
+
+def rpl_frames(rng: np.random.Generator, record_bytes: int) -> list[tuple[bytes, int]]:
+    """Replay traffic: pushes, uniform and prioritized samples, an update, malformed requests.
+
+    The first four frames (an EMPTY sample, two pushes, a sample) make a
+    short replay exchange of their own (two PUSH_ACKs)."""
+
+    def push(k: int, seq: int) -> tuple[bytes, int]:
+        recs = [rng.integers(0, 256, record_bytes, dtype=np.uint8).tobytes() for _ in range(k)]
+        prios = [int(p) for p in rng.integers(1, 1 << 20, k)]
+        return member_frame(ACTOR_ID, proto.push(recs, prios, job=JOB, worker=ACTOR_ID, seq=seq))
+
+    def sample(b: int, seq: int, prioritized: bool) -> tuple[bytes, int]:
+        return member_frame(LEARNER_ID, proto.sample_request(
+            b, job=JOB, worker=LEARNER_ID, seq=seq, prioritized=prioritized))
+
+    out = [sample(2, 1, False)]             # empty memory: EMPTY
+    out += [push(2, 2), push(3, 3)]
+    out += [sample(4, 4, False), sample(2, 5, True)]
+    out += [push(16, 6), push(5, 7)]
+    out += [sample(8, 8, True)]
+    out += [member_frame(LEARNER_ID, proto.update([1, 4, 100], [7 << 16, 3, 9], job=JOB,
+                                                  worker=LEARNER_ID, seq=9))]  # 100: BAD_INDEX
+    bad, port = push(1, 10)
+    out += [(bad[:45] + bytes([JOB + 1]) + bad[46:], port)]  # wrong job: BAD_JOB
+    out += [sample(16, 11, True), push(3, 12), sample(1, 13, False)]
+    # a sample request from the actor, which has no learner role: dropped
+    out += [member_frame(ACTOR_ID, proto.sample_request(2, job=JOB, worker=ACTOR_ID, seq=14))]
+    return out
 
 
 def short_frames(rng: random.Random) -> list[tuple[bytes, int]]:

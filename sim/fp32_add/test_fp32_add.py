@@ -24,11 +24,11 @@ import os
 import cocotb
 import numpy as np
 import numpy.typing as npt
-from cocotb.clock import Clock
 from cocotb.handle import HierarchyObject
 from cocotb.triggers import FallingEdge
 
 from hostdrv.fp32 import CANONICAL_NAN, fp32_add_bits
+from sim.common.tb import ClockReset
 
 LATENCY = 6
 """Documented fixed latency of fp32_add (``// LATENCY = 6`` in the RTL header)."""
@@ -214,13 +214,8 @@ def bits_str(x: int) -> str:
 
 
 async def start_and_reset(dut: HierarchyObject) -> None:
-    """Start the clock and hold reset for a few clocks with in_valid low."""
-    Clock(dut.clk, CLK_PERIOD_NS, unit="ns").start()
-    dut.rst.value = 1
-    dut.in_valid.value = 0
-    dut.in_a.value = 0
-    dut.in_b.value = 0
-    dut.in_tag.value = 0
+    """Start the clock (sim.common.tb) and hold reset for a few clocks with in_valid low."""
+    ClockReset(dut, CLK_PERIOD_NS, idle_inputs=("in_valid", "in_a", "in_b", "in_tag"))
     for _ in range(4):
         await FallingEdge(dut.clk)
     dut.rst.value = 0

@@ -1,14 +1,16 @@
 """cocotb testbench for ``hw/rtl/nrl_switch.v``: the whole switch against the reference model.
 
-One scenario of mixed traffic goes through the switch: ordinary L2 frames
+One scenario of mixed traffic (``sim/common/switch_scenario.py``, shared
+with ``tests/test_rtlsim.py``) goes through the switch: ordinary L2 frames
 (non-IP, IPv4 TCP, UDP to another port, IPv4 with options, runts), gradient
-rounds from three workers (chunks of a tensor of ``TENSOR`` elements: a
-completed round, an interleaved second slot, a duplicate that triggers a
-resend, a round that fails on a tensor length mismatch with its ERROR
-RESULT multicast and re-sent), replay PUSHes, uniform and prioritized
-SAMPLE_REQs, an UPDATE with an out-of-range index, malformed protocol
-frames that each engine must drop (wrong job, too short) and a frame of
-every length 1..63. The classes are interleaved at random (seeded) while
+rounds from three workers (chunks of a tensor of ``TENSOR`` elements:
+completed rounds, an interleaved second slot, duplicates that trigger a
+resend, a round of fp32 special values, a round that fails on a tensor
+length mismatch with its ERROR RESULT multicast and re-sent), replay
+PUSHes, uniform and prioritized SAMPLE_REQs, an UPDATE with an
+out-of-range index, malformed protocol frames that each engine must drop
+(wrong job, too short, unknown worker, missing role) and a frame of every
+length 1..63. The classes are interleaved at random (seeded) while
 each keeps its own order. The configuration writes AGG_EPOCH.
 
 Expected output comes from :class:`hostdrv.model.SwitchModel` fed the same
@@ -25,7 +27,8 @@ MEMBER_PORT / AGG_UPLINK_PORT values that are not 0 or one-hot (SLVERR from
 both engines' register files, value kept in both).
 
 The scenario runs under all four combinations of source idle cycles and sink
-backpressure, with a fresh model and a reset DUT each time.
+backpressure (``sim.common.tb.StreamTB.set_stress``), with a fresh model and a
+reset DUT each time.
 
 Environment:
     ``NRL_TRAFFIC``  classes of input traffic, comma separated (default
@@ -36,45 +39,34 @@ Environment:
 
 from __future__ import annotations
 
-import itertools
-import logging
 import os
 import random
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
 from cocotb.handle import HierarchyObject
-from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError, with_timeout
-from cocotbext.axi import (
-    AxiLiteBus,
-    AxiLiteMaster,
-    AxiResp,
-    AxiStreamBus,
-    AxiStreamFrame,
-    AxiStreamSink,
-    AxiStreamSource,
-)
+from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError
+from cocotbext.axi import AxiResp
 
 from hostdrv import protocol as proto
 from hostdrv import regmap
 from hostdrv.model import MAC_PORTS, SwitchModel
 from sim.common.switch_scenario import (
-    ACTOR_ID,
     EPOCH,
     JOB,
-    LEARNER_ID,
     SWITCH_MAC,
+    agg_frames,
     config_writes,
     gradient_frame,
     interleave,
     l2_frames,
     member_frame,
     mismatch_frames,
+    rpl_frames,
     short_frames,
 )
+from sim.common.tb import STRESS, StreamTB
 
 CLK_PERIOD_NS = 5
 """200 MHz, the SUME datapath clock."""
@@ -95,50 +87,6 @@ class Out:
         return f"dst={self.dst:#04x} len={len(self.frame)} {self.frame[:64].hex()}"
 
 
-# ---------------------------------------------------------------------------
-# scenario
-
-
-def agg_frames(rng: np.random.Generator) -> list[tuple[bytes, int]]:
-    """Gradient traffic for the aggregation engine, including drops and a resend."""
-
-    def grad(w: int, slot: int, rnd: int, job: int = JOB) -> tuple[bytes, int]:
-        return gradient_frame(rng, w, slot, rnd, job=job)
-
-    out = [grad(0, 0, 0), grad(1, 0, 0), grad(0, 1, 0), grad(2, 0, 0)]  # slot 0 completes
-    out += [grad(1, 1, 0), grad(0, 0, 0)]   # duplicate after completion: resend to worker 0
-    out += [grad(2, 1, 0)]                  # slot 1 completes
-    out += [grad(1, 0, 0, job=JOB + 1)]     # wrong job: BAD_JOB
-    short, port = grad(2, 0, 1)
-    out += [(short[:60], port)]             # cut short: BAD_LENGTH
-    out += [grad(0, 0, 1), grad(1, 0, 1)]   # slot 0 round 1 stays open
-    out += mismatch_frames(rng, 1, 1)       # slot 1 round 1 fails: ERROR RESULT, resends
-    return out
-
-
-def rpl_frames(rng: np.random.Generator, record_bytes: int) -> list[tuple[bytes, int]]:
-    """Replay traffic: pushes, samples, an update, and malformed requests."""
-
-    def push(k: int, seq: int) -> tuple[bytes, int]:
-        recs = [rng.integers(0, 256, record_bytes, dtype=np.uint8).tobytes() for _ in range(k)]
-        prios = [int(p) for p in rng.integers(1, 1 << 20, k)]
-        return member_frame(ACTOR_ID, proto.push(recs, prios, job=JOB, worker=ACTOR_ID, seq=seq))
-
-    def sample(b: int, seq: int, prioritized: bool) -> tuple[bytes, int]:
-        return member_frame(LEARNER_ID, proto.sample_request(
-            b, job=JOB, worker=LEARNER_ID, seq=seq, prioritized=prioritized))
-
-    out = [sample(2, 1, False)]             # empty memory: EMPTY
-    out += [push(2, 2), push(3, 3)]
-    out += [sample(4, 4, False), sample(2, 5, True)]
-    out += [member_frame(LEARNER_ID, proto.update([1, 4, 100], [7 << 16, 3, 9], job=JOB,
-                                                  worker=LEARNER_ID, seq=6))]  # 100: BAD_INDEX
-    bad, port = push(1, 7)
-    out += [(bad[:45] + bytes([JOB + 1]) + bad[46:], port)]  # wrong job: BAD_JOB
-    out += [sample(2, 8, True)]
-    return out
-
-
 def input_class(frame: bytes, udp_port: int = proto.DEFAULT_UDP_PORT) -> str:
     """Which path of the switch a frame takes (docs/protocol.md section 1)."""
     if not proto.is_protocol_frame(frame, udp_port):
@@ -157,61 +105,26 @@ def output_class(frame: bytes) -> str:
 # testbench
 
 
-class TB:
-    """Clock, reset and the bus functional models around nrl_switch."""
+class TB(StreamTB):
+    """The common stream testbench (sim.common.tb) around nrl_switch at the SUME clock."""
+
+    IDLE_PATTERN = BACKPRESSURE_PATTERN = (1, 1, 1, 0)
 
     def __init__(self, dut: HierarchyObject) -> None:
-        self.dut = dut
-        self.log = dut._log
-        # hold reset from time 0 so the bus models idle until the DUT is reset
-        dut.rst.setimmediatevalue(1)
-        Clock(dut.clk, CLK_PERIOD_NS, unit="ns").start()
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk, dut.rst)
-        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
-        for bfm in ("s_axis", "m_axis", "s_axil"):
-            logging.getLogger(f"cocotb.{dut._name}.{bfm}").setLevel(logging.WARNING)
-
-    def set_idle_generator(self, generator: Callable[[], Iterator[int]] | None = None) -> None:
-        if generator:
-            self.source.set_pause_generator(generator())
-
-    def set_backpressure_generator(self, generator: Callable[[], Iterator[int]] | None = None) -> None:
-        if generator:
-            self.sink.set_pause_generator(generator())
-
-    async def reset(self) -> None:
-        self.dut.rst.value = 1
-        await ClockCycles(self.dut.clk, 4)
-        self.dut.rst.value = 0
-        await ClockCycles(self.dut.clk, 4)
+        super().__init__(dut, CLK_PERIOD_NS)
 
     async def write(self, reg: str, value: int) -> None:
-        resp = await self.write_resp(regmap.REGISTERS[reg].addr, value)
-        assert resp == AxiResp.OKAY, f"write {reg} = {value:#x} answered {resp!r}"
-
-    async def write_resp(self, addr: int, value: int) -> AxiResp:
-        """A whole-word write; the AXI4-Lite response."""
-        return AxiResp((await self.axil.write(addr, value.to_bytes(4, "little"))).resp)
-
-    async def read(self, reg: str) -> int:
-        return int(await self.axil.read_dword(regmap.REGISTERS[reg].addr))
+        await self.write_reg(reg, value)
 
     async def send(self, frame: bytes, src_port: int) -> None:
         # SUME TUSER: [15:0] length, [23:16] source port, [31:24] destination ports
-        await self.source.send(AxiStreamFrame(frame, tuser=len(frame) | (src_port << 16)))
+        await self.send_frame(frame, src_port)
 
     async def recv(self) -> Out:
-        f = await with_timeout(self.sink.recv(), 20000, "ns")
-        tuser = f.tuser[0] if isinstance(f.tuser, list) else int(f.tuser or 0)
-        data = bytes(f.tdata)
+        data, tuser = await self.recv_frame(20000)
         assert tuser & 0xFFFF == len(data), \
             f"TUSER length {tuser & 0xFFFF} != frame length {len(data)}: {data[:64].hex()}"
         return Out(data, (tuser >> 24) & 0xFF)
-
-
-def cycle_pause() -> Iterator[int]:
-    return itertools.cycle([1, 1, 1, 0])
 
 
 async def exchange(tb: TB, model: SwitchModel,
@@ -248,7 +161,7 @@ async def exchange(tb: TB, model: SwitchModel,
             + "; model " + str({k: v for k, v in model.counters().items() if v})) from None
 
     await ClockCycles(dut.clk, 200)
-    assert tb.sink.empty(), "extra output frames"
+    assert not tb.recv_pending(), "extra output frames"
 
     for c in CLASSES:
         for i, (g, e) in enumerate(zip(got[c], expected[c], strict=False)):
@@ -275,15 +188,12 @@ async def new_model(tb: TB) -> SwitchModel:
 
 
 @cocotb.test()
-@cocotb.parametrize(idle_inserter=[None, cycle_pause], backpressure_inserter=[None, cycle_pause])
-async def run_mixed_traffic(dut: HierarchyObject,
-                            idle_inserter: Callable[[], Iterator[int]] | None,
-                            backpressure_inserter: Callable[[], Iterator[int]] | None) -> None:
+@cocotb.parametrize(idle=STRESS, backpressure=STRESS)
+async def run_mixed_traffic(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
     """Mixed L2, aggregation and replay traffic against SwitchModel."""
     tb = TB(dut)
     await tb.reset()
-    tb.set_idle_generator(idle_inserter)
-    tb.set_backpressure_generator(backpressure_inserter)
+    tb.set_stress(idle, backpressure)
 
     traffic = os.environ.get("NRL_TRAFFIC", "l2,agg,rpl").split(",")
     seed = int(os.environ.get("NRL_SEED", "1"))
@@ -443,5 +353,5 @@ async def run_udp_port_and_clear(dut: HierarchyObject) -> None:
     await tb.write("CTRL", (1 << 31) | 3)
     assert await tb.read("CNT_PASS") == model.read("CNT_PASS") == 0
     await ClockCycles(dut.clk, 20)
-    assert tb.sink.empty()
+    assert not tb.recv_pending()
 
