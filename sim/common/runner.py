@@ -2,12 +2,20 @@
 
 One build directory per (toplevel, simulator, parameter set), so parameterized
 pytest cases never share a build. A failing cocotb test fails the pytest test.
+
+Coverage: with ``NRL_COVERAGE=1`` every Verilator build gets line and toggle
+coverage (``--coverage-line --coverage-toggle``, in a build directory of its
+own, ``<sim>_<tag>_cov``) and every run writes its counts to a file of its own
+in ``NRL_COVERAGE_DIR`` (default ``sim_build/coverage``). Icarus runs are
+unchanged. ``scripts/coverage.py`` (``make coverage``) runs the tests this way,
+merges the files and writes the report.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -19,6 +27,18 @@ RTL = HW / "rtl"
 BUILD_ROOT = REPO / "sim_build"
 
 SIMULATORS = ("icarus", "verilator")
+COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
+"""Verilator build arguments of a coverage build."""
+
+
+def coverage_enabled() -> bool:
+    """Whether ``NRL_COVERAGE=1`` asks for coverage builds."""
+    return os.environ.get("NRL_COVERAGE") == "1"
+
+
+def coverage_dir() -> Path:
+    """Where the runs of a coverage build write their ``.dat`` files."""
+    return Path(os.environ.get("NRL_COVERAGE_DIR", str(BUILD_ROOT / "coverage")))
 
 
 def setup_tool_env() -> None:
@@ -61,13 +81,21 @@ def run_cocotb(
     setup_tool_env()
     params = dict(parameters or {})
     tag = build_tag or "_".join(f"{k}{v}" for k, v in sorted(params.items())) or "default"
-    build_dir = BUILD_ROOT / toplevel / f"{sim}_{tag}"
+    coverage = sim == "verilator" and coverage_enabled()
+    build_dir = BUILD_ROOT / toplevel / f"{sim}_{tag}{'_cov' if coverage else ''}"
     runner = get_runner(sim)
     build_args: list[str] = []
+    plusargs: list[str] = []
     if sim == "verilator":
         build_args = ["-Wno-fatal", "-O2", "--x-assign", "0", "--x-initial", "0"]
         if os.environ.get("WAVES") == "1":
             build_args.append("--trace-fst")
+        if coverage:
+            build_args += COVERAGE_ARGS
+            cov_dir = coverage_dir()
+            cov_dir.mkdir(parents=True, exist_ok=True)
+            dat = cov_dir / f"{toplevel}_{tag}_{uuid.uuid4().hex[:8]}.dat"
+            plusargs.append(f"+verilator+coverage+file+{dat}")
     runner.build(
         sources=[str(s) for s in sources],
         includes=[str(i) for i in (list(includes) or [RTL])],
@@ -87,6 +115,7 @@ def run_cocotb(
         test_dir=build_dir,
         extra_env=dict(extra_env or {}),
         testcase=testcase,
+        plusargs=plusargs,
         waves=os.environ.get("WAVES") == "1",
     )
     total, failed = get_results(results)
