@@ -135,26 +135,6 @@ module grad_agg_regs #
 `include "nrl_regs.vh"
 // verilator lint_on UNUSEDPARAM
 
-// counter indices of cnt_inc
-localparam C_RX_GRADIENT = 0;
-localparam C_RX_RESULT = 1;
-localparam C_TX_RESULT = 2;
-localparam C_TX_RESEND = 3;
-localparam C_TX_UP = 4;
-localparam C_BAD_LENGTH = 5;
-localparam C_BAD_HEADER = 6;
-localparam C_BAD_JOB = 7;
-localparam C_DISABLED = 8;
-localparam C_UNKNOWN_WORKER = 9;
-localparam C_SPOOFED = 10;
-localparam C_BAD_COUNT = 11;
-localparam C_BAD_DTYPE = 12;
-localparam C_BAD_SLOT = 13;
-localparam C_STALE = 14;
-localparam C_DUPLICATE = 15;
-localparam C_LATE = 16;
-localparam C_MISMATCH = 17;
-
 localparam [6:0] SLOTS_MAX = MAX_SLOTS;
 localparam [31:0] MAX_SLOTS_W = MAX_SLOTS;
 localparam [31:0] MAX_ELEMS_W = MAX_ELEMS;
@@ -178,7 +158,6 @@ initial begin
     end
 end
 
-integer i;
 genvar gi;
 
 /*
@@ -434,31 +413,42 @@ assign cfg_leaf_id = leaf_id_reg;
 assign cfg_invalidate = invalidate_reg;
 
 /*
- * Counters: {hi, lo} with the carry out of lo registered into hi
+ * Counters (nrl_counter_bank): {hi, lo} with the carry out of lo registered
+ * into hi. Counter i counts cnt_inc[i]; its word in the counter window, in
+ * cnt_inc order from bit 0: RX_GRADIENT, RX_RESULT, TX_RESULT, TX_RESEND,
+ * TX_UP, the seven shared drops (BAD_LENGTH .. BAD_COUNT), BAD_DTYPE,
+ * BAD_SLOT, STALE, DUPLICATE, LATE, MISMATCH.
  */
-reg [15:0] cnt_lo_reg[0:CNT_COUNT-1];
-reg [15:0] cnt_hi_reg[0:CNT_COUNT-1];
-reg [CNT_COUNT-1:0] cnt_cy_reg;
+localparam [5*CNT_COUNT-1:0] CNT_WORDS = {
+    REG_CNT_DROP_MISMATCH[6:2], REG_CNT_DROP_LATE[6:2], REG_CNT_DROP_DUPLICATE[6:2],
+    REG_CNT_DROP_STALE[6:2], REG_CNT_DROP_BAD_SLOT[6:2], REG_CNT_DROP_BAD_DTYPE[6:2],
+    REG_CNT_DROP_BAD_COUNT[6:2], REG_CNT_DROP_SPOOFED[6:2], REG_CNT_DROP_UNKNOWN_WORKER[6:2],
+    REG_CNT_DROP_DISABLED[6:2], REG_CNT_DROP_BAD_JOB[6:2], REG_CNT_DROP_BAD_HEADER[6:2],
+    REG_CNT_DROP_BAD_LENGTH[6:2], REG_CNT_TX_UP[6:2], REG_CNT_TX_RESEND[6:2],
+    REG_CNT_TX_RESULT[6:2], REG_CNT_RX_RESULT[6:2], REG_CNT_RX_GRADIENT[6:2]};
 
-always @(posedge clk) begin
-    for (i = 0; i < CNT_COUNT; i = i + 1) begin
-        if (cnt_inc[i]) begin
-            cnt_lo_reg[i] <= cnt_lo_reg[i] + 16'd1;
-        end
-        cnt_cy_reg[i] <= cnt_inc[i] && cnt_lo_reg[i] == 16'hffff;
-        if (cnt_cy_reg[i]) begin
-            cnt_hi_reg[i] <= cnt_hi_reg[i] + 16'd1;
-        end
-    end
+wire [4:0] cnt_rd_word;
+// verilator lint_off UNUSEDSIGNAL
+wire cnt_rd_hit;  // the counter words of other engines read 0
+// verilator lint_on UNUSEDSIGNAL
+wire [31:0] cnt_rd_value;
+wire cnt_rd_carry;
 
-    if (rst || clear_reg) begin
-        for (i = 0; i < CNT_COUNT; i = i + 1) begin
-            cnt_lo_reg[i] <= 16'd0;
-            cnt_hi_reg[i] <= 16'd0;
-        end
-        cnt_cy_reg <= {CNT_COUNT{1'b0}};
-    end
-end
+nrl_counter_bank #(
+    .COUNT(CNT_COUNT),
+    .WORDS(CNT_WORDS),
+    .REGISTER_INC(0)
+)
+counter_bank_inst (
+    .clk(clk),
+    .rst(rst),
+    .inc(cnt_inc),
+    .clear(clear_reg),
+    .rd_word(cnt_rd_word),
+    .rd_hit(cnt_rd_hit),
+    .rd_value(cnt_rd_value),
+    .rd_carry(cnt_rd_carry)
+);
 
 /*
  * AXI4-Lite read channel: address register, three 32-word selects
@@ -469,6 +459,8 @@ reg arready_reg, arready_next;
 reg rd_busy_reg, rd_busy_next;
 reg [2:0] rd_pipe_reg, rd_pipe_next;
 reg [11:2] rd_addr_reg;
+
+assign cnt_rd_word = rd_addr_reg[6:2];
 reg rvalid_reg, rvalid_next;
 reg [31:0] rdata_reg;
 
@@ -500,42 +492,10 @@ end
 wire [31:0] cfg_word[0:31];
 // 0x100-0x17C: member table
 wire [31:0] member_word[0:31];
-// 0x200-0x27C: counters, as {hi, lo} and the carry not yet in hi
-wire [31:0] cnt_word[0:31];
-wire [31:0] cnt_cy_word;
-
-// counter slot of each counter word, CNT_COUNT where there is none
-function integer cnt_of_word(input [4:0] w);
-    begin
-        case (w)
-            REG_CNT_RX_GRADIENT[6:2]: cnt_of_word = C_RX_GRADIENT;
-            REG_CNT_RX_RESULT[6:2]: cnt_of_word = C_RX_RESULT;
-            REG_CNT_TX_RESULT[6:2]: cnt_of_word = C_TX_RESULT;
-            REG_CNT_TX_RESEND[6:2]: cnt_of_word = C_TX_RESEND;
-            REG_CNT_TX_UP[6:2]: cnt_of_word = C_TX_UP;
-            REG_CNT_DROP_BAD_LENGTH[6:2]: cnt_of_word = C_BAD_LENGTH;
-            REG_CNT_DROP_BAD_HEADER[6:2]: cnt_of_word = C_BAD_HEADER;
-            REG_CNT_DROP_BAD_JOB[6:2]: cnt_of_word = C_BAD_JOB;
-            REG_CNT_DROP_DISABLED[6:2]: cnt_of_word = C_DISABLED;
-            REG_CNT_DROP_UNKNOWN_WORKER[6:2]: cnt_of_word = C_UNKNOWN_WORKER;
-            REG_CNT_DROP_SPOOFED[6:2]: cnt_of_word = C_SPOOFED;
-            REG_CNT_DROP_BAD_COUNT[6:2]: cnt_of_word = C_BAD_COUNT;
-            REG_CNT_DROP_BAD_DTYPE[6:2]: cnt_of_word = C_BAD_DTYPE;
-            REG_CNT_DROP_BAD_SLOT[6:2]: cnt_of_word = C_BAD_SLOT;
-            REG_CNT_DROP_STALE[6:2]: cnt_of_word = C_STALE;
-            REG_CNT_DROP_DUPLICATE[6:2]: cnt_of_word = C_DUPLICATE;
-            REG_CNT_DROP_LATE[6:2]: cnt_of_word = C_LATE;
-            REG_CNT_DROP_MISMATCH[6:2]: cnt_of_word = C_MISMATCH;
-            default: cnt_of_word = CNT_COUNT;
-        endcase
-    end
-endfunction
-
 generate
 
 for (gi = 0; gi < 32; gi = gi + 1) begin : g_rd_word
     localparam [4:0] WI = gi;
-    localparam integer CI = cnt_of_word(WI);
 
     // constant conditions: each word elaborates to its one register
     assign cfg_word[gi] =
@@ -557,14 +517,6 @@ for (gi = 0; gi < 32; gi = gi + 1) begin : g_rd_word
         common_ctl_words[32*gi +: 32];
 
     assign member_word[gi] = common_member_words[32*gi +: 32];
-
-    if (CI < CNT_COUNT) begin : g_cnt
-        assign cnt_word[gi] = {cnt_hi_reg[CI], cnt_lo_reg[CI]};
-        assign cnt_cy_word[gi] = cnt_cy_reg[CI];
-    end else begin : g_none
-        assign cnt_word[gi] = 32'd0;
-        assign cnt_cy_word[gi] = 1'b0;
-    end
 end
 
 endgenerate
@@ -589,8 +541,8 @@ always @(posedge clk) begin
     end
     rd_cfg_reg <= cfg_word[rd_addr_reg[6:2]];
     rd_member_reg <= member_word[rd_addr_reg[6:2]];
-    rd_cnt_reg <= cnt_word[rd_addr_reg[6:2]];
-    rd_cy_reg <= cnt_cy_word[rd_addr_reg[6:2]];
+    rd_cnt_reg <= cnt_rd_value;
+    rd_cy_reg <= cnt_rd_carry;
     if (rd_addr_reg[7]) begin
         rd_region_reg <= RG_NONE;
     end else begin

@@ -4,6 +4,7 @@
 fp32_add.v
 grad_agg_fifo.v
 nrl_common_regs.v
+nrl_counter_bank.v
 grad_agg_regs.v
 grad_agg.v
 replay_fifo.v

@@ -121,26 +121,13 @@ module replay_regs #
 `include "nrl_regs.vh"
 // verilator lint_on UNUSEDPARAM
 
-// counter index -> register address (order of the engine's cnt_inc vector)
-function [11:0] cnt_addr(input integer i);
-    case (i)
-        0: cnt_addr = REG_CNT_RX_PUSH;
-        1: cnt_addr = REG_CNT_RX_SAMPLE;
-        2: cnt_addr = REG_CNT_RX_UPDATE;
-        3: cnt_addr = REG_CNT_TX_PUSH_ACK;
-        4: cnt_addr = REG_CNT_TX_SAMPLE_RESP;
-        5: cnt_addr = REG_CNT_DROP_BAD_LENGTH;
-        6: cnt_addr = REG_CNT_DROP_BAD_HEADER;
-        7: cnt_addr = REG_CNT_DROP_BAD_JOB;
-        8: cnt_addr = REG_CNT_DROP_DISABLED;
-        9: cnt_addr = REG_CNT_DROP_UNKNOWN_WORKER;
-        10: cnt_addr = REG_CNT_DROP_SPOOFED;
-        11: cnt_addr = REG_CNT_DROP_BAD_COUNT;
-        12: cnt_addr = REG_CNT_DROP_EMPTY;
-        13: cnt_addr = REG_CNT_DROP_BAD_INDEX;
-        default: cnt_addr = 12'hFFF;
-    endcase
-endfunction
+// counter-window word of each counter, in the order of the engine's cnt_inc vector
+localparam [5*14-1:0] CNT_WORDS = {
+    REG_CNT_DROP_BAD_INDEX[6:2], REG_CNT_DROP_EMPTY[6:2], REG_CNT_DROP_BAD_COUNT[6:2],
+    REG_CNT_DROP_SPOOFED[6:2], REG_CNT_DROP_UNKNOWN_WORKER[6:2], REG_CNT_DROP_DISABLED[6:2],
+    REG_CNT_DROP_BAD_JOB[6:2], REG_CNT_DROP_BAD_HEADER[6:2], REG_CNT_DROP_BAD_LENGTH[6:2],
+    REG_CNT_TX_SAMPLE_RESP[6:2], REG_CNT_TX_PUSH_ACK[6:2], REG_CNT_RX_UPDATE[6:2],
+    REG_CNT_RX_SAMPLE[6:2], REG_CNT_RX_PUSH[6:2]};
 
 initial begin
     if (NCNT != 14) begin
@@ -156,10 +143,6 @@ reg [31:0] seed_reg;
 reg        seed_wr_reg;
 reg        rpl_reset_reg;
 
-reg [15:0] cnt_lo_reg[NCNT-1:0];
-reg [15:0] cnt_hi_reg[NCNT-1:0];
-reg [NCNT-1:0] cnt_c_reg;
-reg [NCNT-1:0] cnt_inc_reg;  // pulses registered once: no engine logic in front of the adders
 
 assign seed = seed_reg;
 assign seed_wr = seed_wr_reg;
@@ -232,20 +215,33 @@ common_regs_inst (
     .member_words(member_words)
 );
 
-integer i;
+// counters; pulses registered once (no engine logic in front of the adders)
+wire [4:0] cnt_rd_word;
+wire cnt_rd_hit;
+wire [31:0] cnt_rd_value;
+wire cnt_rd_carry;
+
+nrl_counter_bank #(
+    .COUNT(NCNT),
+    .WORDS(CNT_WORDS),
+    .REGISTER_INC(1)
+)
+counter_bank_inst (
+    .clk(clk),
+    .rst(rst),
+    .inc(cnt_inc),
+    .clear(wr_fire && wr_clear),
+    .rd_word(cnt_rd_word),
+    .rd_hit(cnt_rd_hit),
+    .rd_value(cnt_rd_value),
+    .rd_carry(cnt_rd_carry)
+);
 
 always @(posedge clk) begin
     seed_wr_reg <= 1'b0;
     rpl_reset_reg <= 1'b0;
-    cnt_inc_reg <= cnt_inc;
     if (s_axil_bready) begin
         bvalid_reg <= 1'b0;
-    end
-
-    // counters: 16-bit halves, registered carry
-    for (i = 0; i < NCNT; i = i + 1) begin
-        {cnt_c_reg[i], cnt_lo_reg[i]} <= {1'b0, cnt_lo_reg[i]} + {16'd0, cnt_inc_reg[i]};
-        cnt_hi_reg[i] <= cnt_hi_reg[i] + {15'd0, cnt_c_reg[i]};
     end
 
     if (wr_fire) begin
@@ -261,13 +257,6 @@ always @(posedge clk) begin
                 // control block and member table: nrl_common_regs
             end
         endcase
-        if (wr_clear) begin
-            for (i = 0; i < NCNT; i = i + 1) begin
-                cnt_lo_reg[i] <= 16'd0;
-                cnt_hi_reg[i] <= 16'd0;
-                cnt_c_reg[i] <= 1'b0;
-            end
-        end
     end
 
     if (rst) begin
@@ -276,12 +265,6 @@ always @(posedge clk) begin
         rpl_reset_reg <= 1'b0;
         bvalid_reg <= 1'b0;
         bresp_reg <= 2'b00;
-        for (i = 0; i < NCNT; i = i + 1) begin
-            cnt_lo_reg[i] <= 16'd0;
-            cnt_hi_reg[i] <= 16'd0;
-            cnt_c_reg[i] <= 1'b0;
-        end
-        cnt_inc_reg <= {NCNT{1'b0}};
     end
 end
 
@@ -309,8 +292,6 @@ assign s_axil_rvalid = rvalid_reg;
 
 reg [31:0] rd_ctl;
 reg [31:0] rd_mem;
-reg [3:0]  rd_ci;     // counter index of the address
-reg        rd_ci_ok;
 reg [1:0]  rd_grp;    // 0 none, 1 control and replay, 2 member table, 3 counters
 
 always @* begin
@@ -329,28 +310,19 @@ always @* begin
 
     rd_mem = member_words[32*rd_addr_reg[6:2] +: 32];
 
-    rd_ci = 4'd0;
-    rd_ci_ok = 1'b0;
-    for (i = 0; i < NCNT; i = i + 1) begin
-        if (rd_addr_reg == cnt_addr(i)) begin
-            rd_ci = i[3:0];
-            rd_ci_ok = 1'b1;
-        end
-    end
-
     if (rd_addr_reg[11:8] == 4'h0) begin
         rd_grp = 2'd1;
     end else if (rd_addr_reg[11:7] == 5'b00010) begin
         rd_grp = 2'd2;
-    end else if (rd_ci_ok) begin
+    end else if (rd_addr_reg[11:7] == REG_CNT_WINDOW[11:7] && cnt_rd_hit) begin
         rd_grp = 2'd3;
     end else begin
         rd_grp = 2'd0;
     end
 end
 
-// counter index decoded one clock before the counter is selected
-reg [3:0] rd_ci_reg;
+// the counter word (rd_addr_reg holds still until the read has answered)
+assign cnt_rd_word = rd_addr_reg[6:2];
 
 always @(posedge clk) begin
     if (rd_fire) begin
@@ -363,16 +335,15 @@ always @(posedge clk) begin
         rd_grp_reg <= rd_grp;
         rd_ctl_reg <= rd_ctl;
         rd_mem_reg <= rd_mem;
-        rd_ci_reg <= rd_ci;
     end
     if (rd_s2_reg) begin
         case (rd_grp_reg)
             2'd1: rd_raw_reg <= rd_ctl_reg;
             2'd2: rd_raw_reg <= rd_mem_reg;
-            2'd3: rd_raw_reg <= {cnt_hi_reg[rd_ci_reg], cnt_lo_reg[rd_ci_reg]};
+            2'd3: rd_raw_reg <= cnt_rd_value;
             default: rd_raw_reg <= 32'd0;
         endcase
-        rd_c_reg <= rd_grp_reg == 2'd3 && cnt_c_reg[rd_ci_reg];
+        rd_c_reg <= rd_grp_reg == 2'd3 && cnt_rd_carry;
     end
     if (rd_s3_reg) begin
         rdata_reg <= {rd_raw_reg[31:16] + {15'd0, rd_c_reg}, rd_raw_reg[15:0]};
