@@ -1,4 +1,5 @@
 # Replay engine (top: replay_engine); read by Icarus, Verilator and Yosys.
+nrl_fifo.v
 replay_fifo.v
 nrl_common_regs.v
 nrl_counter_bank.v
