@@ -61,6 +61,15 @@ def high(sig: Any) -> bool:
     return v.is_resolvable and int(v) == 1
 
 
+def model_refuses(model: Any, name: str, value: int) -> None:
+    """The golden model refuses ``value`` for register ``name`` (``ValueError``) and keeps its state."""
+    try:
+        model.write(name, value)
+    except ValueError:
+        return
+    raise AssertionError(f"the model took {name} = {value:#x}")
+
+
 def frame_beats(frames: Iterable[tuple[bytes, int]], nbytes: int) -> list[tuple[int, int, int, int]]:
     """Beats (tdata, tkeep, tuser, tlast) of ``(frame, source port)`` pairs on a bus of ``nbytes``."""
     full = (1 << nbytes) - 1

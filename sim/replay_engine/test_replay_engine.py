@@ -7,7 +7,8 @@ and the model's ``RPL_SIZE`` / ``RPL_WPTR`` / ``RPL_TOTAL``. Expected values
 come only from the model.
 
 The stream tests run under the four combinations of source idle insertion
-and sink backpressure. A monitor on the sum tree's result and update ports
+and sink backpressure (``sim.common.tb.StreamTB.set_stress``), the workload
+the same under each. A monitor on the sum tree's result and update ports
 checks the throughput claims (one sample index and one priority update per
 clock once the pipeline is full).
 
@@ -20,27 +21,17 @@ Environment (set by ``tests/test_replay_engine.py``):
 from __future__ import annotations
 
 import itertools
-import logging
 import math
 import os
 import random
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, RisingEdge
-from cocotbext.axi import (
-    AxiLiteBus,
-    AxiLiteMaster,
-    AxiResp,
-    AxiStreamBus,
-    AxiStreamFrame,
-    AxiStreamSink,
-    AxiStreamSource,
-)
+from cocotbext.axi import AxiResp
 
 from hostdrv import regmap
 from hostdrv.model import Egress, SwitchModel
@@ -53,6 +44,7 @@ from hostdrv.protocol import (
     sample_request,
     update,
 )
+from sim.common.tb import STRESS, StreamTB, high, model_refuses
 
 CLK_NS = 4
 SEED = int(os.environ.get("RPL_SEED", "1"))
@@ -109,38 +101,26 @@ def fix_lengths(frame: bytearray) -> bytes:
     return bytes(frame)
 
 
-def high(sig: HierarchyObject) -> bool:
-    """A 1-bit signal is resolved and 1."""
-    v = sig.value
-    return v.is_resolvable and int(v) == 1
-
-
-def pause_pattern(on: bool, rng: random.Random) -> Iterator[int] | None:
+def pause_pattern(rng: random.Random) -> Iterator[int]:
     """A pause generator (1 = pause this clock), random but reproducible."""
-    if not on:
-        return None
     bits = [1 if rng.random() < 0.4 else 0 for _ in range(97)]
     return itertools.cycle(bits)
 
 
-class TB:
-    """Clock, reset, BFMs and the reference model of one test."""
+class TB(StreamTB):
+    """The common stream testbench (sim.common.tb) with the reference model of one test.
+
+    ``lean=True`` drives the streams with the lean driver, its sink not ready
+    with probability ``stall`` per clock."""
 
     def __init__(self, dut: HierarchyObject, seed: int = SEED, lean: bool = False,
                  stall: float = 0.0) -> None:
-        self.dut = dut
+        super().__init__(dut, CLK_NS, lean=lean)
         self.log = dut._log
         self.rng = random.Random(seed)
-        self.width = len(dut.s_axis_tdata)
-        Clock(dut.clk, CLK_NS, unit="ns").start()
-        for bus in ("s_axis", "m_axis", "s_axil"):
-            logging.getLogger(f"cocotb.{dut._name}.{bus}").setLevel(logging.WARNING)
-        self.lean: LeanStream | None = LeanStream(dut, stall, seed) if lean else None
-        if not lean:
-            self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk,
-                                          dut.rst)
-            self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst)
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
+        if self.lean is not None:
+            self.lean.rand = random.Random(seed).random
+            self.lean.backpressure = stall
         self.model: SwitchModel | None = None
         self.capacity = 0
         self.record_bytes = 0
@@ -149,15 +129,16 @@ class TB:
         self.seq = 0
         self.records_pushed = 0
 
+    def stress_pattern(self, kind: str) -> Iterator[int]:
+        """Random but reproducible pauses (40 % of the clocks) from the test's seed."""
+        return pause_pattern(self.rng)
+
     # -- set up --------------------------------------------------------------
-    async def reset(self) -> None:
+    async def reset(self, cycles: int = 8, after: int = 4) -> None:
         """Reset, learn C and R from the registers, build the model, configure."""
-        self.dut.rst.value = 1
-        await ClockCycles(self.dut.clk, 8)
-        self.dut.rst.value = 0
-        await ClockCycles(self.dut.clk, 4)
-        self.capacity = await self.axil.read_dword(regmap.RPL_CAPACITY)
-        self.record_bytes = await self.axil.read_dword(regmap.RPL_RECORD_BYTES)
+        await super().reset(cycles, after)
+        self.capacity = await self.read("RPL_CAPACITY")
+        self.record_bytes = await self.read("RPL_RECORD_BYTES")
         # the sum tree clears itself after reset: C/2 clocks
         await ClockCycles(self.dut.clk, self.capacity // 2 + 8)
         self.model = SwitchModel(capacity=self.capacity, record_bytes=self.record_bytes)
@@ -167,10 +148,6 @@ class TB:
             await self.write(f"MEMBER_IP_{m.wid}", m.ip)
             await self.write(f"MEMBER_UDP_{m.wid}", m.udp)
             await self.write(f"MEMBER_ROLE_{m.wid}", m.role)
-
-    def set_stress(self, idle: bool, backpressure: bool) -> None:
-        self.source.set_pause_generator(pause_pattern(idle, self.rng))
-        self.sink.set_pause_generator(pause_pattern(backpressure, self.rng))
 
     @property
     def m(self) -> SwitchModel:
@@ -183,40 +160,47 @@ class TB:
         if self.expected or self.received:
             await self.quiesce()
         self.m.write(name, value)
-        resp = await self.axil.write(regmap.REGISTERS[name].addr, value.to_bytes(4, "little"))
-        assert resp.resp == AxiResp.OKAY, f"write {name} = {value:#x} answered {resp.resp!r}"
+        await self.write_reg(name, value)
 
     async def quiesce(self) -> None:
         """Wait until every frame sent so far has been processed and answered."""
-        if self.lean is not None:
-            while self.lean.pending or self.lean.busy:
-                await ClockCycles(self.dut.clk, 8)
-        else:
-            await self.source.wait()
+        await self.send_done()
         # then until the engine has executed everything queued (UPDATEs answer nothing)
+        busy_probe, window = self._busy_probe()
         quiet = 0
         for _ in range(1_000_000):
             await RisingEdge(self.dut.clk)
-            busy = (high(self.dut.ingress_inst.meta_valid) or not high(self.dut.s_axis_tready)
-                    or self.dut.state_reg.value.to_unsigned() != 0 or high(self.dut.rq_valid))
-            quiet = 0 if busy else quiet + 1
-            if quiet >= 32:
+            quiet = 0 if busy_probe() else quiet + 1
+            if quiet >= window:
                 break
         await self.check_outputs()
 
-    async def read(self, name: str) -> int:
-        return await self.axil.read_dword(regmap.REGISTERS[name].addr)
+    def _busy_probe(self) -> tuple[Callable[[], bool], int]:
+        """A test of "the engine is working" and the quiet clocks that mean done.
+
+        The engine's ingress metadata, executor state and request queue when
+        the design has them (32 quiet clocks), else the ports only (input not
+        ready or output valid) with a window that covers the longest silent
+        request: a 128-pair UPDATE through the sum tree."""
+        dut = self.dut
+        try:
+            meta, state, rq = dut.ingress_inst.meta_valid, dut.state_reg, dut.rq_valid
+        except AttributeError:
+            meta = None
+        if meta is not None:
+            return (lambda: high(meta) or not high(dut.s_axis_tready)
+                    or state.value.to_unsigned() != 0 or high(rq)), 32
+        window = 256 + 4 * max(1, self.capacity).bit_length()
+        return (lambda: not high(dut.s_axis_tready) or high(dut.m_axis_tvalid)), window
 
     # -- traffic -------------------------------------------------------------
     async def send(self, frame: bytes, port: int) -> None:
         """Send one frame; the model's outputs join the expected queue."""
         self.expected.extend(self.m.process(frame, port))
+        await self.send_frame(frame, port)
         if self.lean is not None:
-            self.lean.send(frame, port)
             while len(self.lean.pending) > 4:
                 await ClockCycles(self.dut.clk, 8)
-        else:
-            await self.source.send(AxiStreamFrame(frame, tuser=len(frame) | (port << 16)))
 
     def next_seq(self) -> int:
         self.seq = (self.seq + 1) & 0xFFFFFFFF
@@ -263,18 +247,14 @@ class TB:
                 f"frame {self.received}: dst ports {(tuser >> 24) & 0xFF:#x} want {want.dst_ports:#x}")
             self.received += 1
         await ClockCycles(self.dut.clk, 300)
-        extra = len(self.lean.out) if self.lean is not None else self.sink.count()
+        extra = self.recv_pending()
         assert extra == 0, f"{extra} unexpected frames after the expected ones"
 
     async def _recv(self, timeout_clocks: int) -> tuple[bytes, int]:
         for _ in range(timeout_clocks // 16):
-            if self.lean is not None:
-                if self.lean.out:
-                    return self.lean.out.pop(0)
-            elif not self.sink.empty():
-                got = self.sink.recv_nowait()
-                tuser = got.tuser[0] if isinstance(got.tuser, list) else int(got.tuser)
-                return bytes(got.tdata), tuser
+            got = self.recv_nowait()
+            if got is not None:
+                return got
             await ClockCycles(self.dut.clk, 16)
         raise AssertionError(f"timeout waiting for frame {self.received} of {len(self.expected)}")
 
@@ -377,17 +357,12 @@ async def test_registers(dut: HierarchyObject) -> None:
         addr = regs[name].addr
         old = await tb.read(name)
         for bad in (0x03, 0x81, 0xFF, 0x100, 0x80000010, tb.rng.getrandbits(32) | 0x300):
-            try:
-                tb.m.write(name, bad)
-            except ValueError:
-                pass
-            else:
-                raise AssertionError(f"the model took {name} = {bad:#x}")
-            resp = await tb.axil.write(addr, bad.to_bytes(4, "little"))
-            assert resp.resp == AxiResp.SLVERR, f"{name} = {bad:#x} answered {resp.resp!r}"
+            model_refuses(tb.m, name, bad)
+            resp = await tb.write_resp(addr, bad.to_bytes(4, "little"))
+            assert resp == AxiResp.SLVERR, f"{name} = {bad:#x} answered {resp!r}"
             assert await tb.read(name) == tb.m.read(name) == old, name
-        resp = await tb.axil.write(addr + 1, b"\x02")  # byte 1 alone: 0x200 | old
-        assert resp.resp == AxiResp.SLVERR
+        resp = await tb.write_resp(addr + 1, b"\x02")  # byte 1 alone: 0x200 | old
+        assert resp == AxiResp.SLVERR
         assert await tb.read(name) == old, name
     await tb.write("CTRL", 0x80000001)
     assert await tb.read("CTRL") == tb.m.read("CTRL") == 1
@@ -396,7 +371,7 @@ async def test_registers(dut: HierarchyObject) -> None:
 
 
 @cocotb.test()
-@cocotb.parametrize(idle=[False, True], backpressure=[False, True])
+@cocotb.parametrize(idle=STRESS, backpressure=STRESS)
 async def test_basic(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
     """PUSH, uniform and prioritized SAMPLE, UPDATE: bytes, order, counters, total."""
     tb = TB(dut)
@@ -415,7 +390,7 @@ async def test_basic(dut: HierarchyObject, idle: bool, backpressure: bool) -> No
 
 
 @cocotb.test()
-@cocotb.parametrize(idle=[False, True], backpressure=[False, True])
+@cocotb.parametrize(idle=STRESS, backpressure=STRESS)
 async def test_random_workload(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
     """Random mix of PUSH / SAMPLE / UPDATE (and some bad frames) past ring wrap-around."""
     tb = TB(dut, seed=SEED * 1000 + 2 * idle + backpressure)
@@ -557,12 +532,12 @@ async def send_malformed(tb: TB, which: int) -> None:
 
 
 @cocotb.test()
-@cocotb.parametrize(backpressure=[False, True])
-async def test_malformed(dut: HierarchyObject, backpressure: bool) -> None:
+@cocotb.parametrize(idle=STRESS, backpressure=STRESS)
+async def test_malformed(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
     """Every malformed class is dropped with its reason and changes nothing."""
     tb = TB(dut)
     await tb.reset()
-    tb.set_stress(backpressure, backpressure)
+    tb.set_stress(idle, backpressure)
     await tb.push(ACTORS[0], 8)
     await tb.sample(LEARNERS[0], 4, True)
     for reason, frame, port in _bad_frames(tb):
@@ -610,12 +585,12 @@ async def test_malformed(dut: HierarchyObject, backpressure: bool) -> None:
 
 
 @cocotb.test()
-@cocotb.parametrize(backpressure=[False, True])
-async def test_unauthorized(dut: HierarchyObject, backpressure: bool) -> None:
+@cocotb.parametrize(idle=STRESS, backpressure=STRESS)
+async def test_unauthorized(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
     """Unknown workers, missing role bits and spoofed senders are dropped."""
     tb = TB(dut)
     await tb.reset()
-    tb.set_stress(False, backpressure)
+    tb.set_stress(idle, backpressure)
     await tb.push(ACTORS[1], 4)
     for _, frame, port in _unauthorized(tb):
         await tb.send(frame, port)
@@ -633,18 +608,20 @@ async def test_unauthorized(dut: HierarchyObject, backpressure: bool) -> None:
 
 
 @cocotb.test()
-@cocotb.parametrize(backpressure=[False, True])
-async def test_ordering(dut: HierarchyObject, backpressure: bool) -> None:
+@cocotb.parametrize(idle=STRESS, backpressure=STRESS)
+async def test_ordering(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
     """Back-to-back requests take effect in arrival order (tree and record hazards)."""
     tb = TB(dut)
     await tb.reset()
-    tb.set_stress(False, backpressure)
+    tb.set_stress(idle, backpressure)
     c = tb.capacity
     lrn = LEARNERS[0]
     # fill the ring so every PUSH overwrites records that earlier samples return
     while tb.records_pushed < c:
         await tb.push(ACTORS[0], 16)
-    for _ in range(int(3 * SCALE)):
+    # half the rounds of a run with one stress axis: the four runs together
+    # send as many as the two of that did
+    for _ in range(max(2, round(1.5 * SCALE))):
         # UPDATE then SAMPLE: the sample must see the new priorities
         hot = tb.rng.randrange(c)
         await tb.update(lrn, [hot, hot, (hot + 1) % c], [1, 0xFFFFFFF0, 5])
@@ -664,13 +641,25 @@ async def test_ordering(dut: HierarchyObject, backpressure: bool) -> None:
 
 
 @cocotb.test()
-@cocotb.parametrize(backpressure=[False, True], lean=[False, True])
-async def test_update_burst(dut: HierarchyObject, backpressure: bool, lean: bool) -> None:
+@cocotb.parametrize(idle=STRESS, backpressure=STRESS)
+async def test_update_burst(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
     """Back-to-back 128-pair UPDATEs (payload FIFO full), then samples see all of them."""
-    tb = TB(dut, lean=lean)
+    tb = TB(dut)
     await tb.reset()
-    if not lean:
-        tb.set_stress(False, backpressure)
+    tb.set_stress(idle, backpressure)
+    await update_burst(tb)
+
+
+@cocotb.test()
+async def test_update_burst_lean(dut: HierarchyObject) -> None:
+    """The same with the lean driver: whole beats, no gap between frames or beats."""
+    tb = TB(dut, lean=True)
+    await tb.reset()
+    await update_burst(tb)
+
+
+async def update_burst(tb: TB) -> None:
+    """Fill the ring, six 128-pair UPDATEs back to back, a prioritized SAMPLE; check."""
     while tb.records_pushed < tb.capacity:
         await tb.push(ACTORS[0], 16)
     size = tb.m.read("RPL_SIZE")
@@ -762,75 +751,7 @@ async def test_throughput(dut: HierarchyObject) -> None:
 
 
 # ---------------------------------------------------------------------------
-# soak with a lean beat driver (no BFMs)
-
-
-class LeanStream:
-    """Drives whole frames beat by beat and collects output frames.
-
-    The sink is always ready unless ``stall`` (probability per clock) is set.
-    """
-
-    def __init__(self, dut: HierarchyObject, stall: float = 0.0, seed: int = 0) -> None:
-        self.dut = dut
-        self.stall = stall
-        self.rng = random.Random(seed)
-        self.bpb = len(dut.s_axis_tdata) // 8
-        self.pending: list[tuple[bytes, int]] = []
-        self.busy = False
-        self.out: list[tuple[bytes, int]] = []
-        dut.s_axis_tvalid.value = 0
-        dut.m_axis_tready.value = 1
-        cocotb.start_soon(self._drive())
-        cocotb.start_soon(self._collect())
-
-    def send(self, frame: bytes, port: int) -> None:
-        self.pending.append((frame, port))
-
-    async def _drive(self) -> None:
-        dut = self.dut
-        bpb = self.bpb
-        full = (1 << bpb) - 1
-        beats: list[tuple[int, int, int, int]] = []
-        driving = False
-        while True:
-            await RisingEdge(dut.clk)
-            # values seen at the edge are those the edge samples
-            if driving and high(dut.s_axis_tready):
-                beats.pop(0)
-            if not beats and self.pending:
-                frame, port = self.pending.pop(0)
-                n = len(frame)
-                user = n | (port << 16)
-                for off in range(0, n, bpb):
-                    chunk = frame[off:off + bpb]
-                    keep = full >> (bpb - len(chunk))
-                    beats.append((int.from_bytes(chunk, "little"), keep,
-                                  int(off + bpb >= n), user))
-            self.busy = bool(beats)
-            driving = bool(beats)
-            if beats:
-                d, k, last, u = beats[0]
-                dut.s_axis_tdata.value = d
-                dut.s_axis_tkeep.value = k
-                dut.s_axis_tlast.value = last
-                dut.s_axis_tuser.value = u
-                dut.s_axis_tvalid.value = 1
-            else:
-                dut.s_axis_tvalid.value = 0
-
-    async def _collect(self) -> None:
-        dut = self.dut
-        buf = bytearray()
-        while True:
-            await RisingEdge(dut.clk)
-            if high(dut.m_axis_tvalid) and high(dut.m_axis_tready):
-                buf += dut.m_axis_tdata.value.to_unsigned().to_bytes(self.bpb, "little")
-                if high(dut.m_axis_tlast):
-                    self.out.append((bytes(buf), dut.m_axis_tuser.value.to_unsigned()))
-                    buf = bytearray()
-            if self.stall:
-                dut.m_axis_tready.value = int(self.rng.random() >= self.stall)
+# soak with the lean beat driver of sim.common.tb (no BFMs)
 
 
 @cocotb.test(skip=os.environ.get("RPL_SOAK") != "1")
