@@ -118,28 +118,28 @@ module replay_engine #
     input  wire                   s_axil_rready
 );
 
-localparam BPB = KEEP_WIDTH;
-localparam L = $clog2(CAPACITY);
-localparam TW = 32 + L;
-localparam HDR_BEATS = 64 / BPB;
-localparam REC_BEATS = RECORD_BYTES / BPB;
-localparam RB_W = REC_BEATS > 1 ? $clog2(REC_BEATS) : 1;
-localparam REC_ADDR_W = L + RB_W;
-localparam PPB = BPB / 8;                 // UPDATE pairs per beat
-localparam PPB_W = $clog2(PPB);
-localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BPB;
-localparam PLB_W = $clog2(MAX_PL_BEATS + 1);
+localparam BEAT_BYTES = KEEP_WIDTH;
+localparam INDEX_W = $clog2(CAPACITY);
+localparam SUM_W = 32 + INDEX_W;
+localparam HDR_BEATS = 64 / BEAT_BYTES;
+localparam REC_BEATS = RECORD_BYTES / BEAT_BYTES;
+localparam REC_BEAT_W = REC_BEATS > 1 ? $clog2(REC_BEATS) : 1;
+localparam REC_ADDR_W = INDEX_W + REC_BEAT_W;
+localparam PAIRS_PER_BEAT = BEAT_BYTES / 8;                 // UPDATE pairs per beat
+localparam PAIR_LANE_W = $clog2(PAIRS_PER_BEAT);
+localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BEAT_BYTES;
+localparam PL_BEATS_W = $clog2(MAX_PL_BEATS + 1);
 localparam PL_ADDR_WIDTH = $clog2(2*MAX_PL_BEATS);
 localparam META_ADDR_WIDTH = 5;
-localparam META_WIDTH = 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PLB_W;
+localparam META_WIDTH = 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W;
 localparam RESP_BEATS = HDR_BEATS + HDR_BEATS + REC_BEATS;  // header, descriptor, record
-localparam CTX_W = 2;                     // 4 request contexts
-localparam RQ_ADDR = 7;                   // response queue: 128 entries
-localparam RQ_DEPTH = 2**RQ_ADDR;
-localparam OUT_ADDR = 4;
+localparam CTX_TAG_W = 2;  // 4 request contexts
+localparam RESP_Q_ADDR_W = 7;  // response queue: 128 entries
+localparam RESP_Q_DEPTH = 2**RESP_Q_ADDR_W;
+localparam OUT_ADDR_W = 4;
 localparam MUL_LAT = 9;
-localparam SU_W = CTX_W + 6 + 1 + 1;      // sample side band: tag, i, last, uniform
-localparam RQ_W = 1 + 1 + CTX_W + 6 + L + 32;
+localparam SMP_USER_W = CTX_TAG_W + 6 + 1 + 1;  // sample side band: tag, i, last, uniform
+localparam RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 6 + INDEX_W + 32;
 localparam NCNT = 14;
 
 // verilator lint_off UNUSEDPARAM
@@ -148,12 +148,12 @@ localparam NCNT = 14;
 
 localparam HDR_BEATS_M1 = HDR_BEATS - 1;
 localparam REC_BEATS_M1 = REC_BEATS - 1;
-localparam PPB_M1 = PPB - 1;
+localparam PAIRS_PER_BEAT_M1 = PAIRS_PER_BEAT - 1;
 localparam REC_START = 2*HDR_BEATS;
-localparam [PLB_W-1:0] PB_LAST = HDR_BEATS_M1[PLB_W-1:0];  // last beat of the priority block
-localparam [RB_W-1:0] REC_LAST = REC_BEATS_M1[RB_W-1:0];
-localparam [L:0] CAP_B = CAPACITY[L:0];
-localparam [PPB_W-1:0] PPB_LAST = PPB_M1[PPB_W-1:0];
+localparam [PL_BEATS_W-1:0] PB_LAST = HDR_BEATS_M1[PL_BEATS_W-1:0];  // last beat of the priority block
+localparam [REC_BEAT_W-1:0] REC_LAST = REC_BEATS_M1[REC_BEAT_W-1:0];
+localparam [INDEX_W:0] CAP_B = CAPACITY[INDEX_W:0];
+localparam [PAIR_LANE_W-1:0] PAIR_LANE_LAST = PAIRS_PER_BEAT_M1[PAIR_LANE_W-1:0];
 localparam [7:0] ACK_BEATS_B = HDR_BEATS[7:0];
 localparam [7:0] RESP_BEATS_B = RESP_BEATS[7:0];
 localparam [7:0] HDR_BEATS_B = HDR_BEATS[7:0];
@@ -199,9 +199,9 @@ wire seed_wr;
 wire rpl_reset;
 wire [NCNT-1:0] cnt_inc;
 
-reg [L-1:0] wp_reg, wp_next;
-reg [L:0] size_reg, size_next;
-wire [TW-1:0] tree_total;
+reg [INDEX_W-1:0] wp_reg, wp_next;
+reg [INDEX_W:0] size_reg, size_next;
+wire [SUM_W-1:0] tree_total;
 
 replay_regs #(
     .CAPACITY(CAPACITY),
@@ -243,9 +243,9 @@ regs_inst (
     .seed(seed),
     .seed_wr(seed_wr),
     .rpl_reset(rpl_reset),
-    .rpl_size({{31-L{1'b0}}, size_reg}),
-    .rpl_wptr({{32-L{1'b0}}, wp_reg}),
-    .rpl_total({{64-TW{1'b0}}, tree_total}),
+    .rpl_size({{31-INDEX_W{1'b0}}, size_reg}),
+    .rpl_wptr({{32-INDEX_W{1'b0}}, wp_reg}),
+    .rpl_total({{64-SUM_W{1'b0}}, tree_total}),
     .cnt_inc(cnt_inc)
 );
 
@@ -299,8 +299,8 @@ ingress_inst (
 );
 
 // meta entry fields
-wire [PLB_W-1:0] m_plb = meta_data[0 +: PLB_W];
-localparam MO_PORT = PLB_W;
+wire [PL_BEATS_W-1:0] m_plb = meta_data[0 +: PL_BEATS_W];
+localparam MO_PORT = PL_BEATS_W;
 localparam MO_UDP = MO_PORT + 8;
 localparam MO_IP = MO_UDP + 16;
 localparam MO_ETH = MO_IP + 32;
@@ -325,30 +325,30 @@ reg tu_v_reg, tu_v_next;
 reg tu_check_reg, tu_check_next;
 reg [31:0] tu_idx_reg, tu_idx_next;
 reg [31:0] tu_prio_reg, tu_prio_next;
-wire tu_bad = tu_check_reg && (tu_idx_reg[31:L+1] != 0 || tu_idx_reg[L:0] >= size_reg);
+wire tu_bad = tu_check_reg && (tu_idx_reg[31:INDEX_W+1] != 0 || tu_idx_reg[INDEX_W:0] >= size_reg);
 wire upd_busy;
 wire q_busy;
 
 wire mul_valid;
 // verilator lint_off UNUSEDSIGNAL
 wire [47:0] mul_p;   // bits above SUM_WIDTH are 0
-wire [SU_W-1:0] r_user;  // bit 0 (uniform) is used before the tree
+wire [SMP_USER_W-1:0] r_user;  // bit 0 (uniform) is used before the tree
 // verilator lint_on UNUSEDSIGNAL
-wire [SU_W-1:0] mul_user;
+wire [SMP_USER_W-1:0] mul_user;
 reg mul_in_valid;
 reg [37:0] mul_in_a;
 reg [47:0] mul_in_b;
-reg [SU_W-1:0] mul_in_user;
+reg [SMP_USER_W-1:0] mul_in_user;
 
 wire r_valid;
-wire [L-1:0] r_index;
+wire [INDEX_W-1:0] r_index;
 wire [31:0] r_prio;
 
 replay_mul #(
     .A_WIDTH(38),
     .B_WIDTH(48),
     .OUT_WIDTH(48),
-    .USER_WIDTH(SU_W),
+    .USER_WIDTH(SMP_USER_W),
     .LATENCY(MUL_LAT)
 )
 mul_inst (
@@ -365,7 +365,7 @@ mul_inst (
 
 replay_sum_tree #(
     .CAPACITY(CAPACITY),
-    .USER_WIDTH(SU_W)
+    .USER_WIDTH(SMP_USER_W)
 )
 tree_inst (
     .clk(clk),
@@ -373,13 +373,13 @@ tree_inst (
     .clear_start(tree_clear),
     .clearing(tree_clearing),
     .upd_valid(tu_v_reg && !tu_bad),
-    .upd_index(tu_idx_reg[L-1:0]),
+    .upd_index(tu_idx_reg[INDEX_W-1:0]),
     .upd_prio(tu_prio_reg),
     .upd_busy(upd_busy),
     .q_valid(mul_valid),
     .q_uniform(mul_user[0]),
-    .q_target(mul_p[TW-1:0]),
-    .q_index(mul_p[L-1:0]),
+    .q_target(mul_p[SUM_W-1:0]),
+    .q_index(mul_p[INDEX_W-1:0]),
     .q_user(mul_user),
     .q_busy(q_busy),
     .r_valid(r_valid),
@@ -409,12 +409,12 @@ end
 // request contexts (what a reply echoes), written by the executor, read by
 // the responder
 
-localparam CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + TW + (L+1);
-reg [CTX_WIDTH-1:0] ctx_mem[(2**CTX_W)-1:0];
+localparam CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1);
+reg [CTX_WIDTH-1:0] ctx_mem[(2**CTX_TAG_W)-1:0];
 reg ctx_we;
 reg [CTX_WIDTH-1:0] ctx_wd;
-reg [CTX_W-1:0] ctx_wr_reg, ctx_wr_next;
-reg [CTX_W:0] ctx_used_reg;
+reg [CTX_TAG_W-1:0] ctx_wr_reg, ctx_wr_next;
+reg [CTX_TAG_W:0] ctx_used_reg;
 reg ctx_free;  // responder releases one context
 
 always @(posedge clk) begin
@@ -424,28 +424,28 @@ always @(posedge clk) begin
 end
 
 always @(posedge clk) begin
-    ctx_used_reg <= ctx_used_reg + {{CTX_W{1'b0}}, ctx_we} - {{CTX_W{1'b0}}, ctx_free};
+    ctx_used_reg <= ctx_used_reg + {{CTX_TAG_W{1'b0}}, ctx_we} - {{CTX_TAG_W{1'b0}}, ctx_free};
     if (rst) begin
-        ctx_used_reg <= {CTX_W+1{1'b0}};
+        ctx_used_reg <= {CTX_TAG_W+1{1'b0}};
     end
 end
 
-wire ctx_room = ctx_used_reg < 2**CTX_W;
+wire ctx_room = ctx_used_reg < 2**CTX_TAG_W;
 
 // ---------------------------------------------------------------------------
 // response queue
 
 reg rq_push;
-reg [RQ_W-1:0] rq_push_data;
-wire [RQ_W-1:0] rq_data;
+reg [RESP_ENTRY_W-1:0] rq_push_data;
+wire [RESP_ENTRY_W-1:0] rq_data;
 wire rq_valid;
 reg rq_pop;
 wire rq_in_ready;
-wire [RQ_ADDR+1:0] rq_count;
+wire [RESP_Q_ADDR_W+1:0] rq_count;
 
 replay_fifo #(
-    .WIDTH(RQ_W),
-    .ADDR_WIDTH(RQ_ADDR)
+    .WIDTH(RESP_ENTRY_W),
+    .ADDR_WIDTH(RESP_Q_ADDR_W)
 )
 rq_inst (
     .clk(clk),
@@ -461,17 +461,17 @@ rq_inst (
 
 // entries reserved: samples issued or queued, acks queued; released when the
 // responder has issued the frame's last beat
-reg [RQ_ADDR+1:0] rq_used_reg;
+reg [RESP_Q_ADDR_W+1:0] rq_used_reg;
 reg rq_take;
 // samples between issue and the tree output
 reg [7:0] inflight_reg;
 reg smp_issue;
 
 always @(posedge clk) begin
-    rq_used_reg <= rq_used_reg + {{RQ_ADDR+1{1'b0}}, rq_take} - {{RQ_ADDR+1{1'b0}}, rq_pop};
+    rq_used_reg <= rq_used_reg + {{RESP_Q_ADDR_W+1{1'b0}}, rq_take} - {{RESP_Q_ADDR_W+1{1'b0}}, rq_pop};
     inflight_reg <= inflight_reg + {7'd0, smp_issue} - {7'd0, r_valid};
     if (rst) begin
-        rq_used_reg <= {RQ_ADDR+2{1'b0}};
+        rq_used_reg <= {RESP_Q_ADDR_W+2{1'b0}};
         inflight_reg <= 8'd0;
     end
 end
@@ -493,12 +493,12 @@ localparam [3:0]
     S_SMP_ISSUE = 4'd10;
 
 reg [3:0] state_reg, state_next;
-reg [PLB_W-1:0] cnt_reg, cnt_next;
-reg [L:0] size_sat_reg;  // min(size + count, C) for the PUSH in progress
+reg [PL_BEATS_W-1:0] cnt_reg, cnt_next;
+reg [INDEX_W:0] size_sat_reg;  // min(size + count, C) for the PUSH in progress
 reg [2*DATA_WIDTH-1:0] blk_reg, blk_next;  // the priority block (first 64 bytes)
 reg [4:0] rec_j_reg, rec_j_next;
-reg [RB_W-1:0] rec_b_reg, rec_b_next;
-reg [L-1:0] rec_idx_reg, rec_idx_next;
+reg [REC_BEAT_W-1:0] rec_b_reg, rec_b_next;
+reg [INDEX_W-1:0] rec_idx_reg, rec_idx_next;
 reg [4:0] tu_j_reg, tu_j_next;
 reg [7:0] pair_reg, pair_next;
 reg [7:0] left_reg, left_next;  // pairs or samples still to go in this request
@@ -531,20 +531,20 @@ endfunction
 wire [CTX_WIDTH-1:0] ctx_common = {meta_data[MO_ETH +: 48], meta_data[MO_IP +: 32],
                                    meta_data[MO_UDP +: 16], meta_data[MO_PORT +: 8],
                                    meta_data[MO_W +: 3], meta_data[MO_SEQ +: 32],
-                                   meta_data[MO_CSUM +: 16], m_count, {TW{1'b0}}, {L+1{1'b0}}};
+                                   meta_data[MO_CSUM +: 16], m_count, {SUM_W{1'b0}}, {INDEX_W+1{1'b0}}};
 
 // registered: the tree and size are stable for at least one clock when a SAMPLE_REQ
 // reaches S_SMP_SETUP (it waits for the update pipeline to drain first)
 reg size_zero_reg, total_zero_reg;
 wire m_empty = size_zero_reg || (m_prio && total_zero_reg);
-wire [TW-1:0] seg = tree_total >> log2b(m_count);
-wire [31:0] size_add32 = {{31-L{1'b0}}, size_reg} + {27'd0, m_count[4:0]};
-wire [L:0] size_add = size_add32[L:0];
+wire [SUM_W-1:0] seg = tree_total >> log2b(m_count);
+wire [31:0] size_add32 = {{31-INDEX_W{1'b0}}, size_reg} + {27'd0, m_count[4:0]};
+wire [INDEX_W:0] size_add = size_add32[INDEX_W:0];
 // verilator lint_off UNUSEDSIGNAL
-wire [31:0] wp_plus_j = {{32-L{1'b0}}, wp_reg} + {27'd0, tu_j_reg};
-wire [31:0] wp_plus_k = {{32-L{1'b0}}, wp_reg} + {27'd0, m_count[4:0]};
+wire [31:0] wp_plus_j = {{32-INDEX_W{1'b0}}, wp_reg} + {27'd0, tu_j_reg};
+wire [31:0] wp_plus_k = {{32-INDEX_W{1'b0}}, wp_reg} + {27'd0, m_count[4:0]};
 // verilator lint_on UNUSEDSIGNAL
-wire [PPB_W-1:0] pair_lane = pair_reg[PPB_W-1:0];
+wire [PAIR_LANE_W-1:0] pair_lane = pair_reg[PAIR_LANE_W-1:0];
 wire [63:0] pair_data = pl_data[pair_lane*64 +: 64];
 
 always @* begin
@@ -591,8 +591,8 @@ always @* begin
                 // empty the memory once nothing is in flight
                 if (!upd_busy && !tu_v_reg && inflight_reg == 0 && !q_busy) begin
                     tree_clear = 1'b1;
-                    wp_next = {L{1'b0}};
-                    size_next = {L+1{1'b0}};
+                    wp_next = {INDEX_W{1'b0}};
+                    size_next = {INDEX_W+1{1'b0}};
                     reset_pend_next = rpl_reset;
                 end
             end else if (!tree_clearing && meta_valid) begin
@@ -629,7 +629,7 @@ always @* begin
         end
         S_PUSH_WAIT: begin
             if (inflight_reg == 0 && !q_busy && rq_used_reg == 0 && ctx_room) begin
-                cnt_next = {PLB_W{1'b0}};
+                cnt_next = {PL_BEATS_W{1'b0}};
                 state_next = S_PUSH_BLK;
             end
         end
@@ -644,7 +644,7 @@ always @* begin
                 cnt_next = cnt_reg + 1'b1;
                 if (cnt_reg == PB_LAST) begin
                     rec_j_next = 5'd0;
-                    rec_b_next = {RB_W{1'b0}};
+                    rec_b_next = {REC_BEAT_W{1'b0}};
                     rec_idx_next = wp_reg;
                     tu_j_next = 5'd0;
                     state_next = S_PUSH_REC;
@@ -658,7 +658,7 @@ always @* begin
                 if (pl_valid) begin
                     rec_we = 1'b1;
                     if (rec_b_reg == REC_LAST) begin
-                        rec_b_next = {RB_W{1'b0}};
+                        rec_b_next = {REC_BEAT_W{1'b0}};
                         rec_j_next = rec_j_reg + 1'b1;
                         rec_idx_next = rec_idx_reg + 1'b1;
                     end else begin
@@ -669,7 +669,7 @@ always @* begin
             // leaves, one per clock
             if (tu_j_reg != m_count[4:0]) begin
                 tu_v_next = 1'b1;
-                tu_idx_next = {{32-L{1'b0}}, wp_plus_j[L-1:0]};
+                tu_idx_next = {{32-INDEX_W{1'b0}}, wp_plus_j[INDEX_W-1:0]};
                 tu_prio_next = blk_reg[tu_j_reg[3:0]*32 +: 32];
                 tu_j_next = tu_j_reg + 1'b1;
             end
@@ -681,7 +681,7 @@ always @* begin
             ctx_we = 1'b1;
             ctx_wr_next = ctx_wr_reg + 1'b1;
             rq_take = 1'b1;
-            wp_next = wp_plus_k[L-1:0];
+            wp_next = wp_plus_k[INDEX_W-1:0];
             size_next = size_sat_reg;
             meta_ready = 1'b1;
             state_next = S_IDLE;
@@ -701,7 +701,7 @@ always @* begin
                 tu_prio_next = pair_data[63:32];
                 pair_next = pair_reg + 1'b1;
                 left_next = left_reg - 8'd1;
-                if (pair_lane == PPB_LAST || left_last) begin
+                if (pair_lane == PAIR_LANE_LAST || left_last) begin
                     pl_ready = 1'b1;
                 end
                 if (left_last) begin
@@ -721,17 +721,17 @@ always @* begin
                 meta_ready = 1'b1;
                 state_next = S_IDLE;
             end else begin
-                y_next = m_prio ? {{48-TW{1'b0}}, seg} : {{47-L{1'b0}}, size_reg};
+                y_next = m_prio ? {{48-SUM_W{1'b0}}, seg} : {{47-INDEX_W{1'b0}}, size_reg};
                 ctx_we = 1'b1;
-                ctx_wd[L+1 +: TW] = m_prio ? tree_total : {{TW-L-1{1'b0}}, size_reg};
-                ctx_wd[0 +: L+1] = size_reg;
+                ctx_wd[INDEX_W+1 +: SUM_W] = m_prio ? tree_total : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
+                ctx_wd[0 +: INDEX_W+1] = size_reg;
                 smp_i_next = 7'd0;
                 left_next = m_count;
                 state_next = S_SMP_ISSUE;
             end
         end
         S_SMP_ISSUE: begin
-            if (rq_used_reg < RQ_DEPTH) begin
+            if (rq_used_reg < RESP_Q_DEPTH) begin
                 smp_issue = 1'b1;
                 rq_take = 1'b1;
                 rng_next = xorshift32(rng_reg);
@@ -784,10 +784,10 @@ always @(posedge clk) begin
 
     if (rst) begin
         state_reg <= S_IDLE;
-        wp_reg <= {L{1'b0}};
-        size_reg <= {L+1{1'b0}};
+        wp_reg <= {INDEX_W{1'b0}};
+        size_reg <= {INDEX_W+1{1'b0}};
         rng_reg <= RST_RPL_SEED;
-        ctx_wr_reg <= {CTX_W{1'b0}};
+        ctx_wr_reg <= {CTX_TAG_W{1'b0}};
         reset_pend_reg <= 1'b0;
         tu_v_reg <= 1'b0;
         tu_check_reg <= 1'b0;
@@ -798,7 +798,7 @@ end
 // since a PUSH waits for every earlier sample to leave the tree
 always @* begin
     rq_push = 1'b0;
-    rq_push_data = {1'b0, r_user[1], r_user[SU_W-1 -: CTX_W], r_user[7:2], r_index, r_prio};
+    rq_push_data = {1'b0, r_user[1], r_user[SMP_USER_W-1 -: CTX_TAG_W], r_user[7:2], r_index, r_prio};
     if (state_reg == S_PUSH_END) begin
         rq_push = 1'b1;
         rq_push_data = {1'b1, 1'b1, ctx_wr_reg, 6'd0, wp_reg, 32'd0};
@@ -810,26 +810,26 @@ end
 // ---------------------------------------------------------------------------
 // responder: one beat per clock into the output FIFO
 
-wire rq_ack = rq_data[RQ_W-1];
-wire rq_last = rq_data[RQ_W-2];
-wire [CTX_W-1:0] rq_tag = rq_data[RQ_W-3 -: CTX_W];
-wire [5:0] rq_i = rq_data[32+L +: 6];
-wire [L-1:0] rq_index = rq_data[32 +: L];
+wire rq_ack = rq_data[RESP_ENTRY_W-1];
+wire rq_last = rq_data[RESP_ENTRY_W-2];
+wire [CTX_TAG_W-1:0] rq_tag = rq_data[RESP_ENTRY_W-3 -: CTX_TAG_W];
+wire [5:0] rq_i = rq_data[32+INDEX_W +: 6];
+wire [INDEX_W-1:0] rq_index = rq_data[32 +: INDEX_W];
 wire [31:0] rq_prio = rq_data[31:0];
 
 wire [CTX_WIDTH-1:0] ctx = ctx_mem[rq_tag];
-wire [L:0] c_size = ctx[0 +: L+1];
-wire [TW-1:0] c_total = ctx[L+1 +: TW];
-wire [7:0] c_count = ctx[L+1+TW +: 8];
-wire [15:0] c_csum = ctx[L+1+TW+8 +: 16];
-wire [31:0] c_seq = ctx[L+1+TW+24 +: 32];
-wire [2:0] c_w = ctx[L+1+TW+56 +: 3];
-wire [7:0] c_port = ctx[L+1+TW+59 +: 8];
-wire [15:0] c_udp = ctx[L+1+TW+67 +: 16];
-wire [31:0] c_ip = ctx[L+1+TW+83 +: 32];
-wire [47:0] c_eth = ctx[L+1+TW+115 +: 48];
+wire [INDEX_W:0] c_size = ctx[0 +: INDEX_W+1];
+wire [SUM_W-1:0] c_total = ctx[INDEX_W+1 +: SUM_W];
+wire [7:0] c_count = ctx[INDEX_W+1+SUM_W +: 8];
+wire [15:0] c_csum = ctx[INDEX_W+1+SUM_W+8 +: 16];
+wire [31:0] c_seq = ctx[INDEX_W+1+SUM_W+24 +: 32];
+wire [2:0] c_w = ctx[INDEX_W+1+SUM_W+56 +: 3];
+wire [7:0] c_port = ctx[INDEX_W+1+SUM_W+59 +: 8];
+wire [15:0] c_udp = ctx[INDEX_W+1+SUM_W+67 +: 16];
+wire [31:0] c_ip = ctx[INDEX_W+1+SUM_W+83 +: 32];
+wire [47:0] c_eth = ctx[INDEX_W+1+SUM_W+115 +: 48];
 
-wire [OUT_ADDR+1:0] out_count;
+wire [OUT_ADDR_W+1:0] out_count;
 reg [7:0] beat_reg, beat_next;
 reg g1_v_reg;
 reg g1_rec_reg;
@@ -840,8 +840,8 @@ reg stat_tx_ack, stat_tx_resp;
 
 // beats issued and not yet taken by m_axis (in G1 or in the output FIFO), registered so the
 // credit check is one compare
-reg [OUT_ADDR+1:0] out_used_reg;
-localparam [OUT_ADDR+1:0] OUT_LIMIT = (2**OUT_ADDR) - 2;
+reg [OUT_ADDR_W+1:0] out_used_reg;
+localparam [OUT_ADDR_W+1:0] OUT_LIMIT = (2**OUT_ADDR_W) - 2;
 wire gen_credit = out_used_reg < OUT_LIMIT;
 // last beat of the frame: compared against each constant, then selected, so
 // no subtract/compare carry chain sits between the queue head and rq_pop
@@ -887,14 +887,14 @@ always @* begin
     hdr[46*8 +: 16] = be16({13'd0, c_w});
     hdr[50*8 +: 32] = be32(c_seq);
     hdr[54*8 +: 16] = be16(rq_ack ? {8'd0, c_count} : 16'd1);
-    hdr[56*8 +: 32] = be32(rq_ack ? {{32-L{1'b0}}, rq_index} : {26'd0, rq_i});
+    hdr[56*8 +: 32] = be32(rq_ack ? {{32-INDEX_W{1'b0}}, rq_index} : {26'd0, rq_i});
 
     desc = 512'd0;
-    desc[0 +: 32] = {{32-L{1'b0}}, rq_index};
+    desc[0 +: 32] = {{32-INDEX_W{1'b0}}, rq_index};
     desc[32 +: 32] = rq_prio;
-    desc[64 +: 64] = {{64-TW{1'b0}}, c_total};
+    desc[64 +: 64] = {{64-SUM_W{1'b0}}, c_total};
     desc[128 +: 32] = {24'd0, c_count};
-    desc[160 +: 32] = {{31-L{1'b0}}, c_size};
+    desc[160 +: 32] = {{31-INDEX_W{1'b0}}, c_size};
 end
 
 // verilator lint_off UNUSEDSIGNAL
@@ -912,7 +912,7 @@ always @* begin
     ctx_free = 1'b0;
     stat_tx_ack = 1'b0;
     stat_tx_resp = 1'b0;
-    rec_ra = {rq_index, rec_beat[RB_W-1:0]};
+    rec_ra = {rq_index, rec_beat[REC_BEAT_W-1:0]};
     if (gen_go) begin
         if (beat_is_last) begin
             beat_next = 8'd0;
@@ -934,12 +934,12 @@ always @(posedge clk) begin
     g1_data_reg <= beat_reg < HDR_BEATS_B ? hdr[hdr_half*DATA_WIDTH +: DATA_WIDTH] :
                    desc[desc_half*DATA_WIDTH +: DATA_WIDTH];
     g1_user_reg <= {c_port, 8'd0, frame_len};
-    out_used_reg <= out_used_reg + {{OUT_ADDR+1{1'b0}}, gen_go} -
-                    {{OUT_ADDR+1{1'b0}}, m_axis_tvalid && m_axis_tready};
+    out_used_reg <= out_used_reg + {{OUT_ADDR_W+1{1'b0}}, gen_go} -
+                    {{OUT_ADDR_W+1{1'b0}}, m_axis_tvalid && m_axis_tready};
     if (rst) begin
         beat_reg <= 8'd0;
         g1_v_reg <= 1'b0;
-        out_used_reg <= {OUT_ADDR+2{1'b0}};
+        out_used_reg <= {OUT_ADDR_W+2{1'b0}};
     end
 end
 
@@ -948,7 +948,7 @@ wire out_in_ready;
 
 replay_fifo #(
     .WIDTH(DATA_WIDTH + 33),
-    .ADDR_WIDTH(OUT_ADDR)
+    .ADDR_WIDTH(OUT_ADDR_W)
 )
 out_inst (
     .clk(clk),
