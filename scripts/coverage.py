@@ -22,7 +22,8 @@ count is not 0. Verilator's specializations of a parameterized module
 (``grad_agg_fifo__W101_D80``) count as the module. Lines of constant
 functions (called only in ``localparam``/``parameter`` declarations, so run
 at elaboration and never in simulation) are not counted; the table says how
-many lines that leaves out. ``--report-only`` skips step 1 and reports the ``.dat`` files
+many lines that leaves out. Modules whose source is not under ``hw/`` (Verilog
+harnesses of a testbench in ``sim/``) are left out of the table and the totals. ``--report-only`` skips step 1 and reports the ``.dat`` files
 already there; ``-k``/``--tests`` narrow the run.
 """
 
@@ -235,6 +236,10 @@ def main() -> int:
         print(f"[coverage] no .dat files in {DAT_DIR}")
         return rc or 1
     mods = modules_of(read_dat(dats))
+    hw = str(REPO / "hw") + os.sep
+    harness = sorted(n for n, m in mods.items() if not m.file.startswith(hw))
+    for n in harness:
+        del mods[n]
     info = OUT / "coverage.info"
     write_info(mods, info)
     html = OUT / "html"
@@ -259,6 +264,8 @@ def main() -> int:
         hit_t += m.toggle_hit
     print(f"{'total':<24} {'':<36} {hit_l:>6}/{tot_l:<6} {pct(hit_l, tot_l):>7.1f} "
           f"{hit_t:>7}/{tot_t:<7} {pct(hit_t, tot_t):>8.1f}")
+    if harness:
+        print(f"(not counted, testbench harnesses outside hw/: {', '.join(harness)})")
     where = html / "index.html" if have_html else info
     print(f"line_pct={pct(hit_l, tot_l):.1f} toggle_pct={pct(hit_t, tot_t):.1f} "
           f"modules={len(mods)} runs={len(dats)} engines_below_{ENGINE_TARGET:.0f}="
