@@ -141,15 +141,15 @@ localparam LANES = DATA_WIDTH/32;
 // beats holding bytes 0..63 (Ethernet + IPv4 + UDP + protocol header)
 localparam HDR_BEATS = 64/BYTES;
 // beats per slot copy at MAX_ELEMS
-localparam BPC = MAX_ELEMS*4/BYTES;
+localparam MAX_PAY_BEATS = MAX_ELEMS*4/BYTES;
 localparam SLOT_W = MAX_SLOTS > 1 ? $clog2(MAX_SLOTS) : 1;
 // slot copy index {slot, round[0]}
-localparam SC_W = SLOT_W + 1;
-localparam SC_N = 2**SC_W;
-localparam ACC_DEPTH = 2*MAX_SLOTS*BPC;
+localparam COPY_W = SLOT_W + 1;
+localparam COPY_N = 2**COPY_W;
+localparam ACC_DEPTH = 2*MAX_SLOTS*MAX_PAY_BEATS;
 localparam ACC_AW = $clog2(ACC_DEPTH);
-// payload beat index, wide enough to saturate above BPC
-localparam PIDX_W = $clog2(BPC+1);
+// payload beat index, wide enough to saturate above MAX_PAY_BEATS
+localparam PIDX_W = $clog2(MAX_PAY_BEATS+1);
 // fp32_add latency (checked against the adder's out_valid in simulation)
 localparam FP_LAT = 6;
 localparam OUT_AW = $clog2(OUT_DEPTH);
@@ -164,17 +164,36 @@ localparam HDR_MARGIN = 10;
 localparam ST_W = 110;
 // header FIFO entry: {ports, csum, udp_dst, ip_dst, eth_dst, kind, error,
 // worker, total, slot, seq, aux}
-localparam HF_W = 8 + 16 + 16 + 32 + 48 + 2 + 1 + 3 + 32 + 16 + 32 + 32;
+localparam HF_ENTRY_W = 8 + 16 + 16 + 32 + 48 + 2 + 1 + 3 + 32 + 16 + 32 + 32;
 // the same without the checksum (header preparation pipeline)
-localparam HP_W = HF_W - 16;
-localparam [1:0] HB = HDR_BEATS[1:0];
-localparam [1:0] HB_M1 = HB - 2'd1;
-localparam [OUT_AW:0] OUT_STALL = OUT_DEPTH - OUT_MARGIN;
-localparam [HDR_AW:0] HDR_STALL = HDR_DEPTH - HDR_MARGIN;
+localparam HF_FIELDS_W = HF_ENTRY_W - 16;
+localparam [1:0] HDR_BEAT_CNT = HDR_BEATS[1:0];
+localparam [1:0] HDR_BEAT_LAST = HDR_BEAT_CNT - 2'd1;
+localparam [OUT_AW+1:0] OUT_STALL = OUT_DEPTH - OUT_MARGIN;
+localparam [HDR_AW+1:0] HDR_STALL = HDR_DEPTH - HDR_MARGIN;
 
 localparam [1:0] ST_OPEN = 2'd0, ST_UP = 2'd1, ST_DONE = 2'd2;
 localparam [1:0] M_NONE = 2'd0, M_ADD = 2'd1, M_STORE = 2'd2, M_PASS = 2'd3;
 localparam [1:0] K_MCAST = 2'd0, K_RESEND = 2'd1, K_UP = 2'd2;
+
+// verilator lint_off UNUSEDPARAM
+`include "nrl_protocol.vh"
+// verilator lint_on UNUSEDPARAM
+
+// frame byte offsets of the Ethernet, IPv4 and UDP fields read and written here
+localparam OFF_ETH_SRC = 6;                     // Ethernet source address
+localparam OFF_ETHERTYPE = NRL_ETH_LEN - 2;     // EtherType
+localparam OFF_IP_LEN = NRL_IP_OFFSET + 2;      // IPv4 total length
+localparam OFF_IP_SRC = NRL_IP_OFFSET + 12;     // IPv4 source address
+localparam OFF_UDP_LEN = NRL_UDP_OFFSET + 4;    // UDP length
+// flag bits below this are defined (NRL_FLAGS_MASK); set bits above are BAD_HEADER
+localparam FLAGS_DEFINED = $clog2(NRL_FLAGS_MASK + 1);
+// the same offsets as 16-bit frame lengths (TUSER length arithmetic)
+localparam [15:0] LEN_IP = NRL_IP_OFFSET[15:0];            // frame bytes before the IPv4 header
+localparam [15:0] LEN_UDP = NRL_UDP_OFFSET[15:0];          // frame bytes before the UDP header
+localparam [15:0] LEN_PAYLOAD = NRL_PAYLOAD_OFFSET[15:0];  // frame bytes before the payload
+localparam LEN_OPCODE_I = NRL_OFF_OPCODE + 1;
+localparam [15:0] LEN_OPCODE = LEN_OPCODE_I[15:0];  // shortest frame that carries an opcode
 
 // bad parameter check
 initial begin
@@ -198,7 +217,7 @@ initial begin
         $error("Error: MAX_ELEMS must be a multiple of 16 in 16..352 (instance %m)");
         $finish;
     end
-    if ((1 << OUT_AW) != OUT_DEPTH || OUT_DEPTH <= BPC + OUT_MARGIN) begin
+    if ((1 << OUT_AW) != OUT_DEPTH || OUT_DEPTH <= MAX_PAY_BEATS + OUT_MARGIN) begin
         $error("Error: OUT_DEPTH must be a power of two > MAX_ELEMS*32/DATA_WIDTH + 12 (instance %m)");
         $finish;
     end
@@ -307,8 +326,8 @@ regs_inst (
  * Values derived from the configuration (registered; the registers are
  * only written while the engine is idle)
  */
-reg [PIDX_W-1:0] cfg_pb_reg;      // payload beats per packet
-reg [PIDX_W-1:0] cfg_pb_m1_reg;
+reg [PIDX_W-1:0] cfg_pay_beats_reg;      // payload beats per packet
+reg [PIDX_W-1:0] cfg_pay_beats_m1_reg;
 reg [3:0]        cfg_thr_reg;               // contributions completing a round
 reg              cfg_ge_first_reg;          // one contribution completes
 reg [7:0]        cfg_mcast_ports_reg;
@@ -321,7 +340,7 @@ reg [17:0]       cfg_cs_base_reg;          // checksum sum without the destinati
 reg [15:0]       cfg_pudp_reg;             // upward UDP destination port
 
 wire [15:0] cfg_elems_x4 = {5'd0, cfg_elems, 2'b00};
-wire [8:0] cfg_pb_full = cfg_elems >> $clog2(BYTES/4);
+wire [8:0] cfg_pay_beats_full = cfg_elems >> $clog2(BYTES/4);
 wire [8*8-1:0] mcast_port_sel;
 
 generate
@@ -338,14 +357,14 @@ wire [7:0] mcast_ports = mcast_port_sel[0 +: 8] | mcast_port_sel[8 +: 8] | mcast
                        | mcast_port_sel[48 +: 8] | mcast_port_sel[56 +: 8];
 
 always @(posedge clk) begin
-    cfg_pb_reg <= cfg_pb_full[PIDX_W-1:0];
-    cfg_pb_m1_reg <= cfg_pb_reg - 1'b1;
+    cfg_pay_beats_reg <= cfg_pay_beats_full[PIDX_W-1:0];
+    cfg_pay_beats_m1_reg <= cfg_pay_beats_reg - 1'b1;
     cfg_thr_reg <= cfg_mode ? cfg_threshold : cfg_members;
     cfg_ge_first_reg <= cfg_thr_reg <= 4'd1;
     cfg_mcast_ports_reg <= mcast_ports;
     cfg_tl_reg <= cfg_elems_x4 + 16'd50;
     cfg_ulen_reg <= cfg_elems_x4 + 16'd30;
-    cfg_flen_reg <= cfg_elems_x4 + 16'd64;
+    cfg_flen_reg <= cfg_elems_x4 + LEN_PAYLOAD;
     cfg_cs_a_reg <= {1'b0, cfg_tl_reg} + {1'b0, cfg_switch_ip[31:16]};
     cfg_cs_b_reg <= {1'b0, cfg_switch_ip[15:0]} + 17'h0c511;
     cfg_cs_base_reg <= {1'b0, cfg_cs_a_reg} + {1'b0, cfg_cs_b_reg};
@@ -359,12 +378,12 @@ reg [1:0] in_cnt_reg, in_cnt_next;   // beats of this frame so far, saturating a
 reg stall_out_reg;                    // output FIFOs near full (or reset)
 reg in_hazard_reg;                           // the next payload beat must wait
 
-wire in_hdr = in_cnt_reg != HB;
+wire in_hdr = in_cnt_reg != HDR_BEAT_CNT;
 assign s_axis_tready = !stall_out_reg && !(!in_hdr && in_hazard_reg);
 wire in_acc = s_axis_tvalid && s_axis_tready;
 wire in_first = in_cnt_reg == 2'd0;
 // last header beat (or a frame ending inside the header): the verdict starts
-wire in_hc = in_acc && in_hdr && (in_cnt_reg == HB_M1 || s_axis_tlast);
+wire in_hc = in_acc && in_hdr && (in_cnt_reg == HDR_BEAT_LAST || s_axis_tlast);
 wire in_pay = in_acc && !in_hdr;
 
 always @* begin
@@ -406,39 +425,39 @@ end
 
 endgenerate
 
-wire [15:0] hn_ip_len  = bswap16(hdr_now[8*16 +: 16]);
-wire [31:0] hn_ip_src  = bswap32(hdr_now[8*26 +: 32]);
-wire [15:0] hn_udp_src = bswap16(hdr_now[8*34 +: 16]);
-wire [15:0] hn_udp_len = bswap16(hdr_now[8*38 +: 16]);
-wire [7:0]  hn_ver     = hdr_now[8*42 +: 8];
-wire [7:0]  hn_op      = hdr_now[8*43 +: 8];
-wire [7:0]  hn_flags   = hdr_now[8*44 +: 8];
-wire [7:0]  hn_job     = hdr_now[8*45 +: 8];
-wire [15:0] hn_worker  = bswap16(hdr_now[8*46 +: 16]);
-wire [15:0] hn_slot    = bswap16(hdr_now[8*48 +: 16]);
-wire [31:0] hn_seq     = bswap32(hdr_now[8*50 +: 32]);
-wire [15:0] hn_count   = bswap16(hdr_now[8*54 +: 16]);
-wire [31:0] hn_aux     = bswap32(hdr_now[8*56 +: 32]);
-wire [31:0] hn_total   = bswap32(hdr_now[8*60 +: 32]);
-wire [SC_W-1:0] sc_now = {hn_slot[SLOT_W-1:0], hn_seq[0]};
+wire [15:0] hn_ip_len  = bswap16(hdr_now[8*OFF_IP_LEN +: 16]);
+wire [31:0] hn_ip_src  = bswap32(hdr_now[8*OFF_IP_SRC +: 32]);
+wire [15:0] hn_udp_src = bswap16(hdr_now[8*NRL_UDP_OFFSET +: 16]);
+wire [15:0] hn_udp_len = bswap16(hdr_now[8*OFF_UDP_LEN +: 16]);
+wire [7:0]  hn_ver     = hdr_now[8*NRL_OFF_VERSION +: 8];
+wire [7:0]  hn_op      = hdr_now[8*NRL_OFF_OPCODE +: 8];
+wire [7:0]  hn_flags   = hdr_now[8*NRL_OFF_FLAGS +: 8];
+wire [7:0]  hn_job     = hdr_now[8*NRL_OFF_JOB +: 8];
+wire [15:0] hn_worker  = bswap16(hdr_now[8*NRL_OFF_WORKER +: 16]);
+wire [15:0] hn_slot    = bswap16(hdr_now[8*NRL_OFF_SLOT +: 16]);
+wire [31:0] hn_seq     = bswap32(hdr_now[8*NRL_OFF_SEQ +: 32]);
+wire [15:0] hn_count   = bswap16(hdr_now[8*NRL_OFF_COUNT +: 16]);
+wire [31:0] hn_aux     = bswap32(hdr_now[8*NRL_OFF_AUX +: 32]);
+wire [31:0] hn_total   = bswap32(hdr_now[8*NRL_OFF_TOTAL +: 32]);
+wire [COPY_W-1:0] sc_now = {hn_slot[SLOT_W-1:0], hn_seq[0]};
 
 // frame length facts, captured at the first beat (TUSER)
 wire [15:0] tu_len = s_axis_tuser[15:0];
 
-reg [15:0] n_m14_reg;
-reg [15:0] n_m34_reg;
-reg [15:0] n_m64_reg;
-reg        n_lt64_reg;
-reg        n_ge44_reg;
+reg [15:0] ip_len_exp_reg;
+reg [15:0] udp_len_exp_reg;
+reg [15:0] pay_len_reg;
+reg        short_frame_reg;
+reg        has_opcode_reg;
 reg [7:0]  port_reg;
 
 always @(posedge clk) begin
     if (in_acc && in_first) begin
-        n_m14_reg <= tu_len - 16'd14;
-        n_m34_reg <= tu_len - 16'd34;
-        n_m64_reg <= tu_len - 16'd64;
-        n_lt64_reg <= tu_len < 16'd64;
-        n_ge44_reg <= tu_len >= 16'd44;
+        ip_len_exp_reg <= tu_len - LEN_IP;
+        udp_len_exp_reg <= tu_len - LEN_UDP;
+        pay_len_reg <= tu_len - LEN_PAYLOAD;
+        short_frame_reg <= tu_len < LEN_PAYLOAD;
+        has_opcode_reg <= tu_len >= LEN_OPCODE;
         port_reg <= s_axis_tuser[23:16];
     end
 end
@@ -479,7 +498,7 @@ reg [31:0]     hd_total_reg;
 reg            hd_tot0_reg;
 reg [47:0]     hd_eth_src_reg;
 reg [7:0]      hd_auth_reg;
-reg [SC_W-1:0] hd_sc_reg;
+reg [COPY_W-1:0] hd_sc_reg;
 // seq - aux in carry-select halves (async staleness)
 reg [16:0]     hd_sd_lo_reg;
 reg [15:0]     hd_sd_hi0_reg;
@@ -504,7 +523,7 @@ always @(posedge clk) begin
         hd_aux_reg <= hn_aux;
         hd_total_reg <= hn_total;
         hd_tot0_reg <= hn_total == 32'd0;
-        hd_eth_src_reg <= hdr_now[8*6 +: 48];
+        hd_eth_src_reg <= hdr_now[8*OFF_ETH_SRC +: 48];
         hd_auth_reg <= auth_now;
         hd_sc_reg <= sc_now;
         hd_sd_lo_reg <= {1'b0, hn_seq[15:0]} - {1'b0, hn_aux[15:0]};
@@ -521,9 +540,9 @@ end
  * copy, valid bits in registers (cleared by reset and by configuration
  * writes)
  */
-reg [ST_W-1:0] st_mem[0:SC_N-1];
+reg [ST_W-1:0] st_mem[0:COPY_N-1];
 reg [ST_W-1:0] st_rdata_reg;
-reg [SC_N-1:0] st_valid_reg;
+reg [COPY_N-1:0] st_valid_reg;
 // the write of the cycle of the read, forwarded to D1
 reg [ST_W-1:0] st_hist_reg;
 reg            st_hist_we_reg;
@@ -531,7 +550,7 @@ reg            st_match_reg;
 
 wire           st_we;
 wire [ST_W-1:0] st_wdata;
-reg [SC_W-1:0] d2_sc_reg;
+reg [COPY_W-1:0] d2_sc_reg;
 
 always @(posedge clk) begin
     if (st_we) begin
@@ -541,12 +560,12 @@ always @(posedge clk) begin
 end
 
 // decoded valid-bit set (no variable-index write: that costs a carry chain)
-wire [SC_N-1:0] st_set;
+wire [COPY_N-1:0] st_set;
 
 generate
 
-for (gi = 0; gi < SC_N; gi = gi + 1) begin : g_vset
-    localparam [SC_W-1:0] IDX = gi;
+for (gi = 0; gi < COPY_N; gi = gi + 1) begin : g_vset
+    localparam [COPY_W-1:0] IDX = gi;
     assign st_set[gi] = st_we && d2_sc_reg == IDX;
 end
 
@@ -558,7 +577,7 @@ always @(posedge clk) begin
     st_match_reg <= d2_sc_reg == sc_now;
     st_valid_reg <= st_valid_reg | st_set;
     if (rst || cfg_invalidate) begin
-        st_valid_reg <= {SC_N{1'b0}};
+        st_valid_reg <= {COPY_N{1'b0}};
         st_hist_we_reg <= 1'b0;
     end
 end
@@ -580,13 +599,13 @@ wire [3:0]  st_count = st_aux[3:0];
 wire [2:0]  w3 = hd_worker_reg[2:0];
 wire [2:0]  m_role = cfg_member_role[3*w3 +: 3];
 
-wire is_grad = hd_op_reg == 8'd1;
+wire is_grad = hd_op_reg == NRL_OP_GRADIENT;
 wire w_lt_n = hd_worker_reg[15:4] == 12'd0 && hd_worker_reg[3:0] < cfg_members;
 
-wire f_len1 = n_lt64_reg || hd_ip_len_reg != n_m14_reg || hd_udp_len_reg != n_m34_reg;
+wire f_len1 = short_frame_reg || hd_ip_len_reg != ip_len_exp_reg || hd_udp_len_reg != udp_len_exp_reg;
 // (word 60 is the tensor length on both opcodes this engine accepts)
-wire f_hdr = hd_ver_reg != 8'd1 || (hd_op_reg != 8'd1 && hd_op_reg != 8'd2)
-          || hd_flags_reg[7:5] != 3'd0;
+wire f_hdr = hd_ver_reg != NRL_VERSION || (hd_op_reg != NRL_OP_GRADIENT && hd_op_reg != NRL_OP_RESULT)
+          || hd_flags_reg[7:FLAGS_DEFINED] != {8-FLAGS_DEFINED{1'b0}};
 wire f_job = hd_job_reg != cfg_job_id;
 wire f_dis = !cfg_ctrl[0];
 wire f_unk = is_grad && !(w_lt_n && m_role[0]);
@@ -594,7 +613,7 @@ wire f_spoof_g = !hd_auth_reg[w3];
 wire f_spoof_r = !cfg_role || (port_reg & cfg_uplink_port) == 8'd0 || hd_ip_src_reg != cfg_parent_ip;
 wire f_spoof = is_grad ? f_spoof_g : f_spoof_r;
 wire f_cnt = hd_count_reg != {7'd0, cfg_elems} || (is_grad && hd_tot0_reg);
-wire f_len2 = n_m64_reg != {hd_count_reg[13:0], 2'b00} || hd_trunc_reg;
+wire f_len2 = pay_len_reg != {hd_count_reg[13:0], 2'b00} || hd_trunc_reg;
 wire f_dtype = hd_flags_reg[0] != cfg_dtype;
 wire f_slot = hd_slot_reg[15:7] != 9'd0 || hd_slot_reg[6:0] >= cfg_slots;
 
@@ -642,7 +661,7 @@ reg            d2_sd_eq_hi_reg;
 reg            d2_sd_gt_lo_reg;
 reg            d2_vld_reg;
 reg            d2_eq_reg;
-reg            d2_rb_reg;
+reg            d2_rd_borrow_reg;
 reg            d2_h0_reg;
 reg            d2_h1_reg;
 reg            d2_has_w_reg;
@@ -670,8 +689,8 @@ reg [7:0]      d2_port_reg;
 
 always @(posedge clk) begin
     d2_valid_reg <= d1_valid_reg;
-    d2_rx_grad_reg <= n_ge44_reg && hd_op_reg == 8'd1;
-    d2_rx_res_reg <= n_ge44_reg && hd_op_reg == 8'd2;
+    d2_rx_grad_reg <= has_opcode_reg && hd_op_reg == NRL_OP_GRADIENT;
+    d2_rx_res_reg <= has_opcode_reg && hd_op_reg == NRL_OP_RESULT;
     d2_f_len1_reg <= f_len1;
     d2_f_hdr_reg <= f_hdr;
     d2_f_job_reg <= f_job;
@@ -688,7 +707,7 @@ always @(posedge clk) begin
     d2_sd_gt_lo_reg <= sd_gt_lo;
     d2_vld_reg <= st_valid_reg[hd_sc_reg];
     d2_eq_reg <= st_round == hd_seq_reg;
-    d2_rb_reg <= rd_lo[16];
+    d2_rd_borrow_reg <= rd_lo[16];
     d2_h0_reg <= rd_hi0[15];
     d2_h1_reg <= rd_hi1[15];
     d2_has_w_reg <= st_bitmap[w3];
@@ -745,7 +764,7 @@ wire ok = pre_slot && !d2_f_slot_reg;
 
 // GRADIENT, section 4 steps 1-7
 wire stale1 = cfg_mode && (d2_sd_gt_hi_reg || (d2_sd_eq_hi_reg && d2_sd_gt_lo_reg));
-wire d_neg = d2_rb_reg ? d2_h1_reg : d2_h0_reg;
+wire d_neg = d2_rd_borrow_reg ? d2_h1_reg : d2_h0_reg;
 wire newer = d2_vld_reg && !d2_eq_reg && !d_neg;
 wire g_open = !d2_vld_reg || !d2_eq_reg;
 // the copy holds this round and another tensor length (a newly opened copy
@@ -938,15 +957,15 @@ always @(posedge clk) begin
 end
 
 reg            hp3_valid_reg;
-reg [HP_W-1:0] hp3_fields_reg;
+reg [HF_FIELDS_W-1:0] hp3_fields_reg;
 reg [18:0]     hp3_s_reg;
 reg            hp4_valid_reg;
-reg [HP_W-1:0] hp4_fields_reg;
+reg [HF_FIELDS_W-1:0] hp4_fields_reg;
 reg [16:0]     hp4_f_reg;
 
 // entry without the checksum: {ports, udp_dst, ip_dst, eth_dst, kind, error,
 // worker, total, slot, seq, aux}
-wire [HP_W-1:0] hp2_fields = {hp2_ports_reg, hp2_udp_dst_reg, hp2_ip_dst_reg, hp2_eth_dst_reg,
+wire [HF_FIELDS_W-1:0] hp2_fields = {hp2_ports_reg, hp2_udp_dst_reg, hp2_ip_dst_reg, hp2_eth_dst_reg,
                                  hp2_kind_reg, hp2_err_reg, hp2_wk_reg, hp2_total_reg,
                                  hp2_slot_reg, hp2_seq_reg, hp2_aux_reg};
 
@@ -965,25 +984,31 @@ end
 
 wire [15:0] hp4_csum = ~(hp4_f_reg[15:0] + {15'd0, hp4_f_reg[16]});
 
-wire [HF_W-1:0] hf_wr_data = {hp4_fields_reg[HP_W-1 -: 8], hp4_csum, hp4_fields_reg[HP_W-9:0]};
+wire [HF_ENTRY_W-1:0] hf_wr_data = {hp4_fields_reg[HF_FIELDS_W-1 -: 8], hp4_csum, hp4_fields_reg[HF_FIELDS_W-9:0]};
 
 wire            hf_valid;
-wire [HF_W-1:0] hf_data;
+wire [HF_ENTRY_W-1:0] hf_data;
 reg             hf_rd_ready;
-wire [HDR_AW:0] hf_count;
+wire [HDR_AW+1:0] hf_count;
 
-grad_agg_fifo #(
-    .WIDTH(HF_W),
-    .DEPTH(HDR_DEPTH)
+// the engine stalls its input well before the FIFOs fill (count, registered)
+nrl_fifo #(
+    .WIDTH(HF_ENTRY_W),
+    .ADDR_WIDTH(HDR_AW),
+    .FULL_GUARD(0),
+    .COUNT_REG(1)
 )
 hdr_fifo_inst (
     .clk(clk),
     .rst(rst),
-    .wr_en(hp4_valid_reg),
-    .wr_data(hf_wr_data),
-    .rd_valid(hf_valid),
-    .rd_data(hf_data),
-    .rd_ready(hf_rd_ready),
+    .in_data(hf_wr_data),
+    .in_valid(hp4_valid_reg),
+    /* verilator lint_off PINCONNECTEMPTY */
+    .in_ready(),
+    /* verilator lint_on PINCONNECTEMPTY */
+    .out_data(hf_data),
+    .out_valid(hf_valid),
+    .out_ready(hf_rd_ready),
     .count(hf_count)
 );
 
@@ -994,16 +1019,16 @@ reg [ACC_AW-1:0] rd_addr_reg;     // accumulator address of the next payload bea
 reg [ACC_AW-1:0] rd_addr_p1_reg;  // rd_addr_reg + 1
 reg [PIDX_W-1:0] pidx_reg;        // index of the next payload beat (saturating)
 reg [PIDX_W-1:0] pidx_p1_reg;     // pidx_reg + 1 (saturating)
-reg [SC_W-1:0]   pkt_sc_reg;      // slot copy of the frame streaming in
+reg [COPY_W-1:0]   pkt_sc_reg;      // slot copy of the frame streaming in
 
 // accumulator base address of each slot copy (and + 1), constant tables
-wire [ACC_AW-1:0] base_rom[0:SC_N-1];
-wire [ACC_AW-1:0] base_p1_rom[0:SC_N-1];
+wire [ACC_AW-1:0] base_rom[0:COPY_N-1];
+wire [ACC_AW-1:0] base_p1_rom[0:COPY_N-1];
 
 generate
 
-for (gi = 0; gi < SC_N; gi = gi + 1) begin : g_base
-    localparam integer BASE_I = gi < 2*MAX_SLOTS ? gi*BPC : 0;
+for (gi = 0; gi < COPY_N; gi = gi + 1) begin : g_base
+    localparam integer BASE_I = gi < 2*MAX_SLOTS ? gi*MAX_PAY_BEATS : 0;
     localparam [ACC_AW-1:0] BASE = BASE_I[ACC_AW-1:0];
     localparam [ACC_AW-1:0] BASE_P1 = BASE + 1'b1;
     assign base_rom[gi] = BASE;
@@ -1061,7 +1086,7 @@ reg [DATA_WIDTH-1:0] p1_data_reg;
 reg [ACC_AW-1:0]     p1_addr_reg;
 reg [PIDX_W-1:0]     p1_pidx_reg;
 reg                  p1_samec_reg;
-reg [SC_W-1:0]       p1_sc_reg;
+reg [COPY_W-1:0]       p1_sc_reg;
 reg                  p1_inr_reg;
 reg                  p1_last_reg;
 reg                  p1_fx_reg;
@@ -1073,7 +1098,7 @@ reg [DATA_WIDTH-1:0] p2_b_reg;
 reg [ACC_AW-1:0]     p2_addr_reg;
 reg [PIDX_W-1:0]     p2_pidx_reg;
 reg                  p2_samec_reg;
-reg [SC_W-1:0]       p2_sc_reg;
+reg [COPY_W-1:0]       p2_sc_reg;
 reg                  p2_inr_reg;
 reg                  p2_last_reg;
 // last written beat (one clock old)
@@ -1082,7 +1107,7 @@ reg [DATA_WIDTH-1:0] h_data_reg;
 // payload index, slot copy and "same copy as the frame streaming in" of the
 // beats in f1..f3 (hazard check)
 reg [PIDX_W-1:0]     f_pidx_reg[1:3];
-reg [SC_W-1:0]       f_sc_reg[1:3];
+reg [COPY_W-1:0]       f_sc_reg[1:3];
 reg [3:1]            f_samec_reg;
 
 /*
@@ -1141,8 +1166,8 @@ always @(posedge clk) begin
     p1_pidx_reg <= pidx_reg;
     p1_samec_reg <= 1'b1;
     p1_sc_reg <= pkt_sc_reg;
-    p1_inr_reg <= pidx_reg < cfg_pb_reg;
-    p1_last_reg <= s_axis_tlast || pidx_reg == cfg_pb_m1_reg;
+    p1_inr_reg <= pidx_reg < cfg_pay_beats_reg;
+    p1_last_reg <= s_axis_tlast || pidx_reg == cfg_pay_beats_m1_reg;
     // the beat leaving X next clock, or the one leaving now (then in h_data_reg)
     p1_fx_reg <= f_valid_reg[FP_LAT-1] && f_we_reg[FP_LAT-1] && f_addr_reg[FP_LAT-1] == rd_addr_reg;
     p1_fh_reg <= f_valid_reg[FP_LAT] && f_we_reg[FP_LAT] && f_addr_reg[FP_LAT] == rd_addr_reg;
@@ -1264,20 +1289,25 @@ end
 wire                  pf_valid;
 wire [DATA_WIDTH:0]   pf_data;
 reg                   pf_rd_ready;
-wire [OUT_AW:0]       pf_count;
+wire [OUT_AW+1:0]     pf_count;
 
-grad_agg_fifo #(
+nrl_fifo #(
     .WIDTH(DATA_WIDTH+1),
-    .DEPTH(OUT_DEPTH)
+    .ADDR_WIDTH(OUT_AW),
+    .FULL_GUARD(0),
+    .COUNT_REG(1)
 )
 pay_fifo_inst (
     .clk(clk),
     .rst(rst),
-    .wr_en(pf_wr_en),
-    .wr_data({f_last_reg[FP_LAT], x_data}),
-    .rd_valid(pf_valid),
-    .rd_data(pf_data),
-    .rd_ready(pf_rd_ready),
+    .in_data({f_last_reg[FP_LAT], x_data}),
+    .in_valid(pf_wr_en),
+    /* verilator lint_off PINCONNECTEMPTY */
+    .in_ready(),
+    /* verilator lint_on PINCONNECTEMPTY */
+    .out_data(pf_data),
+    .out_valid(pf_valid),
+    .out_ready(pf_rd_ready),
     .count(pf_count)
 );
 
@@ -1308,31 +1338,32 @@ wire [31:0] hf_aux     = hf_data[31:0];
 wire [511:0] o_hdr;
 
 assign o_hdr[8*0 +: 48]   = hf_eth_dst;
-assign o_hdr[8*6 +: 16]   = bswap16(cfg_switch_mac[47:32]);
-assign o_hdr[8*8 +: 32]   = bswap32(cfg_switch_mac[31:0]);
-assign o_hdr[8*12 +: 16]  = 16'h0008;
-assign o_hdr[8*14 +: 16]  = 16'h0045;
-assign o_hdr[8*16 +: 16]  = bswap16(cfg_tl_reg);
-assign o_hdr[8*18 +: 16]  = 16'h0000;
-assign o_hdr[8*20 +: 16]  = 16'h0040;
-assign o_hdr[8*22 +: 16]  = 16'h1140;
-assign o_hdr[8*24 +: 16]  = bswap16(hf_csum);
-assign o_hdr[8*26 +: 32]  = bswap32(cfg_switch_ip);
-assign o_hdr[8*30 +: 32]  = bswap32(hf_ip_dst);
-assign o_hdr[8*34 +: 16]  = bswap16(cfg_udp_port);
-assign o_hdr[8*36 +: 16]  = bswap16(hf_udp_dst);
-assign o_hdr[8*38 +: 16]  = bswap16(cfg_ulen_reg);
-assign o_hdr[8*40 +: 16]  = 16'h0000;
-assign o_hdr[8*42 +: 8]   = 8'd1;
-assign o_hdr[8*43 +: 8]   = hf_kind == K_UP ? 8'd1 : 8'd2;
-assign o_hdr[8*44 +: 8]   = {3'd0, hf_err, 1'b1, hf_kind == K_RESEND, 1'b0, cfg_dtype};
-assign o_hdr[8*45 +: 8]   = cfg_job_id;
-assign o_hdr[8*46 +: 16]  = bswap16({13'd0, hf_kind == K_UP ? cfg_leaf_id : hf_wk});
-assign o_hdr[8*48 +: 16]  = bswap16(hf_slot);
-assign o_hdr[8*50 +: 32]  = bswap32(hf_seq);
-assign o_hdr[8*54 +: 16]  = bswap16({7'd0, cfg_elems});
-assign o_hdr[8*56 +: 32]  = bswap32(hf_aux);
-assign o_hdr[8*60 +: 32]  = bswap32(hf_total);
+assign o_hdr[8*OFF_ETH_SRC +: 16]   = bswap16(cfg_switch_mac[47:32]);
+assign o_hdr[8*(OFF_ETH_SRC+2) +: 32] = bswap32(cfg_switch_mac[31:0]);
+assign o_hdr[8*OFF_ETHERTYPE +: 16] = bswap16(NRL_ETHERTYPE_IPV4);
+assign o_hdr[8*NRL_IP_OFFSET +: 16] = {8'h00, NRL_IPV4_VER_IHL};      // version/IHL, DSCP 0
+assign o_hdr[8*OFF_IP_LEN +: 16]    = bswap16(cfg_tl_reg);
+assign o_hdr[8*(NRL_IP_OFFSET+4) +: 16] = 16'h0000;                  // identification
+assign o_hdr[8*(NRL_IP_OFFSET+6) +: 16] = bswap16(NRL_IP_FLAGS_DF);
+assign o_hdr[8*(NRL_IP_OFFSET+8) +: 16] = {NRL_IP_PROTO_UDP, NRL_IP_TTL};
+assign o_hdr[8*(NRL_IP_OFFSET+10) +: 16] = bswap16(hf_csum);
+assign o_hdr[8*OFF_IP_SRC +: 32]    = bswap32(cfg_switch_ip);
+assign o_hdr[8*(OFF_IP_SRC+4) +: 32] = bswap32(hf_ip_dst);
+assign o_hdr[8*NRL_UDP_OFFSET +: 16] = bswap16(cfg_udp_port);
+assign o_hdr[8*(NRL_UDP_OFFSET+2) +: 16] = bswap16(hf_udp_dst);
+assign o_hdr[8*OFF_UDP_LEN +: 16]   = bswap16(cfg_ulen_reg);
+assign o_hdr[8*(NRL_UDP_OFFSET+6) +: 16] = 16'h0000;                 // UDP checksum: none
+assign o_hdr[8*NRL_OFF_VERSION +: 8] = NRL_VERSION;
+assign o_hdr[8*NRL_OFF_OPCODE +: 8]  = hf_kind == K_UP ? NRL_OP_GRADIENT : NRL_OP_RESULT;
+// flags: ERROR (bit 4), FROM_SWITCH (bit 3, always), RESEND (bit 2), INT32 (bit 0)
+assign o_hdr[8*NRL_OFF_FLAGS +: 8]   = {3'd0, hf_err, 1'b1, hf_kind == K_RESEND, 1'b0, cfg_dtype};
+assign o_hdr[8*NRL_OFF_JOB +: 8] = cfg_job_id;
+assign o_hdr[8*NRL_OFF_WORKER +: 16] = bswap16({13'd0, hf_kind == K_UP ? cfg_leaf_id : hf_wk});
+assign o_hdr[8*NRL_OFF_SLOT +: 16] = bswap16(hf_slot);
+assign o_hdr[8*NRL_OFF_SEQ +: 32] = bswap32(hf_seq);
+assign o_hdr[8*NRL_OFF_COUNT +: 16] = bswap16({7'd0, cfg_elems});
+assign o_hdr[8*NRL_OFF_AUX +: 32] = bswap32(hf_aux);
+assign o_hdr[8*NRL_OFF_TOTAL +: 32] = bswap32(hf_total);
 
 wire [DATA_WIDTH-1:0] o_hdr_b0 = o_hdr[DATA_WIDTH-1:0];
 wire [DATA_WIDTH-1:0] o_hdr_b1;
@@ -1427,7 +1458,7 @@ assign m_axis_tuser = {{USER_WIDTH-32{1'b0}}, m_tuser_reg};
 // inputs the engine does not look at
 // verilator lint_off UNUSEDSIGNAL
 wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], fp_out_valid,
-                   hdr_now, cfg_pb_full, cfg_ctrl[1], hd_flags_reg[3:1],
+                   hdr_now, cfg_pay_beats_full, cfg_ctrl[1], hd_flags_reg[3:1],
                    m_role[2:1], rd_lo[15:0], rd_hi0[14:0], rd_hi1[14:0]};
 // verilator lint_on UNUSEDSIGNAL
 

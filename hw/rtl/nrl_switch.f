@@ -2,7 +2,6 @@
 # Flat list: the aggregation engine's files (grad_agg.f), the replay
 # engine's files (replay_engine.f), then the switch's own modules.
 fp32_add.v
-grad_agg_fifo.v
 nrl_fifo.v
 nrl_common_regs.v
 nrl_counter_bank.v
