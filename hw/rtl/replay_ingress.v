@@ -119,22 +119,44 @@ module replay_ingress #
     output wire [6:0]              stat_drop
 );
 
-localparam BPB = KEEP_WIDTH;
-localparam BPB_LOG2 = $clog2(BPB);
-localparam HDR_BEATS = 64 / BPB;
-localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BPB;
-localparam PLB_W = $clog2(MAX_PL_BEATS + 1);
+localparam BEAT_BYTES = KEEP_WIDTH;
+localparam BEAT_BYTES_LOG2 = $clog2(BEAT_BYTES);
+localparam HDR_BEATS = 64 / BEAT_BYTES;
+localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BEAT_BYTES;
+localparam PAY_BEATS_W = $clog2(MAX_PL_BEATS + 1);
 localparam BEAT_W = 12;
-localparam [31:0] RB32 = RECORD_BYTES;
-localparam BPB_M1_I = BPB - 1;
-localparam [16:0] BPB_M1 = BPB_M1_I[16:0];
-localparam [PLB_W-1:0] MAX_PLB = MAX_PL_BEATS[PLB_W-1:0];
+localparam [31:0] RECORD_BYTES32 = RECORD_BYTES;
+localparam BEAT_BYTES_M1_I = BEAT_BYTES - 1;
+localparam [16:0] BEAT_BYTES_M1 = BEAT_BYTES_M1_I[16:0];
+localparam [PAY_BEATS_W-1:0] MAX_PAY_BEATS_CNT = MAX_PL_BEATS[PAY_BEATS_W-1:0];
 
-localparam [7:0] OP_PUSH = 8'd3, OP_SAMPLE = 8'd5, OP_UPDATE = 8'd7;
+// verilator lint_off UNUSEDPARAM
+`include "nrl_protocol.vh"
+// verilator lint_on UNUSEDPARAM
+
+// frame byte offsets of the Ethernet, IPv4 and UDP fields the checks read
+localparam OFF_ETH_SRC = 6;                     // Ethernet source address
+localparam OFF_IP_LEN = NRL_IP_OFFSET + 2;      // IPv4 total length
+localparam OFF_IP_SRC = NRL_IP_OFFSET + 12;     // IPv4 source address
+localparam OFF_UDP_LEN = NRL_UDP_OFFSET + 4;    // UDP length
+// flag bits below this are defined (NRL_FLAGS_MASK); set bits above are BAD_HEADER
+localparam FLAGS_DEFINED = $clog2(NRL_FLAGS_MASK + 1);
+// the same offsets and the count limits as 16-bit values
+localparam [15:0] LEN_IP = NRL_IP_OFFSET[15:0];            // frame bytes before the IPv4 header
+localparam [15:0] LEN_UDP = NRL_UDP_OFFSET[15:0];          // frame bytes before the UDP header
+localparam [15:0] LEN_PAYLOAD = NRL_PAYLOAD_OFFSET[15:0];  // frame bytes before the payload
+localparam [15:0] LEN_BLOCK = NRL_BLOCK[15:0];             // PUSH priority block
+localparam [15:0] OFF_OPCODE16 = NRL_OFF_OPCODE[15:0];
+localparam [15:0] MAX_PUSH16 = NRL_MAX_PUSH_RECORDS[15:0];
+localparam [15:0] MAX_BATCH16 = NRL_MAX_BATCH[15:0];
+localparam [15:0] MAX_PAIRS16 = NRL_MAX_UPDATE_PAIRS[15:0];
 
 // IPv4 total lengths of the replies: PUSH_ACK (64 bytes), SAMPLE_RESP (128 + R)
-localparam [16:0] CSUM_K_ACK = 17'h4500 + 17'h4000 + 17'h4011 + 17'd50;
-localparam [16:0] CSUM_K_RESP = 17'h4500 + 17'h4000 + 17'h4011 + 17'd114 + RECORD_BYTES;
+// (the fixed words: version/IHL, flags DF, TTL/protocol UDP)
+localparam [16:0] CSUM_FIXED = {1'b0, NRL_IPV4_VER_IHL, 8'h00} + {1'b0, NRL_IP_FLAGS_DF} +
+                               {1'b0, NRL_IP_TTL, NRL_IP_PROTO_UDP};
+localparam [16:0] CSUM_K_ACK = CSUM_FIXED + 17'd50;
+localparam [16:0] CSUM_K_RESP = CSUM_FIXED + 17'd114 + RECORD_BYTES;
 
 initial begin
     if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
@@ -190,7 +212,7 @@ end
 wire in_fire = s_axis_tvalid && s_axis_tready;
 
 reg [BEAT_W-1:0] beat_reg;
-reg [PLB_W-1:0] plb_reg;
+reg [PAY_BEATS_W-1:0] plb_reg;
 reg [15:0] len_reg;
 reg [7:0] port_reg;
 reg [511:0] hdr_reg;
@@ -240,7 +262,7 @@ wire [31:0] beat32 = {{32-BEAT_W{1'b0}}, beat_reg};
 integer k;
 
 always @* begin
-    for (k = 0; k < BPB; k = k + 1) begin
+    for (k = 0; k < BEAT_BYTES; k = k + 1) begin
         tdata_m[k*8 +: 8] = s_axis_tkeep[k] ? s_axis_tdata[k*8 +: 8] : 8'd0;
     end
     for (k = 0; k < HDR_BEATS; k = k + 1) begin
@@ -262,7 +284,7 @@ endfunction
 wire first = beat_reg == 0;
 wire [15:0] len_now = first ? s_axis_tuser[15:0] : len_reg;
 wire [7:0] port_now = first ? s_axis_tuser[23:16] : port_reg;
-wire [PLB_W-1:0] plb_now = plb_reg + {{PLB_W-1{1'b0}}, pl_write};
+wire [PAY_BEATS_W-1:0] plb_now = plb_reg + {{PAY_BEATS_W-1{1'b0}}, pl_write};
 
 // stage 0 registers (loaded at the last beat)
 reg v0_reg;
@@ -275,7 +297,7 @@ reg [7:0] flags0_reg;  // bit 1 PRIORITIZED and bits 7:5 matter
 // verilator lint_on UNUSEDSIGNAL
 reg [15:0] worker0_reg;
 reg [BEAT_W-1:0] nbeats0_reg;
-reg [PLB_W-1:0] plb0_reg;
+reg [PAY_BEATS_W-1:0] plb0_reg;
 
 always @(posedge clk) begin
     if (in_fire) begin
@@ -288,10 +310,10 @@ always @(posedge clk) begin
             len_reg <= s_axis_tuser[15:0];
             port_reg <= s_axis_tuser[23:16];
         end
-        pl_slot_reg <= !s_axis_tlast && (HDR_BEATS == 1 || beat_reg != 0) && plb_now < MAX_PLB;
+        pl_slot_reg <= !s_axis_tlast && (HDR_BEATS == 1 || beat_reg != 0) && plb_now < MAX_PAY_BEATS_CNT;
         if (s_axis_tlast) begin
             beat_reg <= {BEAT_W{1'b0}};
-            plb_reg <= {PLB_W{1'b0}};
+            plb_reg <= {PAY_BEATS_W{1'b0}};
         end else begin
             if (beat_reg != {BEAT_W{1'b1}}) begin
                 beat_reg <= beat_reg + 1'b1;
@@ -305,23 +327,24 @@ always @(posedge clk) begin
     port0_reg <= port_now;
     nbeats0_reg <= beat_reg + 1'b1;
     plb0_reg <= plb_now;
-    ethsrc0_reg <= {hb(6), hb(7), hb(8), hb(9), hb(10), hb(11)};
-    iplen0_reg <= {hb(16), hb(17)};
-    ipsrc0_reg <= {hb(26), hb(27), hb(28), hb(29)};
-    udpsrc0_reg <= {hb(34), hb(35)};
-    udplen0_reg <= {hb(38), hb(39)};
-    ver0_reg <= hb(42);
-    op0_reg <= hb(43);
-    flags0_reg <= hb(44);
-    job0_reg <= hb(45);
-    worker0_reg <= {hb(46), hb(47)};
-    seq0_reg <= {hb(50), hb(51), hb(52), hb(53)};
-    count0_reg <= {hb(54), hb(55)};
-    res0_reg <= {hb(60), hb(61), hb(62), hb(63)};
+    ethsrc0_reg <= {hb(OFF_ETH_SRC), hb(OFF_ETH_SRC+1), hb(OFF_ETH_SRC+2),
+                    hb(OFF_ETH_SRC+3), hb(OFF_ETH_SRC+4), hb(OFF_ETH_SRC+5)};
+    iplen0_reg <= {hb(OFF_IP_LEN), hb(OFF_IP_LEN+1)};
+    ipsrc0_reg <= {hb(OFF_IP_SRC), hb(OFF_IP_SRC+1), hb(OFF_IP_SRC+2), hb(OFF_IP_SRC+3)};
+    udpsrc0_reg <= {hb(NRL_UDP_OFFSET), hb(NRL_UDP_OFFSET+1)};
+    udplen0_reg <= {hb(OFF_UDP_LEN), hb(OFF_UDP_LEN+1)};
+    ver0_reg <= hb(NRL_OFF_VERSION);
+    op0_reg <= hb(NRL_OFF_OPCODE);
+    flags0_reg <= hb(NRL_OFF_FLAGS);
+    job0_reg <= hb(NRL_OFF_JOB);
+    worker0_reg <= {hb(NRL_OFF_WORKER), hb(NRL_OFF_WORKER+1)};
+    seq0_reg <= {hb(NRL_OFF_SEQ), hb(NRL_OFF_SEQ+1), hb(NRL_OFF_SEQ+2), hb(NRL_OFF_SEQ+3)};
+    count0_reg <= {hb(NRL_OFF_COUNT), hb(NRL_OFF_COUNT+1)};
+    res0_reg <= {hb(NRL_OFF_TOTAL), hb(NRL_OFF_TOTAL+1), hb(NRL_OFF_TOTAL+2), hb(NRL_OFF_TOTAL+3)};
 
     if (rst) begin
         beat_reg <= {BEAT_W{1'b0}};
-        plb_reg <= {PLB_W{1'b0}};
+        plb_reg <= {PAY_BEATS_W{1'b0}};
         pl_slot_reg <= 1'b0;
         v0_reg <= 1'b0;
     end
@@ -330,12 +353,12 @@ end
 // ---------------------------------------------------------------------------
 // stage 1: field decode, member lookup, partial sums
 
-localparam BUNDLE_W = 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PLB_W;
+localparam BUNDLE_W = 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PAY_BEATS_W;
 
 wire [2:0] w0 = worker0_reg[2:0];
-wire is_push0 = op0_reg == OP_PUSH;
-wire is_sample0 = op0_reg == OP_SAMPLE;
-wire is_update0 = op0_reg == OP_UPDATE;
+wire is_push0 = op0_reg == NRL_OP_PUSH;
+wire is_sample0 = op0_reg == NRL_OP_SAMPLE_REQ;
+wire is_update0 = op0_reg == NRL_OP_UPDATE;
 wire [1:0] op2_0 = is_push0 ? 2'd0 : (is_sample0 ? 2'd1 : 2'd2);
 // verilator lint_off UNUSEDSIGNAL
 wire [2:0] role0 = member_role[w0*3 +: 3];  // bit 0 (aggregation) is not a replay role
@@ -343,23 +366,23 @@ wire [2:0] role0 = member_role[w0*3 +: 3];  // bit 0 (aggregation) is not a repl
 wire role_ok0 = is_push0 ? role0[1] : role0[2];
 wire cnt_pow2_0 = count0_reg == 16'd1 || count0_reg == 16'd2 || count0_reg == 16'd4 ||
                   count0_reg == 16'd8 || count0_reg == 16'd16 || count0_reg == 16'd32 ||
-                  count0_reg == 16'd64;
+                  count0_reg == MAX_BATCH16;
 
 reg v1_reg;
 // PUSH payload bytes count0 * R (R is a constant: shifts and adds)
 // verilator lint_off UNUSEDSIGNAL
-wire [31:0] prod0 = {16'd0, count0_reg} * RB32;
+wire [31:0] prod0 = {16'd0, count0_reg} * RECORD_BYTES32;
 // verilator lint_on UNUSEDSIGNAL
 // beats a frame of n0 bytes occupies
-wire [16:0] nround0 = {1'b0, n0_reg} + BPB_M1;
+wire [16:0] nround0 = {1'b0, n0_reg} + BEAT_BYTES_M1;
 // verilator lint_off UNUSEDSIGNAL
-wire [31:0] nbexp0 = {15'd0, nround0} >> BPB_LOG2;
+wire [31:0] nbexp0 = {15'd0, nround0} >> BEAT_BYTES_LOG2;
 // verilator lint_on UNUSEDSIGNAL
 reg [BUNDLE_W-1:0] bundle1_reg;
 reg rx1_reg;
 reg [1:0] op1_reg;
 reg short1_reg, hdr_bad1_reg, job_bad1_reg, dis1_reg, unknown1_reg, cnt_bad1_reg;
-reg [15:0] n1_reg, nm14_1_reg, nm34_1_reg, iplen1_reg, udplen1_reg, udpsrc1_reg;
+reg [15:0] n1_reg, ip_len_exp1_reg, udp_len_exp1_reg, iplen1_reg, udplen1_reg, udpsrc1_reg;
 reg [15:0] count1_reg;
 reg [31:0] ipsrc1_reg;
 reg [7:0] port1_reg, mport1_reg;
@@ -374,20 +397,20 @@ always @(posedge clk) begin
     v1_reg <= v0_reg;
     bundle1_reg <= {op2_0, flags0_reg[1], w0, seq0_reg, count0_reg[7:0], ethsrc0_reg,
                     ipsrc0_reg, udpsrc0_reg, port0_reg, plb0_reg};
-    rx1_reg <= n0_reg > 16'd43 && (is_push0 || is_sample0 || is_update0);
+    rx1_reg <= n0_reg > OFF_OPCODE16 && (is_push0 || is_sample0 || is_update0);
     op1_reg <= op2_0;
-    short1_reg <= n0_reg < 16'd64;
-    hdr_bad1_reg <= ver0_reg != 8'd1 || !(is_push0 || is_sample0 || is_update0) ||
-                    flags0_reg[7:5] != 3'd0 || res0_reg != 32'd0;
+    short1_reg <= n0_reg < LEN_PAYLOAD;
+    hdr_bad1_reg <= ver0_reg != NRL_VERSION || !(is_push0 || is_sample0 || is_update0) ||
+                    flags0_reg[7:FLAGS_DEFINED] != {8-FLAGS_DEFINED{1'b0}} || res0_reg != 32'd0;
     job_bad1_reg <= job0_reg != job_id;
     dis1_reg <= !rpl_enable;
     unknown1_reg <= worker0_reg[15:3] != 13'd0 || !role_ok0;
-    cnt_bad1_reg <= is_push0 ? (count0_reg == 16'd0 || count0_reg > 16'd16) :
+    cnt_bad1_reg <= is_push0 ? (count0_reg == 16'd0 || count0_reg > MAX_PUSH16) :
                     is_sample0 ? !cnt_pow2_0 :
-                    (count0_reg == 16'd0 || count0_reg > 16'd128);
+                    (count0_reg == 16'd0 || count0_reg > MAX_PAIRS16);
     n1_reg <= n0_reg;
-    nm14_1_reg <= n0_reg - 16'd14;
-    nm34_1_reg <= n0_reg - 16'd34;
+    ip_len_exp1_reg <= n0_reg - LEN_IP;
+    udp_len_exp1_reg <= n0_reg - LEN_UDP;
     iplen1_reg <= iplen0_reg;
     udplen1_reg <= udplen0_reg;
     udpsrc1_reg <= udpsrc0_reg;
@@ -426,7 +449,7 @@ always @(posedge clk) begin
     bundle2_reg <= bundle1_reg;
     rx2_reg <= rx1_reg;
     op2_reg <= op1_reg;
-    len_bad2_reg <= short1_reg || iplen1_reg != nm14_1_reg || udplen1_reg != nm34_1_reg ||
+    len_bad2_reg <= short1_reg || iplen1_reg != ip_len_exp1_reg || udplen1_reg != udp_len_exp1_reg ||
                     nbeats1_reg != nbexp1_reg;
     hdr_bad2_reg <= hdr_bad1_reg;
     job_bad2_reg <= job_bad1_reg;
@@ -436,9 +459,9 @@ always @(posedge clk) begin
                   (mudp1_reg != 16'd0 && udpsrc1_reg != mudp1_reg);
     cnt_bad2_reg <= cnt_bad1_reg;
     n2_reg <= n1_reg;
-    exp2_reg <= op1_reg == 2'd0 ? prod1_reg + 16'd128 :
-                op1_reg == 2'd1 ? 16'd64 :
-                {count1_reg[12:0], 3'd0} + 16'd64;
+    exp2_reg <= op1_reg == 2'd0 ? prod1_reg + (LEN_PAYLOAD + LEN_BLOCK) :
+                op1_reg == 2'd1 ? LEN_PAYLOAD :
+                {count1_reg[12:0], 3'd0} + LEN_PAYLOAD;
     exp_big2_reg <= op1_reg == 2'd0 ? big1_reg : (op1_reg == 2'd2 && count1_reg[15:13] != 3'd0);
     csum_b2_reg <= {1'b0, csum_a1_reg} + {1'b0, csum_k1_reg};
     if (rst) begin
