@@ -54,11 +54,10 @@ _PRIORITIZED = int(Flags.PRIORITIZED)
 _M32 = 0xFFFFFFFF
 _RECV_BYTES = 65536
 _EPOCH_MASK = _M32 & ~(EPOCH_ROUNDS - 1)
-_WHY_NO_RESULT = ("CNT_DROP_BAD_JOB", "CNT_DROP_DISABLED", "CNT_DROP_UNKNOWN_WORKER",
-                  "CNT_DROP_SPOOFED", "CNT_DROP_BAD_COUNT", "CNT_DROP_BAD_LENGTH",
-                  "CNT_DROP_BAD_DTYPE", "CNT_DROP_BAD_SLOT", "CNT_DROP_STALE",
-                  "CNT_DROP_MISMATCH", "CNT_DROP_DUPLICATE", "CNT_DROP_LATE")
-"""Counters that can explain a chunk that got no RESULT (section 6 of the protocol)."""
+_WHY_NO_RESULT = tuple(n for n in regmap.COUNTERS if n.startswith("CNT_DROP_")
+                       and n not in ("CNT_DROP_EMPTY", "CNT_DROP_BAD_INDEX"))
+"""Counters that can explain a chunk that got no RESULT: every drop reason but the replay-only
+ones (section 6 of the protocol)."""
 
 
 def _newer(a: int, b: int) -> bool:

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.netutil import make_input  # noqa: E402
+from tests.netutil import make_input, ordered_sum  # noqa: E402
 
 
 def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, dtype: str,
@@ -80,11 +80,7 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
 
 def expected_sum(seed: int, call: int, members: list[int], size: int, dtype: str) -> np.ndarray:
     """The exact sum of call ``call`` over ``members`` (int32 wraps; fp32 in the given order)."""
-    parts = [make_input(seed, w, call, size, dtype) for w in members]
-    acc = parts[0].copy()
-    for p in parts[1:]:
-        acc = (acc + p).astype(acc.dtype)
-    return acc
+    return ordered_sum([make_input(seed, w, call, size, dtype) for w in members])
 
 
 def main(argv: list[str] | None = None) -> int:
