@@ -80,6 +80,7 @@ def test_rtl_names_opcodes_flags_and_ports() -> None:
         (re.compile(r"\b\w*op\w*\s*(?:==|!=|>=|<=|<|>)\s*8'[dh]0*[1-9]\b"), "opcode literal"),
         (re.compile(r"localparam\s*(?:\[[^]]*\])?\s*(?:OP_|FLAG_)\w*\s*="), "local OP_/FLAG_"),
         (re.compile(r"8'h55\b"), "MAC port set"),
+        (re.compile(r"\[\s*43\s*\*\s*8\s*\+:\s*8\s*\]\s*=[^;]*8'[dh]\d"), "opcode literal in a header"),
     ]
     bad = []
     for p in sources(V_DIRS, "*.v"):

@@ -144,6 +144,7 @@ localparam NCNT = 14;
 
 // verilator lint_off UNUSEDPARAM
 `include "nrl_regs.vh"  // RST_RPL_SEED
+`include "nrl_protocol.vh"  // frame and header constants of the replies
 // verilator lint_on UNUSEDPARAM
 
 localparam HDR_BEATS_M1 = HDR_BEATS - 1;
@@ -869,20 +870,20 @@ always @* begin
     hdr = 512'd0;
     hdr[0*8 +: 48] = be48(c_eth);
     hdr[6*8 +: 48] = be48(switch_mac);
-    hdr[12*8 +: 16] = be16(16'h0800);
-    hdr[14*8 +: 16] = be16(16'h4500);
+    hdr[12*8 +: 16] = be16(NRL_ETHERTYPE_IPV4);
+    hdr[14*8 +: 16] = be16({NRL_IPV4_VER_IHL, 8'h00});
     hdr[16*8 +: 16] = be16(frame_len - 16'd14);
-    hdr[20*8 +: 16] = be16(16'h4000);
-    hdr[22*8 +: 16] = be16(16'h4011);
+    hdr[20*8 +: 16] = be16(NRL_IP_FLAGS_DF);
+    hdr[22*8 +: 16] = be16({NRL_IP_TTL, NRL_IP_PROTO_UDP});
     hdr[24*8 +: 16] = be16(c_csum);
     hdr[26*8 +: 32] = be32(switch_ip);
     hdr[30*8 +: 32] = be32(c_ip);
     hdr[34*8 +: 16] = be16(udp_port);
     hdr[36*8 +: 16] = be16(c_udp);
     hdr[38*8 +: 16] = be16(frame_len - 16'd34);
-    hdr[42*8 +: 8] = 8'd1;
-    hdr[43*8 +: 8] = rq_ack ? 8'd4 : 8'd6;
-    hdr[44*8 +: 8] = 8'h08;
+    hdr[42*8 +: 8] = NRL_VERSION;
+    hdr[43*8 +: 8] = rq_ack ? NRL_OP_PUSH_ACK : NRL_OP_SAMPLE_RESP;
+    hdr[44*8 +: 8] = NRL_FLAG_FROM_SWITCH;
     hdr[45*8 +: 8] = job_id;
     hdr[46*8 +: 16] = be16({13'd0, c_w});
     hdr[50*8 +: 32] = be32(c_seq);
