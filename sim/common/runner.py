@@ -24,7 +24,9 @@ from hostdrv.backends.rtl_tools import read_filelist, setup_verilator_env  # noq
 REPO = Path(__file__).resolve().parents[2]
 HW = REPO / "hw"
 RTL = HW / "rtl"
-BUILD_ROOT = REPO / "sim_build"
+BUILD_ROOT = Path(os.environ.get("NRL_COCOTB_BUILD", str(REPO / "sim_build")))
+"""Root of the cocotb build directories; ``$NRL_COCOTB_BUILD`` moves it (two
+checkouts or two people running the same testbench at once keep apart)."""
 
 SIMULATORS = ("icarus", "verilator")
 COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
