@@ -2,21 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from hostdrv.clients import (
-    Aggregator,
-    AllreduceDesyncError,
-    AllreduceError,
-    AllreduceTimeoutError,
-    ReplayClient,
-    ReplayEmptyError,
-    ReplayTimeoutError,
-    SampleBatch,
-    TensorMismatchError,
-    Transitions,
-    from_fixed,
-    records_from_bytes,
-    to_fixed,
-)
+from hostdrv.aggregator import Aggregator
 from hostdrv.control import (
     ROLE_ACTOR,
     ROLE_LEARNER,
@@ -25,6 +11,14 @@ from hostdrv.control import (
     RegisterError,
     SwitchControl,
     SwitchIdentity,
+)
+from hostdrv.errors import (
+    AllreduceDesyncError,
+    AllreduceError,
+    AllreduceTimeoutError,
+    ReplayEmptyError,
+    ReplayTimeoutError,
+    TensorMismatchError,
 )
 from hostdrv.model import Egress, SwitchModel
 from hostdrv.protocol import (
@@ -40,6 +34,8 @@ from hostdrv.protocol import (
     result_aux,
     result_order,
 )
+from hostdrv.records import SampleBatch, Transitions, from_fixed, records_from_bytes, to_fixed
+from hostdrv.replay_client import ReplayClient
 from hostdrv.transport import (
     BACKENDS,
     Backend,

@@ -8,7 +8,8 @@ change when the backend does::
     udp://... / eth://...      the NetFPGA SUME board (``hostdrv.backends.board``)
 
 Every backend provides two channels, kept apart from the block drivers
-(:mod:`hostdrv.control`, :mod:`hostdrv.clients`) that give them meaning:
+(:mod:`hostdrv.control`, :mod:`hostdrv.aggregator`, :mod:`hostdrv.replay_client`) that give
+them meaning:
 
 * a :class:`DatagramTransport` carries protocol messages (a UDP payload:
   22-byte header + payload) to and from the switch;

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hostdrv.clients import check_priorities, from_fixed, record_dtype, to_fixed
 from hostdrv.protocol import MAX_BATCH
+from hostdrv.records import check_priorities, from_fixed, record_dtype, to_fixed
 from hostdrv.regmap import REGISTERS
 from hostdrv.sampler import DEFAULT_SEED, SumTree, XorShift32, draw_indices, sample_total
 from rl.tcp import recv_exact
@@ -79,7 +79,7 @@ class RecordLayout:
     @property
     def dtype(self) -> np.dtype:
         """The numpy structured dtype of one record: the switch client's layout
-        (:func:`hostdrv.clients.record_dtype`), padded to ``record_bytes``."""
+        (:func:`hostdrv.records.record_dtype`), padded to ``record_bytes``."""
         return record_dtype(self.obs_shape, self.obs_dtype, self.action_shape,
                             self.action_dtype, self.record_bytes)
 

@@ -3,7 +3,7 @@
 Run as ``python -m tests.faultutil URL WORKER OUT [options]``. The worker
 all-reduces calls ``--start`` … ``--stop − 1``; call ``c`` reduces
 ``make_input(seed, worker, c)`` (int32 or fp32). A call that fails
-(:class:`~hostdrv.clients.AllreduceError` or a timeout) is retried with the
+(:class:`~hostdrv.errors.AllreduceError` or a timeout) is retried with the
 same input, as a training loop that repeats its step would, up to
 ``--attempts`` times. With ``--die-at K`` the worker sends only the first
 chunk of call ``K`` and exits at once (``os._exit``), like a process killed
@@ -36,7 +36,7 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
         pace: float, stop_file: Path | None = None) -> None:
     """Body of one worker (see the module docstring)."""
     from hostdrv import Aggregator, AllreduceTimeoutError
-    from hostdrv.clients import AllreduceError
+    from hostdrv.errors import AllreduceError
 
     agg = Aggregator(url, worker=worker, timeout=timeout, retries=retries,
                      max_backoff=max(timeout, 0.1))

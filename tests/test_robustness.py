@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from hostdrv import Aggregator, AllreduceTimeoutError, SoftSwitch, SwitchControl
-from hostdrv.clients import TensorMismatchError
+from hostdrv.errors import TensorMismatchError
 from hostdrv.protocol import result_order
 from tests.netutil import ordered_sum
 from tests.toolcheck import require_module

@@ -8,7 +8,7 @@ the reference model.
   tensor length mismatch, replay pushes, uniform and prioritized samples, an
   update, malformed requests): every frame's outputs, every counter and the
   replay state registers must be identical.
-* Two :class:`~hostdrv.clients.Aggregator` workers all-reduce through
+* Two :class:`~hostdrv.aggregator.Aggregator` workers all-reduce through
   ``sim://`` (the soft switch's server running the RTL) and get the model's
   sum bit for bit.
 
@@ -27,11 +27,12 @@ import pytest
 from toolcheck import require_module, require_tool
 
 from hostdrv import regmap
+from hostdrv.aggregator import Aggregator
 from hostdrv.backends.rtl_model import RtlSwitch, build_rtl
 from hostdrv.backends.rtl_server import DEFAULT_PARAMS, SimSwitch
-from hostdrv.clients import Aggregator, ReplayClient
 from hostdrv.control import SwitchControl
 from hostdrv.model import SwitchModel, fp32_add
+from hostdrv.replay_client import ReplayClient
 from sim.common.switch_scenario import (
     SWITCH_MAC,
     agg_frames,

@@ -1,0 +1,493 @@
+"""In-network all-reduce client (:class:`Aggregator`).
+
+Speaks the GRADIENT/RESULT part of ``docs/protocol.md`` (section 4) over a
+:class:`~hostdrv.transport.DatagramTransport`: chunking, the per-slot rounds
+and epochs, the send window and retransmission.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from hostdrv.control import ROLE_WORKER, SwitchControl
+from hostdrv.endpoint import Endpoint
+from hostdrv.errors import (
+    WHY_NO_RESULT,
+    AllreduceDesyncError,
+    AllreduceTimeoutError,
+    TensorMismatchError,
+)
+from hostdrv.protocol import (
+    AUX_COUNT_MASK,
+    HEADER,
+    HEADER_LEN,
+    MAX_JUMBO_ELEMS,
+    VERSION,
+    Flags,
+    Opcode,
+)
+from hostdrv.protocol_consts import EPOCH_ROUNDS
+from hostdrv.transport import Backend, SwitchTimeoutError
+
+_RESULT = int(Opcode.RESULT)
+_GRADIENT = int(Opcode.GRADIENT)
+_INT32 = int(Flags.INT32)
+_RESEND = int(Flags.RESEND)
+_ERROR = int(Flags.ERROR)
+_M32 = 0xFFFFFFFF
+_EPOCH_MASK = _M32 & ~(EPOCH_ROUNDS - 1)
+
+
+def _newer(a: int, b: int) -> bool:
+    """Whether round ``a`` is newer than round ``b`` (mod 2**32, half-range window)."""
+    return 0 < ((a - b) & _M32) < 1 << 31
+
+
+
+def _torch_module(x: object) -> Any:
+    """The torch module when ``x`` is a torch tensor (torch is not imported otherwise)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return torch
+    return None
+
+
+class Aggregator(Endpoint):
+    """All-reduce (sum) through the switch's aggregation engine.
+
+    Parameters
+    ----------
+    url:
+        Switch URL (``soft://host:port``).
+    worker:
+        Member id, 0 … ``AGG_MEMBERS`` − 1.
+    job:
+        Job id (must equal ``JOB_ID``).
+    timeout:
+        Seconds before a chunk's GRADIENT is sent again; doubles at each
+        retransmission up to ``max_backoff``.
+    retries:
+        Retransmissions of one chunk before :class:`AllreduceTimeoutError`.
+    window:
+        Chunks in flight, at most ``AGG_SLOTS`` (the default).
+    register:
+        Write this worker's member entry (``MEMBER_PORT`` = ``1 << worker``
+        unless ``port`` is given, ``MEMBER_IP``/``MEMBER_UDP`` = this socket,
+        role bit 0 added).
+    port, member_address:
+        Override the port bitmap / the (IP, UDP port) registered (e.g. behind
+        a NAT or a test proxy).
+    control:
+        Control URL or :class:`SwitchControl` (default: ``url``).
+    max_backoff:
+        Largest retransmission timeout in seconds.
+
+    Raises
+    ------
+    ValueError
+        At construction, before anything is registered: ``worker`` is not
+        below ``AGG_MEMBERS``, ``job`` is not the switch's ``JOB_ID``, or the
+        switch's aggregation configuration is unusable.
+
+    Notes
+    -----
+    Tensors are cut into chunks of P = ``AGG_ELEMS`` elements, the last one
+    padded with zeros; chunk ``c`` goes to slot ``c mod S`` with that slot's
+    next round, and every chunk carries the tensor length (``total``). Every
+    member must call :meth:`allreduce` with tensors of the same sizes in the
+    same order so that the per-slot rounds agree; a member whose tensor has
+    another length gets :class:`TensorMismatchError`, and so does every other
+    member of that call (the switch never adds it).
+
+    Rounds start at the job's epoch base (``AGG_EPOCH``). After a failed
+    call (timeout, mismatch, or in sync mode a member found out of step) the
+    next call restarts every slot in a new epoch, so members that failed
+    together, and a restarted member, meet again (protocol section 4,
+    "Epochs, failures and rejoin"); a restarted member simply constructs a
+    new :class:`Aggregator` with the same ``worker``.
+
+    With ``AGG_DTYPE`` = int32, float tensors are quantized with a shared
+    ``scale``: each element is sent as ``round(x * scale)`` (saturated to the
+    int32 range) and the sum divided by ``scale``; the integer sum is exact
+    and independent of arrival order, and wraps modulo 2**32 on overflow, so
+    choose ``scale`` with ``N * max|x| * scale < 2**31``.
+    """
+
+    def __init__(self, url: str, *, worker: int, job: int = 0, timeout: float = 0.05,
+                 retries: int = 10, window: int | None = None, register: bool = True,
+                 port: int | None = None, member_address: tuple[str, int] | None = None,
+                 control: str | SwitchControl | None = None, max_backoff: float = 1.0,
+                 backends: Mapping[str, Backend] | None = None) -> None:
+        super().__init__(url, worker=worker, job=job, register=False, roles=ROLE_WORKER,
+                         port=port, member_address=member_address, control=control,
+                         backends=backends)
+        try:
+            ctl = self.control
+            self.slots = ctl.read("AGG_SLOTS")
+            self.elems = ctl.read("AGG_ELEMS")
+            self.int32 = ctl.read("AGG_DTYPE") == 1
+            self.async_mode = ctl.read("AGG_MODE") == 1
+            members = ctl.read("AGG_MEMBERS")
+            if not 1 <= self.slots <= 64 or self.elems % 16 or \
+                    not 16 <= self.elems <= MAX_JUMBO_ELEMS:
+                raise ValueError(f"bad switch configuration AGG_SLOTS={self.slots} "
+                                 f"AGG_ELEMS={self.elems}")
+            if worker >= members:
+                raise ValueError(f"bad worker={worker}: the switch's job has AGG_MEMBERS="
+                                 f"{members} aggregation members (ids 0..{members - 1}); "
+                                 "configure the job first (SwitchControl.configure_aggregation)")
+            if window is not None and not 1 <= window:
+                raise ValueError(f"bad window={window!r}: must be >= 1")
+            if register:
+                self.register(ROLE_WORKER, port=port, address=member_address)
+            base = ctl.read("AGG_EPOCH")
+        except BaseException:
+            self.close()
+            raise
+        self.window = min(window or self.slots, self.slots)
+        self.timeout = timeout
+        self.retries = retries
+        self.max_backoff = max(max_backoff, timeout)
+        self.wire_dtype = np.dtype("<i4") if self.int32 else np.dtype("<f4")
+        s, p = self.slots, self.elems
+        self._msg_len = HEADER_LEN + 4 * p
+        # one preallocated GRADIENT per slot, back to back, so consecutive slots
+        # go out in one GSO call
+        self._sbuf = bytearray(s * self._msg_len)
+        self._smv = memoryview(self._sbuf)
+        self._spay = np.ndarray((s, p), dtype=self.wire_dtype, buffer=self._sbuf,
+                                offset=HEADER_LEN, strides=(self._msg_len, 4))
+        self._flags = _INT32 if self.int32 else 0
+        self._rounds = [base] * s
+        self._resync = False
+        self.epochs = 0
+        """New epochs this member started (after failed calls)."""
+        self.last_aux = np.zeros(0, dtype=np.uint32)
+        """RESULT ``aux`` of each chunk of the last call: contributor count and order of
+        addition (:func:`hostdrv.protocol.result_order` decodes it)."""
+        self.last_contributors = np.zeros(0, dtype=np.uint32)
+        """Contributor count (RESULT ``aux`` bits 3:0) of each chunk of the last call."""
+        self.last_rounds = np.zeros(0, dtype=np.uint32)
+        """Round whose result each chunk of the last call took."""
+        self.stale_chunks = 0
+        """Chunks of the last call answered by a newer round (async straggler catch-up)."""
+        self.resent_results = 0
+        """Results of the last call that came as a RESEND (late or duplicate contribution)."""
+        self.retransmissions = 0
+        """GRADIENTs sent again in the last call."""
+
+    @property
+    def rounds(self) -> list[int]:
+        """Next round of every slot."""
+        return list(self._rounds)
+
+    def resync(self) -> int:
+        """Restart every slot's rounds in a new epoch (protocol section 4).
+
+        The new base is the newer of ``AGG_EPOCH`` and the epoch after the
+        newest round this member used; it is written to ``AGG_EPOCH`` when
+        newer, so every member that fails the same call, and a member that
+        (re)joins later, lands on the same base. :meth:`allreduce` calls this
+        itself after a failed call.
+
+        Returns
+        -------
+        int
+            The new epoch base (every slot's next round).
+        """
+        newest = self._rounds[0]
+        for r in self._rounds[1:]:
+            if _newer(r, newest):
+                newest = r
+        own = ((newest & _EPOCH_MASK) + EPOCH_ROUNDS) & _M32
+        try:
+            shared = self.control.read("AGG_EPOCH")
+        except (SwitchTimeoutError, OSError):
+            shared = own  # registers unreachable: the members' own arithmetic still agrees
+        base = shared if _newer(shared, own) else own
+        if base != shared:
+            self.control.write("AGG_EPOCH", base)
+        self._rounds = [base] * self.slots
+        self._resync = False
+        self.epochs += 1
+        return base
+
+    def allreduce(self, x: Any, *, scale: float | None = None,
+                  version: int | None = None) -> Any:
+        """Sum ``x`` over every member.
+
+        Parameters
+        ----------
+        x:
+            numpy array or torch tensor of float32, float64 or int32, any shape.
+        scale:
+            int32 switch only: quantization scale for float input (required
+            then; ignored for int32 input).
+        version:
+            Async staleness: the round the caller's weights are current to,
+            sent as every chunk's ``aux``; by default each chunk's own round
+            (fresh).
+
+        Returns
+        -------
+        Same type, dtype, shape (and device for torch) as ``x``: the element-wise sum.
+
+        Raises
+        ------
+        AllreduceTimeoutError
+            A chunk got no RESULT after ``retries`` retransmissions.
+        TensorMismatchError
+            A member all-reduced a tensor of another length in this call.
+        AllreduceDesyncError
+            Sync mode: the slots were ahead of this member even after it
+            started a new epoch.
+        TypeError, ValueError
+            Unsupported dtype (anything but float32, float64, int32, e.g.
+            bfloat16), or float input on an int32 switch without ``scale``;
+            raised before anything is sent.
+        """
+        torch = _torch_module(x)
+        if torch is not None:
+            if x.dtype not in (torch.float32, torch.float64, torch.int32):
+                raise TypeError(f"bad dtype={x.dtype}: allreduce takes float32, float64 or int32")
+            device = x.device
+            arr = x.detach().to("cpu").contiguous().numpy()
+        else:
+            arr = np.asarray(x)
+        dt = arr.dtype
+        if dt not in (np.float32, np.float64, np.int32):
+            raise TypeError(f"bad dtype={dt}: allreduce takes float32, float64 or int32")
+        e = arr.size
+        if e > _M32:
+            raise ValueError(f"bad size={e}: a tensor has at most 2**32 - 1 elements")
+        p = self.elems
+        n = -(-e // p) if e else 0
+        flat = np.zeros(n * p, dtype=self.wire_dtype)
+        quantized = False
+        if self.int32:
+            if dt == np.int32:
+                flat[:e] = arr.reshape(-1)
+            else:
+                if scale is None or not scale > 0:
+                    raise ValueError(f"bad scale={scale!r}: the switch sums int32 "
+                                     "(AGG_DTYPE=1); float input needs a positive scale")
+                q = np.rint(arr.reshape(-1).astype(np.float64) * scale)
+                flat[:e] = np.clip(q, -2**31, 2**31 - 1)
+                quantized = True
+        else:
+            if dt == np.int32:
+                raise TypeError("bad dtype=int32: the switch sums fp32 (AGG_DTYPE=0); "
+                                "configure dtype='int32' to reduce integers")
+            flat[:e] = arr.reshape(-1)
+        out = np.empty(n * p, dtype=self.wire_dtype)
+        if n:
+            if self._resync:
+                self.resync()
+            restarted = False
+            while True:
+                try:
+                    self._run(flat.reshape(n, p), out.reshape(n, p), n, e, version)
+                    break
+                except _OutOfStep as oos:
+                    # sync: the slots moved on without us (we restarted, or were cut off):
+                    # start the new epoch the others will start after their timeout
+                    self.resync()
+                    if restarted:
+                        raise AllreduceDesyncError(
+                            f"slot {oos.slot} is at round {oos.round} ahead of this member "
+                            "even after a new epoch") from None
+                    restarted = True
+                except BaseException:
+                    self._resync = True
+                    raise
+        res = out[:e]
+        if quantized:
+            res = (res.astype(np.float64) / scale).astype(dt)
+        elif res.dtype != dt:
+            res = res.astype(dt)
+        res = res.reshape(arr.shape)
+        if torch is not None:
+            return torch.from_numpy(np.ascontiguousarray(res)).to(device)
+        return res
+
+    def send_chunks(self, x: np.ndarray, *, round_: int = 0, total: int | None = None) -> int:
+        """Send every chunk of ``x`` once as GRADIENTs, without waiting for results.
+
+        The send path of :meth:`allreduce` alone (headers packed into the
+        preallocated per-slot buffers, payloads copied with one numpy
+        assignment per batch of slots, one GSO call per batch), for
+        benchmarks. Rounds are not advanced and nothing is retransmitted.
+
+        Parameters
+        ----------
+        x:
+            Array of the switch's wire dtype (float32 or int32).
+        round_:
+            Round number written into every header.
+        total:
+            Tensor length written into every header (default: the elements sent).
+
+        Returns
+        -------
+        int
+            Payload bytes handed to the transport (headers excluded).
+        """
+        flat = np.ascontiguousarray(x, dtype=self.wire_dtype).reshape(-1)
+        p, s_count, L = self.elems, self.slots, self._msg_len
+        n = flat.size // p
+        chunks = flat[:n * p].reshape(n, p)
+        pack = HEADER.pack_into
+        for a in range(0, n, s_count):
+            k = min(s_count, n - a)
+            for s in range(k):
+                pack(self._sbuf, s * L, VERSION, _GRADIENT, self._flags, self.job, self.worker,
+                     s, round_ & _M32, p, round_ & _M32, n * p if total is None else total)
+            self._spay[:k] = chunks[a:a + k]
+            self.transport.send_segments(self._smv[:k * L], L)
+        return n * p * 4
+
+    def _counters_now(self) -> dict[str, int]:
+        """Nonzero counters that can explain a missing RESULT (empty if unreadable)."""
+        seen = {}
+        try:
+            for name in WHY_NO_RESULT:
+                v = self.control.read(name)
+                if v:
+                    seen[name] = v
+        except Exception:  # noqa: BLE001 - a diagnosis must not hide the timeout itself
+            return {}
+        return seen
+
+    def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
+             version: int | None) -> None:
+        """Send ``n`` chunks of a ``total``-element tensor, collect their results into ``out``."""
+        s_count, window, p = self.slots, self.window, self.elems
+        rounds = self._rounds
+        pack = HEADER.pack_into
+        unpack = HEADER.unpack_from
+        L = self._msg_len
+        sbuf, smv, spay = self._sbuf, self._smv, self._spay
+        rbuf = self._rbuf
+        recv = self.transport.recv_into
+        send, send_segments = self.transport.send, self.transport.send_segments
+        wire = self.wire_dtype
+        flags, job, worker = self._flags, self.job, self.worker
+        catch_up = self.async_mode
+        chunk_of = [-1] * s_count  # chunk in flight on each slot
+        cur_round = [0] * s_count
+        deadline = [0.0] * s_count
+        tries = [0] * s_count
+        aux_of = np.zeros(n, dtype=np.uint32)
+        got_round = np.zeros(n, dtype=np.uint32)
+        stale = resent = retrans = 0
+        nxt = done = inflight = 0
+        timeout, max_backoff, retries = self.timeout, self.max_backoff, self.retries
+        to_send: list[int] = []
+        next_scan = float("inf")  # no deadline of an in-flight chunk is earlier
+        while done < n:
+            now = time.monotonic()
+            # launch what the window and the slots allow
+            while nxt < n and inflight < window:
+                s = nxt % s_count
+                if chunk_of[s] >= 0:
+                    break
+                r = rounds[s]
+                chunk_of[s], cur_round[s] = nxt, r
+                pack(sbuf, s * L, VERSION, _GRADIENT, flags, job, worker, s, r & _M32, p,
+                     (r if version is None else version) & _M32, total)
+                spay[s] = chunks[nxt]
+                deadline[s], tries[s] = now + timeout, 1
+                next_scan = min(next_scan, now + timeout)
+                to_send.append(s)
+                nxt += 1
+                inflight += 1
+            if to_send:
+                i = 0
+                while i < len(to_send):  # runs of consecutive slots: one GSO call each
+                    j = i + 1
+                    while j < len(to_send) and to_send[j] == to_send[j - 1] + 1:
+                        j += 1
+                    a, b = to_send[i], to_send[j - 1] + 1
+                    if b - a == 1:
+                        send(smv[a * L:b * L])
+                    else:
+                        send_segments(smv[a * L:b * L], L)
+                    i = j
+                to_send.clear()
+            # wait for results until the earliest deadline
+            nbytes, seg = recv(rbuf, max(0.0, next_scan - now))
+            if nbytes:
+                for off in range(0, nbytes, seg):
+                    if min(seg, nbytes - off) != L:
+                        continue
+                    (_v, op, fl, jb, w, s, seq, cnt, aux, tot) = unpack(rbuf, off)
+                    if op != _RESULT or jb != job or s >= s_count or cnt != p \
+                            or (fl & _INT32) != flags:
+                        continue
+                    c = chunk_of[s]
+                    if c < 0:
+                        continue
+                    d = (seq - cur_round[s]) & _M32
+                    if d == 0:
+                        pass
+                    elif fl & _RESEND and d < 1 << 31:
+                        if not catch_up:  # sync: nobody completes a round without us
+                            raise _OutOfStep(s, seq)
+                        stale += 1  # async: the slot moved on, take the newer result
+                    else:
+                        continue
+                    if fl & _ERROR:
+                        raise TensorMismatchError(total, tot, aux, w & 0x7, s, seq)
+                    if tot != total:
+                        raise TensorMismatchError(total, tot, tot, None, s, seq)
+                    out[c] = np.frombuffer(rbuf, dtype=wire, count=p, offset=off + HEADER_LEN)
+                    aux_of[c] = aux
+                    got_round[c] = seq
+                    if fl & _RESEND:
+                        resent += 1
+                    rounds[s] = (seq + 1) & _M32
+                    chunk_of[s] = -1
+                    inflight -= 1
+                    done += 1
+                now = time.monotonic()
+                if now < next_scan:
+                    continue
+            else:
+                now = time.monotonic()
+            # retransmit what is due
+            next_scan = float("inf")
+            for s in range(s_count):
+                if chunk_of[s] < 0:
+                    continue
+                if deadline[s] <= now:
+                    if tries[s] > retries:
+                        self._set_last(aux_of, got_round)
+                        raise AllreduceTimeoutError(self.url, s, cur_round[s], chunk_of[s],
+                                                    tries[s], self._counters_now())
+                    send(smv[s * L:(s + 1) * L])
+                    deadline[s] = now + min(timeout * (1 << tries[s]), max_backoff)
+                    tries[s] += 1
+                    retrans += 1
+                next_scan = min(next_scan, deadline[s])
+        self._set_last(aux_of, got_round)
+        self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
+
+    def _set_last(self, aux: np.ndarray, rounds: np.ndarray) -> None:
+        self.last_aux, self.last_rounds = aux, rounds
+        self.last_contributors = aux & AUX_COUNT_MASK
+
+
+class _OutOfStep(Exception):
+    """Sync mode: a RESEND of a newer round than the chunk's (handled by a new epoch)."""
+
+    def __init__(self, slot: int, round_: int) -> None:
+        super().__init__(slot, round_)
+        self.slot, self.round = slot, round_
+
+
+__all__ = ["Aggregator"]

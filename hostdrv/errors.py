@@ -1,0 +1,107 @@
+"""Errors of the clients (:mod:`hostdrv.aggregator`, :mod:`hostdrv.replay_client`).
+
+All-reduce failures derive from :class:`AllreduceError` or, for a chunk that
+got no answer, :class:`~hostdrv.transport.SwitchTimeoutError`; replay failures
+from :class:`~hostdrv.transport.SwitchTimeoutError` (protocol sections 4 and 5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hostdrv import regmap
+from hostdrv.transport import SwitchTimeoutError
+
+WHY_NO_RESULT = tuple(n for n in regmap.COUNTERS if n.startswith("CNT_DROP_")
+                      and n not in ("CNT_DROP_EMPTY", "CNT_DROP_BAD_INDEX"))
+"""Counters that can explain a chunk that got no RESULT: every drop reason but the replay-only
+ones (section 6 of the protocol)."""
+
+
+class AllreduceError(RuntimeError):
+    """An all-reduce call failed; the next call restarts the rounds (protocol section 4)."""
+
+
+class AllreduceTimeoutError(SwitchTimeoutError):
+    """No RESULT for a chunk after every retransmission.
+
+    The next :meth:`Aggregator.allreduce` restarts the rounds in a new epoch,
+    so a job carries on once every member is back (protocol section 4,
+    "Epochs, failures and rejoin").
+
+    Attributes
+    ----------
+    slot, round, chunk:
+        The slot and round that got no answer, and the chunk of the tensor.
+    counters:
+        Nonzero counters of :data:`WHY_NO_RESULT` read when the call gave up
+        (empty when the switch's registers could not be read).
+    """
+
+    def __init__(self, url: str, slot: int, round_: int, chunk: int, tries: int,
+                 counters: Mapping[str, int] | None = None) -> None:
+        self.slot = slot
+        self.round = round_
+        self.chunk = chunk
+        self.counters = dict(counters or {})
+        seen = ", ".join(f"{k}={v}" for k, v in self.counters.items())
+        super().__init__(url, f"GRADIENT for slot {slot} round {round_} (chunk {chunk})", tries,
+                         "check that every member runs, is registered and all-reduces the "
+                         "same tensors; the switch counts why it dropped a GRADIENT in "
+                         + ", ".join(WHY_NO_RESULT)
+                         + (f" (now: {seen})" if seen else ""))
+
+
+class TensorMismatchError(AllreduceError, ValueError):
+    """Members all-reduced tensors of different lengths in the same call.
+
+    Attributes
+    ----------
+    mine:
+        Elements of this member's tensor.
+    round_total:
+        Elements of the tensors the round was summing (the first contribution's).
+    other:
+        The refused length (``ERROR`` RESULT ``aux``), or ``round_total``.
+    culprit:
+        Member whose contribution the switch refused (``None`` when the
+        round completed without this member, which learned it from ``total``).
+    slot, round:
+        Where it was detected.
+    """
+
+    def __init__(self, mine: int, round_total: int, other: int, culprit: int | None, slot: int,
+                 round_: int) -> None:
+        self.mine, self.round_total, self.other = mine, round_total, other
+        self.culprit, self.slot, self.round = culprit, slot, round_
+        who = (f"member {culprit} sent a tensor of {other} elements" if culprit is not None
+               else f"this member's tensor has {mine} elements")
+        super().__init__(
+            f"tensor length mismatch: all-reduce of {mine} elements, but {who} to a round of "
+            f"{round_total}-element tensors (slot {slot}, round {round_}); every member must "
+            "all-reduce tensors of the same length in the same order. Nothing was summed "
+            "across lengths; the next call starts a new epoch")
+
+
+class AllreduceDesyncError(AllreduceError):
+    """In sync mode the slots moved on without this member (it restarted or was cut off)
+    and catching up by a new epoch did not help either."""
+
+
+class ReplayTimeoutError(SwitchTimeoutError):
+    """A replay request (PUSH or SAMPLE_REQ) got no complete answer after every retry."""
+
+
+class ReplayEmptyError(ReplayTimeoutError):
+    """A sample was asked of an empty replay memory (or one whose priorities are all 0)."""
+
+
+__all__ = [
+    "WHY_NO_RESULT",
+    "AllreduceDesyncError",
+    "AllreduceError",
+    "AllreduceTimeoutError",
+    "ReplayEmptyError",
+    "ReplayTimeoutError",
+    "TensorMismatchError",
+]

@@ -1,0 +1,202 @@
+"""Replay records and priorities: layout, Q16.16 conversion and argument checks.
+
+A record is ``obs``, ``action``, ``reward`` (float32), ``next_obs``, ``done``
+(uint8), little-endian, padded to ``RPL_RECORD_BYTES`` (:func:`record_dtype`);
+priorities travel as Q16.16 ``uint32`` (:func:`to_fixed`, ``docs/protocol.md``
+section 3). Shared by :class:`~hostdrv.replay_client.ReplayClient` and the
+host replay stores of :mod:`rl.replay`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+_M32 = 0xFFFFFFFF
+
+FIXED_HINT = " (Q16.16 priorities: convert float priorities with to_fixed)"
+"""Hint appended to the error for a Q16.16 priority that is not a ``uint32``."""
+
+
+def _bad_value(values: np.ndarray, bad: np.ndarray, name: str, rule: str) -> ValueError:
+    """A ``ValueError`` naming the first bad position of ``values`` and its value."""
+    flat = int(np.flatnonzero(bad)[0])
+    pos = np.unravel_index(flat, values.shape) if values.ndim else ()
+    where = name + (f"[{', '.join(str(int(i)) for i in pos)}]" if pos else "")
+    v = values.reshape(-1)[flat]
+    value = v.item() if isinstance(v, np.generic) else v
+    more = int(bad.sum()) - 1
+    return ValueError(f"bad {where}={value!r}: {rule}"
+                      + (f" ({more} more bad value{'s' if more > 1 else ''})" if more else ""))
+
+
+def check_priorities(priority: Any, name: str = "priority") -> np.ndarray:
+    """Float priorities as ``float64`` (same shape), each checked to be finite and >= 0.
+
+    Raises
+    ------
+    ValueError
+        When a priority is NaN, negative or infinite, or not a number; the
+        message names the first such position (``name[i]``) and its value.
+    """
+    try:
+        p = np.asarray(priority, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"bad {name}={priority!r}: priorities must be numbers ({e})") from None
+    bad = ~np.isfinite(p) | (p < 0)
+    if bad.any():
+        raise _bad_value(p, bad, name, "a priority must be finite and >= 0 "
+                                        "(p = (|delta| + eps) ** alpha)")
+    return p
+
+
+def check_u32(values: Any, name: str, hint: str = "") -> np.ndarray:
+    """Integers as little-endian ``uint32`` (same shape), each checked to be in [0, 2**32 − 1].
+
+    Floats are accepted when they hold an integer value. Nothing wraps or
+    truncates silently.
+
+    Raises
+    ------
+    ValueError
+        When a value is not an integer in range (NaN, infinite, negative,
+        fractional or >= 2**32); the message names the first such position
+        (``name[i]``) and its value, then ``hint``.
+    """
+    a = np.asarray(values)
+    with np.errstate(invalid="ignore"):
+        if a.dtype.kind in "biu":
+            bad = (a < 0) | (a > _M32)
+        elif a.dtype.kind == "f":
+            bad = ~np.isfinite(a) | (a < 0) | (a > _M32) | (a != np.rint(a))
+        else:  # object arrays (Python ints past 64 bits, mixed types), strings, ...
+            bad = np.array([not (isinstance(v, int | np.integer) and 0 <= v <= _M32)
+                            for v in a.reshape(-1)], dtype=bool).reshape(a.shape)
+    if bad.any():
+        raise _bad_value(a, bad, name, "must be an integer in [0, 2**32 - 1]" + hint)
+    return a.astype("<u4")
+
+
+def to_fixed(priority: Any, name: str = "priority") -> np.ndarray:
+    """Float priorities as Q16.16 ``uint32`` (``docs/protocol.md`` section 3).
+
+    ``round(p * 65536)`` clamped to [1, 2**32 − 1], the range of a live
+    record: 0 and priorities below 2**-17 become 1, priorities of 65536 and
+    more become 2**32 − 1.
+
+    Raises
+    ------
+    ValueError
+        When a priority is NaN, negative or infinite (see :func:`check_priorities`;
+        ``name`` is the argument named in the message).
+    """
+    p = check_priorities(priority, name)
+    return np.clip(np.rint(np.minimum(p, 65536.0) * 65536.0), 1, _M32).astype(np.uint32)
+
+
+def from_fixed(value: Any) -> np.ndarray:
+    """Q16.16 ``uint32`` priorities as ``float64``."""
+    return np.asarray(value, dtype=np.float64) / 65536.0
+
+
+@dataclass
+class Transitions:
+    """A batch of transitions (arrays with a leading batch dimension)."""
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_obs: np.ndarray
+    dones: np.ndarray
+
+
+@dataclass
+class SampleBatch(Transitions):
+    """A sampled batch with what prioritized replay needs.
+
+    Attributes
+    ----------
+    indices:
+        Replay index of each sample (``int64``).
+    priorities:
+        Priority of each sample when it was drawn (``float64``, from Q16.16).
+    totals:
+        Sum tree total (prioritized) or valid records (uniform) per sample.
+    size:
+        Valid records when the last sample was drawn.
+    weights:
+        Importance weights ``(size * p / total) ** -beta`` divided by their
+        maximum (all ones for a uniform sample), ``float32``.
+    records:
+        The raw records, ``uint8`` of shape (B, R).
+    """
+
+    indices: np.ndarray
+    priorities: np.ndarray
+    totals: np.ndarray
+    size: int
+    weights: np.ndarray
+    records: np.ndarray
+
+    @property
+    def total(self) -> int:
+        """Sum tree total of the last sample."""
+        return int(self.totals[-1]) if len(self.totals) else 0
+
+
+def record_dtype(obs_shape: tuple[int, ...], obs_dtype: Any, action_shape: tuple[int, ...],
+                 action_dtype: Any, record_bytes: int) -> np.dtype:
+    """Structured little-endian record layout padded to ``record_bytes``.
+
+    Raises
+    ------
+    ValueError
+        When the fields need more than ``record_bytes``.
+    """
+    fields = [("obs", np.dtype(obs_dtype), tuple(obs_shape)),
+              ("action", np.dtype(action_dtype), tuple(action_shape)),
+              ("reward", np.dtype(np.float32), ()),
+              ("next_obs", np.dtype(obs_dtype), tuple(obs_shape)),
+              ("done", np.dtype(np.uint8), ())]
+    names, formats, offsets = [], [], []
+    off = 0
+    for name, dt, shape in fields:
+        le = dt.newbyteorder("<")
+        names.append(name)
+        formats.append((le, shape) if shape else le)
+        offsets.append(off)
+        off += le.itemsize * int(np.prod(shape, dtype=np.int64))
+    if off > record_bytes:
+        raise ValueError(f"bad record size={off}: obs {obs_shape} {np.dtype(obs_dtype)}, action "
+                         f"{action_shape} {np.dtype(action_dtype)}, reward, next_obs and done "
+                         f"need {off} bytes but RPL_RECORD_BYTES is {record_bytes}")
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": record_bytes})
+
+
+def records_from_bytes(records: Any, dtype: np.dtype) -> Transitions:
+    """Parse records (bytes, ``uint8`` array or structured array) into :class:`Transitions`."""
+    if isinstance(records, np.ndarray) and records.dtype == dtype:
+        rec = records
+    else:
+        raw = np.ascontiguousarray(np.frombuffer(records, dtype=np.uint8)
+                                   if isinstance(records, bytes | bytearray | memoryview)
+                                   else np.asarray(records, dtype=np.uint8))
+        rec = raw.reshape(-1).view(dtype)
+    return Transitions(rec["obs"].copy(), rec["action"].copy(), rec["reward"].copy(),
+                       rec["next_obs"].copy(), rec["done"].copy())
+
+
+__all__ = [
+    "FIXED_HINT",
+    "SampleBatch",
+    "Transitions",
+    "check_priorities",
+    "check_u32",
+    "from_fixed",
+    "record_dtype",
+    "records_from_bytes",
+    "to_fixed",
+]

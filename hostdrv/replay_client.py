@@ -1,0 +1,401 @@
+"""Replay client (:class:`ReplayClient`): push, sample and reprioritize through the switch.
+
+Speaks the PUSH/PUSH_ACK, SAMPLE_REQ/SAMPLE_RESP and UPDATE part of
+``docs/protocol.md`` (section 5) over a
+:class:`~hostdrv.transport.DatagramTransport`, with a window of requests in
+flight and retries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from hostdrv.control import ROLE_ACTOR, ROLE_LEARNER, SwitchControl
+from hostdrv.endpoint import Endpoint
+from hostdrv.errors import ReplayEmptyError, ReplayTimeoutError
+from hostdrv.protocol import (
+    BLOCK,
+    DESCRIPTOR,
+    HEADER,
+    HEADER_LEN,
+    MAX_BATCH,
+    MAX_PUSH_RECORDS,
+    MAX_UPDATE_PAIRS,
+    VERSION,
+    Flags,
+    Opcode,
+)
+from hostdrv.records import (
+    FIXED_HINT,
+    SampleBatch,
+    Transitions,
+    check_priorities,
+    check_u32,
+    from_fixed,
+    record_dtype,
+    records_from_bytes,
+    to_fixed,
+)
+from hostdrv.transport import Backend, SwitchTimeoutError
+
+_PUSH_ACK = int(Opcode.PUSH_ACK)
+_SAMPLE_RESP = int(Opcode.SAMPLE_RESP)
+_PRIORITIZED = int(Flags.PRIORITIZED)
+
+
+class ReplayClient(Endpoint):
+    """Push transitions into, sample from and reprioritize the switch's replay memory.
+
+    Parameters
+    ----------
+    url:
+        Switch URL.
+    worker:
+        Member id (0 … 7) of this actor/learner.
+    job:
+        Job id.
+    obs_shape, obs_dtype, action_shape, action_dtype:
+        Layout of a transition. A record is ``obs``, ``action``, ``reward``
+        (float32), ``next_obs``, ``done`` (uint8), little-endian, packed
+        back to back from byte 0 and padded with zeros to R =
+        ``RPL_RECORD_BYTES``.
+    timeout:
+        Seconds to wait for an answer before asking again.
+    retries:
+        Attempts before :class:`ReplayTimeoutError`.
+    register:
+        Write this endpoint's member entry with ``roles``.
+    roles:
+        Role bits to register (default actor and learner).
+    port, member_address, control:
+        As for :class:`Aggregator`.
+    window:
+        Requests in flight at once.
+
+    Raises
+    ------
+    ValueError
+        When a record does not fit in R bytes.
+
+    Notes
+    -----
+    A PUSH whose PUSH_ACK is lost is sent again, so its records may be
+    stored twice (at least once). UPDATE has no acknowledgement: a lost
+    UPDATE leaves the old priorities.
+    """
+
+    def __init__(self, url: str, *, worker: int, job: int = 0, obs_shape: tuple[int, ...],
+                 obs_dtype: Any = np.float32, action_shape: tuple[int, ...] = (),
+                 action_dtype: Any = np.int64, timeout: float = 0.2, retries: int = 5,
+                 register: bool = True, roles: int = ROLE_ACTOR | ROLE_LEARNER,
+                 port: int | None = None, member_address: tuple[str, int] | None = None,
+                 control: str | SwitchControl | None = None, window: int = 8,
+                 backends: Mapping[str, Backend] | None = None) -> None:
+        super().__init__(url, worker=worker, job=job, register=register, roles=roles,
+                         port=port, member_address=member_address, control=control,
+                         backends=backends)
+        self.record_bytes = self.control.read("RPL_RECORD_BYTES")
+        self.capacity = self.control.read("RPL_CAPACITY")
+        self.timeout = timeout
+        self.retries = retries
+        self.window = max(1, window)
+        self.max_priority = 1.0
+        """Priority given to pushed transitions without one (largest seen so far)."""
+        self.record_dtype = record_dtype(obs_shape, obs_dtype, action_shape, action_dtype,
+                                         self.record_bytes)
+
+    # -- records ---------------------------------------------------------------------
+    def pack(self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any) -> np.ndarray:
+        """Transitions as structured records (``self.record_dtype``, shape (n,)).
+
+        A single transition (``obs`` of shape ``obs_shape``) gives n = 1.
+        """
+        obs_shape = self.record_dtype["obs"].shape
+        o = np.asarray(obs)
+        single = o.shape == obs_shape
+        n = 1 if single else len(o)
+        rec = np.zeros(n, dtype=self.record_dtype)
+        for name, value in (("obs", obs), ("action", action), ("reward", reward),
+                            ("next_obs", next_obs), ("done", done)):
+            v = np.asarray(value)
+            want = (n, *self.record_dtype[name].shape)
+            try:
+                rec[name] = v.reshape(want)
+            except ValueError:
+                raise ValueError(f"bad {name} shape={v.shape}: expected {want[1:]} per "
+                                 f"transition for {n} transitions") from None
+        return rec
+
+    def unpack(self, records: Any) -> Transitions:
+        """Records (bytes, ``uint8`` (n, R) or structured) back to :class:`Transitions`."""
+        return records_from_bytes(records, self.record_dtype)
+
+    # -- push ------------------------------------------------------------------------
+    def push(self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any,
+             priority: Any = None) -> np.ndarray:
+        """Store transitions; return their replay indices.
+
+        Parameters
+        ----------
+        obs, action, reward, next_obs, done:
+            One transition or a batch (leading dimension n).
+        priority:
+            Float priorities (scalar or n values, already ``(|δ| + ε)^α``);
+            default :attr:`max_priority`. Sent as Q16.16 (:func:`to_fixed`:
+            0 and tiny priorities become 1, huge ones 2**32 − 1).
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64`` index of each transition.
+
+        Raises
+        ------
+        ValueError
+            A priority is NaN, negative or infinite (nothing is sent).
+        ReplayTimeoutError
+            A PUSH got no PUSH_ACK after every retry.
+        """
+        rec = self.pack(obs, action, reward, next_obs, done)
+        n = len(rec)
+        prio = to_fixed(self.max_priority if priority is None else priority)
+        prio = np.broadcast_to(prio, (n,))
+        raw = rec.view(np.uint8).reshape(n, self.record_bytes)
+        return self.push_records(raw, prio)
+
+    def push_records(self, records: np.ndarray, priorities: np.ndarray) -> np.ndarray:
+        """Push raw records (``uint8`` (n, R)) with Q16.16 priorities; return indices.
+
+        ``priorities`` are sent as they are (0 allowed: never sampled by priority).
+
+        Raises
+        ------
+        ValueError
+            A priority is not an integer in [0, 2**32 − 1] (NaN, infinite,
+            negative, fractional or too large), or the counts differ; nothing
+            is sent.
+        ReplayTimeoutError
+            A PUSH got no PUSH_ACK after every retry.
+        """
+        rb = self.record_bytes
+        records = np.ascontiguousarray(records, dtype=np.uint8).reshape(-1, rb)
+        prios = check_u32(priorities, "priorities", FIXED_HINT).reshape(-1)
+        n = len(records)
+        if len(prios) != n:
+            raise ValueError(f"bad priorities length={len(prios)}: need one per record ({n})")
+        indices = np.full(n, -1, dtype=np.int64)
+        batches = [(a, min(a + MAX_PUSH_RECORDS, n)) for a in range(0, n, MAX_PUSH_RECORDS)]
+        pending: dict[int, list[Any]] = {}  # seq -> [message, start, count, deadline, tries]
+        nxt = 0
+        while nxt < len(batches) or pending:
+            now = time.monotonic()
+            while nxt < len(batches) and len(pending) < self.window:
+                a, b = batches[nxt]
+                k = b - a
+                seq = self._next_seq()
+                msg = bytearray(HEADER_LEN + BLOCK + k * rb)
+                HEADER.pack_into(msg, 0, VERSION, int(Opcode.PUSH), 0, self.job, self.worker,
+                                 0, seq, k, 0, 0)
+                msg[HEADER_LEN:HEADER_LEN + 4 * k] = prios[a:b].tobytes()
+                msg[HEADER_LEN + BLOCK:] = records[a:b].tobytes()
+                self.transport.send(msg)
+                pending[seq] = [msg, a, k, now + self.timeout, 1]
+                nxt += 1
+            first = min(v[3] for v in pending.values())
+            nbytes, seg = self.transport.recv_into(self._rbuf, max(0.0, first - now))
+            for off in range(0, nbytes, max(seg, 1)):
+                if min(seg, nbytes - off) < HEADER_LEN:
+                    continue
+                _v, op, _f, jb, _w, _s, seq, cnt, aux, _r = HEADER.unpack_from(self._rbuf, off)
+                entry = pending.get(seq)
+                if op != _PUSH_ACK or jb != self.job or entry is None or cnt != entry[2]:
+                    continue
+                a, k = entry[1], entry[2]
+                indices[a:a + k] = (aux + np.arange(k)) % self.capacity
+                del pending[seq]
+            if nbytes:
+                continue
+            now = time.monotonic()
+            for seq, entry in pending.items():
+                if entry[3] <= now:
+                    if entry[4] >= self.retries:
+                        raise ReplayTimeoutError(self.url, f"PUSH of {entry[2]} records (seq {seq})",
+                                                 entry[4], "is this worker registered as an actor "
+                                                 "(MEMBER_ROLE bit 1) and the replay engine on?")
+                    self.transport.send(entry[0])
+                    entry[3] = now + self.timeout * (1 << min(entry[4], 4))
+                    entry[4] += 1
+        return indices
+
+    # -- sample ----------------------------------------------------------------------
+    def sample(self, batch: int, *, prioritized: bool = True, beta: float = 0.4) -> SampleBatch:
+        """Draw ``batch`` transitions (several requests when ``batch`` > 64).
+
+        Parameters
+        ----------
+        batch:
+            Number of samples (any positive integer: split into power-of-two
+            requests of at most 64).
+        prioritized:
+            Sample proportionally to priority (stratified), else uniformly.
+        beta:
+            Importance-sampling exponent.
+
+        Returns
+        -------
+        SampleBatch
+
+        Raises
+        ------
+        ReplayEmptyError
+            The memory is empty (or every priority is 0).
+        ReplayTimeoutError
+            Some request got no complete answer after every retry.
+        """
+        if batch < 1:
+            raise ValueError(f"bad batch={batch!r}: must be >= 1")
+        sizes: list[int] = []
+        left = batch
+        while left:
+            b = min(MAX_BATCH, 1 << (left.bit_length() - 1))
+            sizes.append(b)
+            left -= b
+        rb = self.record_bytes
+        idx = np.zeros(batch, dtype=np.int64)
+        prio = np.zeros(batch, dtype=np.uint32)
+        totals = np.zeros(batch, dtype=np.uint64)
+        size_of = np.zeros(batch, dtype=np.uint32)
+        recs = np.zeros((batch, rb), dtype=np.uint8)
+        flags = _PRIORITIZED if prioritized else 0
+        reqs: list[tuple[int, int]] = []
+        base = 0
+        for b in sizes:
+            reqs.append((base, b))
+            base += b
+        # seq -> [request number, got mask, deadline, tries]
+        pending: dict[int, list[Any]] = {}
+        tries_of = [0] * len(reqs)
+        nxt = 0
+        expected_len = 64 + rb + HEADER_LEN
+        while nxt < len(reqs) or pending:
+            now = time.monotonic()
+            while nxt < len(reqs) and len(pending) < self.window:
+                self._sample_request(reqs[nxt][1], flags, nxt, pending, tries_of, now)
+                nxt += 1
+            first = min(v[2] for v in pending.values())
+            nbytes, seg = self.transport.recv_into(self._rbuf, max(0.0, first - now))
+            rmv = memoryview(self._rbuf)
+            for off in range(0, nbytes, max(seg, 1)):
+                if min(seg, nbytes - off) != expected_len:
+                    continue
+                _v, op, _f, jb, _w, _s, seq, _c, i, _r = HEADER.unpack_from(rmv, off)
+                entry = pending.get(seq)
+                if op != _SAMPLE_RESP or jb != self.job or entry is None:
+                    continue
+                a, b = reqs[entry[0]]
+                if i >= b or entry[1][i]:
+                    continue
+                d = off + HEADER_LEN
+                ix, pr, tot, _bb, sz = DESCRIPTOR.unpack_from(rmv, d)
+                idx[a + i], prio[a + i], totals[a + i], size_of[a + i] = ix, pr, tot, sz
+                recs[a + i] = np.frombuffer(self._rbuf, dtype=np.uint8, count=rb, offset=d + 64)
+                entry[1][i] = True
+                if entry[1].all():
+                    del pending[seq]
+            if nbytes:
+                continue
+            now = time.monotonic()
+            for seq, entry in list(pending.items()):
+                if entry[2] <= now:
+                    r = entry[0]
+                    del pending[seq]
+                    if tries_of[r] >= self.retries:
+                        self._sample_failed(reqs[r][1], tries_of[r])
+                    # partial answers are dropped: a new request draws a new stratified batch
+                    self._sample_request(reqs[r][1], flags, r, pending, tries_of, now)
+        t = self.unpack(recs)
+        size = int(size_of[-1])
+        if prioritized:
+            with np.errstate(divide="ignore"):
+                w = (size_of.astype(np.float64) * prio / np.maximum(totals, 1)) ** (-beta)
+            w /= w.max()
+        else:
+            w = np.ones(batch)
+        return SampleBatch(t.obs, t.actions, t.rewards, t.next_obs, t.dones, idx,
+                           from_fixed(prio), totals, size, w.astype(np.float32), recs)
+
+    def _sample_request(self, b: int, flags: int, r: int, pending: dict[int, list[Any]],
+                        tries_of: list[int], now: float) -> None:
+        seq = self._next_seq()
+        msg = bytearray(HEADER_LEN)
+        HEADER.pack_into(msg, 0, VERSION, int(Opcode.SAMPLE_REQ), flags, self.job, self.worker,
+                         0, seq, b, 0, 0)
+        self.transport.send(msg)
+        tries_of[r] += 1
+        pending[seq] = [r, np.zeros(b, dtype=bool),
+                        now + self.timeout * (1 << min(tries_of[r] - 1, 4)), tries_of[r]]
+
+    def _sample_failed(self, b: int, tries: int) -> None:
+        try:
+            size = self.control.read("RPL_SIZE")
+            total = self.control.replay_total()
+        except SwitchTimeoutError:
+            size = total = -1
+        if size == 0 or total == 0:
+            raise ReplayEmptyError(self.url, f"SAMPLE_REQ of {b}", tries,
+                                   f"the replay memory is empty (RPL_SIZE={size}, total={total})")
+        raise ReplayTimeoutError(self.url, f"SAMPLE_REQ of {b}", tries,
+                                 "is this worker registered as a learner (MEMBER_ROLE bit 2)?")
+
+    # -- update ----------------------------------------------------------------------
+    def update_priorities(self, indices: Any, priorities: Any) -> None:
+        """Set new priorities (floats, already ``(|δ| + ε)^α``) of replay records.
+
+        Sent as UPDATEs of at most 128 pairs as Q16.16 (:func:`to_fixed`: 0 and
+        tiny priorities become 1, huge ones 2**32 − 1); there is no acknowledgement.
+
+        Raises
+        ------
+        ValueError
+            A priority is NaN, negative or infinite, an index is not a u32, or
+            the counts differ; nothing is sent and :attr:`max_priority` is kept.
+        """
+        idx = check_u32(indices, "indices").reshape(-1)
+        p = check_priorities(priorities, "priorities").reshape(-1)
+        if idx.shape != p.shape:
+            raise ValueError(f"bad priorities length={p.size}: need one per index ({idx.size})")
+        fixed = to_fixed(p, "priorities")
+        if p.size:
+            self.max_priority = max(self.max_priority, float(p.max()))
+        self.update_fixed(idx, fixed)
+
+    def update_fixed(self, indices: Any, priorities: Any) -> None:
+        """Set Q16.16 priorities (``uint32``, sent as they are: 0 allowed) of replay records.
+
+        Raises
+        ------
+        ValueError
+            An index or a priority is not an integer in [0, 2**32 − 1] (NaN,
+            infinite, negative, fractional or too large), or the counts
+            differ; nothing is sent.
+        """
+        idx = check_u32(indices, "indices").reshape(-1)
+        pr = check_u32(priorities, "priorities", FIXED_HINT).reshape(-1)
+        if idx.shape != pr.shape:
+            raise ValueError(f"bad priorities length={pr.size}: need one per index ({idx.size})")
+        pairs = np.empty(2 * len(idx), dtype="<u4")
+        pairs[0::2], pairs[1::2] = idx, pr
+        for a in range(0, len(idx), MAX_UPDATE_PAIRS):
+            k = min(MAX_UPDATE_PAIRS, len(idx) - a)
+            msg = bytearray(HEADER_LEN + 8 * k)
+            HEADER.pack_into(msg, 0, VERSION, int(Opcode.UPDATE), 0, self.job, self.worker, 0,
+                             self._next_seq(), k, 0, 0)
+            msg[HEADER_LEN:] = pairs[2 * a:2 * (a + k)].tobytes()
+            self.transport.send(msg)
+
+
+__all__ = ["ReplayClient"]
