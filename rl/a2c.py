@@ -15,16 +15,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch import nn
 
 from rl.common import (
+    ActorCriticMLP,
     EnvPool,
     EpisodeWindow,
     SplitTimer,
     WorkerContext,
     WorkerResult,
+    bootstrapped_rewards,
     finish_result,
-    init_layer,
+    gae,
     record_solved,
     torch_generator,
 )
@@ -53,31 +54,12 @@ class Config:
     hidden: int = 64
 
 
-class ActorCritic(nn.Module):
-    """Separate actor and critic MLPs (tanh), orthogonal initialisation."""
-
-    def __init__(self, obs_dim: int, n_actions: int, hidden: int, gen: torch.Generator) -> None:
-        super().__init__()
-        self.critic = nn.Sequential(
-            init_layer(nn.Linear(obs_dim, hidden), gen), nn.Tanh(),
-            init_layer(nn.Linear(hidden, hidden), gen), nn.Tanh(),
-            init_layer(nn.Linear(hidden, 1), gen, std=1.0))
-        self.actor = nn.Sequential(
-            init_layer(nn.Linear(obs_dim, hidden), gen), nn.Tanh(),
-            init_layer(nn.Linear(hidden, hidden), gen), nn.Tanh(),
-            init_layer(nn.Linear(hidden, n_actions), gen, std=0.01))
-
-    def value(self, x: torch.Tensor) -> torch.Tensor:
-        """State value V(x)."""
-        return self.critic(x).squeeze(-1)
-
-
 def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
     """Run one A2C worker until the budget is spent or the workers agree it is solved."""
     gen = torch_generator(cfg.seed + 7919 * ctx.rank)
     envs = EnvPool(cfg.env_id, cfg.num_envs, cfg.seed + 1000 * ctx.rank)
     obs_dim = int(np.prod(envs.observation_space.shape))
-    model = ActorCritic(obs_dim, int(envs.action_space.n), cfg.hidden, torch_generator(cfg.seed))
+    model = ActorCriticMLP(obs_dim, int(envs.action_space.n), cfg.hidden, torch_generator(cfg.seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     exchange = GradientExchange(make_sync(ctx.sync, ctx.rank), list(model.parameters()),
                                 optimizer, max_grad_norm=cfg.max_grad_norm,
@@ -106,12 +88,7 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                 action = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
             act_buf[t] = action
             out = envs.step(action.numpy())
-            reward = torch.from_numpy(out.rewards)
-            if out.truncated.any():  # bootstrap time-limit truncations
-                with torch.no_grad():
-                    v_final = model.value(torch.from_numpy(out.final_obs))
-                reward = reward + cfg.gamma * v_final * torch.from_numpy(out.truncated).float()
-            rew_buf[t] = reward
+            rew_buf[t] = bootstrapped_rewards(out, model.value, cfg.gamma)
             next_obs = torch.from_numpy(out.next_obs)
             next_done = torch.from_numpy(out.terminated | out.truncated).float()
             for ret, length in out.episodes:
@@ -124,16 +101,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
         with torch.no_grad():
             next_value = model.value(next_obs)
             v = values.detach()
-            advantages = torch.zeros_like(rew_buf)
-            lastgaelam = torch.zeros(cfg.num_envs)
-            for t in reversed(range(cfg.num_steps)):
-                if t == cfg.num_steps - 1:
-                    nonterminal, nextvalues = 1.0 - next_done, next_value
-                else:
-                    nonterminal, nextvalues = 1.0 - done_buf[t + 1], v[t + 1]
-                delta = rew_buf[t] + cfg.gamma * nextvalues * nonterminal - v[t]
-                lastgaelam = delta + cfg.gamma * cfg.gae_lambda * nonterminal * lastgaelam
-                advantages[t] = lastgaelam
+            advantages = gae(rew_buf, done_buf, v, next_value, next_done, cfg.gamma,
+                             cfg.gae_lambda)
             returns = advantages + v
         adv = advantages.reshape(-1)
         if cfg.norm_adv:

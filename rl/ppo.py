@@ -15,16 +15,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch import nn
 
 from rl.common import (
+    ActorCriticMLP,
     EnvPool,
     EpisodeWindow,
     SplitTimer,
     WorkerContext,
     WorkerResult,
+    bootstrapped_rewards,
     finish_result,
-    init_layer,
+    gae,
     record_solved,
     torch_generator,
 )
@@ -58,23 +59,8 @@ class Config:
     hidden: int = 64
 
 
-class Agent(nn.Module):
-    """Separate actor and critic MLPs (tanh), CleanRL initialisation."""
-
-    def __init__(self, obs_dim: int, n_actions: int, hidden: int, gen: torch.Generator) -> None:
-        super().__init__()
-        self.critic = nn.Sequential(
-            init_layer(nn.Linear(obs_dim, hidden), gen), nn.Tanh(),
-            init_layer(nn.Linear(hidden, hidden), gen), nn.Tanh(),
-            init_layer(nn.Linear(hidden, 1), gen, std=1.0))
-        self.actor = nn.Sequential(
-            init_layer(nn.Linear(obs_dim, hidden), gen), nn.Tanh(),
-            init_layer(nn.Linear(hidden, hidden), gen), nn.Tanh(),
-            init_layer(nn.Linear(hidden, n_actions), gen, std=0.01))
-
-    def value(self, x: torch.Tensor) -> torch.Tensor:
-        """State value V(x)."""
-        return self.critic(x).squeeze(-1)
+class Agent(ActorCriticMLP):
+    """The actor-critic MLPs with what PPO asks of them: sampling and re-evaluating actions."""
 
     def evaluate(self, x: torch.Tensor, action: torch.Tensor
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -132,12 +118,7 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                 action, logp, value = agent.act(next_obs, gen)
             act_buf[t], logp_buf[t], val_buf[t] = action, logp, value
             out = envs.step(action.numpy())
-            reward = torch.from_numpy(out.rewards)
-            if out.truncated.any():  # bootstrap time-limit truncations from the final obs
-                with torch.no_grad():
-                    v_final = agent.value(torch.from_numpy(out.final_obs))
-                reward = reward + cfg.gamma * v_final * torch.from_numpy(out.truncated).float()
-            rew_buf[t] = reward
+            rew_buf[t] = bootstrapped_rewards(out, agent.value, cfg.gamma)
             next_obs = torch.from_numpy(out.next_obs)
             next_done = torch.from_numpy(out.terminated | out.truncated).float()
             for ret, length in out.episodes:
@@ -147,16 +128,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
         # -- GAE -------------------------------------------------------------------------
         with torch.no_grad():
             next_value = agent.value(next_obs)
-            advantages = torch.zeros_like(rew_buf)
-            lastgaelam = torch.zeros(cfg.num_envs)
-            for t in reversed(range(cfg.num_steps)):
-                if t == cfg.num_steps - 1:
-                    nonterminal, nextvalues = 1.0 - next_done, next_value
-                else:
-                    nonterminal, nextvalues = 1.0 - done_buf[t + 1], val_buf[t + 1]
-                delta = rew_buf[t] + cfg.gamma * nextvalues * nonterminal - val_buf[t]
-                lastgaelam = delta + cfg.gamma * cfg.gae_lambda * nonterminal * lastgaelam
-                advantages[t] = lastgaelam
+            advantages = gae(rew_buf, done_buf, val_buf, next_value, next_done, cfg.gamma,
+                             cfg.gae_lambda)
             returns = advantages + val_buf
 
         b_obs = obs_buf.reshape(-1, obs_dim)

@@ -19,9 +19,14 @@
   algorithm does with it at the end of an iteration and of the run
   (:mod:`rl.common.worker`).
 
+* :class:`ActorCriticMLP`, :func:`bootstrapped_rewards`, :func:`gae`: the
+  actor-critic networks and the rollout arithmetic of A2C and PPO
+  (:mod:`rl.common.actor_critic`).
+
 Every public name is importable from ``rl.common`` itself.
 """
 
+from rl.common.actor_critic import ActorCriticMLP, bootstrapped_rewards, gae
 from rl.common.envs import EnvPool, PoolStep, init_layer, torch_generator, uniform_layer
 from rl.common.launch import DistConfig, config_dict, run_workers
 from rl.common.runlog import EPISODE_FIELDS, ITER_FIELDS, ProgressBar, RunSummary
@@ -39,6 +44,7 @@ from rl.common.worker import (
 __all__ = [
     "EPISODE_FIELDS",
     "ITER_FIELDS",
+    "ActorCriticMLP",
     "DistConfig",
     "EnvPool",
     "EpisodeWindow",
@@ -49,8 +55,10 @@ __all__ = [
     "SplitTimer",
     "WorkerContext",
     "WorkerResult",
+    "bootstrapped_rewards",
     "config_dict",
     "finish_result",
+    "gae",
     "init_layer",
     "record_solved",
     "run_workers",
