@@ -549,6 +549,10 @@ class TB(StreamTB):
         # from time zero and the BFMs are made after it (they sample tready/arready)
         super().__init__(dut, CLK_NS, lean=not streams, bfms_after_reset=True)
         self.model = SwitchModel()
+        self.max_slots = 0
+        """``AGG_MAX_SLOTS`` of the DUT (read at each reset)."""
+        self.max_elems = 0
+        """``AGG_MAX_ELEMS`` of the DUT (read at each reset)."""
         self.expected: list[Egress] = []
         self.sent = 0
         self.tally: Counter[str] = Counter()
@@ -558,11 +562,22 @@ class TB(StreamTB):
         await super().reset(cycles, after)
         await self.new_model()
 
+    @classmethod
+    async def start(cls, dut: Any, seed: int, *,
+                    streams: bool = True) -> tuple[TB, np.random.Generator]:
+        """A testbench out of reset with a fresh model, and the test's generator seeded ``seed``."""
+        tb = cls(dut, streams=streams)
+        await tb.reset()
+        return tb, np.random.default_rng(seed)
+
     async def new_model(self) -> None:
-        max_slots = await self.read("AGG_MAX_SLOTS")
-        max_elems = await self.read("AGG_MAX_ELEMS")
+        """A fresh model with the DUT's parameters (``AGG_MAX_SLOTS``, ``AGG_MAX_ELEMS``,
+        ``BUILD_HASH``); nothing expected."""
+        self.max_slots = await self.read("AGG_MAX_SLOTS")
+        self.max_elems = await self.read("AGG_MAX_ELEMS")
         build_hash = await self.read("BUILD_HASH")
-        self.model = SwitchModel(max_slots=max_slots, max_elems=max_elems, build_hash=build_hash)
+        self.model = SwitchModel(max_slots=self.max_slots, max_elems=self.max_elems,
+                                 build_hash=build_hash)
         self.expected = []
 
     async def write(self, name: str, value: int) -> None:
@@ -571,8 +586,19 @@ class TB(StreamTB):
         self.model.write(name, value)
 
     async def configure(self, cfg: AggConfig) -> None:
+        """Write every register of ``cfg`` into the DUT and the model."""
         for name, value in cfg.writes():
             await self.write(name, value)
+
+    def random_config(self, rng: np.random.Generator, **kw: Any) -> AggConfig:
+        """:func:`random_config` within this DUT's ``AGG_MAX_SLOTS`` and ``AGG_MAX_ELEMS``."""
+        return random_config(rng, max_slots=self.max_slots, max_elems=self.max_elems, **kw)
+
+    async def configure_random(self, rng: np.random.Generator, **kw: Any) -> AggConfig:
+        """A :meth:`random_config` (``kw`` as for :func:`random_config`), configured."""
+        cfg = self.random_config(rng, **kw)
+        await self.configure(cfg)
+        return cfg
 
     async def send(self, frame: bytes, port: int) -> list[Egress]:
         """Queue a frame into the DUT and the model; returns the model's outputs."""
@@ -652,14 +678,10 @@ async def test_stream(dut: Any, idle: bool, backpressure: bool) -> None:
 
     The jobs do not depend on the stress: each of the four combinations runs
     root and leaf, sync and async, fp32 and int32."""
-    tb = TB(dut)
-    await tb.reset()
+    tb, rng = await TB.start(dut, SEED + 2 * int(idle) + int(backpressure))
     tb.set_stress(idle, backpressure)
-    rng = np.random.default_rng(SEED + 2 * int(idle) + int(backpressure))
     for job in STREAM_JOBS:
-        cfg = random_config(rng, max_slots=tb.model.read("AGG_MAX_SLOTS"),
-                            max_elems=tb.model.read("AGG_MAX_ELEMS"), members=3, **job)
-        await tb.configure(cfg)
+        cfg = await tb.configure_random(rng, members=3, **job)
         wl = Workload(rng, cfg, noise=0.3)
         await tb.run(wl, 75)
         # a member restarting its rounds writes the epoch mailbox while traffic flows
@@ -672,10 +694,7 @@ async def test_stream(dut: Any, idle: bool, backpressure: bool) -> None:
 @cocotb.test()
 async def test_workloads(dut: Any) -> None:
     """Jobs one after the other: every role, mode and dtype; rounds wrapping at 2**32."""
-    tb = TB(dut)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 10)
-    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    tb, rng = await TB.start(dut, SEED + 10)
     phases: list[tuple[dict[str, Any], int]] = [
         ({"leaf": False, "mode_async": False, "dtype_int": False}, 300),
         ({"leaf": False, "mode_async": True, "dtype_int": True}, 300),
@@ -683,12 +702,13 @@ async def test_workloads(dut: Any) -> None:
         ({"leaf": True, "mode_async": True, "dtype_int": True}, 300),
         ({"leaf": False, "mode_async": False, "dtype_int": True, "members": 1}, 300),
         ({"leaf": True, "mode_async": True, "dtype_int": False, "members": 8}, 300),
-        ({"leaf": False, "mode_async": True, "dtype_int": False, "slots": max_slots, "elems": 16}, 300),
+        ({"leaf": False, "mode_async": True, "dtype_int": False, "slots": tb.max_slots,
+          "elems": 16}, 300),
         # all slots in use, the largest packets (the top of the slot memory)
-        ({"leaf": False, "mode_async": False, "slots": max_slots, "elems": max_elems}, 120),
+        ({"leaf": False, "mode_async": False, "slots": tb.max_slots, "elems": tb.max_elems}, 120),
     ]
     for k, (ph, n) in enumerate(phases):
-        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, **ph)
+        cfg = tb.random_config(rng, **ph)
         start = int(rng.choice([0, 5, 2**31 - 2, 2**32 - 3]))
         tb.log.info("phase %d: %s start round %d", k, ph, start)
         await tb.configure(cfg)
@@ -699,12 +719,8 @@ async def test_workloads(dut: Any) -> None:
 @cocotb.test()
 async def test_malformed(dut: Any) -> None:
     """Every malformed and unauthorized class, alone and in pairs; DISABLED; counter clear."""
-    tb = TB(dut)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 20)
-    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
-    cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=True,
-                        mode_async=True, members=4, elems=32)
+    tb, rng = await TB.start(dut, SEED + 20)
+    cfg = tb.random_config(rng, leaf=True, mode_async=True, members=4, elems=32)
     cfg.threshold = 3
     cfg.table[3].role = 0b110
     cfg.table[0].udp = 30000
@@ -735,18 +751,14 @@ async def test_malformed(dut: Any) -> None:
 @cocotb.test()
 async def test_line_rate(dut: Any) -> None:
     """Back-to-back packets for one slot: one beat per clock from 7 beats up, exact sums."""
-    tb = TB(dut)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 30)
-    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    tb, rng = await TB.start(dut, SEED + 30)
     hdr_beats = 64 // tb.bytes
     for p in (16, 32, 48, 96, 112):
-        if p > max_elems:
+        if p > tb.max_elems:
             continue
         for dtype_int in (False, True):
-            cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=False,
-                                mode_async=False, dtype_int=dtype_int, elems=p, slots=2, members=3)
-            await tb.configure(cfg)
+            cfg = await tb.configure_random(rng, leaf=False, mode_async=False,
+                                            dtype_int=dtype_int, elems=p, slots=2, members=3)
             await tb.settle()
             wl = Workload(rng, cfg, noise=0.0)
             frames = []
@@ -784,15 +796,11 @@ async def test_line_rate(dut: Any) -> None:
 @cocotb.test()
 async def test_reset_mid_frame(dut: Any) -> None:
     """Reset while a frame streams in and a result streams out; then a clean run."""
-    tb = TB(dut)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 40)
-    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    tb, rng = await TB.start(dut, SEED + 40)
     assert tb.source is not None and tb.sink is not None
     for cut in (3, 9):
-        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=False,
-                            mode_async=False, members=2, elems=min(max_elems, 128))
-        await tb.configure(cfg)
+        cfg = await tb.configure_random(rng, leaf=False, mode_async=False, members=2,
+                                        elems=min(tb.max_elems, 128))
         wl = Workload(rng, cfg, noise=0.0)
         tb.set_stress(False, cycle_pause([0, 1]))
         # the second contribution completes round 0: its result is on its way out
@@ -826,15 +834,11 @@ async def test_reset_mid_frame(dut: Any) -> None:
 @cocotb.test()
 async def test_registers(dut: Any) -> None:
     """Every register reads back what the model holds, after random legal writes."""
-    tb = TB(dut)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 50)
+    tb, rng = await TB.start(dut, SEED + 50)
     names = [n for n, r in regmap.REGISTERS.items() if not n.startswith("RPL_") and not r.server]
     for n in names:
         assert await tb.read(n) == tb.model.read(n), n
-    cfg = random_config(rng, max_slots=tb.model.read("AGG_MAX_SLOTS"),
-                        max_elems=tb.model.read("AGG_MAX_ELEMS"))
-    await tb.configure(cfg)
+    await tb.configure_random(rng)
     for n in names:
         assert await tb.read(n) == tb.model.read(n), n
     await tb.check()
@@ -846,17 +850,12 @@ async def test_mismatch_and_errors(dut: Any) -> None:
 
     Every kind must occur (counted from the model's verdicts and output
     frames), so the frame-by-frame comparison covers each of them."""
-    tb = TB(dut)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 80)
-    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    tb, rng = await TB.start(dut, SEED + 80)
     phases = [{"leaf": False, "mode_async": False}, {"leaf": True, "mode_async": False},
               {"leaf": False, "mode_async": True}, {"leaf": True, "mode_async": True}]
     for ph in phases:
-        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems,
-                            members=int(rng.choice([2, 3, 4])), slots=int(rng.integers(1, 4)),
-                            **ph)
-        await tb.configure(cfg)
+        cfg = await tb.configure_random(rng, members=int(rng.choice([2, 3, 4])),
+                                        slots=int(rng.integers(1, 4)), **ph)
         wl = Workload(rng, cfg, noise=0.3, mismatch=0.08,
                       start_round=int(rng.choice([0, 2**32 - 5])))
         wl.parent_error = 0.3
@@ -879,15 +878,11 @@ async def test_mismatch_and_errors(dut: Any) -> None:
 @cocotb.test()
 async def test_epoch(dut: Any) -> None:
     """AGG_EPOCH reads back what was written and leaves every slot copy as it was."""
-    tb = TB(dut)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 90)
-    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    tb, rng = await TB.start(dut, SEED + 90)
     assert await tb.read("AGG_EPOCH") == tb.model.read("AGG_EPOCH") == 0
     for leaf in (False, True):
-        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=leaf,
-                            mode_async=False, members=3, slots=min(4, max_slots))
-        await tb.configure(cfg)
+        cfg = await tb.configure_random(rng, leaf=leaf, mode_async=False, members=3,
+                                        slots=min(4, tb.max_slots))
         wl = Workload(rng, cfg, noise=0.0)
         # two of three contributions in every slot; slot 0 complete (DONE or UP)
         for s in range(cfg.slots):
@@ -918,13 +913,8 @@ async def test_epoch(dut: Any) -> None:
 @cocotb.test()
 async def test_port_refusal(dut: Any) -> None:
     """MEMBER_PORT and AGG_UPLINK_PORT refuse values that are not 0 or one-hot: SLVERR, value kept."""
-    tb = TB(dut)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 100)
-    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
-    cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=True,
-                        mode_async=False, members=3, slots=2)
-    await tb.configure(cfg)
+    tb, rng = await TB.start(dut, SEED + 100)
+    cfg = await tb.configure_random(rng, leaf=True, mode_async=False, members=3, slots=2)
     wl = Workload(rng, cfg, noise=0.0)
     for s in range(cfg.slots):
         await tb.send(*wl.gradient(0, s, 0))
@@ -975,13 +965,8 @@ async def test_port_refusal(dut: Any) -> None:
 @cocotb.test()
 async def test_short_frames(dut: Any) -> None:
     """Every frame length 42..63 and opcode: counted exactly like the model (RX, BAD_LENGTH)."""
-    tb = TB(dut)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 110)
-    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
-    cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=True,
-                        mode_async=False, members=2, slots=2)
-    await tb.configure(cfg)
+    tb, rng = await TB.start(dut, SEED + 110)
+    cfg = await tb.configure_random(rng, leaf=True, mode_async=False, members=2, slots=2)
     wl = Workload(rng, cfg, noise=0.0)
     n_short = 0
     for n in range(42, 64):
@@ -1016,15 +1001,11 @@ async def test_register_edges(dut: Any) -> None:
     the model configured with the same value. Reads of addresses the register
     map does not define (the model has no register there) complete and
     change nothing."""
-    tb = TB(dut)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 120)
-    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
-    cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=False,
-                        mode_async=False, members=2, slots=2, elems=16)
-    await tb.configure(cfg)
-    bad = {"AGG_SLOTS": [0, max_slots + 1, 0x7F, 0x80],
-           "AGG_ELEMS": [0, 8, max_elems + 16, 0x3FF0, 0x10000]}
+    tb, rng = await TB.start(dut, SEED + 120)
+    cfg = await tb.configure_random(rng, leaf=False, mode_async=False, members=2, slots=2,
+                                    elems=16)
+    bad = {"AGG_SLOTS": [0, tb.max_slots + 1, 0x7F, 0x80],
+           "AGG_ELEMS": [0, 8, tb.max_elems + 16, 0x3FF0, 0x10000]}
     for name, values in bad.items():
         for v in values:
             model_refuses(tb.model, name, v)
@@ -1060,12 +1041,8 @@ async def test_counter_carry(dut: Any) -> None:
     44-byte frames are counted in CNT_RX_GRADIENT and dropped as BAD_LENGTH;
     the lean driver streams them at line rate. Verilator only: on Icarus
     the ~130k clocks take minutes."""
-    tb = TB(dut, streams=False)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 130)
-    cfg = random_config(rng, max_slots=tb.model.read("AGG_MAX_SLOTS"),
-                        max_elems=tb.model.read("AGG_MAX_ELEMS"), members=2)
-    await tb.configure(cfg)
+    tb, rng = await TB.start(dut, SEED + 130, streams=False)
+    cfg = await tb.configure_random(rng, members=2)
     wl = Workload(rng, cfg, noise=0.0)
     frame, port = wl.gradient(0, 0, 0)
     short = (frame[:44], port)
@@ -1116,21 +1093,17 @@ def lean_compare(tb: TB, got: list[tuple[bytes, int]], want: list[Egress]) -> No
 @cocotb.test(skip=os.environ.get("GRAD_AGG_SOAK") != "1")
 async def test_soak(dut: Any) -> None:
     """>= 100k packets over many jobs, with idle insertion and backpressure."""
-    tb = TB(dut, streams=False)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 60)
+    tb, rng = await TB.start(dut, SEED + 60, streams=False)
     assert tb.lean is not None
     tb.lean.rand = rng.random
-    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
     total = int(os.environ.get("GRAD_AGG_SOAK_PACKETS", "100000"))
     chunk = 4000
     sent = 0
     job = 0
     while sent < total:
-        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems,
-                            elems=int(rng.choice([16, 16, 32, 48, 64, 96, 160, 352])),
-                            slots=int(rng.choice([1, 2, 4, 8, 12, max_slots])))
-        await tb.configure(cfg)
+        cfg = await tb.configure_random(
+            rng, elems=int(rng.choice([16, 16, 32, 48, 64, 96, 160, 352])),
+            slots=int(rng.choice([1, 2, 4, 8, 12, tb.max_slots])))
         wl = Workload(rng, cfg, noise=float(rng.choice([0.05, 0.2, 0.4])),
                       start_round=int(rng.choice([0, 2**32 - 20])))
         frames = []
@@ -1156,18 +1129,14 @@ async def test_soak(dut: Any) -> None:
 @cocotb.test(skip="GRAD_AGG_BENCH_JSON" not in os.environ)
 async def test_bench(dut: Any) -> None:
     """Saturation throughput and completion latency for the bench script."""
-    tb = TB(dut, streams=False)
-    await tb.reset()
-    rng = np.random.default_rng(SEED + 70)
-    max_slots, max_elems = tb.model.read("AGG_MAX_SLOTS"), tb.model.read("AGG_MAX_ELEMS")
+    tb, rng = await TB.start(dut, SEED + 70, streams=False)
     hdr_beats = 64 // tb.bytes
     results: dict[str, Any] = {"data_width": tb.width, "per_elems": {}}
-    sizes = [p for p in (16, 32, 48, 64, 96, 128, 256, 352) if p <= max_elems]
-    default_p = min(256, max_elems)
+    sizes = [p for p in (16, 32, 48, 64, 96, 128, 256, 352) if p <= tb.max_elems]
+    default_p = min(256, tb.max_elems)
     for p in sizes:
-        cfg = random_config(rng, max_slots=max_slots, max_elems=max_elems, leaf=False,
-                            mode_async=False, dtype_int=False, elems=p, slots=16, members=4)
-        await tb.configure(cfg)
+        cfg = await tb.configure_random(rng, leaf=False, mode_async=False, dtype_int=False,
+                                        elems=p, slots=16, members=4)
         wl = Workload(rng, cfg, noise=0.0)
         rounds = max(4, 2000 // (hdr_beats + p * 4 // tb.bytes) // cfg.members)
         frames = [wl.gradient(w, 0, r) for r in range(rounds) for w in range(cfg.members)]
