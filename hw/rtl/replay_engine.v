@@ -444,7 +444,7 @@ reg rq_pop;
 wire rq_in_ready;
 wire [RESP_Q_ADDR_W+1:0] rq_count;
 
-replay_fifo #(
+nrl_fifo #(
     .WIDTH(RESP_ENTRY_W),
     .ADDR_WIDTH(RESP_Q_ADDR_W)
 )
@@ -947,7 +947,7 @@ end
 wire [DATA_WIDTH+32:0] out_data;
 wire out_in_ready;
 
-replay_fifo #(
+nrl_fifo #(
     .WIDTH(DATA_WIDTH + 33),
     .ADDR_WIDTH(OUT_ADDR_W)
 )
