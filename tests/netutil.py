@@ -6,6 +6,7 @@ can import them; everything uses ephemeral ports and explicit timeouts.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import select
@@ -13,12 +14,15 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from hostdrv import SoftSwitch
 
 LOCAL = "127.0.0.1"
 
@@ -75,6 +79,24 @@ def datagram_frame(datagram: bytes, *, ip_src: int, udp_src: int, ip_dst: int = 
     return hdr + datagram
 
 
+def send_datagrams(datagrams: Iterable[bytes], address: tuple[str, int], model: Any) -> None:
+    """Send ``datagrams`` to ``address`` from one UDP socket, and feed ``model`` (a
+    :class:`~hostdrv.model.SwitchModel`) the frame the switch makes of each, from the
+    ingress port of a source no member entry names (0x80)."""
+    from hostdrv.net import ip_to_int
+
+    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        raw.bind((LOCAL, 0))
+        ip, port = raw.getsockname()
+        for d in datagrams:
+            raw.sendto(d, address)
+            model.process(datagram_frame(d, ip_src=ip_to_int(ip), udp_src=port), 0x80)
+    finally:
+        raw.close()
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, step: float = 0.01) -> bool:
     """Poll ``predicate`` until it holds or ``timeout`` seconds pass; its last value."""
     deadline = time.monotonic() + timeout
@@ -84,6 +106,26 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, step: float =
         if time.monotonic() >= deadline:
             return False
         time.sleep(step)
+
+
+@contextlib.contextmanager
+def switch_of_kind(kind: str) -> Iterator[SoftSwitch]:
+    """A soft switch (``kind`` "soft") or a sim switch (the RTL in Verilator) serving in a
+    thread on an ephemeral port."""
+    from hostdrv import SoftSwitch
+
+    if kind == "soft":
+        with SoftSwitch("127.0.0.1:0") as sw:
+            yield sw
+        return
+    from toolcheck import require_module, require_tool
+
+    require_tool("verilator", "the sim switch runs the RTL in Verilator")
+    require_module("pyverilator", "the sim switch runs the RTL in Verilator")
+    from hostdrv.backends.rtl_server import SimSwitch
+
+    with SimSwitch("127.0.0.1:0") as sw:
+        yield sw
 
 
 # ---------------------------------------------------------------------------
@@ -159,6 +201,20 @@ def warm(_: int) -> int:
     import hostdrv  # noqa: F401
 
     return 0
+
+
+@contextlib.contextmanager
+def warm_pool(processes: int = 4) -> Iterator[Any]:
+    """A ``spawn`` process pool whose processes have the driver imported (:func:`warm`)."""
+    import multiprocessing
+
+    p = multiprocessing.get_context("spawn").Pool(processes)
+    try:
+        p.map(warm, range(processes), chunksize=1)
+        yield p
+    finally:
+        p.terminate()
+        p.join()
 
 
 @dataclass

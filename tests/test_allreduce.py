@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +18,7 @@ from netutil import (
     make_input,
     ordered_sum,
     run_workers,
-    warm,
+    warm_pool,
 )
 from toolcheck import require_module
 
@@ -31,14 +30,8 @@ N_CHUNKS = -(-SIZE // ELEMS)
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[Any]:
-    ctx = multiprocessing.get_context("spawn")
-    p = ctx.Pool(4)
-    try:
-        p.map(warm, range(4), chunksize=1)
+    with warm_pool(4) as p:
         yield p
-    finally:
-        p.terminate()
-        p.join()
 
 
 def _run(pool: Any, urls: list[str], *, dtype: str, seed: int, phases: list[list[Phase]],

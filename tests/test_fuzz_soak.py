@@ -14,7 +14,6 @@ the switch's own register values, fed the same junk, unless the kernel dropped s
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import threading
@@ -25,9 +24,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hostdrv import Aggregator, ReplayClient, SoftSwitch, SwitchControl, regmap
+from hostdrv import Aggregator, ReplayClient, SwitchControl, regmap
 from hostdrv.model import SwitchModel
 from hostdrv.protocol import HEADER, HEADER_OFFSET, MAX_MEMBERS, Opcode
+from tests.netutil import switch_of_kind
 
 pytestmark = pytest.mark.slow
 
@@ -58,22 +58,6 @@ class CountingTransport:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
-
-
-@contextlib.contextmanager
-def switch(kind: str) -> Iterator[SoftSwitch]:
-    if kind == "soft":
-        with SoftSwitch("127.0.0.1:0") as sw:
-            yield sw
-        return
-    from tests.toolcheck import require_module, require_tool
-
-    require_tool("verilator", "the sim switch runs the RTL in Verilator")
-    require_module("pyverilator", "the sim switch runs the RTL in Verilator")
-    from hostdrv.backends.rtl_server import SimSwitch
-
-    with SimSwitch("127.0.0.1:0") as sw:
-        yield sw
 
 
 def junk(rng: np.random.Generator, n: int) -> Iterator[bytes]:
@@ -134,7 +118,7 @@ def model_verdicts(ctl: SwitchControl, datagrams: list[bytes], src: tuple[str, i
 @pytest.mark.parametrize(("kind", "n_junk"), [("soft", int(os.environ.get("SOAK_SOFT", 1_000_000))), ("sim", int(os.environ.get("SOAK_SIM", 100_000)))])
 def test_fuzz_soak(kind: str, n_junk: int) -> None:
     rng = np.random.default_rng(2026)
-    with switch(kind) as sw, SwitchControl(sw.url) as ctl:
+    with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
         ctl.configure_aggregation(members=2, slots=SLOTS, elems=ELEMS, dtype="int32", job=JOB)
         ctl.clear_counters()
         aggs = [Aggregator(sw.url, worker=w, job=JOB, timeout=0.05, retries=12)

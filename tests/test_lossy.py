@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +17,7 @@ from netutil import (
     first_contributors,
     ordered_sum,
     run_workers,
-    warm,
+    warm_pool,
 )
 
 from hostdrv import SoftSwitch, SwitchControl
@@ -29,14 +28,8 @@ N_CHUNKS = -(-SIZE // ELEMS)
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[Any]:
-    ctx = multiprocessing.get_context("spawn")
-    p = ctx.Pool(4)
-    try:
-        p.map(warm, range(4), chunksize=1)
+    with warm_pool(4) as p:
         yield p
-    finally:
-        p.terminate()
-        p.join()
 
 
 def _run(pool: Any, *, dtype: str, seed: int, lossy: bool) -> tuple[list[dict[str, Any]],

@@ -6,37 +6,19 @@ Runs on the soft switch and on the sim switch (the RTL in Verilator).
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
-from hostdrv import Aggregator, AllreduceTimeoutError, SoftSwitch, SwitchControl
+from hostdrv import Aggregator, AllreduceTimeoutError, SwitchControl
 from hostdrv.errors import TensorMismatchError
 from hostdrv.protocol import result_order
-from tests.netutil import ordered_sum
+from tests.netutil import ordered_sum, switch_of_kind
 from tests.toolcheck import require_module
-
-
-@contextlib.contextmanager
-def switch(kind: str) -> Iterator[SoftSwitch]:
-    """A soft switch or a sim switch serving in a thread."""
-    if kind == "soft":
-        with SoftSwitch("127.0.0.1:0") as sw:
-            yield sw
-        return
-    from tests.toolcheck import require_module, require_tool
-
-    require_tool("verilator", "the sim switch runs the RTL in Verilator")
-    require_module("pyverilator", "the sim switch runs the RTL in Verilator")
-    from hostdrv.backends.rtl_server import SimSwitch
-
-    with SimSwitch("127.0.0.1:0") as sw:
-        yield sw
 
 
 def in_threads(fns: Sequence[Callable[[], Any]], timeout: float = 60) -> list[Any]:
@@ -65,7 +47,7 @@ def test_tensor_length_mismatch_is_an_error_for_everyone(kind: str) -> None:
     """The outsider's case: worker 0 all-reduces 1000 elements, worker 1 600. Both get a
     clear error naming both lengths at once (no timeout), nothing mixed is returned, and
     the next call with matching tensors gives the exact sum."""
-    with switch(kind) as sw, SwitchControl(sw.url) as ctl:
+    with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
         ctl.configure_aggregation(members=2, slots=8, elems=352)
         aggs = [Aggregator(sw.url, worker=w, timeout=0.05, retries=8) for w in range(2)]
         xs = [np.arange(1000, dtype=np.float32), np.full(600, 1000, np.float32)]
@@ -100,7 +82,7 @@ def test_client_verifies_fp32_sum_from_order_of_addition(kind: str) -> None:
     size, elems = 200, 32
     xs = [(rng.standard_normal(size) * 10.0 ** rng.integers(-6, 7, size)).astype(np.float32)
           for _ in range(4)]
-    with switch(kind) as sw, SwitchControl(sw.url) as ctl:
+    with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
         ctl.configure_aggregation(members=4, slots=4, elems=elems)
         aggs = [Aggregator(sw.url, worker=w, timeout=0.2) for w in range(4)]
         got = in_threads([lambda w=w: aggs[w].allreduce(xs[w]) for w in range(4)])
@@ -120,7 +102,7 @@ def test_client_verifies_fp32_sum_from_order_of_addition(kind: str) -> None:
 def test_fail_fast_at_construction(kind: str) -> None:
     """A worker id the job does not have, or another job id, is refused before anything is
     registered or sent; so are bfloat16 tensors."""
-    with switch(kind) as sw, SwitchControl(sw.url) as ctl:
+    with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
         ctl.configure_aggregation(members=2, slots=4, elems=16, job=3)
         t0 = time.monotonic()
         with pytest.raises(ValueError, match=r"worker=2.*AGG_MEMBERS=2"):
@@ -143,7 +125,7 @@ def test_fail_fast_at_construction(kind: str) -> None:
 def test_timeout_hint_names_every_counter_and_what_moved(kind: str) -> None:
     """Worker 1 is registered from an address it does not send from: the timeout says
     SPOOFED moved, and lists every counter that could explain a missing RESULT."""
-    with switch(kind) as sw, SwitchControl(sw.url) as ctl:
+    with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
         ctl.configure_aggregation(members=2, slots=4, elems=16)
         a0 = Aggregator(sw.url, worker=0, timeout=0.005, retries=2, max_backoff=0.01)
         a1 = Aggregator(sw.url, worker=1, timeout=0.005, retries=2, max_backoff=0.01,

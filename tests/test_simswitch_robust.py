@@ -21,14 +21,13 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from netutil import any_port_allreduce, build_sim_rtl, datagram_frame, wait_for
+from netutil import any_port_allreduce, build_sim_rtl, datagram_frame, send_datagrams, wait_for
 
 from hostdrv import protocol as proto
 from hostdrv.backends.rtl_model import RtlSwitch
 from hostdrv.backends.rtl_server import DEFAULT_PARAMS, SimSwitch
 from hostdrv.control import ROLE_WORKER, RegisterError, SwitchControl
 from hostdrv.model import Egress, SwitchModel, fp32_add
-from hostdrv.net import ip_to_int
 from hostdrv.protocol_control import ControlStatus
 from hostdrv.transport import RegisterAccessError
 
@@ -83,16 +82,7 @@ def _datagrams() -> list[bytes]:
 
 def test_empty_and_oversize_datagrams_are_counted_by_sim(sim: SimSwitch) -> None:
     model = SwitchModel(capacity=int(PARAMS["RPL_CAPACITY"]))
-    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        raw.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
-        raw.bind(("127.0.0.1", 0))
-        ip, port = raw.getsockname()
-        for d in _datagrams():
-            raw.sendto(d, sim.address)
-            model.process(datagram_frame(d, ip_src=ip_to_int(ip), udp_src=port), 0x80)
-    finally:
-        raw.close()
+    send_datagrams(_datagrams(), sim.address, model)
     want = model.counters()
     # what the datagrams are for: 3 frames too short or too long, one of 65535 bytes
     # (the longest the RTL takes) from a worker outside the job

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from netutil import any_port_allreduce, datagram_frame, wait_for
+from netutil import any_port_allreduce, send_datagrams, wait_for
 
 from hostdrv import (
     Aggregator,
@@ -26,7 +26,6 @@ from hostdrv import (
 )
 from hostdrv.control import ROLE_WORKER
 from hostdrv.model import fp32_add
-from hostdrv.net import ip_to_int
 from hostdrv.protocol import HEADER_LEN, Flags, Opcode, decode_message, encode_message, gradient
 from hostdrv.protocol_control import CONTROL, CONTROL_MAGIC, CONTROL_READ, ControlStatus
 
@@ -279,16 +278,7 @@ def _sent_datagrams() -> list[bytes]:
 
 def test_empty_and_oversize_datagrams_are_counted_as_the_model_does(switch: SoftSwitch) -> None:
     model = SwitchModel()
-    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        raw.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
-        raw.bind(("127.0.0.1", 0))
-        ip, port = raw.getsockname()
-        for d in _sent_datagrams():
-            raw.sendto(d, switch.address)
-            model.process(datagram_frame(d, ip_src=ip_to_int(ip), udp_src=port), 0x80)
-    finally:
-        raw.close()
+    send_datagrams(_sent_datagrams(), switch.address, model)
     want = model.counters()
     assert want["CNT_DROP_BAD_LENGTH"] == 3 and want["CNT_RX_GRADIENT"] == 2
     assert wait_for(lambda: switch.counters() == want), (switch.counters(), want)
