@@ -316,6 +316,23 @@ def any_port_allreduce(url: str, *, size: int = 100, elems: int = 32, slots: int
             "chunks": -(-size // elems)}
 
 
+def check_any_port_allreduce(run: dict[str, Any]) -> None:
+    """What :func:`any_port_allreduce` must have seen: no error, both members' results the
+    fp32 sum (:func:`hostdrv.model.fp32_add`) bit for bit, a RESULT per chunk to each, and
+    nothing dropped as spoofed or from an unknown worker."""
+    from hostdrv.model import fp32_add
+
+    assert not run["errors"], run["errors"]
+    for call in range(2):
+        want = fp32_add(run["inputs"][0][call], run["inputs"][1][call])
+        for w in range(2):
+            np.testing.assert_array_equal(run["results"][w][call].view(np.uint32),
+                                          want.view(np.uint32))
+    c = run["counters"]
+    assert c["CNT_TX_RESULT"] == 2 * run["chunks"]
+    assert c["CNT_DROP_SPOOFED"] == c["CNT_DROP_UNKNOWN_WORKER"] == 0
+
+
 def run_workers(pool: Any, tasks: Iterable[tuple[Callable[..., Any], tuple[Any, ...],
                                                  dict[str, Any]]],
                 timeout: float = 30.0) -> list[Any]:
