@@ -1,6 +1,10 @@
 grad_agg.v
+grad_agg_ingress.v
+grad_agg_egress.v
+nrl_axil_regif.v
 nrl_common_regs.v
 nrl_counter_bank.v
+nrl_hdr_check.v
 grad_agg_regs.v
 nrl_fifo.v
 fp32_add.v

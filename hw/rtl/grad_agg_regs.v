@@ -52,9 +52,10 @@ THE SOFTWARE.
  * (the engine clears every slot copy's valid bit). CTRL bit 31 clears all
  * counters and reads back 0.
  *
- * The identity, control and member-table registers live in
- * nrl_common_regs; this file owns the AXI4-Lite handshake, the aggregation
- * registers, the counters and the read pipeline.
+ * The AXI4-Lite handshake is nrl_axil_regif (awready/arready registered,
+ * one clock after a request is taken); the identity, control and
+ * member-table registers live in nrl_common_regs; this file owns the
+ * aggregation registers, the counters and the read pipeline.
  *
  * Counters are split in two 16-bit halves with a registered carry so that
  * no path holds a 32-bit carry chain; the read path adds the pending carry
@@ -181,18 +182,54 @@ reg invalidate_reg, invalidate_next;
 reg clear_reg, clear_next;
 
 /*
- * AXI4-Lite write channel: address and data are taken together
+ * AXI4-Lite handshake: one accepted write per do_write (address and data
+ * taken together); reads answer three clocks after the address handshake
  */
-reg awready_reg, awready_next;
-reg bvalid_reg, bvalid_next;
-reg [1:0] bresp_reg, bresp_next;
+wire do_write;
+wire [11:2] wr_addr;
+wire [31:0] wr_data;
+wire [3:0] wr_strb;
+wire wr_refuse;
+wire [11:2] rd_addr;
+wire [2:0] rd_stage;  // the pipeline below runs every clock
+reg [31:0] rd_data;
 
-wire do_write = s_axil_awvalid && s_axil_wvalid && !bvalid_reg && !awready_reg;
-
-assign s_axil_awready = awready_reg;
-assign s_axil_wready = awready_reg;
-assign s_axil_bresp = bresp_reg;
-assign s_axil_bvalid = bvalid_reg;
+nrl_axil_regif #(
+    .ADDR_WIDTH(12),
+    .READY_REG(1),
+    .READ_STAGES(3)
+)
+axil_regif_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axil_awaddr(s_axil_awaddr),
+    .s_axil_awprot(s_axil_awprot),
+    .s_axil_awvalid(s_axil_awvalid),
+    .s_axil_awready(s_axil_awready),
+    .s_axil_wdata(s_axil_wdata),
+    .s_axil_wstrb(s_axil_wstrb),
+    .s_axil_wvalid(s_axil_wvalid),
+    .s_axil_wready(s_axil_wready),
+    .s_axil_bresp(s_axil_bresp),
+    .s_axil_bvalid(s_axil_bvalid),
+    .s_axil_bready(s_axil_bready),
+    .s_axil_araddr(s_axil_araddr),
+    .s_axil_arprot(s_axil_arprot),
+    .s_axil_arvalid(s_axil_arvalid),
+    .s_axil_arready(s_axil_arready),
+    .s_axil_rdata(s_axil_rdata),
+    .s_axil_rresp(s_axil_rresp),
+    .s_axil_rvalid(s_axil_rvalid),
+    .s_axil_rready(s_axil_rready),
+    .wr_en(do_write),
+    .wr_addr(wr_addr),
+    .wr_data(wr_data),
+    .wr_strb(wr_strb),
+    .wr_refuse(wr_refuse),
+    .rd_addr(rd_addr),
+    .rd_stage(rd_stage),
+    .rd_data(rd_data)
+);
 
 /*
  * Identity, control and member-table registers
@@ -211,9 +248,9 @@ common_regs_inst (
     .clk(clk),
     .rst(rst),
     .wr_en(do_write),
-    .wr_addr(s_axil_awaddr[11:2]),
-    .wr_data(s_axil_wdata),
-    .wr_strb(s_axil_wstrb),
+    .wr_addr(wr_addr),
+    .wr_data(wr_data),
+    .wr_strb(wr_strb),
     .wr_clear(common_clear),
     .wr_job_id(common_job_id),
     .wr_refuse(common_refuse),
@@ -242,10 +279,12 @@ function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
     end
 endfunction
 
-wire [11:0] waddr = {s_axil_awaddr[11:2], 2'b00};
+wire [11:0] waddr = {wr_addr, 2'b00};
 
 // a refused port register write answers SLVERR
 wire uplink_refuse = waddr == REG_AGG_UPLINK_PORT && !common_port_ok;
+
+assign wr_refuse = common_refuse || uplink_refuse;
 
 reg [31:0] wv;
 
@@ -265,28 +304,22 @@ always @* begin
     epoch_next = epoch_reg;
     invalidate_next = 1'b0;
     clear_next = 1'b0;
-    awready_next = 1'b0;
-    bvalid_next = bvalid_reg && !s_axil_bready;
-    bresp_next = bresp_reg;
     wv = 32'd0;
 
     if (do_write) begin
-        awready_next = 1'b1;
-        bvalid_next = 1'b1;
-        bresp_next = {common_refuse || uplink_refuse, 1'b0};
         case (waddr)
             REG_AGG_MEMBERS: begin
-                wv = merge({28'd0, members_reg}, s_axil_wdata, s_axil_wstrb);
+                wv = merge({28'd0, members_reg}, wr_data, wr_strb);
                 members_next = wv[3:0] > 4'd8 ? 4'd8 : wv[3:0];
                 invalidate_next = 1'b1;
             end
             REG_AGG_THRESHOLD: begin
-                wv = merge({28'd0, threshold_reg}, s_axil_wdata, s_axil_wstrb);
+                wv = merge({28'd0, threshold_reg}, wr_data, wr_strb);
                 threshold_next = wv[3:0] > 4'd8 ? 4'd8 : wv[3:0];
                 invalidate_next = 1'b1;
             end
             REG_AGG_SLOTS: begin
-                wv = merge({25'd0, slots_reg}, s_axil_wdata, s_axil_wstrb);
+                wv = merge({25'd0, slots_reg}, wr_data, wr_strb);
                 if (wv[6:0] == 7'd0) begin
                     slots_next = 7'd1;
                 end else if (wv[6:0] > SLOTS_MAX) begin
@@ -297,7 +330,7 @@ always @* begin
                 invalidate_next = 1'b1;
             end
             REG_AGG_ELEMS: begin
-                wv = merge({23'd0, elems_reg}, s_axil_wdata, s_axil_wstrb);
+                wv = merge({23'd0, elems_reg}, wr_data, wr_strb);
                 if (wv[13:4] == 10'd0) begin
                     elems_next = 9'd16;
                 end else if (wv[13:0] > {5'd0, ELEMS_MAX}) begin
@@ -308,44 +341,44 @@ always @* begin
                 invalidate_next = 1'b1;
             end
             REG_AGG_DTYPE: begin
-                if (s_axil_wstrb[0]) dtype_next = s_axil_wdata[0];
+                if (wr_strb[0]) dtype_next = wr_data[0];
                 invalidate_next = 1'b1;
             end
             REG_AGG_MODE: begin
-                if (s_axil_wstrb[0]) mode_next = s_axil_wdata[0];
+                if (wr_strb[0]) mode_next = wr_data[0];
                 invalidate_next = 1'b1;
             end
             REG_AGG_STALENESS: begin
-                staleness_next = merge(staleness_reg, s_axil_wdata, s_axil_wstrb);
+                staleness_next = merge(staleness_reg, wr_data, wr_strb);
                 invalidate_next = 1'b1;
             end
             REG_AGG_ROLE: begin
-                if (s_axil_wstrb[0]) role_next = s_axil_wdata[0];
+                if (wr_strb[0]) role_next = wr_data[0];
                 invalidate_next = 1'b1;
             end
             REG_AGG_UPLINK_PORT: begin
                 // 0 or one-hot, else refused (and nothing is invalidated)
                 if (common_port_ok) begin
-                    if (s_axil_wstrb[0]) uplink_next = s_axil_wdata[7:0];
+                    if (wr_strb[0]) uplink_next = wr_data[7:0];
                     invalidate_next = 1'b1;
                 end
             end
             REG_AGG_PARENT_IP: begin
-                parent_ip_next = merge(parent_ip_reg, s_axil_wdata, s_axil_wstrb);
+                parent_ip_next = merge(parent_ip_reg, wr_data, wr_strb);
                 invalidate_next = 1'b1;
             end
             REG_AGG_PARENT_UDP: begin
-                wv = merge({16'd0, parent_udp_reg}, s_axil_wdata, s_axil_wstrb);
+                wv = merge({16'd0, parent_udp_reg}, wr_data, wr_strb);
                 parent_udp_next = wv[15:0];
                 invalidate_next = 1'b1;
             end
             REG_AGG_LEAF_ID: begin
-                if (s_axil_wstrb[0]) leaf_id_next = s_axil_wdata[2:0];
+                if (wr_strb[0]) leaf_id_next = wr_data[2:0];
                 invalidate_next = 1'b1;
             end
             REG_AGG_EPOCH: begin
                 // a mailbox: no slot is invalidated
-                epoch_next = merge(epoch_reg, s_axil_wdata, s_axil_wstrb);
+                epoch_next = merge(epoch_reg, wr_data, wr_strb);
             end
             default: begin
                 // control block and member table: nrl_common_regs
@@ -372,9 +405,6 @@ always @(posedge clk) begin
     epoch_reg <= epoch_next;
     invalidate_reg <= invalidate_next;
     clear_reg <= clear_next;
-    awready_reg <= awready_next;
-    bvalid_reg <= bvalid_next;
-    bresp_reg <= bresp_next;
 
     if (rst) begin
         members_reg <= RST_AGG_MEMBERS[3:0];
@@ -392,9 +422,6 @@ always @(posedge clk) begin
         epoch_reg <= RST_AGG_EPOCH;
         invalidate_reg <= 1'b0;
         clear_reg <= 1'b0;
-        awready_reg <= 1'b0;
-        bvalid_reg <= 1'b0;
-        bresp_reg <= 2'b00;
     end
 end
 
@@ -451,42 +478,13 @@ counter_bank_inst (
 );
 
 /*
- * AXI4-Lite read channel: address register, three 32-word selects
- * (identity/control/aggregation, member table, counters), region select
- * with the pending counter carry added
+ * Read pipeline behind nrl_axil_regif (rd_addr holds the read's word
+ * address): three 32-word selects (identity/control/aggregation, member
+ * table, counters) and the region, then the region select with the pending
+ * counter carry added (nrl_axil_regif samples it three clocks after the
+ * read is taken, when rd_addr has been stable for two clocks)
  */
-reg arready_reg, arready_next;
-reg rd_busy_reg, rd_busy_next;
-reg [2:0] rd_pipe_reg, rd_pipe_next;
-reg [11:2] rd_addr_reg;
-
-assign cnt_rd_word = rd_addr_reg[6:2];
-reg rvalid_reg, rvalid_next;
-reg [31:0] rdata_reg;
-
-assign s_axil_arready = arready_reg;
-assign s_axil_rdata = rdata_reg;
-assign s_axil_rresp = 2'b00;
-assign s_axil_rvalid = rvalid_reg;
-
-always @* begin
-    arready_next = 1'b0;
-    rd_busy_next = rd_busy_reg;
-    rd_pipe_next = {rd_pipe_reg[1:0], 1'b0};
-    rvalid_next = rvalid_reg && !s_axil_rready;
-
-    if (s_axil_arvalid && !rd_busy_reg && !arready_reg) begin
-        arready_next = 1'b1;
-        rd_busy_next = 1'b1;
-        rd_pipe_next[0] = 1'b1;
-    end
-    if (rd_pipe_reg[2]) begin
-        rvalid_next = 1'b1;
-    end
-    if (rvalid_reg && s_axil_rready) begin
-        rd_busy_next = 1'b0;
-    end
-end
+assign cnt_rd_word = rd_addr[6:2];
 
 // 0x000-0x07C: identity, control, aggregation (word index = address[6:2])
 wire [31:0] cfg_word[0:31];
@@ -531,49 +529,34 @@ reg        rd_cy_reg;
 reg [1:0]  rd_region_reg;
 
 always @(posedge clk) begin
-    arready_reg <= arready_next;
-    rd_busy_reg <= rd_busy_next;
-    rd_pipe_reg <= rd_pipe_next;
-    rvalid_reg <= rvalid_next;
-
-    if (arready_next) begin
-        rd_addr_reg <= s_axil_araddr[11:2];
-    end
-    rd_cfg_reg <= cfg_word[rd_addr_reg[6:2]];
-    rd_member_reg <= member_word[rd_addr_reg[6:2]];
+    rd_cfg_reg <= cfg_word[rd_addr[6:2]];
+    rd_member_reg <= member_word[rd_addr[6:2]];
     rd_cnt_reg <= cnt_rd_value;
     rd_cy_reg <= cnt_rd_carry;
-    if (rd_addr_reg[7]) begin
+    if (rd_addr[7]) begin
         rd_region_reg <= RG_NONE;
     end else begin
-        case (rd_addr_reg[11:8])
+        case (rd_addr[11:8])
             4'h0: rd_region_reg <= RG_CFG;
             4'h1: rd_region_reg <= RG_MEMBER;
             4'h2: rd_region_reg <= RG_CNT;
             default: rd_region_reg <= RG_NONE;
         endcase
     end
-    // stage 2
-    if (rd_pipe_reg[2]) begin
-        case (rd_region_reg)
-            RG_CFG: rdata_reg <= rd_cfg_reg;
-            RG_MEMBER: rdata_reg <= rd_member_reg;
-            RG_CNT: rdata_reg <= {rd_cnt_reg[31:16] + {15'd0, rd_cy_reg}, rd_cnt_reg[15:0]};
-            default: rdata_reg <= 32'd0;
-        endcase
-    end
-
-    if (rst) begin
-        arready_reg <= 1'b0;
-        rd_busy_reg <= 1'b0;
-        rd_pipe_reg <= 3'd0;
-        rvalid_reg <= 1'b0;
-    end
 end
 
-// unused AXI4-Lite inputs
+// stage 2: the read word
+always @* begin
+    case (rd_region_reg)
+        RG_CFG: rd_data = rd_cfg_reg;
+        RG_MEMBER: rd_data = rd_member_reg;
+        RG_CNT: rd_data = {rd_cnt_reg[31:16] + {15'd0, rd_cy_reg}, rd_cnt_reg[15:0]};
+        default: rd_data = 32'd0;
+    endcase
+end
+
 // verilator lint_off UNUSEDSIGNAL
-wire unused_axil = &{1'b0, s_axil_awprot, s_axil_arprot, s_axil_awaddr[1:0], s_axil_araddr[1:0], wv[31:16]};
+wire unused_rd = &{1'b0, rd_stage, wv[31:16]};
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule

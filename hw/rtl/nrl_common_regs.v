@@ -36,8 +36,9 @@ THE SOFTWARE.
  * Holds the identity block (MAGIC, VERSION, BUILD_HASH), the control block
  * (CTRL, JOB_ID, UDP_PORT, SWITCH_IP, SWITCH_MAC_HI/LO, MCAST_IP) and the
  * member table (MEMBER_PORT/IP/UDP/ROLE, 8 entries). The including register
- * file owns the AXI4-Lite handshake: it presents one accepted write per
- * wr_en pulse (address, data, byte strobes) and selects the read words.
+ * file owns the AXI4-Lite handshake (nrl_axil_regif): it presents one
+ * accepted write per wr_en pulse (address, data, byte strobes) and selects
+ * the read words.
  * Writes honour wr_strb and keep only each register's width.
  *
  * wr_clear flags a write setting CTRL bit 31 (clear all counters; the bit

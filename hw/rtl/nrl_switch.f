@@ -3,15 +3,20 @@
 # engine's files (replay_engine.f), then the switch's own modules.
 fp32_add.v
 nrl_fifo.v
+nrl_axil_regif.v
 nrl_common_regs.v
 nrl_counter_bank.v
+nrl_hdr_check.v
 grad_agg_regs.v
+grad_agg_ingress.v
+grad_agg_egress.v
 grad_agg.v
-replay_fifo.v
 replay_regs.v
 replay_ingress.v
 replay_mul.v
 replay_sum_tree.v
+replay_executor.v
+replay_responder.v
 replay_engine.v
 nrl_classifier.v
 nrl_axis_skid.v

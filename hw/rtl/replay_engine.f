@@ -1,10 +1,13 @@
 # Replay engine (top: replay_engine); read by Icarus, Verilator and Yosys.
 nrl_fifo.v
-replay_fifo.v
+nrl_axil_regif.v
 nrl_common_regs.v
 nrl_counter_bank.v
 replay_regs.v
+nrl_hdr_check.v
 replay_ingress.v
 replay_mul.v
 replay_sum_tree.v
+replay_executor.v
+replay_responder.v
 replay_engine.v

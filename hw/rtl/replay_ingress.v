@@ -42,7 +42,8 @@ THE SOFTWARE.
  * SPOOFED, BAD_COUNT, payload BAD_LENGTH) and the IPv4 checksum of the
  * reply, then pushes one meta entry per frame, accepted or not, so the
  * executor can skip a dropped frame's payload beats. A frame whose beat
- * count disagrees with its TUSER length is dropped as BAD_LENGTH.
+ * count disagrees with its TUSER length is dropped as BAD_LENGTH. Checks
+ * 1 and 2 and the beat count are made by nrl_hdr_check (hdr_check_inst).
  *
  * The pipeline takes one frame per clock, so back-to-back minimum-size
  * requests flow without bubbles; s_axis_tready only falls when the payload
@@ -120,33 +121,23 @@ module replay_ingress #
 );
 
 localparam BEAT_BYTES = KEEP_WIDTH;
-localparam BEAT_BYTES_LOG2 = $clog2(BEAT_BYTES);
 localparam HDR_BEATS = 64 / BEAT_BYTES;
 localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BEAT_BYTES;
 localparam PAY_BEATS_W = $clog2(MAX_PL_BEATS + 1);
 localparam BEAT_W = 12;
 localparam [31:0] RECORD_BYTES32 = RECORD_BYTES;
-localparam BEAT_BYTES_M1_I = BEAT_BYTES - 1;
-localparam [16:0] BEAT_BYTES_M1 = BEAT_BYTES_M1_I[16:0];
 localparam [PAY_BEATS_W-1:0] MAX_PAY_BEATS_CNT = MAX_PL_BEATS[PAY_BEATS_W-1:0];
 
 // verilator lint_off UNUSEDPARAM
 `include "nrl_protocol.vh"
 // verilator lint_on UNUSEDPARAM
 
-// frame byte offsets of the Ethernet, IPv4 and UDP fields the checks read
+// frame byte offsets of the Ethernet and IPv4 fields the member checks and the replies read
 localparam OFF_ETH_SRC = 6;                     // Ethernet source address
-localparam OFF_IP_LEN = NRL_IP_OFFSET + 2;      // IPv4 total length
 localparam OFF_IP_SRC = NRL_IP_OFFSET + 12;     // IPv4 source address
-localparam OFF_UDP_LEN = NRL_UDP_OFFSET + 4;    // UDP length
-// flag bits below this are defined (NRL_FLAGS_MASK); set bits above are BAD_HEADER
-localparam FLAGS_DEFINED = $clog2(NRL_FLAGS_MASK + 1);
-// the same offsets and the count limits as 16-bit values
-localparam [15:0] LEN_IP = NRL_IP_OFFSET[15:0];            // frame bytes before the IPv4 header
-localparam [15:0] LEN_UDP = NRL_UDP_OFFSET[15:0];          // frame bytes before the UDP header
+// the payload offset and the count limits as 16-bit values
 localparam [15:0] LEN_PAYLOAD = NRL_PAYLOAD_OFFSET[15:0];  // frame bytes before the payload
 localparam [15:0] LEN_BLOCK = NRL_BLOCK[15:0];             // PUSH priority block
-localparam [15:0] OFF_OPCODE16 = NRL_OFF_OPCODE[15:0];
 localparam [15:0] MAX_PUSH16 = NRL_MAX_PUSH_RECORDS[15:0];
 localparam [15:0] MAX_BATCH16 = NRL_MAX_BATCH[15:0];
 localparam [15:0] MAX_PAIRS16 = NRL_MAX_UPDATE_PAIRS[15:0];
@@ -221,7 +212,7 @@ reg [511:0] hdr_reg;
 reg pl_slot_reg;
 wire pl_write = in_fire && pl_slot_reg;
 
-replay_fifo #(
+nrl_fifo #(
     .WIDTH(DATA_WIDTH),
     .ADDR_WIDTH(PL_ADDR_WIDTH)
 )
@@ -237,7 +228,7 @@ pl_fifo_inst (
     .count(pl_count)
 );
 
-replay_fifo #(
+nrl_fifo #(
     .WIDTH(META_WIDTH),
     .ADDR_WIDTH(META_ADDR_WIDTH)
 )
@@ -286,17 +277,37 @@ wire [15:0] len_now = first ? s_axis_tuser[15:0] : len_reg;
 wire [7:0] port_now = first ? s_axis_tuser[23:16] : port_reg;
 wire [PAY_BEATS_W-1:0] plb_now = plb_reg + {{PAY_BEATS_W-1{1'b0}}, pl_write};
 
+// beats of the frame, at its last beat
+wire [BEAT_W-1:0] nbeats_now = beat_reg + 1'b1;
+
+// the length and header checks 1 and 2 of section 6 (and the beat count), on the
+// header view and length of the last beat: flags for stage 2
+wire rx2, len_bad2, hdr_bad2;
+
+nrl_hdr_check #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .REPLAY(1),
+    .CHECK_BEATS(1),
+    .IN_REG(1)
+)
+hdr_check_inst (
+    .clk(clk),
+    .hdr(hdr_view),
+    .frame_len(len_now),
+    .frame_beats(nbeats_now),
+    .rx(rx2),
+    .bad_length(len_bad2),
+    .bad_header(hdr_bad2)
+);
+
 // stage 0 registers (loaded at the last beat)
 reg v0_reg;
-reg [15:0] n0_reg, iplen0_reg, udplen0_reg, udpsrc0_reg, count0_reg;
-reg [31:0] ipsrc0_reg, seq0_reg, res0_reg;
+reg [15:0] n0_reg, udpsrc0_reg, count0_reg;
+reg [31:0] ipsrc0_reg, seq0_reg;
 reg [47:0] ethsrc0_reg;
-reg [7:0] ver0_reg, op0_reg, job0_reg, port0_reg;
-// verilator lint_off UNUSEDSIGNAL
-reg [7:0] flags0_reg;  // bit 1 PRIORITIZED and bits 7:5 matter
-// verilator lint_on UNUSEDSIGNAL
+reg [7:0] op0_reg, job0_reg, port0_reg;
+reg prio0_reg;  // flags.PRIORITIZED
 reg [15:0] worker0_reg;
-reg [BEAT_W-1:0] nbeats0_reg;
 reg [PAY_BEATS_W-1:0] plb0_reg;
 
 always @(posedge clk) begin
@@ -325,22 +336,17 @@ always @(posedge clk) begin
     v0_reg <= in_fire && s_axis_tlast;
     n0_reg <= len_now;
     port0_reg <= port_now;
-    nbeats0_reg <= beat_reg + 1'b1;
     plb0_reg <= plb_now;
     ethsrc0_reg <= {hb(OFF_ETH_SRC), hb(OFF_ETH_SRC+1), hb(OFF_ETH_SRC+2),
                     hb(OFF_ETH_SRC+3), hb(OFF_ETH_SRC+4), hb(OFF_ETH_SRC+5)};
-    iplen0_reg <= {hb(OFF_IP_LEN), hb(OFF_IP_LEN+1)};
     ipsrc0_reg <= {hb(OFF_IP_SRC), hb(OFF_IP_SRC+1), hb(OFF_IP_SRC+2), hb(OFF_IP_SRC+3)};
     udpsrc0_reg <= {hb(NRL_UDP_OFFSET), hb(NRL_UDP_OFFSET+1)};
-    udplen0_reg <= {hb(OFF_UDP_LEN), hb(OFF_UDP_LEN+1)};
-    ver0_reg <= hb(NRL_OFF_VERSION);
     op0_reg <= hb(NRL_OFF_OPCODE);
-    flags0_reg <= hb(NRL_OFF_FLAGS);
+    prio0_reg <= |(hb(NRL_OFF_FLAGS) & NRL_FLAG_PRIORITIZED);
     job0_reg <= hb(NRL_OFF_JOB);
     worker0_reg <= {hb(NRL_OFF_WORKER), hb(NRL_OFF_WORKER+1)};
     seq0_reg <= {hb(NRL_OFF_SEQ), hb(NRL_OFF_SEQ+1), hb(NRL_OFF_SEQ+2), hb(NRL_OFF_SEQ+3)};
     count0_reg <= {hb(NRL_OFF_COUNT), hb(NRL_OFF_COUNT+1)};
-    res0_reg <= {hb(NRL_OFF_TOTAL), hb(NRL_OFF_TOTAL+1), hb(NRL_OFF_TOTAL+2), hb(NRL_OFF_TOTAL+3)};
 
     if (rst) begin
         beat_reg <= {BEAT_W{1'b0}};
@@ -358,7 +364,6 @@ localparam BUNDLE_W = 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PAY_BEATS_W;
 wire [2:0] w0 = worker0_reg[2:0];
 wire is_push0 = op0_reg == NRL_OP_PUSH;
 wire is_sample0 = op0_reg == NRL_OP_SAMPLE_REQ;
-wire is_update0 = op0_reg == NRL_OP_UPDATE;
 wire [1:0] op2_0 = is_push0 ? 2'd0 : (is_sample0 ? 2'd1 : 2'd2);
 // verilator lint_off UNUSEDSIGNAL
 wire [2:0] role0 = member_role[w0*3 +: 3];  // bit 0 (aggregation) is not a replay role
@@ -373,35 +378,24 @@ reg v1_reg;
 // verilator lint_off UNUSEDSIGNAL
 wire [31:0] prod0 = {16'd0, count0_reg} * RECORD_BYTES32;
 // verilator lint_on UNUSEDSIGNAL
-// beats a frame of n0 bytes occupies
-wire [16:0] nround0 = {1'b0, n0_reg} + BEAT_BYTES_M1;
-// verilator lint_off UNUSEDSIGNAL
-wire [31:0] nbexp0 = {15'd0, nround0} >> BEAT_BYTES_LOG2;
-// verilator lint_on UNUSEDSIGNAL
 reg [BUNDLE_W-1:0] bundle1_reg;
-reg rx1_reg;
 reg [1:0] op1_reg;
-reg short1_reg, hdr_bad1_reg, job_bad1_reg, dis1_reg, unknown1_reg, cnt_bad1_reg;
-reg [15:0] n1_reg, ip_len_exp1_reg, udp_len_exp1_reg, iplen1_reg, udplen1_reg, udpsrc1_reg;
+reg job_bad1_reg, dis1_reg, unknown1_reg, cnt_bad1_reg;
+reg [15:0] n1_reg, udpsrc1_reg;
 reg [15:0] count1_reg;
 reg [31:0] ipsrc1_reg;
 reg [7:0] port1_reg, mport1_reg;
 reg [31:0] mip1_reg;
 reg [15:0] mudp1_reg;
-reg [BEAT_W-1:0] nbeats1_reg, nbexp1_reg;
 reg [16:0] csum_a1_reg, csum_k1_reg;
 reg [15:0] prod1_reg;  // count * R, low 16 bits
 reg big1_reg;          // count * R + 128 does not fit 16 bits
 
 always @(posedge clk) begin
     v1_reg <= v0_reg;
-    bundle1_reg <= {op2_0, flags0_reg[1], w0, seq0_reg, count0_reg[7:0], ethsrc0_reg,
+    bundle1_reg <= {op2_0, prio0_reg, w0, seq0_reg, count0_reg[7:0], ethsrc0_reg,
                     ipsrc0_reg, udpsrc0_reg, port0_reg, plb0_reg};
-    rx1_reg <= n0_reg > OFF_OPCODE16 && (is_push0 || is_sample0 || is_update0);
     op1_reg <= op2_0;
-    short1_reg <= n0_reg < LEN_PAYLOAD;
-    hdr_bad1_reg <= ver0_reg != NRL_VERSION || !(is_push0 || is_sample0 || is_update0) ||
-                    flags0_reg[7:FLAGS_DEFINED] != {8-FLAGS_DEFINED{1'b0}} || res0_reg != 32'd0;
     job_bad1_reg <= job0_reg != job_id;
     dis1_reg <= !rpl_enable;
     unknown1_reg <= worker0_reg[15:3] != 13'd0 || !role_ok0;
@@ -409,10 +403,6 @@ always @(posedge clk) begin
                     is_sample0 ? !cnt_pow2_0 :
                     (count0_reg == 16'd0 || count0_reg > MAX_PAIRS16);
     n1_reg <= n0_reg;
-    ip_len_exp1_reg <= n0_reg - LEN_IP;
-    udp_len_exp1_reg <= n0_reg - LEN_UDP;
-    iplen1_reg <= iplen0_reg;
-    udplen1_reg <= udplen0_reg;
     udpsrc1_reg <= udpsrc0_reg;
     count1_reg <= count0_reg;
     ipsrc1_reg <= ipsrc0_reg;
@@ -420,8 +410,6 @@ always @(posedge clk) begin
     mport1_reg <= member_port[w0*8 +: 8];
     mip1_reg <= member_ip[w0*32 +: 32];
     mudp1_reg <= member_udp[w0*16 +: 16];
-    nbeats1_reg <= nbeats0_reg;
-    nbexp1_reg <= nbexp0[BEAT_W-1:0];
     csum_a1_reg <= {1'b0, ipsrc0_reg[31:16]} + {1'b0, ipsrc0_reg[15:0]};
     csum_k1_reg <= {1'b0, switch_ip[31:16]} + {1'b0, switch_ip[15:0]};
     prod1_reg <= prod0[15:0];
@@ -436,9 +424,8 @@ end
 
 reg v2_reg;
 reg [BUNDLE_W-1:0] bundle2_reg;
-reg rx2_reg;
 reg [1:0] op2_reg;
-reg len_bad2_reg, hdr_bad2_reg, job_bad2_reg, dis2_reg, unknown2_reg, spoof2_reg, cnt_bad2_reg;
+reg job_bad2_reg, dis2_reg, unknown2_reg, spoof2_reg, cnt_bad2_reg;
 reg [15:0] n2_reg;
 reg [15:0] exp2_reg;  // frame length the opcode and count imply
 reg exp_big2_reg;
@@ -447,11 +434,7 @@ reg [17:0] csum_b2_reg;
 always @(posedge clk) begin
     v2_reg <= v1_reg;
     bundle2_reg <= bundle1_reg;
-    rx2_reg <= rx1_reg;
     op2_reg <= op1_reg;
-    len_bad2_reg <= short1_reg || iplen1_reg != ip_len_exp1_reg || udplen1_reg != udp_len_exp1_reg ||
-                    nbeats1_reg != nbexp1_reg;
-    hdr_bad2_reg <= hdr_bad1_reg;
     job_bad2_reg <= job_bad1_reg;
     dis2_reg <= dis1_reg;
     unknown2_reg <= unknown1_reg;
@@ -484,12 +467,12 @@ wire len2_bad2 = exp_big2_reg || n2_reg != exp2_reg;
 always @(posedge clk) begin
     v3_reg <= v2_reg;
     bundle3_reg <= bundle2_reg;
-    rx3_reg <= rx2_reg;
+    rx3_reg <= rx2;
     op3_reg <= op2_reg;
     drop3_reg <= 7'd0;
-    if (len_bad2_reg) begin
+    if (len_bad2) begin
         drop3_reg[0] <= 1'b1;
-    end else if (hdr_bad2_reg) begin
+    end else if (hdr_bad2) begin
         drop3_reg[1] <= 1'b1;
     end else if (job_bad2_reg) begin
         drop3_reg[2] <= 1'b1;

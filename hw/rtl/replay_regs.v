@@ -41,10 +41,11 @@ THE SOFTWARE.
  * declared width; CTRL bit 31 clears every counter and reads 0; a write to
  * RPL_SEED pulses seed_wr; writing 1 to RPL_RESET pulses rpl_reset.
  *
- * The identity, control and member-table registers live in
- * nrl_common_regs; this file owns the AXI4-Lite handshake, the replay
- * registers, the counters and the read pipeline. A MEMBER_PORT write that
- * nrl_common_regs refuses (neither 0 nor one-hot) answers SLVERR.
+ * The AXI4-Lite handshake is nrl_axil_regif (ready in the clock a request
+ * is taken); the identity, control and member-table registers live in
+ * nrl_common_regs; this file owns the replay registers, the counters and
+ * the read pipeline. A MEMBER_PORT write that nrl_common_regs refuses
+ * (neither 0 nor one-hot) answers SLVERR.
  *
  * Counters are 32-bit, split into two 16-bit halves with a registered carry
  * so no carry chain is longer than 16 bits; a read adds the pending carry
@@ -68,10 +69,8 @@ module replay_regs #
     /*
      * AXI4-Lite slave
      */
-    // verilator lint_off UNUSEDSIGNAL
     input  wire [11:0]      s_axil_awaddr,
     input  wire [2:0]       s_axil_awprot,
-    // verilator lint_on UNUSEDSIGNAL
     input  wire             s_axil_awvalid,
     output wire             s_axil_awready,
     input  wire [31:0]      s_axil_wdata,
@@ -81,10 +80,8 @@ module replay_regs #
     output wire [1:0]       s_axil_bresp,
     output wire             s_axil_bvalid,
     input  wire             s_axil_bready,
-    // verilator lint_off UNUSEDSIGNAL
     input  wire [11:0]      s_axil_araddr,
     input  wire [2:0]       s_axil_arprot,
-    // verilator lint_on UNUSEDSIGNAL
     input  wire             s_axil_arvalid,
     output wire             s_axil_arready,
     output wire [31:0]      s_axil_rdata,
@@ -149,19 +146,57 @@ assign seed_wr = seed_wr_reg;
 assign rpl_reset = rpl_reset_reg;
 
 // ---------------------------------------------------------------------------
-// write channel: address and data accepted together, one write at a time
+// AXI4-Lite handshake: address and data accepted together, one write at a
+// time (wr_fire); a read's word comes three clocks after it is taken
 
-reg bvalid_reg;
-reg [1:0] bresp_reg;
-wire wr_fire = s_axil_awvalid && s_axil_wvalid && !bvalid_reg;
+wire wr_fire;
+wire [11:2] wr_word;
+wire [31:0] wr_data;
+wire [3:0] wr_strb;
+wire wr_refuse;
+wire [11:2] rd_word;
+wire [2:0] rd_stage;
+wire [31:0] rd_data;
 
-assign s_axil_awready = wr_fire;
-assign s_axil_wready = wr_fire;
-assign s_axil_bresp = bresp_reg;
-assign s_axil_bvalid = bvalid_reg;
+nrl_axil_regif #(
+    .ADDR_WIDTH(12),
+    .READY_REG(0),
+    .READ_STAGES(3)
+)
+axil_regif_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axil_awaddr(s_axil_awaddr),
+    .s_axil_awprot(s_axil_awprot),
+    .s_axil_awvalid(s_axil_awvalid),
+    .s_axil_awready(s_axil_awready),
+    .s_axil_wdata(s_axil_wdata),
+    .s_axil_wstrb(s_axil_wstrb),
+    .s_axil_wvalid(s_axil_wvalid),
+    .s_axil_wready(s_axil_wready),
+    .s_axil_bresp(s_axil_bresp),
+    .s_axil_bvalid(s_axil_bvalid),
+    .s_axil_bready(s_axil_bready),
+    .s_axil_araddr(s_axil_araddr),
+    .s_axil_arprot(s_axil_arprot),
+    .s_axil_arvalid(s_axil_arvalid),
+    .s_axil_arready(s_axil_arready),
+    .s_axil_rdata(s_axil_rdata),
+    .s_axil_rresp(s_axil_rresp),
+    .s_axil_rvalid(s_axil_rvalid),
+    .s_axil_rready(s_axil_rready),
+    .wr_en(wr_fire),
+    .wr_addr(wr_word),
+    .wr_data(wr_data),
+    .wr_strb(wr_strb),
+    .wr_refuse(wr_refuse),
+    .rd_addr(rd_word),
+    .rd_stage(rd_stage),
+    .rd_data(rd_data)
+);
 
-wire [11:0] wr_addr = {s_axil_awaddr[11:2], 2'b00};
-wire [31:0] wr_mask = {{8{s_axil_wstrb[3]}}, {8{s_axil_wstrb[2]}}, {8{s_axil_wstrb[1]}}, {8{s_axil_wstrb[0]}}};
+wire [11:0] wr_addr = {wr_word, 2'b00};
+wire [31:0] wr_mask = {{8{wr_strb[3]}}, {8{wr_strb[2]}}, {8{wr_strb[1]}}, {8{wr_strb[0]}}};
 
 // merge the strobed bytes of a write into an old 32-bit value
 function [31:0] merge_bytes(input [31:0] old, input [31:0] data, input [31:0] mask);
@@ -170,7 +205,7 @@ endfunction
 
 // merged write values; only each register's width is kept
 // verilator lint_off UNUSEDSIGNAL
-wire [31:0] rst_w = merge_bytes(32'd0, s_axil_wdata, wr_mask);
+wire [31:0] rst_w = merge_bytes(32'd0, wr_data, wr_mask);
 // verilator lint_on UNUSEDSIGNAL
 
 // identity, control and member-table registers
@@ -179,7 +214,6 @@ wire wr_clear;
 wire [1:0] ctrl;
 wire wr_job_id;
 wire wr_port_ok;  // the replay engine has no port register of its own
-wire wr_refuse;
 wire [31:0] mcast_ip;
 // verilator lint_on UNUSEDSIGNAL
 wire [32*32-1:0] ctl_words;
@@ -194,9 +228,9 @@ common_regs_inst (
     .clk(clk),
     .rst(rst),
     .wr_en(wr_fire),
-    .wr_addr(s_axil_awaddr[11:2]),
-    .wr_data(s_axil_wdata),
-    .wr_strb(s_axil_wstrb),
+    .wr_addr(wr_word),
+    .wr_data(wr_data),
+    .wr_strb(wr_strb),
     .wr_clear(wr_clear),
     .wr_job_id(wr_job_id),
     .wr_refuse(wr_refuse),
@@ -240,16 +274,11 @@ counter_bank_inst (
 always @(posedge clk) begin
     seed_wr_reg <= 1'b0;
     rpl_reset_reg <= 1'b0;
-    if (s_axil_bready) begin
-        bvalid_reg <= 1'b0;
-    end
 
     if (wr_fire) begin
-        bvalid_reg <= 1'b1;
-        bresp_reg <= wr_refuse ? 2'b10 : 2'b00;
         case (wr_addr)
             REG_RPL_SEED: begin
-                seed_reg <= merge_bytes(seed_reg, s_axil_wdata, wr_mask);
+                seed_reg <= merge_bytes(seed_reg, wr_data, wr_mask);
                 seed_wr_reg <= 1'b1;
             end
             REG_RPL_RESET: rpl_reset_reg <= rst_w[0];
@@ -263,32 +292,20 @@ always @(posedge clk) begin
         seed_reg <= RST_RPL_SEED;
         seed_wr_reg <= 1'b0;
         rpl_reset_reg <= 1'b0;
-        bvalid_reg <= 1'b0;
-        bresp_reg <= 2'b00;
     end
 end
 
 // ---------------------------------------------------------------------------
-// read channel: accept; stage 1 selects within each group (control and replay,
-// member table, counters); stage 2 picks the group; stage 3 adds the counter carry
+// read pipeline behind nrl_axil_regif: stage 1 (rd_stage[0]) selects within
+// each group (control and replay, member table, counters); stage 2
+// (rd_stage[1]) picks the group; stage 3 adds the counter carry (rd_data,
+// sampled with rd_stage[2])
 
-reg        rd_s1_reg;
-reg [11:0] rd_addr_reg;
-reg        rd_s2_reg;
-reg        rd_s3_reg;
+wire [11:0] rd_addr = {rd_word, 2'b00};  // holds still until the read has answered
 reg [1:0]  rd_grp_reg;
 reg [31:0] rd_ctl_reg, rd_mem_reg;
 reg [31:0] rd_raw_reg;
 reg        rd_c_reg;
-reg        rvalid_reg;
-reg [31:0] rdata_reg;
-
-wire rd_fire = s_axil_arvalid && !rd_s1_reg && !rd_s2_reg && !rd_s3_reg && !rvalid_reg;
-
-assign s_axil_arready = rd_fire;
-assign s_axil_rdata = rdata_reg;
-assign s_axil_rresp = 2'b00;
-assign s_axil_rvalid = rvalid_reg;
 
 reg [31:0] rd_ctl;
 reg [31:0] rd_mem;
@@ -296,7 +313,7 @@ reg [1:0]  rd_grp;    // 0 none, 1 control and replay, 2 member table, 3 counter
 
 always @* begin
     rd_ctl = 32'd0;
-    case (rd_addr_reg)
+    case (rd_addr)
         REG_RPL_CAPACITY: rd_ctl = CAPACITY;
         REG_RPL_RECORD_BYTES: rd_ctl = RECORD_BYTES;
         REG_RPL_SEED: rd_ctl = seed_reg;
@@ -305,38 +322,31 @@ always @* begin
         REG_RPL_TOTAL_LO: rd_ctl = rpl_total[31:0];
         REG_RPL_TOTAL_HI: rd_ctl = rpl_total[63:32];
         // identity and control block: word address[6:2] of 0x000-0x07C
-        default: rd_ctl = rd_addr_reg[11:7] != 5'd0 ? 32'd0 : ctl_words[32*rd_addr_reg[6:2] +: 32];
+        default: rd_ctl = rd_addr[11:7] != 5'd0 ? 32'd0 : ctl_words[32*rd_addr[6:2] +: 32];
     endcase
 
-    rd_mem = member_words[32*rd_addr_reg[6:2] +: 32];
+    rd_mem = member_words[32*rd_addr[6:2] +: 32];
 
-    if (rd_addr_reg[11:8] == 4'h0) begin
+    if (rd_addr[11:8] == 4'h0) begin
         rd_grp = 2'd1;
-    end else if (rd_addr_reg[11:7] == 5'b00010) begin
+    end else if (rd_addr[11:7] == 5'b00010) begin
         rd_grp = 2'd2;
-    end else if (rd_addr_reg[11:7] == REG_CNT_WINDOW[11:7] && cnt_rd_hit) begin
+    end else if (rd_addr[11:7] == REG_CNT_WINDOW[11:7] && cnt_rd_hit) begin
         rd_grp = 2'd3;
     end else begin
         rd_grp = 2'd0;
     end
 end
 
-// the counter word (rd_addr_reg holds still until the read has answered)
-assign cnt_rd_word = rd_addr_reg[6:2];
+assign cnt_rd_word = rd_addr[6:2];
 
 always @(posedge clk) begin
-    if (rd_fire) begin
-        rd_addr_reg <= {s_axil_araddr[11:2], 2'b00};
-    end
-    rd_s1_reg <= rd_fire;
-    rd_s2_reg <= rd_s1_reg;
-    rd_s3_reg <= rd_s2_reg;
-    if (rd_s1_reg) begin
+    if (rd_stage[0]) begin
         rd_grp_reg <= rd_grp;
         rd_ctl_reg <= rd_ctl;
         rd_mem_reg <= rd_mem;
     end
-    if (rd_s2_reg) begin
+    if (rd_stage[1]) begin
         case (rd_grp_reg)
             2'd1: rd_raw_reg <= rd_ctl_reg;
             2'd2: rd_raw_reg <= rd_mem_reg;
@@ -345,20 +355,13 @@ always @(posedge clk) begin
         endcase
         rd_c_reg <= rd_grp_reg == 2'd3 && cnt_rd_carry;
     end
-    if (rd_s3_reg) begin
-        rdata_reg <= {rd_raw_reg[31:16] + {15'd0, rd_c_reg}, rd_raw_reg[15:0]};
-        rvalid_reg <= 1'b1;
-    end else if (s_axil_rready) begin
-        rvalid_reg <= 1'b0;
-    end
-
-    if (rst) begin
-        rd_s1_reg <= 1'b0;
-        rd_s2_reg <= 1'b0;
-        rd_s3_reg <= 1'b0;
-        rvalid_reg <= 1'b0;
-    end
 end
+
+assign rd_data = {rd_raw_reg[31:16] + {15'd0, rd_c_reg}, rd_raw_reg[15:0]};
+
+// verilator lint_off UNUSEDSIGNAL
+wire unused_rd_stage = rd_stage[2];
+// verilator lint_on UNUSEDSIGNAL
 
 endmodule
 

@@ -1,0 +1,651 @@
+// SPDX-License-Identifier: MIT
+/*
+
+Copyright (c) 2025 netfpga-rl contributors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in
+all copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+THE SOFTWARE.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Replay engine executor: runs the accepted requests against the record
+ * memory and the sum tree, one at a time, in arrival order.
+ *
+ * Pops one meta entry of replay_ingress at a time (with its payload beats):
+ *
+ *   PUSH    the 64-byte priority block is held; then the records go to
+ *           the record memory (one beat per clock) while their leaves
+ *           wp.. go to the sum tree (one per clock); then wp and size
+ *           advance, a request context is written and a PUSH_ACK entry
+ *           enters the response queue
+ *   UPDATE  one (index, priority) pair per clock to the sum tree; a pair
+ *           with index >= size is counted and left out
+ *   SAMPLE  one xorshift32 draw per clock to the draw multiplier
+ *           (replay_mul), which feeds the sum tree descent; each result
+ *           enters the response queue
+ *   dropped frame: its payload beats are skipped
+ *
+ * Ordering: the sum tree is either updating or descending, never both. A
+ * SAMPLE_REQ waits until the updates before it have left the update
+ * pipeline (upd_busy); an UPDATE or PUSH waits until the samples before it
+ * have left the descent pipeline (its own in-flight count and q_busy); a
+ * PUSH also waits until the response queue is empty, i.e. the responder
+ * has read every record it will overwrite. A REPLAY_RESET waits for an
+ * idle executor and an empty tree pipeline, then clears the tree.
+ *
+ * The engine around it holds the storage the executor shares with the
+ * responder: the record memory (written here from pl_data, read by the
+ * responder), the request contexts (what a reply echoes: written here,
+ * CTX_TAG_W bits of tag, released by the responder with ctx_free) and the
+ * response queue (entries pushed here, popped by the responder; the
+ * executor reserves an entry per sample or ack and rq_pop releases it).
+ *
+ * Request context (LSB first): size, total (the sampled distribution's
+ * size and sum), count, csum, seq, worker, port, udp_src, ip_src, eth_src.
+ * Response queue entry (LSB first): prio, index, i (sample number), tag,
+ * last (last entry of the request), ack (PUSH_ACK, else a sample).
+ * Draw side band (LSB first): uniform, last, i, tag.
+ */
+module replay_executor #
+(
+    // Width of AXI stream data in bits (256 or 512)
+    parameter DATA_WIDTH = 256,
+    // Replay capacity C in records (power of two, 4 .. 65536)
+    parameter CAPACITY = 16384,
+    // Record size R in bytes (multiple of 64)
+    parameter RECORD_BYTES = 128,
+    // log2 of the number of request contexts
+    parameter CTX_TAG_W = 2,
+    // log2 of the response queue depth
+    parameter RESP_Q_ADDR_W = 7,
+    // log2(C) (computed; do not override)
+    parameter INDEX_W = $clog2(CAPACITY),
+    // Width of sums, 32 + log2(C) (computed; do not override)
+    parameter SUM_W = 32 + INDEX_W,
+    // Record memory address width (computed; do not override)
+    parameter REC_ADDR_W = INDEX_W + (RECORD_BYTES > DATA_WIDTH/8 ? $clog2(RECORD_BYTES*8/DATA_WIDTH) : 1),
+    // Width of the ingress meta entry (computed; do not override)
+    parameter META_WIDTH = 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + $clog2((64 + 16*RECORD_BYTES)/(DATA_WIDTH/8) + 1),
+    // Width of a request context (computed; do not override)
+    parameter CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1),
+    // Width of a response queue entry (computed; do not override)
+    parameter RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 6 + INDEX_W + 32,
+    // Width of the draw side band (computed; do not override)
+    parameter SMP_USER_W = CTX_TAG_W + 6 + 1 + 1
+)
+(
+    input  wire                     clk,
+    input  wire                     rst,
+
+    /*
+     * Configuration
+     */
+    input  wire                     rpl_reset,
+    input  wire [31:0]              seed,
+    input  wire                     seed_wr,
+
+    /*
+     * Occupancy: records held and the next slot written
+     */
+    output wire [INDEX_W:0]         size,
+    output wire [INDEX_W-1:0]       wptr,
+
+    /*
+     * Payload beats and meta entries in (replay_ingress)
+     */
+    input  wire [DATA_WIDTH-1:0]    pl_data,
+    input  wire                     pl_valid,
+    output wire                     pl_ready,
+    input  wire [META_WIDTH-1:0]    meta_data,
+    input  wire                     meta_valid,
+    output wire                     meta_ready,
+
+    /*
+     * Record memory write port (the data is pl_data)
+     */
+    output wire                     rec_we,
+    output wire [REC_ADDR_W-1:0]    rec_waddr,
+
+    /*
+     * Sum tree (replay_sum_tree): clear, updates, descent results
+     */
+    output wire                     tree_clear,
+    input  wire                     tree_clearing,
+    output wire                     upd_valid,
+    output wire [INDEX_W-1:0]       upd_index,
+    output wire [31:0]              upd_prio,
+    input  wire                     upd_busy,
+    input  wire                     q_busy,
+    input  wire [SUM_W-1:0]         tree_total,
+    input  wire                     r_valid,
+    input  wire [INDEX_W-1:0]       r_index,
+    input  wire [31:0]              r_prio,
+    // verilator lint_off UNUSEDSIGNAL
+    input  wire [SMP_USER_W-1:0]    r_user,  // bit 0 (uniform) is used before the tree
+    // verilator lint_on UNUSEDSIGNAL
+
+    /*
+     * Draws out (replay_mul, then the sum tree descent)
+     */
+    output wire                     mul_valid,
+    output wire [37:0]              mul_a,
+    output wire [47:0]              mul_b,
+    output wire [SMP_USER_W-1:0]    mul_user,
+
+    /*
+     * Request contexts: write port, release by the responder
+     */
+    output wire                     ctx_we,
+    output wire [CTX_TAG_W-1:0]     ctx_waddr,
+    output wire [CTX_WIDTH-1:0]     ctx_wdata,
+    input  wire                     ctx_free,
+
+    /*
+     * Response queue: push, pop by the responder (releases a reserved entry)
+     */
+    output wire                     rq_push,
+    output wire [RESP_ENTRY_W-1:0]  rq_push_data,
+    input  wire                     rq_pop,
+
+    /*
+     * Status: state (0 when idle), counter pulses
+     */
+    output wire [3:0]               state,
+    output wire                     stat_empty,
+    output wire                     stat_bad_update
+);
+
+localparam BEAT_BYTES = DATA_WIDTH / 8;
+localparam HDR_BEATS = 64 / BEAT_BYTES;
+localparam REC_BEATS = RECORD_BYTES / BEAT_BYTES;
+localparam REC_BEAT_W = REC_ADDR_W - INDEX_W;
+localparam PAIRS_PER_BEAT = BEAT_BYTES / 8;                 // UPDATE pairs per beat
+localparam PAIR_LANE_W = $clog2(PAIRS_PER_BEAT);
+localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BEAT_BYTES;
+localparam PL_BEATS_W = $clog2(MAX_PL_BEATS + 1);
+localparam RESP_Q_DEPTH = 2**RESP_Q_ADDR_W;
+
+// verilator lint_off UNUSEDPARAM
+`include "nrl_regs.vh"  // RST_RPL_SEED
+// verilator lint_on UNUSEDPARAM
+
+localparam HDR_BEATS_M1 = HDR_BEATS - 1;
+localparam REC_BEATS_M1 = REC_BEATS - 1;
+localparam PAIRS_PER_BEAT_M1 = PAIRS_PER_BEAT - 1;
+localparam [PL_BEATS_W-1:0] PB_LAST = HDR_BEATS_M1[PL_BEATS_W-1:0];  // last beat of the priority block
+localparam [REC_BEAT_W-1:0] REC_LAST = REC_BEATS_M1[REC_BEAT_W-1:0];
+localparam [INDEX_W:0] CAP_B = CAPACITY[INDEX_W:0];
+// size + count of a PUSH (at most C + 31) fits in SIZE_ADD_W bits
+localparam SIZE_ADD_W = (INDEX_W > 5 ? INDEX_W : 5) + 1;
+localparam [SIZE_ADD_W-1:0] CAP_S = CAPACITY[SIZE_ADD_W-1:0];
+localparam [PAIR_LANE_W-1:0] PAIR_LANE_LAST = PAIRS_PER_BEAT_M1[PAIR_LANE_W-1:0];
+
+initial begin
+    if (META_WIDTH != 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W) begin
+        $error("Error: META_WIDTH must be the ingress meta entry width (instance %m)");
+        $finish;
+    end
+    if (REC_BEAT_W != (REC_BEATS > 1 ? $clog2(REC_BEATS) : 1)) begin
+        $error("Error: REC_ADDR_W must be log2(C) + the record beat bits (instance %m)");
+        $finish;
+    end
+end
+
+// meta entry fields
+wire [PL_BEATS_W-1:0] m_plb = meta_data[0 +: PL_BEATS_W];
+localparam MO_PORT = PL_BEATS_W;
+localparam MO_UDP = MO_PORT + 8;
+localparam MO_IP = MO_UDP + 16;
+localparam MO_ETH = MO_IP + 32;
+localparam MO_CNT = MO_ETH + 48;
+localparam MO_SEQ = MO_CNT + 8;
+localparam MO_W = MO_SEQ + 32;
+localparam MO_PRIO = MO_W + 3;
+localparam MO_OP = MO_PRIO + 1;
+localparam MO_CSUM = MO_OP + 2;
+localparam MO_OK = MO_CSUM + 16;
+wire [7:0] m_count = meta_data[MO_CNT +: 8];
+wire m_prio = meta_data[MO_PRIO];
+wire [1:0] m_op = meta_data[MO_OP +: 2];
+wire m_ok = meta_data[MO_OK];
+
+// ---------------------------------------------------------------------------
+// sum tree updates
+
+reg tree_clear_int;
+reg tu_v_reg, tu_v_next;
+reg tu_check_reg, tu_check_next;
+reg [31:0] tu_idx_reg, tu_idx_next;
+reg [31:0] tu_prio_reg, tu_prio_next;
+reg [INDEX_W-1:0] wp_reg, wp_next;
+reg [INDEX_W:0] size_reg, size_next;
+wire tu_bad = tu_check_reg && (tu_idx_reg[31:INDEX_W+1] != 0 || tu_idx_reg[INDEX_W:0] >= size_reg);
+
+assign tree_clear = tree_clear_int;
+assign upd_valid = tu_v_reg && !tu_bad;
+assign upd_index = tu_idx_reg[INDEX_W-1:0];
+assign upd_prio = tu_prio_reg;
+assign stat_bad_update = tu_v_reg && tu_bad;
+assign size = size_reg;
+assign wptr = wp_reg;
+
+// ---------------------------------------------------------------------------
+// request contexts and response queue entries in use
+
+reg ctx_we_int;
+reg [CTX_WIDTH-1:0] ctx_wd;
+reg [CTX_TAG_W-1:0] ctx_wr_reg, ctx_wr_next;
+reg [CTX_TAG_W:0] ctx_used_reg;
+
+assign ctx_we = ctx_we_int;
+assign ctx_waddr = ctx_wr_reg;
+assign ctx_wdata = ctx_wd;
+
+always @(posedge clk) begin
+    ctx_used_reg <= ctx_used_reg + {{CTX_TAG_W{1'b0}}, ctx_we_int} - {{CTX_TAG_W{1'b0}}, ctx_free};
+    if (rst) begin
+        ctx_used_reg <= {CTX_TAG_W+1{1'b0}};
+    end
+end
+
+wire ctx_room = ctx_used_reg < 2**CTX_TAG_W;
+
+// entries reserved: samples issued or queued, acks queued; released when the
+// responder has issued the frame's last beat
+reg [RESP_Q_ADDR_W+1:0] rq_used_reg;
+reg rq_take;
+// samples between issue and the tree output
+reg [7:0] inflight_reg;
+reg smp_issue;
+
+always @(posedge clk) begin
+    rq_used_reg <= rq_used_reg + {{RESP_Q_ADDR_W+1{1'b0}}, rq_take} - {{RESP_Q_ADDR_W+1{1'b0}}, rq_pop};
+    inflight_reg <= inflight_reg + {7'd0, smp_issue} - {7'd0, r_valid};
+    if (rst) begin
+        rq_used_reg <= {RESP_Q_ADDR_W+2{1'b0}};
+        inflight_reg <= 8'd0;
+    end
+end
+
+// ---------------------------------------------------------------------------
+// state machine
+
+reg pl_ready_int;
+reg meta_ready_int;
+reg rec_we_int;
+reg [REC_ADDR_W-1:0] rec_wa;
+reg mul_in_valid;
+reg [37:0] mul_in_a;
+reg [47:0] mul_in_b;
+reg [SMP_USER_W-1:0] mul_in_user;
+reg rq_push_int;
+reg [RESP_ENTRY_W-1:0] rq_push_data_int;
+
+assign pl_ready = pl_ready_int;
+assign meta_ready = meta_ready_int;
+assign rec_we = rec_we_int;
+assign rec_waddr = rec_wa;
+assign mul_valid = mul_in_valid;
+assign mul_a = mul_in_a;
+assign mul_b = mul_in_b;
+assign mul_user = mul_in_user;
+assign rq_push = rq_push_int;
+assign rq_push_data = rq_push_data_int;
+assign stat_empty = stat_empty_int;
+
+localparam [3:0]
+    S_IDLE = 4'd0,
+    S_SKIP = 4'd1,
+    S_PUSH_WAIT = 4'd2,
+    S_PUSH_BLK = 4'd3,
+    S_PUSH_REC = 4'd4,
+    S_PUSH_END = 4'd5,
+    S_UPD_WAIT = 4'd6,
+    S_UPD = 4'd7,
+    S_SMP_WAIT = 4'd8,
+    S_SMP_SETUP = 4'd9,
+    S_SMP_ISSUE = 4'd10;
+
+reg [3:0] state_reg, state_next;
+
+assign state = state_reg;
+
+reg [PL_BEATS_W-1:0] cnt_reg, cnt_next;
+reg [INDEX_W:0] size_sat_reg;  // min(size + count, C) for the PUSH in progress
+reg [2*DATA_WIDTH-1:0] blk_reg, blk_next;  // the priority block (first 64 bytes)
+reg [4:0] rec_j_reg, rec_j_next;
+reg [REC_BEAT_W-1:0] rec_b_reg, rec_b_next;
+reg [INDEX_W-1:0] rec_idx_reg, rec_idx_next;
+reg [4:0] tu_j_reg, tu_j_next;
+reg [7:0] pair_reg, pair_next;
+reg [7:0] left_reg, left_next;  // pairs or samples still to go in this request
+wire left_last = left_reg == 8'd1;
+reg [31:0] rng_reg, rng_next;
+reg [SUM_W-1:0] y_reg, y_next;  // the draw scale: segment (prioritized) or size (uniform)
+reg [6:0] smp_i_reg, smp_i_next;
+reg reset_pend_reg, reset_pend_next;
+reg stat_empty_int;
+
+function [31:0] xorshift32(input [31:0] x);
+    reg [31:0] t;
+    begin
+        t = x ^ (x << 13);
+        t = t ^ (t >> 17);
+        xorshift32 = t ^ (t << 5);
+    end
+endfunction
+
+// log2 of a power-of-two batch size 1..64
+// verilator lint_off UNUSEDSIGNAL
+function [2:0] log2b(input [7:0] b);
+    begin
+        log2b = b[1] ? 3'd1 : b[2] ? 3'd2 : b[3] ? 3'd3 : b[4] ? 3'd4 :
+                b[5] ? 3'd5 : b[6] ? 3'd6 : 3'd0;
+    end
+endfunction
+// verilator lint_on UNUSEDSIGNAL
+
+wire [CTX_WIDTH-1:0] ctx_common = {meta_data[MO_ETH +: 48], meta_data[MO_IP +: 32],
+                                   meta_data[MO_UDP +: 16], meta_data[MO_PORT +: 8],
+                                   meta_data[MO_W +: 3], meta_data[MO_SEQ +: 32],
+                                   meta_data[MO_CSUM +: 16], m_count, {SUM_W{1'b0}}, {INDEX_W+1{1'b0}}};
+
+// registered: the tree and size are stable for at least one clock when a SAMPLE_REQ
+// reaches S_SMP_SETUP (it waits for the update pipeline to drain first)
+reg size_zero_reg, total_zero_reg;
+wire m_empty = size_zero_reg || (m_prio && total_zero_reg);
+wire [SUM_W-1:0] seg = tree_total >> log2b(m_count);
+// verilator lint_off UNUSEDSIGNAL
+wire [31:0] size_add32 = {{31-INDEX_W{1'b0}}, size_reg} + {27'd0, m_count[4:0]};
+wire [31:0] wp_plus_j = {{32-INDEX_W{1'b0}}, wp_reg} + {27'd0, tu_j_reg};
+wire [31:0] wp_plus_k = {{32-INDEX_W{1'b0}}, wp_reg} + {27'd0, m_count[4:0]};
+// verilator lint_on UNUSEDSIGNAL
+wire [INDEX_W:0] size_add = size_add32[INDEX_W:0];
+wire [PAIR_LANE_W-1:0] pair_lane = pair_reg[PAIR_LANE_W-1:0];
+wire [63:0] pair_data = pl_data[pair_lane*64 +: 64];
+
+always @* begin
+    state_next = state_reg;
+    cnt_next = cnt_reg;
+    blk_next = blk_reg;
+    rec_j_next = rec_j_reg;
+    rec_b_next = rec_b_reg;
+    rec_idx_next = rec_idx_reg;
+    tu_j_next = tu_j_reg;
+    pair_next = pair_reg;
+    left_next = left_reg;
+    rng_next = rng_reg;
+    y_next = y_reg;
+    smp_i_next = smp_i_reg;
+    wp_next = wp_reg;
+    size_next = size_reg;
+    ctx_wr_next = ctx_wr_reg;
+    reset_pend_next = reset_pend_reg || rpl_reset;
+
+    tu_v_next = 1'b0;
+    tu_check_next = 1'b0;
+    tu_idx_next = tu_idx_reg;
+    tu_prio_next = tu_prio_reg;
+
+    pl_ready_int = 1'b0;
+    meta_ready_int = 1'b0;
+    rec_we_int = 1'b0;
+    rec_wa = {rec_idx_reg, rec_b_reg};
+    tree_clear_int = 1'b0;
+    ctx_we_int = 1'b0;
+    ctx_wd = ctx_common;
+    rq_take = 1'b0;
+    smp_issue = 1'b0;
+    stat_empty_int = 1'b0;
+    mul_in_valid = 1'b0;
+    mul_in_a = {6'd0, xorshift32(rng_reg)};
+    mul_in_b = {{48-SUM_W{1'b0}}, y_reg};
+    mul_in_user = {ctx_wr_reg, smp_i_reg[5:0], 1'b0, !m_prio};
+
+    case (state_reg)
+        S_IDLE: begin
+            if (reset_pend_reg) begin
+                // empty the memory once nothing is in flight
+                if (!upd_busy && !tu_v_reg && inflight_reg == 0 && !q_busy) begin
+                    tree_clear_int = 1'b1;
+                    wp_next = {INDEX_W{1'b0}};
+                    size_next = {INDEX_W+1{1'b0}};
+                    reset_pend_next = rpl_reset;
+                end
+            end else if (!tree_clearing && meta_valid) begin
+                if (!m_ok) begin
+                    if (m_plb == 0) begin
+                        meta_ready_int = 1'b1;
+                    end else begin
+                        cnt_next = m_plb;
+                        state_next = S_SKIP;
+                    end
+                end else if (m_op == 2'd0) begin
+                    state_next = S_PUSH_WAIT;
+                end else if (m_op == 2'd1) begin
+                    state_next = S_SMP_WAIT;
+                end else if (inflight_reg == 0 && !q_busy) begin
+                    // UPDATE with the descent pipeline already empty: start now
+                    pair_next = 8'd0;
+                    left_next = m_count;
+                    state_next = S_UPD;
+                end else begin
+                    state_next = S_UPD_WAIT;
+                end
+            end
+        end
+        S_SKIP: begin
+            pl_ready_int = 1'b1;
+            if (pl_valid) begin
+                cnt_next = cnt_reg - 1'b1;
+                if (cnt_reg == 1) begin
+                    meta_ready_int = 1'b1;
+                    state_next = S_IDLE;
+                end
+            end
+        end
+        S_PUSH_WAIT: begin
+            if (inflight_reg == 0 && !q_busy && rq_used_reg == 0 && ctx_room) begin
+                cnt_next = {PL_BEATS_W{1'b0}};
+                state_next = S_PUSH_BLK;
+            end
+        end
+        S_PUSH_BLK: begin
+            pl_ready_int = 1'b1;
+            if (pl_valid) begin
+                if (cnt_reg[0]) begin
+                    blk_next[DATA_WIDTH +: DATA_WIDTH] = pl_data;
+                end else begin
+                    blk_next[0 +: DATA_WIDTH] = pl_data;
+                end
+                cnt_next = cnt_reg + 1'b1;
+                if (cnt_reg == PB_LAST) begin
+                    rec_j_next = 5'd0;
+                    rec_b_next = {REC_BEAT_W{1'b0}};
+                    rec_idx_next = wp_reg;
+                    tu_j_next = 5'd0;
+                    state_next = S_PUSH_REC;
+                end
+            end
+        end
+        S_PUSH_REC: begin
+            // record beats
+            if (rec_j_reg != m_count[4:0]) begin
+                pl_ready_int = 1'b1;
+                if (pl_valid) begin
+                    rec_we_int = 1'b1;
+                    if (rec_b_reg == REC_LAST) begin
+                        rec_b_next = {REC_BEAT_W{1'b0}};
+                        rec_j_next = rec_j_reg + 1'b1;
+                        rec_idx_next = rec_idx_reg + 1'b1;
+                    end else begin
+                        rec_b_next = rec_b_reg + 1'b1;
+                    end
+                end
+            end
+            // leaves, one per clock
+            if (tu_j_reg != m_count[4:0]) begin
+                tu_v_next = 1'b1;
+                tu_idx_next = {{32-INDEX_W{1'b0}}, wp_plus_j[INDEX_W-1:0]};
+                tu_prio_next = blk_reg[tu_j_reg[3:0]*32 +: 32];
+                tu_j_next = tu_j_reg + 1'b1;
+            end
+            if (rec_j_reg == m_count[4:0] && tu_j_reg == m_count[4:0]) begin
+                state_next = S_PUSH_END;
+            end
+        end
+        S_PUSH_END: begin
+            ctx_we_int = 1'b1;
+            ctx_wr_next = ctx_wr_reg + 1'b1;
+            rq_take = 1'b1;
+            wp_next = wp_plus_k[INDEX_W-1:0];
+            size_next = size_sat_reg;
+            meta_ready_int = 1'b1;
+            state_next = S_IDLE;
+        end
+        S_UPD_WAIT: begin
+            if (inflight_reg == 0 && !q_busy) begin
+                pair_next = 8'd0;
+                left_next = m_count;
+                state_next = S_UPD;
+            end
+        end
+        S_UPD: begin
+            if (pl_valid) begin
+                tu_v_next = 1'b1;
+                tu_check_next = 1'b1;
+                tu_idx_next = pair_data[31:0];
+                tu_prio_next = pair_data[63:32];
+                pair_next = pair_reg + 1'b1;
+                left_next = left_reg - 8'd1;
+                if (pair_lane == PAIR_LANE_LAST || left_last) begin
+                    pl_ready_int = 1'b1;
+                end
+                if (left_last) begin
+                    meta_ready_int = 1'b1;
+                    state_next = S_IDLE;
+                end
+            end
+        end
+        S_SMP_WAIT: begin
+            if (!upd_busy && !tu_v_reg && ctx_room) begin
+                state_next = S_SMP_SETUP;
+            end
+        end
+        S_SMP_SETUP: begin
+            if (m_empty) begin
+                stat_empty_int = 1'b1;
+                meta_ready_int = 1'b1;
+                state_next = S_IDLE;
+            end else begin
+                y_next = m_prio ? seg : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
+                ctx_we_int = 1'b1;
+                ctx_wd[INDEX_W+1 +: SUM_W] = m_prio ? tree_total : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
+                ctx_wd[0 +: INDEX_W+1] = size_reg;
+                smp_i_next = 7'd0;
+                left_next = m_count;
+                state_next = S_SMP_ISSUE;
+            end
+        end
+        S_SMP_ISSUE: begin
+            if (rq_used_reg < RESP_Q_DEPTH) begin
+                smp_issue = 1'b1;
+                rq_take = 1'b1;
+                rng_next = xorshift32(rng_reg);
+                mul_in_valid = 1'b1;
+                mul_in_a = {m_prio ? smp_i_reg[5:0] : 6'd0, rng_next};
+                smp_i_next = smp_i_reg + 1'b1;
+                left_next = left_reg - 8'd1;
+                if (left_last) begin
+                    mul_in_user[1] = 1'b1;  // last sample of the request
+                    ctx_wr_next = ctx_wr_reg + 1'b1;
+                    meta_ready_int = 1'b1;
+                    state_next = S_IDLE;
+                end
+            end
+        end
+        default: begin
+            state_next = S_IDLE;
+        end
+    endcase
+
+    if (seed_wr) begin
+        rng_next = seed == 0 ? RST_RPL_SEED : seed;
+    end
+end
+
+always @(posedge clk) begin
+    state_reg <= state_next;
+    cnt_reg <= cnt_next;
+    blk_reg <= blk_next;
+    rec_j_reg <= rec_j_next;
+    rec_b_reg <= rec_b_next;
+    rec_idx_reg <= rec_idx_next;
+    tu_j_reg <= tu_j_next;
+    pair_reg <= pair_next;
+    left_reg <= left_next;
+    rng_reg <= rng_next;
+    y_reg <= y_next;
+    smp_i_reg <= smp_i_next;
+    wp_reg <= wp_next;
+    size_reg <= size_next;
+    ctx_wr_reg <= ctx_wr_next;
+    reset_pend_reg <= reset_pend_next;
+    tu_v_reg <= tu_v_next;
+    tu_check_reg <= tu_check_next;
+    tu_idx_reg <= tu_idx_next;
+    tu_prio_reg <= tu_prio_next;
+    size_sat_reg <= size_add32[SIZE_ADD_W-1:0] > CAP_S ? CAP_B : size_add;
+    size_zero_reg <= size_reg == 0;
+    total_zero_reg <= tree_total == 0;
+
+    if (rst) begin
+        state_reg <= S_IDLE;
+        wp_reg <= {INDEX_W{1'b0}};
+        size_reg <= {INDEX_W+1{1'b0}};
+        rng_reg <= RST_RPL_SEED;
+        ctx_wr_reg <= {CTX_TAG_W{1'b0}};
+        reset_pend_reg <= 1'b0;
+        tu_v_reg <= 1'b0;
+        tu_check_reg <= 1'b0;
+    end
+end
+
+// response queue input: the ack (executor) or a sample (tree); never both,
+// since a PUSH waits for every earlier sample to leave the tree
+always @* begin
+    rq_push_int = 1'b0;
+    rq_push_data_int = {1'b0, r_user[1], r_user[SMP_USER_W-1 -: CTX_TAG_W], r_user[7:2], r_index, r_prio};
+    if (state_reg == S_PUSH_END) begin
+        rq_push_int = 1'b1;
+        rq_push_data_int = {1'b1, 1'b1, ctx_wr_reg, 6'd0, wp_reg, 32'd0};
+    end else if (r_valid) begin
+        rq_push_int = 1'b1;
+    end
+end
+
+endmodule
+
+`resetall

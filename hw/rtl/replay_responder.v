@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: MIT
+/*
+
+Copyright (c) 2025 netfpga-rl contributors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in
+all copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+THE SOFTWARE.
+
+*/
+
+// Language: Verilog 2001
+
+`resetall
+`timescale 1ns / 1ps
+`default_nettype none
+
+/*
+ * Replay engine responder: builds the PUSH_ACK and SAMPLE_RESP frames.
+ *
+ * Takes the head of the response queue (one entry per PUSH_ACK or per
+ * sample, pushed by replay_executor) and issues one beat per clock:
+ *
+ *   PUSH_ACK     the 64-byte header (count = the records written, index =
+ *                the first slot written)
+ *   SAMPLE_RESP  the 64-byte header, the 64-byte descriptor (index,
+ *                priority, total, batch, size) and the record, read from
+ *                the record memory
+ *
+ * Addresses, ports, seq and the IPv4 checksum come from the request
+ * context the entry names (ctx_raddr, read combinationally); the switch's
+ * own MAC, IP, UDP port and job from the registers. Byte order on the bus
+ * is little endian (frame byte 0 in bits 7:0).
+ *
+ * Pipeline: the header and descriptor beats are formed from the queue head
+ * in G1 while the record memory read (rec_raddr, registered read, data one
+ * clock later on rec_rdata) runs alongside; G1 then enters the output FIFO
+ * (nrl_fifo, 16 beats). Beats are issued only with room in the output FIFO
+ * (a registered credit count), so m_axis_tready backpressure stops the
+ * responder without a combinational path to the queue. When a frame's last
+ * beat is issued the entry is popped (rq_pop) and, at a request's last
+ * entry, its context released (ctx_free).
+ *
+ * Response queue entry and request context: see replay_executor.
+ * TUSER[31:24] = the requester's ingress port, TUSER[15:0] = frame length.
+ */
+module replay_responder #
+(
+    // Width of AXI stream data in bits (256 or 512)
+    parameter DATA_WIDTH = 256,
+    // Width of AXI stream tkeep in bits
+    parameter KEEP_WIDTH = DATA_WIDTH/8,
+    // Width of AXI stream tuser in bits (SUME layout)
+    parameter USER_WIDTH = 128,
+    // Replay capacity C in records (power of two, 4 .. 65536)
+    parameter CAPACITY = 16384,
+    // Record size R in bytes (multiple of 64)
+    parameter RECORD_BYTES = 128,
+    // log2 of the number of request contexts
+    parameter CTX_TAG_W = 2,
+    // log2(C) (computed; do not override)
+    parameter INDEX_W = $clog2(CAPACITY),
+    // Width of sums, 32 + log2(C) (computed; do not override)
+    parameter SUM_W = 32 + INDEX_W,
+    // Record memory address width (computed; do not override)
+    parameter REC_ADDR_W = INDEX_W + (RECORD_BYTES > DATA_WIDTH/8 ? $clog2(RECORD_BYTES*8/DATA_WIDTH) : 1),
+    // Width of a request context (computed; do not override)
+    parameter CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1),
+    // Width of a response queue entry (computed; do not override)
+    parameter RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 6 + INDEX_W + 32
+)
+(
+    input  wire                     clk,
+    input  wire                     rst,
+
+    /*
+     * Configuration
+     */
+    input  wire [7:0]               job_id,
+    input  wire [15:0]              udp_port,
+    input  wire [31:0]              switch_ip,
+    input  wire [47:0]              switch_mac,
+
+    /*
+     * Response queue head
+     */
+    input  wire [RESP_ENTRY_W-1:0]  rq_data,
+    input  wire                     rq_valid,
+    output wire                     rq_pop,
+
+    /*
+     * Request contexts: read port (combinational), release
+     */
+    output wire [CTX_TAG_W-1:0]     ctx_raddr,
+    input  wire [CTX_WIDTH-1:0]     ctx_rdata,
+    output wire                     ctx_free,
+
+    /*
+     * Record memory read port (data one clock after the address)
+     */
+    output wire [REC_ADDR_W-1:0]    rec_raddr,
+    input  wire [DATA_WIDTH-1:0]    rec_rdata,
+
+    /*
+     * Replies out
+     */
+    output wire [DATA_WIDTH-1:0]    m_axis_tdata,
+    output wire [KEEP_WIDTH-1:0]    m_axis_tkeep,
+    output wire                     m_axis_tvalid,
+    input  wire                     m_axis_tready,
+    output wire                     m_axis_tlast,
+    output wire [USER_WIDTH-1:0]    m_axis_tuser,
+
+    /*
+     * Counter pulses
+     */
+    output wire                     stat_tx_ack,
+    output wire                     stat_tx_resp
+);
+
+localparam BEAT_BYTES = KEEP_WIDTH;
+localparam HDR_BEATS = 64 / BEAT_BYTES;
+localparam REC_BEAT_W = REC_ADDR_W - INDEX_W;
+localparam RESP_BEATS = HDR_BEATS + HDR_BEATS + RECORD_BYTES / BEAT_BYTES;  // header, descriptor, record
+localparam OUT_ADDR_W = 4;
+
+// verilator lint_off UNUSEDPARAM
+`include "nrl_protocol.vh"  // frame and header constants of the replies
+// verilator lint_on UNUSEDPARAM
+
+localparam REC_START = 2*HDR_BEATS;
+localparam [7:0] ACK_BEATS_B = HDR_BEATS[7:0];
+localparam [7:0] RESP_BEATS_B = RESP_BEATS[7:0];
+localparam [7:0] HDR_BEATS_B = HDR_BEATS[7:0];
+localparam [7:0] REC_START_B = REC_START[7:0];
+
+initial begin
+    if (KEEP_WIDTH * 8 != DATA_WIDTH) begin
+        $error("Error: AXI stream interface requires byte (8-bit) granularity (instance %m)");
+        $finish;
+    end
+    if (USER_WIDTH < 32) begin
+        $error("Error: USER_WIDTH must hold the SUME port fields [31:16] (instance %m)");
+        $finish;
+    end
+end
+
+reg rq_pop_int;
+reg ctx_free_int;
+reg stat_tx_ack_int;
+reg stat_tx_resp_int;
+reg [REC_ADDR_W-1:0] rec_ra;
+
+assign rq_pop = rq_pop_int;
+assign ctx_free = ctx_free_int;
+assign stat_tx_ack = stat_tx_ack_int;
+assign stat_tx_resp = stat_tx_resp_int;
+assign rec_raddr = rec_ra;
+
+// ---------------------------------------------------------------------------
+// queue head and its request context
+
+wire rq_ack = rq_data[RESP_ENTRY_W-1];
+wire rq_last = rq_data[RESP_ENTRY_W-2];
+wire [CTX_TAG_W-1:0] rq_tag = rq_data[RESP_ENTRY_W-3 -: CTX_TAG_W];
+wire [5:0] rq_i = rq_data[32+INDEX_W +: 6];
+wire [INDEX_W-1:0] rq_index = rq_data[32 +: INDEX_W];
+wire [31:0] rq_prio = rq_data[31:0];
+
+assign ctx_raddr = rq_tag;
+
+wire [INDEX_W:0] c_size = ctx_rdata[0 +: INDEX_W+1];
+wire [SUM_W-1:0] c_total = ctx_rdata[INDEX_W+1 +: SUM_W];
+wire [7:0] c_count = ctx_rdata[INDEX_W+1+SUM_W +: 8];
+wire [15:0] c_csum = ctx_rdata[INDEX_W+1+SUM_W+8 +: 16];
+wire [31:0] c_seq = ctx_rdata[INDEX_W+1+SUM_W+24 +: 32];
+wire [2:0] c_w = ctx_rdata[INDEX_W+1+SUM_W+56 +: 3];
+wire [7:0] c_port = ctx_rdata[INDEX_W+1+SUM_W+59 +: 8];
+wire [15:0] c_udp = ctx_rdata[INDEX_W+1+SUM_W+67 +: 16];
+wire [31:0] c_ip = ctx_rdata[INDEX_W+1+SUM_W+83 +: 32];
+wire [47:0] c_eth = ctx_rdata[INDEX_W+1+SUM_W+115 +: 48];
+
+// ---------------------------------------------------------------------------
+// beat generation (G1) and output FIFO
+
+wire [OUT_ADDR_W+1:0] out_count;
+reg [7:0] beat_reg, beat_next;
+reg g1_v_reg;
+reg g1_rec_reg;
+reg g1_last_reg;
+reg [DATA_WIDTH-1:0] g1_data_reg;
+reg [31:0] g1_user_reg;
+
+// beats issued and not yet taken by m_axis (in G1 or in the output FIFO), registered so the
+// credit check is one compare
+reg [OUT_ADDR_W+1:0] out_used_reg;
+localparam [OUT_ADDR_W+1:0] OUT_LIMIT = (2**OUT_ADDR_W) - 2;
+wire gen_credit = out_used_reg < OUT_LIMIT;
+// last beat of the frame: compared against each constant, then selected, so
+// no subtract/compare carry chain sits between the queue head and rq_pop
+wire beat_is_last = rq_ack ? beat_reg == ACK_BEATS_B - 8'd1 : beat_reg == RESP_BEATS_B - 8'd1;
+// frame, IPv4 and UDP lengths: one constant per reply type, selected
+localparam [15:0] ACK_LEN = 16'd64;
+localparam [15:0] RESP_LEN = 16'd128 + RECORD_BYTES;
+wire [15:0] frame_len = rq_ack ? ACK_LEN : RESP_LEN;
+wire [15:0] ip_len = rq_ack ? ACK_LEN - 16'd14 : RESP_LEN - 16'd14;
+wire [15:0] udp_len = rq_ack ? ACK_LEN - 16'd34 : RESP_LEN - 16'd34;
+
+reg [511:0] hdr;
+reg [511:0] desc;
+
+// byte swaps: a big-endian field of the frame, placed at its byte offset
+// on the little-endian bus (byte 0 in bits 7:0)
+function [15:0] be16(input [15:0] v);
+    be16 = {v[7:0], v[15:8]};
+endfunction
+
+function [31:0] be32(input [31:0] v);
+    be32 = {v[7:0], v[15:8], v[23:16], v[31:24]};
+endfunction
+
+function [47:0] be48(input [47:0] v);
+    be48 = {v[7:0], v[15:8], v[23:16], v[31:24], v[39:32], v[47:40]};
+endfunction
+
+always @* begin
+    hdr = 512'd0;
+    hdr[0*8 +: 48] = be48(c_eth);
+    hdr[6*8 +: 48] = be48(switch_mac);
+    hdr[12*8 +: 16] = be16(NRL_ETHERTYPE_IPV4);
+    hdr[14*8 +: 16] = be16({NRL_IPV4_VER_IHL, 8'h00});
+    hdr[16*8 +: 16] = be16(ip_len);
+    hdr[20*8 +: 16] = be16(NRL_IP_FLAGS_DF);
+    hdr[22*8 +: 16] = be16({NRL_IP_TTL, NRL_IP_PROTO_UDP});
+    hdr[24*8 +: 16] = be16(c_csum);
+    hdr[26*8 +: 32] = be32(switch_ip);
+    hdr[30*8 +: 32] = be32(c_ip);
+    hdr[34*8 +: 16] = be16(udp_port);
+    hdr[36*8 +: 16] = be16(c_udp);
+    hdr[38*8 +: 16] = be16(udp_len);
+    hdr[42*8 +: 8] = NRL_VERSION;
+    hdr[43*8 +: 8] = rq_ack ? NRL_OP_PUSH_ACK : NRL_OP_SAMPLE_RESP;
+    hdr[44*8 +: 8] = NRL_FLAG_FROM_SWITCH;
+    hdr[45*8 +: 8] = job_id;
+    hdr[46*8 +: 16] = be16({13'd0, c_w});
+    hdr[50*8 +: 32] = be32(c_seq);
+    hdr[54*8 +: 16] = be16(rq_ack ? {8'd0, c_count} : 16'd1);
+    hdr[56*8 +: 32] = be32(rq_ack ? {{32-INDEX_W{1'b0}}, rq_index} : {26'd0, rq_i});
+
+    desc = 512'd0;
+    desc[0 +: 32] = {{32-INDEX_W{1'b0}}, rq_index};
+    desc[32 +: 32] = rq_prio;
+    desc[64 +: 64] = {{64-SUM_W{1'b0}}, c_total};
+    desc[128 +: 32] = {24'd0, c_count};
+    desc[160 +: 32] = {{31-INDEX_W{1'b0}}, c_size};
+end
+
+// verilator lint_off UNUSEDSIGNAL
+wire [7:0] rec_beat = beat_reg - REC_START_B;
+wire [7:0] desc_beat = beat_reg - HDR_BEATS_B;
+// verilator lint_on UNUSEDSIGNAL
+// which half of the 64-byte header / descriptor a 256-bit beat carries
+wire hdr_half = HDR_BEATS == 2 ? beat_reg[0] : 1'b0;
+wire desc_half = HDR_BEATS == 2 ? desc_beat[0] : 1'b0;
+wire gen_go = rq_valid && gen_credit;
+
+always @* begin
+    beat_next = beat_reg;
+    rq_pop_int = 1'b0;
+    ctx_free_int = 1'b0;
+    stat_tx_ack_int = 1'b0;
+    stat_tx_resp_int = 1'b0;
+    rec_ra = {rq_index, rec_beat[REC_BEAT_W-1:0]};
+    if (gen_go) begin
+        if (beat_is_last) begin
+            beat_next = 8'd0;
+            rq_pop_int = 1'b1;
+            ctx_free_int = rq_last;
+            stat_tx_ack_int = rq_ack;
+            stat_tx_resp_int = !rq_ack;
+        end else begin
+            beat_next = beat_reg + 1'b1;
+        end
+    end
+end
+
+always @(posedge clk) begin
+    beat_reg <= beat_next;
+    g1_v_reg <= gen_go;
+    g1_rec_reg <= beat_reg >= REC_START_B;
+    g1_last_reg <= beat_is_last;
+    g1_data_reg <= beat_reg < HDR_BEATS_B ? hdr[hdr_half*DATA_WIDTH +: DATA_WIDTH] :
+                   desc[desc_half*DATA_WIDTH +: DATA_WIDTH];
+    g1_user_reg <= {c_port, 8'd0, frame_len};
+    out_used_reg <= out_used_reg + {{OUT_ADDR_W+1{1'b0}}, gen_go} -
+                    {{OUT_ADDR_W+1{1'b0}}, m_axis_tvalid && m_axis_tready};
+    if (rst) begin
+        beat_reg <= 8'd0;
+        g1_v_reg <= 1'b0;
+        out_used_reg <= {OUT_ADDR_W+2{1'b0}};
+    end
+end
+
+wire [DATA_WIDTH+32:0] out_data;
+wire out_in_ready;
+
+nrl_fifo #(
+    .WIDTH(DATA_WIDTH + 33),
+    .ADDR_WIDTH(OUT_ADDR_W)
+)
+out_inst (
+    .clk(clk),
+    .rst(rst),
+    .in_data({g1_last_reg, g1_user_reg, g1_rec_reg ? rec_rdata : g1_data_reg}),
+    .in_valid(g1_v_reg),
+    .in_ready(out_in_ready),
+    .out_data(out_data),
+    .out_valid(m_axis_tvalid),
+    .out_ready(m_axis_tready),
+    .count(out_count)
+);
+
+assign m_axis_tdata = out_data[DATA_WIDTH-1:0];
+assign m_axis_tkeep = {KEEP_WIDTH{1'b1}};
+assign m_axis_tlast = out_data[DATA_WIDTH+32];
+assign m_axis_tuser = {{USER_WIDTH-32{1'b0}}, out_data[DATA_WIDTH +: 32]};
+
+// verilator lint_off UNUSEDSIGNAL
+wire unused_ok = out_in_ready | (|out_count);
+// verilator lint_on UNUSEDSIGNAL
+
+endmodule
+
+`resetall
