@@ -550,6 +550,7 @@ end
 endgenerate
 
 reg            d2_valid_reg;
+reg            d2_cfg_ok_reg;  // checks 3..10 pass
 reg            d2_fail_job_reg;
 reg            d2_fail_dis_reg;
 reg            d2_fail_unk_reg;
@@ -592,6 +593,8 @@ reg [7:0]      d2_port_reg;
 
 always @(posedge clk) begin
     d2_valid_reg <= d1_valid_reg;
+    d2_cfg_ok_reg <= !(fail_job || fail_dis || fail_unk || fail_spoof || fail_cnt || fail_len2
+                       || fail_dtype || fail_slot);
     d2_fail_job_reg <= fail_job;
     d2_fail_dis_reg <= fail_dis;
     d2_fail_unk_reg <= fail_unk;
@@ -660,7 +663,8 @@ wire pass_to_dtype = pass_to_len2 && !d2_fail_len2_reg;
 wire drop_dtype = pass_to_dtype && d2_fail_dtype_reg;
 wire pass_to_slot = pass_to_dtype && !d2_fail_dtype_reg;
 wire drop_slot = pass_to_slot && d2_fail_slot_reg;
-wire checks_ok = pass_to_slot && !d2_fail_slot_reg;
+// (checks 3..10 all passed: one register, so the reply logic sees a short chain)
+wire checks_ok = pass_to_job && d2_cfg_ok_reg;
 
 // GRADIENT, section 4 steps 1-7
 wire stale_lag = cfg_mode && (d2_lag_gt_hi_reg || (d2_lag_eq_hi_reg && d2_lag_gt_lo_reg));
