@@ -1,19 +1,28 @@
 // SPDX-License-Identifier: MIT
 // netfpga-rl native switch engine: hostdrv.model.SwitchModel in C++17, bit for bit.
 //
-// NRL_PLANT_BUG=n (tests/test_conformance.py builds a second copy with it) plants a
-// known bug so the conformance suite can show it catches one:
+// Built with -DNRL_PLANT_BUG (only tests/test_conformance.py does, into a second copy of
+// the module) the engine can plant a known bug, chosen with plant_bug(n), so the
+// conformance suite shows it catches each one:
 //   1: a NaN sum keeps its payload (no canonical NaN)
 //   2: a duplicate GRADIENT counts as LATE
 //   3: the uniform sampler draws (x * (size - 1)) >> 32
+//   4: a RESEND RESULT lacks the RESEND flag
+//   5: an UPDATE accepts index == size
+// The normal build has none of this code.
 #include "nrl_engine.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
-#ifndef NRL_PLANT_BUG
-#define NRL_PLANT_BUG 0
+#ifdef NRL_PLANT_BUG
+namespace nrl {
+int planted_bug = 0;
+}
+#define NRL_BUG(n) (::nrl::planted_bug == (n))
+#else
+#define NRL_BUG(n) false
 #endif
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -88,9 +97,7 @@ inline void fp32_add(uint32_t* acc, const uint8_t* x, uint32_t p) {
         float s = a + b;
         uint32_t bits;
         std::memcpy(&bits, &s, 4);
-#if NRL_PLANT_BUG != 1
-        if (s != s) bits = kCanonicalNan;
-#endif
+        if (s != s && !NRL_BUG(1)) bits = kCanonicalNan;
         acc[i] = bits;
     }
 }
@@ -319,11 +326,7 @@ void Engine::gradient(const uint8_t* f, uint32_t w, uint32_t slot, uint32_t r, u
     }
     const uint32_t bit = 1u << w;
     if ((c.bitmap & bit) || c.state != OPEN) {
-#if NRL_PLANT_BUG == 2
-        inc(NRL_REG_CNT_DROP_LATE);
-#else
-        inc((c.bitmap & bit) ? NRL_REG_CNT_DROP_DUPLICATE : NRL_REG_CNT_DROP_LATE);
-#endif
+        inc((c.bitmap & bit) && !NRL_BUG(2) ? NRL_REG_CNT_DROP_DUPLICATE : NRL_REG_CNT_DROP_LATE);
         if (c.state == DONE) return resend(slot, q, rx);
         if (c.state == UP && (c.bitmap & bit)) return up(slot, q);
         return;
@@ -392,7 +395,7 @@ void Engine::resend(uint32_t slot, uint32_t q, const Rx& rx) {
     inc(NRL_REG_CNT_TX_RESEND);
     const uint32_t p = R(NRL_REG_AGG_ELEMS);
     uint8_t* pl = frame(rx.eth_src, rx.ip_src, rx.udp_src, NRL_OP_RESULT,
-                        agg_flags(&c) | NRL_FLAG_RESEND, c.error ? c.culprit : 0, slot, c.round,
+                        agg_flags(&c) | (NRL_BUG(4) ? 0 : NRL_FLAG_RESEND), c.error ? c.culprit : 0, slot, c.round,
                         p, c.aux, 4 * p, c.total, rx.port);
     std::memcpy(pl, acc(slot, q), size_t(4) * p);
 }
@@ -459,11 +462,7 @@ void Engine::sample(uint32_t w, uint32_t seq, uint32_t batch, bool prioritized, 
             const unsigned __int128 prod = static_cast<unsigned __int128>(x) * seg;
             index = tree_find(uint64_t(i) * seg + uint64_t(prod >> 32));
         } else {
-#if NRL_PLANT_BUG == 3
-            index = uint32_t((uint64_t(x) * (size_ - 1)) >> 32);
-#else
-            index = uint32_t((uint64_t(x) * size_) >> 32);
-#endif
+            index = uint32_t((uint64_t(x) * (NRL_BUG(3) ? size_ - 1 : size_)) >> 32);
         }
         inc(NRL_REG_CNT_TX_SAMPLE_RESP);
         uint8_t* pl = frame(rx.eth_src, rx.ip_src, rx.udp_src, NRL_OP_SAMPLE_RESP,
@@ -484,7 +483,7 @@ void Engine::update(const uint8_t* f, uint32_t count) {
     const uint8_t* p = f + NRL_PAYLOAD_OFFSET;
     for (uint32_t k = 0; k < count; ++k) {
         const uint32_t index = le32(p + 8 * k), prio = le32(p + 8 * k + 4);
-        if (index < size_)
+        if (index < size_ + (NRL_BUG(5) ? 1 : 0))
             tree_set(index, prio);
         else
             inc(NRL_REG_CNT_DROP_BAD_INDEX);

@@ -50,6 +50,10 @@ struct RegInfo {
     bool server;
 };
 
+#ifdef NRL_PLANT_BUG
+extern int planted_bug;  // see nrl_engine.cpp
+#endif
+
 /// Register lookup by byte address; nullptr when no register lives there.
 const RegInfo* reg_info(uint32_t addr);
 /// Every register, in table order (count in *n).

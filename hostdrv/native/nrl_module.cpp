@@ -39,12 +39,11 @@ py::list egress_list(const nrl::Engine& e) {
 PYBIND11_MODULE(NRL_MODULE_NAME, m) {
     m.doc() = "netfpga-rl native switch engine (hostdrv.model.SwitchModel in C++)";
 #ifdef NRL_PLANT_BUG
-    m.attr("PLANTED_BUG") = NRL_PLANT_BUG;
-#else
-    m.attr("PLANTED_BUG") = 0;
+    // only in the copy tests/test_conformance.py builds: choose a planted bug (0: none)
+    m.def("plant_bug", [](int n) { nrl::planted_bug = n; });
 #endif
 
-    py::class_<SharedEngine, std::shared_ptr<SharedEngine>>(m, "Engine")
+    py::class_<SharedEngine, std::shared_ptr<SharedEngine>>(m, "Engine", py::module_local())
         .def(py::init([](uint32_t capacity, uint32_t record_bytes, uint32_t max_slots,
                          uint32_t max_elems, uint32_t build_hash) {
                  return std::make_shared<SharedEngine>(capacity, record_bytes, max_slots,
@@ -94,7 +93,7 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
             return v;
         });
 
-    py::class_<nrl::Server>(m, "Server")
+    py::class_<nrl::Server>(m, "Server", py::module_local())
         .def(py::init<std::shared_ptr<SharedEngine>, int, py::object>(), py::arg("engine"),
              py::arg("fd"), py::arg("control"))
         .def("serve", &nrl::Server::serve, py::arg("poll_ms") = 50,
