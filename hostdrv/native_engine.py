@@ -13,6 +13,8 @@ dict. ``tests/test_conformance.py`` holds the two to byte-for-byte agreement.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from hostdrv import regmap
@@ -26,7 +28,7 @@ except ImportError as e:  # not built (a source tree without `pip install -e .`)
 else:
     native_error = ""
 
-__all__ = ["NativeSwitchModel", "available", "native_error"]
+__all__ = ["NativeSwitchModel", "available", "native_error", "server"]
 
 _ACCESS_RW = "rw"
 
@@ -100,3 +102,15 @@ class NativeSwitchModel:
         ``src_port`` is not one-hot)."""
         check_src_port(src_port)
         return [Egress(f, p) for f, p in self._process(frame, src_port)]
+
+
+def server(model: NativeSwitchModel, fd: int, control: object, *,
+           log_arrivals: bool = False) -> object:
+    """The native socket loop (``hostdrv/native/nrl_server.cpp``) serving ``model`` on the
+    bound non-blocking UDP socket ``fd``; ``control(data, host, port) -> bytes`` answers
+    control requests. ``serve(poll_ms)`` runs it (GIL released) until ``stop()``;
+    ``stats()`` returns its figures; with ``log_arrivals``, ``arrivals()`` returns (and
+    forgets) the GRADIENT datagrams received since the last call as (slot, seq,
+    worker, aux, payload) tuples."""
+    module = sys.modules[type(model.engine).__module__]  # the engine's own extension module
+    return module.Server(model.engine, fd, control, log_arrivals)

@@ -94,10 +94,11 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
         });
 
     py::class_<nrl::Server>(m, "Server", py::module_local())
-        .def(py::init<std::shared_ptr<SharedEngine>, int, py::object>(), py::arg("engine"),
-             py::arg("fd"), py::arg("control"))
+        .def(py::init<std::shared_ptr<SharedEngine>, int, py::object, bool>(), py::arg("engine"),
+             py::arg("fd"), py::arg("control"), py::arg("log_arrivals") = false)
         .def("serve", &nrl::Server::serve, py::arg("poll_ms") = 50,
              py::call_guard<py::gil_scoped_release>())
         .def("stop", &nrl::Server::stop)
-        .def("stats", &nrl::Server::stats);
+        .def("stats", &nrl::Server::stats)
+        .def("arrivals", &nrl::Server::arrivals);
 }

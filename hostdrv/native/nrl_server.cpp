@@ -48,8 +48,9 @@ inline bool same_addr(const sockaddr_in& a, const sockaddr_in& b) {
 
 }  // namespace
 
-Server::Server(std::shared_ptr<SharedEngine> engine, int fd, py::object control)
-    : sh_(std::move(engine)), fd_(fd), control_(std::move(control)) {
+Server::Server(std::shared_ptr<SharedEngine> engine, int fd, py::object control,
+               bool log_arrivals)
+    : sh_(std::move(engine)), fd_(fd), control_(std::move(control)), log_arrivals_(log_arrivals) {
     rx_.resize(kBatch * kRecvBytes);
     frame_.resize(NRL_HEADER_OFFSET + kRecvBytes);
     tx_.reserve(kTxFlushBytes + (1 << 17));
@@ -64,6 +65,19 @@ std::map<std::string, uint64_t> Server::stats() {
     std::lock_guard<std::mutex> lock(stats_mu_);
     return {{"datagrams", datagrams_}, {"sent", sent_},         {"send_calls", send_calls_},
             {"receives", receives_},   {"busy_us", busy_us_},   {"rx_overflow", rx_overflow_}};
+}
+
+py::list Server::arrivals() {
+    std::vector<Arrival> got;
+    {
+        py::gil_scoped_release nogil;
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        got.swap(arrivals_);
+    }
+    py::list out;
+    for (const Arrival& a : got)
+        out.append(py::make_tuple(a.slot, a.seq, a.worker, a.aux, py::bytes(a.payload)));
+    return out;
 }
 
 // source -> ingress port, egress port -> address (SoftSwitch._rebuild_tables); the
@@ -273,6 +287,13 @@ void Server::datagram(const uint8_t* data, size_t n, size_t seg, const sockaddr_
                     }
                     break;
                 }
+        }
+        if (log_arrivals_ && size >= NRL_HEADER_LEN && f[NRL_OFF_OPCODE] == NRL_OP_GRADIENT) {
+            std::lock_guard<std::mutex> slock(stats_mu_);
+            arrivals_.push_back({be16(f + NRL_OFF_SLOT), be32(f + NRL_OFF_SEQ),
+                                 be16(f + NRL_OFF_WORKER), be32(f + NRL_OFF_AUX),
+                                 std::string(reinterpret_cast<const char*>(f) + NRL_PAYLOAD_OFFSET,
+                                             flen - NRL_PAYLOAD_OFFSET)});
         }
         e.process(f, flen, p);
         for (const OutFrame& o : e.out) {

@@ -31,13 +31,16 @@ public:
     /// fd: a bound, non-blocking AF_INET UDP socket (owned by the caller). control: a
     /// Python callable (data: bytes, host: str, port: int) -> bytes, called (GIL held)
     /// for every datagram that starts with b"NRLC"; its reply goes back to the sender.
-    Server(std::shared_ptr<SharedEngine> engine, int fd, pybind11::object control);
+    Server(std::shared_ptr<SharedEngine> engine, int fd, pybind11::object control,
+           bool log_arrivals);
     ~Server();
     /// Serve until stop() (the caller releases the GIL).
     void serve(int poll_ms);
     void stop() { stop_.store(true); }
     /// datagrams, sent, send_calls, receives, busy_us, rx_overflow
     std::map<std::string, uint64_t> stats();
+    /// GRADIENT datagrams received since the last call: (slot, seq, worker, aux, payload).
+    pybind11::list arrivals();
 
 private:
     struct Member {
@@ -68,6 +71,12 @@ private:
     pybind11::object control_;
     std::atomic<bool> stop_{false};
     std::mutex stats_mu_;
+    struct Arrival {
+        uint32_t slot, seq, worker, aux;
+        std::string payload;
+    };
+    bool log_arrivals_;
+    std::vector<Arrival> arrivals_;  // guarded by stats_mu_
     uint64_t datagrams_ = 0, sent_ = 0, send_calls_ = 0, receives_ = 0, busy_us_ = 0,
              rx_overflow_ = 0;
     // routing tables (SoftSwitch._rebuild_tables)
