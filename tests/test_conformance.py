@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from engines import switch_class
+from toolcheck import require_module
 
 from hostdrv import conformance as K
 from hostdrv import regmap
@@ -81,7 +82,7 @@ def test_save_and_load_a_vector_for_the_rtl(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory: pytest.TempPathFactory) -> object:
     """hostdrv._native compiled again with -DNRL_PLANT_BUG, as module _native_planted."""
-    pybind11 = pytest.importorskip("pybind11")
+    pybind11 = require_module("pybind11", "the planted-bug build of the native engine")
     out = tmp_path_factory.mktemp("planted")
     so = out / ("_native_planted" + sysconfig.get_config_var("EXT_SUFFIX"))
     cmd = [os.environ.get("CXX", "g++"), "-O1", "-std=c++17", "-shared", "-fPIC",

@@ -14,7 +14,7 @@ buffers, no Python per datagram, the GIL released; only control requests come
 back to Python). ``engine="model"`` (``--engine model``) serves the golden model
 (:class:`~hostdrv.model.SwitchModel`) with the Python loop below, for debugging.
 The default is :data:`DEFAULT_ENGINE`, or the environment variable
-``NRL_SOFTSWITCH_ENGINE``.
+``NRL_SOFTSWITCH_ENGINE`` (the golden model when the extension is not built).
 Both loops follow the rules of this section, and the conformance suite
 (``tests/test_conformance.py``) holds the two engines to the same bytes.
 
@@ -158,14 +158,17 @@ assert set(_SERVER_STATS) == set(regmap.SERVER_COUNTERS)
 
 ENGINES = ("native", "model")
 """``--engine`` choices: the compiled engine and its socket loop, or the golden model."""
-DEFAULT_ENGINE = "model"
-"""The engine a soft switch serves unless told (``NRL_SOFTSWITCH_ENGINE`` overrides it)."""
+DEFAULT_ENGINE = "native"
+"""The engine a soft switch serves unless told (``NRL_SOFTSWITCH_ENGINE`` overrides it);
+the golden model when the extension is not built (the test suite fails then)."""
 _NATIVE_STATS = ("datagrams", "sent", "send_calls", "receives", "busy_us", "rx_overflow")
 
 
 def default_engine() -> str:
-    """``NRL_SOFTSWITCH_ENGINE`` if set, else :data:`DEFAULT_ENGINE`."""
-    return os.environ.get("NRL_SOFTSWITCH_ENGINE") or DEFAULT_ENGINE
+    """``NRL_SOFTSWITCH_ENGINE`` if set, else :data:`DEFAULT_ENGINE` (``"model"`` when
+    ``hostdrv._native`` is not built)."""
+    engine = os.environ.get("NRL_SOFTSWITCH_ENGINE") or DEFAULT_ENGINE
+    return engine if engine != "native" or native_engine.available() else "model"
 
 
 def make_model(engine: str, **params: int) -> SwitchModel:

@@ -25,7 +25,10 @@ constexpr size_t kRecvBytes = 65536;    // as the Python server's receive buffer
 constexpr size_t kSendBatch = 256;      // datagrams per sendmmsg
 constexpr size_t kTxFlushBytes = 4 << 20;
 constexpr int kSolUdp = 17;
+constexpr int kUdpSegment = 103;        // linux/udp.h: UDP GSO
 constexpr int kUdpGro = 104;            // linux/udp.h
+constexpr size_t kGsoSegments = 64;     // hostdrv.net.GSO_MAX_SEGMENTS
+constexpr size_t kGsoBytes = 65507;     // hostdrv.net.GSO_MAX_BYTES
 constexpr int kSoRxqOvfl = 40;          // SO_RXQ_OVFL
 constexpr uint8_t kControlMagic[4] = {'N', 'R', 'L', 'C'};
 constexpr uint32_t kMemberStride = NRL_REG_MEMBER_PORT_1 - NRL_REG_MEMBER_PORT_0;
@@ -164,29 +167,69 @@ void Server::send_one(const uint8_t* data, size_t len, const sockaddr_in& dst) {
     }
 }
 
+// every queued datagram, grouped by destination in first-queued order (as SoftSwitch._flush),
+// runs of equal length to one destination as one UDP GSO message (up to 64 segments and
+// 65507 bytes), up to kSendBatch messages per sendmmsg
 void Server::flush() {
-    size_t i = 0;
-    const size_t n = pending_.size();
-    mmsghdr msgs[kSendBatch];
-    iovec iov[kSendBatch];
-    int attempts = 0;
-    while (i < n) {
-        const size_t k = std::min(kSendBatch, n - i);
-        for (size_t j = 0; j < k; ++j) {
-            Pending& p = pending_[i + j];
-            iov[j] = {tx_.data() + p.off, p.len};
-            std::memset(&msgs[j], 0, sizeof msgs[j]);
-            msgs[j].msg_hdr.msg_name = &p.dst;
-            msgs[j].msg_hdr.msg_namelen = sizeof p.dst;
-            msgs[j].msg_hdr.msg_iov = &iov[j];
-            msgs[j].msg_hdr.msg_iovlen = 1;
+    // group by destination, keeping each destination's order
+    dsts_.clear();
+    for (size_t i = 0; i < pending_.size(); ++i) {
+        size_t g = 0;
+        while (g < dsts_.size() && !same_addr(dsts_[g].dst, pending_[i].dst)) ++g;
+        if (g == dsts_.size()) dsts_.push_back({pending_[i].dst, {}});
+        dsts_[g].items.push_back(i);
+    }
+    msgs_.clear();
+    iovs_.clear();
+    for (const Dest& d : dsts_) {
+        size_t i = 0;
+        while (i < d.items.size()) {
+            const size_t seg = pending_[d.items[i]].len;
+            size_t j = i + 1;
+            const size_t lim = gso_ ? std::min<size_t>(kGsoSegments, kGsoBytes / std::max<size_t>(seg, 1)) : 1;
+            while (j < d.items.size() && j - i < lim && pending_[d.items[j]].len == seg) ++j;
+            msgs_.push_back({d.items[i], j - i, seg, iovs_.size()});
+            for (size_t k = i; k < j; ++k) {
+                const Pending& p = pending_[d.items[k]];
+                iovs_.push_back({tx_.data() + p.off, p.len});
+            }
+            i = j;
         }
-        const int r = sendmmsg(fd_, msgs, unsigned(k), 0);
+    }
+    size_t m = 0;
+    const size_t n = msgs_.size();
+    mmsghdr hdr[kSendBatch];
+    alignas(cmsghdr) uint8_t ctl[kSendBatch][CMSG_SPACE(sizeof(uint16_t))];
+    int attempts = 0;
+    while (m < n) {
+        const size_t k = std::min(kSendBatch, n - m);
+        for (size_t j = 0; j < k; ++j) {
+            const Msg& g = msgs_[m + j];
+            std::memset(&hdr[j], 0, sizeof hdr[j]);
+            msghdr& h = hdr[j].msg_hdr;
+            h.msg_name = &pending_[g.first].dst;
+            h.msg_namelen = sizeof(sockaddr_in);
+            h.msg_iov = &iovs_[g.iov];
+            h.msg_iovlen = g.count;
+            if (g.count > 1) {
+                h.msg_control = ctl[j];
+                h.msg_controllen = sizeof ctl[j];
+                cmsghdr* c = CMSG_FIRSTHDR(&h);
+                c->cmsg_level = kSolUdp;
+                c->cmsg_type = kUdpSegment;
+                c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+                const uint16_t s16 = uint16_t(g.seg);
+                std::memcpy(CMSG_DATA(c), &s16, sizeof s16);
+            }
+        }
+        const int r = sendmmsg(fd_, hdr, unsigned(k), 0);
         if (r > 0) {
+            uint64_t datagrams = 0;
+            for (int j = 0; j < r; ++j) datagrams += msgs_[m + size_t(j)].count;
             std::lock_guard<std::mutex> lock(stats_mu_);
             ++send_calls_;
-            sent_ += uint64_t(r);
-            i += size_t(r);
+            sent_ += datagrams;
+            m += size_t(r);
             attempts = 0;
             continue;
         }
@@ -196,9 +239,14 @@ void Server::flush() {
             poll(&p, 1, 2 * attempts);
             continue;
         }
-        // this datagram cannot go (ICMP error, unreachable, ...): one by one as Python does
-        send_one(tx_.data() + pending_[i].off, pending_[i].len, pending_[i].dst);
-        ++i;
+        // this message cannot go (no GSO on this path, ICMP error, unreachable): its
+        // datagrams one by one, and no GSO from now on if it was a GSO message
+        const Msg& g = msgs_[m];
+        if (g.count > 1 && errno != ECONNREFUSED) gso_ = false;
+        for (size_t j = 0; j < g.count; ++j)
+            send_one(static_cast<const uint8_t*>(iovs_[g.iov + j].iov_base), iovs_[g.iov + j].iov_len,
+                     pending_[g.first].dst);
+        ++m;
         attempts = 0;
     }
     pending_.clear();

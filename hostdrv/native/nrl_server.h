@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <netinet/in.h>
+#include <sys/uio.h>
 
 #include "nrl_engine.h"
 
@@ -98,6 +99,17 @@ private:
         sockaddr_in dst;
     };
     std::vector<Pending> pending_;
+    struct Dest {
+        sockaddr_in dst;
+        std::vector<size_t> items;  // indices into pending_
+    };
+    struct Msg {
+        size_t first, count, seg, iov;  // a GSO run: first pending_ item, segments, size, iovs_
+    };
+    std::vector<Dest> dsts_;
+    std::vector<Msg> msgs_;
+    std::vector<iovec> iovs_;
+    bool gso_ = true;
 };
 
 }  // namespace nrl
