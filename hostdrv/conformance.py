@@ -21,13 +21,18 @@ is generated from a seed, so the same name gives the same bytes on every machine
 hex) for a replay on the RTL: a cocotb test drives the frames with ``port`` in
 TUSER's source field, the register operations over AXI4-Lite (a refused write is a
 SLVERR), and compares what comes out with ``expect``.
+
+``python -m hostdrv.conformance DIR`` writes every vector of the suite to
+``DIR/<name>.json``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import struct
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -589,3 +594,21 @@ def vectors(scale: int = 1) -> list[Vector]:
                 _leaf(s + 5), _leaf(s + 6), _replay(s + 7, 16, 64), _replay(s + 8, 128, 192),
                 _replay(s + 9, 1, 64), _mixed(s + 10), _mixed(s + 11), _registers(s + 12)]
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the suite's vectors with the model's expected results, one JSON file each."""
+    ap = argparse.ArgumentParser(prog="python -m hostdrv.conformance",
+                                 description="Write the conformance vectors as JSON files.")
+    ap.add_argument("out", type=Path, help="folder to write <name>.json into")
+    ap.add_argument("--scale", type=int, default=1, help="seeds of every kind")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for v in vectors(args.scale):
+        save(v, args.out / f"{v.name}.json")
+        print(f"{args.out / v.name}.json: {len(v.ops)} operations")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
