@@ -14,9 +14,11 @@ setup(
     ext_modules=[
         Pybind11Extension(
             "hostdrv._native",
-            [NATIVE + "nrl_engine.cpp", NATIVE + "nrl_server.cpp", NATIVE + "nrl_module.cpp"],
+            [NATIVE + "nrl_engine.cpp", NATIVE + "nrl_server.cpp", NATIVE + "nrl_client.cpp",
+             NATIVE + "nrl_module.cpp"],
             include_dirs=[NATIVE],
-            depends=[NATIVE + "nrl_engine.h", NATIVE + "nrl_server.h", NATIVE + "nrl_protocol.h"],
+            depends=[NATIVE + "nrl_engine.h", NATIVE + "nrl_server.h", NATIVE + "nrl_client.h",
+                     NATIVE + "nrl_protocol.h"],
             cxx_std=17,
             # IEEE 754 fp32 as numpy computes it: no fast-math, no FMA contraction
             extra_compile_args=["-O2", "-fno-fast-math", "-ffp-contract=off"],

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Python binding of the native switch engine and its UDP server loop (hostdrv._native).
+// Python binding of the native switch engine, its UDP server loop and the all-reduce
+// client loop (hostdrv._native).
 //
 // hostdrv.native_engine.NativeSwitchModel wraps Engine with SwitchModel's Python
-// surface; hostdrv.backends.soft_server runs Server (nrl_server.cpp) in a thread.
+// surface; hostdrv.backends.soft_server runs Server (nrl_server.cpp) in a thread;
+// hostdrv.aggregator.Aggregator._run calls agg_run (nrl_client.cpp).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -10,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "nrl_client.h"
 #include "nrl_engine.h"
 #include "nrl_server.h"
 
@@ -101,4 +104,41 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
         .def("stop", &nrl::Server::stop)
         .def("stats", &nrl::Server::stats)
         .def("arrivals", &nrl::Server::arrivals);
+
+    m.def(
+        "agg_run",
+        [](int fd, py::buffer sbuf, py::buffer chunks, py::buffer out, py::buffer rounds,
+           py::buffer aux_of, py::buffer got_round, uint64_t n, uint32_t total, py::object version,
+           uint32_t slots, uint32_t window, uint32_t elems, uint32_t flags, uint32_t job,
+           uint32_t worker, bool catch_up, double timeout, double max_backoff, uint32_t retries,
+           bool gro, bool gso, size_t recv_bytes) {
+            nrl::AggArgs a{fd, n, total, !version.is_none(),
+                           version.is_none() ? 0u : version.cast<uint32_t>(), slots, window,
+                           elems, flags, job, worker, catch_up, timeout, max_backoff, retries,
+                           gro, recv_bytes};
+            const size_t words = size_t(n) * elems;
+            auto need = [](const py::buffer_info& b, size_t bytes, bool writable, const char* what) {
+                if (size_t(b.size) * size_t(b.itemsize) < bytes || (writable && b.readonly))
+                    throw py::value_error(std::string("agg_run: bad buffer ") + what);
+                return static_cast<uint8_t*>(b.ptr);
+            };
+            py::buffer_info sb = sbuf.request(true), cb = chunks.request(), ob = out.request(true),
+                            rb = rounds.request(true), ab = aux_of.request(true),
+                            gb = got_round.request(true);
+            uint8_t* sp = need(sb, size_t(slots) * (NRL_HEADER_LEN + 4 * size_t(elems)), true, "sbuf");
+            const uint8_t* cp = need(cb, 4 * words, false, "chunks");
+            uint8_t* op = need(ob, 4 * words, true, "out");
+            auto* rp = reinterpret_cast<uint32_t*>(need(rb, 4 * size_t(slots), true, "rounds"));
+            auto* ap = reinterpret_cast<uint32_t*>(need(ab, 4 * size_t(n), true, "aux_of"));
+            auto* gp = reinterpret_cast<uint32_t*>(need(gb, 4 * size_t(n), true, "got_round"));
+            nrl::AggOutcome r;
+            {
+                py::gil_scoped_release nogil;
+                r = nrl::agg_run(a, sp, cp, op, rp, ap, gp, &gso);
+            }
+            return py::make_tuple(r.code, py::make_tuple(r.v[0], r.v[1], r.v[2], r.v[3], r.v[4]),
+                                  r.stale, r.resent, r.retrans, gso);
+        },
+        "Aggregator._run's loop (nrl_client.cpp); returns (code, values, stale, resent, "
+        "retransmissions, gso)");
 }
