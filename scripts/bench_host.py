@@ -22,8 +22,9 @@ Prints what it measures and what bounds it, then ONE last line of
   soft switch divided by the parameter server's (``scripts/bench_rl.py``).
 
 Every soft switch figure is measured for both engines in the same run: the keys
-above are the native engine's (the default), ``<key>_model`` the golden model's
-(``--engine model``, the Python loop).
+above are the native engine's with the native client loop (the defaults),
+``<key>_model`` the golden model's (``--engine model``, the Python server loop)
+with the Python client loop (``NRL_NATIVE_CLIENT=0``): the state before issue 10.
 
 Usage: ``python scripts/bench_host.py [--seconds 1.0] [--iters 5] [--profile]
 [--engines native,model]``.
@@ -403,6 +404,7 @@ def main() -> int:
     packets = WORKERS * -(-TENSOR_ELEMS // ELEMS)
     for n, engine in enumerate(engines):
         suffix = "" if n == 0 else f"_{engine}"
+        os.environ["NRL_NATIVE_CLIENT"] = "0" if engine == "model" else "1"  # workers inherit it
         sw = bench_softswitch(engine, args.seconds)
         print(f"[{engine}] soft switch packets: " + " ".join(f"{k}={v:.4g}" for k, v in sw.items()))
         ar, bound = bench_allreduce(args.iters, args.profile and engine == "model", engine=engine)
@@ -435,6 +437,7 @@ def main() -> int:
             f"gloo_ms{suffix}": ar["gloo_ms"],
             f"switch_ms{suffix}": ar["switch_ms"],
         }
+    del os.environ["NRL_NATIVE_CLIENT"]
     print(" ".join(f"{k}={v:.3f}" for k, v in figures.items()))
     return 0
 
