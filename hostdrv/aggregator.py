@@ -40,12 +40,7 @@ from hostdrv.protocol import (
     Opcode,
 )
 from hostdrv.protocol_consts import EPOCH_ROUNDS
-from hostdrv.transport import Backend, SwitchTimeoutError, UdpDatagramTransport
-
-try:
-    from hostdrv import _native
-except ImportError:  # not built: the Python loop
-    _native = None
+from hostdrv.transport import Backend, SwitchTimeoutError
 
 _RESULT = int(Opcode.RESULT)
 _GRADIENT = int(Opcode.GRADIENT)
@@ -376,13 +371,7 @@ class Aggregator(Endpoint):
             return {}
         return seen
 
-    def _native_loop(self) -> bool:
-        """Whether :meth:`_run` runs natively (a UDP transport, the extension built, not
-        disabled with ``NRL_NATIVE_CLIENT=0``)."""
-        return (_native is not None and type(self.transport) is UdpDatagramTransport
-                and os.environ.get("NRL_NATIVE_CLIENT", "1") != "0")
-
-    def _run_native(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
+    def _run_native(self, native: Any, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
                     version: int | None) -> None:
         """:meth:`_run` in ``hostdrv/native/nrl_client.cpp``: the same decisions, the same
         exceptions."""
@@ -391,7 +380,7 @@ class Aggregator(Endpoint):
         aux_of = np.zeros(n, dtype=np.uint32)
         got_round = np.zeros(n, dtype=np.uint32)
         try:
-            code, v, stale, resent, retrans, tr._gso = _native.agg_run(  # type: ignore[union-attr]
+            code, v, stale, resent, retrans, tr._gso = native.agg_run(
                 tr.sock.fileno(), self._sbuf, chunks, out, rounds, aux_of, got_round, n, total,
                 None if version is None else version & _M32, self.slots, self.window,
                 self.elems, self._flags, self.job, self.worker, self.async_mode, self.timeout,
@@ -416,8 +405,9 @@ class Aggregator(Endpoint):
     def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
              version: int | None) -> None:
         """Send ``n`` chunks of a ``total``-element tensor, collect their results into ``out``."""
-        if self._native_loop():
-            return self._run_native(chunks, out, n, total, version)
+        native = self._native()
+        if native is not None:
+            return self._run_native(native, chunks, out, n, total, version)
         s_count, window, p = self.slots, self.window, self.elems
         rounds = self._rounds
         pack = HEADER.pack_into

@@ -15,13 +15,22 @@ from __future__ import annotations
 
 import random
 import socket
+import threading
 import time
+from typing import Any
 
 import numpy as np
 import pytest
 from engines import switch_class
 
-from hostdrv import SoftSwitch, SoftSwitchProcess, SwitchControl, regmap
+from hostdrv import (
+    Aggregator,
+    ReplayClient,
+    SoftSwitch,
+    SoftSwitchProcess,
+    SwitchControl,
+    regmap,
+)
 from hostdrv.protocol import (
     Flags,
     Opcode,
@@ -148,3 +157,54 @@ def test_cli_engine_option(engine: str) -> None:
         assert ctl.read("MAGIC") == regmap.REGISTERS["MAGIC"].reset
     out = proc.output
     assert "counters" in out and '"datagrams"' in out
+
+
+def _client_run(native: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
+    """An all-reduce of 3 workers (threads, 2 tensor sizes) and a replay run (push,
+    prioritized and uniform samples of 1..200, updates), with the client loops native or not."""
+    monkeypatch.setenv("NRL_NATIVE_CLIENT", native)
+    with SoftSwitch(capacity=256) as sw, SwitchControl(sw.url) as ctl:
+        ctl.configure_aggregation(members=3, slots=8, elems=64, dtype="int32")  # any order
+        ctl.configure_replay(seed=5)
+        aggs = [Aggregator(sw.url, worker=i, timeout=1.0) for i in range(3)]
+        assert all((a._native() is not None) == (native == "1") for a in aggs)
+        xs = [np.random.default_rng(i).integers(-2**31, 2**31, 5000, dtype=np.int32)
+              for i in range(3)]
+        sums: list[list[np.ndarray]] = [[], [], []]
+
+        def work(i: int) -> None:
+            for x in (xs[i], xs[i][:77]):
+                sums[i].append(aggs[i].allreduce(x))
+
+        ths = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join(60)
+        contributors = [a.last_contributors.tolist() for a in aggs]
+        rc = ReplayClient(sw.url, worker=5, obs_shape=(3,), action_shape=(), timeout=1.0)
+        rng = np.random.default_rng(3)
+        draws = []
+        for k in range(6):
+            n = 40
+            rc.push(rng.standard_normal((n, 3)).astype(np.float32), rng.integers(0, 4, n),
+                    rng.standard_normal(n).astype(np.float32),
+                    rng.standard_normal((n, 3)).astype(np.float32), np.zeros(n, np.uint8),
+                    priority=rng.random(n) + 0.1)
+            b = rc.sample([1, 32, 64, 200, 7, 3][k], prioritized=k % 2 == 0)
+            draws.append((b.indices.tolist(), b.weights.tolist(), bytes(b.records)))
+            m = min(5, len(b.indices))
+            rc.update_priorities(b.indices[:m], np.arange(m) + 1.0)
+        for a in aggs:
+            a.close()
+        rc.close()
+        counters = {k: v for k, v in sw.counters().items() if v}
+    return [[s.tobytes() for s in row] for row in sums], contributors, draws, counters
+
+
+def test_native_client_loops_match_the_python_loops(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Aggregator and ReplayClient give the same sums (int32: any order of addition),
+    contributor counts, samples and switch counters with their native loops
+    (nrl_client.cpp) and their Python loops."""
+    switch_class("native")
+    assert _client_run("1", monkeypatch) == _client_run("0", monkeypatch)

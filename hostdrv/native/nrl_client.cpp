@@ -34,6 +34,21 @@ double monotonic() {
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
+// the 22-byte protocol header (hostdrv.protocol.HEADER), big-endian
+void header(uint8_t* h, uint32_t op, uint32_t flags, uint32_t job, uint32_t worker, uint32_t slot,
+            uint32_t seq, uint32_t count, uint32_t aux, uint32_t total) {
+    h[0] = NRL_VERSION;
+    h[1] = uint8_t(op);
+    h[2] = uint8_t(flags);
+    h[3] = uint8_t(job);
+    put16(h + 4, worker);
+    put16(h + 6, slot);
+    put32(h + 8, seq);
+    put16(h + 12, count);
+    put32(h + 14, aux);
+    put32(h + 18, total);
+}
+
 // UdpDatagramTransport.send: a full buffer or an ICMP error is a loss (the caller retransmits)
 int send_one(int fd, const uint8_t* p, size_t n) {
     if (::send(fd, p, n, 0) >= 0) return 0;
@@ -145,16 +160,8 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
             chunk_of[s] = int64_t(nxt);
             cur_round[s] = r;
             uint8_t* h = sbuf + s * L;
-            h[0] = NRL_VERSION;
-            h[1] = NRL_OP_GRADIENT;
-            h[2] = uint8_t(a.flags);
-            h[3] = uint8_t(a.job);
-            put16(h + 4, a.worker);
-            put16(h + 6, s);
-            put32(h + 8, r);
-            put16(h + 12, p);
-            put32(h + 14, a.has_version ? a.version : r);
-            put32(h + 18, a.total);
+            header(h, NRL_OP_GRADIENT, a.flags, a.job, a.worker, s, r, p,
+                   a.has_version ? a.version : r, a.total);
             std::memcpy(h + NRL_HEADER_LEN, chunks + nxt * 4 * p, size_t(4) * p);
             deadline[s] = now + a.timeout;
             tries[s] = 1;
@@ -264,6 +271,99 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
                 ++res.retrans;
             }
             next_scan = std::min(next_scan, deadline[s]);
+        }
+    }
+    return res;
+}
+
+SampleOutcome replay_sample(SampleArgs& a, int64_t* idx, uint32_t* prio, uint64_t* totals,
+                            uint32_t* size_of, uint8_t* recs) {
+    SampleOutcome res;
+    struct Pending {
+        uint32_t seq;
+        size_t req;
+        std::vector<bool> got;
+        size_t left;
+        double deadline;
+    };
+    std::vector<size_t> base(a.nreqs, 0);
+    for (size_t r = 1; r < a.nreqs; ++r) base[r] = base[r - 1] + a.sizes[r - 1];
+    std::vector<uint32_t> tries(a.nreqs, 0);
+    std::vector<Pending> pending;  // in request order, as the Python dict
+    std::vector<uint8_t> rbuf(a.recv_bytes);
+    const size_t rb = a.record_bytes, expected = NRL_HEADER_LEN + NRL_BLOCK + rb;
+    auto request = [&](size_t r, double now) -> int {
+        const uint32_t seq = ++a.seq;
+        uint8_t m[NRL_HEADER_LEN];
+        header(m, NRL_OP_SAMPLE_REQ, a.flags, a.job, a.worker, 0, seq, a.sizes[r], 0, 0);
+        if (int e = send_one(a.fd, m, sizeof m)) return e;
+        ++tries[r];
+        pending.push_back({seq, r, std::vector<bool>(a.sizes[r], false), a.sizes[r],
+                           now + a.timeout * double(1u << std::min<uint32_t>(tries[r] - 1, 4))});
+        return 0;
+    };
+    size_t nxt = 0;
+    while (nxt < a.nreqs || !pending.empty()) {
+        double now = monotonic();
+        while (nxt < a.nreqs && pending.size() < a.window) {
+            if (int e = request(nxt, now)) {
+                res.code = SampleOutcome::OS_ERROR;
+                res.v[0] = uint32_t(e);
+                return res;
+            }
+            ++nxt;
+        }
+        double first = pending.front().deadline;
+        for (const Pending& p : pending) first = std::min(first, p.deadline);
+        size_t seg = 0;
+        const size_t nbytes = recv_into(a.fd, rbuf.data(), rbuf.size(), std::max(0.0, first - now),
+                                        a.gro, &seg);
+        const size_t step = std::max<size_t>(seg, 1);
+        for (size_t off = 0; off < nbytes; off += step) {
+            if (std::min(seg, nbytes - off) != expected) continue;
+            const uint8_t* m = rbuf.data() + off;
+            const uint32_t op = m[1], jb = m[3], seq = be32(m + 8), i = be32(m + 14);
+            size_t k = 0;
+            while (k < pending.size() && pending[k].seq != seq) ++k;
+            if (op != NRL_OP_SAMPLE_RESP || jb != a.job || k == pending.size()) continue;
+            Pending& p = pending[k];
+            if (i >= a.sizes[p.req] || p.got[i]) continue;
+            const uint8_t* d = m + NRL_HEADER_LEN;
+            const size_t at = base[p.req] + i;
+            uint32_t ix, pr, sz;
+            uint64_t tot;
+            std::memcpy(&ix, d + NRL_DESC_INDEX, 4);
+            std::memcpy(&pr, d + NRL_DESC_PRIORITY, 4);
+            std::memcpy(&tot, d + NRL_DESC_TOTAL, 8);
+            std::memcpy(&sz, d + NRL_DESC_SIZE, 4);
+            idx[at] = ix;
+            prio[at] = pr;
+            totals[at] = tot;
+            size_of[at] = sz;
+            std::memcpy(recs + at * rb, d + NRL_BLOCK, rb);
+            p.got[i] = true;
+            if (--p.left == 0) pending.erase(pending.begin() + std::ptrdiff_t(k));
+        }
+        if (nbytes) continue;
+        now = monotonic();
+        // partial answers are dropped: a new request draws a new stratified batch
+        const std::vector<Pending> snapshot = pending;
+        for (const Pending& p : snapshot) {
+            if (p.deadline > now) continue;
+            size_t k = 0;
+            while (pending[k].seq != p.seq) ++k;
+            pending.erase(pending.begin() + std::ptrdiff_t(k));
+            if (tries[p.req] >= a.retries) {
+                res.code = SampleOutcome::FAILED;
+                res.v[0] = a.sizes[p.req];
+                res.v[1] = tries[p.req];
+                return res;
+            }
+            if (int e = request(p.req, now)) {
+                res.code = SampleOutcome::OS_ERROR;
+                res.v[0] = uint32_t(e);
+                return res;
+            }
         }
     }
     return res;

@@ -38,6 +38,30 @@ struct AggOutcome {
 AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8_t* out,
                    uint32_t* rounds, uint32_t* aux_of, uint32_t* got_round, bool* gso);
 
+struct SampleArgs {
+    int fd;
+    const uint32_t* sizes;  // the batch's power-of-two requests, in order
+    size_t nreqs;
+    uint32_t flags, job, worker;
+    uint32_t seq;  // the endpoint's sequence state (the last seq used), updated
+    uint32_t window, retries;
+    double timeout;
+    uint32_t record_bytes;
+    bool gro;
+    size_t recv_bytes;
+};
+
+struct SampleOutcome {
+    enum Code { DONE = 0, FAILED = 1, OS_ERROR = 2 };
+    int code = DONE;
+    uint32_t v[2] = {0, 0};  // FAILED: batch of the request, tries; OS_ERROR: errno
+};
+
+/// ReplayClient.sample's request/receive loop: idx (int64), prio (u32), totals (u64),
+/// size_of (u32) per sample and recs (sample * R bytes) are filled in batch order.
+SampleOutcome replay_sample(SampleArgs& a, int64_t* idx, uint32_t* prio, uint64_t* totals,
+                            uint32_t* size_of, uint8_t* recs);
+
 }  // namespace nrl
 
 #endif  // NRL_CLIENT_H

@@ -141,4 +141,34 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
         },
         "Aggregator._run's loop (nrl_client.cpp); returns (code, values, stale, resent, "
         "retransmissions, gso)");
+
+    m.def(
+        "replay_sample",
+        [](int fd, std::vector<uint32_t> sizes, uint32_t flags, uint32_t job, uint32_t worker,
+           uint32_t seq, uint32_t window, uint32_t retries, double timeout, uint32_t record_bytes,
+           bool gro, size_t recv_bytes, py::buffer idx, py::buffer prio, py::buffer totals,
+           py::buffer size_of, py::buffer recs) {
+            size_t batch = 0;
+            for (uint32_t b : sizes) batch += b;
+            auto need = [](py::buffer& buf, size_t bytes, const char* what) {
+                py::buffer_info b = buf.request(true);
+                if (size_t(b.size) * size_t(b.itemsize) < bytes || b.readonly)
+                    throw py::value_error(std::string("replay_sample: bad buffer ") + what);
+                return static_cast<uint8_t*>(b.ptr);
+            };
+            auto* ip = reinterpret_cast<int64_t*>(need(idx, 8 * batch, "idx"));
+            auto* pp = reinterpret_cast<uint32_t*>(need(prio, 4 * batch, "prio"));
+            auto* tp = reinterpret_cast<uint64_t*>(need(totals, 8 * batch, "totals"));
+            auto* sp = reinterpret_cast<uint32_t*>(need(size_of, 4 * batch, "size_of"));
+            uint8_t* rp = need(recs, batch * record_bytes, "recs");
+            nrl::SampleArgs a{fd, sizes.data(), sizes.size(), flags, job, worker, seq, window,
+                              retries, timeout, record_bytes, gro, recv_bytes};
+            nrl::SampleOutcome r;
+            {
+                py::gil_scoped_release nogil;
+                r = nrl::replay_sample(a, ip, pp, tp, sp, rp);
+            }
+            return py::make_tuple(r.code, py::make_tuple(r.v[0], r.v[1]), a.seq);
+        },
+        "ReplayClient.sample's loop (nrl_client.cpp); returns (code, values, seq)");
 }
