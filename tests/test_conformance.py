@@ -8,8 +8,9 @@ byte for byte, every counter after every operation, every register at the end.
 
 A second copy of the native module, compiled with ``-DNRL_PLANT_BUG``, plants one
 known bug at a time (``plant_bug(n)``): the suite must catch each of them, and
-agree with the model when none is planted. The RTL leg (cocotb replaying the same
-files, :func:`hostdrv.conformance.save`) is still to come.
+agree with the model when none is planted. The RTL leg (the same vectors saved with
+:func:`hostdrv.conformance.save` and replayed on nrl_switch in cocotb) is
+``tests/test_conformance_rtl.py``.
 """
 
 from __future__ import annotations
