@@ -16,6 +16,7 @@ vector (sync fp32 and int32, async, a leaf of a hierarchy, replay, mixed traffic
 with malformed frames, registers; ``test_the_default_run_covers_every_kind``).
 The other parameter sets (wider packets, other replay memories: a build each)
 and every set on Icarus (about 12 times slower) run with the slow tests.
+``NRL_CONF_SCALE`` = *n* plays *n* seeds of every vector (1 by default).
 ``test_a_difference_is_caught`` checks the harness itself: a frame cut short on
 its way to the RTL must fail naming its operation.
 """
@@ -42,7 +43,10 @@ def _groups(vectors: list[K.Vector]) -> dict[str, list[K.Vector]]:
     return dict(out)
 
 
-GROUPS = _groups(K.vectors())
+SCALE = int(os.environ.get("NRL_CONF_SCALE", "1"))
+"""Seeds of every kind (:func:`hostdrv.conformance.vectors`): ``NRL_CONF_SCALE=3`` plays
+three times as many vectors."""
+GROUPS = _groups(K.vectors(SCALE))
 DEFAULT_GROUP = max(GROUPS, key=lambda tag: len(GROUPS[tag]))
 """The parameter set run by default (Verilator)."""
 KINDS = ("sync_fp32", "sync_int32", "async", "hierarchy_leaf", "replay", "mixed", "registers")
