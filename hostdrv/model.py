@@ -217,21 +217,7 @@ class SwitchModel:
 
     def __init__(self, *, capacity: int = 1024, record_bytes: int = 128, max_slots: int = 64,
                  max_elems: int = 352, build_hash: int = 0) -> None:
-        for name, value in (("capacity", capacity), ("record_bytes", record_bytes),
-                            ("max_slots", max_slots), ("max_elems", max_elems),
-                            ("build_hash", build_hash)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{name}={value!r} is invalid: must be an integer")
-        _check_param("capacity", capacity, 1 <= capacity <= 1 << 31
-                     and capacity & (capacity - 1) == 0, "a power of two in 1 .. 2**31")
-        _check_param("record_bytes", record_bytes,
-                     0 < record_bytes <= 4032 and record_bytes % BLOCK == 0,
-                     "a positive multiple of 64, at most 4032")
-        _check_param("max_slots", max_slots, 1 <= max_slots <= 64, "1 .. 64")
-        _check_param("max_elems", max_elems,
-                     ELEM_QUANTUM <= max_elems <= MAX_JUMBO_ELEMS and max_elems % ELEM_QUANTUM == 0,
-                     f"a multiple of {ELEM_QUANTUM} in {ELEM_QUANTUM} .. {MAX_JUMBO_ELEMS}")
-        _check_param("build_hash", build_hash, 0 <= build_hash <= M32, "a 32-bit value")
+        check_params(capacity, record_bytes, max_slots, max_elems, build_hash)
         self._params = {
             "RPL_CAPACITY": capacity,
             "RPL_RECORD_BYTES": record_bytes,
@@ -400,8 +386,7 @@ class SwitchModel:
         ValueError
             When ``src_port`` is not one-hot.
         """
-        if src_port not in _ONE_HOT:
-            raise ValueError(f"src_port {src_port!r} must be a one-hot 8-bit port bitmap")
+        check_src_port(src_port)
         n = len(frame)
         regs = self._regs
         if (n < _ETH_MIN_PROTO or frame[12] != 0x08 or frame[13] != 0x00 or frame[14] != 0x45
@@ -666,6 +651,32 @@ def _register(reg: str | int) -> regmap.Register:
     raise ValueError(f"register must be a name or a byte address, not {reg!r}")
 
 
+def check_src_port(src_port: int) -> None:
+    """Raise ValueError unless ``src_port`` is a one-hot 8-bit SUME port bitmap."""
+    if src_port not in _ONE_HOT:
+        raise ValueError(f"src_port {src_port!r} must be a one-hot 8-bit port bitmap")
+
+
 def _check_param(name: str, value: int, ok: bool, rule: str) -> None:
     if not ok:
         raise ValueError(f"{name}={value!r} is invalid: must be {rule}")
+
+
+def check_params(capacity: int, record_bytes: int, max_slots: int, max_elems: int,
+                 build_hash: int) -> None:
+    """Raise ValueError when a switch parameter (see :class:`SwitchModel`) is out of range."""
+    for name, value in (("capacity", capacity), ("record_bytes", record_bytes),
+                        ("max_slots", max_slots), ("max_elems", max_elems),
+                        ("build_hash", build_hash)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{name}={value!r} is invalid: must be an integer")
+    _check_param("capacity", capacity, 1 <= capacity <= 1 << 31
+                 and capacity & (capacity - 1) == 0, "a power of two in 1 .. 2**31")
+    _check_param("record_bytes", record_bytes,
+                 0 < record_bytes <= 4032 and record_bytes % BLOCK == 0,
+                 "a positive multiple of 64, at most 4032")
+    _check_param("max_slots", max_slots, 1 <= max_slots <= 64, "1 .. 64")
+    _check_param("max_elems", max_elems,
+                 ELEM_QUANTUM <= max_elems <= MAX_JUMBO_ELEMS and max_elems % ELEM_QUANTUM == 0,
+                 f"a multiple of {ELEM_QUANTUM} in {ELEM_QUANTUM} .. {MAX_JUMBO_ELEMS}")
+    _check_param("build_hash", build_hash, 0 <= build_hash <= M32, "a 32-bit value")

@@ -8,6 +8,7 @@ flight and retries.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -276,11 +277,40 @@ class ReplayClient(Endpoint):
         for b in sizes:
             reqs.append((base, b))
             base += b
+        native = self._native()
+        if native is not None:
+            tr: Any = self.transport
+            code, v, self._seq = native.replay_sample(
+                tr.sock.fileno(), sizes, flags, self.job, self.worker, self._seq, self.window,
+                self.retries, self.timeout, rb, tr._gro, len(self._rbuf), idx, prio, totals,
+                size_of, recs)
+            if code == 1:
+                self._sample_failed(v[0], v[1])
+            elif code:
+                raise OSError(v[0], os.strerror(v[0]))
+        else:
+            self._sample_loop(reqs, flags, rb, idx, prio, totals, size_of, recs)
+        t = self.unpack(recs)
+        size = int(size_of[-1])
+        if prioritized:
+            with np.errstate(divide="ignore"):
+                w = (size_of.astype(np.float64) * prio / np.maximum(totals, 1)) ** (-beta)
+            w /= w.max()
+        else:
+            w = np.ones(batch)
+        return SampleBatch(t.obs, t.actions, t.rewards, t.next_obs, t.dones, idx,
+                           from_fixed(prio), totals, size, w.astype(np.float32), recs)
+
+    def _sample_loop(self, reqs: list[tuple[int, int]], flags: int, rb: int, idx: np.ndarray,
+                     prio: np.ndarray, totals: np.ndarray, size_of: np.ndarray,
+                     recs: np.ndarray) -> None:
+        """The request/receive loop of :meth:`sample` (the reference of ``replay_sample`` in
+        ``hostdrv/native/nrl_client.cpp``)."""
+        expected_len = 64 + rb + HEADER_LEN
         # seq -> [request number, got mask, deadline, tries]
         pending: dict[int, list[Any]] = {}
         tries_of = [0] * len(reqs)
         nxt = 0
-        expected_len = 64 + rb + HEADER_LEN
         while nxt < len(reqs) or pending:
             now = time.monotonic()
             while nxt < len(reqs) and len(pending) < self.window:
@@ -317,16 +347,6 @@ class ReplayClient(Endpoint):
                         self._sample_failed(reqs[r][1], tries_of[r])
                     # partial answers are dropped: a new request draws a new stratified batch
                     self._sample_request(reqs[r][1], flags, r, pending, tries_of, now)
-        t = self.unpack(recs)
-        size = int(size_of[-1])
-        if prioritized:
-            with np.errstate(divide="ignore"):
-                w = (size_of.astype(np.float64) * prio / np.maximum(totals, 1)) ** (-beta)
-            w /= w.max()
-        else:
-            w = np.ones(batch)
-        return SampleBatch(t.obs, t.actions, t.rewards, t.next_obs, t.dones, idx,
-                           from_fixed(prio), totals, size, w.astype(np.float32), recs)
 
     def _sample_request(self, b: int, flags: int, r: int, pending: dict[int, list[Any]],
                         tries_of: list[int], now: float) -> None:

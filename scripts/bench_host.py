@@ -7,12 +7,27 @@ Prints what it measures and what bounds it, then ONE last line of
   :class:`~hostdrv.Aggregator` send path (one process, preallocated buffers,
   numpy views, UDP GSO) delivers into a UDP sink socket on loopback, counted
   at the sink;
+* ``softswitch_mpps``: packets in + out per second through the soft switch (a
+  child process) at P = 352, 4 members: one client process sends every slot's
+  GRADIENTs of 4 members (UDP GSO, two rounds in flight) and receives the
+  multicast RESULTs (UDP GRO); in = GRADIENTs sent, out = RESULTs received;
 * ``allreduce_vs_gloo``: all-reduce throughput of a 4 MB float32 tensor over 4
-  worker processes through the soft switch (a child process), divided by
-  ``torch.distributed`` gloo ``all_reduce`` of the same tensor on the same 4
-  processes in the same run (> 1 means the switch is faster).
+  worker processes through the soft switch (a child process) at P = 352, divided
+  by ``torch.distributed`` gloo ``all_reduce`` of the same tensor on the same 4
+  processes in the same run (> 1 means the switch is faster);
+  ``allreduce_vs_gloo_jumbo`` the same with P = 16352 (64 KB datagrams, loopback);
+* ``replay_rtt_vs_server``: in-network replay round trip (push 32 + prioritized
+  sample 32, ``scripts/bench_rl.py``) divided by the TCP replay server's;
+* ``agg_rtt_vs_ps``: 9216-element aggregation round trip of 4 workers through the
+  soft switch divided by the parameter server's (``scripts/bench_rl.py``).
 
-Usage: ``python scripts/bench_host.py [--seconds 1.0] [--iters 5] [--profile]``.
+Every soft switch figure is measured for both engines in the same run: the keys
+above are the native engine's with the native client loop (the defaults),
+``<key>_model`` the golden model's (``--engine model``, the Python server loop)
+with the Python client loop (``NRL_NATIVE_CLIENT=0``): the state before issue 10.
+
+Usage: ``python scripts/bench_host.py [--seconds 1.0] [--iters 5] [--profile]
+[--engines native,model]``.
 """
 
 from __future__ import annotations
@@ -22,6 +37,7 @@ import json
 import multiprocessing
 import os
 import pstats
+import selectors
 import socket
 import struct
 import sys
@@ -37,7 +53,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from hostdrv import Aggregator, SoftSwitch, SoftSwitchProcess, SwitchControl  # noqa: E402
-from hostdrv.net import SOL_UDP, UDP_GRO, tune_socket  # noqa: E402
+from hostdrv.net import (  # noqa: E402
+    GSO_MAX_BYTES,
+    GSO_MAX_SEGMENTS,
+    SOL_UDP,
+    UDP_GRO,
+    UDP_SEGMENT,
+    tune_socket,
+)
 from hostdrv.protocol import MAX_JUMBO_ELEMS  # noqa: E402
 
 TENSOR_ELEMS = 1 << 20  # 4 MB of float32
@@ -171,10 +194,10 @@ def _free_port() -> int:
 
 
 def bench_allreduce(iters: int, profile: bool, elems: int = ELEMS,
-                    slots: int = SLOTS) -> tuple[dict[str, float], str]:
+                    slots: int = SLOTS, engine: str = "native") -> tuple[dict[str, float], str]:
     prof_file = tempfile.mktemp(suffix=".prof") if profile else ""
     args = ["--profile", prof_file] if profile else []
-    args += ["--max-elems", str(elems)]
+    args += ["--max-elems", str(elems), "--engine", engine]
     proc = SoftSwitchProcess(args=args)
     try:
         with SwitchControl(proc.url) as ctl:
@@ -217,6 +240,126 @@ def bench_allreduce(iters: int, profile: bool, elems: int = ELEMS,
     return figures, bound
 
 
+# ---------------------------------------------------------------------------
+# packets through the soft switch
+
+
+def _recv_count(socks: list[socket.socket], want: int, timeout: float, buf: bytearray) -> int:
+    """Datagrams received on ``socks`` (GRO batches counted by segment) until ``want`` or
+    ``timeout`` seconds without any."""
+    got = 0
+    anc = socket.CMSG_SPACE(4)
+    sel = selectors.DefaultSelector()
+    for sk in socks:
+        sel.register(sk, selectors.EVENT_READ)
+    while got < want:
+        ready = sel.select(timeout)
+        if not ready:
+            break
+        for key, _ in ready:
+            sk = key.fileobj
+            while True:
+                try:
+                    n, ancdata, _fl, _a = sk.recvmsg_into([buf], anc)  # type: ignore[union-attr]
+                except BlockingIOError:
+                    break
+                seg = n
+                for level, kind, data in ancdata:
+                    if level == SOL_UDP and kind == UDP_GRO and len(data) >= 4:
+                        seg = struct.unpack_from("=i", data)[0] or n
+                got += -(-n // max(seg, 1))
+    sel.close()
+    return got
+
+
+def bench_softswitch(engine: str, seconds: float) -> dict[str, float]:
+    """Packets in + out per second through a soft switch child at P = 352, 4 members."""
+    from hostdrv.control import ROLE_WORKER
+    from hostdrv.protocol import encode_message, gradient
+
+    proc = SoftSwitchProcess(args=["--engine", engine])
+    socks = []
+    try:
+        for _ in range(WORKERS):
+            sk = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            tune_socket(sk, 16 << 20)
+            sk.bind(("127.0.0.1", 0))
+            try:
+                sk.setsockopt(SOL_UDP, UDP_GRO, 1)
+            except OSError:
+                pass
+            sk.setblocking(False)
+            socks.append(sk)
+        with SwitchControl(proc.url) as ctl:
+            ctl.configure_aggregation(members=WORKERS, slots=SLOTS, elems=ELEMS)
+            for i, sk in enumerate(socks):
+                ctl.set_member(i, port=1 << i, ip="127.0.0.1", udp=sk.getsockname()[1],
+                               role=ROLE_WORKER)
+        x = np.random.default_rng(0).standard_normal(ELEMS).astype(np.float32)
+        seg = 22 + 4 * ELEMS
+        bufs = [np.frombuffer(b"".join(
+            encode_message(gradient(x, job=0, worker=w, slot=s, round_=0, total=ELEMS))
+            for s in range(SLOTS)), np.uint8).reshape(SLOTS, seg).copy() for w in range(WORKERS)]
+        per_call = min(GSO_MAX_SEGMENTS, GSO_MAX_BYTES // seg)
+        cmsg = [(SOL_UDP, UDP_SEGMENT, struct.pack("=H", seg))]
+        dst = proc.address
+        rbuf = bytearray(1 << 16)
+
+        def send(rnd: int) -> None:
+            word = np.frombuffer(struct.pack("!I", rnd & 0xFFFFFFFF), np.uint8)
+            for w, sk in enumerate(socks):
+                b = bufs[w]
+                b[:, 8:12] = word  # seq
+                b[:, 14:18] = word  # aux (the round's version)
+                mv = memoryview(b).cast("B")
+                for i in range(0, SLOTS, per_call):
+                    k = min(per_call, SLOTS - i)
+                    while True:
+                        try:
+                            sk.sendmsg([mv[i * seg:(i + k) * seg]], cmsg if k > 1 else [], 0, dst)
+                            break
+                        except BlockingIOError:
+                            time.sleep(0.0005)
+
+        per_round = WORKERS * SLOTS
+        send(0)  # warm-up round
+        _recv_count(socks, per_round, 0.5, rbuf)
+        sent = received = 0
+        rnd = 1
+        send(rnd)
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            send(rnd + 1)  # two rounds in flight: the slots' two shadow copies
+            sent += per_round
+            received += _recv_count(socks, per_round, 0.2, rbuf)
+            rnd += 1
+        received += _recv_count(socks, per_round, 0.2, rbuf)
+        sent += per_round
+        elapsed = time.perf_counter() - t0
+    finally:
+        for sk in socks:
+            sk.close()
+        proc.stop()
+    return {"mpps": (sent + received) / elapsed / 1e6, "in": sent, "out": received,
+            "seconds": elapsed, "lost_fraction": 1 - received / max(sent, 1)}
+
+
+def bench_rl_rtts(engine: str, reps: int, ps: bool) -> dict[str, float]:
+    """``scripts/bench_rl.py``'s aggregation (9216 elements, 4 workers) and replay round
+    trips with the soft switch serving ``engine`` (and the parameter server when ``ps``)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_rl
+
+    os.environ["NRL_SOFTSWITCH_ENGINE"] = engine
+    try:
+        out = bench_rl.bench_aggregation(["inswitch", "ps"] if ps else ["inswitch"], WORKERS,
+                                         9216, reps)
+        out |= bench_rl.bench_replay(reps)
+    finally:
+        del os.environ["NRL_SOFTSWITCH_ENGINE"]
+    return out
+
+
 def bench_model(packets: int = 8000) -> float:
     """Microseconds :meth:`SwitchModel.process` takes per fp32 GRADIENT (P = 352), in-process."""
     from hostdrv import Frame, SwitchModel, build_frame
@@ -247,32 +390,55 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=1.0, help="send benchmark duration")
     ap.add_argument("--iters", type=int, default=5, help="timed all-reduces of each kind")
+    ap.add_argument("--reps", type=int, default=50, help="aggregation and replay round trips")
     ap.add_argument("--profile", action="store_true", help="cProfile the soft switch loop")
+    ap.add_argument("--engines", default="native,model",
+                    help="soft switch engines to measure (the first one gives the plain keys)")
     args = ap.parse_args()
+    engines = args.engines.split(",")
 
     send = bench_send(args.seconds)
     print("send path: " + " ".join(f"{k}={v:.3f}" for k, v in send.items()))
-    ar, bound = bench_allreduce(args.iters, args.profile)
-    print("allreduce: " + " ".join(f"{k}={v:.4g}" for k, v in ar.items()))
-    print("soft switch:", bound)
-    jumbo, _ = bench_allreduce(args.iters, False, JUMBO_ELEMS, 16)
-    print(f"allreduce (jumbo P={JUMBO_ELEMS}, 64 KB datagrams, loopback only): "
-          + " ".join(f"{k}={v:.4g}" for k, v in jumbo.items()))
-    stats_line = next((ln for ln in bound.splitlines() if ln.startswith("stats ")), "")
+    figures: dict[str, float] = {"send_gbytes_per_s": send["send_gbytes_per_s"]}
     model_us = bench_model()
     packets = WORKERS * -(-TENSOR_ELEMS // ELEMS)
-    if stats_line:
-        st = json.loads(stats_line[6:])
-        busy = st["busy_us"] / max(st["datagrams"], 1)
-        print(f"bound: the soft switch is one Python thread; per GRADIENT it is busy {busy:.1f} us "
-              f"(model.process alone {model_us:.1f} us in-process), {packets} GRADIENTs per "
-              f"4 MB all-reduce -> >= {packets * busy / 1e3:.0f} ms vs gloo {ar['gloo_ms']:.1f} ms; "
-              f"workers use {ar['worker_cpu_ms']:.1f} ms CPU each per all-reduce; "
-              f"{os.cpu_count()} CPUs shared by 4 workers and the switch")
-    print(f"send_gbytes_per_s={send['send_gbytes_per_s']:.3f} "
-          f"allreduce_vs_gloo={ar['allreduce_vs_gloo']:.3f} "
-          f"allreduce_vs_gloo_jumbo={jumbo['allreduce_vs_gloo']:.3f} "
-          f"gloo_ms={ar['gloo_ms']:.2f} switch_ms={ar['switch_ms']:.2f}")
+    for n, engine in enumerate(engines):
+        suffix = "" if n == 0 else f"_{engine}"
+        os.environ["NRL_NATIVE_CLIENT"] = "0" if engine == "model" else "1"  # workers inherit it
+        sw = bench_softswitch(engine, args.seconds)
+        print(f"[{engine}] soft switch packets: " + " ".join(f"{k}={v:.4g}" for k, v in sw.items()))
+        ar, bound = bench_allreduce(args.iters, args.profile and engine == "model", engine=engine)
+        print(f"[{engine}] allreduce: " + " ".join(f"{k}={v:.4g}" for k, v in ar.items()))
+        print(f"[{engine}] soft switch:", bound)
+        jumbo, _ = bench_allreduce(args.iters, False, JUMBO_ELEMS, 16, engine=engine)
+        print(f"[{engine}] allreduce (jumbo P={JUMBO_ELEMS}, 64 KB datagrams, loopback only): "
+              + " ".join(f"{k}={v:.4g}" for k, v in jumbo.items()))
+        rtt = bench_rl_rtts(engine, args.reps, ps=n == 0)
+        if n == 0:
+            ps_ms = rtt["agg_rtt_ms_ps"]
+        stats_line = next((ln for ln in bound.splitlines() if ln.startswith("stats ")), "")
+        if stats_line:
+            st = json.loads(stats_line[6:])
+            busy = st["busy_us"] / max(st["datagrams"], 1)
+            print(f"[{engine}] bound: per GRADIENT the switch is busy {busy:.2f} us"
+                  + (f" (model.process alone {model_us:.1f} us in-process)"
+                     if engine == "model" else "")
+                  + f", {packets} GRADIENTs per 4 MB all-reduce -> >= {packets * busy / 1e3:.1f} "
+                  f"ms of switch CPU vs gloo {ar['gloo_ms']:.1f} ms; workers use "
+                  f"{ar['worker_cpu_ms']:.1f} ms CPU each per all-reduce; {os.cpu_count()} CPUs "
+                  "shared by 4 workers and the switch")
+        figures |= {
+            f"softswitch_mpps{suffix}": sw["mpps"],
+            f"allreduce_vs_gloo{suffix}": ar["allreduce_vs_gloo"],
+            f"allreduce_vs_gloo_jumbo{suffix}": jumbo["allreduce_vs_gloo"],
+            f"replay_rtt_vs_server{suffix}": rtt["replay_rtt_ms_innet"]
+            / rtt["replay_rtt_ms_server"],
+            f"agg_rtt_vs_ps{suffix}": rtt["agg_rtt_ms_inswitch"] / ps_ms,
+            f"gloo_ms{suffix}": ar["gloo_ms"],
+            f"switch_ms{suffix}": ar["switch_ms"],
+        }
+    del os.environ["NRL_NATIVE_CLIENT"]
+    print(" ".join(f"{k}={v:.3f}" for k, v in figures.items()))
     return 0
 
 

@@ -332,6 +332,16 @@ def render_h(spec: dict[str, Any], groups: list[dict[str, Any]]) -> str:
     counters = [r for r in spec["flat"] if r["access"] == "rc" and not r["server"]]
     out.append(f"#define NRL_COUNTER_COUNT {len(counters)}u")
     out.append("")
+    out.append("/* Every register, address order of hw/regs.yaml:")
+    out.append("   X(name, address, access, reset, width, param, server); access NRL_ACCESS_* */")
+    out.append("#define NRL_ACCESS_RO 0u")
+    out.append("#define NRL_ACCESS_RW 1u")
+    out.append("#define NRL_ACCESS_RC 2u")
+    out.append("#define NRL_REGISTER_TABLE(X) \\")
+    for r in spec["flat"]:
+        out.append(f"    X({r['name']}, 0x{r['addr']:03X}u, NRL_ACCESS_{r['access'].upper()}, "
+                   f"0x{r['reset']:X}u, {r['width']}u, {int(r['param'])}, {int(r['server'])}) \\")
+    out.append("")
     out.append("#endif /* NRL_PROTOCOL_H */")
     out.append("")
     return "\n".join(out)

@@ -11,11 +11,19 @@ import struct
 
 import numpy as np
 import pytest
+from engines import ENGINES, use_engine
 
 from hostdrv import protocol as P
 from hostdrv import regmap
 from hostdrv.model import Egress, SwitchModel, fp32_add, xorshift32
 from hostdrv.protocol import Flags, Frame, Message, Opcode
+
+
+@pytest.fixture(autouse=True, params=ENGINES)
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on the golden model and on the native engine."""
+    return use_engine(__name__, request, monkeypatch)
+
 
 JOB = 7
 UDP = P.DEFAULT_UDP_PORT

@@ -11,10 +11,18 @@ import struct
 
 import numpy as np
 import pytest
+from engines import ENGINES, use_engine
 
 from hostdrv import protocol as P
 from hostdrv.model import Egress, SwitchModel
 from hostdrv.protocol import Flags, Frame, Message, Opcode
+
+
+@pytest.fixture(autouse=True, params=ENGINES)
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on the golden model and on the native engine."""
+    return use_engine(__name__, request, monkeypatch)
+
 
 JOB = 3
 SEED_DEFAULT = 0x2545F491

@@ -8,7 +8,7 @@ runs with the venv's interpreter, ``PYTHONPATH=DIR`` and a working directory
 outside the repository, so the checkout is not importable:
 
 * the wheel holds every module of ``hostdrv`` and ``rl``, the RTL sources of
-  ``hw/rtl`` and the C++ harness;
+  ``hw/rtl``, the C++ harness and the compiled native engine (``hostdrv._native``);
 * ``netrl --help`` works;
 * ``netfpga-softswitch`` serves a ``soft://`` all-reduce;
 * a ``sim://`` all-reduce runs the RTL that Verilator builds from the packaged
@@ -31,7 +31,7 @@ from toolcheck import require_module, require_tool
 
 REPO = Path(__file__).resolve().parents[1]
 RTL = REPO / "hw" / "rtl"
-SOURCES = ("pyproject.toml", "README.md", "hostdrv", "rl", "hw")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "hostdrv", "rl", "hw")
 
 CHILD = '''\
 """Run with PYTHONPATH=<install>: an all-reduce of two workers through soft:// or sim://."""
@@ -106,7 +106,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         p = REPO / name
         if p.is_dir():
             shutil.copytree(p, src / name, symlinks=True,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.so"))
         else:
             src.mkdir(exist_ok=True)
             shutil.copy2(p, src / name)
@@ -148,6 +148,8 @@ def test_wheel_holds_every_module_the_rtl_and_the_harness(
            if p.suffix in (".v", ".vh", ".f")}
     assert rtl and rtl - names == set()
     assert "hostdrv/backends/rtl_harness.cpp" in names
+    # the native engine, compiled by the wheel build
+    assert any(n.startswith("hostdrv/_native.") and n.endswith(".so") for n in names), names
 
 
 def test_netrl_help_from_the_installed_package(installed: tuple[Path, Path],

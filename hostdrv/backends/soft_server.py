@@ -1,9 +1,22 @@
-"""Soft switch: the reference model behind a UDP socket.
+"""Soft switch: the switch engine behind a UDP socket.
 
 Run it as ``python -m hostdrv.backends.soft_server --listen 127.0.0.1:20050`` (or the
 ``netfpga-softswitch`` console script), in a thread with :class:`SoftSwitch`,
 or as a child process with :class:`SoftSwitchProcess`. Clients reach it as
 ``soft://host:port``.
+
+Engines
+-------
+``engine="native"`` (``--engine native``) serves the compiled engine
+(:class:`~hostdrv.native_engine.NativeSwitchModel`) with its native socket loop
+(``hostdrv/native/nrl_server.cpp``: ``recvmmsg``/``sendmmsg``, preallocated
+buffers, no Python per datagram, the GIL released; only control requests come
+back to Python). ``engine="model"`` (``--engine model``) serves the golden model
+(:class:`~hostdrv.model.SwitchModel`) with the Python loop below, for debugging.
+The default is :data:`DEFAULT_ENGINE`, or the environment variable
+``NRL_SOFTSWITCH_ENGINE`` (the golden model when the extension is not built).
+Both loops follow the rules of this section, and the conformance suite
+(``tests/test_conformance.py``) holds the two engines to the same bytes.
 
 Data path
 ---------
@@ -72,6 +85,9 @@ Command line
     (``SwitchControl(url, key_file=FILE)``, ``soft://host:port?key=FILE`` or
     ``NETRL_CONTROL_KEY=FILE``). Without it only loopback may use the control
     channel.
+``--engine native|model``
+    The compiled engine with its native socket loop, or the golden model with the
+    Python loop (see Engines). Default :data:`DEFAULT_ENGINE` or ``NRL_SOFTSWITCH_ENGINE``.
 ``--profile FILE``
     Write a cProfile of the serve loop to FILE.
 
@@ -97,7 +113,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hostdrv import regmap
+from hostdrv import native_engine, regmap
 from hostdrv.model import SwitchModel
 from hostdrv.net import (
     GSO_MAX_BYTES,
@@ -140,6 +156,38 @@ _SERVER_STATS = {"SRV_RX_OVERFLOW": "rx_overflow", "SRV_CTRL_REFUSED": "ctrl_ref
 assert set(_SERVER_STATS) == set(regmap.SERVER_COUNTERS)
 
 
+ENGINES = ("native", "model")
+"""``--engine`` choices: the compiled engine and its socket loop, or the golden model."""
+DEFAULT_ENGINE = "native"
+"""The engine a soft switch serves unless told (``NRL_SOFTSWITCH_ENGINE`` overrides it);
+the golden model when the extension is not built (the test suite fails then)."""
+_NATIVE_STATS = ("datagrams", "sent", "send_calls", "receives", "busy_us", "rx_overflow")
+
+
+def default_engine() -> str:
+    """``NRL_SOFTSWITCH_ENGINE`` if set, else :data:`DEFAULT_ENGINE` (``"model"`` when
+    ``hostdrv._native`` is not built)."""
+    engine = os.environ.get("NRL_SOFTSWITCH_ENGINE") or DEFAULT_ENGINE
+    return engine if engine != "native" or native_engine.available() else "model"
+
+
+def make_model(engine: str, **params: int) -> SwitchModel:
+    """A new switch of ``engine`` ("native" or "model") with ``params``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown engine or a bad parameter.
+    RuntimeError
+        For "native" when the extension is not built.
+    """
+    if engine == "model":
+        return SwitchModel(**params)
+    if engine == "native":
+        return native_engine.NativeSwitchModel(**params)  # type: ignore[return-value]
+    raise ValueError(f"bad engine={engine!r}: must be one of {', '.join(ENGINES)}")
+
+
 @dataclass(frozen=True)
 class Arrival:
     """One GRADIENT datagram as it reached the switch (logged when asked for).
@@ -176,6 +224,9 @@ class SoftSwitch:
         Serve this model instead of a new one. Change its registers through
         :meth:`write` (or the control channel), which also refreshes the
         address tables the switch routes with.
+    engine:
+        ``"native"`` or ``"model"`` for a new model (default
+        :func:`default_engine`); ignored when ``model`` is given.
     control_key:
         Execute only control requests signed with this key (``bytes``), or with
         the key in this file (a path; whitespace around it stripped), from any
@@ -203,16 +254,17 @@ class SoftSwitch:
                  capacity: int = 1024, record_bytes: int = 128, max_slots: int = 64,
                  max_elems: int = 352, build_hash: int = 0, log_arrivals: bool = False,
                  model: SwitchModel | None = None,
-                 control_key: bytes | str | os.PathLike[str] | None = None) -> None:
+                 control_key: bytes | str | os.PathLike[str] | None = None,
+                 engine: str | None = None) -> None:
         if isinstance(control_key, bytes | bytearray):
             self._control_key: bytes | None = bytes(control_key).strip()
             if not self._control_key:
                 raise ValueError("bad control_key: empty")
         else:
             self._control_key = None if control_key is None else load_control_key(control_key)
-        self.model = model if model is not None else SwitchModel(
-            capacity=capacity, record_bytes=record_bytes, max_slots=max_slots,
-            max_elems=max_elems, build_hash=build_hash)
+        self.model = model if model is not None else make_model(
+            engine or default_engine(), capacity=capacity, record_bytes=record_bytes,
+            max_slots=max_slots, max_elems=max_elems, build_hash=build_hash)
         host, port = parse_hostport(listen) if isinstance(listen, str) else listen
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         tune_socket(sock)
@@ -234,7 +286,7 @@ class SoftSwitch:
             self._ovfl = False
         self._gso = True
         self.sock = sock
-        self.arrivals: list[Arrival] | None = [] if log_arrivals else None
+        self._arrivals: list[Arrival] | None = [] if log_arrivals else None
         self.lock = threading.Lock()
         """Held while a batch of datagrams is processed; take it to touch :attr:`model`."""
         self._stop = threading.Event()
@@ -252,6 +304,29 @@ class SoftSwitch:
         self._stats = {"datagrams": 0, "control": 0, "sent": 0, "send_calls": 0, "receives": 0,
                        "busy_us": 0, "errors": 0, "rx_overflow": 0, "ctrl_refused": 0}
         self._srv_base = dict.fromkeys(_SERVER_STATS.values(), 0)
+        self._native: object | None = None  # the native loop (hostdrv._native.Server)
+
+    @property
+    def engine(self) -> str:
+        """What serves the datagrams: ``"native"`` (the compiled engine and its socket
+        loop), ``"model"`` (the golden model) or the model's class name."""
+        if isinstance(self.model, native_engine.NativeSwitchModel):
+            return "native"
+        return "model" if type(self.model) is SwitchModel else type(self.model).__name__
+
+    @property
+    def arrivals(self) -> list[Arrival] | None:
+        """Every GRADIENT datagram received, in order (``log_arrivals``; else ``None``)."""
+        if self._arrivals is not None and self._native is not None:
+            self._arrivals += [Arrival(*a) for a in self._native.arrivals()]  # type: ignore[attr-defined]
+        return self._arrivals
+
+    def _sync_stats(self) -> None:
+        """Copy the native loop's figures into :attr:`_stats`."""
+        if self._native is not None:
+            figures = self._native.stats()  # type: ignore[attr-defined]
+            for k in _NATIVE_STATS:
+                self._stats[k] = figures[k]
 
     # -- addressing --------------------------------------------------------------
     @property
@@ -356,6 +431,7 @@ class SoftSwitch:
     def _reg_read(self, name: str) -> int:
         stat = _SERVER_STATS.get(name)
         if stat is not None:
+            self._sync_stats()
             return (self._stats[stat] - self._srv_base[stat]) & _M32
         return self.model.read(name)
 
@@ -363,6 +439,7 @@ class SoftSwitch:
         self.model.write(name, value)  # ValueError: read-only or out of range, nothing changed
         self._tables_valid = False
         if name == "CTRL" and value & _CTRL_CLEAR:
+            self._sync_stats()
             self._srv_base = {k: self._stats[k] for k in self._srv_base}
         elif name.startswith("MEMBER_"):
             self._last_addr.pop(int(name.rsplit("_", 1)[1]), None)
@@ -425,7 +502,10 @@ class SoftSwitch:
         reported by ``SO_RXQ_OVFL``) and control requests refused as not
         authenticated (``ctrl_refused``). The registers ``SRV_RX_OVERFLOW`` and
         ``SRV_CTRL_REFUSED`` count the last two since counters were last cleared.
+        With the native loop ``receives`` counts datagrams (``recvmmsg`` takes many
+        per call) and ``send_calls`` counts ``sendmmsg`` calls.
         """
+        self._sync_stats()
         return dict(self._stats)
 
     # -- serving -----------------------------------------------------------------
@@ -539,7 +619,7 @@ class SoftSwitch:
         fmv = memoryview(frame)
         frame[:HEADER_OFFSET] = hdr
         process = self.model.process
-        arrivals = self.arrivals
+        arrivals = self._arrivals
         stats = self._stats
         pack16 = _U16.pack_into
         mcast, members = self._mcast_ip, self._members
@@ -569,8 +649,32 @@ class SoftSwitch:
                 elif ip_dst and udp_dst:
                     pending.setdefault((int_to_ip(ip_dst), udp_dst), []).append(body)
 
+    def _native_control(self, data: bytes, host: str, port: int) -> bytes:
+        """A control request the native loop hands back (it sends the reply)."""
+        with self.lock:
+            return self._control(memoryview(data), (host, port))
+
+    def _serve_native(self, poll_interval: float) -> None:
+        """The native loop in a thread of its own (GIL released), until :meth:`stop`."""
+        srv = native_engine.server(self.model, self.sock.fileno(), self._native_control,
+                                   log_arrivals=self._arrivals is not None)
+        self._native = srv
+        wait_ms = max(1, int(poll_interval * 1000))
+        t = threading.Thread(target=srv.serve, args=(wait_ms,), name="softswitch-native",
+                             daemon=True)
+        t.start()
+        try:
+            while not self._stop.wait(poll_interval):
+                if not t.is_alive():
+                    break
+        finally:
+            srv.stop()
+            t.join()
+
     def serve_forever(self, poll_interval: float = 0.05) -> None:
         """Serve until :meth:`stop` (or a signal handler calling it)."""
+        if self.engine == "native":
+            return self._serve_native(poll_interval)
         sock, rbuf, stop = self.sock, self._rbuf, self._stop
         pending: dict[tuple[str, int], list[memoryview]] = {}
         use_msg = self._gro or self._ovfl
@@ -742,6 +846,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="execute only control requests signed with the key in FILE (HMAC-SHA256, "
                         "docs/protocol.md section 9), from any address; default: unsigned "
                         "requests from loopback only")
+    p.add_argument("--engine", choices=ENGINES, default=None,
+                   help="native: the compiled engine and its socket loop; model: the Python "
+                        f"golden model (debugging). Default: {DEFAULT_ENGINE}, or "
+                        "NRL_SOFTSWITCH_ENGINE")
     p.add_argument("--profile", metavar="FILE", help="write a cProfile of the serve loop to FILE")
     return p
 
@@ -754,8 +862,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sw = SoftSwitch(args.listen, capacity=args.capacity, record_bytes=args.record_bytes,
                         max_slots=args.max_slots, max_elems=args.max_elems,
-                        build_hash=args.build_hash, control_key=args.control_key)
-    except (OSError, ValueError) as e:
+                        build_hash=args.build_hash, control_key=args.control_key,
+                        engine=args.engine)
+    except (OSError, ValueError, RuntimeError) as e:
         print(f"{SoftSwitch.log_name}: {e}", file=sys.stderr)
         return 2
 

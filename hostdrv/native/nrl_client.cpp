@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: MIT
+// The all-reduce client's per-packet loop in C++ (Aggregator._run, hostdrv/aggregator.py):
+// launch chunks into free slots within the window, send runs of consecutive slots with
+// UDP GSO, receive RESULTs (UDP GRO) and scatter them, retransmit on the deadline with
+// exponential backoff. Same decisions, in the same order, as the Python loop; the
+// caller turns the outcome into the same exceptions. The GIL is released throughout.
+#include "nrl_client.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "nrl_engine.h"
+
+namespace nrl {
+
+namespace {
+
+constexpr int kSolUdp = 17;
+constexpr int kUdpSegment = 103;
+constexpr int kUdpGro = 104;
+constexpr size_t kGsoSegments = 64;
+constexpr size_t kGsoBytes = 65507;
+
+double monotonic() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// the 22-byte protocol header (hostdrv.protocol.HEADER), big-endian
+void header(uint8_t* h, uint32_t op, uint32_t flags, uint32_t job, uint32_t worker, uint32_t slot,
+            uint32_t seq, uint32_t count, uint32_t aux, uint32_t total) {
+    h[0] = NRL_VERSION;
+    h[1] = uint8_t(op);
+    h[2] = uint8_t(flags);
+    h[3] = uint8_t(job);
+    put16(h + 4, worker);
+    put16(h + 6, slot);
+    put32(h + 8, seq);
+    put16(h + 12, count);
+    put32(h + 14, aux);
+    put32(h + 18, total);
+}
+
+// UdpDatagramTransport.send: a full buffer or an ICMP error is a loss (the caller retransmits)
+int send_one(int fd, const uint8_t* p, size_t n) {
+    if (::send(fd, p, n, 0) >= 0) return 0;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED) return 0;
+    return errno;
+}
+
+// UdpDatagramTransport.send_segments
+int send_segments(int fd, const uint8_t* p, size_t n, size_t seg, bool* gso) {
+    if (n <= seg || !*gso) {
+        for (size_t off = 0; off < n; off += seg)
+            if (int e = send_one(fd, p + off, std::min(seg, n - off))) return e;
+        return 0;
+    }
+    const size_t per_call = std::max<size_t>(1, std::min(kGsoSegments, kGsoBytes / seg));
+    const size_t step = per_call * seg;
+    for (size_t off = 0; off < n; off += step) {
+        const size_t len = std::min(step, n - off);
+        if (len <= seg) {
+            if (int e = send_one(fd, p + off, len)) return e;
+            continue;
+        }
+        iovec iov{const_cast<uint8_t*>(p + off), len};
+        alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(uint16_t))] = {};
+        msghdr h{};
+        h.msg_iov = &iov;
+        h.msg_iovlen = 1;
+        h.msg_control = ctl;
+        h.msg_controllen = sizeof ctl;
+        cmsghdr* c = CMSG_FIRSTHDR(&h);
+        c->cmsg_level = kSolUdp;
+        c->cmsg_type = kUdpSegment;
+        c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        const uint16_t s16 = uint16_t(seg);
+        std::memcpy(CMSG_DATA(c), &s16, sizeof s16);
+        if (sendmsg(fd, &h, 0) >= 0) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED) continue;
+        if (errno != EINVAL && errno != EIO && errno != ENOPROTOOPT && errno != EOPNOTSUPP)
+            return errno;
+        *gso = false;  // no GSO on this path: one by one from now on
+        for (size_t o = 0; o < len; o += seg)
+            if (int e = send_one(fd, p + off + o, std::min(seg, len - o))) return e;
+    }
+    return 0;
+}
+
+// UdpDatagramTransport.recv_into: (bytes, segment size), (0, 0) after `timeout` seconds
+size_t recv_into(int fd, uint8_t* buf, size_t cap, double timeout, bool gro, size_t* seg) {
+    double deadline = -1.0;
+    for (;;) {
+        alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(int))];
+        iovec iov{buf, cap};
+        msghdr h{};
+        h.msg_iov = &iov;
+        h.msg_iovlen = 1;
+        if (gro) {
+            h.msg_control = ctl;
+            h.msg_controllen = sizeof ctl;
+        }
+        const ssize_t n = recvmsg(fd, &h, MSG_DONTWAIT);
+        if (n >= 0) {
+            *seg = size_t(n);
+            if (gro)
+                for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c))
+                    if (c->cmsg_level == kSolUdp && c->cmsg_type == kUdpGro &&
+                        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+                        int s;
+                        std::memcpy(&s, CMSG_DATA(c), sizeof s);
+                        *seg = s ? size_t(s) : size_t(n);
+                    }
+            return size_t(n);
+        }
+        if (errno == ECONNREFUSED || errno == EINTR) continue;  // ICMP error of an earlier send
+        const double now = monotonic();
+        if (deadline < 0) deadline = now + timeout;
+        const double left = deadline - now;
+        if (left <= 0) {
+            *seg = 0;
+            return 0;
+        }
+        pollfd p{fd, POLLIN, 0};
+        const double ms = std::min(left * 1000 + 0.999, 1e9);
+        poll(&p, 1, std::max(1, int(ms)));
+    }
+}
+
+}  // namespace
+
+AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8_t* out,
+                   uint32_t* rounds, uint32_t* aux_of, uint32_t* got_round, bool* gso) {
+    AggOutcome res;
+    const uint32_t s_count = a.slots, p = a.elems;
+    const size_t L = NRL_HEADER_LEN + size_t(4) * p;
+    std::vector<int64_t> chunk_of(s_count, -1);
+    std::vector<uint32_t> cur_round(s_count, 0), tries(s_count, 0);
+    std::vector<double> deadline(s_count, 0.0);
+    std::vector<uint32_t> to_send;
+    std::vector<uint8_t> rbuf(a.recv_bytes);
+    const double inf = std::numeric_limits<double>::infinity();
+    uint64_t nxt = 0, done = 0, inflight = 0;
+    double next_scan = inf;
+    while (done < a.n) {
+        double now = monotonic();
+        // launch what the window and the slots allow
+        while (nxt < a.n && inflight < a.window) {
+            const uint32_t s = uint32_t(nxt % s_count);
+            if (chunk_of[s] >= 0) break;
+            const uint32_t r = rounds[s];
+            chunk_of[s] = int64_t(nxt);
+            cur_round[s] = r;
+            uint8_t* h = sbuf + s * L;
+            header(h, NRL_OP_GRADIENT, a.flags, a.job, a.worker, s, r, p,
+                   a.has_version ? a.version : r, a.total);
+            std::memcpy(h + NRL_HEADER_LEN, chunks + nxt * 4 * p, size_t(4) * p);
+            deadline[s] = now + a.timeout;
+            tries[s] = 1;
+            next_scan = std::min(next_scan, now + a.timeout);
+            to_send.push_back(s);
+            ++nxt;
+            ++inflight;
+        }
+        if (!to_send.empty()) {
+            size_t i = 0;
+            while (i < to_send.size()) {  // runs of consecutive slots: one GSO call each
+                size_t j = i + 1;
+                while (j < to_send.size() && to_send[j] == to_send[j - 1] + 1) ++j;
+                const size_t lo = to_send[i], hi = to_send[j - 1] + 1;
+                const int e = hi - lo == 1 ? send_one(a.fd, sbuf + lo * L, L)
+                                           : send_segments(a.fd, sbuf + lo * L, (hi - lo) * L, L, gso);
+                if (e) {
+                    res.code = AggOutcome::OS_ERROR;
+                    res.v[0] = uint32_t(e);
+                    return res;
+                }
+                i = j;
+            }
+            to_send.clear();
+        }
+        // wait for results until the earliest deadline
+        size_t seg = 0;
+        const size_t nbytes = recv_into(a.fd, rbuf.data(), rbuf.size(),
+                                        std::max(0.0, next_scan - now), a.gro, &seg);
+        if (nbytes) {
+            if (seg == 0) seg = nbytes;
+            for (size_t off = 0; off < nbytes; off += seg) {
+                if (std::min(seg, nbytes - off) != L) continue;
+                const uint8_t* m = rbuf.data() + off;
+                const uint32_t op = m[1], fl = m[2], jb = m[3], w = be16(m + 4), s = be16(m + 6);
+                const uint32_t seq = be32(m + 8), cnt = be16(m + 12), aux = be32(m + 14),
+                               tot = be32(m + 18);
+                if (op != NRL_OP_RESULT || jb != a.job || s >= s_count || cnt != p ||
+                    (fl & NRL_FLAG_INT32) != a.flags)
+                    continue;
+                const int64_t c = chunk_of[s];
+                if (c < 0) continue;
+                const uint32_t d = seq - cur_round[s];
+                if (d == 0) {
+                } else if ((fl & NRL_FLAG_RESEND) && d < 0x80000000u) {
+                    if (!a.catch_up) {  // sync: nobody completes a round without us
+                        res.code = AggOutcome::OUT_OF_STEP;
+                        res.v[0] = s;
+                        res.v[1] = seq;
+                        return res;
+                    }
+                    ++res.stale;  // async: the slot moved on, take the newer result
+                } else {
+                    continue;
+                }
+                if (fl & NRL_FLAG_ERROR) {
+                    res.code = AggOutcome::MISMATCH_ERROR;
+                    res.v[0] = tot;
+                    res.v[1] = aux;
+                    res.v[2] = w & 0x7;
+                    res.v[3] = s;
+                    res.v[4] = seq;
+                    return res;
+                }
+                if (tot != a.total) {
+                    res.code = AggOutcome::MISMATCH;
+                    res.v[0] = tot;
+                    res.v[3] = s;
+                    res.v[4] = seq;
+                    return res;
+                }
+                std::memcpy(out + size_t(c) * 4 * p, m + NRL_HEADER_LEN, size_t(4) * p);
+                aux_of[c] = aux;
+                got_round[c] = seq;
+                if (fl & NRL_FLAG_RESEND) ++res.resent;
+                rounds[s] = seq + 1;
+                chunk_of[s] = -1;
+                --inflight;
+                ++done;
+            }
+            now = monotonic();
+            if (now < next_scan) continue;
+        } else {
+            now = monotonic();
+        }
+        // retransmit what is due
+        next_scan = inf;
+        for (uint32_t s = 0; s < s_count; ++s) {
+            if (chunk_of[s] < 0) continue;
+            if (deadline[s] <= now) {
+                if (tries[s] > a.retries) {
+                    res.code = AggOutcome::TIMEOUT;
+                    res.v[0] = s;
+                    res.v[1] = cur_round[s];
+                    res.v[2] = uint32_t(chunk_of[s]);
+                    res.v[3] = tries[s];
+                    return res;
+                }
+                if (int e = send_one(a.fd, sbuf + s * L, L)) {
+                    res.code = AggOutcome::OS_ERROR;
+                    res.v[0] = uint32_t(e);
+                    return res;
+                }
+                deadline[s] = now + std::min(a.timeout * std::ldexp(1.0, int(tries[s])),
+                                             a.max_backoff);
+                ++tries[s];
+                ++res.retrans;
+            }
+            next_scan = std::min(next_scan, deadline[s]);
+        }
+    }
+    return res;
+}
+
+SampleOutcome replay_sample(SampleArgs& a, int64_t* idx, uint32_t* prio, uint64_t* totals,
+                            uint32_t* size_of, uint8_t* recs) {
+    SampleOutcome res;
+    struct Pending {
+        uint32_t seq;
+        size_t req;
+        std::vector<bool> got;
+        size_t left;
+        double deadline;
+    };
+    std::vector<size_t> base(a.nreqs, 0);
+    for (size_t r = 1; r < a.nreqs; ++r) base[r] = base[r - 1] + a.sizes[r - 1];
+    std::vector<uint32_t> tries(a.nreqs, 0);
+    std::vector<Pending> pending;  // in request order, as the Python dict
+    std::vector<uint8_t> rbuf(a.recv_bytes);
+    const size_t rb = a.record_bytes, expected = NRL_HEADER_LEN + NRL_BLOCK + rb;
+    auto request = [&](size_t r, double now) -> int {
+        const uint32_t seq = ++a.seq;
+        uint8_t m[NRL_HEADER_LEN];
+        header(m, NRL_OP_SAMPLE_REQ, a.flags, a.job, a.worker, 0, seq, a.sizes[r], 0, 0);
+        if (int e = send_one(a.fd, m, sizeof m)) return e;
+        ++tries[r];
+        pending.push_back({seq, r, std::vector<bool>(a.sizes[r], false), a.sizes[r],
+                           now + a.timeout * double(1u << std::min<uint32_t>(tries[r] - 1, 4))});
+        return 0;
+    };
+    size_t nxt = 0;
+    while (nxt < a.nreqs || !pending.empty()) {
+        double now = monotonic();
+        while (nxt < a.nreqs && pending.size() < a.window) {
+            if (int e = request(nxt, now)) {
+                res.code = SampleOutcome::OS_ERROR;
+                res.v[0] = uint32_t(e);
+                return res;
+            }
+            ++nxt;
+        }
+        double first = pending.front().deadline;
+        for (const Pending& p : pending) first = std::min(first, p.deadline);
+        size_t seg = 0;
+        const size_t nbytes = recv_into(a.fd, rbuf.data(), rbuf.size(), std::max(0.0, first - now),
+                                        a.gro, &seg);
+        const size_t step = std::max<size_t>(seg, 1);
+        for (size_t off = 0; off < nbytes; off += step) {
+            if (std::min(seg, nbytes - off) != expected) continue;
+            const uint8_t* m = rbuf.data() + off;
+            const uint32_t op = m[1], jb = m[3], seq = be32(m + 8), i = be32(m + 14);
+            size_t k = 0;
+            while (k < pending.size() && pending[k].seq != seq) ++k;
+            if (op != NRL_OP_SAMPLE_RESP || jb != a.job || k == pending.size()) continue;
+            Pending& p = pending[k];
+            if (i >= a.sizes[p.req] || p.got[i]) continue;
+            const uint8_t* d = m + NRL_HEADER_LEN;
+            const size_t at = base[p.req] + i;
+            uint32_t ix, pr, sz;
+            uint64_t tot;
+            std::memcpy(&ix, d + NRL_DESC_INDEX, 4);
+            std::memcpy(&pr, d + NRL_DESC_PRIORITY, 4);
+            std::memcpy(&tot, d + NRL_DESC_TOTAL, 8);
+            std::memcpy(&sz, d + NRL_DESC_SIZE, 4);
+            idx[at] = ix;
+            prio[at] = pr;
+            totals[at] = tot;
+            size_of[at] = sz;
+            std::memcpy(recs + at * rb, d + NRL_BLOCK, rb);
+            p.got[i] = true;
+            if (--p.left == 0) pending.erase(pending.begin() + std::ptrdiff_t(k));
+        }
+        if (nbytes) continue;
+        now = monotonic();
+        // partial answers are dropped: a new request draws a new stratified batch
+        const std::vector<Pending> snapshot = pending;
+        for (const Pending& p : snapshot) {
+            if (p.deadline > now) continue;
+            size_t k = 0;
+            while (pending[k].seq != p.seq) ++k;
+            pending.erase(pending.begin() + std::ptrdiff_t(k));
+            if (tries[p.req] >= a.retries) {
+                res.code = SampleOutcome::FAILED;
+                res.v[0] = a.sizes[p.req];
+                res.v[1] = tries[p.req];
+                return res;
+            }
+            if (int e = request(p.req, now)) {
+                res.code = SampleOutcome::OS_ERROR;
+                res.v[0] = uint32_t(e);
+                return res;
+            }
+        }
+    }
+    return res;
+}
+
+}  // namespace nrl

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// The all-reduce client's per-packet loop (hostdrv.aggregator.Aggregator._run) in C++.
+#ifndef NRL_CLIENT_H
+#define NRL_CLIENT_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nrl {
+
+struct AggArgs {
+    int fd;            // connected, non-blocking UDP socket (UdpDatagramTransport.sock)
+    uint64_t n;        // chunks
+    uint32_t total;    // tensor elements
+    bool has_version;  // async staleness: every chunk's aux (else its own round)
+    uint32_t version;
+    uint32_t slots, window, elems, flags, job, worker;
+    bool catch_up;     // async: take a newer round's RESEND
+    double timeout, max_backoff;
+    uint32_t retries;
+    bool gro;
+    size_t recv_bytes;
+};
+
+struct AggOutcome {
+    enum Code { DONE = 0, OUT_OF_STEP = 1, MISMATCH_ERROR = 2, MISMATCH = 3, TIMEOUT = 4,
+                OS_ERROR = 5 };
+    int code = DONE;
+    // OUT_OF_STEP: slot, seq; MISMATCH_ERROR: tot, aux, culprit, slot, seq; MISMATCH: tot,
+    // -, -, slot, seq; TIMEOUT: slot, round, chunk, tries; OS_ERROR: errno
+    uint32_t v[5] = {0, 0, 0, 0, 0};
+    uint64_t stale = 0, resent = 0, retrans = 0;
+};
+
+/// sbuf: slots * (22 + 4P) bytes of GRADIENT messages (headers rewritten here); chunks and
+/// out: n * P words; rounds: per slot, updated; aux_of, got_round: per chunk; gso: the
+/// transport's GSO flag (cleared when the path refuses GSO).
+AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8_t* out,
+                   uint32_t* rounds, uint32_t* aux_of, uint32_t* got_round, bool* gso);
+
+struct SampleArgs {
+    int fd;
+    const uint32_t* sizes;  // the batch's power-of-two requests, in order
+    size_t nreqs;
+    uint32_t flags, job, worker;
+    uint32_t seq;  // the endpoint's sequence state (the last seq used), updated
+    uint32_t window, retries;
+    double timeout;
+    uint32_t record_bytes;
+    bool gro;
+    size_t recv_bytes;
+};
+
+struct SampleOutcome {
+    enum Code { DONE = 0, FAILED = 1, OS_ERROR = 2 };
+    int code = DONE;
+    uint32_t v[2] = {0, 0};  // FAILED: batch of the request, tries; OS_ERROR: errno
+};
+
+/// ReplayClient.sample's request/receive loop: idx (int64), prio (u32), totals (u64),
+/// size_of (u32) per sample and recs (sample * R bytes) are filled in batch order.
+SampleOutcome replay_sample(SampleArgs& a, int64_t* idx, uint32_t* prio, uint64_t* totals,
+                            uint32_t* size_of, uint8_t* recs);
+
+}  // namespace nrl
+
+#endif  // NRL_CLIENT_H

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+// netfpga-rl native switch engine: hostdrv.model.SwitchModel in C++17, bit for bit.
+//
+// hostdrv/model.py is the specification (docs/protocol.md sections 4 to 7); every
+// rule below names the step of SwitchModel.process it implements. Constants and the
+// register map come from the generated nrl_protocol.h (scripts/gen_regs.py).
+#ifndef NRL_ENGINE_H
+#define NRL_ENGINE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nrl_protocol.h"
+
+namespace nrl {
+
+/// Big-endian (network order) field access.
+inline uint32_t be16(const uint8_t* p) { return (uint32_t(p[0]) << 8) | p[1]; }
+inline uint32_t be32(const uint8_t* p) {
+    return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
+}
+inline void put16(uint8_t* p, uint32_t v) {
+    p[0] = uint8_t(v >> 8);
+    p[1] = uint8_t(v);
+}
+inline void put32(uint8_t* p, uint32_t v) {
+    p[0] = uint8_t(v >> 24);
+    p[1] = uint8_t(v >> 16);
+    p[2] = uint8_t(v >> 8);
+    p[3] = uint8_t(v);
+}
+
+/// One frame the switch emits: bytes [off, off + len) of Engine::out_buf, SUME port bitmap.
+struct OutFrame {
+    uint32_t off;
+    uint32_t len;
+    uint8_t ports;
+};
+
+/// Metadata of one register (from NRL_REGISTER_TABLE).
+struct RegInfo {
+    const char* name;
+    uint32_t addr;
+    uint32_t access;
+    uint32_t reset;
+    uint32_t width;
+    bool param;
+    bool server;
+};
+
+#ifdef NRL_PLANT_BUG
+extern int planted_bug;  // see nrl_engine.cpp
+#endif
+
+/// Register lookup by byte address; nullptr when no register lives there.
+const RegInfo* reg_info(uint32_t addr);
+/// Every register, in table order (count in *n).
+const RegInfo* reg_table(size_t* n);
+
+class Engine {
+public:
+    /// Parameters as SwitchModel's (validated by the caller, hostdrv.native_engine).
+    Engine(uint32_t capacity, uint32_t record_bytes, uint32_t max_slots, uint32_t max_elems,
+           uint32_t build_hash);
+
+    /// Register read by byte address (the address must be a register: reg_info() != nullptr).
+    uint32_t read(uint32_t addr) const;
+    /// Register write; returns "" on success, else the reason (nothing changed):
+    /// "read-only (ro)" style messages are built by the caller from status.
+    /// status: 0 ok, 1 read-only, 2 out of range (why holds the rule).
+    int write(uint32_t addr, uint32_t value, std::string* why);
+
+    /// Process one frame from one-hot src_port; the emitted frames are in out[] (cleared first).
+    void process(const uint8_t* frame, size_t n, uint8_t src_port);
+
+    std::vector<OutFrame> out;
+    std::vector<uint8_t> out_buf;
+
+    /// Bumped by every successful register write (the server loop rebuilds its tables).
+    uint64_t generation = 0;
+    /// Member entries whose registers were written since the server loop last looked.
+    uint8_t members_written = 0;
+
+private:
+    enum State : uint8_t { OPEN = 0, UP = 1, DONE = 2 };
+    struct Copy {
+        bool valid = false;
+        uint32_t round = 0;
+        uint32_t bitmap = 0;
+        uint32_t count = 0;
+        uint32_t aux = 0;
+        uint32_t total = 0;
+        bool error = false;
+        uint32_t culprit = 0;
+        State state = OPEN;
+    };
+    struct Rx {
+        const uint8_t* eth_src;
+        uint32_t ip_src;
+        uint32_t udp_src;
+        uint8_t port;
+    };
+
+    uint32_t& R(uint32_t addr) { return regs_[addr >> 2]; }
+    uint32_t R(uint32_t addr) const { return regs_[addr >> 2]; }
+    void inc(uint32_t addr) { regs_[addr >> 2] += 1; }
+    uint32_t* acc(uint32_t slot, uint32_t q) {
+        return &acc_[(static_cast<size_t>(slot) * 2 + q) * max_elems_];
+    }
+
+    void gradient(const uint8_t* f, uint32_t w, uint32_t slot, uint32_t r, uint32_t aux,
+                  uint32_t total, const Rx& rx);
+    void result(const uint8_t* f, uint32_t slot, uint32_t r, uint32_t aux, uint32_t total,
+                uint32_t flags, uint32_t worker);
+    void push(const uint8_t* f, uint32_t w, uint32_t seq, uint32_t count, const Rx& rx);
+    void sample(uint32_t w, uint32_t seq, uint32_t batch, bool prioritized, const Rx& rx);
+    void update(const uint8_t* f, uint32_t count);
+
+    uint32_t agg_flags(const Copy* c) const;
+    void multicast(uint32_t slot, uint32_t q);
+    void resend(uint32_t slot, uint32_t q, const Rx& rx);
+    void up(uint32_t slot, uint32_t q);
+    uint8_t* frame(const uint8_t* eth_dst, uint32_t ip_dst, uint32_t udp_dst, uint32_t op,
+                   uint32_t flags, uint32_t worker, uint32_t slot, uint32_t seq, uint32_t count,
+                   uint32_t aux, uint32_t payload_len, uint32_t total, uint8_t ports);
+
+    void tree_set(uint32_t index, uint64_t priority);
+    uint32_t tree_find(uint64_t target) const;
+    uint32_t draw() {
+        uint32_t x = rng_;
+        x ^= x << NRL_XORSHIFT_A;
+        x ^= x >> NRL_XORSHIFT_B;
+        x ^= x << NRL_XORSHIFT_C;
+        rng_ = x;
+        return x;
+    }
+
+    uint32_t cap_, rb_, max_slots_, max_elems_;
+    uint32_t regs_[1024];
+    std::vector<Copy> copies_;  // [slot * 2 + q]
+    std::vector<uint32_t> acc_;
+    std::vector<uint8_t> records_;
+    std::vector<uint64_t> tree_;  // node 1 the root, leaf i node cap + i
+    uint32_t wp_ = 0, size_ = 0, rng_ = NRL_RST_RPL_SEED;
+};
+
+}  // namespace nrl
+
+#endif  // NRL_ENGINE_H

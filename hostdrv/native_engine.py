@@ -1,0 +1,116 @@
+"""The native switch engine with :class:`hostdrv.model.SwitchModel`'s Python surface.
+
+:class:`NativeSwitchModel` runs the compiled engine (``hostdrv/native/nrl_engine.cpp``,
+built into ``hostdrv._native`` by ``pip install``) behind the same methods as the
+golden model: :meth:`~NativeSwitchModel.process` returns the same
+:class:`~hostdrv.model.Egress` frames, :meth:`~NativeSwitchModel.read` and
+:meth:`~NativeSwitchModel.write` take the same names or addresses and refuse the same
+values with the same messages, :meth:`~NativeSwitchModel.counters` returns the same
+dict. ``tests/test_conformance.py`` holds the two to byte-for-byte agreement.
+
+:func:`available` says whether the extension is built (``native_error`` says why not).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from hostdrv import regmap
+from hostdrv.model import Egress, _register, check_params, check_src_port
+
+try:
+    from hostdrv import _native
+except ImportError as e:  # not built (a source tree without `pip install -e .`)
+    _native = None
+    native_error: str = f"hostdrv._native is not built ({e}); run `pip install -e .`"
+else:
+    native_error = ""
+
+__all__ = ["NativeSwitchModel", "available", "native_error", "server"]
+
+_ACCESS_RW = "rw"
+
+
+def available() -> bool:
+    """Whether the compiled engine can be loaded."""
+    return _native is not None
+
+
+class NativeSwitchModel:
+    """The compiled switch engine, a drop-in for :class:`~hostdrv.model.SwitchModel`.
+
+    Parameters
+    ----------
+    capacity, record_bytes, max_slots, max_elems, build_hash:
+        As :class:`~hostdrv.model.SwitchModel` (same checks, same errors).
+    module:
+        The extension module to use (tests pass a copy built with a planted bug).
+
+    Raises
+    ------
+    ValueError
+        When a parameter is out of range.
+    RuntimeError
+        When the extension is not built.
+    """
+
+    def __init__(self, *, capacity: int = 1024, record_bytes: int = 128, max_slots: int = 64,
+                 max_elems: int = 352, build_hash: int = 0, module: object = None) -> None:
+        check_params(capacity, record_bytes, max_slots, max_elems, build_hash)
+        mod = module if module is not None else _native
+        if mod is None:
+            raise RuntimeError(native_error)
+        self.engine = mod.Engine(capacity, record_bytes, max_slots, max_elems, build_hash)
+        self._process = self.engine.process
+
+    # -- registers -------------------------------------------------------------
+    def read(self, reg: str | int) -> int:
+        """Read a register by name or byte address (as :meth:`SwitchModel.read`)."""
+        return self.engine.read(_register(reg).addr)
+
+    def write(self, reg: str | int, value: int) -> None:
+        """Write a register by name or byte address (as :meth:`SwitchModel.write`).
+
+        Raises
+        ------
+        ValueError
+            For an unknown or read-only register, or an illegal value; nothing changed.
+        """
+        r = _register(reg)
+        name = r.name
+        if r.access != _ACCESS_RW:
+            raise ValueError(f"register {name} is read-only ({r.access})")
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(f"register {name}: value {value!r} is not an integer")
+        value = int(value)
+        if not 0 <= value <= 0xFFFFFFFF:
+            raise ValueError(f"register {name}: value {value:#x} out of range: "
+                             f"must be an unsigned {r.width}-bit value")
+        status, why = self.engine.write(r.addr, value)
+        if status:
+            raise ValueError(f"register {name}: value {value:#x} out of range: {why}")
+
+    def counters(self) -> dict[str, int]:
+        """Every ``CNT_*`` register by name, in register map order."""
+        return dict(zip(regmap.COUNTERS, self.engine.counters(), strict=True))
+
+    # -- frames ----------------------------------------------------------------
+    def process(self, frame: bytes, src_port: int) -> list[Egress]:
+        """Process one input frame (as :meth:`SwitchModel.process`; ValueError when
+        ``src_port`` is not one-hot)."""
+        check_src_port(src_port)
+        return [Egress(f, p) for f, p in self._process(frame, src_port)]
+
+
+def server(model: NativeSwitchModel, fd: int, control: object, *,
+           log_arrivals: bool = False) -> object:
+    """The native socket loop (``hostdrv/native/nrl_server.cpp``) serving ``model`` on the
+    bound non-blocking UDP socket ``fd``; ``control(data, host, port) -> bytes`` answers
+    control requests. ``serve(poll_ms)`` runs it (GIL released) until ``stop()``;
+    ``stats()`` returns its figures; with ``log_arrivals``, ``arrivals()`` returns (and
+    forgets) the GRADIENT datagrams received since the last call as (slot, seq,
+    worker, aux, payload) tuples."""
+    module = sys.modules[type(model.engine).__module__]  # the engine's own extension module
+    return module.Server(model.engine, fd, control, log_arrivals)

@@ -1,0 +1,34 @@
+"""The switch engines a test can run against: the golden model and the native engine.
+
+``tests/test_model.py`` and ``tests/test_model_replay.py`` run every test on both
+(:func:`use_engine`, an autouse fixture per module); the soft switch tests pick the
+server's engine with ``NRL_SOFTSWITCH_ENGINE`` (``hostdrv.backends.soft_server``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from hostdrv.model import SwitchModel
+
+ENGINES = ("model", "native")
+
+
+def switch_class(engine: str) -> type:
+    """The class behind ``engine``; a missing native build fails the test (it is part of
+    ``pip install``), it is never skipped."""
+    if engine == "model":
+        return SwitchModel
+    from hostdrv.native_engine import NativeSwitchModel, available, native_error
+
+    if not available():
+        pytest.fail(native_error)
+    return NativeSwitchModel
+
+
+def use_engine(module: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point ``module``'s ``SwitchModel`` at the engine named by ``request.param``."""
+    monkeypatch.setattr(sys.modules[module], "SwitchModel", switch_class(request.param))
+    return request.param
