@@ -198,7 +198,9 @@ def _client_run(native: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]
         for a in aggs:
             a.close()
         rc.close()
-        counters = {k: v for k, v in sw.counters().items() if v}
+        # through the control channel: its request reaches the switch's socket after the
+        # last UPDATE (fire and forget), so the counters include it (sw.counters() would race)
+        counters = {k: v for k, v in ctl.counters().items() if v}
     return [[s.tobytes() for s in row] for row in sums], contributors, draws, counters
 
 
