@@ -212,9 +212,10 @@ def test_full_flow_dry_run(flow: Flow) -> None:
     # the firmware: make app.elf with the hardware export of this build
     hdf = work_design / "sw" / "embedded" / "reference_switch.hdf"
     assert hdf.read_bytes() == b"hardware export"
-    assert (flow.firmware / "app.elf.hw_export").read_text().strip() == str(hdf)
+    assert (out / "firmware" / "app.elf.hw_export").read_text().strip() == str(hdf)
     elf = out / "app.elf"
-    assert elf.read_bytes() == (flow.firmware / "app.elf").read_bytes()
+    assert elf.read_bytes() == (out / "firmware" / "app.elf").read_bytes()
+    assert not (flow.firmware / "app.elf").exists()  # BUILD_DIR: nothing built in the source folder
 
     # load_elf.tcl's step: associate, rerun write_bitstream, write the bitstream
     i_add = s.index(f"add_files {elf}")
@@ -262,8 +263,10 @@ def _break_format_coe(flow: Flow, body: str) -> None:
     ("identifier fails", r"identifier step \(make identifier in \S+\) failed, so there is no ID ROM "
                          r"image create_ip/id_rom16x32\.coe.*Python 2"),
     ("firmware fails", r"building the MicroBlaze firmware failed \(make -C \S+ app\.elf "
-                       r"SUME_HW_EXPORT=\S+reference_switch\.hdf\); it needs the Xilinx SDK 2016\.4 "
+                       r"SUME_HW_EXPORT=\S+reference_switch\.hdf BUILD_DIR=\S+/out/firmware\); it needs the Xilinx SDK 2016\.4 "
                        r"toolchain.*mb-gcc not found"),
+    ("project firmware without SDK", r"building the MicroBlaze firmware failed \(make -C \S+/hw/boards/sume/"
+                                     r"firmware app\.elf .*mb-gcc not found"),
     ("no firmware Makefile", r"no firmware Makefile in \S+: .*pass --elf FILE"),
     ("ELF missing", r"--elf \S+/missing\.elf: no such file"),
     ("not MicroBlaze", r"is an ELF for machine \d+ \(class \d\), not a 32-bit MicroBlaze executable"),
@@ -287,6 +290,10 @@ def test_full_flow_errors(flow: Flow, case: str, message: str) -> None:
         _break_format_coe(flow, "print 'Python 2 only'\n")
     elif case == "firmware fails":
         env["FAIL"] = "1"
+    elif case == "project firmware without SDK":  # hw/boards/sume/firmware/Makefile, no mb-gcc here
+        if shutil.which("mb-gcc"):
+            pytest.skip("mb-gcc is installed")
+        args = []
     elif case == "no firmware Makefile":
         args = ["--firmware", str(flow.tmp / "nowhere")]
     elif case == "ELF missing":

@@ -36,7 +36,8 @@
 #           5. the hardware export (impl_1/top.sysdef ->
 #              sw/embedded/reference_switch.hdf, as export_hardware.tcl) and
 #              the MicroBlaze firmware: make -C hw/boards/sume/firmware
-#              app.elf SUME_HW_EXPORT=<hdf> (Xilinx SDK 2016.4), or --elf;
+#              app.elf SUME_HW_EXPORT=<hdf> BUILD_DIR=OUT/firmware (Xilinx
+#              SDK 2016.4: mb-gcc, xsdk), or --elf FILE;
 #           6. load_elf.tcl's step: the ELF associated with
 #              nf_mbsys/mbsys/microblaze_0, write_bitstream rerun, the
 #              bitstream written to OUT/nf_nrl.bit with the firmware in the
@@ -423,13 +424,15 @@ if {$elf_opt ne ""} {
         cd $old_dir
         fail "no firmware Makefile in $fw: the MicroBlaze application (app.elf) cannot be built; pass --elf FILE"
     }
-    puts "build.tcl: make -C $fw app.elf SUME_HW_EXPORT=$hdf"
-    if {[catch {exec make -C $fw app.elf SUME_HW_EXPORT=$hdf 2>@1} log]} {
+    set fw_build [file join $out_dir firmware]
+    set make_cmd [list make -C $fw app.elf SUME_HW_EXPORT=$hdf BUILD_DIR=$fw_build]
+    puts "build.tcl: $make_cmd"
+    if {[catch {exec {*}$make_cmd 2>@1} log]} {
         cd $old_dir
-        fail "building the MicroBlaze firmware failed (make -C $fw app.elf SUME_HW_EXPORT=$hdf); it needs the Xilinx SDK 2016.4 toolchain (mb-gcc: source <Xilinx>/SDK/2016.4/settings64.sh), or pass --elf FILE. Output:\n[join [lrange [split $log "\n"] end-15 end] "\n"]"
+        fail "building the MicroBlaze firmware failed ($make_cmd); it needs the Xilinx SDK 2016.4 toolchain (mb-gcc and xsdk: source <Xilinx>/SDK/2016.4/settings64.sh), or pass --elf FILE. Output:\n[join [lrange [split $log "\n"] end-15 end] "\n"]"
     }
     puts $log
-    set elf_src [file join $fw app.elf]
+    set elf_src [file join $fw_build app.elf]
     if {![file isfile $elf_src]} {
         cd $old_dir
         fail "make -C $fw app.elf succeeded but left no $elf_src"
