@@ -293,6 +293,13 @@ int nrl_firmware_main(void)
         send_text(step);
         send_text(" not acknowledged; the 10G ports will have no reference clock\r\n");
     }
+    /* the MicroBlaze reaches the register window only if the block design maps
+       it (docs/board_uart.md): say so at boot rather than serve zeros silently */
+    if (hal_reg_read(NRL_REG_MAGIC) == NRL_RST_MAGIC)
+        send_text("# registers: MAGIC reads NRL1\r\n");
+    else
+        send_text("# registers: MAGIC does not read NRL1: no netfpga-rl register window at "
+                  "NRL_REG_BASE\r\n");
     nrl_cmd_loop(clock_status);
     return 0;
 }
