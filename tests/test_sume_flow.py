@@ -140,6 +140,7 @@ class Flow:
         self.bin.mkdir()
         (self.bin / "python").symlink_to(sys.executable)
         self.design = self.sume / "projects" / "reference_switch"
+        self.stubs = VIVADO_STUBS
         self.env = {
             "SUME_FOLDER": str(self.sume),
             "XILINX_PATH": str(tmp / "Xilinx" / "Vivado" / "2016.4"),
@@ -160,7 +161,7 @@ class Flow:
                 full_env[k] = v
         argv = ["--flow", "full", "--out", str(self.out), "--jobs", "2", *args]
         driver = self.tmp / "driver.tcl"
-        driver.write_text(VIVADO_STUBS + f"set ::argv {{{' '.join(argv)}}}\n"
+        driver.write_text(self.stubs + f"set ::argv {{{' '.join(argv)}}}\n"
                           f"source {{{BUILD_TCL}}}\n"
                           "foreach s $::steps { puts \"STEP $s\" }\n")
         return subprocess.run(["tclsh", str(driver)], capture_output=True, text=True,
@@ -247,6 +248,55 @@ def test_full_flow_with_given_elf(flow: Flow) -> None:
     assert f"set_property SCOPED_TO_CELLS nf_mbsys/mbsys/microblaze_0 {flow.out / 'app.elf'}" in steps(r)
 
 
+def test_identifier_without_python2(flow: Flow) -> None:
+    """SUME's format_coe.py is Python 2; without one the flow formats the recipe's rom_data.txt."""
+    _break_format_coe(flow, "print 'this is Python 2 code, as in NetFPGA-SUME-live'\n")
+    if subprocess.run([str(flow.bin / "python"), "-c", "import sys; sys.exit(sys.version_info[0] == 2)"]
+                      ).returncode:
+        pytest.skip("python is Python 2 here")
+    r = flow.run("--firmware", str(flow.firmware))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "format_coe.py is Python 2 and there is no Python 2 here" in r.stdout
+    coe = (flow.out / "id_rom16x32.coe").read_text().splitlines()
+    assert coe[:2] == ["memory_initialization_radix=16;", "memory_initialization_vector="]
+    words = coe[2:]
+    assert len(words) == 16 and all(re.fullmatch(r"[0-9A-Fa-f]{8},", w) for w in words[:15])
+    assert words[2:6] == ["16028002,", "00000180,", "00000204,", "0000FFFF,"] and words[15] == "FFFF0000;"
+
+
+def test_full_flow_dry_run_on_your_checkout(tmp_path: Path) -> None:
+    """The flow's dry run on a real NetFPGA-SUME-live checkout: NRL_SUME_REF=/path/to/it.
+
+    For a board owner before the hours of a real build: the reference project's
+    own Tcl runs with every Vivado command stubbed (unknown ones answer
+    nothing); the checkout must be unchanged afterwards. Copies
+    $SUME_FOLDER/lib/hw into the output folder (the project script does).
+    """
+    ref = os.environ.get("NRL_SUME_REF")
+    if not ref:
+        pytest.skip("set NRL_SUME_REF to a NetFPGA-SUME-live checkout to dry-run the flow on it")
+    require_tool("tclsh", "the build.tcl dry run")
+    sume = Path(ref).resolve()
+    design = sume / "projects" / "reference_switch"
+    watched = [design / "hw", design / "sw" / "embedded", sume / "tools"]
+    before = {str(d): tree_listing(d) for d in watched}
+    flow = Flow(tmp_path)
+    flow.env.update({"SUME_FOLDER": str(sume), "NF_DESIGN_DIR": str(design),
+                     "CONSTRAINTS": str(sume / "lib" / "hw" / "std" / "constraints")})
+    # the real control_sub.tcl asks for an open project and hierarchical cells
+    flow.stubs += r"""
+proc get_projects {args} { return reference_switch }
+rename get_property _get_property
+proc get_property {name args} { if {$name eq "TYPE"} { return hier }; return [_get_property $name {*}$args] }
+proc unknown {args} { return "" }
+"""
+    r = flow.run("--firmware", str(flow.firmware))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"set_property SCOPED_TO_CELLS nf_mbsys/mbsys/microblaze_0 {flow.out / 'app.elf'}" in steps(r)
+    assert (flow.out / "id_rom16x32.coe").exists() and (flow.out / "nf_nrl.bit").exists()
+    assert {str(d): tree_listing(d) for d in watched} == before
+
+
 def _break_format_coe(flow: Flow, body: str) -> None:
     p = flow.sume / "tools" / "scripts" / "format_coe.py"
     p.write_text(body)
@@ -261,7 +311,7 @@ def _break_format_coe(flow: Flow, body: str) -> None:
     ("format_coe writes nothing", r"identifier step \(make identifier in \S+\) failed, so there is no "
                                   r"ID ROM image create_ip/id_rom16x32\.coe\. Output:.*format_coe: nothing"),
     ("identifier fails", r"identifier step \(make identifier in \S+\) failed, so there is no ID ROM "
-                         r"image create_ip/id_rom16x32\.coe.*Python 2"),
+                         r"image create_ip/id_rom16x32\.coe\. Output:.*format_coe: broken"),
     ("firmware fails", r"building the MicroBlaze firmware failed \(make -C \S+ app\.elf "
                        r"SUME_HW_EXPORT=\S+reference_switch\.hdf BUILD_DIR=\S+/out/firmware\); it needs the Xilinx SDK 2016\.4 "
                        r"toolchain.*mb-gcc not found"),
@@ -287,7 +337,7 @@ def test_full_flow_errors(flow: Flow, case: str, message: str) -> None:
     elif case == "format_coe writes nothing":
         _break_format_coe(flow, "print('format_coe: nothing to do')\n")
     elif case == "identifier fails":
-        _break_format_coe(flow, "print 'Python 2 only'\n")
+        _break_format_coe(flow, "import sys\nsys.exit('format_coe: broken')\n")
     elif case == "firmware fails":
         env["FAIL"] = "1"
     elif case == "project firmware without SDK":  # hw/boards/sume/firmware/Makefile, no mb-gcc here

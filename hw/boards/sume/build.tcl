@@ -27,7 +27,9 @@
 #              written into $SUME_FOLDER;
 #           3. the hw/Makefile `identifier` target in the copy (the ID ROM
 #              image create_ip/id_rom16x32.coe; SUME's top-level `make`
-#              deletes every *.coe);
+#              deletes every *.coe). Its format_coe.py is Python 2: a
+#              python2 is put first on PATH if `python` is not one; with no
+#              Python 2 at all the recipe's rom_data.txt is formatted here;
 #           4. the copy patched: our sources instead of hdl/nf_datapath.v,
 #              the nf_datapath instance in hdl/top.v renamed to nf_nrl_top
 #              (BUILD_HASH passed), no `exit`; its project Tcl sourced
@@ -307,6 +309,24 @@ if {$pyver ne "2"} {
 set rc [catch {exec make -C $work identifier 2>@1} log]
 set ::env(PATH) $old_path
 puts $log
+set rom_txt [file join $work rom_data.txt]
+if {$rc && $pyver ne "2" && [regexp {SyntaxError} $log] && [file exists $rom_txt]
+    && [llength [regexp -all -inline {[0-9A-Fa-f]+} [read_text $rom_txt]]] == 16} {
+    # No Python 2 here: the recipe wrote rom_data.txt (build time, ID words,
+    # release tag) and stopped at format_coe.py. Format it as that script
+    # does (each word zero-padded to 8 digits, ',' after each, ';' after the
+    # 16th) and finish the recipe's last two moves.
+    set coe_text "memory_initialization_radix=16;\nmemory_initialization_vector=\n"
+    set words [regexp -all -inline {[0-9A-Fa-f]+} [read_text $rom_txt]]
+    for {set i 0} {$i < 16} {incr i} {
+        append coe_text [format %08s [lindex $words $i]] [expr {$i == 15 ? ";" : ","}] "\n"
+    }
+    write_text $coe [string map {" " 0} $coe_text]
+    file rename -force $rom_txt [file join $work create_ip rom_data.txt]
+    file delete -force [file join $work format_coe.py]
+    puts "build.tcl: note: SUME's format_coe.py is Python 2 and there is no Python 2 here; the recipe's rom_data.txt was formatted into create_ip/id_rom16x32.coe by build.tcl the same way"
+    set rc 0
+}
 if {$rc} {
     set why ""
     if {$pyver ne "2" && [regexp {SyntaxError|Traceback|python: (command )?not found|No such file or directory: 'python'} $log]} {
