@@ -58,14 +58,33 @@ proc version {args} {
     return 2016.4
 }
 foreach c {create_project current_project current_fileset create_fileset update_ip_catalog
-           reset_target create_bd_addr_seg save_bd_design create_run wait_on_run
+           reset_target save_bd_design create_run wait_on_run
            get_drc_checks write_checkpoint report_timing_summary report_utilization
            report_clock_utilization open_run} {
     proc $c {args} {}
 }
-foreach c {create_ip create_bd_cell read_verilog launch_runs reset_run open_bd_design} {
+foreach c {create_ip read_verilog launch_runs reset_run open_bd_design create_bd_addr_seg
+           current_bd_instance create_bd_intf_pin create_bd_pin connect_bd_intf_net
+           connect_bd_net validate_bd_design} {
     proc $c {args} "step $c {*}\$args"
 }
+# block design cells and their CONFIG properties
+array set ::cellprop {}
+proc create_bd_cell {args} {
+    set c [lindex $args end]
+    set ::cellprop($c,) 1
+    if {[string match *:axi_interconnect:* $args]} {  # the IP's defaults
+        array set ::cellprop [list $c,CONFIG.NUM_SI 1 $c,CONFIG.NUM_MI 2]
+    }
+    step create_bd_cell {*}$args
+    return $c
+}
+proc get_bd_cells {args} {
+    set c [string trimleft [lindex $args end] /]
+    return [expr {[info exists ::cellprop($c,)] ? $c : ""}]
+}
+proc get_bd_pins {p} { return $p }
+proc get_bd_intf_pins {p} { return $p }
 proc get_runs {name} { return $name }
 proc get_ips {name} { return $name }
 proc get_fileset {name} { return $name }
@@ -74,6 +93,9 @@ proc get_bd_addr_segs {p} { return $p }
 proc get_timing_paths {args} { return path }
 proc set_property {args} {
     set args [lsearch -all -inline -not -exact $args -quiet]
+    if {[lindex $args 0] eq "-dict" && [info exists ::cellprop([lindex $args end],)]} {
+        foreach {k v} [lindex $args 1] { set ::cellprop([lindex $args end],$k) $v }
+    }
     step set_property {*}$args
 }
 proc add_files {args} { lappend ::files [lindex $args end]; step add_files [lindex $args end] }
@@ -95,6 +117,7 @@ proc generate_target {what ip} {
     step generate_target $ip
 }
 proc get_property {name args} {
+    if {[info exists ::cellprop([lindex $args end],$name)]} { return $::cellprop([lindex $args end],$name) }
     switch -- $name {
         SLACK { return 0.125 }
         PROGRESS { return 100% }
@@ -237,6 +260,33 @@ def test_full_flow_dry_run(flow: Flow) -> None:
     assert "nf_datapath.v" not in proj and not re.search(r"^\s*exit\s*$", proj, re.M)
     reads = [x.split(" ", 1)[1] for x in s if x.startswith("read_verilog")]
     assert reads == ["./hdl/axi_clocking.v", *map(str, wrapper_sources()), "./hdl/top.v"]
+
+
+def test_full_flow_mb_regs(flow: Flow) -> None:
+    """--mb-regs: mb_regs.tcl runs right after control_sub.tcl and maps M01 into microblaze_0/Data."""
+    r = flow.run("--firmware", str(flow.firmware))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not any("SEG_nrl_M01_AXI_Reg" in x for x in steps(r))  # off by default
+    r = flow.run("--firmware", str(flow.firmware), "--mb-regs")
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = steps(r)
+    defines = flow.tmp / "defines.tcl"
+    defines.write_text(f"source {{{flow.design / 'hw' / 'tcl' / 'reference_switch_defines.tcl'}}}\n"
+                       "puts \"$M01_BASEADDR $M01_SIZEADDR\"\n")
+    base, size = subprocess.run(["tclsh", str(defines)], capture_output=True, text=True,
+                                check=True).stdout.split()
+    seg = [x for x in s if x.startswith("create_bd_addr_seg") and "SEG_nrl_M01_AXI_Reg" in x]
+    assert seg == [f"create_bd_addr_seg -range {size} -offset {base} nf_mbsys/mbsys/microblaze_0/Data "
+                   "M01_AXI/Reg SEG_nrl_M01_AXI_Reg"], seg
+    i_seg = s.index(seg[0])
+    assert s.index("create_bd_design control_sub") < i_seg < s.index("launch_runs synth -jobs 2")
+    assert "set_property -dict {CONFIG.NUM_MI 4} nf_mbsys/mbsys/microblaze_0_axi_periph" in s
+    assert "set_property -dict {CONFIG.NUM_SI 2 CONFIG.S01_HAS_REGSLICE 3} dma_sub/axi_interconnect_0" in s
+    assert "connect_bd_intf_net nf_mbsys/M_AXI_NRL dma_sub/S01_AXI" in s
+    assert "validate_bd_design" in s
+    proj = (flow.out / "sume_tree" / "projects" / "reference_switch" / "hw" / "tcl"
+            / "nrl_reference_switch.tcl").read_text()
+    assert re.search(r"source \./tcl/control_sub\.tcl\nsource \"\S+/hw/boards/sume/mb_regs\.tcl\"", proj)
 
 
 def test_full_flow_with_given_elf(flow: Flow) -> None:

@@ -55,6 +55,10 @@
 #   --elf FILE        full flow: use this MicroBlaze ELF, do not run make
 #   --firmware DIR    full flow: folder whose Makefile builds app.elf
 #                     (default hw/boards/sume/firmware)
+#   --mb-regs         full flow: also give the MicroBlaze a path to the
+#                     register window (mb_regs.tcl: needed for the firmware's
+#                     register commands over the USB-UART; not yet run in
+#                     Vivado, so off by default)
 
 set script_dir [file normalize [file dirname [info script]]]
 set repo [file normalize [file join $script_dir .. .. ..]]
@@ -73,6 +77,7 @@ set part xc7vx690tffg1761-3
 set params {}
 set elf_opt ""
 set firmware_dir [file join $repo hw/boards/sume/firmware]
+set mb_regs 0
 
 set args $::argv
 while {[llength $args] > 0} {
@@ -85,6 +90,7 @@ while {[llength $args] > 0} {
         --param { set args [lassign $args kv]; lappend params $kv }
         --elf   { set args [lassign $args elf_opt] }
         --firmware { set args [lassign $args firmware_dir] }
+        --mb-regs { set mb_regs 1 }
         default { error "build.tcl: unknown option '$opt' (see the header of $script_dir/build.tcl)" }
     }
 }
@@ -373,6 +379,13 @@ foreach f $sources {
 set n [regsub {read_verilog\s+"?\./hdl/nf_datapath\.v"?\s*\n} $proj_tcl $reads proj_tcl]
 if {$n != 1} {
     fail "expected one read_verilog of hdl/nf_datapath.v in reference_switch.tcl, found $n"
+}
+if {$mb_regs} {
+    set n [regsub {(source\s+\./tcl/control_sub\.tcl[^\n]*\n)} $proj_tcl \
+        "\\1source \"[file join $script_dir mb_regs.tcl]\"\n" proj_tcl]
+    if {$n != 1} {
+        fail "expected one source of control_sub.tcl in reference_switch.tcl for --mb-regs, found $n"
+    }
 }
 regsub -all -line {^\s*exit\s*$} $proj_tcl "" proj_tcl
 regsub -all -line {^\s*(launch_runs\s+\S+)} $proj_tcl "\\1 -jobs $jobs" proj_tcl
