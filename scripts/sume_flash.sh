@@ -47,6 +47,10 @@ if [ ! -f "$bit" ]; then
     echo "sume_flash.sh: error: bitstream $bit not found; build it with scripts/sume_build.sh --flow full" >&2
     exit 2
 fi
+if head -c 40 "$bit" | grep -q "netfpga-rl dry run"; then
+    echo "sume_flash.sh: error: $bit is the output of scripts/sume_build.sh --dry-run, not a bitstream" >&2
+    exit 2
+fi
 bit="$(cd "$(dirname "$bit")" && pwd)/$(basename "$bit")"
 
 tmp="$(mktemp -d)"
