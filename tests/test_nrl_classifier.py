@@ -8,7 +8,7 @@ from toolcheck import require_simulator
 
 from sim.common.runner import RTL, SIMULATORS, run_cocotb
 
-SOURCES = [RTL / "nrl_classifier.v"]
+SOURCES = [RTL / "nrl_l2_learn.v", RTL / "nrl_classifier.v"]
 TEST_MODULE = "sim.nrl_classifier.test_nrl_classifier"
 
 
