@@ -182,10 +182,10 @@ class L2Table:
     2. **Learning** (:meth:`learn`): a frame of at least 14 bytes whose source
        MAC is unicast teaches the table, protocol frames included. A known
        MAC takes the new port (a station that moved); an unknown one takes
-       the lowest-numbered free entry, or, with every entry in use, the entry
-       at the replacement pointer, which then advances (round robin modulo
-       the table size: the reference's FIFO replacement). Either way the
-       entry is marked active.
+       the entry at the replacement pointer, free or not, which then
+       advances (round robin modulo the table size: the reference's
+       ``pointer_add_cam``, so entries are replaced in the order they were
+       taken). Either way the entry is marked active.
     3. **Aging** (:meth:`tick`): every received frame counts one towards the
        aging period of ``L2_AGE_FRAMES`` frames (0: no aging). The frame that
        ends a period sweeps the table: entries not marked active during the
@@ -211,7 +211,7 @@ class L2Table:
         self.macs: list[bytes | None] = [None] * entries  # None: free entry
         self.ports = [0] * entries
         self.active = [False] * entries
-        self.victim = 0  # replacement pointer (used when every entry is in use)
+        self.victim = 0  # replacement pointer: the entry the next new MAC takes
         self._index: dict[bytes, int] = {}
         self.age = age_frames
         self.left = age_frames  # frames until the end of the aging period
@@ -236,12 +236,11 @@ class L2Table:
         mac = bytes(frame[6:12])
         i = self._index.get(mac)
         if i is None:
-            try:
-                i = self.macs.index(None)
-            except ValueError:
-                i = self.victim
-                self.victim = (i + 1) % self.size
-                del self._index[self.macs[i]]  # type: ignore[arg-type]
+            i = self.victim
+            self.victim = (i + 1) % self.size
+            old = self.macs[i]
+            if old is not None:
+                del self._index[old]
             self.macs[i] = mac
             self._index[mac] = i
         self.ports[i] = src_port

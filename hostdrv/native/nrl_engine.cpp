@@ -9,7 +9,7 @@
 //   3: the uniform sampler draws (x * (size - 1)) >> 32
 //   4: a RESEND RESULT lacks the RESEND flag
 //   5: an UPDATE accepts index == size
-//   6: the MAC table's replacement pointer never advances (a full table always replaces entry 0)
+//   6: the MAC table's replacement pointer never advances (every new MAC replaces entry 0)
 // The normal build has none of this code.
 #include "nrl_engine.h"
 
@@ -232,20 +232,15 @@ void Engine::l2_learn(const uint8_t* f, size_t n, uint8_t src_port) {
     if (n < NRL_ETH_LEN || (f[6] & 1)) return;
     const uint64_t src = mac48(f + 6);
     L2Entry* hit = nullptr;
-    L2Entry* free_entry = nullptr;
     for (L2Entry& e : l2_) {
         if (e.valid && e.mac == src) {
             hit = &e;
             break;
         }
-        if (!e.valid && free_entry == nullptr) free_entry = &e;
     }
-    if (hit == nullptr) {  // a new MAC: the lowest free entry, else the victim
-        hit = free_entry;
-        if (hit == nullptr) {
-            hit = &l2_[l2_victim_];
-            if (!NRL_BUG(6)) l2_victim_ = (l2_victim_ + 1) % NRL_L2_ENTRIES;
-        }
+    if (hit == nullptr) {  // a new MAC: the entry at the replacement pointer
+        hit = &l2_[l2_victim_];
+        if (!NRL_BUG(6)) l2_victim_ = (l2_victim_ + 1) % NRL_L2_ENTRIES;
         hit->mac = src;
         hit->valid = true;
     }
