@@ -309,6 +309,12 @@ class SwitchModel:
     build_hash:
         Value of ``BUILD_HASH`` (32 bits).
 
+    Attributes
+    ----------
+    l2:
+        The learning switch's MAC table (:class:`L2Table`, ``L2_ENTRIES``
+        entries): every frame teaches it, ordinary frames are forwarded by it.
+
     Raises
     ------
     ValueError

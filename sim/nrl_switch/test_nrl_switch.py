@@ -259,6 +259,15 @@ async def run_mixed_traffic(dut: HierarchyObject, idle: bool, backpressure: bool
         await tb.write(reg, value)
 
     expected = await exchange(tb, model, frames)
+    if L2 in traffic:
+        # the learning switch was exercised: unicast to learned ports (members' MACs,
+        # taught by protocol frames, among them when the engines run) and filtering
+        unicast = [o for o in expected[L2] if o.dst & (o.dst - 1) == 0]
+        members = [o for o in unicast if o.frame[:5] == bytes([2, 0, 0, 0, 1])]
+        filtered = sum(1 for f, _ in frames if input_class(f) == L2) - len(expected[L2])
+        tb.log.info("L2: %d forwarded to a learned port (%d to members), %d filtered",
+                    len(unicast), len(members), filtered)
+        assert unicast and filtered and (members or traffic == ["l2"])
     if AGG in traffic:
         # the failed round: two MISMATCH drops, an ERROR RESULT multicast and re-sent
         assert model.read("CNT_DROP_MISMATCH") == 2
