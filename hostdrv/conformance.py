@@ -206,6 +206,7 @@ class _Gen:
         self.udp = [0] * C.MAX_MEMBERS
         self.role = [0] * C.MAX_MEMBERS
         self.sent: list[Op] = []  # frames the network may retransmit or deliver late
+        self.stations: list[list[Any]] = []  # [MAC, port] of the hosts behind the switch
 
     # -- operations ---------------------------------------------------------
     def write(self, name: str, value: int) -> None:
@@ -382,6 +383,44 @@ class _Gen:
             else:
                 for name in ("RPL_SIZE", "RPL_WPTR", "RPL_TOTAL_LO", "RPL_TOTAL_HI"):
                     self.read(name)
+
+    def l2(self, count: int, *, stations: int = C.L2_ENTRIES + 8, age: float = 0.03) -> None:
+        """Ordinary frames between hosts (more of them than the MAC table holds, the members'
+        MACs among them, so protocol frames teach it too): known and unknown unicast,
+        broadcast, multicast, frames shorter than an Ethernet header, multicast sources,
+        hosts that move to another port, a destination on the source's own port (filtered),
+        and ``L2_AGE_FRAMES`` set to small periods (aging) between them."""
+        rng = self.rng
+        if not self.stations:
+            self.stations = [[b"\x02\x00" + self.ip[i].to_bytes(4, "big"), _MEMBER_PORT[i]]
+                             for i in range(C.MAX_MEMBERS)]
+            self.stations += [[bytes([rng.randrange(256) & 0xFE]) + rng.randbytes(5),
+                               1 << rng.randrange(8)] for _ in range(stations)]
+        for _ in range(count):
+            if rng.random() < age:
+                self.write("L2_AGE_FRAMES", rng.choice([0, 1, 2, 3, 5, 8, 16, 40, 100]))
+                continue
+            st = rng.choice(self.stations)
+            if rng.random() < 0.04:
+                st[1] = 1 << rng.randrange(8)  # the host moved
+            src, port = st[0], st[1]
+            r = rng.random()
+            if r < 0.1:
+                dst = b"\xff" * 6
+            elif r < 0.15:
+                dst = bytes([rng.randrange(256) | 1]) + rng.randbytes(5)
+            elif r < 0.22:
+                dst = bytes([rng.randrange(256) & 0xFE]) + rng.randbytes(5)
+            elif r < 0.3:
+                dst = rng.choice([s for s in self.stations if s[1] == port])[0]
+            else:
+                dst = rng.choice(self.stations)[0]
+            if rng.random() < 0.03:
+                src = bytes([rng.randrange(256) | 1]) + rng.randbytes(5)
+            n = rng.randrange(1, C.ETH_LEN) if rng.random() < 0.04 else rng.randrange(C.ETH_LEN, 200)
+            data = (dst + src + rng.choice([b"\x08\x06", b"\x86\xdd", b"\x88\xb5", b"\x08\x00"])
+                    + rng.randbytes(max(n - C.ETH_LEN, 0)))[:n]
+            self.v.ops.append(("frame", port, data))
 
     def valid_frame(self) -> tuple[int, bytes]:
         """A legal frame of a random kind (before a mutation)."""
@@ -584,6 +623,8 @@ def _mixed(seed: int) -> Vector:
             g.replay(rng.randint(5, 40))
         elif r < 0.8:
             g.malformed(rng.randint(5, 20))
+        elif r < 0.9:
+            g.l2(rng.randint(5, 40))
         else:
             g.registers(rng.randint(3, 10))
             g.configure(members=rng.randint(1, 8), slots=rng.randint(1, 8),
@@ -591,6 +632,22 @@ def _mixed(seed: int) -> Vector:
                         mode=rng.randint(0, 1), threshold=rng.randint(0, 4),
                         staleness=rng.randint(0, 3), job=g.job)
             g.write("CTRL", rng.choice([0x3, 0x3, 0x1, 0x2, 0x80000003]))
+    return g.v
+
+
+def _l2(seed: int) -> Vector:
+    """The learning switch: ordinary traffic, aging, a full table, protocol frames between."""
+    g = _Gen("l2", seed, _params())
+    g.configure(members=3, slots=2, elems=16)
+    g.read("L2_AGE_FRAMES")
+    g.l2(150, age=0.0)  # no aging (the reset period is far away): learning and a full table
+    g.aggregation(3)
+    g.replay(8)
+    g.l2(250)
+    g.write("CTRL", 0x80000003)
+    g.aggregation(2)
+    g.l2(150, age=0.06)
+    g.read("L2_AGE_FRAMES")
     return g.v
 
 
@@ -614,7 +671,8 @@ def vectors(scale: int = 1) -> list[Vector]:
         s = 1000 * k
         out += [_sync(s + 1, 0), _sync(s + 2, 1), _sync(s + 3, 0, elems=352), _async(s + 4),
                 _leaf(s + 5), _leaf(s + 6), _replay(s + 7, 64, 64), _replay(s + 8, 128, 192),
-                _replay(s + 9, 4, 64), _mixed(s + 10), _mixed(s + 11), _registers(s + 12)]
+                _replay(s + 9, 4, 64), _mixed(s + 10), _mixed(s + 11), _registers(s + 12),
+                _l2(s + 13), _l2(s + 14)]
     return out
 
 

@@ -155,3 +155,7 @@ MAC_PORTS = 0x55
 """SUME port bitmap of the four 10G MAC ports (even bits; odd bits are DMA)."""
 EPOCH_ROUNDS = 0x1000000
 """Rounds per slot in one epoch: AGG_EPOCH is a multiple of it."""
+
+# The learning switch of ordinary (non-protocol) traffic (docs/architecture.md, L2 switching).
+L2_ENTRIES = 16
+"""MAC table entries (the SUME reference output_port_lookup's LUT depth)."""

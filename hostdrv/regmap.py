@@ -99,7 +99,7 @@ REGISTERS: dict[str, Register] = {
     'CNT_TX_UP': Register('CNT_TX_UP', 0x21C, 'rc', 0x0, 32, False, 'partial sums sent to the parent (leaf)'),
     'CNT_TX_PUSH_ACK': Register('CNT_TX_PUSH_ACK', 0x220, 'rc', 0x0, 32, False, 'PUSH_ACK frames sent'),
     'CNT_TX_SAMPLE_RESP': Register('CNT_TX_SAMPLE_RESP', 0x224, 'rc', 0x0, 32, False, 'SAMPLE_RESP frames sent'),
-    'CNT_PASS': Register('CNT_PASS', 0x228, 'rc', 0x0, 32, False, 'non-protocol frames forwarded'),
+    'CNT_PASS': Register('CNT_PASS', 0x228, 'rc', 0x0, 32, False, 'non-protocol frames switched at L2: flooded, forwarded to a learned port, or filtered (destination learned on the source port)'),
     'CNT_DROP_BAD_LENGTH': Register('CNT_DROP_BAD_LENGTH', 0x240, 'rc', 0x0, 32, False, 'drops: frame, IPv4, UDP or payload length'),
     'CNT_DROP_BAD_HEADER': Register('CNT_DROP_BAD_HEADER', 0x244, 'rc', 0x0, 32, False, 'drops: version, reserved, flags or opcode'),
     'CNT_DROP_BAD_JOB': Register('CNT_DROP_BAD_JOB', 0x248, 'rc', 0x0, 32, False, 'drops: job id'),
@@ -115,6 +115,7 @@ REGISTERS: dict[str, Register] = {
     'CNT_DROP_EMPTY': Register('CNT_DROP_EMPTY', 0x270, 'rc', 0x0, 32, False, 'drops: sample from an empty memory'),
     'CNT_DROP_BAD_INDEX': Register('CNT_DROP_BAD_INDEX', 0x274, 'rc', 0x0, 32, False, 'UPDATE pairs skipped: index >= size'),
     'CNT_DROP_MISMATCH': Register('CNT_DROP_MISMATCH', 0x278, 'rc', 0x0, 32, False, "drops: GRADIENT whose tensor length (total) differs from its round's"),
+    'L2_AGE_FRAMES': Register('L2_AGE_FRAMES', 0x300, 'rw', 0x100000, 32, False, 'aging period in received frames (every frame, protocol or not): at the end of each period, MAC table entries that taught or refreshed nothing during it are removed, so an entry lives 1 to 2 periods after its last frame; 0 = no aging. A write restarts the period'),
     'SRV_RX_OVERFLOW': Register('SRV_RX_OVERFLOW', 0xF00, 'rc', 0x0, 32, False, 'datagrams the kernel dropped before the switch read them (socket receive buffer full, SO_RXQ_OVFL)', server=True),
     'SRV_CTRL_REFUSED': Register('SRV_CTRL_REFUSED', 0xF04, 'rc', 0x0, 32, False, 'control requests refused: from a non-loopback address without --control-key, or with a missing, wrong or expired HMAC', server=True),
 }
@@ -256,6 +257,7 @@ CNT_DROP_LATE = 0x26C
 CNT_DROP_EMPTY = 0x270
 CNT_DROP_BAD_INDEX = 0x274
 CNT_DROP_MISMATCH = 0x278
+L2_AGE_FRAMES = 0x300
 SRV_RX_OVERFLOW = 0xF00
 SRV_CTRL_REFUSED = 0xF04
 

@@ -557,6 +557,10 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType({
                    "hostdrv.backends.board:eth_registers",
                    "NetFPGA SUME board over raw Ethernet (root), registers with rwaxi: "
                    "eth://IFNAME?switch_ip=A.B.C.D&regs=rwaxi"),
+    "serial": Backend("serial", "hostdrv.backends.serial_regs:serial_datagram",
+                      "hostdrv.backends.serial_regs:serial_registers",
+                      "NetFPGA SUME board's USB-UART (netfpga-rl firmware), registers only: "
+                      "serial:///dev/ttyUSB1?baud=115200 (any pyserial port or URL)"),
 })
 """Every known URL scheme; an entry with no factories is reserved but not implemented."""
 

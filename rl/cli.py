@@ -9,6 +9,7 @@ Examples
     netrl train --algo ppo --mode async --threshold 3 --staleness 1
     netrl train --algo ppo --help          # PPO's hyper-parameters as options
     netrl compare --algo ppo --workers 4   # inswitch vs ps vs allreduce, same seed
+    netrl regs serial:///dev/ttyUSB1 dump   # registers by name (hostdrv.regs_cli)
 
 Without ``--switch`` a soft switch is started in the launcher. Everything a
 run writes goes to ``runs/<name>/``: ``episodes.csv``, ``iterations.csv``,
@@ -119,6 +120,9 @@ def build_parser(algo: str | None = None) -> argparse.ArgumentParser:
     compare.add_argument("--syncs", default=",".join(STRATEGIES),
                          help="comma-separated strategies to compare")
     add_common_options(compare)
+    from hostdrv.regs_cli import add_regs_parser
+
+    add_regs_parser(sub)
     if algo is not None:
         cls = algo_module(algo).Config
         add_config_options(train, cls)
@@ -239,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "train":
         return cmd_train(args)
+    if args.command == "regs":
+        from hostdrv.regs_cli import run_regs
+
+        return run_regs(args)
     return cmd_compare(args)
 
 

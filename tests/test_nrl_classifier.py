@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from toolcheck import require_simulator
 
-from sim.common.runner import RTL, SIMULATORS, run_cocotb
+from sim.common.runner import RTL, SIMULATORS, read_filelist, run_cocotb
 
-SOURCES = [RTL / "nrl_classifier.v"]
+SOURCES = read_filelist(RTL / "nrl_classifier.f")
 TEST_MODULE = "sim.nrl_classifier.test_nrl_classifier"
 
 

@@ -57,6 +57,7 @@ from collections.abc import Mapping
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from hostdrv import regmap
+from hostdrv.model import SwitchModel
 from hostdrv.net import TransportError, ip_to_int, parse_hostport, tune_socket
 from hostdrv.protocol import BROADCAST_MAC, DEFAULT_UDP_PORT, ETH_LEN, HEADER_LEN, ip_checksum
 from hostdrv.protocol_control import ControlStatus
@@ -161,9 +162,12 @@ class RwaxiRegisterTransport(RegisterTransport):
     """Register access with NetFPGA SUME's ``rwaxi`` tool (one process per access).
 
     ``rwaxi -a ADDR`` prints ``READ 0x%08x = 0x%04x`` and ``rwaxi -a ADDR -w
-    VALUE`` prints ``WROTE 0x%08x = 0x%04x`` (``sw/driver`` of the SUME
-    reference software); both go through the ``sume_riffa`` driver's ioctl on
-    interface ``nf0`` unless ``-i`` names another.
+    VALUE`` prints ``WROTE 0x%08x = 0x%04x``. Build it from NetFPGA-SUME-live's
+    ``lib/sw/std/apps/sume_riffa_v1_0_0/rwaxi.c`` (``make`` there, next to the
+    ``sume_riffa`` driver in ``lib/sw/std/driver/sume_riffa_v1_0_0/``); it
+    calls the driver's ioctls (``SIOCDEVPRIVATE+1`` write, ``+2`` read, an
+    8-byte ``{addr, val}``) on interface ``nf0`` unless ``-i`` names another.
+    Every write is checked (:meth:`write`).
 
     Parameters
     ----------
@@ -191,13 +195,14 @@ class RwaxiRegisterTransport(RegisterTransport):
         if path is None:
             raise TransportError(
                 f"register tool rwaxi={tool!r} for {url} not found or not executable: build and "
-                "install NetFPGA SUME's rwaxi (NetFPGA-SUME-live sw/driver: make, then put "
-                "rwaxi on PATH) or point to it with rwaxi=/path/to/rwaxi in the switch URL")
+                "install NetFPGA SUME's rwaxi (NetFPGA-SUME-live lib/sw/std/apps/sume_riffa_v1_0_0: "
+                "make, then put rwaxi on PATH) or point to it with rwaxi=/path/to/rwaxi in the switch URL")
         self.tool = path
         self.base = base
         self.interface = interface
         self.call_timeout = call_timeout
         self._names = _register_names()
+        self._model: SwitchModel | None = None
 
     def _field(self, addr: int) -> str:
         return self._names.get(addr, f"0x{addr:03X}")
@@ -237,7 +242,64 @@ class RwaxiRegisterTransport(RegisterTransport):
         return self._run(addr, None)
 
     def write(self, addr: int, value: int) -> None:
-        self._run(addr, value)
+        """Write a register and check that the write took effect.
+
+        Two checks, each raising :class:`RegisterAccessError` with the tool's
+        command line when it fails:
+
+        * the ``WROTE`` line must echo the value written. The ``rwaxi.c`` in
+          NetFPGA-SUME-live's project folders (``projects/*/sw/host/apps/``)
+          always issues the read ioctl, so with ``-w`` it writes nothing and
+          prints the register's current value; the one in
+          ``lib/sw/std/apps/sume_riffa_v1_0_0/`` issues ``sume_riffa``'s write
+          ioctl (``SIOCDEVPRIVATE+1``) and echoes the value it sent;
+        * for a read-write register of the map, a read back (``rwaxi -a``)
+          must give the value written or what the reference model
+          (:class:`hostdrv.model.SwitchModel`) reads after that write
+          (``CTRL`` bit 31 and ``RPL_RESET`` self-clear). A value the switch
+          refuses (out of range, ``docs/registers.md``) keeps the old value
+          and fails this check.
+        """
+        value &= 0xFFFFFFFF
+        field = self._field(addr)
+        echoed = self._run(addr, value)
+        if echoed != value:
+            raise RegisterAccessError(
+                field, value, ControlStatus.INTERNAL,
+                f"{self.tool} -a 0x{(self.base + addr) & 0xFFFFFFFF:08x} -w 0x{value:08x} printed "
+                f"WROTE ... = 0x{echoed:08x}, not the value written: this rwaxi issues the read "
+                "ioctl for -w and wrote nothing (the copies in NetFPGA-SUME-live "
+                "projects/*/sw/host/apps/rwaxi.c do); build lib/sw/std/apps/sume_riffa_v1_0_0/"
+                "rwaxi.c instead and pass rwaxi=/path/to/it (docs/board.md)")
+        reg = regmap.REGISTERS.get(field)
+        if reg is None or reg.access != "rw":
+            return
+        accepted = {value}
+        expected = self._model_readback(field, value)
+        if expected is not None:
+            accepted.add(expected)
+        got = self._run(addr, None)
+        if got not in accepted:
+            want = " or ".join(f"0x{v:08x}" for v in sorted(accepted))
+            raise RegisterAccessError(
+                field, value, ControlStatus.INTERNAL if expected is not None
+                else ControlStatus.ILLEGAL_VALUE,
+                f"wrote 0x{value:08x} with {self.tool}, read back 0x{got:08x} (expected {want}): "
+                "the write did not take effect"
+                + ("" if expected is not None else " (the reference model refuses this value too)"))
+
+    def _model_readback(self, name: str, value: int) -> int | None:
+        """What the reference model reads from ``name`` after writing ``value``.
+
+        ``None`` when the model refuses the value.
+        """
+        if self._model is None:
+            self._model = SwitchModel()
+        try:
+            self._model.write(name, value)
+        except ValueError:
+            return None
+        return self._model.read(name)
 
     def close(self) -> None:
         """Nothing to release (one process per access)."""

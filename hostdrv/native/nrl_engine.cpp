@@ -9,6 +9,7 @@
 //   3: the uniform sampler draws (x * (size - 1)) >> 32
 //   4: a RESEND RESULT lacks the RESEND flag
 //   5: an UPDATE accepts index == size
+//   6: the MAC table's replacement pointer never advances (every new MAC replaces entry 0)
 // The normal build has none of this code.
 #include "nrl_engine.h"
 
@@ -190,6 +191,8 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
         value &= kCtrlBits;
     } else if (addr == NRL_REG_RPL_SEED) {
         rng_ = value ? value : NRL_RST_RPL_SEED;
+    } else if (addr == NRL_REG_L2_AGE_FRAMES) {
+        l2_left_ = value;  // a write restarts the aging period
     } else if (addr == NRL_REG_RPL_RESET) {
         if (value) {
             std::fill(tree_.begin(), tree_.end(), 0);
@@ -206,6 +209,59 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
     return 0;
 }
 
+// -- the learning switch (hostdrv.model.L2Table) ---------------------------------
+
+namespace {
+inline uint64_t mac48(const uint8_t* p) {
+    uint64_t m = 0;
+    for (int i = 0; i < 6; ++i) m = (m << 8) | p[i];
+    return m;
+}
+}  // namespace
+
+uint8_t Engine::l2_egress(const uint8_t* f, size_t n, uint8_t src_port) const {
+    const uint8_t flood = uint8_t(NRL_MAC_PORTS & ~src_port);
+    if (n < NRL_ETH_LEN || (f[0] & 1)) return flood;
+    const uint64_t dst = mac48(f);
+    for (const L2Entry& e : l2_)
+        if (e.valid && e.mac == dst) return uint8_t(e.port & ~src_port);
+    return flood;
+}
+
+void Engine::l2_learn(const uint8_t* f, size_t n, uint8_t src_port) {
+    if (n < NRL_ETH_LEN || (f[6] & 1)) return;
+    const uint64_t src = mac48(f + 6);
+    L2Entry* hit = nullptr;
+    for (L2Entry& e : l2_) {
+        if (e.valid && e.mac == src) {
+            hit = &e;
+            break;
+        }
+    }
+    if (hit == nullptr) {  // a new MAC: the entry at the replacement pointer
+        hit = &l2_[l2_victim_];
+        if (!NRL_BUG(6)) l2_victim_ = (l2_victim_ + 1) % NRL_L2_ENTRIES;
+        hit->mac = src;
+        hit->valid = true;
+    }
+    hit->port = src_port;
+    hit->active = true;
+}
+
+void Engine::l2_tick() {
+    const uint32_t age = R(NRL_REG_L2_AGE_FRAMES);
+    if (age == 0) return;
+    if (l2_left_ > 1) {
+        --l2_left_;
+        return;
+    }
+    l2_left_ = age;
+    for (L2Entry& e : l2_) {
+        if (!e.active) e.valid = false;
+        e.active = false;
+    }
+}
+
 // -- frames -------------------------------------------------------------------
 
 void Engine::process(const uint8_t* f, size_t n, uint8_t src_port) {
@@ -214,11 +270,20 @@ void Engine::process(const uint8_t* f, size_t n, uint8_t src_port) {
     if (n < NRL_HEADER_OFFSET || f[12] != (NRL_ETHERTYPE_IPV4 >> 8) ||
         f[13] != (NRL_ETHERTYPE_IPV4 & 0xFF) || f[14] != NRL_IPV4_VER_IHL ||
         f[23] != NRL_IP_PROTO_UDP || be16(f + NRL_UDP_OFFSET + 2) != R(NRL_REG_UDP_PORT)) {
+        // ordinary traffic: look up, then learn and age
         inc(NRL_REG_CNT_PASS);
-        out_buf.assign(f, f + n);
-        out.push_back({0, uint32_t(n), uint8_t(NRL_MAC_PORTS & ~src_port)});
+        const uint8_t ports = l2_egress(f, n, src_port);
+        l2_learn(f, n, src_port);
+        l2_tick();
+        if (ports) {
+            out_buf.assign(f, f + n);
+            out.push_back({0, uint32_t(n), ports});
+        }
         return;
     }
+    // a protocol frame teaches the MAC table too
+    l2_learn(f, n, src_port);
+    l2_tick();
     const uint32_t op = n > NRL_OFF_OPCODE ? f[NRL_OFF_OPCODE] : 0;
     uint32_t rx_counter = 0, role_bit = 0;
     switch (op) {

@@ -96,6 +96,13 @@ private:
         uint32_t culprit = 0;
         State state = OPEN;
     };
+    /// One entry of the learning switch's MAC table (hostdrv.model.L2Table).
+    struct L2Entry {
+        uint64_t mac = 0;
+        uint8_t port = 0;
+        bool valid = false;
+        bool active = false;
+    };
     struct Rx {
         const uint8_t* eth_src;
         uint32_t ip_src;
@@ -109,6 +116,11 @@ private:
     uint32_t* acc(uint32_t slot, uint32_t q) {
         return &acc_[(static_cast<size_t>(slot) * 2 + q) * max_elems_];
     }
+
+    // ordinary traffic: L2Table.egress, .learn, .tick
+    uint8_t l2_egress(const uint8_t* f, size_t n, uint8_t src_port) const;
+    void l2_learn(const uint8_t* f, size_t n, uint8_t src_port);
+    void l2_tick();
 
     void gradient(const uint8_t* f, uint32_t w, uint32_t slot, uint32_t r, uint32_t aux,
                   uint32_t total, const Rx& rx);
@@ -144,6 +156,9 @@ private:
     std::vector<uint8_t> records_;
     std::vector<uint64_t> tree_;  // node 1 the root, leaf i node cap + i
     uint32_t wp_ = 0, size_ = 0, rng_ = NRL_RST_RPL_SEED;
+    L2Entry l2_[NRL_L2_ENTRIES];
+    uint32_t l2_victim_ = 0;                      // replacement pointer
+    uint32_t l2_left_ = NRL_RST_L2_AGE_FRAMES;    // frames until the aging sweep
 };
 
 }  // namespace nrl

@@ -87,6 +87,9 @@
 #define NRL_MAC_PORTS 0x55u /* SUME port bitmap of the four 10G MAC ports (even bits; odd bits are DMA) */
 #define NRL_EPOCH_ROUNDS 0x1000000u /* rounds per slot in one epoch: AGG_EPOCH is a multiple of it */
 
+/* The learning switch of ordinary (non-protocol) traffic (docs/architecture.md, L2 switching). */
+#define NRL_L2_ENTRIES 0x10u /* MAC table entries (the SUME reference output_port_lookup's LUT depth) */
+
 /* Registers: byte addresses, reset values of rw/ro registers */
 #define NRL_REG_MAGIC 0x000u
 #define NRL_REG_VERSION 0x004u
@@ -179,6 +182,7 @@
 #define NRL_REG_CNT_DROP_EMPTY 0x270u
 #define NRL_REG_CNT_DROP_BAD_INDEX 0x274u
 #define NRL_REG_CNT_DROP_MISMATCH 0x278u
+#define NRL_REG_L2_AGE_FRAMES 0x300u
 #define NRL_REG_SRV_RX_OVERFLOW 0xF00u
 #define NRL_REG_SRV_CTRL_REFUSED 0xF04u
 #define NRL_RST_MAGIC 0x4E524C31u
@@ -214,6 +218,7 @@
 #define NRL_RST_RPL_TOTAL_LO 0x0u
 #define NRL_RST_RPL_TOTAL_HI 0x0u
 #define NRL_RST_RPL_RESET 0x0u
+#define NRL_RST_L2_AGE_FRAMES 0x100000u
 #define NRL_COUNTER_COUNT 26u
 
 /* Every register, address order of hw/regs.yaml:
@@ -313,6 +318,7 @@
     X(CNT_DROP_EMPTY, 0x270u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
     X(CNT_DROP_BAD_INDEX, 0x274u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
     X(CNT_DROP_MISMATCH, 0x278u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
+    X(L2_AGE_FRAMES, 0x300u, NRL_ACCESS_RW, 0x100000u, 32u, 0, 0) \
     X(SRV_RX_OVERFLOW, 0xF00u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1) \
     X(SRV_CTRL_REFUSED, 0xF04u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1) \
 

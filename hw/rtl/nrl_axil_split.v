@@ -59,10 +59,12 @@ THE SOFTWARE.
  * A summed read returns the 32-bit wrapping sum and the OR of the
  * responses.
  *
- * This module also owns the one register of the switch top, CNT_PASS (a
- * pulse on pass_inc counts one forwarded L2 frame; CTRL bit 31 clears it),
- * and keeps a shadow of UDP_PORT (udp_port) for the classifier, both taken
- * from the writes it forwards. One transaction at a time; reads and writes
+ * This module also owns the registers of the switch top: CNT_PASS (a
+ * pulse on pass_inc counts one L2 frame; CTRL bit 31 clears it) and
+ * L2_AGE_FRAMES (l2_age_frames, with a l2_age_load pulse the clock after a
+ * write; a write to it is answered here, OKAY, and goes to no engine), and
+ * keeps a shadow of UDP_PORT (udp_port) for the classifier, taken from the
+ * writes it forwards. One transaction at a time; reads and writes
  * alternate when both wait.
  */
 module nrl_axil_split #
@@ -151,7 +153,9 @@ module nrl_axil_split #
      * Switch top registers
      */
     input  wire                   pass_inc,
-    output wire [15:0]            udp_port
+    output wire [15:0]            udp_port,
+    output wire [31:0]            l2_age_frames,
+    output wire                   l2_age_load
 );
 
 /* verilator lint_off UNUSEDPARAM */
@@ -188,7 +192,9 @@ localparam [2:0]
 // write routing: bit 0 aggregation engine, bit 1 replay engine
 function [1:0] wr_route(input [11:0] a);
     begin
-        if (a < 12'h040 || (a >= 12'h100 && a < 12'h200)) begin
+        if (a[11:2] == REG_L2_AGE_FRAMES[11:2]) begin
+            wr_route = 2'b00;
+        end else if (a < 12'h040 || (a >= 12'h100 && a < 12'h200)) begin
             wr_route = 2'b11;
         end else if (a >= 12'h080 && a < 12'h100) begin
             wr_route = 2'b10;
@@ -199,7 +205,7 @@ function [1:0] wr_route(input [11:0] a);
 endfunction
 
 // read routing: bit 0 aggregation engine, bit 1 replay engine (both: sum),
-// 2'b00 this module (CNT_PASS). A counter goes where its owner in
+// 2'b00 this module (CNT_PASS, L2_AGE_FRAMES). A counter goes where its owner in
 // hw/regs.yaml says (the generated CNT_AGG/CNT_RPL/CNT_SWITCH masks); a
 // counter-window address no counter uses goes to the aggregation engine.
 localparam CNT_WORD_W = $clog2(REG_CNT_WINDOW_WORDS);
@@ -208,7 +214,9 @@ function [1:0] rd_route(input [11:0] a);
     reg [CNT_WORD_W-1:0] word;
     begin
         word = a[2 +: CNT_WORD_W];
-        if (a[11:CNT_WORD_W+2] == REG_CNT_WINDOW[11:CNT_WORD_W+2]) begin
+        if (a[11:2] == REG_L2_AGE_FRAMES[11:2]) begin
+            rd_route = 2'b00;
+        end else if (a[11:CNT_WORD_W+2] == REG_CNT_WINDOW[11:CNT_WORD_W+2]) begin
             if (CNT_SWITCH[word]) begin
                 rd_route = 2'b00;
             end else if (CNT_RPL[word]) begin
@@ -257,6 +265,8 @@ reg [15:0] cnt_lo_reg, cnt_lo_next;
 reg cnt_carry_reg, cnt_carry_next;
 reg [15:0] cnt_hi_reg, cnt_hi_next;
 reg [15:0] udp_port_reg, udp_port_next;
+reg [31:0] l2_age_reg, l2_age_next;
+reg l2_age_load_reg, l2_age_load_next;
 
 wire wr_req = s_axil_awvalid && s_axil_wvalid;
 wire rd_req = s_axil_arvalid;
@@ -297,6 +307,8 @@ assign m_axil_rpl_arvalid = arvalid_reg[1];
 assign m_axil_rpl_rready = wait_reg[1] && state_reg == STATE_READ;
 
 assign udp_port = udp_port_reg;
+assign l2_age_frames = l2_age_reg;
+assign l2_age_load = l2_age_load_reg;
 
 wire [1:0] awready_in = {m_axil_rpl_awready, m_axil_agg_awready};
 wire [1:0] wready_in = {m_axil_rpl_wready, m_axil_agg_wready};
@@ -306,6 +318,7 @@ wire [1:0] r_fire = {m_axil_rpl_rvalid && m_axil_rpl_rready, m_axil_agg_rvalid &
 
 // the write as it will land (byte strobes applied) on a snooped register
 wire [15:0] s_wmask = {{8{s_axil_wstrb[1]}}, {8{s_axil_wstrb[0]}}};
+wire [31:0] s_wmask32 = {{8{s_axil_wstrb[3]}}, {8{s_axil_wstrb[2]}}, s_wmask};
 wire [11:0] s_waddr = {s_axil_awaddr[11:2], 2'b00};
 
 always @* begin
@@ -329,6 +342,8 @@ always @* begin
     {cnt_carry_next, cnt_lo_next} = {1'b0, cnt_lo_reg} + {16'd0, pass_inc_reg};
     cnt_hi_next = cnt_hi_reg + {15'd0, cnt_carry_reg};
     udp_port_next = udp_port_reg;
+    l2_age_next = l2_age_reg;
+    l2_age_load_next = 1'b0;
 
     case (state_reg)
         STATE_IDLE: begin
@@ -347,6 +362,10 @@ always @* begin
                 if (s_waddr == REG_UDP_PORT) begin
                     udp_port_next = (udp_port_reg & ~s_wmask) | (s_axil_wdata[15:0] & s_wmask);
                 end
+                if (s_waddr == REG_L2_AGE_FRAMES) begin
+                    l2_age_next = (l2_age_reg & ~s_wmask32) | (s_axil_wdata & s_wmask32);
+                    l2_age_load_next = 1'b1;
+                end
                 if (s_waddr == REG_CTRL && s_axil_wstrb[3] && s_axil_wdata[31]) begin
                     cnt_lo_next = 16'd0;
                     cnt_carry_next = 1'b0;
@@ -360,7 +379,10 @@ always @* begin
                 wait_next = rd_route(s_axil_araddr);
                 agg_rdata_next = {DATA_WIDTH{1'b0}};
                 rpl_rdata_next = {DATA_WIDTH{1'b0}};
-                if (rd_route(s_axil_araddr) == 2'b00) begin
+                if (rd_route(s_axil_araddr) == 2'b00 && s_axil_araddr[11:2] == REG_L2_AGE_FRAMES[11:2]) begin
+                    agg_rdata_next = l2_age_reg;
+                    state_next = STATE_READ_SUM;
+                end else if (rd_route(s_axil_araddr) == 2'b00) begin
                     // CNT_PASS: snapshot both halves and the pending carry
                     agg_rdata_next = {cnt_hi_reg, cnt_lo_reg};
                     rpl_rdata_next = {15'd0, cnt_carry_reg, 16'd0};
@@ -447,6 +469,8 @@ always @(posedge clk) begin
     cnt_carry_reg <= cnt_carry_next;
     cnt_hi_reg <= cnt_hi_next;
     udp_port_reg <= udp_port_next;
+    l2_age_reg <= l2_age_next;
+    l2_age_load_reg <= l2_age_load_next;
 
     if (rst) begin
         state_reg <= STATE_IDLE;
@@ -462,6 +486,8 @@ always @(posedge clk) begin
         cnt_carry_reg <= 1'b0;
         cnt_hi_reg <= 16'd0;
         udp_port_reg <= RST_UDP_PORT[15:0];
+        l2_age_reg <= RST_L2_AGE_FRAMES;
+        l2_age_load_reg <= 1'b0;
     end
 end
 

@@ -40,16 +40,26 @@ THE SOFTWARE.
  *     whose opcode (byte 43) is not 3..7, including frames too short to
  *     carry an opcode: the aggregation engine owns their checks;
  *   - m_axis_rpl: protocol frames with opcode 3..7 (replay engine);
- *   - m_axis_l2: everything else, with TUSER[31:24] (destination ports)
- *     set to the four MAC ports 0x55 minus the source port TUSER[23:16]
- *     (flooding), and a stat_pass pulse per frame (CNT_PASS).
+ *   - m_axis_l2: everything else, with TUSER[31:24] (destination ports) set
+ *     by the learning switch nrl_l2_learn (docs/architecture.md, L2
+ *     switching): the learned port of the destination MAC, or the MAC ports
+ *     NRL_MAC_PORTS minus the source port TUSER[23:16] (flooding: broadcast,
+ *     multicast, unknown destination); a frame whose destination was learned
+ *     on its own source port is filtered (consumed, not sent). stat_pass
+ *     pulses once per such frame, filtered or not (CNT_PASS).
+ *
+ * Every frame, protocol frames included, teaches the MAC table: the parser
+ * hands each packet's first beat (MAC addresses, source port) to
+ * nrl_l2_learn in arrival order, and its answer (two clocks later) waits in
+ * a port FIFO beside the decision FIFO.
  *
  * The fields the decision needs end at byte 43: the first beat on a 512-bit
  * bus, the second on a 256-bit bus. Beats enter a 4-entry FIFO at one per
  * clock while a parser watches the input and pushes the decision into a
  * small decision FIFO as soon as it is known (first or second beat, or the
  * last beat of a shorter frame). The read side forwards a beat only when its
- * packet's decision is there, so a packet waits at most two clocks and
+ * packet's decision and its learning-switch answer are there (two clocks
+ * after its first beat), so a packet waits at most two clocks and
  * back-to-back packets flow at one beat per clock with no bubbles.
  * s_axis_tready depends only on registers. A stalled output blocks the
  * packets behind it (head of line), as in SUME's output_port_lookup.
@@ -71,6 +81,8 @@ module nrl_classifier #
      * Configuration
      */
     input  wire [15:0]            udp_port,
+    input  wire [31:0]            l2_age_frames,  // L2_AGE_FRAMES
+    input  wire                   l2_age_load,    // pulse: L2_AGE_FRAMES written
 
     /*
      * AXI input (arbitrated switch input)
@@ -165,22 +177,28 @@ reg [ENTRY_WIDTH-1:0] mem[FIFO_DEPTH-1:0];
 reg [FIFO_ADDR:0] wr_ptr_reg, wr_ptr_next;
 reg [FIFO_ADDR:0] rd_ptr_reg, rd_ptr_next;
 
-// decision FIFO: {L2 destination ports, select}; one entry per packet in the
-// beat FIFO at most, so it never overflows
-reg [10:0] dec_mem[FIFO_DEPTH-1:0];
+// decision FIFO: select; one entry per packet in the beat FIFO at most, so
+// it never overflows
+reg [2:0] dec_mem[FIFO_DEPTH-1:0];
 reg [FIFO_ADDR:0] dec_wr_ptr_reg, dec_wr_ptr_next;
 reg [FIFO_ADDR:0] dec_rd_ptr_reg, dec_rd_ptr_next;
 
 // parser state: next input beat is the first / second of its packet
 reg in_first_reg, in_first_next;
 reg in_second_reg, in_second_next;
+// port FIFO: the learning switch's answer {filtered, L2 destination ports},
+// one entry per packet (a request per first beat), as the decision FIFO
+reg [8:0] port_mem[FIFO_DEPTH-1:0];
+reg [FIFO_ADDR:0] port_wr_ptr_reg;
+reg [FIFO_ADDR:0] port_rd_ptr_reg, port_rd_ptr_next;
+
 // first-beat results kept for the second beat (256-bit bus)
 reg l3_ok_reg, l3_ok_next;
-reg [7:0] flood_reg, flood_next;
 
 wire full = wr_ptr_reg == (rd_ptr_reg ^ {1'b1, {FIFO_ADDR{1'b0}}});
 wire empty = wr_ptr_reg == rd_ptr_reg;
 wire dec_empty = dec_wr_ptr_reg == dec_rd_ptr_reg;
+wire port_empty = port_wr_ptr_reg == port_rd_ptr_reg;
 
 assign s_axis_tready = !full;
 
@@ -196,10 +214,32 @@ wire udp_ok_now = s_axis_tkeep[NRL_HEADER_OFFSET-1-PORT_BEAT_BASE] &&
 // opcode, 0 (not a replay opcode) when the frame ends before byte 43
 wire [7:0] opcode_now = s_axis_tkeep[NRL_OFF_OPCODE-PORT_BEAT_BASE] ? s_axis_tdata[(NRL_OFF_OPCODE-PORT_BEAT_BASE)*8 +: 8] : 8'd0;
 wire rpl_op_now = opcode_now >= NRL_OP_PUSH && opcode_now <= NRL_OP_UPDATE;
-wire [7:0] flood_now = NRL_MAC_PORTS & ~s_axis_tuser[23:16];
+
+// the learning switch: one request per packet, on its first beat
+wire       l2_res_valid;
+wire [7:0] l2_res_ports;
+wire       l2_res_drop;
+
+nrl_l2_learn #(
+    .ENTRIES(NRL_L2_ENTRIES)
+)
+l2_learn_inst (
+    .clk(clk),
+    .rst(rst),
+    .age_frames(l2_age_frames),
+    .age_load(l2_age_load),
+    .req_valid(in_fire && in_first_reg),
+    .req_dst(s_axis_tdata[47:0]),
+    .req_src(s_axis_tdata[95:48]),
+    .req_port(s_axis_tuser[23:16]),
+    .req_eth(s_axis_tkeep[NRL_ETH_LEN-1]),
+    .res_valid(l2_res_valid),
+    .res_ports(l2_res_ports),
+    .res_drop(l2_res_drop)
+);
 
 reg dec_push;
-reg [10:0] dec_push_data;
+reg [2:0] dec_push_data;
 
 always @* begin
     wr_ptr_next = wr_ptr_reg;
@@ -207,10 +247,9 @@ always @* begin
     in_first_next = in_first_reg;
     in_second_next = in_second_reg;
     l3_ok_next = l3_ok_reg;
-    flood_next = flood_reg;
 
     dec_push = 1'b0;
-    dec_push_data = {flood_reg, SEL_L2};
+    dec_push_data = SEL_L2;
 
     if (in_fire) begin
         wr_ptr_next = wr_ptr_reg + 1;
@@ -222,25 +261,24 @@ always @* begin
                 // everything is in the first beat
                 dec_push = 1'b1;
                 if (l3_ok_now && udp_ok_now) begin
-                    dec_push_data = {flood_now, rpl_op_now ? SEL_RPL : SEL_AGG};
+                    dec_push_data = rpl_op_now ? SEL_RPL : SEL_AGG;
                 end else begin
-                    dec_push_data = {flood_now, SEL_L2};
+                    dec_push_data = SEL_L2;
                 end
             end else if (s_axis_tlast) begin
                 // one-beat frame: shorter than a protocol frame
                 dec_push = 1'b1;
-                dec_push_data = {flood_now, SEL_L2};
+                dec_push_data = SEL_L2;
             end else begin
                 l3_ok_next = l3_ok_now;
-                flood_next = flood_now;
                 in_second_next = 1'b1;
             end
         end else if (in_second_reg) begin
             dec_push = 1'b1;
             if (l3_ok_reg && udp_ok_now) begin
-                dec_push_data = {flood_reg, rpl_op_now ? SEL_RPL : SEL_AGG};
+                dec_push_data = rpl_op_now ? SEL_RPL : SEL_AGG;
             end else begin
-                dec_push_data = {flood_reg, SEL_L2};
+                dec_push_data = SEL_L2;
             end
         end
     end
@@ -257,6 +295,9 @@ always @(posedge clk) begin
     if (dec_push) begin
         dec_mem[dec_wr_ptr_reg[FIFO_ADDR-1:0]] <= dec_push_data;
     end
+    if (l2_res_valid) begin
+        port_mem[port_wr_ptr_reg[FIFO_ADDR-1:0]] <= {l2_res_drop, l2_res_ports};
+    end
 end
 
 // ---------------------------------------------------------------------------
@@ -269,9 +310,11 @@ wire [USER_WIDTH-1:0] head_tuser;
 
 assign {head_tdata, head_tkeep, head_tlast, head_tuser} = mem[rd_ptr_reg[FIFO_ADDR-1:0]];
 
-wire [10:0] head_dec = dec_mem[dec_rd_ptr_reg[FIFO_ADDR-1:0]];
-wire [2:0] head_sel = head_dec[2:0];
-wire [7:0] head_flood = head_dec[10:3];
+wire [2:0] head_dec = dec_mem[dec_rd_ptr_reg[FIFO_ADDR-1:0]];
+wire [8:0] head_port = port_mem[port_rd_ptr_reg[FIFO_ADDR-1:0]];
+wire [7:0] head_ports = head_port[7:0];
+// a filtered L2 packet goes to no output: its beats are consumed
+wire [2:0] head_sel = {head_dec[2:1], head_dec[0] && !head_port[8]};
 
 reg [DATA_WIDTH-1:0] m_axis_l2_tdata_reg,  m_axis_agg_tdata_reg,  m_axis_rpl_tdata_reg;
 reg [KEEP_WIDTH-1:0] m_axis_l2_tkeep_reg,  m_axis_agg_tkeep_reg,  m_axis_rpl_tkeep_reg;
@@ -285,12 +328,13 @@ wire [2:0] m_axis_tready_int = {m_axis_rpl_tready, m_axis_agg_tready, m_axis_l2_
 // each output register takes a beat when it is empty or being emptied
 wire [2:0] out_free = ~m_axis_tvalid_reg | m_axis_tready_int;
 
-wire head_avail = !empty && !dec_empty;
+wire head_avail = !empty && !dec_empty && !port_empty;
 wire pop = head_avail && (out_free & head_sel) == head_sel;
 
 always @* begin
     rd_ptr_next = rd_ptr_reg;
     dec_rd_ptr_next = dec_rd_ptr_reg;
+    port_rd_ptr_next = port_rd_ptr_reg;
     m_axis_tvalid_next = m_axis_tvalid_reg & ~m_axis_tready_int;
     stat_pass_next = 1'b0;
 
@@ -299,7 +343,8 @@ always @* begin
         m_axis_tvalid_next = m_axis_tvalid_next | head_sel;
         if (head_tlast) begin
             dec_rd_ptr_next = dec_rd_ptr_reg + 1;
-            stat_pass_next = head_sel[0];
+            port_rd_ptr_next = port_rd_ptr_reg + 1;
+            stat_pass_next = head_dec[0];
         end
     end
 end
@@ -312,7 +357,10 @@ always @(posedge clk) begin
     in_first_reg <= in_first_next;
     in_second_reg <= in_second_next;
     l3_ok_reg <= l3_ok_next;
-    flood_reg <= flood_next;
+    port_rd_ptr_reg <= port_rd_ptr_next;
+    if (l2_res_valid) begin
+        port_wr_ptr_reg <= port_wr_ptr_reg + 1;
+    end
     m_axis_tvalid_reg <= m_axis_tvalid_next;
     stat_pass_reg <= stat_pass_next;
 
@@ -320,7 +368,7 @@ always @(posedge clk) begin
         m_axis_l2_tdata_reg <= head_tdata;
         m_axis_l2_tkeep_reg <= head_tkeep;
         m_axis_l2_tlast_reg <= head_tlast;
-        m_axis_l2_tuser_reg <= {head_tuser[USER_WIDTH-1:32], head_flood, head_tuser[23:0]};
+        m_axis_l2_tuser_reg <= {head_tuser[USER_WIDTH-1:32], head_ports, head_tuser[23:0]};
     end
     if (pop && head_sel[1]) begin
         m_axis_agg_tdata_reg <= head_tdata;
@@ -340,6 +388,8 @@ always @(posedge clk) begin
         rd_ptr_reg <= {FIFO_ADDR+1{1'b0}};
         dec_wr_ptr_reg <= {FIFO_ADDR+1{1'b0}};
         dec_rd_ptr_reg <= {FIFO_ADDR+1{1'b0}};
+        port_wr_ptr_reg <= {FIFO_ADDR+1{1'b0}};
+        port_rd_ptr_reg <= {FIFO_ADDR+1{1'b0}};
         in_first_reg <= 1'b1;
         in_second_reg <= 1'b0;
         m_axis_tvalid_reg <= 3'b000;

@@ -45,7 +45,7 @@ localparam [11:0] REG_CNT_TX_RESEND = 12'h218; // RESULT frames re-sent to one w
 localparam [11:0] REG_CNT_TX_UP = 12'h21C; // partial sums sent to the parent (leaf)
 localparam [11:0] REG_CNT_TX_PUSH_ACK = 12'h220; // PUSH_ACK frames sent
 localparam [11:0] REG_CNT_TX_SAMPLE_RESP = 12'h224; // SAMPLE_RESP frames sent
-localparam [11:0] REG_CNT_PASS = 12'h228; // non-protocol frames forwarded
+localparam [11:0] REG_CNT_PASS = 12'h228; // non-protocol frames switched at L2: flooded, forwarded to a learned port, or filtered (destination learned on the source port)
 localparam [11:0] REG_CNT_DROP_BAD_LENGTH = 12'h240; // drops: frame, IPv4, UDP or payload length
 localparam [11:0] REG_CNT_DROP_BAD_HEADER = 12'h244; // drops: version, reserved, flags or opcode
 localparam [11:0] REG_CNT_DROP_BAD_JOB = 12'h248; // drops: job id
@@ -61,6 +61,7 @@ localparam [11:0] REG_CNT_DROP_LATE = 12'h26C; // drops: async contribution afte
 localparam [11:0] REG_CNT_DROP_EMPTY = 12'h270; // drops: sample from an empty memory
 localparam [11:0] REG_CNT_DROP_BAD_INDEX = 12'h274; // UPDATE pairs skipped: index >= size
 localparam [11:0] REG_CNT_DROP_MISMATCH = 12'h278; // drops: GRADIENT whose tensor length (total) differs from its round's
+localparam [11:0] REG_L2_AGE_FRAMES = 12'h300; // aging period in received frames (every frame, protocol or not): at the end of each period, MAC table entries that taught or refreshed nothing during it are removed, so an entry lives 1 to 2 periods after its last frame; 0 = no aging. A write restarts the period
 localparam [11:0] REG_MEMBER_PORT_BASE = 12'h100;
 localparam [11:0] REG_MEMBER_IP_BASE = 12'h104;
 localparam [11:0] REG_MEMBER_UDP_BASE = 12'h108;
@@ -101,6 +102,7 @@ localparam [31:0] RST_RPL_WPTR = 32'h00000000;
 localparam [31:0] RST_RPL_TOTAL_LO = 32'h00000000;
 localparam [31:0] RST_RPL_TOTAL_HI = 32'h00000000;
 localparam [31:0] RST_RPL_RESET = 32'h00000000;
+localparam [31:0] RST_L2_AGE_FRAMES = 32'h00100000;
 
 // Counter owners (engine: in hw/regs.yaml): bit i of a mask stands for the counter at
 // REG_CNT_WINDOW + 4*i; `both` sets the bit in CNT_AGG and CNT_RPL (a read sums them).

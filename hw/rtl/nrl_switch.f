@@ -18,6 +18,7 @@ replay_sum_tree.v
 replay_executor.v
 replay_responder.v
 replay_engine.v
+nrl_l2_learn.v
 nrl_classifier.v
 nrl_axis_skid.v
 nrl_axis_merge.v

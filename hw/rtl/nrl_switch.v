@@ -36,7 +36,7 @@ THE SOFTWARE.
  * arbitrated AXI4-Stream in, one out, TUSER in the SUME layout ([15:0]
  * length, [23:16] one-hot source port, [31:24] destination ports).
  *
- *   s_axis --> nrl_classifier --+-- L2 (flood, CNT_PASS) ----------+
+ *   s_axis --> nrl_classifier --+-- L2 (learning, CNT_PASS) -------+
  *                               +-- agg --> grad_agg ------------+  |
  *                               +-- rpl --> replay_engine ----+  |  |
  *                                                             v  v  v
@@ -47,8 +47,11 @@ THE SOFTWARE.
  * The classifier sends protocol frames (docs/protocol.md section 1, UDP
  * destination port from the UDP_PORT register) with opcodes 3..7 to the
  * replay engine and every other protocol frame to the aggregation engine;
- * all other traffic is flooded to the MAC ports but its source and counted
- * in CNT_PASS. Each engine sets the destination bitmap of what it emits.
+ * all other traffic is switched like the SUME reference switch: its
+ * nrl_l2_learn learns the source MAC of every frame and sends an ordinary
+ * frame to its destination's learned port, or floods it to the MAC ports but
+ * its source (broadcast, multicast, unknown destination), counted in
+ * CNT_PASS (docs/architecture.md, L2 switching; aging period L2_AGE_FRAMES). Each engine sets the destination bitmap of what it emits.
  * The register space (hw/regs.yaml, 12-bit addresses) is split between the
  * engines by nrl_axil_split (see there and docs/architecture.md).
  */
@@ -144,6 +147,8 @@ initial begin
 end
 
 wire [15:0] udp_port;
+wire [31:0] l2_age_frames;
+wire        l2_age_load;
 wire        stat_pass;
 
 // classifier outputs
@@ -200,6 +205,8 @@ classifier_inst (
     .clk(clk),
     .rst(rst),
     .udp_port(udp_port),
+    .l2_age_frames(l2_age_frames),
+    .l2_age_load(l2_age_load),
     .s_axis_tdata(s_axis_tdata),
     .s_axis_tkeep(s_axis_tkeep),
     .s_axis_tvalid(s_axis_tvalid),
@@ -472,7 +479,9 @@ axil_split_inst (
     .m_axil_rpl_rvalid(rpl_axil_rvalid),
     .m_axil_rpl_rready(rpl_axil_rready),
     .pass_inc(stat_pass),
-    .udp_port(udp_port)
+    .udp_port(udp_port),
+    .l2_age_frames(l2_age_frames),
+    .l2_age_load(l2_age_load)
 );
 
 endmodule

@@ -2,7 +2,11 @@
 
 One scenario of mixed traffic (``sim/common/switch_scenario.py``, shared
 with ``tests/test_rtlsim.py``) goes through the switch: ordinary L2 frames
-(non-IP, IPv4 TCP, UDP to another port, IPv4 with options, runts), gradient
+(non-IP, IPv4 TCP, UDP to another port, IPv4 with options, runts), L2
+unicast between hosts and to the members (``l2_unicast_frames``: the
+learning switch forwards to learned ports, MACs the protocol frames taught
+included, floods unknown destinations, filters a destination on the
+sender's own port, follows a host that moves), gradient
 rounds from three workers (chunks of a tensor of ``TENSOR`` elements:
 completed rounds, an interleaved second slot, duplicates that trigger a
 resend, a round of fp32 special values, a round that fails on a tensor
@@ -55,6 +59,9 @@ from hostdrv.model import MAC_PORTS, SwitchModel
 from sim.common.switch_scenario import (
     EPOCH,
     JOB,
+    MEMBERS,
+    PORT_DMA0,
+    PORT_MAC,
     SWITCH_MAC,
     agg_frames,
     config_writes,
@@ -73,6 +80,37 @@ CLK_PERIOD_NS = 5
 
 L2, AGG, RPL = "l2", "agg", "rpl"
 CLASSES = (L2, AGG, RPL)
+
+HOSTS = [(bytes([2, 0, 0, 0, 0x20, i]), port) for i, port in enumerate((*PORT_MAC, PORT_DMA0, 0x08))]
+"""Hosts behind the switch for L2 unicast: (MAC, one-hot port), on MAC and DMA ports."""
+
+
+def l2_unicast_frames(rng: random.Random, count: int = 48, *,
+                      filtered: bool = True) -> list[tuple[bytes, int]]:
+    """Ordinary unicast frames between ``HOSTS`` and to the members (whose MACs the
+    protocol frames teach the switch): learned destinations go to their port only,
+    never-seen ones are flooded; with ``filtered``, frames to the sender's own MAC
+    (learned on its own port: filtered) and a host that moves to another port."""
+    hosts = [list(h) for h in HOSTS]
+    members = [bytes([2, 0, 0, 0, 1, m]) for m in range(len(MEMBERS))]
+    out = []
+    for k in range(count):
+        h = rng.choice(hosts)
+        if filtered and k == count // 2:
+            h[1] = PORT_MAC[(PORT_MAC.index(h[1]) + 1) % 4] if h[1] in PORT_MAC else PORT_MAC[0]
+        r = rng.random()
+        if r < 0.3:
+            dst = rng.choice(members)
+        elif r < 0.4:
+            dst = bytes([2, 0, 0, 0, 0x30, k])  # nobody: flooded
+        elif r < 0.5 and filtered:
+            dst = h[0]
+        else:
+            dst = rng.choice([g for g in hosts if g is not h])[0]
+        n = rng.randrange(60, 200)
+        out.append((dst + h[0] + b"\x88\xb5" + bytes(rng.getrandbits(8) for _ in range(n - 14)),
+                    h[1]))
+    return out
 
 
 
@@ -142,7 +180,8 @@ async def exchange(tb: TB, model: SwitchModel,
     n_expected = sum(len(v) for v in expected.values())
     tb.log.info("%d frames in, %d expected out (%s)", len(frames), n_expected,
                 ", ".join(f"{c}={len(expected[c])}" for c in CLASSES))
-    assert len(expected[L2]) == sum(1 for f, _ in frames if input_class(f) == L2)
+    # an L2 frame leaves once, or never when filtered (destination on its own port)
+    assert len(expected[L2]) <= sum(1 for f, _ in frames if input_class(f) == L2)
 
     for frame, port in frames:
         await tb.send(frame, port)
@@ -168,8 +207,8 @@ async def exchange(tb: TB, model: SwitchModel,
             assert g == e, f"{c} frame {i}:\n  got      {g}\n  expected {e}"
         assert len(got[c]) == len(expected[c]), \
             f"{c}: {len(got[c])} frames out, model expects {len(expected[c])}"
-    for o in got[L2]:
-        assert o.dst & ~MAC_PORTS == 0
+    for o in got[L2]:  # flooded to MAC ports, or forwarded to one learned port (DMA too)
+        assert o.dst and (o.dst & ~MAC_PORTS == 0 or o.dst & (o.dst - 1) == 0)
 
     want = model.counters()
     have = {name: await tb.read(name) for name in regmap.COUNTERS}
@@ -203,13 +242,14 @@ async def run_mixed_traffic(dut: HierarchyObject, idle: bool, backpressure: bool
     if traffic == ["l2"]:
         model = SwitchModel()
         writes: list[tuple[str, int]] = []
-        frames = l2_frames(rng)
+        frames = l2_frames(rng) + l2_unicast_frames(rng)
     else:
         assert await tb.read("MAGIC") == regmap.REGISTERS["MAGIC"].reset
         model = await new_model(tb)
         writes = config_writes()
         frames = interleave(
-            rng, l2_frames(rng) + l2_frames(rng) if L2 in traffic else [],
+            rng, l2_frames(rng) + l2_frames(rng) + l2_unicast_frames(rng)
+            if L2 in traffic else [],
             agg_frames(nrng) if AGG in traffic else [],
             rpl_frames(nrng, model.read("RPL_RECORD_BYTES")) if RPL in traffic else [],
             short_frames(rng) if set(traffic) >= set(CLASSES) else [])
@@ -219,6 +259,15 @@ async def run_mixed_traffic(dut: HierarchyObject, idle: bool, backpressure: bool
         await tb.write(reg, value)
 
     expected = await exchange(tb, model, frames)
+    if L2 in traffic:
+        # the learning switch was exercised: unicast to learned ports (members' MACs,
+        # taught by protocol frames, among them when the engines run) and filtering
+        unicast = [o for o in expected[L2] if o.dst & (o.dst - 1) == 0]
+        members = [o for o in unicast if o.frame[:5] == bytes([2, 0, 0, 0, 1])]
+        filtered = sum(1 for f, _ in frames if input_class(f) == L2) - len(expected[L2])
+        tb.log.info("L2: %d forwarded to a learned port (%d to members), %d filtered",
+                    len(unicast), len(members), filtered)
+        assert unicast and filtered and (members or traffic == ["l2"])
     if AGG in traffic:
         # the failed round: two MISMATCH drops, an ERROR RESULT multicast and re-sent
         assert model.read("CNT_DROP_MISMATCH") == 2
@@ -280,6 +329,7 @@ async def run_l2_line_rate(dut: HierarchyObject) -> None:
     model = SwitchModel()
     rng = random.Random(2)
     frames = [f for _ in range(3) for f in l2_frames(rng)]
+    frames += l2_unicast_frames(rng, filtered=False)  # looked up and learned at line rate
     beats = sum(-(-len(f) // (len(dut.s_axis_tkeep) or 1)) for f, _ in frames)
     stalls = 0
     out_beats = 0

@@ -1,0 +1,247 @@
+"""``netrl regs``: read, write, dump and watch switch registers by name over any register URL.
+
+::
+
+    netrl regs soft://127.0.0.1:20050 read AGG_SLOTS
+    netrl regs serial:///dev/ttyUSB1 read 0x048
+    netrl regs udp://10.0.0.1?regs=rwaxi write AGG_SLOTS 8
+    netrl regs sim://127.0.0.1:20051 dump [--json]
+    netrl regs serial:///dev/ttyUSB1 watch [--interval 1] [--count N]
+
+Names come from :mod:`hostdrv.regmap` (``docs/registers.md``); an address
+(``0x048``) works where no name does. ``dump`` prints every counter by name
+(and, on a soft or sim switch, the server's own ``SRV_*`` counters);
+``watch`` samples them every ``--interval`` seconds and shows each counter's
+value and rate per second, redrawn in place like ``top`` on a terminal, one
+frame after the other otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TextIO
+from urllib.parse import urlsplit
+
+from hostdrv import regmap
+from hostdrv.control import IdentityError, RegisterError, SwitchControl
+from hostdrv.net import TransportError
+from hostdrv.transport import (
+    RegisterAccessError,
+    RegisterTransport,
+    SwitchTimeoutError,
+    open_registers,
+)
+
+CLEAR_SCREEN = "\x1b[H\x1b[2J"
+"""ANSI: cursor home, erase the screen (each ``watch`` frame on a terminal)."""
+SERVER_SCHEMES = ("soft", "sim")
+"""Schemes whose switch also keeps the server counters (``SRV_*``)."""
+
+
+def add_regs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``regs`` command (and its ``read``/``write``/``dump``/``watch`` actions) to ``sub``."""
+    regs = sub.add_parser(
+        "regs", help="read, write, dump or watch switch registers",
+        description="Register access by name (hostdrv.regmap, docs/registers.md) over any "
+                    "register URL: soft://, sim://, udp://...?regs=rwaxi, serial://.")
+    regs.add_argument("url", help="switch URL, e.g. soft://127.0.0.1:20050, "
+                                  "serial:///dev/ttyUSB1?baud=115200")
+    regs.add_argument("--timeout", type=float, default=0.5, help="seconds per reply (default 0.5)")
+    regs.add_argument("--retries", type=int, default=4, help="requests before giving up")
+    regs.add_argument("--key", default=None,
+                      help="control key file of a soft/sim switch started with --control-key")
+    action = regs.add_subparsers(dest="action", required=True)
+    read = action.add_parser("read", help="read one register")
+    read.add_argument("register", help="name (AGG_SLOTS) or byte address (0x048)")
+    write = action.add_parser("write", help="write one register, then read it back")
+    write.add_argument("register", help="name (AGG_SLOTS) or byte address (0x048)")
+    write.add_argument("value", help="value (decimal, 0x hex, 0b binary)")
+    dump = action.add_parser("dump", help="every counter by name")
+    dump.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    watch = action.add_parser("watch", help="counter values and rates per second, refreshed")
+    watch.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
+    watch.add_argument("--count", type=int, default=0,
+                       help="frames to show, then exit (default 0: until Ctrl-C)")
+
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def parse_int(text: str, what: str) -> int:
+    """``text`` as an integer in Python syntax (``42``, ``0x2A``, ``0b101010``).
+
+    Raises
+    ------
+    RegisterError
+        When it is not one.
+    """
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise RegisterError(what, text, "not an integer (decimal, 0x hex or 0b binary)") from None
+
+
+def resolve(register: str) -> tuple[str | None, int]:
+    """(name or ``None``, byte address) of a register given by name or address.
+
+    Raises
+    ------
+    RegisterError
+        An unknown name, or an address outside the 4 KB window or unaligned.
+    """
+    name = register.upper()
+    reg = regmap.REGISTERS.get(name)
+    if reg is not None:
+        return name, reg.addr
+    if not register[:1].isdigit():
+        raise RegisterError("register", register, "no register of that name in the register map "
+                            "(docs/registers.md)")
+    addr = parse_int(register, "register")
+    if not 0 <= addr < 0x1000 or addr % 4:
+        raise RegisterError("register", register, "addresses are 0x000..0xFFC, multiples of 4")
+    known = regmap.BY_ADDR.get(addr)
+    return (known.name if known else None), addr
+
+
+def counter_names(url: str) -> tuple[str, ...]:
+    """The counters ``dump`` and ``watch`` show for ``url``: the RTL's, plus ``SRV_*`` on soft/sim."""
+    scheme = urlsplit(url).scheme
+    return regmap.COUNTERS + (regmap.SERVER_COUNTERS if scheme in SERVER_SCHEMES else ())
+
+
+def read_counters(ctl: SwitchControl, transport: RegisterTransport,
+                  names: tuple[str, ...]) -> dict[str, int]:
+    """Counters ``names`` by name; one request where the transport can dump them (``serial://``)."""
+    dump = getattr(transport, "counters", None)
+    out: dict[str, int] = {}
+    if callable(dump):
+        out.update(dump())
+    for name in names:
+        if name not in out:
+            out[name] = ctl.read(name)
+    return {name: out[name] for name in names}
+
+
+@dataclass(frozen=True)
+class WatchFrame:
+    """One ``watch`` sample.
+
+    Attributes
+    ----------
+    index:
+        1 for the first frame.
+    values:
+        Counter values by name.
+    rates:
+        Increase per second since the previous sample (32-bit wrap-around
+        taken into account).
+    seconds:
+        Time between the two samples.
+    """
+
+    index: int
+    values: Mapping[str, int]
+    rates: Mapping[str, float]
+    seconds: float
+
+
+def watch_frames(sample: Callable[[], Mapping[str, int]], *, interval: float, count: int,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> Iterator[WatchFrame]:
+    """Sample counters every ``interval`` seconds and yield rates; ``count`` frames (0: forever).
+
+    The first sample is taken at once and only serves as the base of the first frame's rates.
+    """
+    prev = dict(sample())
+    t_prev = clock()
+    index = 0
+    while count <= 0 or index < count:
+        sleep(interval)
+        cur = dict(sample())
+        now = clock()
+        dt = max(now - t_prev, 1e-9)
+        rates = {name: ((value - prev.get(name, value)) & 0xFFFFFFFF) / dt
+                 for name, value in cur.items()}
+        index += 1
+        yield WatchFrame(index, cur, rates, dt)
+        prev, t_prev = cur, now
+
+
+def format_frame(url: str, frame: WatchFrame) -> str:
+    """A ``watch`` frame as text: a header line, then NAME, VALUE, RATE/s per counter."""
+    width = max(len(n) for n in frame.values) if frame.values else 4
+    lines = [f"netrl regs {url}  frame {frame.index}  over {frame.seconds:.2f} s  "
+             f"{time.strftime('%H:%M:%S')}",
+             f"{'COUNTER':<{width}}  {'VALUE':>12}  {'RATE/s':>12}"]
+    for name, value in frame.values.items():
+        lines.append(f"{name:<{width}}  {value:>12}  {frame.rates[name]:>12.1f}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# the command
+
+
+def run_regs(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Execute ``netrl regs``; 0 on success, 1 on an error (printed on stderr)."""
+    out = out or sys.stdout
+    options: dict[str, object] = {"timeout": args.timeout, "retries": args.retries}
+    if args.key is not None:
+        options["key_file"] = args.key
+    try:
+        transport = open_registers(args.url, **options)
+    except (TransportError, OSError) as e:
+        print(f"netrl regs: {e}", file=sys.stderr)
+        return 1
+    ctl = SwitchControl(args.url, transport=transport)
+    try:
+        return _action(args, ctl, transport, out)
+    except KeyboardInterrupt:
+        return 0
+    except (RegisterError, RegisterAccessError, SwitchTimeoutError, IdentityError,
+            TransportError) as e:
+        print(f"netrl regs: {e}", file=sys.stderr)
+        return 1
+    finally:
+        ctl.close()
+
+
+def _action(args: argparse.Namespace, ctl: SwitchControl, transport: RegisterTransport,
+            out: TextIO) -> int:
+    if args.action in ("read", "write"):
+        name, addr = resolve(args.register)
+        label = f"{name or '-'} 0x{addr:03X}"
+        if args.action == "write":
+            value = parse_int(args.value, name or f"0x{addr:03X}")
+            if name is not None:
+                ctl.write(name, value)  # checks access and width before sending
+            else:
+                transport.write(addr, value)
+        value = ctl.read(name) if name is not None else transport.read(addr)
+        print(f"{label} = 0x{value:08X} ({value})", file=out)
+        return 0
+    names = counter_names(args.url)
+    if args.action == "dump":
+        values = read_counters(ctl, transport, names)
+        if args.json:
+            print(json.dumps(values), file=out)
+        else:
+            width = max(len(n) for n in names)
+            for name, value in values.items():
+                print(f"{name:<{width}}  {value}", file=out)
+        return 0
+    if args.interval <= 0:
+        raise RegisterError("interval", args.interval, "must be more than 0 seconds")
+    tty = out.isatty()
+    for frame in watch_frames(lambda: read_counters(ctl, transport, names),
+                              interval=args.interval, count=args.count):
+        text = format_frame(args.url, frame)
+        out.write(CLEAR_SCREEN + text if tty else text + "\n")
+        out.flush()
+    return 0

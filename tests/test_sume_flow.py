@@ -1,0 +1,491 @@
+"""The SUME board flow without Vivado or a board.
+
+* ``hw/boards/sume/build.tcl --flow full`` runs under plain tclsh with the
+  Vivado commands stubbed, on a stand-in NetFPGA-SUME-live tree
+  (``tests/fixtures/sume_ref``) whose files follow the real 2016.4-era
+  reference_switch project: its defines, ``export_registers.tcl``,
+  ``control_sub.tcl`` (version guard, MicroBlaze), the ``identifier`` target
+  of its ``hw/Makefile`` and the ELF step of ``load_elf.tcl``. The happy path
+  runs the identifier and ELF steps and leaves the SUME checkout untouched;
+  a missing or wrong ``NF_DESIGN_DIR``, another Vivado version, a missing
+  ``.coe`` and a missing or wrong ELF each stop with a clear error;
+* ``scripts/sume_flash.sh`` programs with ``open_hw`` as SUME's
+  ``download.tcl`` does (a fake ``vivado`` records the Tcl) and prints the
+  steps of SUME's ``run_load_image.sh``;
+* :class:`hostdrv.backends.board.RwaxiRegisterTransport` refuses a write that
+  did not take: a fake ``rwaxi`` that, like the per-project ``rwaxi.c`` of
+  NetFPGA-SUME-live, issues the read ioctl for ``-w``.
+
+A missing tclsh or make skips the Tcl tests (tests/toolcheck.py), or fails
+them under CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hostdrv import regmap
+from hostdrv.backends.board import RwaxiRegisterTransport
+from hostdrv.model import SwitchModel
+from hostdrv.transport import RegisterAccessError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from toolcheck import require_tool  # noqa: E402
+
+from sim.common.runner import read_filelist  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SUME = REPO / "hw" / "boards" / "sume"
+BUILD_TCL = SUME / "build.tcl"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# Vivado commands, stubbed; calls of interest are logged to ::steps in order.
+VIVADO_STUBS = r"""
+set ::steps {}
+set ::files {}
+set ::bd ""
+proc step {args} { lappend ::steps $args }
+proc version {args} {
+    if {[info exists ::env(FAKE_VIVADO_VERSION)]} { return $::env(FAKE_VIVADO_VERSION) }
+    return 2016.4
+}
+foreach c {create_project current_project current_fileset create_fileset update_ip_catalog
+           reset_target save_bd_design create_run wait_on_run
+           get_drc_checks write_checkpoint report_timing_summary report_utilization
+           report_clock_utilization open_run} {
+    proc $c {args} {}
+}
+foreach c {create_ip read_verilog launch_runs reset_run open_bd_design create_bd_addr_seg
+           current_bd_instance create_bd_intf_pin create_bd_pin connect_bd_intf_net
+           connect_bd_net validate_bd_design} {
+    proc $c {args} "step $c {*}\$args"
+}
+# block design cells and their CONFIG properties
+array set ::cellprop {}
+proc create_bd_cell {args} {
+    set c [lindex $args end]
+    set ::cellprop($c,) 1
+    if {[string match *:axi_interconnect:* $args]} {  # the IP's defaults
+        array set ::cellprop [list $c,CONFIG.NUM_SI 1 $c,CONFIG.NUM_MI 2]
+    }
+    step create_bd_cell {*}$args
+    return $c
+}
+proc get_bd_cells {args} {
+    set c [string trimleft [lindex $args end] /]
+    return [expr {[info exists ::cellprop($c,)] ? $c : ""}]
+}
+proc get_bd_pins {p} { return $p }
+proc get_bd_intf_pins {p} { return $p }
+proc get_runs {name} { return $name }
+proc get_ips {name} { return $name }
+proc get_fileset {name} { return $name }
+proc get_bd_addr_spaces {p} { return $p }
+proc get_bd_addr_segs {p} { return $p }
+proc get_timing_paths {args} { return path }
+proc set_property {args} {
+    set args [lsearch -all -inline -not -exact $args -quiet]
+    if {[lindex $args 0] eq "-dict" && [info exists ::cellprop([lindex $args end],)]} {
+        foreach {k v} [lindex $args 1] { set ::cellprop([lindex $args end],$k) $v }
+    }
+    step set_property {*}$args
+}
+proc add_files {args} { lappend ::files [lindex $args end]; step add_files [lindex $args end] }
+proc create_bd_design {name} { set ::bd $name; lappend ::files $name.bd; step create_bd_design $name }
+proc current_bd_design {args} { return $::bd }
+proc get_files {args} {
+    set pat [lindex $args end]
+    if {"-of_objects" in $args} { return $pat }
+    if {"-regexp" in $args} { return [lsearch -all -inline -regexp -nocase $::files $pat] }
+    set out {}
+    foreach f $::files { if {[file tail $f] eq $pat} { lappend out $f } }
+    return $out
+}
+# Vivado fails here when the IP's Coe_File (create_ip/id_rom16x32.coe) is missing
+proc generate_target {what ip} {
+    if {$ip eq "identifier_ip" && ![file exists ./create_ip/id_rom16x32.coe]} {
+        error "\[IP_Flow 19-3478\] Coe file create_ip/id_rom16x32.coe does not exist"
+    }
+    step generate_target $ip
+}
+proc get_property {name args} {
+    if {[info exists ::cellprop([lindex $args end],$name)]} { return $::cellprop([lindex $args end],$name) }
+    switch -- $name {
+        SLACK { return 0.125 }
+        PROGRESS { return 100% }
+        DIRECTORY { return $::env(FAKE_RUN_DIR) }
+    }
+    return ""
+}
+proc write_bitstream {args} {
+    set elfs [lsearch -all -inline -glob $::files *.elf]
+    set fh [open [lindex $args end] w]
+    puts -nonewline $fh "bitstream with $elfs"
+    close $fh
+    step write_bitstream {*}$args
+}
+"""
+
+
+def tree_listing(root: Path) -> dict[str, tuple[bool, int, int]]:
+    """Every path under root: (is a link, size, mtime in ns), without following links."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath, name)
+            st = p.lstat()
+            out[str(p.relative_to(root))] = (p.is_symlink(), st.st_size, st.st_mtime_ns)
+    return out
+
+
+class Flow:
+    """A copy of the stand-in SUME tree and firmware folder, and build.tcl runs on them."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.sume = tmp / "NetFPGA-SUME-live"
+        shutil.copytree(FIXTURES / "sume_ref", self.sume, symlinks=True)
+        self.firmware = tmp / "firmware"
+        shutil.copytree(FIXTURES / "sume_fw", self.firmware)
+        self.run_dir = tmp / "runs" / "impl_1"
+        self.run_dir.mkdir(parents=True)
+        (self.run_dir / "top.sysdef").write_bytes(b"hardware export")
+        self.out = tmp / "out"
+        self.bin = tmp / "bin"  # `python` for the identifier recipe
+        self.bin.mkdir()
+        (self.bin / "python").symlink_to(sys.executable)
+        self.design = self.sume / "projects" / "reference_switch"
+        self.stubs = VIVADO_STUBS
+        self.env = {
+            "SUME_FOLDER": str(self.sume),
+            "XILINX_PATH": str(tmp / "Xilinx" / "Vivado" / "2016.4"),
+            "CONSTRAINTS": str(self.sume / "lib" / "hw" / "std" / "constraints"),
+            "NF_PROJECT_NAME": "reference_switch",
+            "NF_DESIGN_DIR": str(self.design),
+            "FAKE_RUN_DIR": str(self.run_dir),
+            "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+
+    def run(self, *args: str, **env: str | None) -> subprocess.CompletedProcess[str]:
+        full_env = {**os.environ, **self.env}
+        full_env.pop("FAKE_VIVADO_VERSION", None)
+        for k, v in env.items():
+            if v is None:
+                full_env.pop(k, None)
+            else:
+                full_env[k] = v
+        argv = ["--flow", "full", "--out", str(self.out), "--jobs", "2", *args]
+        driver = self.tmp / "driver.tcl"
+        driver.write_text(self.stubs + f"set ::argv {{{' '.join(argv)}}}\n"
+                          f"source {{{BUILD_TCL}}}\n"
+                          "foreach s $::steps { puts \"STEP $s\" }\n")
+        return subprocess.run(["tclsh", str(driver)], capture_output=True, text=True,
+                              cwd=self.tmp, env=full_env, timeout=120)
+
+
+def steps(r: subprocess.CompletedProcess[str]) -> list[str]:
+    return [ln[5:] for ln in r.stdout.splitlines() if ln.startswith("STEP ")]
+
+
+@pytest.fixture
+def flow(tmp_path: Path) -> Flow:
+    require_tool("tclsh", "the build.tcl dry run")
+    require_tool("make", "the reference project's identifier step in the build.tcl dry run")
+    return Flow(tmp_path)
+
+
+def wrapper_sources() -> list[Path]:
+    return read_filelist(REPO / "hw" / "rtl" / "nrl_switch.f") + read_filelist(SUME / "nf_nrl_top.f")
+
+
+def test_full_flow_dry_run(flow: Flow) -> None:
+    before = tree_listing(flow.sume)
+    for attempt in range(2):  # a second build into the same folder starts afresh
+        r = flow.run("--firmware", str(flow.firmware))
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert tree_listing(flow.sume) == before, f"run {attempt} wrote into the SUME checkout"
+    out = flow.out
+    work_design = out / "sume_tree" / "projects" / "reference_switch"
+    work = work_design / "hw"
+    s = steps(r)
+
+    # identifier: the reference Makefile's recipe made the ROM image in the copy
+    coe = (work / "create_ip" / "id_rom16x32.coe").read_text()
+    words = re.findall(r"([0-9A-Fa-f]{8})[,;]", coe)
+    assert len(words) == 16 and words[2:6] == ["16028002", "00000180", "00000204", "0000FFFF"], coe
+    assert (out / "id_rom16x32.coe").read_text() == coe
+    assert "generate_target identifier_ip" in s
+
+    # export_registers.tcl wrote its header into the copy (NF_DESIGN_DIR), from the copy's defines
+    header = (work_design / "sw" / "embedded" / "src" / "sume_register_defines.h").read_text()
+    assert "#define SUME_INPUT_ARBITER_BASEADDR 0x44010000" in header
+    assert "#define SUME_INPUT_ARBITER_0_ID_OFFSET 0x0" in header
+
+    # control_sub.tcl ran (version guard passed): the MicroBlaze the ELF goes to exists
+    assert "create_bd_design control_sub" in s
+    assert any(x.startswith("create_bd_cell") and x.endswith("nf_mbsys/mbsys/microblaze_0") for x in s)
+
+    # the firmware: make app.elf with the hardware export of this build
+    hdf = work_design / "sw" / "embedded" / "reference_switch.hdf"
+    assert hdf.read_bytes() == b"hardware export"
+    assert (out / "firmware" / "app.elf.hw_export").read_text().strip() == str(hdf)
+    elf = out / "app.elf"
+    assert elf.read_bytes() == (out / "firmware" / "app.elf").read_bytes()
+    assert not (flow.firmware / "app.elf").exists()  # BUILD_DIR: nothing built in the source folder
+
+    # load_elf.tcl's step: associate, rerun write_bitstream, write the bitstream
+    i_add = s.index(f"add_files {elf}")
+    assert f"set_property SCOPED_TO_REF control_sub {elf}" in s
+    i_scope = s.index(f"set_property SCOPED_TO_CELLS nf_mbsys/mbsys/microblaze_0 {elf}")
+    i_reset = s.index("reset_run impl_1 -prev_step")
+    i_launch = s.index("launch_runs impl_1 -to_step write_bitstream -jobs 2")
+    i_bit = s.index(f"write_bitstream -force {out / 'nf_nrl.bit'}")
+    assert i_add < i_scope < i_reset < i_launch < i_bit
+    assert s.index("launch_runs impl_1 -jobs 2 -to_step write_bitstream") < i_add  # the first implementation
+    assert (out / "nf_nrl.bit").read_text() == f"bitstream with {elf}"
+
+    # the datapath swap, as before
+    top = (work / "hdl" / "top.v").read_text()
+    assert re.search(r"nf_nrl_top\s*#\(\s*\n\s*\.BUILD_HASH\(32'h[0-9a-f]{8}\),", top), top
+    assert "nf_datapath" not in top.split("nf_nrl_top")[0]
+    proj = (work / "tcl" / "nrl_reference_switch.tcl").read_text()
+    assert "nf_datapath.v" not in proj and not re.search(r"^\s*exit\s*$", proj, re.M)
+    reads = [x.split(" ", 1)[1] for x in s if x.startswith("read_verilog")]
+    assert reads == ["./hdl/axi_clocking.v", *map(str, wrapper_sources()), "./hdl/top.v"]
+
+
+def test_full_flow_mb_regs(flow: Flow) -> None:
+    """--mb-regs: mb_regs.tcl runs right after control_sub.tcl and maps M01 into microblaze_0/Data."""
+    r = flow.run("--firmware", str(flow.firmware))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not any("SEG_nrl_M01_AXI_Reg" in x for x in steps(r))  # off by default
+    r = flow.run("--firmware", str(flow.firmware), "--mb-regs")
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = steps(r)
+    defines = flow.tmp / "defines.tcl"
+    defines.write_text(f"source {{{flow.design / 'hw' / 'tcl' / 'reference_switch_defines.tcl'}}}\n"
+                       "puts \"$M01_BASEADDR $M01_SIZEADDR\"\n")
+    base, size = subprocess.run(["tclsh", str(defines)], capture_output=True, text=True,
+                                check=True).stdout.split()
+    seg = [x for x in s if x.startswith("create_bd_addr_seg") and "SEG_nrl_M01_AXI_Reg" in x]
+    assert seg == [f"create_bd_addr_seg -range {size} -offset {base} nf_mbsys/mbsys/microblaze_0/Data "
+                   "M01_AXI/Reg SEG_nrl_M01_AXI_Reg"], seg
+    i_seg = s.index(seg[0])
+    assert s.index("create_bd_design control_sub") < i_seg < s.index("launch_runs synth -jobs 2")
+    assert "set_property -dict {CONFIG.NUM_MI 4} nf_mbsys/mbsys/microblaze_0_axi_periph" in s
+    assert "set_property -dict {CONFIG.NUM_SI 2 CONFIG.S01_HAS_REGSLICE 3} dma_sub/axi_interconnect_0" in s
+    assert "connect_bd_intf_net nf_mbsys/M_AXI_NRL dma_sub/S01_AXI" in s
+    assert "validate_bd_design" in s
+    proj = (flow.out / "sume_tree" / "projects" / "reference_switch" / "hw" / "tcl"
+            / "nrl_reference_switch.tcl").read_text()
+    assert re.search(r"source \./tcl/control_sub\.tcl\nsource \"\S+/hw/boards/sume/mb_regs\.tcl\"", proj)
+
+
+def test_full_flow_with_given_elf(flow: Flow) -> None:
+    elf = flow.tmp / "prebuilt.elf"
+    elf.write_bytes(b"\x7fELF\x01\x01\x01" + bytes(9) + b"\x02\x00\xbd\x00")
+    r = flow.run("--elf", str(elf), "--firmware", str(flow.tmp / "nowhere"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (flow.out / "app.elf").read_bytes() == elf.read_bytes()
+    assert f"set_property SCOPED_TO_CELLS nf_mbsys/mbsys/microblaze_0 {flow.out / 'app.elf'}" in steps(r)
+
+
+def test_identifier_without_python2(flow: Flow) -> None:
+    """SUME's format_coe.py is Python 2; without one the flow formats the recipe's rom_data.txt."""
+    _break_format_coe(flow, "print 'this is Python 2 code, as in NetFPGA-SUME-live'\n")
+    r = flow.run("--firmware", str(flow.firmware))
+    assert r.returncode == 0, r.stdout + r.stderr
+    # bin/python is this Python 3; build.tcl puts a python2, if there is one, first on PATH
+    assert ("format_coe.py is Python 2 and there is no Python 2 here" in r.stdout
+            or shutil.which("python2") or shutil.which("python2.7")), r.stdout
+    coe = (flow.out / "id_rom16x32.coe").read_text().splitlines()
+    assert coe[:2] == ["memory_initialization_radix=16;", "memory_initialization_vector="]
+    words = coe[2:]
+    assert len(words) == 16 and all(re.fullmatch(r"[0-9A-Fa-f]{8},", w) for w in words[:15])
+    assert words[2:6] == ["16028002,", "00000180,", "00000204,", "0000FFFF,"] and words[15] == "FFFF0000;"
+
+
+def test_sume_build_dry_run(flow: Flow) -> None:
+    """scripts/sume_build.sh --dry-run: build.tcl under tclsh with hw/boards/sume/dryrun.tcl's stubs."""
+    before = tree_listing(flow.sume)
+    env = {**os.environ, **flow.env}
+    env.pop("FAKE_RUN_DIR")
+    r = subprocess.run(["bash", str(REPO / "scripts" / "sume_build.sh"), "--dry-run", "--flow", "full",
+                        "--out", str(flow.out), "--firmware", str(flow.firmware), "--mb-regs"],
+                       capture_output=True, text=True, env=env, cwd=flow.tmp, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "dry run complete" in r.stdout
+    assert (flow.out / "nf_nrl.bit").read_text().startswith("netfpga-rl dry run: not a bitstream")
+    assert (flow.out / "id_rom16x32.coe").exists() and (flow.out / "app.elf").exists()
+    assert tree_listing(flow.sume) == before
+    r = subprocess.run(["bash", str(REPO / "scripts" / "sume_build.sh"), "--dry-run", "--flow", "full",
+                        "--out", str(flow.out), "--firmware", str(flow.firmware)],
+                       capture_output=True, text=True, env={**env, "NRL_DRYRUN_VIVADO_VERSION": "2018.2"},
+                       cwd=flow.tmp, timeout=120)
+    assert r.returncode != 0 and "needs Vivado 2016.4" in r.stderr, r.stdout + r.stderr
+
+
+def _break_format_coe(flow: Flow, body: str) -> None:
+    p = flow.sume / "tools" / "scripts" / "format_coe.py"
+    p.write_text(body)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("no NF_DESIGN_DIR", r"\$NF_DESIGN_DIR is not set: source \$SUME_FOLDER/tools/settings\.sh"),
+    ("other project", r"\$NF_DESIGN_DIR is \S+/projects/reference_nic, but this flow builds on the "
+                      r"reference_switch project.*NF_PROJECT_NAME=reference_switch"),
+    ("Vivado 2018.2", r"this is Vivado 2018\.2, but the SUME reference project needs Vivado 2016\.4"),
+    ("coe missing", r"ran but did not produce create_ip/id_rom16x32\.coe"),
+    ("format_coe writes nothing", r"identifier step \(make identifier in \S+\) failed, so there is no "
+                                  r"ID ROM image create_ip/id_rom16x32\.coe\. Output:.*format_coe: nothing"),
+    ("identifier fails", r"identifier step \(make identifier in \S+\) failed, so there is no ID ROM "
+                         r"image create_ip/id_rom16x32\.coe\. Output:.*format_coe: broken"),
+    ("firmware fails", r"building the MicroBlaze firmware failed \(make -C \S+ app\.elf "
+                       r"SUME_HW_EXPORT=\S+reference_switch\.hdf BUILD_DIR=\S+/out/firmware\); it needs the Xilinx SDK 2016\.4 "
+                       r"toolchain.*mb-gcc not found"),
+    ("project firmware without SDK", r"building the MicroBlaze firmware failed \(make -C \S+/hw/boards/sume/"
+                                     r"firmware app\.elf .*mb-gcc not found"),
+    ("no firmware Makefile", r"no firmware Makefile in \S+: .*pass --elf FILE"),
+    ("ELF missing", r"--elf \S+/missing\.elf: no such file"),
+    ("not MicroBlaze", r"is an ELF for machine \d+ \(class \d\), not a 32-bit MicroBlaze executable"),
+    ("out inside SUME", r"--out \S+ is inside \$SUME_FOLDER"),
+])
+def test_full_flow_errors(flow: Flow, case: str, message: str) -> None:
+    args = ["--firmware", str(flow.firmware)]
+    env: dict[str, str | None] = {}
+    if case == "no NF_DESIGN_DIR":
+        env["NF_DESIGN_DIR"] = None
+    elif case == "other project":
+        env["NF_DESIGN_DIR"] = str(flow.sume / "projects" / "reference_nic")
+        env["NF_PROJECT_NAME"] = "reference_nic"
+    elif case == "Vivado 2018.2":
+        env["FAKE_VIVADO_VERSION"] = "2018.2"
+    elif case == "coe missing":  # a hw/Makefile whose identifier target makes no ROM image
+        (flow.design / "hw" / "Makefile").write_text("identifier:\n\t@echo identifier: nothing\n")
+    elif case == "format_coe writes nothing":
+        _break_format_coe(flow, "print('format_coe: nothing to do')\n")
+    elif case == "identifier fails":
+        _break_format_coe(flow, "import sys\nsys.exit('format_coe: broken')\n")
+    elif case == "firmware fails":
+        env["FAIL"] = "1"
+    elif case == "project firmware without SDK":  # hw/boards/sume/firmware/Makefile
+        env["MB_GCC"] = str(flow.tmp / "no-sdk" / "mb-gcc")
+        args = []
+    elif case == "no firmware Makefile":
+        args = ["--firmware", str(flow.tmp / "nowhere")]
+    elif case == "ELF missing":
+        args = ["--elf", str(flow.tmp / "missing.elf")]
+    elif case == "not MicroBlaze":
+        args = ["--elf", os.path.realpath(sys.executable)]
+    elif case == "out inside SUME":
+        flow.out = flow.sume / "build"
+    before = tree_listing(flow.sume)
+    r = flow.run(*args, **env)
+    assert r.returncode != 0, r.stdout
+    assert "build.tcl: " in r.stderr and re.search(message, r.stderr, re.S), r.stderr
+    assert not (flow.out / "nf_nrl.bit").exists()
+    assert tree_listing(flow.sume) == before
+
+
+# ---------------------------------------------------------------------------
+# sume_flash.sh
+
+FAKE_VIVADO = '''#!{python}
+"""Fake vivado: records its arguments and the Tcl it is asked to source."""
+import json, sys
+args = sys.argv[1:]
+tcl = open(args[args.index("-source") + 1]).read()
+with open({log!r}, "w") as f:
+    json.dump({{"args": args, "tcl": tcl}}, f)
+print("fake vivado: ran", len(tcl), "bytes of Tcl")
+'''
+
+
+def test_flash_uses_open_hw_and_prints_reload_steps(tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "vivado.json"
+    (bindir / "vivado").write_text(FAKE_VIVADO.format(python=sys.executable, log=str(log)))
+    (bindir / "vivado").chmod(0o755)
+    bit = tmp_path / "nf_nrl.bit"
+    bit.write_bytes(b"bit")
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    r = subprocess.run(["bash", str(REPO / "scripts" / "sume_flash.sh"), str(bit), "--url", "lab:3121"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rec = json.loads(log.read_text())
+    tcl = rec["tcl"]
+    assert re.search(r"^open_hw\s*$", tcl, re.M), tcl
+    assert "connect_hw_server -url lab:3121" in tcl
+    assert "get_hw_targets */xilinx_tcf/Digilent/*" in tcl
+    assert "program_hw_devices" in tcl and str(bit) in tcl
+    out = r.stdout
+    # run_load_image.sh's steps, printed (no --reload)
+    assert "0x7028" in out and "/sys/bus/pci/rescan" in out
+    assert "rmmod sume_riffa" in out and "insmod" in out and "sume_riffa.ko" in out
+    assert all(f"nf{i}" in out for i in range(4))
+    assert "persistent" not in out.lower()
+
+
+# ---------------------------------------------------------------------------
+# rwaxi write check
+
+FAKE_RWAXI = '''#!{python}
+"""Fake rwaxi. MODE=lib: writes with -w (lib/sw/std/apps/sume_riffa_v1_0_0/rwaxi.c).
+MODE=project: issues the read for -w and prints WROTE with the current value
+(projects/*/sw/host/apps/rwaxi.c). MODE=sticky: writes nothing, echoes the value."""
+import getopt, json, sys
+STATE, MODE = {state!r}, {mode!r}
+st = json.load(open(STATE))
+o = dict(getopt.getopt(sys.argv[1:], "a:hi:w:")[0])
+key = "0x%08x" % int(o["-a"], 0)
+if "-w" in o and MODE == "lib":
+    st[key] = int(o["-w"], 0)
+    json.dump(st, open(STATE, "w"))
+if "-w" in o:
+    shown = int(o["-w"], 0) if MODE != "project" else st.get(key, 0)
+    print("WROTE %s = 0x%04x" % (key, shown))
+else:
+    print("READ  %s = 0x%04x" % (key, st.get(key, 0)))
+'''
+
+
+def fake_rwaxi(tmp_path: Path, mode: str) -> RwaxiRegisterTransport:
+    state = tmp_path / f"{mode}.json"
+    state.write_text("{}")
+    tool = tmp_path / f"rwaxi_{mode}"
+    tool.write_text(FAKE_RWAXI.format(python=sys.executable, state=str(state), mode=mode))
+    tool.chmod(0o755)
+    return RwaxiRegisterTransport("udp://board", tool=str(tool))
+
+
+@pytest.mark.parametrize("mode", ["lib", "project", "sticky"])
+def test_rwaxi_write_is_checked(tmp_path: Path, mode: str) -> None:
+    t = fake_rwaxi(tmp_path, mode)
+    slots = regmap.REGISTERS["AGG_SLOTS"].addr
+    if mode == "lib":
+        t.write(slots, 12)
+        assert t.read(slots) == 12
+        # CTRL bit 31 self-clears on the board; the model says what reads back
+        ctrl = regmap.REGISTERS["CTRL"].addr
+        model = SwitchModel()
+        model.write("CTRL", 0x80000003)
+        t.write(ctrl, 0x80000003)
+        assert model.read("CTRL") != 0x80000003
+        return
+    with pytest.raises(RegisterAccessError) as e:
+        t.write(slots, 12)
+    assert e.value.field == "AGG_SLOTS"
+    if mode == "project":
+        assert "issues the read ioctl for -w" in str(e.value)
+        assert "lib/sw/std/apps/sume_riffa_v1_0_0/rwaxi.c" in str(e.value)
+    else:
+        assert "read back 0x00000000" in str(e.value) and "did not take effect" in str(e.value)
