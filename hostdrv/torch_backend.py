@@ -185,37 +185,57 @@ def retries_for(timeout: float, rto: float, max_backoff: float = _MAX_BACKOFF) -
     return k
 
 
+_Outcome = list[torch.Tensor] | BaseException
+"""What a switch call ends with: the reduced tensors, or the error."""
+
+
+def _unwrap(source: Future[_Outcome]) -> list[torch.Tensor]:
+    outcome = source.value()
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
 class NetrlWork(dist.Work):
     """The :class:`torch.distributed.Work` of a switch all-reduce.
 
-    Completes when :attr:`future` does; :meth:`wait` re-raises its error (a
-    switch timeout when a rank died, a length mismatch, ...).
+    Completes when the sum arrived; :meth:`wait` re-raises the error of a
+    failed call (a switch timeout when a rank died, a length mismatch, ...).
 
     Parameters
     ----------
-    future:
-        Completes with the list of reduced tensors, or with the error.
+    source:
+        Completes (``set_result``) with the reduced tensors or with the exception
+        object. The future handed to torch (:meth:`get_future`, which DDP's C++
+        reducer waits on) is ``source.then(...)``, which fails with a C++
+        ``RuntimeError`` for an exception: ``Future.set_exception`` would instead
+        complete it *successfully* with a Python exception as its value, which
+        the reducer cannot use.
     """
 
-    def __init__(self, future: Future[list[torch.Tensor]]) -> None:
+    def __init__(self, source: Future[_Outcome]) -> None:
         super().__init__()
-        self.future = future
+        self._source = source
+        self.future: Future[list[torch.Tensor]] = source.then(_unwrap)
         self._done = threading.Event()
-        future.add_done_callback(lambda _f: self._done.set())
+        self.future.add_done_callback(lambda _f: self._done.set())
 
     def wait(self, timeout: datetime.timedelta = datetime.timedelta(0)) -> bool:
         """Block until the sum arrived (or ``timeout``, when nonzero, passed).
 
         Raises
         ------
-        RuntimeError
-            The all-reduce failed (:class:`torch.distributed.DistBackendError`) or
-            ``timeout`` passed first.
+        torch.distributed.DistBackendError
+            The all-reduce failed (``__cause__``: the hostdrv error), or ``timeout``
+            passed first.
         """
         seconds = timeout.total_seconds()
         if seconds > 0 and not self._done.wait(seconds):
             raise dist.DistBackendError(f"netrl all_reduce still running after {seconds} s")
-        self.future.wait()
+        self._done.wait()
+        outcome = self._source.value()
+        if isinstance(outcome, BaseException):
+            raise outcome
         return True
 
     def get_future(self) -> Future[list[torch.Tensor]]:
@@ -224,21 +244,23 @@ class NetrlWork(dist.Work):
 
     def is_completed(self) -> bool:
         """Whether the all-reduce finished (successfully or not)."""
-        return self.future.done()
+        return self._done.is_set()
 
     def is_success(self) -> bool:
         """Whether the all-reduce finished without an error."""
-        if not self.future.done():
-            return False
-        try:
-            self.future.value()
-        except Exception:  # noqa: BLE001 - any error means "not a success"
-            return False
-        return True
+        return self._done.is_set() and not isinstance(self._source.value(), BaseException)
+
+    def exception(self) -> BaseException | None:
+        """The error of a failed all-reduce (``None`` while running or on success)."""
+        if not self._done.is_set():
+            return None
+        outcome = self._source.value()
+        return outcome if isinstance(outcome, BaseException) else None
 
     def result(self) -> list[torch.Tensor]:
         """The reduced tensors (raises the error of a failed all-reduce)."""
-        return self.future.wait()
+        self.wait()
+        return _unwrap(self._source)
 
 
 def _op_name(op: Any) -> str:
@@ -341,8 +363,7 @@ class NetrlProcessGroup(ProcessGroup):
         self.url: str | None = None
         """The switch URL this rank talks to (``None``: gloo only)."""
         self._queue: queue.SimpleQueue[tuple[Callable[[], list[torch.Tensor]],
-                                             Future[list[torch.Tensor]]] | None] = \
-            queue.SimpleQueue()
+                                             Future[_Outcome]] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._closed = False
         if use_switch:
@@ -368,14 +389,15 @@ class NetrlProcessGroup(ProcessGroup):
             store.set(STORE_JOB_KEY, str(job))
             store.set(STORE_URL_KEY, url)
         else:
-            try:
-                store.wait([STORE_URL_KEY], self.timeout)
-            except Exception as e:
-                why = ""
+            deadline = time.monotonic() + self.timeout.total_seconds()
+            while not store.check([STORE_URL_KEY]):
                 if store.check([STORE_ERROR_KEY]):
-                    why = ": rank 0 says " + store.get(STORE_ERROR_KEY).decode()
-                raise RuntimeError(f"netrl: rank {rank} got no switch from rank 0 within "
-                                   f"{self.timeout}{why}") from e
+                    raise RuntimeError(f"netrl: rank 0 could not set the switch up: "
+                                       f"{store.get(STORE_ERROR_KEY).decode()}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"netrl: rank {rank} got no switch from rank 0 within "
+                                       f"the group timeout {self.timeout}")
+                time.sleep(0.02)
             url = cfg.switch or store.get(STORE_URL_KEY).decode()
             job = int(store.get(STORE_JOB_KEY).decode())
         secs = self.timeout.total_seconds()
@@ -414,17 +436,17 @@ class NetrlProcessGroup(ProcessGroup):
             if item is None:
                 return
             fn, fut = item
+            outcome: _Outcome
             try:
-                result = fn()
+                outcome = fn()
             except BaseException as e:  # noqa: BLE001 - handed to the waiter
-                fut.set_exception(e)
-            else:
-                fut.set_result(result)
+                outcome = e
+            fut.set_result(outcome)
 
     def _submit(self, fn: Callable[[], list[torch.Tensor]]) -> NetrlWork:
-        fut: Future[list[torch.Tensor]] = Future()
+        fut: Future[_Outcome] = Future()
         if self._closed:
-            fut.set_exception(dist.DistBackendError("netrl: the process group is shut down"))
+            fut.set_result(dist.DistBackendError("netrl: the process group is shut down"))
         else:
             self._queue.put((fn, fut))
         return NetrlWork(fut)
@@ -522,8 +544,11 @@ class NetrlProcessGroup(ProcessGroup):
         work = gloo_call(gloo_opts)
         size = self._size
 
-        def divide(f: Future[list[torch.Tensor]]) -> list[torch.Tensor]:
-            f.wait()
+        def divide(f: Future[list[torch.Tensor]]) -> _Outcome:
+            try:
+                f.wait()
+            except Exception as e:  # noqa: BLE001 - handed to the waiter
+                return e
             _avg_in_place(tensors, size)
             return list(tensors)
 
