@@ -307,8 +307,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.store = None
     if args.launcher is None:
         args.launcher = "torchrun" if _under_torchrun() else "process"
-    if args.launcher == "torchrun" and not _under_torchrun():
-        return _exec_torchrun(args, argv)
+    if args.launcher == "torchrun":
+        syncs = [args.sync] if args.command == "train" else args.syncs.split(",")
+        if "reference" in (s.strip() for s in syncs):
+            raise SystemExit("netrl: the reference strategy runs worker threads of one "
+                             "process; under torchrun use inswitch, ps or allreduce")
+        if not _under_torchrun():
+            return _exec_torchrun(args, argv)
     if args.command == "train":
         return cmd_train(args)
     return cmd_compare(args)
