@@ -279,8 +279,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if any(s is None for s in summaries.values()):
         return 0
     target = args.target if args.target is not None else TARGETS.get(env)
+    workers = summaries[syncs[0]].workers  # under torchrun the world size
     png = plot_compare([root / s for s in syncs], syncs, root / "compare.png",
-                       title=f"{args.algo} {env}, {args.workers} workers, {args.mode}",
+                       title=f"{args.algo} {env}, {workers} workers, {args.mode}",
                        target=target)
     (root / "compare.json").write_text(json.dumps(
         {s: summaries[s].to_json() for s in syncs}, indent=2))
