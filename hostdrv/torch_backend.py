@@ -366,6 +366,7 @@ class NetrlProcessGroup(ProcessGroup):
                                              Future[_Outcome]] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._submit_lock = threading.Lock()
         if use_switch:
             self._connect()
             self._thread = threading.Thread(target=self._serve, name=f"netrl-r{rank}",
@@ -445,10 +446,11 @@ class NetrlProcessGroup(ProcessGroup):
 
     def _submit(self, fn: Callable[[], list[torch.Tensor]]) -> NetrlWork:
         fut: Future[_Outcome] = Future()
-        if self._closed:
-            fut.set_result(dist.DistBackendError("netrl: the process group is shut down"))
-        else:
-            self._queue.put((fn, fut))
+        with self._submit_lock:
+            if self._closed:
+                fut.set_result(dist.DistBackendError("netrl: the process group is shut down"))
+            else:
+                self._queue.put((fn, fut))
         return NetrlWork(fut)
 
     def _count(self, key: str, n: int = 1) -> None:
@@ -587,15 +589,29 @@ class NetrlProcessGroup(ProcessGroup):
         return self._agg
 
     def shutdown(self) -> None:
-        """Stop the switch worker, close the aggregator; rank 0 stops its embedded
-        switch once every rank shut down (or after :data:`SHUTDOWN_GRACE` s)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._thread is not None:
+        """Stop the switch worker and close the aggregator; rank 0 stops its embedded
+        switch once every rank shut down (or after :data:`SHUTDOWN_GRACE` s).
+
+        Calls queued but not started fail (``DistBackendError``); one still
+        retransmitting gets :data:`SHUTDOWN_GRACE` s to finish, then is left to
+        its daemon thread."""
+        with self._submit_lock:
+            if self._closed:
+                return
+            self._closed = True
+            while True:  # fail the calls that have not started
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item[1].set_result(dist.DistBackendError(
+                        "netrl: the process group was shut down before this all_reduce ran"))
             self._queue.put(None)
-            self._thread.join(self.timeout.total_seconds())
-        if self._agg is not None:
+        if self._thread is not None:
+            # a call still retransmitting (its peers gone) is left to the daemon thread
+            self._thread.join(SHUTDOWN_GRACE)
+        if self._agg is not None and (self._thread is None or not self._thread.is_alive()):
             self._agg.close()
         if self._switch is not None or self._agg is not None:
             try:

@@ -216,6 +216,11 @@ def _job_main(rank: int, world: int) -> dict[str, Any]:
     t = torch.arange(4, dtype=torch.float64) + rank
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
     out["avg_f64"] = t
+    # a group made by new_group while netrl is the default backend: gloo only
+    sub = dist.new_group(ranks=list(range(world)))
+    t = torch.full((3,), float(rank + 1))
+    dist.all_reduce(t, group=sub)
+    out["subgroup_sum"], out["subgroup_stats"] = t, sub.stats()
     out["stats"] = pg.stats()
     return out
 
@@ -429,6 +434,8 @@ def test_fallbacks_give_the_gloo_result(main_job: list[dict[str, Any]]) -> None:
             assert stats.get(f"fallback:{why}", 0) >= 1, (why, stats)
         # the non-contiguous float32 sum was copied and went through the switch
         assert not any("contiguous" in k for k in stats)
+        assert torch.equal(res["subgroup_sum"], torch.full((3,), float(sum(range(1, WORLD + 1)))))
+        assert res["subgroup_stats"] == {"fallback:group=not-default": 1}
 
 
 def test_explicit_switch_env_init_strict(tmp_path: Path) -> None:
@@ -511,21 +518,58 @@ def _groups_in_threads(world: int, config: Any, body: Callable[[Any], Any] = lam
 def test_in_process_group_sums() -> None:
     from hostdrv.torch_backend import NetrlConfig
 
-    def body(pg: Any) -> tuple[Any, Any, dict[str, int]]:
-        f = torch.full((40_000,), float(pg.rank() + 1))
+    def body(pg: Any) -> tuple[list[Any], dict[str, int]]:
+        r = pg.rank() + 1
+        f = torch.full((40_000,), float(r))
         i = torch.tensor([2**31 - 1, -5], dtype=torch.int32)
-        works = [pg.allreduce([f]), pg.allreduce([i])]
+        a, b = torch.full((5,), float(r)), torch.full((2, 3), 10.0 * r)  # one coalesced call
+        empty = torch.zeros(0)
+        d = torch.ones(2, dtype=torch.float64)  # gloo
+        works = [pg.allreduce([f]), pg.allreduce([i]), pg.allreduce_coalesced([a, b]),
+                 pg.allreduce([empty]), pg.allreduce([d])]
         for w in works:
             w.wait()
-        return f, i, pg.stats()
+        return [f, i, a, b, empty, d], pg.stats()
 
     results = _groups_in_threads(2, NetrlConfig(), body)
     for res in results:
         assert not isinstance(res, Exception), res
-        f, i, stats = res
+        (f, i, a, b, empty, d), stats = res
         assert torch.equal(f, torch.full((40_000,), 3.0))
         assert i.tolist() == [-2, -10]  # 2 * (2**31 - 1) wraps to -2
-        assert stats["switch_calls"] == 2 and not any(k.startswith("fallback") for k in stats)
+        assert torch.equal(a, torch.full((5,), 3.0)) and torch.equal(b, torch.full((2, 3), 30.0))
+        assert empty.shape == (0,)
+        assert d.tolist() == [2.0, 2.0]
+        assert stats == {"calls": 4, "switch_calls": 4, "switch_elements": 40_013,
+                         "fallback:dtype=float64": 1}
+
+
+def test_shutdown_with_calls_pending() -> None:
+    from hostdrv.torch_backend import SHUTDOWN_GRACE, NetrlConfig
+
+    def body(pg: Any) -> Any:
+        if pg.rank() == 1:
+            return None  # never joins rank 0's all-reduce
+        running = pg.allreduce([torch.ones(4)])
+        queued = pg.allreduce([torch.ones(4)])
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        pg.shutdown()
+        took = time.monotonic() - t0
+        try:
+            queued.wait()
+            err = None
+        except Exception as e:  # noqa: BLE001 - checked below
+            err = e
+        return took, running.is_completed(), err, pg.allreduce([torch.ones(1)]).exception()
+
+    rank0, rank1 = _groups_in_threads(2, NetrlConfig(), body, timeout=30.0)
+    assert rank1 is None
+    took, running_done, queued_err, after = rank0
+    assert took < 2 * SHUTDOWN_GRACE + 3  # not the 30 s the running call may retransmit
+    assert not running_done
+    assert "shut down before this all_reduce ran" in str(queued_err)
+    assert "shut down" in str(after)
 
 
 def test_rank0_switch_failure_reaches_every_rank() -> None:
