@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,8 +61,9 @@ def _torchrun(args: list[str], cwd: Path, nproc: int = WORLD,
                           timeout=timeout)
 
 
-def _check_run(run: Path, world: int = WORLD) -> list[dict[str, object]]:
-    """The local launcher's files are there; every rank reported; return ranks.json."""
+def _check_run(run: Path, world: int = WORLD, identical: bool = True) -> list[dict[str, Any]]:
+    """The local launcher's files are there; every rank reported (with the same final
+    weights unless ``identical`` is false); return ranks.json."""
     for name in ("episodes.csv", "iterations.csv", "summary.json", "config.json",
                  "return.png", "time_split.png", "ranks.json"):
         assert (run / name).is_file(), f"{run / name} missing"
@@ -72,7 +74,8 @@ def _check_run(run: Path, world: int = WORLD) -> list[dict[str, object]]:
     assert {int(r["rank"]) for r in rows} == set(range(world))  # every rank's rows
     ranks = json.loads((run / "ranks.json").read_text())
     assert [r["rank"] for r in ranks] == list(range(world))
-    assert len({r["params_digest"] for r in ranks}) == 1, ranks  # identical weights
+    if identical:
+        assert len({r["params_digest"] for r in ranks}) == 1, ranks  # identical weights
     assert sum(r["env_steps"] for r in ranks) == summary["env_steps"]
     return ranks
 
@@ -141,7 +144,9 @@ def test_async_inswitch_through_aggregators(tmp_path: Path) -> None:
                       "--threshold", "1", "--staleness", "1", "--runs-dir", str(tmp_path),
                       "--name", "a2c"], tmp_path, nproc=2)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    _check_run(tmp_path / "a2c", world=2)
+    # an async straggler may take a newer round's result: weights need not agree
+    ranks = _check_run(tmp_path / "a2c", world=2, identical=False)
+    assert all(r["rounds"] > 0 for r in ranks)
     config = json.loads((tmp_path / "a2c" / "config.json").read_text())
     assert config["dist"]["inswitch_api"] == "aggregator"
     summary = json.loads((tmp_path / "a2c" / "summary.json").read_text())
