@@ -7,7 +7,8 @@
   (changed to 100 Mbit/s for the measurement), and the round trip to the
   switch with a 1 ms delay line is at least two link delays.
 * torchrun across the 4 host namespaces (one node each, c10d rendezvous on
-  host 0's rack address): a gloo all-reduce agrees on every rank.
+  host 0's rack address) trains PPO with in-switch sync (the ``netrl``
+  backend) on the rack's soft switch: every rank ends with the same weights.
 
 Every test builds its own rack with a unique prefix and removes it, also when
 it fails. They need root and network namespaces (the one machine-dependent
@@ -136,29 +137,36 @@ def test_rate_limit_and_delay_are_in_effect(permitted: None) -> None:
         assert any("rate 100Mbit" in q for q in status[rack.host_ns(0)]["qdisc"]), status
 
 
-GLOO = textwrap.dedent("""
-    import json, os, torch, torch.distributed as dist
-    dist.init_process_group("gloo")
-    r = dist.get_rank()
-    t = torch.arange(8, dtype=torch.int32) * (r + 1)
-    dist.all_reduce(t)
-    print("RESULT " + json.dumps({"rank": r, "world": dist.get_world_size(),
-                                  "host": os.environ["RACK_HOST"], "sum": t.tolist()}))
-    dist.destroy_process_group()
+PPO_ARGS = ["--algo", "ppo", "--seed", "3", "--total-steps", str(3 * 2 * 16 * 4),
+            "--num-steps", "16", "--hidden", "16", "--update-epochs", "2", "--target", "nan",
+            "--no-progress", "--elems", "352"]
+"""PPO, 3 iterations of 2 minibatches x 2 epochs per rank: 12 aggregation rounds."""
+
+COUNTER = textwrap.dedent("""
+    import sys
+    from hostdrv import SwitchControl
+    with SwitchControl(sys.argv[1]) as c:
+        print(c.read(sys.argv[2]))
 """)
 
 
-def test_torchrun_across_host_namespaces(rack4: Any, tmp_path: Path) -> None:
-    script = tmp_path / "gloo_allreduce.py"
-    script.write_text(GLOO)
+def test_torchrun_trains_across_host_namespaces(rack4: Any, tmp_path: Path) -> None:
+    """torchrun, one node per host namespace, c10d rendezvous on host 0's rack address,
+    in-switch sync through the netrl backend on the rack's soft switch."""
     endpoint = f"{rack4.host_ip(0)}:29400"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=4", "--nproc-per-node=1",
            "--rdzv-backend=c10d", f"--rdzv-endpoint={endpoint}", "--rdzv-id=racktest",
-           "--max-restarts=0", str(script)]
-    results = rack4.run_all(cmd, env={"OMP_NUM_THREADS": "1"}, timeout=240)
+           "--max-restarts=0", "-m", "rl", "train", *PPO_ARGS, "--sync", "inswitch",
+           "--switch", rack4.switch_url, "--runs-dir", str(tmp_path), "--name", "ppo"]
+    results = rack4.run_all(cmd, env={"OMP_NUM_THREADS": "1"}, timeout=300)
     assert all(rc == 0 for rc, _o, _e in results), [e[-3000:] for _rc, _o, e in results]
-    seen = [json.loads(line.split(" ", 1)[1]) for _rc, out, _e in results
-            for line in out.splitlines() if line.startswith("RESULT ")]
-    assert sorted(s["rank"] for s in seen) == [0, 1, 2, 3]
-    expected = (np.arange(8) * sum(range(1, 5))).tolist()
-    assert all(s["world"] == 4 and s["sum"] == expected for s in seen), seen
+    ranks = json.loads((tmp_path / "ppo" / "ranks.json").read_text())
+    assert [r["rank"] for r in ranks] == [0, 1, 2, 3]
+    assert len({r["params_digest"] for r in ranks}) == 1, ranks  # the ranks agree
+    assert sorted(r["address"] for r in ranks) == [rack4.host_ip(i) for i in range(4)]
+    assert all(r["rounds"] == 12 for r in ranks), ranks
+    # the rounds went through the rack's switch: 4 members x 12 rounds x chunks of 352
+    r = rack4.run(0, [sys.executable, "-c", COUNTER, rack4.switch_url, "CNT_RX_GRADIENT"],
+                  timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) >= 4 * 12, r.stdout
