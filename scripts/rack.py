@@ -21,8 +21,15 @@ Topology (``docs/rack.md``)
   the soft switch (``netfpga-softswitch``) listens on it. Hosts reach each
   other and the switch at layer 2 (one broadcast domain, as behind a
   top-of-rack switch), so torchrun rendezvous, gloo and the switch's
-  datagrams all cross the same links. ``switch="none"`` leaves the ports
-  unattached (``hostdrv.backends.rtl_eth_bridge`` then plays the switch).
+  datagrams all cross the same links.
+* ``switch="rtl"``: no bridge, no address in the switch namespace; the ports
+  are the MAC ports of the RTL (``hostdrv.backends.rtl_eth_bridge``: frames
+  read from ``p{i}`` enter the Verilator model as SUME MAC port ``i``, TUSER
+  bit ``2i``, and leave on the ports of their ``dst_ports``), so every frame,
+  ARP and ping included, crosses the RTL. Hosts use the board's ``eth://``
+  URL (:attr:`Rack.switch_url`; registers through an ``rwaxi`` that reaches
+  the simulation's register bus). ``switch="none"`` leaves the ports
+  unattached.
 * Every link is rate-shaped with ``tc`` ``tbf`` on both ends (host ``eth0``
   egress and switch ``p{i}`` egress), default 10 Gbit/s.
 * Link delay (``netem`` is not available): with ``delay_us > 0`` each port
@@ -69,6 +76,8 @@ BRIDGE = "br0"
 ETC_NETNS = Path("/etc/netns")
 SWITCH_HOST_OCTET = 254
 _SETHOST = "import os, socket, sys; socket.sethostname(sys.argv[1]); os.execvp(sys.argv[2], sys.argv[2:])"
+SWITCHES = ("soft", "rtl", "bridge", "none")
+"""``RackConfig.switch`` kinds."""
 _PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 
 
@@ -134,6 +143,7 @@ class RackConfig:
     switch_port: UDP port of the soft switch.
     max_elems: the soft switch's ``--max-elems``.
     engine: the soft switch's ``--engine`` (None: its default).
+    delay_line: run the delay line even at ``delay_us=0`` (measures its own cost).
     """
 
     prefix: str = "nrl"
@@ -146,6 +156,7 @@ class RackConfig:
     switch_port: int = 20050
     max_elems: int = 2048
     engine: str | None = None
+    delay_line: bool = False
 
     def check(self) -> None:
         """Raise :class:`RackError` when a field is out of range."""
@@ -156,8 +167,11 @@ class RackConfig:
             raise RackError(f"bad hosts={self.hosts}: 1..200")
         if self.delay_us < 0:
             raise RackError(f"bad delay_us={self.delay_us}: must be >= 0")
-        if self.switch not in ("soft", "bridge", "none"):
-            raise RackError(f"bad switch={self.switch!r}: soft, bridge or none")
+        if self.switch not in SWITCHES:
+            raise RackError(f"bad switch={self.switch!r}: " + ", ".join(SWITCHES))
+        if self.switch == "rtl" and (self.hosts > 4 or self.delay_us):
+            raise RackError("switch='rtl' has the board's 4 MAC ports (hosts <= 4) and no "
+                            "delay line")
         _rate_bytes(self.rate)
 
 
@@ -204,8 +218,18 @@ class Rack:
         return f"{self.config.subnet}.{SWITCH_HOST_OCTET}"
 
     @property
+    def rwaxi_tool(self) -> Path:
+        """``switch="rtl"``: the ``rwaxi`` the hosts reach the RTL's registers with."""
+        return self.state_dir / "rwaxi"
+
+    @property
     def switch_url(self) -> str:
-        """URL of the soft switch as the hosts reach it (with the control key)."""
+        """URL of the switch as the hosts reach it: the soft switch with the control key, or
+        for ``switch="rtl"`` the board's ``eth://`` URL (frames on ``eth0``, registers
+        through :attr:`rwaxi_tool`)."""
+        if self.config.switch == "rtl":
+            return (f"eth://{HOST_IF}?switch_ip={self.switch_ip}&port={self.config.switch_port}"
+                    f"&regs=rwaxi&rwaxi={self.rwaxi_tool}")
         return f"soft://{self.switch_ip}:{self.config.switch_port}?key={self.key_file}"
 
     def namespaces(self) -> list[str]:
@@ -286,7 +310,7 @@ class Rack:
             self._tc(sw, p)
             if not bridged:
                 continue
-            if cfg.delay_us > 0:
+            if cfg.delay_us > 0 or cfg.delay_line:
                 q, b = f"q{i}", f"b{i}"
                 self._ip(sw, "link", "add", q, "mtu", mtu, "type", "veth", "peer", "name", b,
                          "mtu", mtu)
@@ -301,6 +325,16 @@ class Rack:
             for a, b in pairs:
                 args += ["--pair", f"{a}:{b}"]
             self._start(sw, "delay_line", args, "ready", wait)
+        if cfg.switch == "rtl":
+            from hostdrv.backends.rtl_eth_bridge import write_rwaxi_tool
+
+            sock = self.state_dir / "rtl.sock"
+            write_rwaxi_tool(self.rwaxi_tool, sock)
+            args = ["-m", "hostdrv.backends.rtl_eth_bridge", "--socket", str(sock),
+                    "--switch-ip", self.switch_ip]
+            for i in range(cfg.hosts):
+                args += ["--port", f"p{i}"]
+            self._start(sw, "rtl_eth_bridge", args, "ready", max(wait, 900.0))
         if cfg.switch == "soft":
             args = ["-m", "hostdrv.backends.soft_server",
                     "--listen", f"{self.switch_ip}:{cfg.switch_port}",
@@ -583,9 +617,13 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--hosts", type=int, default=d.hosts)
     up.add_argument("--rate", default=d.rate, help="tc rate per link direction (default 10gbit)")
     up.add_argument("--delay-us", type=float, default=d.delay_us, help="one-way link delay")
+    up.add_argument("--delay-line", action="store_true",
+                    help="run the delay line even at --delay-us 0")
     up.add_argument("--mtu", type=int, default=d.mtu)
     up.add_argument("--subnet", default=d.subnet, help="first three octets of the /24")
-    up.add_argument("--switch", choices=("soft", "bridge", "none"), default=d.switch)
+    up.add_argument("--switch", choices=SWITCHES, default=d.switch,
+                    help="soft: soft switch behind a bridge; rtl: the RTL (Verilator) with "
+                         "host i's link as MAC port i; bridge: a bridge only; none: nothing")
     up.add_argument("--switch-port", type=int, default=d.switch_port)
     up.add_argument("--max-elems", type=int, default=d.max_elems)
     up.add_argument("--engine", default=None)
@@ -616,11 +654,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             rack = Rack(RackConfig(prefix=args.prefix, hosts=args.hosts, rate=args.rate,
                                    delay_us=args.delay_us, mtu=args.mtu, subnet=args.subnet,
                                    switch=args.switch, switch_port=args.switch_port,
-                                   max_elems=args.max_elems, engine=args.engine)).up()
+                                   max_elems=args.max_elems, engine=args.engine,
+                                   delay_line=args.delay_line)).up()
             print(f"rack {rack.config.prefix}: hosts "
                   + " ".join(f"{rack.host_ns(i)}={rack.host_ip(i)}" for i in range(args.hosts))
                   + f" switch {rack.switch_ns}={rack.switch_ip}")
-            if rack.config.switch == "soft":
+            if rack.config.switch in ("soft", "rtl"):
                 print(f"switch_url={rack.switch_url}")
             return 0
         if args.cmd == "run":

@@ -170,3 +170,69 @@ def test_torchrun_trains_across_host_namespaces(rack4: Any, tmp_path: Path) -> N
                   timeout=60)
     assert r.returncode == 0, r.stderr
     assert int(r.stdout) >= 4 * 12, r.stdout
+
+
+PING = textwrap.dedent("""
+    import socket, struct, sys, time
+    def csum(b):
+        s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+        s = (s & 0xFFFF) + (s >> 16)
+        return ~((s & 0xFFFF) + (s >> 16)) & 0xFFFF
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    s.settimeout(5)
+    got = 0
+    for seq in range(3):
+        body = struct.pack("!BBHHH", 8, 0, 0, 0x4e52, seq) + b"netfpga-rl rack!"
+        body = body[:2] + struct.pack("!H", csum(body)) + body[4:]
+        s.sendto(body, (sys.argv[1], 0))
+        while True:
+            pkt, _ = s.recvfrom(2048)
+            icmp = pkt[(pkt[0] & 15) * 4:]
+            if icmp[0] == 0 and struct.unpack("!HH", icmp[4:8]) == (0x4e52, seq):
+                got += 1
+                break
+    print(got)
+""")
+
+RTL_ALLREDUCE = textwrap.dedent("""
+    import os, sys
+    import numpy as np
+    from hostdrv import Aggregator
+    from hostdrv.backends.rtl_eth_bridge import mac_port_bit
+    i = int(os.environ["RACK_HOST"])
+    x = np.random.default_rng([9, i]).integers(-(1 << 24), 1 << 24, size=int(sys.argv[2]),
+                                               dtype=np.int32)
+    with Aggregator(sys.argv[1], worker=i, port=mac_port_bit(i), timeout=0.5) as agg:
+        y = agg.allreduce(x)
+    np.save(sys.argv[3] + f"/out{i}.npy", y)
+""")
+
+
+def test_rtl_as_the_rack_switch(permitted: None, tmp_path: Path) -> None:
+    """switch="rtl": each host's link is one MAC port of the RTL (Verilator). ARP, UDP and
+    ICMP between the hosts cross the RTL's L2 path; an int32 all-reduce through eth:// (the
+    board's frames, registers through the rack's rwaxi) is numpy's exact sum."""
+    from netutil import build_sim_rtl
+
+    build_sim_rtl()
+    with _rack(hosts=2, switch="rtl") as rack:
+        rtt = rackmod.measure_rtt(rack, 0, 1, n=5)  # ARP, then UDP both ways
+        assert len(rtt) == 5
+        r = rack.run(0, [sys.executable, "-c", PING, rack.host_ip(1)], timeout=60)
+        assert r.returncode == 0 and r.stdout.strip() == "3", r.stderr
+        url, size = rack.switch_url, 1000
+        r = rack.run(0, [sys.executable, "-c",
+                         "import sys; from hostdrv import SwitchControl as C;"
+                         "c = C(sys.argv[1]); c.configure_aggregation(members=2, slots=4, "
+                         "elems=352, dtype='int32'); c.close()", url], timeout=120)
+        assert r.returncode == 0, r.stderr
+        results = rack.run_all([sys.executable, "-c", RTL_ALLREDUCE, url, str(size),
+                                str(tmp_path)], timeout=300)
+        assert all(rc == 0 for rc, _o, _e in results), results
+        inputs = [np.random.default_rng([9, i]).integers(-(1 << 24), 1 << 24, size=size,
+                                                         dtype=np.int32) for i in range(2)]
+        expected = np.sum(np.stack(inputs), axis=0, dtype=np.int32)
+        for i in range(2):
+            assert np.array_equal(np.load(tmp_path / f"out{i}.npy"), expected), i
+        r = rack.run(0, [sys.executable, "-c", COUNTER, url, "CNT_PASS"], timeout=60)
+        assert r.returncode == 0 and int(r.stdout) >= 2 + 10 + 6, (r.stdout, r.stderr)
