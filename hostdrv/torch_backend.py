@@ -52,6 +52,9 @@ Environment (read when a group is created):
 ``NETRL_MEMBER_PORT``
     One-hot switch port this rank's member entry names (default ``1 << rank``,
     the soft switch's one virtual port per member).
+``NETRL_WINDOW``
+    Chunks in flight per rank (default :func:`default_window`: all the slots,
+    unless every rank's window together would overflow a 4 MiB socket buffer).
 
 Limits: one switch aggregates at most :data:`~hostdrv.protocol.MAX_MEMBERS`
 ranks; a larger world raises :class:`ValueError` naming the limit
@@ -84,7 +87,8 @@ from torch._C._distributed_c10d import (
 )
 from torch.futures import Future
 
-from hostdrv.protocol import MAX_JUMBO_ELEMS, MAX_MEMBERS
+from hostdrv.net import SOCKET_BUFFER
+from hostdrv.protocol import HEADER_LEN, MAX_JUMBO_ELEMS, MAX_MEMBERS
 
 BACKEND_NAME = "netrl"
 """The name ``init_process_group`` takes."""
@@ -139,6 +143,8 @@ class NetrlConfig:
     member_port:
         ``NETRL_MEMBER_PORT``: one-hot port of this rank's member entry (``None``:
         ``1 << rank``).
+    window:
+        ``NETRL_WINDOW``: chunks in flight per rank (``None``: :func:`default_window`).
     """
 
     switch: str | None = None
@@ -147,6 +153,7 @@ class NetrlConfig:
     slots: int | None = None
     rto: float = 0.05
     member_port: int | None = None
+    window: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> NetrlConfig:
@@ -171,7 +178,8 @@ class NetrlConfig:
         return cls(switch=env.get("NETRL_SWITCH", "").strip() or None,
                    strict=strict in ("1", "true", "yes"),
                    elems=_env_int(env, "NETRL_ELEMS"), slots=_env_int(env, "NETRL_SLOTS"),
-                   rto=rto, member_port=_env_int(env, "NETRL_MEMBER_PORT"))
+                   rto=rto, member_port=_env_int(env, "NETRL_MEMBER_PORT"),
+                   window=_env_int(env, "NETRL_WINDOW"))
 
 
 def retries_for(timeout: float, rto: float, max_backoff: float = _MAX_BACKOFF) -> int:
@@ -196,6 +204,16 @@ def _unwrap(source: Future[_Outcome]) -> list[torch.Tensor]:
     return outcome
 
 
+def default_window(elems: int, slots: int, members: int,
+                   buffer: int = SOCKET_BUFFER) -> int:
+    """Chunks each rank keeps in flight unless ``NETRL_WINDOW`` says: at most ``slots``,
+    and few enough that every member's window together fits in ``buffer`` bytes (the
+    soft switch's socket buffer, :data:`hostdrv.net.SOCKET_BUFFER`): a burst above
+    it is dropped by the kernel and costs a retransmission timeout."""
+    per_chunk = members * (HEADER_LEN + 4 * elems)
+    return max(1, min(slots, buffer // per_chunk))
+
+
 class NetrlWork(dist.Work):
     """The :class:`torch.distributed.Work` of a switch all-reduce.
 
@@ -217,8 +235,10 @@ class NetrlWork(dist.Work):
         super().__init__()
         self._source = source
         self.future: Future[list[torch.Tensor]] = source.then(_unwrap)
-        self._done = threading.Event()
-        self.future.add_done_callback(lambda _f: self._done.set())
+        done = self._done = threading.Event()
+        # the callback holds the event, not self: no reference cycle through the C++
+        # future while the call runs
+        self.future.add_done_callback(lambda _f: done.set())
 
     def wait(self, timeout: datetime.timedelta = datetime.timedelta(0)) -> bool:
         """Block until the sum arrived (or ``timeout``, when nonzero, passed).
@@ -404,7 +424,9 @@ class NetrlProcessGroup(ProcessGroup):
         secs = self.timeout.total_seconds()
         self._agg = Aggregator(url, worker=rank, job=job, timeout=cfg.rto,
                                retries=retries_for(secs, cfg.rto), max_backoff=_MAX_BACKOFF,
-                               port=cfg.member_port)
+                               port=cfg.member_port, window=cfg.window)
+        if cfg.window is None:
+            self._agg.window = default_window(self._agg.elems, self._agg.slots, self._size)
         self.url = url
 
     def _start_embedded(self) -> str:
@@ -443,6 +465,7 @@ class NetrlProcessGroup(ProcessGroup):
             except BaseException as e:  # noqa: BLE001 - handed to the waiter
                 outcome = e
             fut.set_result(outcome)
+            del item, fn, fut, outcome  # do not keep the last call's tensors alive
 
     def _submit(self, fn: Callable[[], list[torch.Tensor]]) -> NetrlWork:
         fut: Future[_Outcome] = Future()
@@ -663,5 +686,6 @@ __all__ = [
     "NetrlUnsupportedError",
     "NetrlWork",
     "create_process_group",
+    "default_window",
     "retries_for",
 ]

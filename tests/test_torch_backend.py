@@ -13,7 +13,9 @@ URL under ``env://`` (with ``NETRL_STRICT=1``) and a rank killed mid-job.
 from __future__ import annotations
 
 import datetime
+import faulthandler
 import fcntl
+import gc
 import json
 import os
 import signal
@@ -21,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -278,6 +281,7 @@ def rank_main() -> None:
     ``MASTER_ADDR``/``MASTER_PORT``)."""
     import hostdrv.torch_backend  # noqa: F401 - registers "netrl"
 
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # run_job's hang report
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     init = os.environ["INIT"]
     timeout = datetime.timedelta(seconds=float(os.environ["TIMEOUT"]))
@@ -333,6 +337,11 @@ def run_job(job: str, out: Path, *, env: dict[str, str] | None = None, init: str
     except subprocess.TimeoutExpired:
         pass
     finally:
+        hung = [p for p, _ in procs if p.poll() is None]
+        for p in hung:  # every thread's stack into the rank's log, then kill
+            p.send_signal(signal.SIGUSR1)
+        if hung:
+            time.sleep(1.0)
         for p, log in procs:
             if p.poll() is None:
                 p.kill()
@@ -529,6 +538,17 @@ def test_in_process_group_sums() -> None:
                  pg.allreduce([empty]), pg.allreduce([d])]
         for w in works:
             w.wait()
+        probe = torch.ones(3)  # a finished work and its tensors are not kept alive
+        w = pg.allreduce([probe])
+        w.wait()
+        ref = weakref.ref(probe)
+        del w, probe
+        for _ in range(100):  # the worker thread lets go just after completing the call
+            gc.collect()
+            if ref() is None:
+                break
+            time.sleep(0.01)
+        assert ref() is None, "a finished all_reduce kept its tensors alive"
         return [f, i, a, b, empty, d], pg.stats()
 
     results = _groups_in_threads(2, NetrlConfig(), body)
@@ -540,7 +560,7 @@ def test_in_process_group_sums() -> None:
         assert torch.equal(a, torch.full((5,), 3.0)) and torch.equal(b, torch.full((2, 3), 30.0))
         assert empty.shape == (0,)
         assert d.tolist() == [2.0, 2.0]
-        assert stats == {"calls": 4, "switch_calls": 4, "switch_elements": 40_013,
+        assert stats == {"calls": 5, "switch_calls": 5, "switch_elements": 40_016,
                          "fallback:dtype=float64": 1}
 
 
@@ -643,6 +663,20 @@ def test_config_from_env_and_retries() -> None:
         NetrlConfig.from_env({"NETRL_ELEMS": "many"})
     with pytest.raises(ValueError, match="NETRL_STRICT"):
         NetrlConfig.from_env({"NETRL_STRICT": "maybe"})
+    # jumbo chunks: every rank's window together fits the soft switch's socket buffer;
+    # the board's 352-element chunks: the window is every slot
+    from hostdrv.net import SOCKET_BUFFER
+    from hostdrv.protocol import HEADER_LEN, MAX_JUMBO_ELEMS
+    from hostdrv.torch_backend import default_window
+
+    for members in (1, 2, 4, 8):
+        w = default_window(MAX_JUMBO_ELEMS, 64, members)
+        assert 1 <= w <= 64
+        assert w * members * (HEADER_LEN + 4 * MAX_JUMBO_ELEMS) <= SOCKET_BUFFER
+        assert (2 * w > 64) or (2 * w * members * (HEADER_LEN + 4 * MAX_JUMBO_ELEMS)
+                                > SOCKET_BUFFER)
+        assert default_window(352, 64, members) == 64
+    assert NetrlConfig.from_env({"NETRL_WINDOW": "4"}).window == 4
     # 0.05 + 0.1 + 0.2 + 0.4 + 0.8 + 1 + 1 ... reaches 10 s after 13 retransmissions
     waits = [min(0.05 * 2**k, 1.0) for k in range(retries_for(10.0, 0.05) + 1)]
     assert sum(waits) >= 10.0 > sum(waits[:-1])
