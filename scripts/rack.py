@@ -315,6 +315,12 @@ class Rack:
                 self._ip(sw, "link", "add", q, "mtu", mtu, "type", "veth", "peer", "name", b,
                          "mtu", mtu)
                 self._ip(sw, "link", "set", b, "master", BRIDGE)
+                # the switch's address is a local address of the namespace: without this,
+                # its kernel would answer ARP on p{i}/q{i} with their own MACs, and the
+                # hosts' datagrams to the switch would skip the delay line
+                for dev in (p, q):
+                    _sh(["ip", "netns", "exec", sw, "sysctl", "-qw",
+                         f"net.ipv4.conf.{dev}.arp_ignore=8"])
                 self._ip(sw, "link", "set", q, "up")
                 self._ip(sw, "link", "set", b, "up")
                 pairs.append((p, q))
