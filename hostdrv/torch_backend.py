@@ -24,7 +24,7 @@ What goes where (``docs/torch.md`` has the full story):
   toward zero, for ``AVG``. The switch's job stays fp32 throughout.
 * Every other collective (broadcast, all_gather, all_gather_into_tensor,
   barrier, reduce, reduce_scatter, gather, scatter, all_to_all, send/recv,
-  monitored_barrier, ...) runs on an internal gloo backend made from the
+  ...) runs on an internal gloo backend made from the
   same store (keys prefixed ``gloo/``), registered as this group's CPU backend.
 * A sum the switch cannot do (op ``MAX``/``MIN``/``PRODUCT``/..., a dtype
   other than float32/int32, a non-CPU or sparse tensor, tensors of mixed
