@@ -133,8 +133,48 @@ def test_rate_limit_and_delay_are_in_effect(permitted: None) -> None:
         # two link crossings: at least 2 ms, the median within 1.5 ms of it (a loaded machine)
         assert rtt[0] >= 2 * delay_us * 1e-6, rtt
         assert rtt[len(rtt) // 2] < 2 * delay_us * 1e-6 + 1.5e-3, rtt
+        # host to host: four link crossings
+        rtt = sorted(rackmod.measure_rtt(rack, 0, 1, n=20))
+        assert rtt[0] >= 4 * delay_us * 1e-6, rtt
         status = rack.status()
         assert any("rate 100Mbit" in q for q in status[rack.host_ns(0)]["qdisc"]), status
+
+
+def test_cli_up_run_down_and_cleanup_after_a_crash(permitted: None) -> None:
+    """The command line: up, run on every host, status; a second up of the same prefix is
+    refused; down removes the rack, also the processes a "crashed" session left inside it,
+    and doing it again is harmless."""
+    prefix = rackmod.unique_prefix("nrt")
+    cli = [sys.executable, str(REPO / "scripts" / "rack.py")]
+    try:
+        r = subprocess.run([*cli, "up", "--prefix", prefix, "--hosts", "2", "--switch", "bridge"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run([*cli, "up", "--prefix", prefix, "--hosts", "2"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "exists" in r.stderr
+        r = subprocess.run([*cli, "run", "--prefix", prefix, "--host", "all", "--",
+                            sys.executable, "-c",
+                            "import os, socket; print(socket.gethostname(), "
+                            "os.environ['RACK_HOST_IP'])"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert sorted(r.stdout.split("\n")[:2]) == ["[h0] rack-h0 10.77.0.1",
+                                                    "[h1] rack-h1 10.77.0.2"], r.stdout
+        # a process left behind in a host namespace, as after a crash
+        rack = rackmod._load(prefix)
+        orphan = rack.popen(1, ["sleep", "300"])
+        r = subprocess.run([*cli, "status", "--prefix", prefix], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and f"{prefix}-h1" in r.stdout and "tbf" in r.stdout
+    finally:
+        subprocess.run([*cli, "down", "--prefix", prefix], capture_output=True, timeout=60)
+    assert orphan.wait(timeout=10) != 0
+    assert not rack.exists()
+    assert not (rackmod.ETC_NETNS / f"{prefix}-h0").exists()
+    r = subprocess.run([*cli, "down", "--prefix", prefix], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "removed 0 namespaces" in r.stdout
 
 
 PPO_ARGS = ["--algo", "ppo", "--seed", "3", "--total-steps", str(3 * 2 * 16 * 4),
