@@ -30,9 +30,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-torch = pytest.importorskip("torch")
-dist = pytest.importorskip("torch.distributed")
+import torch
+import torch.distributed as dist
 
 REPO = Path(__file__).resolve().parents[1]
 WORLD = 4
