@@ -8,6 +8,9 @@ once per module and feeds several tests: DDP through the switch against DDP
 on gloo, exact int32 sums, overlapping async all-reduces, and every fallback
 op against a gloo group. Separate jobs cover an explicit ``NETRL_SWITCH``
 URL under ``env://`` (with ``NETRL_STRICT=1``) and a rank killed mid-job.
+The in-process tests build groups with ranks as threads of the test process
+(one HashStore): sums, shutdown with calls pending, rank 0's setup failure, the
+world-size limit, the exact int32 split and the environment parsing.
 """
 
 from __future__ import annotations
