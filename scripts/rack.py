@@ -308,6 +308,9 @@ class Rack:
             self._ip(sw, "link", "set", p, "up")
             self._tc(h, HOST_IF)
             self._tc(sw, p)
+            if cfg.switch == "rtl":
+                # a MAC port takes frames, not GSO super-frames: one segment per skb
+                self._ip(h, "link", "set", HOST_IF, "gso_max_segs", "1")
             if not bridged:
                 continue
             if cfg.delay_us > 0 or cfg.delay_line:
@@ -403,6 +406,10 @@ class Rack:
             "NETRL_SWITCH": self.switch_url.split("?")[0], "NETRL_CONTROL_KEY": str(self.key_file),
             "GLOO_SOCKET_IFNAME": HOST_IF,
         })
+        if self.config.switch == "rtl":
+            # the board's URL, and the member entry names the MAC port the host is cabled to
+            env["NETRL_SWITCH"] = self.switch_url
+            env["NETRL_MEMBER_PORT"] = str(1 << (2 * i))
         if extra:
             env.update(extra)
         return env

@@ -6,6 +6,9 @@
 * The links are shaped: TCP goodput between two hosts is the ``tc`` rate
   (changed to 100 Mbit/s for the measurement), and the round trip to the
   switch with a 1 ms delay line is at least two link delays.
+* The RTL as the switch (``switch="rtl"``, 2 hosts): ARP/UDP/ICMP between the
+  hosts and an int32 all-reduce over ``eth://`` cross the Verilator model, and
+  torchrun trains PPO through it.
 * torchrun across the 4 host namespaces (one node each, c10d rendezvous on
   host 0's rack address) trains PPO with in-switch sync (the ``netrl``
   backend) on the rack's soft switch: every rank ends with the same weights.
@@ -251,7 +254,8 @@ RTL_ALLREDUCE = textwrap.dedent("""
 def test_rtl_as_the_rack_switch(permitted: None, tmp_path: Path) -> None:
     """switch="rtl": each host's link is one MAC port of the RTL (Verilator). ARP, UDP and
     ICMP between the hosts cross the RTL's L2 path; an int32 all-reduce through eth:// (the
-    board's frames, registers through the rack's rwaxi) is numpy's exact sum."""
+    board's frames, registers through the rack's rwaxi) is numpy's exact sum; torchrun trains
+    PPO across the two hosts through the RTL and the ranks agree."""
     from netutil import build_sim_rtl
 
     build_sim_rtl()
@@ -276,3 +280,18 @@ def test_rtl_as_the_rack_switch(permitted: None, tmp_path: Path) -> None:
             assert np.array_equal(np.load(tmp_path / f"out{i}.npy"), expected), i
         r = rack.run(0, [sys.executable, "-c", COUNTER, url, "CNT_PASS"], timeout=60)
         assert r.returncode == 0 and int(r.stdout) >= 2 + 10 + 6, (r.stdout, r.stderr)
+        # training across the RTL: torchrun's store and gloo (TCP) through the L2 path, the
+        # in-switch rounds (netrl backend, NETRL_SWITCH = the eth:// URL, NETRL_MEMBER_PORT =
+        # the host's MAC port bit) through the aggregation engine
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=1",
+               "--rdzv-backend=c10d", f"--rdzv-endpoint={rack.host_ip(0)}:29400",
+               "--rdzv-id=rtlrack", "--max-restarts=0", "-m", "rl", "train", "--algo", "ppo",
+               "--seed", "3", "--total-steps", str(2 * 2 * 16 * 2), "--num-steps", "16",
+               "--hidden", "16", "--update-epochs", "2", "--target", "nan", "--no-progress",
+               "--elems", "352", "--sync", "inswitch", "--runs-dir", str(tmp_path),
+               "--name", "ppo"]
+        results = rack.run_all(cmd, env={"OMP_NUM_THREADS": "1"}, timeout=400)
+        assert all(rc == 0 for rc, _o, _e in results), [e[-3000:] for _rc, _o, e in results]
+        ranks = json.loads((tmp_path / "ppo" / "ranks.json").read_text())
+        assert [r["rank"] for r in ranks] == [0, 1] and all(r["rounds"] == 8 for r in ranks)
+        assert len({r["params_digest"] for r in ranks}) == 1, ranks  # the ranks agree
