@@ -10,10 +10,16 @@ Examples
     netrl train --algo ppo --help          # PPO's hyper-parameters as options
     netrl compare --algo ppo --workers 4   # inswitch vs ps vs allreduce, same seed
     netrl regs serial:///dev/ttyUSB1 dump   # registers by name (hostdrv.regs_cli)
+    # one worker per rank on N hosts (the same command on every host):
+    torchrun --nnodes=N --nproc-per-node=1 --rdzv-backend=c10d \
+             --rdzv-endpoint=HOST:29400 -m rl train --algo ppo --sync inswitch
+    netrl train --launcher torchrun --workers 4   # the same on this machine
 
-Without ``--switch`` a soft switch is started in the launcher. Everything a
-run writes goes to ``runs/<name>/``: ``episodes.csv``, ``iterations.csv``,
-``summary.json``, ``config.json``, ``return.png`` and ``time_split.png``.
+Without ``--switch`` a soft switch is started in the launcher (under torchrun:
+by rank 0). Everything a run writes goes to ``runs/<name>/``:
+``episodes.csv``, ``iterations.csv``, ``summary.json``, ``config.json``,
+``return.png`` and ``time_split.png`` (under torchrun on rank 0's host, plus
+``ranks.json``).
 """
 
 from __future__ import annotations
@@ -97,8 +103,17 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
                              "(default 195 CartPole, -400 Pendulum; 'nan' trains the budget)")
     parser.add_argument("--runs-dir", default="runs", help="where run folders go")
     parser.add_argument("--name", default=None, help="run folder name")
-    parser.add_argument("--launcher", choices=("process", "thread"), default="process",
-                        help="worker processes (default) or threads")
+    parser.add_argument("--launcher", choices=("process", "thread", "torchrun"), default=None,
+                        help="worker processes (default), threads, or one worker per "
+                             "torchrun rank (the default under torchrun; outside it, "
+                             "starts torchrun --standalone with --workers ranks)")
+    parser.add_argument("--inswitch-api", choices=("auto", "netrl", "aggregator"),
+                        default="auto",
+                        help="inswitch through torch.distributed's netrl backend or a "
+                             "hostdrv.Aggregator per worker (auto: netrl under torchrun "
+                             "in sync mode)")
+    parser.add_argument("--elems", type=int, default=None,
+                        help="switch packet size P (default: the largest the switch takes)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -167,6 +182,7 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
     dist = DistConfig(workers=args.workers, sync=sync, mode=args.mode, dtype=args.dtype,
                       threshold=args.threshold, staleness=args.staleness,
                       pipeline=args.pipeline, scale=args.scale, switch=args.switch,
+                      elems=args.elems, inswitch_api=args.inswitch_api,
                       launcher="thread" if sync == "reference" else args.launcher)
     replay = None
     if args.algo in ("dqn", "ddpg"):
@@ -174,6 +190,8 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
         replay = ReplaySpec(kind=kind, seed=cfg.seed, url=args.switch if kind == "innet"
                             else None)
         dist.replay = kind
+    if dist.launcher == "torchrun":
+        return _train_rank(args, mod, cfg, dist, replay, target, run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(
         {"algo": args.algo, "config": config_dict(cfg), "dist": dataclasses.asdict(dist),
@@ -184,6 +202,43 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
     return run_workers(mod.train_worker, cfg, dist, algo=args.algo, env_id=cfg.env_id,
                        total_steps=cfg.total_timesteps, target_return=target, replay=replay,
                        run_dir=run_dir, progress=not args.no_progress)
+
+
+def _train_rank(args: argparse.Namespace, mod: ModuleType, cfg: Any, dist: Any, replay: Any,
+                target: float | None, run_dir: Path) -> Any:
+    """One torchrun rank's part of a run; rank 0 writes ``run_dir`` and returns the summary."""
+    from rl.common import config_dict
+    from rl.common.torchrun import RankInfo, job_store, run_torchrun
+
+    info = RankInfo.from_env()
+    if args.store is None:
+        args.store = job_store()
+    dist.workers = info.world
+    dist.inswitch_api = dist.resolved_inswitch_api()
+    if info.rank == 0:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.json").write_text(json.dumps(
+            {"algo": args.algo, "config": config_dict(cfg), "dist": dataclasses.asdict(dist),
+             "target": target}, indent=2))
+        via = f" ({dist.inswitch_api})" if dist.sync == "inswitch" else ""
+        print(f"netrl: {args.algo} on {cfg.env_id}, {info.world} torchrun ranks, "
+              f"sync={dist.sync}{via} mode={args.mode} dtype={args.dtype}"
+              + (f" replay={replay.kind}" if replay else "") + f" -> {run_dir}", flush=True)
+    return run_torchrun(mod.train_worker, cfg, dist, algo=args.algo, env_id=cfg.env_id,
+                        total_steps=cfg.total_timesteps, target_return=target, replay=replay,
+                        run_dir=run_dir, progress=not args.no_progress, store=args.store,
+                        tag=f"{args.command}/{dist.sync}")
+
+
+def _exec_torchrun(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``--launcher torchrun`` outside torchrun: rerun this command under
+    ``torchrun --standalone`` with ``--workers`` ranks on this machine."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
+           f"--nproc-per-node={args.workers}", "-m", "rl", *argv]
+    print("netrl: " + " ".join(cmd[1:]), flush=True)
+    return subprocess.call(cmd)
 
 
 def describe(summary: Any) -> str:
@@ -203,6 +258,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     name = args.name or _run_name(args.algo, args.env or ALGOS[args.algo], args.sync, args.mode)
     run_dir = Path(args.runs_dir) / name
     summary = train_once(args, args.sync, run_dir)
+    if summary is None:  # a torchrun rank other than 0
+        return 0
     print(describe(summary))
     print(f"CSV:   {run_dir / 'episodes.csv'}  {run_dir / 'iterations.csv'}")
     print(f"plots: {run_dir / 'return.png'}  {run_dir / 'time_split.png'}")
@@ -220,10 +277,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     summaries = {}
     for sync in syncs:
         summaries[sync] = train_once(args, sync, root / sync)
+        if summaries[sync] is None:  # a torchrun rank other than 0
+            continue
         print(f"  {sync}: {describe(summaries[sync])}")
+    if any(s is None for s in summaries.values()):
+        return 0
     target = args.target if args.target is not None else TARGETS.get(env)
+    workers = summaries[syncs[0]].workers  # under torchrun the world size
     png = plot_compare([root / s for s in syncs], syncs, root / "compare.png",
-                       title=f"{args.algo} {env}, {args.workers} workers, {args.mode}",
+                       title=f"{args.algo} {env}, {workers} workers, {args.mode}",
                        target=target)
     (root / "compare.json").write_text(json.dumps(
         {s: summaries[s].to_json() for s in syncs}, indent=2))
@@ -235,12 +297,28 @@ def _run_name(algo: str, env: str, sync: str, mode: str) -> str:
     return f"{algo}-{env.split('-')[0].lower()}-{sync}-{mode}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def _under_torchrun() -> bool:
+    from rl.common.torchrun import under_torchrun
+
+    return under_torchrun()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``netrl`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
     algo = _algo_from_argv(argv)
     parser = build_parser(algo if algo in ALGOS else None)
     args = parser.parse_args(argv)
+    args.store = None
+    if args.launcher is None:
+        args.launcher = "torchrun" if _under_torchrun() else "process"
+    if args.launcher == "torchrun":
+        syncs = [args.sync] if args.command == "train" else args.syncs.split(",")
+        if "reference" in (s.strip() for s in syncs):
+            raise SystemExit("netrl: the reference strategy runs worker threads of one "
+                             "process; under torchrun use inswitch, ps or allreduce")
+        if not _under_torchrun():
+            return _exec_torchrun(args, argv)
     if args.command == "train":
         return cmd_train(args)
     if args.command == "regs":

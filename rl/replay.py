@@ -568,10 +568,26 @@ class ReplayBackend:
     no URL is given (or the one the gradient sync uses), then the replay engine
     is configured and seeded, and ``capacity`` is read from the switch.
     ``local``: nothing.
+
+    Parameters
+    ----------
+    spec : ReplaySpec
+        The strategy; its ``address`` or ``url`` is filled by :meth:`start`.
+    host : str
+        Address the replay server or a soft switch started here listens on.
+    advertise : str or None
+        Address the workers are given for them (default ``host``).
+    key_file : str or None
+        Control key file of a soft switch started here (as for
+        :class:`rl.sync.SyncBackend`).
     """
 
-    def __init__(self, spec: ReplaySpec) -> None:
+    def __init__(self, spec: ReplaySpec, *, host: str = "127.0.0.1",
+                 advertise: str | None = None, key_file: str | None = None) -> None:
         self.spec = spec
+        self.host = host
+        self.advertise = advertise or host
+        self.key_file = key_file
         self.server: ReplayServer | None = None
         self.switch: object | None = None
 
@@ -579,15 +595,18 @@ class ReplayBackend:
         """Bring the shared piece up and return the spec the workers use."""
         s = self.spec
         if s.kind == "server":
-            self.server = ReplayServer(s.capacity, s.record_bytes, s.seed).start()
-            s.address = self.server.address
+            self.server = ReplayServer(s.capacity, s.record_bytes, s.seed,
+                                       host=self.host).start()
+            s.address = (self.advertise, self.server.address[1])
         elif s.kind == "innet":
             import hostdrv
+            from rl.sync.backend import switch_url
 
             if s.url is None:
-                self.switch = hostdrv.SoftSwitch(capacity=s.capacity)
-                self.switch.start()
-                s.url = self.switch.url
+                switch = hostdrv.SoftSwitch((self.host, 0), capacity=s.capacity,
+                                            control_key=self.key_file)
+                self.switch = switch.start()
+                s.url = switch_url(self.advertise, switch.address[1], self.key_file)
             ctl = hostdrv.SwitchControl(s.url)
             ctl.configure_replay(seed=s.seed)
             s.capacity = ctl.read("RPL_CAPACITY")

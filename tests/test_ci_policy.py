@@ -44,6 +44,7 @@ NEEDS_TOOL = {
 ENVIRONMENTAL_SKIPS = {
     "test_board.py": 4,  # AF_PACKET (Linux), root, util-linux unshare, network namespace
     "test_control_auth.py": 1,  # root, unshare and ip: a non-loopback address in a namespace
+    "test_rack.py": 1,  # Linux, root, iproute2 and permission to create network namespaces
 }
 
 

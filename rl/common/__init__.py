@@ -9,7 +9,10 @@
   server, gloo store, replay server), N worker processes (``spawn``) or
   threads, shows a progress bar, writes ``episodes.csv``,
   ``iterations.csv`` and ``summary.json`` into the run directory and draws
-  the plots (:mod:`rl.common.launch`, :mod:`rl.common.runlog`).
+  the plots (:mod:`rl.common.launch`, :mod:`rl.common.runlog`);
+  :class:`Backends` (the shared pieces it starts) and :class:`RunCollector`
+  (what it makes of the workers' reports) serve :mod:`rl.common.torchrun`
+  too, which runs one worker per torchrun rank (``torchrun ... -m rl train``).
 * :class:`WorkerContext` / :class:`Reporter`: a worker's rank, its sync and
   replay specs, and the channel its metrics go back to the launcher on
   (:mod:`rl.common.worker`).
@@ -28,7 +31,7 @@ Every public name is importable from ``rl.common`` itself.
 
 from rl.common.actor_critic import ActorCriticMLP, bootstrapped_rewards, gae
 from rl.common.envs import EnvPool, PoolStep, init_layer, torch_generator, uniform_layer
-from rl.common.launch import DistConfig, config_dict, run_workers
+from rl.common.launch import Backends, DistConfig, RunCollector, config_dict, run_workers
 from rl.common.runlog import EPISODE_FIELDS, ITER_FIELDS, ProgressBar, RunSummary
 from rl.common.worker import (
     EpisodeWindow,
@@ -45,12 +48,14 @@ __all__ = [
     "EPISODE_FIELDS",
     "ITER_FIELDS",
     "ActorCriticMLP",
+    "Backends",
     "DistConfig",
     "EnvPool",
     "EpisodeWindow",
     "PoolStep",
     "ProgressBar",
     "Reporter",
+    "RunCollector",
     "RunSummary",
     "SplitTimer",
     "WorkerContext",

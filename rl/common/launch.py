@@ -33,6 +33,11 @@ from rl.common.worker import Reporter, WorkerContext, WorkerResult
 from rl.replay import ReplayBackend, ReplaySpec
 from rl.sync import StopBoard, SyncBackend, SyncSpec, default_window
 
+PRELOAD_MODULES = ("torch", "torch._dynamo", "gymnasium", "rl.common")
+"""Imported before a worker reports "start" (the forkserver's preload; under torchrun
+the rank imports them itself): creating an optimizer imports ``torch._dynamo``, which
+takes seconds, and should not count as training time."""
+
 
 @dataclass
 class DistConfig:
@@ -61,13 +66,21 @@ class DistConfig:
     replay : str
         Replay strategy for DQN and DDPG: ``local``, ``innet`` or ``server``.
     launcher : str
-        ``process`` (spawn) or ``thread`` (one process; tests and ``reference``).
+        ``process`` (spawn) or ``thread`` (one process; tests and ``reference``)
+        for :func:`run_workers`; ``torchrun`` when :func:`rl.common.torchrun.run_torchrun`
+        runs this process as one rank.
     elems, slots : switch packet size P (``None``: the largest the switch takes,
         ``AGG_MAX_ELEMS``; a soft switch that ``netrl`` starts itself takes
         64 KB jumbo datagrams) and slot count S (default the RTL's slot memory
         depth, ``AGG_MAX_SLOTS``).
     timeout : float
         Aggregator retransmission timeout (s).
+    inswitch_api : str
+        How ``inswitch`` workers reach the switch: ``aggregator`` (a
+        :class:`hostdrv.Aggregator` each), ``netrl`` (``torch.distributed``'s
+        ``netrl`` backend, :class:`rl.sync.NetrlSync`; sync mode, worker
+        processes) or ``auto`` (``netrl`` under torchrun in sync mode, else
+        ``aggregator``).
     """
 
     workers: int = 4
@@ -84,13 +97,98 @@ class DistConfig:
     elems: int | None = None
     slots: int = REGISTERS["AGG_MAX_SLOTS"].reset
     timeout: float = 0.05
+    inswitch_api: str = "auto"
+
+    def resolved_inswitch_api(self) -> str:
+        """``inswitch_api`` with ``auto`` resolved: ``aggregator`` or ``netrl``."""
+        api = self.inswitch_api
+        if api == "auto":
+            api = "netrl" if self.launcher == "torchrun" and self.mode == "sync" else "aggregator"
+        if api not in ("aggregator", "netrl"):
+            raise ValueError(f"inswitch_api {api!r} must be 'auto', 'aggregator' or 'netrl'")
+        return api
 
     def sync_spec(self) -> SyncSpec:
         """The :class:`SyncSpec` this configuration describes."""
         pipeline = self.staleness if self.pipeline is None else self.pipeline
+        api = self.resolved_inswitch_api()
         return SyncSpec(kind=self.sync, world=self.workers, mode=self.mode, dtype=self.dtype,
                         threshold=self.threshold, staleness=self.staleness, pipeline=pipeline,
-                        scale=self.scale, url=self.switch, timeout=self.timeout)
+                        scale=self.scale, url=self.switch, timeout=self.timeout,
+                        backend="netrl" if self.sync == "inswitch" and api == "netrl" else None)
+
+
+class Backends:
+    """The shared pieces of a run: the sync strategy's back end and the replay's.
+
+    What :func:`run_workers` starts in the launcher and, under torchrun, rank 0
+    starts for every rank (:mod:`rl.common.torchrun`): the soft switch (or the
+    job configuration of the switch at ``dist.switch``), the parameter server,
+    the gloo TCPStore, the replay server or the in-network replay
+    configuration. In-network replay takes the gradient sync's switch when no
+    URL is given, with member ids N … 2N−1 next to the aggregation's 0 … N−1.
+
+    Parameters
+    ----------
+    dist : DistConfig
+        The strategies and their options.
+    replay : ReplaySpec or None
+        The replay strategy (DQN, DDPG); its address or URL is filled by :meth:`start`.
+    host : str
+        Address the servers and a soft switch started here listen on.
+    advertise : str or None
+        Address the workers reach them at (default ``host``).
+    key_file : str or None
+        Control key file of a soft switch started here: required when workers
+        register from other hosts (a switch executes unsigned control requests
+        from loopback only). Its URL then carries ``?key=key_file``.
+    """
+
+    def __init__(self, dist: DistConfig, replay: ReplaySpec | None = None, *,
+                 host: str = "127.0.0.1", advertise: str | None = None,
+                 key_file: str | None = None) -> None:
+        self.dist = dist
+        self.replay = replay
+        self.sync_backend = SyncBackend(dist.sync_spec(), elems=dist.elems, slots=dist.slots,
+                                        host=host, advertise=advertise, key_file=key_file)
+        self.replay_backend: ReplayBackend | None = None
+        self.host, self.advertise, self.key_file = host, advertise, key_file
+
+    @property
+    def own_switches(self) -> list[str]:
+        """URLs of the soft switches started here (as the workers reach them)."""
+        urls = []
+        if self.sync_backend.own_switch and self.sync_backend.spec.url is not None:
+            urls.append(self.sync_backend.spec.url)
+        if self.replay_backend is not None and self.replay_backend.switch is not None:
+            assert self.replay_backend.spec.url is not None
+            urls.append(self.replay_backend.spec.url)
+        return urls
+
+    def start(self) -> tuple[SyncSpec, ReplaySpec | None]:
+        """Bring everything up; return the sync and replay specs the workers use."""
+        n = self.dist.workers
+        spec = self.sync_backend.start()
+        replay = self.replay
+        if replay is not None:
+            if replay.kind == "innet":
+                if replay.url is None:
+                    replay.url = spec.url if spec.kind == "inswitch" else self.dist.switch
+                if spec.kind == "inswitch" and replay.url == spec.url:
+                    replay.member_offset = n
+                    if 2 * n > MAX_MEMBERS:
+                        raise ValueError(f"in-switch aggregation and in-network replay on one "
+                                         f"switch need 2N <= {MAX_MEMBERS} member ids (N={n})")
+            self.replay_backend = ReplayBackend(replay, host=self.host, advertise=self.advertise,
+                                                key_file=self.key_file)
+            replay = self.replay_backend.start()
+        return spec, replay
+
+    def stop(self) -> None:
+        """Tear down what :meth:`start` brought up."""
+        if self.replay_backend is not None:
+            self.replay_backend.stop()
+        self.sync_backend.stop()
 
 
 def _process_context(fn: Callable[..., Any]) -> Any:
@@ -107,8 +205,7 @@ def _process_context(fn: Callable[..., Any]) -> Any:
 
     if "forkserver" in tmp.get_all_start_methods():
         ctx = tmp.get_context("forkserver")
-        ctx.set_forkserver_preload(["torch", "torch._dynamo", "gymnasium", "rl.common",
-                                    fn.__module__])
+        ctx.set_forkserver_preload([*PRELOAD_MODULES, fn.__module__])
         return ctx
     return tmp.get_context("spawn")
 
@@ -165,29 +262,18 @@ def run_workers(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dist
     spec = dist.sync_spec()
     if spec.kind == "reference" and dist.launcher != "thread":
         raise ValueError("the reference strategy runs worker threads: use launcher='thread'")
-    if spec.kind == "allreduce" and dist.launcher != "process":
-        raise ValueError("gloo all-reduce needs one process per worker: launcher='process'")
+    if (spec.kind == "allreduce" or spec.backend) and dist.launcher != "process":
+        raise ValueError(f"torch.distributed ({spec.backend or 'gloo'}) needs one process "
+                         "per worker: launcher='process'")
     out = Path(run_dir) if run_dir is not None else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
 
-    sync_backend = SyncBackend(spec, elems=dist.elems, slots=dist.slots)
-    replay_backend: ReplayBackend | None = None
+    backends = Backends(dist, replay)
     started: list[Any] = []
     t_wall = time.time()
     try:
-        spec = sync_backend.start()
-        if replay is not None:
-            if replay.kind == "innet":
-                if replay.url is None:
-                    replay.url = spec.url if spec.kind == "inswitch" else dist.switch
-                if spec.kind == "inswitch" and replay.url == spec.url:
-                    replay.member_offset = n
-                    if 2 * n > MAX_MEMBERS:
-                        raise ValueError(f"in-switch aggregation and in-network replay on one "
-                                         f"switch need 2N <= {MAX_MEMBERS} member ids (N={n})")
-            replay_backend = ReplayBackend(replay)
-            replay = replay_backend.start()
+        spec, replay = backends.start()
 
         window = default_window(n)
         if dist.launcher == "process":
@@ -225,9 +311,7 @@ def run_workers(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dist
                 if p.is_alive():
                     p.terminate()
                     p.join(timeout=5)
-        if replay_backend is not None:
-            replay_backend.stop()
-        sync_backend.stop()
+        backends.stop()
     if out is not None:
         from rl.plots import plot_run
 
@@ -235,106 +319,158 @@ def run_workers(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dist
     return summary
 
 
+class RunCollector:
+    """What the launcher makes of the workers' reports: progress bar, CSV rows, summary.
+
+    Feed it every message a :class:`Reporter` sends, in arrival order
+    (:meth:`handle`); :func:`run_workers` does so live from the workers'
+    queue, rank 0 under torchrun from the messages every rank gathered.
+
+    Parameters
+    ----------
+    n : int
+        Workers.
+    total_steps : int
+        Env-step budget (for the progress bar).
+    out : Path or None
+        Run directory for ``episodes.csv`` and ``iterations.csv`` (None: no files).
+    progress : bool
+        Show the progress bar.
+    t_wall : float
+        Launch time (``time.time()``); the CSV time axis starts when every worker is up.
+    """
+
+    def __init__(self, n: int, *, total_steps: int, out: Path | None, progress: bool,
+                 t_wall: float) -> None:
+        self.n = n
+        self.out = out
+        self.bar = ProgressBar(total_steps, enabled=progress)
+        self.steps = [0] * n
+        self.recent: deque[float] = deque(maxlen=20)
+        self.results: dict[int, WorkerResult] = {}
+        self.errors: list[str] = []
+        self.split: deque[tuple[float, float]] = deque(maxlen=4 * n)
+        self.t_launch = self.t_wall = t_wall
+        self.up: dict[int, float] = {}
+        self._files: list[Any] = []
+        self._ep_csv: Any = None
+        self._it_csv: Any = None
+        if out is not None:
+            ep_file = open(out / "episodes.csv", "w", newline="")  # noqa: SIM115
+            it_file = open(out / "iterations.csv", "w", newline="")  # noqa: SIM115
+            self._files = [ep_file, it_file]
+            self._ep_csv, self._it_csv = csv.writer(ep_file), csv.writer(it_file)
+            self._ep_csv.writerow(EPISODE_FIELDS)
+            self._it_csv.writerow(ITER_FIELDS)
+
+    @property
+    def finished(self) -> bool:
+        """Every worker handed in its result, or one failed."""
+        return len(self.results) >= self.n or bool(self.errors)
+
+    def handle(self, msg: tuple[Any, ...]) -> None:
+        """Process one report: ``(kind, rank, time, ...)`` as :class:`Reporter` sends it."""
+        kind, rank, t = msg[0], msg[1], msg[2]
+        steps = self.steps
+        if kind == "start":
+            # time axis of the CSV files: from the moment every worker is up
+            self.up[rank] = t
+            if len(self.up) == self.n:
+                self.t_wall = max(self.up.values())
+        elif kind == "episode":
+            _, _, _, step, ret, length = msg
+            steps[rank] = max(steps[rank], step)
+            self.recent.append(ret)
+            if self._ep_csv is not None:
+                self._ep_csv.writerow([f"{t - self.t_wall:.3f}", rank, step, sum(steps),
+                                       f"{ret:.3f}", length])
+        elif kind == "iteration":
+            _, _, _, it, step, compute, comm, metrics = msg
+            steps[rank] = max(steps[rank], step)
+            self.split.append((compute, comm))
+            if self._it_csv is not None:
+                self._it_csv.writerow([f"{t - self.t_wall:.3f}", rank, it, step, sum(steps),
+                                       f"{compute:.6f}", f"{comm:.6f}", json.dumps(metrics)])
+            mean_ret = f"{np.mean(self.recent):7.1f}" if self.recent else "    n/a"
+            c = np.mean([s[0] for s in self.split])
+            m = np.mean([s[1] for s in self.split])
+            self.bar.update(sum(steps), f"return(20) {mean_ret}  iter {1e3 * (c + m):6.1f} ms "
+                            f"(compute {1e3 * c:5.1f} / comm {1e3 * m:5.1f})")
+        elif kind == "done":
+            self.results[rank] = msg[3]
+        elif kind == "error":
+            self.errors.append(f"worker {rank}:\n{msg[3]}")
+
+    def close(self) -> None:
+        """Last progress line; close the CSV files."""
+        recent = self.recent
+        self.bar.update(sum(self.steps),
+                        f"return(20) {np.mean(recent) if recent else float('nan'):7.1f}",
+                        force=True)
+        self.bar.close()
+        for f in self._files:
+            f.close()
+        self._files = []
+
+    def summary(self, *, algo: str, env_id: str, dist: DistConfig,
+                replay: ReplaySpec | None) -> RunSummary:
+        """The :class:`RunSummary` of a finished run (also written as ``summary.json``)."""
+        n, out, recent = self.n, self.out, self.recent
+        ordered = [self.results[r] for r in range(n)]
+        r0 = ordered[0]
+        iters = max(1, r0.iterations)
+        summary = RunSummary(
+            algo=algo, env_id=env_id, sync=dist.sync, mode=dist.mode, dtype=dist.dtype,
+            workers=n, replay=None if replay is None else replay.kind, solved=r0.solved,
+            solve_seconds=r0.solve_seconds, solve_steps=r0.solve_steps,
+            wall_seconds=time.time() - self.t_launch, train_seconds=r0.train_seconds,
+            env_steps=sum(r.env_steps for r in ordered), iterations=r0.iterations,
+            mean_compute_s=float(np.mean([r.compute_seconds / iters for r in ordered])),
+            mean_comm_s=float(np.mean([r.comm_seconds / iters for r in ordered])),
+            last_mean_return=float(np.mean(recent)) if recent else None,
+            run_dir=None if out is None else str(out), results=ordered)
+        if out is not None:
+            with open(out / "summary.json", "w") as f:
+                json.dump(summary.to_json(), f, indent=2)
+        return summary
+
+
 def _collect(q: Any, started: list[Any], n: int, *, algo: str, env_id: str, dist: DistConfig,
              total_steps: int, replay: ReplaySpec | None, out: Path | None, progress: bool,
              timeout: float | None, t_wall: float) -> RunSummary:
-    """Drain the workers' queue: progress bar, CSV rows, results."""
-    bar = ProgressBar(total_steps, enabled=progress)
-    steps = [0] * n
-    recent: deque[float] = deque(maxlen=20)
-    results: dict[int, WorkerResult] = {}
-    errors: list[str] = []
-    split: deque[tuple[float, float]] = deque(maxlen=4 * n)
-    ep_file = it_file = None
-    ep_csv = it_csv = None
-    if out is not None:
-        ep_file = open(out / "episodes.csv", "w", newline="")  # noqa: SIM115
-        it_file = open(out / "iterations.csv", "w", newline="")  # noqa: SIM115
-        ep_csv, it_csv = csv.writer(ep_file), csv.writer(it_file)
-        ep_csv.writerow(EPISODE_FIELDS)
-        it_csv.writerow(ITER_FIELDS)
+    """Drain the workers' queue into a :class:`RunCollector`; stop the workers on an error."""
+    col = RunCollector(n, total_steps=total_steps, out=out, progress=progress, t_wall=t_wall)
     deadline = None if timeout is None else time.time() + timeout
-    up: dict[int, float] = {}
-    t_launch = t_wall
     silent = 0
     try:
-        while len(results) < n and not errors:
+        while not col.finished:
             try:
                 msg = q.get(timeout=0.5)
             except queue.Empty:
                 # a worker that died without a word (killed, crashed in C) ends the run
+                results = col.results
                 crashed = {rank: p.exitcode for rank, p in enumerate(started)
                            if rank not in results and not p.is_alive()
                            and getattr(p, "exitcode", None) not in (0, None)}
                 if crashed:
-                    errors.append(f"workers exited without a result: {crashed}")
+                    col.errors.append(f"workers exited without a result: {crashed}")
                 elif all(not p.is_alive() for p in started) and len(results) < n:
                     silent += 1
                     if silent > 4:  # 2 s with every worker gone and nothing queued
-                        errors.append(f"workers {sorted(set(range(n)) - set(results))} "
-                                      "exited without a result")
+                        col.errors.append(f"workers {sorted(set(range(n)) - set(results))} "
+                                          "exited without a result")
                 if deadline is not None and time.time() > deadline:
-                    errors.append(f"timed out after {timeout} s")
+                    col.errors.append(f"timed out after {timeout} s")
                 continue
-            kind, rank, t = msg[0], msg[1], msg[2]
-            if kind == "start":
-                # time axis of the CSV files: from the moment every worker is up
-                up[rank] = t
-                if len(up) == n:
-                    t_wall = max(up.values())
-            elif kind == "episode":
-                _, _, _, step, ret, length = msg
-                steps[rank] = max(steps[rank], step)
-                recent.append(ret)
-                if ep_csv is not None:
-                    ep_csv.writerow([f"{t - t_wall:.3f}", rank, step, sum(steps), f"{ret:.3f}",
-                                     length])
-            elif kind == "iteration":
-                _, _, _, it, step, compute, comm, metrics = msg
-                steps[rank] = max(steps[rank], step)
-                split.append((compute, comm))
-                if it_csv is not None:
-                    it_csv.writerow([f"{t - t_wall:.3f}", rank, it, step, sum(steps),
-                                     f"{compute:.6f}", f"{comm:.6f}", json.dumps(metrics)])
-                mean_ret = f"{np.mean(recent):7.1f}" if recent else "    n/a"
-                c = np.mean([s[0] for s in split])
-                m = np.mean([s[1] for s in split])
-                bar.update(sum(steps), f"return(20) {mean_ret}  iter {1e3 * (c + m):6.1f} ms "
-                           f"(compute {1e3 * c:5.1f} / comm {1e3 * m:5.1f})")
-            elif kind == "done":
-                results[rank] = msg[3]
-            elif kind == "error":
-                errors.append(f"worker {rank}:\n{msg[3]}")
+            col.handle(msg)
     finally:
-        bar.update(sum(steps), f"return(20) {np.mean(recent) if recent else float('nan'):7.1f}",
-                   force=True)
-        bar.close()
-        for f in (ep_file, it_file):
-            if f is not None:
-                f.close()
-    if errors:
+        col.close()
+    if col.errors:
         for p in started:
             if hasattr(p, "terminate") and p.is_alive():
                 p.terminate()
-        raise RuntimeError("training failed: " + "\n".join(errors))
-
-    ordered = [results[r] for r in range(n)]
-    r0 = ordered[0]
-    iters = max(1, r0.iterations)
-    summary = RunSummary(
-        algo=algo, env_id=env_id, sync=dist.sync, mode=dist.mode, dtype=dist.dtype, workers=n,
-        replay=None if replay is None else replay.kind, solved=r0.solved,
-        solve_seconds=r0.solve_seconds, solve_steps=r0.solve_steps,
-        wall_seconds=time.time() - t_launch, train_seconds=r0.train_seconds,
-        env_steps=sum(r.env_steps for r in ordered), iterations=r0.iterations,
-        mean_compute_s=float(np.mean([r.compute_seconds / iters for r in ordered])),
-        mean_comm_s=float(np.mean([r.comm_seconds / iters for r in ordered])),
-        last_mean_return=float(np.mean(recent)) if recent else None,
-        run_dir=None if out is None else str(out), results=ordered)
-    if out is not None:
-        with open(out / "summary.json", "w") as f:
-            json.dump(summary.to_json(), f, indent=2)
-    return summary
+        raise RuntimeError("training failed: " + "\n".join(col.errors))
+    return col.summary(algo=algo, env_id=env_id, dist=dist, replay=replay)
 
 
 def config_dict(cfg: Any) -> dict[str, Any]:

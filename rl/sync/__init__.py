@@ -7,7 +7,9 @@ strategies, picked by name (``SyncSpec.kind``):
 ``inswitch``
     :class:`hostdrv.Aggregator`: the switch (soft switch, RTL simulation or a
     NetFPGA board, by URL) sums the chunks packet by packet and multicasts the
-    result; two network hops, no host in the reduction.
+    result; two network hops, no host in the reduction. Under torchrun the
+    rounds go through ``torch.distributed``'s ``netrl`` backend
+    (:class:`NetrlSync`, :mod:`hostdrv.torch_backend`) in sync mode.
 ``ps``
     A parameter server over TCP (:class:`ParameterServer`): each worker sends
     its whole vector to a server process, which sums the N vectors and sends
@@ -67,6 +69,7 @@ from rl.sync.strategies import (
     GlooSync,
     GradSync,
     InSwitchSync,
+    NetrlSync,
     PSSync,
     ReferenceSync,
     make_sync,
@@ -80,6 +83,7 @@ __all__ = [
     "GradSync",
     "GradientExchange",
     "InSwitchSync",
+    "NetrlSync",
     "PSSync",
     "ParameterServer",
     "Quantizer",

@@ -8,13 +8,19 @@ from rl.sync.rounds import ReferenceHub
 from rl.sync.spec import SyncSpec
 
 
+def switch_url(host: str, port: int, key_file: str | None = None) -> str:
+    """``soft://host:port``, with ``?key=key_file`` when the switch checks a control key."""
+    return f"soft://{host}:{port}" + (f"?key={key_file}" if key_file else "")
+
+
 class SyncBackend:
     """Starts and stops what a strategy needs outside the workers.
 
     ``inswitch``: a soft switch when no URL is given, then the aggregation job
     is configured (members, slots, elements per packet, dtype, mode,
     threshold, staleness). ``ps``: a :class:`ParameterServer` thread.
-    ``allreduce``: the TCPStore the gloo ranks rendezvous through.
+    ``allreduce``: the TCPStore the gloo ranks rendezvous through (also for
+    ``inswitch`` through the ``netrl`` backend, ``spec.backend``).
     ``reference``: a :class:`ReferenceHub`.
 
     Parameters
@@ -30,12 +36,26 @@ class SyncBackend:
     capacity : int
         Replay records of a soft switch this backend starts (the RTL default,
         ``RPL_CAPACITY`` = 16384, so that in-network replay on the same switch has room).
+    host : str
+        Address the soft switch, parameter server or TCPStore started here listens
+        on (default loopback; torchrun's rank 0 binds the address other hosts
+        reach it at).
+    advertise : str or None
+        Address the workers are given for them (default ``host``).
+    key_file : str or None
+        Control key file of a soft switch started here (its URL then carries
+        ``?key=key_file``): needed when workers register from other hosts, as a
+        switch executes unsigned control requests from loopback only.
     """
 
     def __init__(self, spec: SyncSpec, *, elems: int | None = None,
                  slots: int = REGISTERS["AGG_MAX_SLOTS"].reset,
-                 capacity: int = REGISTERS["RPL_CAPACITY"].reset) -> None:
+                 capacity: int = REGISTERS["RPL_CAPACITY"].reset, host: str = "127.0.0.1",
+                 advertise: str | None = None, key_file: str | None = None) -> None:
         self.spec = spec
+        self.host = host
+        self.advertise = advertise or host
+        self.key_file = key_file
         self.elems = elems
         self.slots = slots
         self.capacity = capacity
@@ -52,11 +72,12 @@ class SyncBackend:
             from hostdrv.protocol import MAX_JUMBO_ELEMS
 
             if s.url is None:
-                self.switch = hostdrv.SoftSwitch(capacity=self.capacity,
-                                                 max_elems=MAX_JUMBO_ELEMS)
+                self.switch = hostdrv.SoftSwitch((self.host, 0), capacity=self.capacity,
+                                                 max_elems=MAX_JUMBO_ELEMS,
+                                                 control_key=self.key_file)
                 self.switch.start()
                 self.own_switch = True
-                s.url = self.switch.url
+                s.url = switch_url(self.advertise, self.switch.address[1], self.key_file)
             ctl = hostdrv.SwitchControl(s.url)
             if self.elems is None:
                 self.elems = ctl.read("AGG_MAX_ELEMS")
@@ -65,18 +86,23 @@ class SyncBackend:
                 mode=s.mode, threshold=s.threshold if s.mode == "async" else None,
                 staleness=s.staleness)
             ctl.close()
+            if s.backend == "netrl":
+                self._start_store()
         elif s.kind == "ps":
-            self.server = ParameterServer(s.world, s.mode, s.threshold, s.staleness).start()
-            s.address = self.server.address
+            self.server = ParameterServer(s.world, s.mode, s.threshold, s.staleness,
+                                          host=self.host).start()
+            s.address = (self.advertise, self.server.address[1])
         elif s.kind == "allreduce":
-            import torch.distributed as dist
-
-            self.store = dist.TCPStore("127.0.0.1", 0, None, is_master=True,
-                                       wait_for_workers=False)
-            s.address = ("127.0.0.1", self.store.port)
+            self._start_store()
         else:
             s.hub = ReferenceHub(s.world, s.mode, s.threshold, s.staleness)
         return s
+
+    def _start_store(self) -> None:
+        import torch.distributed as dist
+
+        self.store = dist.TCPStore(self.host, 0, None, is_master=True, wait_for_workers=False)
+        self.spec.address = (self.advertise, self.store.port)
 
     def stop(self) -> None:
         """Tear down what :meth:`start` brought up."""

@@ -44,6 +44,12 @@ class SyncSpec:
         Server (``ps``) or TCPStore (``allreduce``) address.
     hub : ReferenceHub or None
         The shared in-process hub (``reference``, thread launcher only).
+    backend : str or None
+        ``inswitch`` only: ``"netrl"`` runs each round as a ``torch.distributed``
+        all-reduce on a process group of the ``netrl`` backend
+        (:mod:`hostdrv.torch_backend`, the switch at ``url``; ``address`` is the
+        TCPStore the group meets at; sync mode, one process per worker).
+        ``None``: a :class:`hostdrv.Aggregator` of its own.
     """
 
     kind: str
@@ -59,6 +65,7 @@ class SyncSpec:
     hub: ReferenceHub | None = None
     timeout: float = 0.05
     retries: int = 200
+    backend: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in SYNC_KINDS:
@@ -69,6 +76,11 @@ class SyncSpec:
             raise ValueError(f"dtype {self.dtype!r} must be 'fp32' or 'int32'")
         if self.world < 1:
             raise ValueError(f"world {self.world} must be >= 1")
+        if self.backend not in (None, "netrl") or (self.backend and self.kind != "inswitch"):
+            raise ValueError(f"backend {self.backend!r}: only inswitch takes 'netrl'")
+        if self.backend == "netrl" and self.mode != "sync":
+            raise ValueError("the netrl backend sums sync rounds only (async in-switch "
+                             "rounds need the Aggregator: backend=None)")
         if self.mode == "sync":
             self.threshold, self.staleness, self.pipeline = self.world, 0, 0
         else:

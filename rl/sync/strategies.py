@@ -125,13 +125,16 @@ class PSSync(GradSync):
 class GlooSync(GradSync):
     """``torch.distributed`` all-reduce with the gloo backend (one process per worker)."""
 
+    backend = "gloo"
+    """The ``torch.distributed`` backend of the default process group this makes."""
+
     def __init__(self, spec: SyncSpec, rank: int) -> None:
         super().__init__(spec, rank)
         import torch.distributed as dist
 
-        assert spec.address is not None, "allreduce needs the TCPStore address"
+        assert spec.address is not None, f"{self.backend} needs the TCPStore address"
         store = dist.TCPStore(spec.address[0], spec.address[1], spec.world, is_master=False)
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=spec.world)
+        dist.init_process_group(self.backend, store=store, rank=rank, world_size=spec.world)
         self._dist = dist
 
     def _allreduce(self, vec: np.ndarray, version: int) -> np.ndarray:
@@ -146,6 +149,33 @@ class GlooSync(GradSync):
         """Destroy the gloo process group."""
         if self._dist.is_initialized():
             self._dist.destroy_process_group()
+
+
+class NetrlSync(GlooSync):
+    """In-switch rounds as ``torch.distributed`` all-reduces on the ``netrl`` backend.
+
+    :mod:`hostdrv.torch_backend` sums float32 (and, split into exact halves,
+    int32) tensors in the switch; its rank 0 configures the job. The group reads
+    the switch from ``NETRL_SWITCH`` (and P, S, the retransmission timeout from
+    ``NETRL_ELEMS``, ``NETRL_SLOTS``, ``NETRL_RTO``), so this sets them in the
+    worker process from ``spec.url`` and the job the launcher configured
+    there (``AGG_ELEMS``, ``AGG_SLOTS``) before it creates the group.
+    """
+
+    backend = "netrl"
+
+    def __init__(self, spec: SyncSpec, rank: int) -> None:
+        import os
+
+        import hostdrv.torch_backend  # noqa: F401 - registers the netrl backend
+        from hostdrv.control import SwitchControl
+
+        assert spec.url is not None, "netrl needs the switch URL"
+        with SwitchControl(spec.url) as ctl:
+            elems, slots = ctl.read("AGG_ELEMS"), ctl.read("AGG_SLOTS")
+        os.environ.update(NETRL_SWITCH=spec.url, NETRL_ELEMS=str(elems),
+                          NETRL_SLOTS=str(slots), NETRL_RTO=str(spec.timeout))
+        super().__init__(spec, rank)
 
 
 class ReferenceSync(GradSync):
@@ -164,6 +194,8 @@ class ReferenceSync(GradSync):
 
 def make_sync(spec: SyncSpec, rank: int) -> GradSync:
     """Build worker ``rank``'s end of the strategy named by ``spec.kind``."""
+    if spec.kind == "inswitch" and spec.backend == "netrl":
+        return NetrlSync(spec, rank)
     cls = {"inswitch": InSwitchSync, "ps": PSSync, "allreduce": GlooSync,
            "reference": ReferenceSync}[spec.kind]
     return cls(spec, rank)

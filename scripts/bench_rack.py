@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Rack benchmark: iteration time split into compute and communication, 4 host namespaces.
+
+For each link delay (default 0, 10 and 50 µs one way) a 4-host rack is built
+with ``scripts/rack.py`` (10 Gbit/s ``tbf`` links, the delay line of
+``hostdrv.backends.delay_line``, the soft switch in the switch namespace),
+and for each algorithm ``torchrun`` starts one node per host namespace
+(c10d rendezvous on host 0's rack address) running ``netrl compare``: the
+same seed with ``inswitch`` (the ``netrl`` backend on the rack's soft
+switch), ``ps`` (parameter server over TCP on host 0) and ``allreduce``
+(gloo across the hosts). Rank 0's ``summary.json`` of each run gives the
+mean per-iteration compute and communication seconds (an *iteration* as in
+``scripts/bench_rl.py``: a PPO rollout plus its update epochs, one A2C
+update, 25 DQN updates, 100 DDPG updates). The round trip from host 0 to the
+switch (UDP echo, 64 bytes) is measured on each rack as well.
+
+Prints a table as it goes, writes ``--out`` (JSON) and ``--plot`` (PNG), and
+ends with ONE line of ``key=value`` figures: ``<algo>_<sync>_d<delay>_compute_ms``,
+``..._comm_ms``, ``rtt_switch_us_d<delay>`` (median) and
+``rack_inswitch_vs_gloo`` / ``rack_inswitch_vs_ps``: the PPO iteration time
+(compute + communication) of ``allreduce`` (gloo) / ``ps`` divided by
+``inswitch``'s, on the 10 µs rack.
+
+Usage: ``python scripts/bench_rack.py [--algos ppo,a2c] [--delays 0,10,50]
+[--iterations 10] [--elems 352] [--out rack.json] [--plot docs/rack.png]``
+(root; leaves no namespace behind, also on Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SYNCS = ("inswitch", "ps", "allreduce")
+LABEL = {"inswitch": "in-switch", "ps": "param server", "allreduce": "gloo allreduce"}
+
+
+def _rack_module() -> Any:
+    spec = importlib.util.spec_from_file_location("rack", REPO / "scripts" / "rack.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("rack", mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def algo_args(algo: str, iterations: int, hosts: int) -> list[str]:
+    """``netrl compare`` options that give about ``iterations`` iterations per rank."""
+    if algo == "ppo":
+        steps = 128 * iterations * hosts
+    elif algo == "a2c":
+        steps = 16 * iterations * hosts
+    elif algo == "dqn":
+        steps = (500 + 4 * 25 * iterations) * hosts
+    elif algo == "ddpg":
+        steps = (500 + 100 * iterations) * hosts
+    else:
+        raise ValueError(f"bad algo={algo!r}: ppo, a2c, dqn or ddpg")
+    args = ["--algo", algo, "--seed", "1", "--total-steps", str(steps), "--target", "nan",
+            "--no-progress"]
+    if algo in ("dqn", "ddpg"):
+        args += ["--replay", "local"]  # only the gradient sync differs
+    return args
+
+
+def run_compare(rack: Any, algo: str, iterations: int, elems: int | None, runs: Path,
+                name: str, timeout: float) -> dict[str, dict[str, float]]:
+    """One ``netrl compare`` across the rack's hosts; per sync its compute/comm seconds."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={rack.config.hosts}",
+           "--nproc-per-node=1", "--rdzv-backend=c10d",
+           f"--rdzv-endpoint={rack.host_ip(0)}:29400", f"--rdzv-id={name}",
+           "--max-restarts=0", "-m", "rl", "compare",
+           *algo_args(algo, iterations, rack.config.hosts), "--syncs", ",".join(SYNCS),
+           "--switch", rack.switch_url, "--runs-dir", str(runs), "--name", name]
+    if elems:
+        cmd += ["--elems", str(elems)]
+    results = rack.run_all(cmd, env={"OMP_NUM_THREADS": "1"}, timeout=timeout)
+    bad = [(i, rc, e[-2500:]) for i, (rc, _o, e) in enumerate(results) if rc]
+    if bad:
+        raise RuntimeError(f"{algo} compare failed on hosts {[b[0] for b in bad]}: {bad[0][2]}")
+    out = {}
+    for sync in SYNCS:
+        s = json.loads((runs / name / sync / "summary.json").read_text())
+        out[sync] = {"compute_s": s["mean_compute_s"], "comm_s": s["mean_comm_s"],
+                     "iterations": s["iterations"]}
+    return out
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    """Stacked compute/comm bars per algorithm, sync and delay."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    algos = sorted({a for d in results.values() for a in d["algos"]})
+    delays = list(results)
+    fig, axes = plt.subplots(1, len(algos), figsize=(4.2 * len(algos), 3.8), squeeze=False)
+    for ax, algo in zip(axes[0], algos, strict=True):
+        xs, labels = 0.0, []
+        for delay in delays:
+            runs = results[delay]["algos"].get(algo)
+            if not runs:
+                continue
+            for k, sync in enumerate(SYNCS):
+                c, m = 1e3 * runs[sync]["compute_s"], 1e3 * runs[sync]["comm_s"]
+                color = f"C{k}"
+                ax.bar(xs, c, color=color, alpha=0.45)
+                ax.bar(xs, m, bottom=c, color=color)
+                labels.append((xs, f"{delay}µs\n{sync[:4]}"))
+                xs += 1
+            xs += 0.6
+        ax.set_xticks([x for x, _ in labels], [t for _, t in labels], fontsize=6)
+        ax.set_title(f"{algo}: compute (light) + comm (dark)")
+        ax.set_ylabel("ms per iteration")
+    fig.suptitle("4-host rack, 10 Gbit/s links: in-switch vs parameter server vs gloo")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point (see the module doc)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--algos", default="ppo,a2c,dqn,ddpg")
+    p.add_argument("--delays", default="0,10,50", help="one-way link delays, µs")
+    p.add_argument("--rate", default="10gbit")
+    p.add_argument("--hosts", type=int, default=4)
+    p.add_argument("--iterations", type=int, default=10, help="iterations per run (about)")
+    p.add_argument("--elems", type=int, default=None,
+                   help="switch packet size P of the inswitch runs (default: netrl's)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per compare")
+    p.add_argument("--out", default=None, help="JSON of every figure")
+    p.add_argument("--plot", default=None, help="PNG of the table")
+    args = p.parse_args(argv)
+    rackmod = _rack_module()
+    algos = [a for a in args.algos.split(",") if a]
+    delays = [float(d) for d in args.delays.split(",") if d]
+    results: dict[str, Any] = {}
+    figures: dict[str, float] = {}
+    runs = Path(tempfile.mkdtemp(prefix="bench_rack_"))
+    print(f"{'delay':>6s} {'algo':5s} {'sync':9s} {'compute ms':>10s} {'comm ms':>8s} "
+          f"{'iter ms':>8s}", flush=True)
+    for delay in delays:
+        dkey = f"{delay:g}"
+        rack = rackmod.Rack(rackmod.RackConfig(
+            prefix=rackmod.unique_prefix("nrb"), hosts=args.hosts, rate=args.rate,
+            delay_us=delay, max_elems=16352))
+        try:
+            rack.up()
+            rtt = sorted(rackmod.measure_rtt(rack, 0, None, n=300))
+            entry: dict[str, Any] = {
+                "rtt_switch_us": {"median": 1e6 * statistics.median(rtt),
+                                  "p10": 1e6 * rtt[len(rtt) // 10],
+                                  "p90": 1e6 * rtt[9 * len(rtt) // 10]},
+                "algos": {}}
+            figures[f"rtt_switch_us_d{dkey}"] = round(entry["rtt_switch_us"]["median"], 1)
+            print(f"{dkey:>6s} rtt to switch: median {entry['rtt_switch_us']['median']:.1f} µs "
+                  f"(p10 {entry['rtt_switch_us']['p10']:.1f}, "
+                  f"p90 {entry['rtt_switch_us']['p90']:.1f})", flush=True)
+            for algo in algos:
+                t0 = time.monotonic()
+                res = run_compare(rack, algo, args.iterations, args.elems, runs,
+                                  f"{algo}-d{dkey}", args.timeout)
+                entry["algos"][algo] = res
+                for sync, r in res.items():
+                    c, m = 1e3 * r["compute_s"], 1e3 * r["comm_s"]
+                    figures[f"{algo}_{sync}_d{dkey}_compute_ms"] = round(c, 2)
+                    figures[f"{algo}_{sync}_d{dkey}_comm_ms"] = round(m, 2)
+                    print(f"{dkey:>6s} {algo:5s} {sync:9s} {c:10.2f} {m:8.2f} {c + m:8.2f}",
+                          flush=True)
+                print(f"       ({algo} compare took {time.monotonic() - t0:.0f} s)", flush=True)
+            results[dkey] = entry
+        finally:
+            rack.down()
+        if args.out:
+            Path(args.out).write_text(json.dumps(results, indent=1))
+    ppo = results.get("10", {}).get("algos", {}).get("ppo")
+    if ppo:
+        it = {s: ppo[s]["compute_s"] + ppo[s]["comm_s"] for s in SYNCS}
+        figures["rack_inswitch_vs_gloo"] = round(it["allreduce"] / it["inswitch"], 3)
+        figures["rack_inswitch_vs_ps"] = round(it["ps"] / it["inswitch"], 3)
+    else:
+        figures["rack_inswitch_vs_gloo"] = math.nan
+        figures["rack_inswitch_vs_ps"] = math.nan
+    if args.plot and results:
+        plot(results, Path(args.plot))
+    print(" ".join(f"{k}={v}" for k, v in figures.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    sys.exit(main())

@@ -1,0 +1,684 @@
+"""The ``netrl`` torch.distributed backend (``hostdrv/torch_backend.py``, ``docs/torch.md``).
+
+Every distributed test starts 4 rank processes (``python -c`` importing this
+module and calling :func:`rank_main`) the way torchrun would, each with its
+own environment; the ranks write what they saw to ``rank<r>.pt`` and the
+test checks it. The main job (embedded soft switch, ``file://`` store) runs
+once per module and feeds several tests: DDP through the switch against DDP
+on gloo, exact int32 sums, overlapping async all-reduces, and every fallback
+op against a gloo group. Separate jobs cover an explicit ``NETRL_SWITCH``
+URL under ``env://`` (with ``NETRL_STRICT=1``) and a rank killed mid-job.
+The in-process tests build groups with ranks as threads of the test process
+(one HashStore): sums, shutdown with calls pending, rank 0's setup failure, the
+world-size limit, the exact int32 split and the environment parsing.
+"""
+
+from __future__ import annotations
+
+import datetime
+import faulthandler
+import fcntl
+import gc
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+
+REPO = Path(__file__).resolve().parents[1]
+WORLD = 4
+STEPS = 5
+INT_SIZE = 1000
+BIG = 200_000
+KILL_TIMEOUT = 5.0
+"""Group timeout of the killed-rank job: how long the survivors retransmit."""
+
+
+# ---------------------------------------------------------------------------
+# deterministic inputs (the ranks and the checks build them the same way)
+
+
+def int_input(rank: int) -> np.ndarray:
+    """The int32 tensor rank ``rank`` all-reduces: the int32 extremes, then random
+    values over the whole range (their sum wraps)."""
+    edge = np.array([2**31 - 1, -2**31, -1, 0, 1, -2**31 + rank], dtype=np.int32)
+    rng = np.random.default_rng([7, rank])
+    rest = rng.integers(-2**31, 2**31, size=INT_SIZE - edge.size, dtype=np.int64)
+    return np.concatenate([edge, rest.astype(np.int32)])
+
+
+def small_model() -> Any:
+    """The DDP model, the same parameters on every rank."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.Tanh(),
+                               torch.nn.Linear(32, 16), torch.nn.Tanh(),
+                               torch.nn.Linear(16, 4))
+
+
+def train_ddp(group: Any, rank: int, steps: int = STEPS) -> list[Any]:
+    """``steps`` SGD steps of :func:`small_model` under DDP on ``group``; small buckets so
+    that one backward all-reduces several buckets while it runs."""
+    model = small_model()
+    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group,
+                                                    bucket_cap_mb=0.001)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    gen = torch.Generator().manual_seed(100 + rank)
+    for _ in range(steps):
+        x = torch.randn(32, 8, generator=gen)
+        y = torch.randn(32, 4, generator=gen)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(ddp(x), y).backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+# ---------------------------------------------------------------------------
+# what the rank processes run
+
+
+def _fallback_ops(rank: int, world: int) -> dict[str, Callable[[Any], list[Any]]]:
+    """Collectives run once on the netrl group and once on a gloo group; each returns
+    the tensors it produced."""
+    ReduceOp = dist.ReduceOp
+
+    def allreduce(dtype: Any, op: Any, contiguous: bool = True) -> Callable[[Any], list[Any]]:
+        def run(g: Any) -> list[Any]:
+            base = torch.arange(12, dtype=torch.float64).reshape(3, 4) % 5 + rank + 1
+            t = base.to(dtype)
+            if not contiguous:
+                t = t.t()
+            dist.all_reduce(t, op=op, group=g)
+            return [t]
+        return run
+
+    def broadcast(g: Any) -> list[Any]:
+        t = torch.full((5,), float(rank))
+        dist.broadcast(t, src=2, group=g)
+        return [t]
+
+    def all_gather(g: Any) -> list[Any]:
+        out = [torch.zeros(3, dtype=torch.int64) for _ in range(world)]
+        dist.all_gather(out, torch.arange(3) * (rank + 1), group=g)
+        return out
+
+    def all_gather_single(g: Any) -> list[Any]:
+        out = torch.zeros(world * 2)
+        dist.all_gather_into_tensor(out, torch.tensor([rank, -rank], dtype=torch.float32),
+                                    group=g)
+        return [out]
+
+    def reduce_scatter(g: Any) -> list[Any]:
+        out = torch.zeros(2)
+        dist.reduce_scatter_tensor(out, torch.arange(world * 2, dtype=torch.float32) + rank,
+                                   group=g)
+        return [out]
+
+    def reduce(g: Any) -> list[Any]:
+        t = torch.full((4,), float(rank + 1))
+        dist.reduce(t, dst=1, group=g)
+        return [t] if rank == 1 else []
+
+    def gather(g: Any) -> list[Any]:
+        out = [torch.zeros(2) for _ in range(world)] if rank == 0 else None
+        dist.gather(torch.full((2,), float(rank)), out, dst=0, group=g)
+        return out or []
+
+    def scatter(g: Any) -> list[Any]:
+        t = torch.zeros(3)
+        src = [torch.full((3,), float(i * 10)) for i in range(world)] if rank == 3 else None
+        dist.scatter(t, src, src=3, group=g)
+        return [t]
+
+    def all_to_all(g: Any) -> list[Any]:
+        out = torch.zeros(world)
+        dist.all_to_all_single(out, torch.arange(world, dtype=torch.float32) + 10 * rank,
+                               group=g)
+        return [out]
+
+    def send_recv(g: Any) -> list[Any]:
+        t = torch.zeros(3)
+        peer_to, peer_from = (rank + 1) % world, (rank - 1) % world
+        if rank % 2 == 0:
+            dist.send(torch.full((3,), float(rank)), peer_to, group=g)
+            dist.recv(t, peer_from, group=g)
+        else:
+            dist.recv(t, peer_from, group=g)
+            dist.send(torch.full((3,), float(rank)), peer_to, group=g)
+        return [t]
+
+    def objects(g: Any) -> list[Any]:
+        out: list[Any] = [None] * world
+        dist.all_gather_object(out, {"rank": rank}, group=g)
+        dist.barrier(group=g)
+        return [torch.tensor([o["rank"] for o in out])]
+
+    return {
+        "max_f32": allreduce(torch.float32, ReduceOp.MAX),
+        "min_i32": allreduce(torch.int32, ReduceOp.MIN),
+        "product_f32": allreduce(torch.float32, ReduceOp.PRODUCT),
+        "sum_f64": allreduce(torch.float64, ReduceOp.SUM),
+        "sum_f16": allreduce(torch.float16, ReduceOp.SUM),
+        "sum_i64": allreduce(torch.int64, ReduceOp.SUM),
+        "sum_f32_noncontiguous": allreduce(torch.float32, ReduceOp.SUM, contiguous=False),
+        "broadcast": broadcast,
+        "all_gather": all_gather,
+        "all_gather_into_tensor": all_gather_single,
+        "reduce_scatter_tensor": reduce_scatter,
+        "reduce": reduce,
+        "gather": gather,
+        "scatter": scatter,
+        "all_to_all_single": all_to_all,
+        "send_recv": send_recv,
+        "all_gather_object_barrier": objects,
+    }
+
+
+def _job_main(rank: int, world: int) -> dict[str, Any]:
+    """The main job: DDP netrl vs gloo, int32, async overlap, fallbacks."""
+    pg = dist.group.WORLD
+    gloo = dist.new_group(backend="gloo")
+    out: dict[str, Any] = {"url": pg.url, "backend": dist.get_backend()}
+    before = pg.stats().get("switch_calls", 0)
+    out["ddp_netrl"] = train_ddp(None, rank)
+    out["ddp_switch_calls"] = pg.stats().get("switch_calls", 0) - before
+    out["ddp_gloo"] = train_ddp(gloo, rank)
+
+    x = torch.from_numpy(int_input(rank))
+    s, a = x.clone(), x.clone()
+    dist.all_reduce(s)
+    dist.all_reduce(a, op=dist.ReduceOp.AVG)
+    out["int_sum"], out["int_avg"] = s, a
+
+    # two outstanding all-reduces, waited for in reverse order, plus a chained future
+    big = torch.full((BIG,), float(rank + 1))
+    small = torch.from_numpy(int_input(rank))
+    favg = torch.arange(6, dtype=torch.float32) * (rank + 1)
+    w1 = dist.all_reduce(big, async_op=True)
+    w2 = dist.all_reduce(small, async_op=True)
+    w3 = dist.all_reduce(favg, op=dist.ReduceOp.AVG, async_op=True)
+    chained = w1.get_future().then(lambda f: float(f.value()[0].sum()))
+    out["async_completed_early"] = w1.is_completed()
+    w3.wait()
+    w2.wait()
+    w1.wait()
+    out["async_big"], out["async_small"], out["async_avg"] = big, small, favg
+    out["async_chained"] = chained.wait()
+
+    ops = _fallback_ops(rank, world)
+    out["fallback_netrl"] = {name: fn(None) for name, fn in ops.items()}
+    out["fallback_gloo"] = {name: fn(gloo) for name, fn in ops.items()}
+    t = torch.arange(4, dtype=torch.float64) + rank
+    dist.all_reduce(t, op=dist.ReduceOp.AVG)
+    out["avg_f64"] = t
+    # a group made by new_group while netrl is the default backend: gloo only
+    sub = dist.new_group(ranks=list(range(world)))
+    t = torch.full((3,), float(rank + 1))
+    dist.all_reduce(t, group=sub)
+    out["subgroup_sum"], out["subgroup_stats"] = t, sub.stats()
+    out["stats"] = pg.stats()
+    return out
+
+
+def _job_explicit(rank: int, world: int) -> dict[str, Any]:
+    """NETRL_SWITCH given (env://, NETRL_STRICT=1): sums and DDP on that switch."""
+    from hostdrv.torch_backend import NetrlUnsupportedError
+
+    pg = dist.group.WORLD
+    out: dict[str, Any] = {"url": pg.url}
+    t = torch.full((1000,), float(rank + 1))
+    dist.all_reduce(t)
+    out["sum"] = t
+    out["ddp"] = train_ddp(None, rank, steps=2)
+    try:
+        dist.all_reduce(torch.ones(3), op=dist.ReduceOp.MAX)
+        out["strict"] = None
+    except NetrlUnsupportedError as e:
+        out["strict"] = str(e)
+    out["stats"] = pg.stats()
+    return out
+
+
+def _job_kill(rank: int, world: int) -> dict[str, Any]:
+    """The last rank dies (SIGKILL) after two DDP steps (DDP rebuilds its buckets
+    through gloo after the first); the others try another DDP step, whose only
+    communication is the buckets' all-reduce, then a plain all-reduce."""
+    model = small_model()
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.001)
+    for _ in range(2):
+        ddp(torch.ones(2, 8)).sum().backward()
+    first = model[0].weight.grad.clone()
+    if rank == world - 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    out: dict[str, Any] = {"first": first}
+    for name, step in (("ddp", lambda: ddp(torch.ones(2, 8)).sum().backward()),
+                       ("all_reduce", lambda: dist.all_reduce(torch.ones(100)))):
+        t0 = time.monotonic()
+        try:
+            step()
+            out[name] = None
+        except Exception as e:  # noqa: BLE001 - recorded for the test
+            out[name] = f"{type(e).__name__}: {e}"
+        out[f"{name}_elapsed"] = time.monotonic() - t0
+    return out
+
+
+JOBS: dict[str, Callable[[int, int], dict[str, Any]]] = {
+    "main": _job_main, "explicit": _job_explicit, "kill": _job_kill}
+
+
+def rank_main() -> None:
+    """Entry point of a rank process: ``JOB``, ``RANK``, ``WORLD_SIZE``, ``INIT``,
+    ``TIMEOUT`` and ``OUT`` come from the environment (``INIT=env://`` uses torchrun's
+    ``MASTER_ADDR``/``MASTER_PORT``)."""
+    import hostdrv.torch_backend  # noqa: F401 - registers "netrl"
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # run_job's hang report
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    init = os.environ["INIT"]
+    timeout = datetime.timedelta(seconds=float(os.environ["TIMEOUT"]))
+    if init == "env://":
+        dist.init_process_group("netrl", timeout=timeout)
+    else:
+        dist.init_process_group("netrl", init_method=init, rank=rank, world_size=world,
+                                timeout=timeout)
+    result = JOBS[os.environ["JOB"]](rank, world)
+    torch.save(result, Path(os.environ["OUT"]) / f"rank{rank}.pt")
+    if os.environ["JOB"] == "kill":
+        os._exit(0)  # a dead peer: do not wait for it in the teardown
+    dist.destroy_process_group()
+
+
+# ---------------------------------------------------------------------------
+# the parent side
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_job(job: str, out: Path, *, env: dict[str, str] | None = None, init: str = "file",
+            timeout: float = 20.0, deadline: float = 240.0) -> list[int]:
+    """Run ``job`` on :data:`WORLD` rank processes; returns their exit codes."""
+    out.mkdir(parents=True, exist_ok=True)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("NETRL_")}
+    base["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), str(REPO / "tests")] + ([base["PYTHONPATH"]] if base.get("PYTHONPATH")
+                                             else []))
+    base.update(env or {})
+    base.update(JOB=job, WORLD_SIZE=str(WORLD), TIMEOUT=str(timeout), OUT=str(out),
+                OMP_NUM_THREADS="1")
+    if init == "env":
+        base.update(INIT="env://", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    else:
+        base["INIT"] = f"file://{out / 'store'}"
+    procs = []
+    for rank in range(WORLD):
+        log = open(out / f"rank{rank}.log", "w")  # noqa: SIM115 - closed below
+        procs.append((subprocess.Popen(
+            [sys.executable, "-c", "import test_torch_backend as t; t.rank_main()"],
+            env={**base, "RANK": str(rank), "LOCAL_RANK": str(rank)},
+            stdout=log, stderr=subprocess.STDOUT, cwd=out), log))
+    end = time.monotonic() + deadline
+    codes = []
+    try:
+        for p, _ in procs:
+            codes.append(p.wait(max(0.1, end - time.monotonic())))
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        hung = [p for p, _ in procs if p.poll() is None]
+        for p in hung:  # every thread's stack into the rank's log, then kill
+            p.send_signal(signal.SIGUSR1)
+        if hung:
+            time.sleep(1.0)
+        for p, log in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            log.close()
+    return [p.returncode for p, _ in procs]
+
+
+def _logs(out: Path) -> str:
+    return "\n".join(f"--- rank {r}\n" + (out / f"rank{r}.log").read_text()[-3000:]
+                     for r in range(WORLD) if (out / f"rank{r}.log").exists())
+
+
+def _load(out: Path, ranks: range | list[int]) -> list[dict[str, Any]]:
+    return [torch.load(out / f"rank{r}.pt", weights_only=False) for r in ranks]
+
+
+@pytest.fixture(scope="module")
+def main_job(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The main job's per-rank results. Under xdist the workers share one run (the
+    session's base folder, a lock): the job is the slow part of this module."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = tmp_path_factory.getbasetemp().parent  # this session's, shared by its workers
+    else:
+        root = tmp_path_factory.mktemp("netrl")
+    out = root / "netrl_main"
+    with open(root / "netrl_main.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = out / "codes.json"
+        if not done.exists():
+            codes = run_job("main", out)
+            done.write_text(json.dumps(codes))
+        codes = json.loads(done.read_text())
+    assert codes == [0] * WORLD, f"exit codes {codes}\n{_logs(out)}"
+    return _load(out, range(WORLD))
+
+
+def _exact_int_sum() -> np.ndarray:
+    """The int32 sum over every rank, wrapping like int32 addition does."""
+    return np.sum(np.stack([int_input(r) for r in range(WORLD)]), axis=0, dtype=np.int32)
+
+
+# ---------------------------------------------------------------------------
+# tests
+
+
+def test_ddp_through_switch_matches_gloo(main_job: list[dict[str, Any]]) -> None:
+    ref = main_job[0]
+    assert ref["backend"] == "netrl" and ref["url"].startswith("soft://127.0.0.1:")
+    # DDP's buckets went through the switch: at least one all-reduce per step, more
+    # once DDP rebuilt its buckets after the first step
+    assert ref["ddp_switch_calls"] > STEPS
+    for r, res in enumerate(main_job):
+        assert res["url"] == ref["url"]
+        for a, b in zip(res["ddp_netrl"], ref["ddp_netrl"], strict=True):
+            assert torch.equal(a, b), f"rank {r} holds other parameters than rank 0"
+        for a, b in zip(res["ddp_gloo"], ref["ddp_gloo"], strict=True):
+            assert torch.equal(a, b)
+    for a, b in zip(ref["ddp_netrl"], ref["ddp_gloo"], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    # and training moved them
+    assert not torch.equal(ref["ddp_netrl"][0], small_model()[0].weight.detach())
+
+
+def test_int32_allreduce_is_exact(main_job: list[dict[str, Any]]) -> None:
+    exact = _exact_int_sum()
+    total = np.sum(np.stack([int_input(r) for r in range(WORLD)]).astype(np.int64), axis=0)
+    avg = np.fix(total / WORLD).astype(np.int32)  # rounded toward zero, no overflow
+    for res in main_job:
+        assert res["int_sum"].dtype == torch.int32
+        assert np.array_equal(res["int_sum"].numpy(), exact)
+        assert np.array_equal(res["int_avg"].numpy(), avg)
+        assert np.array_equal(res["async_small"].numpy(), exact)
+
+
+def test_async_ops_overlap(main_job: list[dict[str, Any]]) -> None:
+    want_big = float(sum(r + 1 for r in range(WORLD)))
+    want_avg = torch.arange(6, dtype=torch.float32) * sum(r + 1 for r in range(WORLD)) / WORLD
+    for res in main_job:
+        assert torch.equal(res["async_big"], torch.full((BIG,), want_big))
+        assert res["async_chained"] == want_big * BIG
+        assert torch.equal(res["async_avg"], want_avg)
+
+
+def test_fallbacks_give_the_gloo_result(main_job: list[dict[str, Any]]) -> None:
+    for r, res in enumerate(main_job):
+        netrl, gloo = res["fallback_netrl"], res["fallback_gloo"]
+        assert netrl.keys() == gloo.keys()
+        for name in netrl:
+            assert len(netrl[name]) == len(gloo[name]), name
+            for a, b in zip(netrl[name], gloo[name], strict=True):
+                assert a.dtype == b.dtype and torch.equal(a, b), f"rank {r} {name}: {a} != {b}"
+        # AVG on the gloo path: gloo's SUM divided by the world size
+        assert torch.equal(res["avg_f64"],
+                           (torch.arange(4, dtype=torch.float64) * WORLD + 6) / WORLD)
+        stats = res["stats"]
+        for why in ("op=MAX", "op=MIN", "op=PRODUCT", "dtype=float64", "dtype=float16",
+                    "dtype=int64"):
+            assert stats.get(f"fallback:{why}", 0) >= 1, (why, stats)
+        # the non-contiguous float32 sum was copied and went through the switch
+        assert not any("contiguous" in k for k in stats)
+        assert torch.equal(res["subgroup_sum"], torch.full((3,), float(sum(range(1, WORLD + 1)))))
+        assert res["subgroup_stats"] == {"fallback:group=not-default": 1}
+
+
+def test_explicit_switch_env_init_strict(tmp_path: Path) -> None:
+    from hostdrv import SoftSwitch
+    from hostdrv.protocol import MAX_JUMBO_ELEMS
+
+    with SoftSwitch(("127.0.0.1", 0), max_elems=MAX_JUMBO_ELEMS) as sw:
+        url = sw.url
+        codes = run_job("explicit", tmp_path, init="env",
+                        env={"NETRL_SWITCH": url, "NETRL_STRICT": "1", "NETRL_ELEMS": "352",
+                             "NETRL_SLOTS": "8"})
+        assert codes == [0] * WORLD, f"exit codes {codes}\n{_logs(tmp_path)}"
+        regs = {n: sw.read(n) for n in ("AGG_MEMBERS", "AGG_ELEMS", "AGG_SLOTS", "AGG_DTYPE")}
+        gradients = sw.counters()["CNT_RX_GRADIENT"]
+    assert regs == {"AGG_MEMBERS": WORLD, "AGG_ELEMS": 352, "AGG_SLOTS": 8, "AGG_DTYPE": 0}
+    results = _load(tmp_path, range(WORLD))
+    # 1000 elements are 3 packets of 352 from each rank, then DDP's buckets
+    assert gradients >= WORLD * 3 + WORLD * 2
+    for res in results:
+        assert res["url"] == url
+        assert torch.equal(res["sum"], torch.full((1000,), float(sum(range(1, WORLD + 1)))))
+        for a, b in zip(res["ddp"], results[0]["ddp"], strict=True):
+            assert torch.equal(a, b)
+        assert res["strict"] is not None and "op=MAX" in res["strict"]
+        assert not any(k.startswith("fallback:") for k in res["stats"])
+
+
+def test_killed_rank_gives_survivors_a_clear_error(tmp_path: Path) -> None:
+    codes = run_job("kill", tmp_path, timeout=KILL_TIMEOUT, deadline=120.0)
+    assert codes[-1] == -signal.SIGKILL
+    assert codes[:-1] == [0] * (WORLD - 1), f"exit codes {codes}\n{_logs(tmp_path)}"
+    results = _load(tmp_path, range(WORLD - 1))
+    for res in results:
+        assert torch.equal(res["first"], results[0]["first"])
+        for name in ("ddp", "all_reduce"):
+            err = res[name]
+            assert err is not None and "netrl" in err and "AllreduceTimeoutError" in err \
+                and "died" in err, (name, err)
+            # it gave up after about the group timeout, not never (the plain all-reduce
+            # waits for DDP's second bucket, queued before it, to time out too)
+            assert KILL_TIMEOUT * 0.9 <= res[f"{name}_elapsed"] <= 2 * KILL_TIMEOUT + 15, res
+        assert res["all_reduce"].startswith("DistBackendError"), res["all_reduce"]
+
+
+# ---------------------------------------------------------------------------
+# in-process checks (no rank processes)
+
+
+def _groups_in_threads(world: int, config: Any, body: Callable[[Any], Any] = lambda pg: None,
+                       timeout: float = 10.0) -> list[Any]:
+    """Build a ``world``-rank :class:`NetrlProcessGroup` in threads of this process (one
+    HashStore) and run ``body`` on each; returns what each returned or raised."""
+    import threading
+
+    from torch._C._distributed_c10d import HashStore
+
+    from hostdrv.torch_backend import NetrlProcessGroup
+
+    store = HashStore()
+    results: list[Any] = [None] * world
+
+    def rank(r: int) -> None:
+        try:
+            pg = NetrlProcessGroup(store, r, world, datetime.timedelta(seconds=timeout), config)
+            try:
+                results[r] = body(pg)
+            finally:
+                pg.shutdown()
+        except Exception as e:  # noqa: BLE001 - returned to the test
+            results[r] = e
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout + 30)
+    return results
+
+
+def test_in_process_group_sums() -> None:
+    from hostdrv.torch_backend import NetrlConfig
+
+    def body(pg: Any) -> tuple[list[Any], dict[str, int]]:
+        r = pg.rank() + 1
+        f = torch.full((40_000,), float(r))
+        i = torch.tensor([2**31 - 1, -5], dtype=torch.int32)
+        a, b = torch.full((5,), float(r)), torch.full((2, 3), 10.0 * r)  # one coalesced call
+        empty = torch.zeros(0)
+        d = torch.ones(2, dtype=torch.float64)  # gloo
+        works = [pg.allreduce([f]), pg.allreduce([i]), pg.allreduce_coalesced([a, b]),
+                 pg.allreduce([empty]), pg.allreduce([d])]
+        for w in works:
+            w.wait()
+        probe = torch.ones(3)  # a finished work and its tensors are not kept alive
+        w = pg.allreduce([probe])
+        w.wait()
+        ref = weakref.ref(probe)
+        del w, probe
+        for _ in range(100):  # the worker thread lets go just after completing the call
+            gc.collect()
+            if ref() is None:
+                break
+            time.sleep(0.01)
+        assert ref() is None, "a finished all_reduce kept its tensors alive"
+        return [f, i, a, b, empty, d], pg.stats()
+
+    results = _groups_in_threads(2, NetrlConfig(), body)
+    for res in results:
+        assert not isinstance(res, Exception), res
+        (f, i, a, b, empty, d), stats = res
+        assert torch.equal(f, torch.full((40_000,), 3.0))
+        assert i.tolist() == [-2, -10]  # 2 * (2**31 - 1) wraps to -2
+        assert torch.equal(a, torch.full((5,), 3.0)) and torch.equal(b, torch.full((2, 3), 30.0))
+        assert empty.shape == (0,)
+        assert d.tolist() == [2.0, 2.0]
+        assert stats == {"calls": 5, "switch_calls": 5, "switch_elements": 40_016,
+                         "fallback:dtype=float64": 1}
+
+
+def test_shutdown_with_calls_pending() -> None:
+    from hostdrv.torch_backend import SHUTDOWN_GRACE, NetrlConfig
+
+    def body(pg: Any) -> Any:
+        if pg.rank() == 1:
+            return None  # never joins rank 0's all-reduce
+        running = pg.allreduce([torch.ones(4)])
+        queued = pg.allreduce([torch.ones(4)])
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        pg.shutdown()
+        took = time.monotonic() - t0
+        try:
+            queued.wait()
+            err = None
+        except Exception as e:  # noqa: BLE001 - checked below
+            err = e
+        return took, running.is_completed(), err, pg.allreduce([torch.ones(1)]).exception()
+
+    rank0, rank1 = _groups_in_threads(2, NetrlConfig(), body, timeout=30.0)
+    assert rank1 is None
+    took, running_done, queued_err, after = rank0
+    assert took < 2 * SHUTDOWN_GRACE + 3  # not the 30 s the running call may retransmit
+    assert not running_done
+    assert "shut down before this all_reduce ran" in str(queued_err)
+    assert "shut down" in str(after)
+
+
+def test_rank0_switch_failure_reaches_every_rank() -> None:
+    from hostdrv.torch_backend import NetrlConfig
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        url = f"soft://127.0.0.1:{silent.getsockname()[1]}"
+        t0 = time.monotonic()
+        # rank 0 gives up on the silent address after its register retries (~12 s)
+        results = _groups_in_threads(2, NetrlConfig(switch=url), timeout=40.0)
+    assert all(isinstance(r, Exception) for r in results), results
+    assert url in str(results[0])  # rank 0: the switch did not answer
+    assert "rank 0 could not set the switch up" in str(results[1]) and url in str(results[1])
+    assert time.monotonic() - t0 < 30  # rank 1 learned it from rank 0, not from its timeout
+
+
+def test_world_above_switch_limit_names_it() -> None:
+    from torch._C._distributed_c10d import HashStore, _DistributedBackendOptions
+
+    from hostdrv.protocol import MAX_MEMBERS
+    from hostdrv.torch_backend import create_process_group
+
+    opts = _DistributedBackendOptions()
+    opts.store = HashStore()
+    opts.group_rank = 0
+    opts.group_size = MAX_MEMBERS + 1
+    opts.timeout = datetime.timedelta(seconds=1)
+    opts.group_id = "0"
+    opts.global_ranks_in_group = []
+    with pytest.raises(ValueError, match=rf"world_size={MAX_MEMBERS + 1}.*{MAX_MEMBERS} members.*"
+                                         r"MAX_MEMBERS.*hierarchical.*not done"):
+        create_process_group(opts, None)
+
+
+def test_backend_registered() -> None:
+    import hostdrv.torch_backend as tb
+
+    assert dist.Backend("netrl") == "netrl"
+    assert "NETRL" in dist.Backend._plugins
+    assert dist.Backend.backend_type_map["netrl"] == dist.ProcessGroup.BackendType.CUSTOM
+    assert tb.BACKEND_NAME == "netrl"
+
+
+@pytest.mark.parametrize("members", [1, 2, 8])
+def test_int32_lanes_sum_exactly_in_any_fp32_order(members: int) -> None:
+    from hostdrv.torch_backend import _join_int32, _split_int32, _wrap_int32
+
+    rng = np.random.default_rng(members)
+    xs = [rng.integers(-2**31, 2**31, size=4096, dtype=np.int64).astype(np.int32)
+          for _ in range(members)]
+    xs[0][:4] = [2**31 - 1, -2**31, -1, 0]
+    lanes = [_split_int32(x) for x in xs]
+    for _ in range(3):  # the switch adds in arrival order: any order is exact
+        acc = np.zeros_like(lanes[0])
+        for i in rng.permutation(members):
+            acc = (acc + lanes[i]).astype(np.float32)
+        total = _join_int32(acc)
+        assert np.array_equal(total, np.sum(np.stack(xs).astype(np.int64), axis=0))
+        assert np.array_equal(_wrap_int32(total), np.sum(np.stack(xs), axis=0, dtype=np.int32))
+
+
+def test_config_from_env_and_retries() -> None:
+    from hostdrv.torch_backend import NetrlConfig, retries_for
+
+    cfg = NetrlConfig.from_env({"NETRL_SWITCH": "udp://10.0.0.1:9000", "NETRL_STRICT": "1",
+                                "NETRL_ELEMS": "352", "NETRL_RTO": "0.2"})
+    assert cfg == NetrlConfig(switch="udp://10.0.0.1:9000", strict=True, elems=352, rto=0.2)
+    assert NetrlConfig.from_env({}) == NetrlConfig()
+    with pytest.raises(ValueError, match="NETRL_ELEMS"):
+        NetrlConfig.from_env({"NETRL_ELEMS": "many"})
+    with pytest.raises(ValueError, match="NETRL_STRICT"):
+        NetrlConfig.from_env({"NETRL_STRICT": "maybe"})
+    # jumbo chunks: every rank's window together fits the soft switch's socket buffer;
+    # the board's 352-element chunks: the window is every slot
+    from hostdrv.net import SOCKET_BUFFER
+    from hostdrv.protocol import HEADER_LEN, MAX_JUMBO_ELEMS
+    from hostdrv.torch_backend import default_window
+
+    for members in (1, 2, 4, 8):
+        w = default_window(MAX_JUMBO_ELEMS, 64, members)
+        assert 1 <= w <= 64
+        assert w * members * (HEADER_LEN + 4 * MAX_JUMBO_ELEMS) <= SOCKET_BUFFER
+        assert (2 * w > 64) or (2 * w * members * (HEADER_LEN + 4 * MAX_JUMBO_ELEMS)
+                                > SOCKET_BUFFER)
+        assert default_window(352, 64, members) == 64
+    assert NetrlConfig.from_env({"NETRL_WINDOW": "4"}).window == 4
+    # 0.05 + 0.1 + 0.2 + 0.4 + 0.8 + 1 + 1 ... reaches 10 s after 13 retransmissions
+    waits = [min(0.05 * 2**k, 1.0) for k in range(retries_for(10.0, 0.05) + 1)]
+    assert sum(waits) >= 10.0 > sum(waits[:-1])
