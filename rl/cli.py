@@ -309,6 +309,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     algo = _algo_from_argv(argv)
     parser = build_parser(algo if algo in ALGOS else None)
     args = parser.parse_args(argv)
+    if args.command == "regs":  # register access: no launcher, no workers
+        from hostdrv.regs_cli import run_regs
+
+        return run_regs(args)
     args.store = None
     if args.launcher is None:
         args.launcher = "torchrun" if _under_torchrun() else "process"
@@ -321,10 +325,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _exec_torchrun(args, argv)
     if args.command == "train":
         return cmd_train(args)
-    if args.command == "regs":
-        from hostdrv.regs_cli import run_regs
-
-        return run_regs(args)
     return cmd_compare(args)
 
 
