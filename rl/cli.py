@@ -183,7 +183,7 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
                       threshold=args.threshold, staleness=args.staleness,
                       pipeline=args.pipeline, scale=args.scale, switch=args.switch,
                       elems=args.elems, inswitch_api=args.inswitch_api,
-                      launcher="thread" if sync == "reference" else args.launcher)
+                      launcher="thread" if sync == "reference" else launcher_of(args))
     replay = None
     if args.algo in ("dqn", "ddpg"):
         kind = REPLAY_FOR_SYNC[sync] if args.replay == "auto" else args.replay
@@ -297,6 +297,14 @@ def _run_name(algo: str, env: str, sync: str, mode: str) -> str:
     return f"{algo}-{env.split('-')[0].lower()}-{sync}-{mode}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def launcher_of(args: argparse.Namespace) -> str:
+    """``--launcher``, or its default when not given: ``torchrun`` under torchrun, else
+    ``process`` (callers that parse with :func:`build_parser` themselves, e.g. rl.demo)."""
+    if args.launcher is not None:
+        return str(args.launcher)
+    return "torchrun" if _under_torchrun() else "process"
+
+
 def _under_torchrun() -> bool:
     from rl.common.torchrun import under_torchrun
 
@@ -314,8 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_regs(args)
     args.store = None
-    if args.launcher is None:
-        args.launcher = "torchrun" if _under_torchrun() else "process"
+    args.launcher = launcher_of(args)
     if args.launcher == "torchrun":
         syncs = [args.sync] if args.command == "train" else args.syncs.split(",")
         if "reference" in (s.strip() for s in syncs):
