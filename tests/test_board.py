@@ -299,6 +299,15 @@ buf = bytearray(65536)
 n, seg = t.recv_into(buf, 5.0)
 assert bytes(buf[:n]) == msg[::-1] and seg == n, n
 assert t.recv_into(buf, 0.05) == (0, 0)
+# a UDP GSO batch (as the soft switch sends RESULTs): on lo the packet socket sees one
+# frame before segmentation; the transport hands out one datagram per segment
+from hostdrv.net import SOL_UDP, UDP_SEGMENT
+parts = [bytes([k]) * 100 for k in range(3)] + [b"\x07" * 40]
+srv.sendmsg([b"".join(parts)], [(SOL_UDP, UDP_SEGMENT, struct.pack("H", 100))], 0, peer)
+for p in parts:
+    n, seg = t.recv_into(buf, 5.0)
+    assert bytes(buf[:n]) == p and seg == n, (n, bytes(buf[:4]))
+assert t.recv_into(buf, 0.05) == (0, 0)
 t.close()
 
 # 2. an Aggregator over eth://lo with a soft:// worker through the soft switch

@@ -96,8 +96,16 @@ _ETH_KEYS = _REG_KEYS | {"switch_ip", "src_ip", "port", "dst_mac", "src_mac", "l
 ETH_P_IP = 0x0800
 PACKET_OUTGOING = 4
 """``sll_pkttype`` of a frame this host sent (``linux/if_packet.h``)."""
+# packet(7): with PACKET_VNET_HDR every frame read or written is preceded by a struct
+# virtio_net_hdr (10 bytes: flags, gso_type, hdr_len, gso_size, csum_start, csum_offset),
+# which says when a frame is a UDP GSO batch (several datagrams of gso_size payload bytes
+# in one frame, as a local sender's UDP_SEGMENT batch appears on lo before segmentation)
+SOL_PACKET = 263
+PACKET_VNET_HDR = 15
+VNET_HDR_LEN = 10
+VNET_GSO_UDP_L4 = 5
 SIOCGIFADDR = 0x8915
-ETH_RECV_BYTES = 65536 + ETH_LEN
+ETH_RECV_BYTES = 65536 + ETH_LEN + VNET_HDR_LEN
 
 
 # ---------------------------------------------------------------------------
@@ -497,6 +505,11 @@ class EthDatagramTransport(DatagramTransport):
             raise TransportError(f"cannot open AF_PACKET socket for {url}: {e}") from e
         try:
             tune_socket(sock)
+            try:
+                sock.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
+                self._vnet = VNET_HDR_LEN
+            except OSError:  # without it a GSO batch reads as one datagram (and is dropped)
+                self._vnet = 0
             sock.bind((ifname, ETH_P_IP))
             hwaddr = sock.getsockname()[4]
         except OSError as e:
@@ -512,6 +525,7 @@ class EthDatagramTransport(DatagramTransport):
         self._poll.register(sock, select.POLLIN)
         self._frame = bytearray(ETH_RECV_BYTES)
         self._fmv = memoryview(self._frame)
+        self._pending: list[tuple[int, int]] = []  # datagrams of a GSO batch not yet read
 
     @property
     def local_address(self) -> tuple[str, int]:
@@ -532,6 +546,8 @@ class EthDatagramTransport(DatagramTransport):
             raise ValueError(f"bad message of {len(data)} bytes: shorter than the "
                              f"{HEADER_LEN}-byte header")
         frame = self.frame(data)
+        if self._vnet:
+            frame = bytes(self._vnet) + frame  # no offload asked: flags and gso_type 0
         try:
             self.sock.send(frame)
         except BlockingIOError:
@@ -541,19 +557,26 @@ class EthDatagramTransport(DatagramTransport):
                                  f"({self.url}): {e}") from e
 
     def recv_into(self, buf: bytearray | memoryview, timeout: float) -> tuple[int, int]:
+        if self._pending:
+            return self._copy_out(buf, *self._pending.pop(0))
         deadline = -1.0
+        v = self._vnet
         while True:
             try:
                 n, addr = self.sock.recvfrom_into(self._frame)
             except BlockingIOError:
                 n, addr = -1, None
-            if n >= 0 and addr is not None and addr[2] != PACKET_OUTGOING:
-                span = udp_payload_span(self._fmv[:n], self.local_port, self._match)
+            if n >= v and addr is not None and addr[2] != PACKET_OUTGOING:
+                span = udp_payload_span(self._fmv[v:n], self.local_port, self._match)
                 if span is not None:
-                    off, length = span
-                    length = min(length, len(buf))
-                    buf[:length] = self._fmv[off:off + length]
-                    return length, length
+                    off, length = span[0] + v, span[1]
+                    seg = int.from_bytes(self._frame[4:6], "little") if v else 0
+                    if v and self._frame[1] == VNET_GSO_UDP_L4 and 0 < seg < length:
+                        # a GSO batch: one datagram per gso_size bytes, the last may be short
+                        parts = [(off + k, min(seg, length - k)) for k in range(0, length, seg)]
+                        self._pending = parts[1:]
+                        return self._copy_out(buf, *parts[0])
+                    return self._copy_out(buf, off, length)
             if n >= 0:
                 continue  # another frame: look at the next one without waiting
             now = time.monotonic()
@@ -563,6 +586,11 @@ class EthDatagramTransport(DatagramTransport):
             if left <= 0:
                 return 0, 0
             self._poll.poll(max(1, int(left * 1000 + 0.999)))
+
+    def _copy_out(self, buf: bytearray | memoryview, off: int, length: int) -> tuple[int, int]:
+        length = min(length, len(buf))
+        buf[:length] = self._fmv[off:off + length]
+        return length, length
 
     def close(self) -> None:
         self.sock.close()
