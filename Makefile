@@ -60,6 +60,8 @@ bench: setup
 	$(PY) scripts/bench_grad_agg.py
 	$(PY) scripts/bench_replay.py
 	$(PY) scripts/bench_rl.py --quick
+	@if [ "$$(id -u)" = 0 ]; then $(PY) scripts/bench_rack.py --algos ppo; \
+	else echo "[bench] scripts/bench_rack.py builds network namespaces: run it as root"; fi
 
 synth: setup
 	$(PY) scripts/synth_yosys.py
