@@ -513,12 +513,16 @@ class ServerReplay(Replay):
 class InNetReplay(Replay):
     """The switch's replay memory through :class:`hostdrv.ReplayClient`."""
 
-    def __init__(self, layout: RecordLayout, url: str, worker: int) -> None:
+    def __init__(self, layout: RecordLayout, url: str, worker: int, *,
+                 rate_timeout: float | None = None) -> None:
         super().__init__(layout)
         from hostdrv import ReplayClient
 
-        # retries: a loaded 2-core host can delay an answer past a few timeouts
+        # retries: a loaded 2-core host can delay an answer past a few timeouts;
+        # rate_timeout: how long the switch's rate limiter may answer "not yet"
+        extra = {} if rate_timeout is None else {"rate_timeout": rate_timeout}
         self._client = ReplayClient(url, worker=worker, obs_shape=layout.obs_shape, retries=10,
+                                    **extra,
                                     obs_dtype=np.dtype(layout.obs_dtype),
                                     action_shape=layout.action_shape,
                                     action_dtype=np.dtype(layout.action_dtype))

@@ -1,0 +1,80 @@
+"""The actor/learner topology (rl.apex): its parameter board, its limits, and DQN / DDPG
+runs with dedicated actors and learners through a soft switch's replay memory."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rl.apex import ApexConfig, BoardClient, ParamBoard, actor_epsilon, rate_limits, run_apex
+from rl.common import DistConfig
+from rl.dqn import Config as DQNConfig
+from rl.replay import ReplaySpec
+
+
+def test_board_carries_weights_returns_and_stop() -> None:
+    released: list[int] = []
+    board = ParamBoard(actors=2, window=3, release=lambda: released.append(1)).start()
+    try:
+        learner, a0, a1 = (BoardClient(board.address) for _ in range(3))
+        assert a0.get() is None  # nothing published yet
+        w = np.arange(10, dtype=np.float32)
+        learner.put(1, w)
+        got = a0.get()
+        assert got is not None and np.array_equal(got, w)
+        assert a0.get() is None  # not newer than what it has
+        learner.put(2, w + 1)
+        got = a0.get()
+        assert got is not None and np.array_equal(got, w + 1) and a0.version == 2
+        for r in (1.0, 2.0, 3.0, 4.0):  # a window of 3: the oldest return leaves
+            a1.episode(r, 5)
+        learner.get()
+        assert learner.window == (9.0, 3) and learner.env_steps == 20
+        a0.actor_done(1)
+        assert not a0.stop and not released
+        a1.actor_done(2)
+        assert a1.stop and released == [1]
+        learner.learner_done()
+        assert released == [1]  # released once
+        assert learner.env_steps == 23
+        for c in (learner, a0, a1):
+            c.close()
+    finally:
+        board.close()
+
+
+def test_actor_epsilons_spread_like_apex() -> None:
+    eps = [actor_epsilon(0.02, i, 4) for i in range(4)]
+    assert eps[0] == pytest.approx(0.02) and eps[-1] == pytest.approx(0.02 ** 2)
+    assert eps == sorted(eps, reverse=True)
+    assert actor_epsilon(0.02, 0, 1) == pytest.approx(0.02)
+
+
+def test_rate_limit_defaults_follow_the_algorithm() -> None:
+    cfg = DQNConfig()
+    apex = ApexConfig(actors=4, learners=2)
+    min_size, spi, err = rate_limits("dqn", cfg, apex)
+    assert min_size == cfg.learning_starts
+    assert spi == cfg.batch_size / cfg.train_frequency
+    # both sides can always move: a learner round and an actor push fit in the buffer
+    assert err >= cfg.batch_size * apex.learners and err >= spi * apex.push_every
+    assert rate_limits("dqn", cfg, ApexConfig(samples_per_insert=2.0, error_buffer=300.0,
+                                              min_size=7)) == (7, 2.0, 300.0)
+
+
+def test_bad_topologies_are_refused_before_anything_starts() -> None:
+    cfg = DQNConfig(total_timesteps=100)
+    dist = DistConfig(workers=1, sync="inswitch")
+    with pytest.raises(ValueError, match="innet"):
+        run_apex("dqn", cfg, ApexConfig(), dist, ReplaySpec(kind="server"),
+                 target_return=None, progress=False)
+    with pytest.raises(ValueError, match="actor/learner topology runs"):
+        run_apex("ppo", cfg, ApexConfig(), dist, ReplaySpec(kind="innet"),
+                 target_return=None, progress=False)
+    with pytest.raises(ValueError, match="at least one"):
+        run_apex("dqn", cfg, ApexConfig(actors=0), dist, ReplaySpec(kind="innet"),
+                 target_return=None, progress=False)
+    # 2 learners aggregate on ids 0-1, replay ids 2..: 2 + 7 actors > 8
+    with pytest.raises(ValueError, match="member ids"):
+        run_apex("dqn", cfg, ApexConfig(actors=5, learners=2), dist, ReplaySpec(kind="innet"),
+                 target_return=None, progress=False)
