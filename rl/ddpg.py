@@ -185,7 +185,7 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                                    actor_loss=actor_loss.item(), critic_loss=critic_loss.item(),
                                    rounds=exchange.log.rounds)
         record_solved(result, exchange, timer, step * ctx.world)
-        if exchange.stopped:
+        if exchange.stopped or ctx.iterations_done(result.iterations):
             break
 
     exchange.close()

@@ -61,6 +61,13 @@ class WorkerContext:
     window: int = 5
     record_digests: bool = False
     board: StopBoard | None = None
+    max_iterations: int | None = None
+    """Stop after this many logged iterations (``--iterations``; None: the budget)."""
+
+    def iterations_done(self, iterations: int) -> bool:
+        """Whether a worker that has logged ``iterations`` iterations has reached
+        :attr:`max_iterations`."""
+        return self.max_iterations is not None and iterations >= self.max_iterations
 
 
 @dataclass
