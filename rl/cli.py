@@ -225,9 +225,9 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
         replay = ReplaySpec(kind=kind, seed=cfg.seed, url=args.switch if kind == "innet"
                             else None)
         if kind != "innet":  # the switch's record size is its own; host memories fit the env
-            obs_shape, act_shape, n = env_spaces(cfg.env_id)
-            replay.record_bytes = max(replay.record_bytes,
-                                      replay_record_bytes(obs_shape, act_shape, n is not None))
+            obs_space, act_space = env_spaces(cfg.env_id)
+            replay.record_bytes = max(replay.record_bytes, replay_record_bytes(
+                tuple(obs_space.shape), tuple(act_space.shape or ()), act_space.shape == ()))
             if paper and PAPER[args.algo].replay_capacity is not None:
                 replay.capacity = int(PAPER[args.algo].replay_capacity)
         dist.replay = kind

@@ -135,6 +135,7 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
         record_bytes=ctx.replay.record_bytes))
     window = EpisodeWindow(ctx.window)
     timer = SplitTimer(lambda: exchange.log.comm_seconds + replay.comm_seconds)
+    grad_comm = 0.0  # the gradient exchange's part of comm_s (the rest is replay access)
     result = WorkerResult(rank=ctx.rank)
 
     steps_per_worker = max(cfg.learning_starts + 1, cfg.total_timesteps // ctx.world)
@@ -180,9 +181,12 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
 
         if updates % cfg.log_every == 0:
             compute, comm = timer.lap()
+            grad_comm_s = exchange.log.comm_seconds - grad_comm
+            grad_comm = exchange.log.comm_seconds
             result.iterations += 1
             ctx.reporter.iteration(result.iterations, step, compute, comm,
                                    actor_loss=actor_loss.item(), critic_loss=critic_loss.item(),
+                                   grad_comm_s=grad_comm_s,
                                    rounds=exchange.log.rounds)
         record_solved(result, exchange, timer, step * ctx.world)
         if exchange.stopped or ctx.iterations_done(result.iterations):

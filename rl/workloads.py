@@ -24,6 +24,7 @@ from the models.) Two CPUs cannot train these to the end: bound a run with
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -103,17 +104,14 @@ def replay_record_bytes(obs_shape: tuple[int, ...], action_shape: tuple[int, ...
     return -(-need // 64) * 64
 
 
-def env_spaces(env_id: str) -> tuple[tuple[int, ...], tuple[int, ...], int | None]:
-    """(observation shape, action shape, number of discrete actions or None) of an env."""
-    import gymnasium as gym
-
+@functools.cache
+def env_spaces(env_id: str) -> tuple[Any, Any]:
+    """(observation space, action space) of an env (made once per id and process)."""
     from rl.common.envs import make_env
 
     env = make_env(env_id)
     try:
-        space = env.action_space
-        n = int(space.n) if isinstance(space, gym.spaces.Discrete) else None
-        return tuple(env.observation_space.shape), tuple(space.shape or ()), n
+        return env.observation_space, env.action_space
     finally:
         env.close()
 
@@ -122,28 +120,22 @@ def paper_networks(algo: str, seed: int = 1) -> list[nn.Module]:
     """The networks whose gradient one exchange of ``algo``'s paper workload carries,
     built as its worker builds them (DDPG: actor and critic)."""
     from rl import a2c, ddpg, dqn, ppo
-    from rl.common.envs import make_env, torch_generator
+    from rl.common.envs import torch_generator
 
     wl = PAPER[algo]
-    obs_shape, act_shape, n = env_spaces(wl.env_id)
+    obs_space, act_space = env_spaces(wl.env_id)
+    obs_shape = tuple(obs_space.shape)
     hidden = int(wl.config["hidden"])
     gen = torch_generator(seed)
     if algo == "dqn":
-        assert n is not None
-        return [dqn.build_q_network(obs_shape, n, hidden, gen)]
+        return [dqn.build_q_network(obs_shape, int(act_space.n), hidden, gen)]
     if algo == "a2c":
-        assert n is not None
-        return [a2c.build_model(obs_shape, n, hidden, gen)]
+        return [a2c.build_model(obs_shape, int(act_space.n), hidden, gen)]
     obs_dim = int(np.prod(obs_shape))
     if algo == "ppo":
-        env = make_env(wl.env_id)
-        try:
-            return [ppo.build_agent(obs_dim, env.action_space, hidden, gen)]
-        finally:
-            env.close()
-    act_dim = int(np.prod(act_shape))
-    low, high = -np.ones(act_dim, np.float32), np.ones(act_dim, np.float32)
-    return [ddpg.Actor(obs_dim, act_dim, hidden, low, high, gen),
+        return [ppo.build_agent(obs_dim, act_space, hidden, gen)]
+    act_dim = int(np.prod(act_space.shape))
+    return [ddpg.Actor(obs_dim, act_dim, hidden, act_space.low, act_space.high, gen),
             ddpg.Critic(obs_dim, act_dim, hidden, gen)]
 
 
