@@ -260,7 +260,8 @@ def _train_rank(args: argparse.Namespace, mod: ModuleType, cfg: Any, dist: Any, 
     if info.rank == 0:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(json.dumps(
-            {"algo": args.algo, "config": config_dict(cfg), "dist": dataclasses.asdict(dist),
+            {"algo": args.algo, "workload": getattr(args, "workload", "demo"),
+             "config": config_dict(cfg), "dist": dataclasses.asdict(dist),
              "target": target}, indent=2))
         via = f" ({dist.inswitch_api})" if dist.sync == "inswitch" else ""
         print(f"netrl: {args.algo} on {cfg.env_id}, {info.world} torchrun ranks, "

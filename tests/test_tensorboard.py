@@ -28,7 +28,7 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 def test_train_writes_the_scalars_and_switch_counters(tmp_path: Path) -> None:
     rc = cli.main(["train", "--algo", "ppo", "--sync", "inswitch", "--launcher", "thread",
-                   "--workers", "2", "--num-steps", "64", "--iterations", "3",
+                   "--workers", "2", "--num-steps", "32", "--iterations", "3",
                    "--target", "nan", "--runs-dir", str(tmp_path), "--name", "tb",
                    "--no-progress"])
     assert rc == 0
@@ -49,17 +49,18 @@ def test_train_writes_the_scalars_and_switch_counters(tmp_path: Path) -> None:
     compute = acc.Scalars("time/compute_s")
     comm = acc.Scalars("time/comm_s")
     assert [e.step for e in compute] == [int(r["iteration"]) for r in rows]
+    # the CSV holds microseconds (6 decimals), the event file float32
     assert [e.value for e in compute] == pytest.approx([float(r["compute_s"]) for r in rows],
-                                                       rel=1e-5)
+                                                       abs=2e-6)
     assert [e.value for e in comm] == pytest.approx([float(r["comm_s"]) for r in rows],
-                                                    rel=1e-5)
+                                                    abs=2e-6)
     pg = [json.loads(r["metrics"])["pg_loss"] for r in rows]
     assert [e.value for e in acc.Scalars("losses/pg_loss")] == pytest.approx(pg, rel=1e-5)
 
     # every finished episode, at the global env step
     episodes = read_csv(run / "episodes.csv")
     assert [e.value for e in acc.Scalars("charts/episodic_return")] == pytest.approx(
-        [float(r["return"]) for r in episodes], rel=1e-5)
+        [float(r["return"]) for r in episodes], abs=2e-3)  # 3 decimals in the CSV
 
     # the switch's counters, read once per iteration: by iteration i both workers had
     # sent their gradients of rank 0's rounds so far (sync mode), one datagram per round

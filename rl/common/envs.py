@@ -4,6 +4,7 @@ as DQN's Nature paper does), seeded torch generators and layer initialisation.""
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 
@@ -58,7 +59,24 @@ def make_env(env_id: str) -> gym.Env:
         gym.register_envs(ale_py)
         env = ResizeFrame(gym.make(env_id, obs_type="grayscale"))
         return FrameStackObservation(env, ATARI_STACK)
+    _mujoco_warnings_to_logging()
     return gym.make(env_id)
+
+
+def _mujoco_warnings_to_logging() -> None:
+    """Route MuJoCo's warnings to the ``mujoco`` logger, when nobody else took them.
+
+    MuJoCo's default handler also appends every warning to ``MUJOCO_LOG.TXT`` in the
+    working directory (gymnasium's HalfCheetah model draws a deprecation warning from
+    mujoco 4 at every load), which would litter the checkout.
+    """
+    try:
+        import mujoco
+    except ImportError:
+        return
+    if mujoco.get_mju_user_warning() is None:
+        log = logging.getLogger("mujoco")
+        mujoco.set_mju_user_warning(lambda msg: log.warning("%s", msg))
 
 
 @dataclass
