@@ -77,7 +77,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                                 target_return=ctx.target_return, window=ctx.window,
                                 board=ctx.board, record_digests=ctx.record_digests)
     window = EpisodeWindow(ctx.window)
-    timer = SplitTimer(lambda: exchange.log.comm_seconds)
+    timer = SplitTimer(lambda: exchange.log.comm_seconds,
+                       comm_cpu=lambda: exchange.log.comm_cpu_seconds)
     result = WorkerResult(rank=ctx.rank)
 
     updates = max(1, cfg.total_timesteps // (cfg.num_envs * cfg.num_steps * ctx.world))
@@ -129,7 +130,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
         exchange.step(*window.stats)
 
         compute, comm = timer.lap()
-        ctx.reporter.iteration(update, step, compute, comm, pg_loss=pg_loss.item(),
+        ctx.reporter.iteration(update, step, compute, comm,
+                               compute_cpu_s=timer.compute_cpu, pg_loss=pg_loss.item(),
                                v_loss=v_loss.item(), entropy=entropy.item())
         result.iterations = update
         record_solved(result, exchange, timer, step * ctx.world)

@@ -134,7 +134,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
         obs_shape=obs_shape, action_shape=act_shape, action_dtype="float32",
         record_bytes=ctx.replay.record_bytes))
     window = EpisodeWindow(ctx.window)
-    timer = SplitTimer(lambda: exchange.log.comm_seconds + replay.comm_seconds)
+    timer = SplitTimer(lambda: exchange.log.comm_seconds + replay.comm_seconds,
+                       comm_cpu=lambda: exchange.log.comm_cpu_seconds)
     grad_comm = 0.0  # the gradient exchange's part of comm_s (the rest is replay access)
     result = WorkerResult(rank=ctx.rank)
 
@@ -185,6 +186,7 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
             grad_comm = exchange.log.comm_seconds
             result.iterations += 1
             ctx.reporter.iteration(result.iterations, step, compute, comm,
+                                   compute_cpu_s=timer.compute_cpu,
                                    actor_loss=actor_loss.item(), critic_loss=critic_loss.item(),
                                    grad_comm_s=grad_comm_s,
                                    rounds=exchange.log.rounds)

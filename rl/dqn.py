@@ -127,7 +127,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
         action_shape=(), action_dtype="int64",
         record_bytes=ctx.replay.record_bytes))
     window = EpisodeWindow(ctx.window)
-    timer = SplitTimer(lambda: exchange.log.comm_seconds + replay.comm_seconds)
+    timer = SplitTimer(lambda: exchange.log.comm_seconds + replay.comm_seconds,
+                       comm_cpu=lambda: exchange.log.comm_cpu_seconds)
     grad_comm = 0.0  # the gradient exchange's part of comm_s (the rest is replay access)
     result = WorkerResult(rank=ctx.rank)
 
@@ -195,7 +196,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
             grad_comm_s = exchange.log.comm_seconds - grad_comm
             grad_comm = exchange.log.comm_seconds
             result.iterations += 1
-            ctx.reporter.iteration(result.iterations, step, compute, comm, loss=loss.item(),
+            ctx.reporter.iteration(result.iterations, step, compute, comm,
+                                   compute_cpu_s=timer.compute_cpu, loss=loss.item(),
                                    grad_comm_s=grad_comm_s, epsilon=epsilon,
                                    rounds=exchange.log.rounds)
         record_solved(result, exchange, timer, step * ctx.world)

@@ -152,7 +152,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                                 target_return=ctx.target_return, window=ctx.window,
                                 board=ctx.board, record_digests=ctx.record_digests)
     window = EpisodeWindow(ctx.window)
-    timer = SplitTimer(lambda: exchange.log.comm_seconds)
+    timer = SplitTimer(lambda: exchange.log.comm_seconds,
+                       comm_cpu=lambda: exchange.log.comm_cpu_seconds)
     result = WorkerResult(rank=ctx.rank)
 
     batch_size = cfg.num_envs * cfg.num_steps
@@ -232,7 +233,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                 exchange.step(*window.stats)
 
         compute, comm = timer.lap()
-        ctx.reporter.iteration(iteration, step, compute, comm, pg_loss=pg_loss.item(),
+        ctx.reporter.iteration(iteration, step, compute, comm,
+                               compute_cpu_s=timer.compute_cpu, pg_loss=pg_loss.item(),
                                v_loss=v_loss.item(), clipfrac=float(np.mean(clipfracs)),
                                rounds=exchange.log.rounds)
         result.iterations = iteration

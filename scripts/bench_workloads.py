@@ -33,12 +33,16 @@ cluster model (``scripts/cluster_model.py``) reads. Its schema (version 1)::
           "compute_s": {"mean": float, "median": float, "n": int},
                                                     # per iteration, pooled over the ok runs
                                                     # (null, null, 0 when none is ok)
+          "compute_cpu_s": {"mean", "median", "n"}, # the same in CPU seconds of the worker
+                                                    # thread outside the gradient exchange:
+                                                    # compute on a core of its own
           "strategies": {
             "<sync>/<mode>": {                      # inswitch/sync, ps/sync, allreduce/sync,
                                                     # inswitch/async
               "status": "ok" | "refused" | "failed",
               "reason": str,                        # refused/failed only (the error's text)
               "compute_s": {"mean", "median", "n"}, # per iteration, this run
+              "compute_cpu_s": {"mean", "median", "n"},
               "comm_s": {"mean", "median", "n"},    # gradient communication per iteration
               "iteration_s": {"mean", "median", "n"},   # compute + comm, per iteration
               "wall_s": float                       # the whole run, launch to exit
@@ -54,7 +58,7 @@ on a shared machine it includes waiting for the slowest worker (skew), not only
 the transfer; per round it is ``comm_s / rounds_per_iteration``. A strategy is ``refused`` when the sync strategy declines the
 model (in-switch async above S*P elements until that limit is lifted), ``failed``
 for any other error. The output ends with one line of ``key=value``:
-``<workload>_compute_ms``, ``<workload>_grad_bytes`` and
+``<workload>_compute_ms``, ``<workload>_compute_cpu_ms``, ``<workload>_grad_bytes`` and
 ``<workload>_comm_ms_<sync>_<mode>`` (medians, ms; ``refused`` where refused)::
 
     python scripts/bench_workloads.py                 # all four, 4 workers
@@ -83,7 +87,7 @@ sys.path.insert(0, str(REPO))
 
 STRATEGIES = ("inswitch/sync", "ps/sync", "allreduce/sync", "inswitch/async")
 """The runs made per workload, ``<sync>/<mode>``."""
-ITERATIONS = {"dqn": 12, "a2c": 12, "ppo": 3, "ddpg": 12}
+ITERATIONS = {"dqn": 20, "a2c": 20, "ppo": 4, "ddpg": 30}
 """Default --iterations per algorithm (a PPO iteration is 64 gradient exchanges)."""
 DOMAIN = {"dqn": "atari", "a2c": "atari", "ppo": "mujoco", "ddpg": "mujoco"}
 REFUSED = "async in-switch needs one round per slot"
@@ -98,10 +102,11 @@ def stats(values: list[float]) -> dict[str, float | int | None]:
             "n": len(values)}
 
 
-def read_iterations(run_dir: Path) -> tuple[list[float], list[float]]:
-    """Per-iteration compute and gradient communication seconds of a run, first iteration
-    of every worker left out (``grad_comm_s`` where the worker logs it, else ``comm_s``)."""
-    compute, comm = [], []
+def read_iterations(run_dir: Path) -> tuple[list[float], list[float], list[float]]:
+    """Per-iteration compute, gradient communication and compute CPU seconds of a run,
+    first iteration of every worker left out (``grad_comm_s`` where the worker logs it,
+    else ``comm_s``)."""
+    compute, comm, cpu = [], [], []
     with open(run_dir / "iterations.csv", newline="") as f:
         for row in csv.DictReader(f):
             if int(row["iteration"]) <= 1:
@@ -109,7 +114,8 @@ def read_iterations(run_dir: Path) -> tuple[list[float], list[float]]:
             metrics = json.loads(row["metrics"])
             compute.append(float(row["compute_s"]))
             comm.append(float(metrics.get("grad_comm_s", row["comm_s"])))
-    return compute, comm
+            cpu.append(float(metrics["compute_cpu_s"]))
+    return compute, comm, cpu
 
 
 def run_one(algo: str, sync: str, mode: str, *, workers: int, iterations: int, seed: int,
@@ -133,10 +139,11 @@ def run_one(algo: str, sync: str, mode: str, *, workers: int, iterations: int, s
                        if "Error" in ln), text.splitlines()[-1] if text else "")
         return {"status": status, "reason": reason[:300], "wall_s": time.time() - t0}, 0.0
     wall = time.time() - t0
-    compute, comm = read_iterations(run_dir)
+    compute, comm, cpu = read_iterations(run_dir)
     r0 = summary.results[0]
     rounds = r0.rounds / max(1, r0.iterations)
-    return {"status": "ok", "compute_s": stats(compute), "comm_s": stats(comm),
+    return {"status": "ok", "compute_s": stats(compute), "compute_cpu_s": stats(cpu),
+            "comm_s": stats(comm),
             "iteration_s": stats([a + b for a, b in zip(compute, comm, strict=True)]),
             "wall_s": wall}, rounds
 
@@ -162,8 +169,10 @@ def bench(algos: list[str], strategies: list[str], *, workers: int,
         entry: dict[str, Any] = {
             "algo": algo, "env": wl.env_id, "params": params, "grad_bytes": nbytes,
             "paper_grad_bytes": wl.paper_grad_bytes, "iterations": iterations[algo],
-            "rounds_per_iteration": None, "compute_s": stats([]), "strategies": {}}
+            "rounds_per_iteration": None, "compute_s": stats([]),
+            "compute_cpu_s": stats([]), "strategies": {}}
         pooled: list[float] = []
+        pooled_cpu: list[float] = []
         for strat in strategies:
             sync, mode = strat.split("/")
             print(f"  {name} {strat} ...", flush=True, file=sys.stderr)
@@ -173,15 +182,19 @@ def bench(algos: list[str], strategies: list[str], *, workers: int,
             entry["strategies"][strat] = res
             if res["status"] == "ok":
                 entry["rounds_per_iteration"] = rounds
-                pooled += read_iterations(runs / f"{name}-{sync}-{mode}")[0]
+                compute, _, cpu = read_iterations(runs / f"{name}-{sync}-{mode}")
+                pooled += compute
+                pooled_cpu += cpu
         entry["compute_s"] = stats(pooled)
+        entry["compute_cpu_s"] = stats(pooled_cpu)
         doc["workloads"][name] = entry
     return doc
 
 
 def table(doc: dict[str, Any]) -> str:
     """The per-iteration figures as a text table (ms, medians)."""
-    lines = [f"{'workload':12s} {'params':>9s} {'grad':>9s} {'rnd/it':>6s} {'compute':>9s}  "
+    lines = [f"{'workload':12s} {'params':>9s} {'grad':>9s} {'rnd/it':>6s} {'compute':>9s} "
+             f"{'cpu':>9s}  "
              + "  ".join(f"{s:>15s}" for s in STRATEGIES)]
     for name, e in doc["workloads"].items():
         cells = []
@@ -193,12 +206,15 @@ def table(doc: dict[str, Any]) -> str:
                 cells.append(f"{r['status']:>15s}")
             else:
                 cells.append(f"{1e3 * r['comm_s']['median']:12.1f} ms")
-        rounds, compute = e["rounds_per_iteration"], e["compute_s"]["median"]
+        rounds = e["rounds_per_iteration"]
+        compute, cpu = e["compute_s"]["median"], e["compute_cpu_s"]["median"]
         lines.append(f"{name:12s} {e['params']:9d} {e['grad_bytes']:9d} "
                      + (f"{rounds:6.0f} " if rounds is not None else f"{'-':>6s} ")
-                     + (f"{1e3 * compute:6.1f} ms  " if compute is not None else f"{'-':>9s}  ")
+                     + (f"{1e3 * compute:6.1f} ms " if compute is not None else f"{'-':>9s} ")
+                     + (f"{1e3 * cpu:6.1f} ms  " if cpu is not None else f"{'-':>9s}  ")
                      + "  ".join(cells))
-    lines.append("(medians per iteration; columns per strategy: gradient communication)")
+    lines.append("(medians per iteration; compute: wall, cpu: CPU of the worker thread; "
+                 "columns per strategy: gradient communication)")
     return "\n".join(lines)
 
 
@@ -206,8 +222,9 @@ def figures(doc: dict[str, Any]) -> dict[str, str]:
     """The final ``key=value`` line's figures."""
     kv: dict[str, str] = {}
     for name, e in doc["workloads"].items():
-        compute = e["compute_s"]["median"]
+        compute, cpu = e["compute_s"]["median"], e["compute_cpu_s"]["median"]
         kv[f"{name}_compute_ms"] = "failed" if compute is None else f"{1e3 * compute:.2f}"
+        kv[f"{name}_compute_cpu_ms"] = "failed" if cpu is None else f"{1e3 * cpu:.2f}"
         kv[f"{name}_grad_bytes"] = str(e["grad_bytes"])
         for s, r in e["strategies"].items():
             key = f"{name}_comm_ms_{s.replace('/', '_')}"
@@ -223,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--iterations", type=int, default=None,
-                        help="per run (default: 12, PPO 3); the first is warm-up")
+                        help="per run (default: 20 DQN and A2C, 4 PPO, 30 DDPG); "
+                             "the first is warm-up")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default=str(REPO / "docs" / "data" / "workloads.json"))
     parser.add_argument("--runs-dir", default=None, help="keep the runs here (default: a "

@@ -40,7 +40,7 @@ def test_train_writes_the_scalars_and_switch_counters(tmp_path: Path) -> None:
     tags = set(acc.Tags()["scalars"])
     for tag in ("charts/episodic_return", "charts/episodic_length", "charts/SPS",
                 "losses/pg_loss", "losses/v_loss", "time/compute_s", "time/comm_s",
-                "time/iteration_s", "switch/CNT_RX_GRADIENT", "switch/CNT_TX_RESULT",
+                "time/iteration_s", "time/compute_cpu_s", "switch/CNT_RX_GRADIENT", "switch/CNT_TX_RESULT",
                 "switch/CNT_DROP_STALE"):
         assert tag in tags, tag
 

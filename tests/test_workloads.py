@@ -70,6 +70,9 @@ def test_iterations_stops_a_cartpole_run(tmp_path: Path) -> None:
         rows = iteration_rows(run)
         assert sorted((int(r["rank"]), int(r["iteration"])) for r in rows) == \
             [(rank, i) for rank in range(2) for i in range(1, n + 1)]
+        for r in rows:  # a thread's CPU time outside communication fits in its wall time
+            cpu = json.loads(r["metrics"])["compute_cpu_s"]
+            assert 0 < cpu <= float(r["compute_s"]) + 2e-3
         summary = json.loads((run / "summary.json").read_text())
         assert summary["iterations"] == n
         # far below the budget (200,000 env steps): --iterations stopped it

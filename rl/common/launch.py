@@ -415,7 +415,7 @@ class RunCollector:
                 self._it_csv.writerow([f"{t - self.t_wall:.3f}", rank, it, step, sum(steps),
                                        f"{compute:.6f}", f"{comm:.6f}", json.dumps(metrics)])
             if self.tb is not None:
-                self.tb.iteration(rank, it, sum(steps), compute, comm, metrics)
+                self.tb.iteration(rank, it, sum(steps), compute, comm, metrics, t - self.t_wall)
             mean_ret = f"{np.mean(self.recent):7.1f}" if self.recent else "    n/a"
             c = np.mean([s[0] for s in self.split])
             m = np.mean([s[1] for s in self.split])

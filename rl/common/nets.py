@@ -36,7 +36,7 @@ def is_image(obs_shape: tuple[int, ...]) -> bool:
 
 
 class NatureCNN(nn.Module):
-    """The Nature-DQN torso: frames (B, C, 84, 84), uint8 or float in [0, 255], to ``hidden`` features.
+    """The Nature-DQN torso: frames (B, C, 84, 84) in [0, 255] to ``hidden`` features.
 
     Parameters
     ----------

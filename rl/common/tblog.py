@@ -10,19 +10,20 @@ where CleanRL has one):
     Rank 0's per-iteration metrics (``pg_loss``, ``v_loss``, ``loss``, ...), at the
     global env step.
 ``time/compute_s``, ``time/comm_s``, ``time/iteration_s``
-    Rank 0's compute/communication split of each iteration, at its iteration number;
+    Rank 0's compute/communication split of each iteration, at its iteration number,
+    with its metrics in seconds (``time/compute_cpu_s``, ``time/grad_comm_s``);
     ``charts/SPS`` the env steps per second over all workers.
 ``switch/<CNT_*>``
     When the run uses a switch: its counters (``CNT_RX_GRADIENT``, ``CNT_DROP_STALE``,
     ...) read through :class:`hostdrv.SwitchControl` once per rank-0 iteration, at
-    its iteration number.
+    its iteration number, while the run is live (under torchrun rank 0 writes the
+    event file from the gathered reports after the run: no counters).
 
 Open them with ``tensorboard --logdir runs`` (or one run's folder).
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,6 @@ class TensorBoardLog:
         self.writer = SummaryWriter(log_dir=str(out))
         self.switch_url = switch_url
         self._ctl: Any = None
-        self._t0 = time.time()
 
     def episode(self, global_step: int, ret: float, length: int) -> None:
         """One finished episode."""
@@ -52,17 +52,22 @@ class TensorBoardLog:
         self.writer.add_scalar("charts/episodic_length", length, global_step)
 
     def iteration(self, rank: int, it: int, global_step: int, compute_s: float, comm_s: float,
-                  metrics: dict[str, float]) -> None:
-        """One worker iteration; rank 0's are written, with the switch's counters."""
+                  metrics: dict[str, float], elapsed_s: float) -> None:
+        """One worker iteration (``elapsed_s`` after every worker was up); rank 0's are
+        written, with the switch's counters."""
         if rank != 0:
             return
         w = self.writer
         for name, value in metrics.items():
-            w.add_scalar(f"losses/{name}", value, global_step)
+            if name.endswith("_s"):  # compute_cpu_s, grad_comm_s: seconds of this iteration
+                w.add_scalar(f"time/{name}", value, it)
+            else:
+                w.add_scalar(f"losses/{name}", value, global_step)
         w.add_scalar("time/compute_s", compute_s, it)
         w.add_scalar("time/comm_s", comm_s, it)
         w.add_scalar("time/iteration_s", compute_s + comm_s, it)
-        w.add_scalar("charts/SPS", global_step / max(1e-9, time.time() - self._t0), global_step)
+        if elapsed_s > 0:
+            w.add_scalar("charts/SPS", global_step / elapsed_s, global_step)
         for name, value in self.switch_counters().items():
             w.add_scalar(f"switch/{name}", value, it)
 
