@@ -24,7 +24,6 @@ from the models.) Two CPUs cannot train these to the end: bound a run with
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -104,9 +103,8 @@ def replay_record_bytes(obs_shape: tuple[int, ...], action_shape: tuple[int, ...
     return -(-need // 64) * 64
 
 
-@functools.cache
 def env_spaces(env_id: str) -> tuple[Any, Any]:
-    """(observation space, action space) of an env (made once per id and process)."""
+    """(observation space, action space) of an env (made, read and closed)."""
     from rl.common.envs import make_env
 
     env = make_env(env_id)
