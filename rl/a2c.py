@@ -29,6 +29,7 @@ from rl.common import (
     record_solved,
     torch_generator,
 )
+from rl.common.nets import ActorCriticCNN, is_image
 from rl.sync import GradientExchange, make_sync
 
 
@@ -52,25 +53,36 @@ class Config:
     max_grad_norm: float = 0.5
     norm_adv: bool = True
     hidden: int = 64
+    """Hidden units (MLP layers; on frames, the Nature-CNN's fully connected layer)."""
+
+
+def build_model(obs_shape: tuple[int, ...], n_actions: int, hidden: int,
+                gen: torch.Generator) -> ActorCriticMLP | ActorCriticCNN:
+    """The actor-critic for an observation shape: a CNN on frames, MLPs on vectors."""
+    if is_image(obs_shape):
+        return ActorCriticCNN(obs_shape, n_actions, hidden, gen)
+    return ActorCriticMLP(int(np.prod(obs_shape)), n_actions, hidden, gen)
 
 
 def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
     """Run one A2C worker until the budget is spent or the workers agree it is solved."""
     gen = torch_generator(cfg.seed + 7919 * ctx.rank)
     envs = EnvPool(cfg.env_id, cfg.num_envs, cfg.seed + 1000 * ctx.rank)
-    obs_dim = int(np.prod(envs.observation_space.shape))
-    model = ActorCriticMLP(obs_dim, int(envs.action_space.n), cfg.hidden, torch_generator(cfg.seed))
+    obs_shape = tuple(envs.observation_space.shape)
+    model = build_model(obs_shape, int(envs.action_space.n), cfg.hidden,
+                        torch_generator(cfg.seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     exchange = GradientExchange(make_sync(ctx.sync, ctx.rank), list(model.parameters()),
                                 optimizer, max_grad_norm=cfg.max_grad_norm,
                                 target_return=ctx.target_return, window=ctx.window,
                                 board=ctx.board, record_digests=ctx.record_digests)
     window = EpisodeWindow(ctx.window)
-    timer = SplitTimer(lambda: exchange.log.comm_seconds)
+    timer = SplitTimer(lambda: exchange.log.comm_seconds,
+                       comm_cpu=lambda: exchange.log.comm_cpu_seconds)
     result = WorkerResult(rank=ctx.rank)
 
     updates = max(1, cfg.total_timesteps // (cfg.num_envs * cfg.num_steps * ctx.world))
-    obs_buf = torch.zeros((cfg.num_steps, cfg.num_envs, obs_dim))
+    obs_buf = torch.zeros((cfg.num_steps, cfg.num_envs, *obs_shape))
     act_buf = torch.zeros((cfg.num_steps, cfg.num_envs), dtype=torch.long)
     rew_buf = torch.zeros((cfg.num_steps, cfg.num_envs))
     done_buf = torch.zeros((cfg.num_steps, cfg.num_envs))
@@ -96,8 +108,9 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                 ctx.reporter.episode(step, ret, length)
 
         # -- advantages (GAE) and loss ---------------------------------------------------
-        flat_obs = obs_buf.reshape(-1, obs_dim)
-        values = model.value(flat_obs).reshape(cfg.num_steps, cfg.num_envs)
+        flat_obs = obs_buf.reshape(-1, *obs_shape)
+        logits, values = model.logits_and_value(flat_obs)
+        values = values.reshape(cfg.num_steps, cfg.num_envs)
         with torch.no_grad():
             next_value = model.value(next_obs)
             v = values.detach()
@@ -107,7 +120,7 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
         adv = advantages.reshape(-1)
         if cfg.norm_adv:
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        dist = torch.distributions.Categorical(logits=model.actor(flat_obs))
+        dist = torch.distributions.Categorical(logits=logits)
         pg_loss = -(dist.log_prob(act_buf.reshape(-1)) * adv).mean()
         v_loss = 0.5 * ((values.reshape(-1) - returns.reshape(-1)) ** 2).mean()
         entropy = dist.entropy().mean()
@@ -117,11 +130,12 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
         exchange.step(*window.stats)
 
         compute, comm = timer.lap()
-        ctx.reporter.iteration(update, step, compute, comm, pg_loss=pg_loss.item(),
+        ctx.reporter.iteration(update, step, compute, comm,
+                               compute_cpu_s=timer.compute_cpu, pg_loss=pg_loss.item(),
                                v_loss=v_loss.item(), entropy=entropy.item())
         result.iterations = update
         record_solved(result, exchange, timer, step * ctx.world)
-        if exchange.stopped:
+        if exchange.stopped or ctx.iterations_done(update):
             break
 
     exchange.close()

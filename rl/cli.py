@@ -10,6 +10,8 @@ Examples
     netrl train --algo ppo --help          # PPO's hyper-parameters as options
     netrl compare --algo ppo --workers 4   # inswitch vs ps vs allreduce, same seed
     netrl regs serial:///dev/ttyUSB1 dump   # registers by name (hostdrv.regs_cli)
+    # the papers' workloads (DQN/A2C on Pong, PPO/DDPG on HalfCheetah), bounded:
+    netrl train --workload paper --algo dqn --iterations 20 --sync inswitch
     # one worker per rank on N hosts (the same command on every host):
     torchrun --nnodes=N --nproc-per-node=1 --rdzv-backend=c10d \
              --rdzv-endpoint=HOST:29400 -m rl train --algo ppo --sync inswitch
@@ -18,8 +20,9 @@ Examples
 Without ``--switch`` a soft switch is started in the launcher (under torchrun:
 by rank 0). Everything a run writes goes to ``runs/<name>/``:
 ``episodes.csv``, ``iterations.csv``, ``summary.json``, ``config.json``,
-``return.png`` and ``time_split.png`` (under torchrun on rank 0's host, plus
-``ranks.json``).
+``return.png``, ``time_split.png`` and TensorBoard event files
+(``events.out.tfevents.*``; ``--no-tensorboard`` leaves them out) (under
+torchrun on rank 0's host, plus ``ranks.json``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from rl.workloads import PAPER, WORKLOADS, apply_workload, env_spaces, replay_record_bytes
 
 ALGOS = {"dqn": "CartPole-v1", "a2c": "CartPole-v1", "ppo": "CartPole-v1",
          "ddpg": "Pendulum-v1"}
@@ -76,7 +81,18 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``train`` and ``compare``."""
     parser.add_argument("--algo", choices=sorted(ALGOS), default="ppo", help="algorithm")
     parser.add_argument("--env", default=None,
-                        help="gymnasium id (default CartPole-v1, Pendulum-v1 for ddpg)")
+                        help="gymnasium id (default CartPole-v1, Pendulum-v1 for ddpg; "
+                             "with --workload paper ALE/Pong-v5 or HalfCheetah-v5)")
+    parser.add_argument("--workload", choices=WORKLOADS, default="demo",
+                        help="demo: CartPole/Pendulum networks; paper: the iSwitch paper's "
+                             "workloads (DQN, A2C on Atari Pong with the Nature CNN; PPO, DDPG "
+                             "on MuJoCo HalfCheetah), see rl/workloads.py")
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="stop every worker after N logged iterations (rows of "
+                             "iterations.csv; one gradient update each for dqn/ddpg with "
+                             "--workload paper)")
+    parser.add_argument("--no-tensorboard", action="store_true",
+                        help="no TensorBoard event files in the run folder")
     parser.add_argument("--workers", type=int, default=4, help="N worker processes")
     parser.add_argument("--mode", choices=("sync", "async"), default="sync",
                         help="sync: all N gradients per round; async: threshold H, staleness")
@@ -154,11 +170,23 @@ def _algo_from_argv(argv: Sequence[str]) -> str | None:
     return None
 
 
+def env_of(args: argparse.Namespace) -> str:
+    """The run's environment: ``--env``, else the algorithm's default for the workload."""
+    if args.env:
+        return str(args.env)
+    if getattr(args, "workload", "demo") == "paper":
+        return PAPER[args.algo].env_id
+    return ALGOS[args.algo]
+
+
 def make_config(args: argparse.Namespace) -> Any:
-    """The algorithm's ``Config`` with the command-line overrides applied."""
+    """The algorithm's ``Config`` with the workload's settings, then the command-line
+    overrides applied."""
     mod = algo_module(args.algo)
     cfg = mod.Config()
-    cfg.env_id = args.env or ALGOS[args.algo]
+    if getattr(args, "workload", "demo") == "paper":
+        apply_workload(cfg, PAPER[args.algo])
+    cfg.env_id = env_of(args)
     cfg.seed = args.seed
     if args.total_steps is not None:
         cfg.total_timesteps = args.total_steps
@@ -176,25 +204,39 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
 
     mod = algo_module(args.algo)
     cfg = make_config(args)
+    paper = getattr(args, "workload", "demo") == "paper"
     target = args.target if args.target is not None else TARGETS.get(cfg.env_id)
     if target is not None and target != target:  # nan: train the whole budget
         target = None
+    if args.iterations is not None and args.iterations < 1:
+        raise SystemExit(f"netrl: --iterations {args.iterations} must be >= 1")
     dist = DistConfig(workers=args.workers, sync=sync, mode=args.mode, dtype=args.dtype,
                       threshold=args.threshold, staleness=args.staleness,
                       pipeline=args.pipeline, scale=args.scale, switch=args.switch,
                       elems=args.elems, inswitch_api=args.inswitch_api,
-                      launcher="thread" if sync == "reference" else launcher_of(args))
+                      launcher="thread" if sync == "reference" else launcher_of(args),
+                      iterations=args.iterations,
+                      tensorboard=not getattr(args, "no_tensorboard", False))
     replay = None
     if args.algo in ("dqn", "ddpg"):
         kind = REPLAY_FOR_SYNC[sync] if args.replay == "auto" else args.replay
+        if paper and args.replay == "auto":
+            kind = "local"  # the paper workloads' records do not fit the switch's (128 B)
         replay = ReplaySpec(kind=kind, seed=cfg.seed, url=args.switch if kind == "innet"
                             else None)
+        if kind != "innet":  # the switch's record size is its own; host memories fit the env
+            obs_space, act_space = env_spaces(cfg.env_id)
+            replay.record_bytes = max(replay.record_bytes, replay_record_bytes(
+                tuple(obs_space.shape), tuple(act_space.shape or ()), act_space.shape == ()))
+            if paper and PAPER[args.algo].replay_capacity is not None:
+                replay.capacity = int(PAPER[args.algo].replay_capacity)
         dist.replay = kind
     if dist.launcher == "torchrun":
         return _train_rank(args, mod, cfg, dist, replay, target, run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(
-        {"algo": args.algo, "config": config_dict(cfg), "dist": dataclasses.asdict(dist),
+        {"algo": args.algo, "workload": getattr(args, "workload", "demo"),
+         "config": config_dict(cfg), "dist": dataclasses.asdict(dist),
          "target": target}, indent=2))
     print(f"netrl: {args.algo} on {cfg.env_id}, {args.workers} workers, sync={sync} "
           f"mode={args.mode} dtype={args.dtype}"
@@ -218,7 +260,8 @@ def _train_rank(args: argparse.Namespace, mod: ModuleType, cfg: Any, dist: Any, 
     if info.rank == 0:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(json.dumps(
-            {"algo": args.algo, "config": config_dict(cfg), "dist": dataclasses.asdict(dist),
+            {"algo": args.algo, "workload": getattr(args, "workload", "demo"),
+             "config": config_dict(cfg), "dist": dataclasses.asdict(dist),
              "target": target}, indent=2))
         via = f" ({dist.inswitch_api})" if dist.sync == "inswitch" else ""
         print(f"netrl: {args.algo} on {cfg.env_id}, {info.world} torchrun ranks, "
@@ -255,7 +298,7 @@ def describe(summary: Any) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """``netrl train``: one run, then where its CSV and plots are."""
-    name = args.name or _run_name(args.algo, args.env or ALGOS[args.algo], args.sync, args.mode)
+    name = args.name or _run_name(args.algo, env_of(args), args.sync, args.mode)
     run_dir = Path(args.runs_dir) / name
     summary = train_once(args, args.sync, run_dir)
     if summary is None:  # a torchrun rank other than 0
@@ -263,6 +306,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(describe(summary))
     print(f"CSV:   {run_dir / 'episodes.csv'}  {run_dir / 'iterations.csv'}")
     print(f"plots: {run_dir / 'return.png'}  {run_dir / 'time_split.png'}")
+    if not args.no_tensorboard:
+        print(f"TensorBoard: tensorboard --logdir {run_dir}")
     return 0
 
 
@@ -271,7 +316,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from rl.plots import plot_compare
 
     syncs = [s.strip() for s in args.syncs.split(",") if s.strip()]
-    env = args.env or ALGOS[args.algo]
+    env = env_of(args)
     name = args.name or _run_name(args.algo, env, "compare", args.mode)
     root = Path(args.runs_dir) / name
     summaries = {}
@@ -294,6 +339,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _run_name(algo: str, env: str, sync: str, mode: str) -> str:
+    env = env.split("/")[-1]
     return f"{algo}-{env.split('-')[0].lower()}-{sync}-{mode}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 

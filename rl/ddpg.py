@@ -134,7 +134,9 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
         obs_shape=obs_shape, action_shape=act_shape, action_dtype="float32",
         record_bytes=ctx.replay.record_bytes))
     window = EpisodeWindow(ctx.window)
-    timer = SplitTimer(lambda: exchange.log.comm_seconds + replay.comm_seconds)
+    timer = SplitTimer(lambda: exchange.log.comm_seconds + replay.comm_seconds,
+                       comm_cpu=lambda: exchange.log.comm_cpu_seconds)
+    grad_comm = 0.0  # the gradient exchange's part of comm_s (the rest is replay access)
     result = WorkerResult(rank=ctx.rank)
 
     steps_per_worker = max(cfg.learning_starts + 1, cfg.total_timesteps // ctx.world)
@@ -180,12 +182,16 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
 
         if updates % cfg.log_every == 0:
             compute, comm = timer.lap()
+            grad_comm_s = exchange.log.comm_seconds - grad_comm
+            grad_comm = exchange.log.comm_seconds
             result.iterations += 1
             ctx.reporter.iteration(result.iterations, step, compute, comm,
+                                   compute_cpu_s=timer.compute_cpu,
                                    actor_loss=actor_loss.item(), critic_loss=critic_loss.item(),
+                                   grad_comm_s=grad_comm_s,
                                    rounds=exchange.log.rounds)
         record_solved(result, exchange, timer, step * ctx.world)
-        if exchange.stopped:
+        if exchange.stopped or ctx.iterations_done(result.iterations):
             break
 
     exchange.close()

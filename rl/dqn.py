@@ -32,6 +32,7 @@ from rl.common import (
     torch_generator,
     uniform_layer,
 )
+from rl.common.nets import CNNQNetwork, is_image
 from rl.replay import RecordLayout, make_replay
 from rl.sync import GradientExchange, make_sync
 
@@ -65,6 +66,7 @@ class Config:
     prio_eps: float = 1e-3
     double_q: bool = True
     hidden: int = 128
+    """Hidden units (MLP layers; on frames, the Nature-CNN's fully connected layer)."""
     max_grad_norm: float = 10.0
     log_every: int = 25
     """Updates per logged iteration."""
@@ -85,6 +87,14 @@ class QNetwork(nn.Module):
         return self.net(x)
 
 
+def build_q_network(obs_shape: tuple[int, ...], n_actions: int, hidden: int,
+                    gen: torch.Generator) -> nn.Module:
+    """DQN's Q-function for an observation shape: the Nature CNN on frames, an MLP on vectors."""
+    if is_image(obs_shape):
+        return CNNQNetwork(obs_shape, n_actions, hidden, gen)
+    return QNetwork(int(np.prod(obs_shape)), n_actions, hidden, gen)
+
+
 def linear_schedule(start: float, end: float, duration: int, t: int) -> float:
     """Linear interpolation from ``start`` to ``end`` over ``duration`` steps."""
     return max(end, start + (end - start) * t / max(1, duration))
@@ -97,8 +107,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
     envs = EnvPool(cfg.env_id, 1, cfg.seed + 1000 * ctx.rank)
     obs_shape = tuple(envs.observation_space.shape)
     n_actions = int(envs.action_space.n)
-    q_net = QNetwork(int(np.prod(obs_shape)), n_actions, cfg.hidden, torch_generator(cfg.seed))
-    target = QNetwork(int(np.prod(obs_shape)), n_actions, cfg.hidden, torch_generator(cfg.seed))
+    q_net = build_q_network(obs_shape, n_actions, cfg.hidden, torch_generator(cfg.seed))
+    target = build_q_network(obs_shape, n_actions, cfg.hidden, torch_generator(cfg.seed))
     target.load_state_dict(q_net.state_dict())
     optimizer = torch.optim.Adam(q_net.parameters(), lr=cfg.learning_rate)
 
@@ -113,10 +123,13 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                                 board=ctx.board, record_digests=ctx.record_digests,
                                 after_step=refresh_target)
     replay = make_replay(ctx.replay, ctx.rank, RecordLayout(
-        obs_shape=obs_shape, action_shape=(), action_dtype="int64",
+        obs_shape=obs_shape, obs_dtype="uint8" if is_image(obs_shape) else "float32",
+        action_shape=(), action_dtype="int64",
         record_bytes=ctx.replay.record_bytes))
     window = EpisodeWindow(ctx.window)
-    timer = SplitTimer(lambda: exchange.log.comm_seconds + replay.comm_seconds)
+    timer = SplitTimer(lambda: exchange.log.comm_seconds + replay.comm_seconds,
+                       comm_cpu=lambda: exchange.log.comm_cpu_seconds)
+    grad_comm = 0.0  # the gradient exchange's part of comm_s (the rest is replay access)
     result = WorkerResult(rank=ctx.rank)
 
     steps_per_worker = max(cfg.learning_starts + cfg.train_frequency,
@@ -180,11 +193,15 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
 
         if updates % cfg.log_every == 0:
             compute, comm = timer.lap()
+            grad_comm_s = exchange.log.comm_seconds - grad_comm
+            grad_comm = exchange.log.comm_seconds
             result.iterations += 1
-            ctx.reporter.iteration(result.iterations, step, compute, comm, loss=loss.item(),
-                                   epsilon=epsilon, rounds=exchange.log.rounds)
+            ctx.reporter.iteration(result.iterations, step, compute, comm,
+                                   compute_cpu_s=timer.compute_cpu, loss=loss.item(),
+                                   grad_comm_s=grad_comm_s, epsilon=epsilon,
+                                   rounds=exchange.log.rounds)
         record_solved(result, exchange, timer, step * ctx.world)
-        if exchange.stopped:
+        if exchange.stopped or ctx.iterations_done(result.iterations):
             break
 
     exchange.close()

@@ -1,4 +1,9 @@
-"""PPO (clipped surrogate, GAE) for discrete actions, data-parallel over N workers.
+"""PPO (clipped surrogate, GAE), data-parallel over N workers.
+
+Discrete actions take a categorical policy (:class:`Agent`), continuous ones
+(MuJoCo's ``HalfCheetah-v5``) a diagonal Gaussian with a state-independent
+log standard deviation (:class:`GaussianAgent`, CleanRL's
+``ppo_continuous_action.py``).
 
 CleanRL's ``ppo.py`` layout, one worker's view: each worker collects its own
 rollout from ``num_envs`` seeded copies of the env, computes the PPO loss on
@@ -13,8 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import gymnasium as gym
 import numpy as np
 import torch
+from torch import nn
 
 from rl.common import (
     ActorCriticMLP,
@@ -26,6 +33,7 @@ from rl.common import (
     bootstrapped_rewards,
     finish_result,
     gae,
+    init_layer,
     record_solved,
     torch_generator,
 )
@@ -77,26 +85,83 @@ class Agent(ActorCriticMLP):
         return action, logp, self.value(x)
 
 
+class GaussianAgent(nn.Module):
+    """Continuous actions: tanh MLPs for the action mean and the value, a learned log std.
+
+    Same construction order as :class:`rl.common.ActorCriticMLP` (critic, then actor,
+    from ``gen``), the same :meth:`evaluate` and :meth:`act` as :class:`Agent`; log
+    probabilities and entropies are summed over the action's dimensions. Actions are
+    not squashed: the caller clips them to the action space.
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: int, gen: torch.Generator) -> None:
+        super().__init__()
+        self.critic = nn.Sequential(
+            init_layer(nn.Linear(obs_dim, hidden), gen), nn.Tanh(),
+            init_layer(nn.Linear(hidden, hidden), gen), nn.Tanh(),
+            init_layer(nn.Linear(hidden, 1), gen, std=1.0))
+        self.actor_mean = nn.Sequential(
+            init_layer(nn.Linear(obs_dim, hidden), gen), nn.Tanh(),
+            init_layer(nn.Linear(hidden, hidden), gen), nn.Tanh(),
+            init_layer(nn.Linear(hidden, act_dim), gen, std=0.01))
+        self.actor_logstd = nn.Parameter(torch.zeros(1, act_dim))
+
+    def value(self, x: torch.Tensor) -> torch.Tensor:
+        """State value V(x)."""
+        return self.critic(x).squeeze(-1)
+
+    def _dist(self, x: torch.Tensor) -> torch.distributions.Normal:
+        mean = self.actor_mean(x)
+        return torch.distributions.Normal(mean, self.actor_logstd.expand_as(mean).exp())
+
+    def evaluate(self, x: torch.Tensor, action: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-probability of ``action``, entropy, value."""
+        dist = self._dist(x)
+        return dist.log_prob(action).sum(-1), dist.entropy().sum(-1), self.value(x)
+
+    def act(self, x: torch.Tensor, gen: torch.Generator
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample an action with ``gen``; return action, log-probability, value."""
+        dist = self._dist(x)
+        noise = torch.randn(dist.mean.shape, generator=gen)
+        action = dist.mean + dist.stddev * noise
+        return action, dist.log_prob(action).sum(-1), self.value(x)
+
+
+def build_agent(obs_dim: int, action_space: gym.Space, hidden: int,
+                gen: torch.Generator) -> Agent | GaussianAgent:
+    """PPO's agent for an action space: categorical for ``Discrete``, Gaussian for ``Box``."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return Agent(obs_dim, int(action_space.n), hidden, gen)
+    return GaussianAgent(obs_dim, int(np.prod(action_space.shape)), hidden, gen)
+
+
 def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
     """Run one PPO worker until the budget is spent or the workers agree it is solved."""
     gen = torch_generator(cfg.seed + 7919 * ctx.rank)  # actions, minibatch order
     envs = EnvPool(cfg.env_id, cfg.num_envs, cfg.seed + 1000 * ctx.rank)
     obs_dim = int(np.prod(envs.observation_space.shape))
-    agent = Agent(obs_dim, int(envs.action_space.n), cfg.hidden, torch_generator(cfg.seed))
+    space = envs.action_space
+    agent = build_agent(obs_dim, space, cfg.hidden, torch_generator(cfg.seed))
+    continuous = isinstance(agent, GaussianAgent)
+    act_shape = tuple(space.shape) if continuous else ()
     optimizer = torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate, eps=1e-5)
     exchange = GradientExchange(make_sync(ctx.sync, ctx.rank), list(agent.parameters()),
                                 optimizer, max_grad_norm=cfg.max_grad_norm,
                                 target_return=ctx.target_return, window=ctx.window,
                                 board=ctx.board, record_digests=ctx.record_digests)
     window = EpisodeWindow(ctx.window)
-    timer = SplitTimer(lambda: exchange.log.comm_seconds)
+    timer = SplitTimer(lambda: exchange.log.comm_seconds,
+                       comm_cpu=lambda: exchange.log.comm_cpu_seconds)
     result = WorkerResult(rank=ctx.rank)
 
     batch_size = cfg.num_envs * cfg.num_steps
     minibatch_size = batch_size // cfg.num_minibatches
     iterations = max(1, cfg.total_timesteps // (batch_size * ctx.world))
     obs_buf = torch.zeros((cfg.num_steps, cfg.num_envs, obs_dim))
-    act_buf = torch.zeros((cfg.num_steps, cfg.num_envs), dtype=torch.long)
+    act_buf = torch.zeros((cfg.num_steps, cfg.num_envs, *act_shape),
+                          dtype=torch.float32 if continuous else torch.long)
     logp_buf = torch.zeros((cfg.num_steps, cfg.num_envs))
     rew_buf = torch.zeros((cfg.num_steps, cfg.num_envs))
     done_buf = torch.zeros((cfg.num_steps, cfg.num_envs))
@@ -117,7 +182,10 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
             with torch.no_grad():
                 action, logp, value = agent.act(next_obs, gen)
             act_buf[t], logp_buf[t], val_buf[t] = action, logp, value
-            out = envs.step(action.numpy())
+            env_action = action.numpy()
+            if continuous:
+                env_action = np.clip(env_action, space.low, space.high)
+            out = envs.step(env_action)
             rew_buf[t] = bootstrapped_rewards(out, agent.value, cfg.gamma)
             next_obs = torch.from_numpy(out.next_obs)
             next_done = torch.from_numpy(out.terminated | out.truncated).float()
@@ -133,7 +201,7 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
             returns = advantages + val_buf
 
         b_obs = obs_buf.reshape(-1, obs_dim)
-        b_act, b_logp = act_buf.reshape(-1), logp_buf.reshape(-1)
+        b_act, b_logp = act_buf.reshape(-1, *act_shape), logp_buf.reshape(-1)
         b_adv, b_ret, b_val = advantages.reshape(-1), returns.reshape(-1), val_buf.reshape(-1)
 
         # -- PPO update, gradients exchanged every minibatch ------------------------------
@@ -165,12 +233,13 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                 exchange.step(*window.stats)
 
         compute, comm = timer.lap()
-        ctx.reporter.iteration(iteration, step, compute, comm, pg_loss=pg_loss.item(),
+        ctx.reporter.iteration(iteration, step, compute, comm,
+                               compute_cpu_s=timer.compute_cpu, pg_loss=pg_loss.item(),
                                v_loss=v_loss.item(), clipfrac=float(np.mean(clipfracs)),
                                rounds=exchange.log.rounds)
         result.iterations = iteration
         record_solved(result, exchange, timer, step * ctx.world)
-        if exchange.stopped:
+        if exchange.stopped or ctx.iterations_done(iteration):
             break
 
     exchange.close()

@@ -25,12 +25,24 @@
 * :class:`ActorCriticMLP`, :func:`bootstrapped_rewards`, :func:`gae`: the
   actor-critic networks and the rollout arithmetic of A2C and PPO
   (:mod:`rl.common.actor_critic`).
+* :mod:`rl.common.nets`: the Nature-CNN networks of the Atari workloads
+  (DQN's Q-network, A2C's actor-critic); :func:`make_env` preprocesses Atari
+  frames (:mod:`rl.common.envs`).
+* :mod:`rl.common.tblog`: the TensorBoard event files of a run, written by
+  :class:`RunCollector` beside the CSV files.
 
 Every public name is importable from ``rl.common`` itself.
 """
 
 from rl.common.actor_critic import ActorCriticMLP, bootstrapped_rewards, gae
-from rl.common.envs import EnvPool, PoolStep, init_layer, torch_generator, uniform_layer
+from rl.common.envs import (
+    EnvPool,
+    PoolStep,
+    init_layer,
+    make_env,
+    torch_generator,
+    uniform_layer,
+)
 from rl.common.launch import Backends, DistConfig, RunCollector, config_dict, run_workers
 from rl.common.runlog import EPISODE_FIELDS, ITER_FIELDS, ProgressBar, RunSummary
 from rl.common.worker import (
@@ -65,6 +77,7 @@ __all__ = [
     "finish_result",
     "gae",
     "init_layer",
+    "make_env",
     "record_solved",
     "run_workers",
     "state_numpy",

@@ -39,6 +39,10 @@ class ActorCriticMLP(nn.Module):
         """State value V(x)."""
         return self.critic(x).squeeze(-1)
 
+    def logits_and_value(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Action logits and state value of ``x``."""
+        return self.actor(x), self.value(x)
+
 
 def bootstrapped_rewards(out: PoolStep, value: Callable[[torch.Tensor], torch.Tensor],
                          gamma: float) -> torch.Tensor:

@@ -1,14 +1,82 @@
 """Environments and seeding: :class:`EnvPool` (n seeded gymnasium envs stepped together
-with same-step autoreset), seeded torch generators and layer initialisation."""
+with same-step autoreset), :func:`make_env` (an id to an env, Atari games preprocessed
+as DQN's Nature paper does), seeded torch generators and layer initialisation."""
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
 import torch
+
+ATARI_FRAME = 84
+"""Side of the square grey frame an Atari observation is resized to."""
+ATARI_STACK = 4
+"""Frames stacked into one Atari observation."""
+
+
+class ResizeFrame(gym.ObservationWrapper):
+    """Resize a grey frame (H, W) uint8 to (side, side) by sampling rows and columns.
+
+    Nearest-neighbour sampling at the centres of ``side`` equal bands (no OpenCV:
+    gymnasium's ``AtariPreprocessing`` needs it; the ALE renders grey frames
+    itself with ``obs_type="grayscale"`` and skips frames with ``frameskip``).
+    """
+
+    def __init__(self, env: gym.Env, side: int = ATARI_FRAME) -> None:
+        super().__init__(env)
+        h, w = env.observation_space.shape[:2]
+        self._rows = ((np.arange(side) + 0.5) * h / side).astype(np.intp)
+        self._cols = ((np.arange(side) + 0.5) * w / side).astype(np.intp)
+        self.observation_space = gym.spaces.Box(0, 255, (side, side), np.uint8)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        """The resized frame."""
+        return observation[self._rows][:, self._cols]
+
+
+def is_atari(env_id: str) -> bool:
+    """Whether ``env_id`` names an Atari game of the ALE (``ALE/Pong-v5``)."""
+    return env_id.startswith("ALE/")
+
+
+def make_env(env_id: str) -> gym.Env:
+    """A gymnasium env by id; an Atari game comes preprocessed.
+
+    ``ALE/<Game>-v5``: grey frames (the ALE's ``obs_type="grayscale"``, every
+    4th frame, its default ``frameskip``), resized to 84×84 (:class:`ResizeFrame`)
+    and the last 4 stacked: observations of shape (4, 84, 84), uint8. Every
+    other id is ``gym.make(env_id)`` (MuJoCo tasks such as ``HalfCheetah-v5``
+    need the ``mujoco`` package).
+    """
+    if is_atari(env_id):
+        import ale_py
+        from gymnasium.wrappers import FrameStackObservation
+
+        gym.register_envs(ale_py)
+        env = ResizeFrame(gym.make(env_id, obs_type="grayscale"))
+        return FrameStackObservation(env, ATARI_STACK)
+    _mujoco_warnings_to_logging()
+    return gym.make(env_id)
+
+
+def _mujoco_warnings_to_logging() -> None:
+    """Route MuJoCo's warnings to the ``mujoco`` logger, when nobody else took them.
+
+    MuJoCo's default handler also appends every warning to ``MUJOCO_LOG.TXT`` in the
+    working directory (gymnasium's HalfCheetah model draws a deprecation warning from
+    mujoco 4 at every load), which would litter the checkout.
+    """
+    try:
+        import mujoco
+    except ImportError:
+        return
+    if mujoco.get_mju_user_warning() is None:
+        log = logging.getLogger("mujoco")
+        mujoco.set_mju_user_warning(lambda msg: log.warning("%s", msg))
 
 
 @dataclass
@@ -32,7 +100,8 @@ class EnvPool:
     Parameters
     ----------
     env_id : str
-        Gymnasium id (``CartPole-v1``, ``Pendulum-v1``).
+        Gymnasium id (``CartPole-v1``, ``Pendulum-v1``, ``ALE/Pong-v5``,
+        ``HalfCheetah-v5``; see :func:`make_env`).
     n : int
         Number of copies.
     seed : int
@@ -41,7 +110,7 @@ class EnvPool:
     """
 
     def __init__(self, env_id: str, n: int, seed: int) -> None:
-        self.envs = [gym.make(env_id) for _ in range(n)]
+        self.envs = [make_env(env_id) for _ in range(n)]
         self.n = n
         self.seed = seed
         self.observation_space = self.envs[0].observation_space

@@ -29,6 +29,7 @@ import torch
 from hostdrv.protocol import MAX_MEMBERS
 from hostdrv.regmap import REGISTERS
 from rl.common.runlog import EPISODE_FIELDS, ITER_FIELDS, ProgressBar, RunSummary
+from rl.common.tblog import TensorBoardLog
 from rl.common.worker import Reporter, WorkerContext, WorkerResult
 from rl.replay import ReplayBackend, ReplaySpec
 from rl.sync import StopBoard, SyncBackend, SyncSpec, default_window
@@ -98,6 +99,8 @@ class DistConfig:
     slots: int = REGISTERS["AGG_MAX_SLOTS"].reset
     timeout: float = 0.05
     inswitch_api: str = "auto"
+    iterations: int | None = None
+    tensorboard: bool = False
 
     def resolved_inswitch_api(self) -> str:
         """``inswitch_api`` with ``auto`` resolved: ``aggregator`` or ``netrl``."""
@@ -282,7 +285,7 @@ def run_workers(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dist
             board = StopBoard(mp.Value("q", -1))
             for rank in range(n):
                 ctx = WorkerContext(rank, n, spec, replay, Reporter(q, rank), target_return,
-                                    window, record_digests, board)
+                                    window, record_digests, board, dist.iterations)
                 p = mp.Process(target=_worker_main, args=(fn, cfg, ctx), name=f"netrl-w{rank}",
                                daemon=True)
                 p.start()
@@ -292,7 +295,7 @@ def run_workers(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dist
             board = StopBoard()
             for rank in range(n):
                 ctx = WorkerContext(rank, n, spec, replay, Reporter(q, rank), target_return,
-                                    window, record_digests, board)
+                                    window, record_digests, board, dist.iterations)
                 t = threading.Thread(target=_worker_main, args=(fn, cfg, ctx),
                                      name=f"netrl-w{rank}", daemon=True)
                 t.start()
@@ -301,7 +304,7 @@ def run_workers(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dist
             raise ValueError(f"launcher {dist.launcher!r} must be 'process' or 'thread'")
         summary = _collect(q, started, n, algo=algo, env_id=env_id, dist=dist,
                            total_steps=total_steps, replay=replay, out=out, progress=progress,
-                           timeout=timeout, t_wall=t_wall)
+                           timeout=timeout, t_wall=t_wall, switch_url=_switch_of(spec, replay))
     finally:
         # after a clean finish the workers are exiting; after an error or Ctrl-C, stop them now
         grace = 5.0 if sys.exc_info()[0] is None else 0.0
@@ -317,6 +320,15 @@ def run_workers(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dist
 
         plot_run(out, title=f"{algo} {env_id} {dist.sync}/{dist.mode} N={n}")
     return summary
+
+
+def _switch_of(spec: SyncSpec, replay: ReplaySpec | None) -> str | None:
+    """The URL of the run's switch (aggregation, else in-network replay), or None."""
+    if spec.kind == "inswitch" and spec.url is not None:
+        return spec.url
+    if replay is not None and replay.kind == "innet":
+        return replay.url
+    return None
 
 
 class RunCollector:
@@ -338,10 +350,16 @@ class RunCollector:
         Show the progress bar.
     t_wall : float
         Launch time (``time.time()``); the CSV time axis starts when every worker is up.
+    tensorboard : bool
+        Also write TensorBoard event files into ``out``.
+    switch_url : str or None
+        The run's switch, whose counters the event files get once per iteration
+        (only while the run is live: None when the reports are replayed afterwards).
     """
 
     def __init__(self, n: int, *, total_steps: int, out: Path | None, progress: bool,
-                 t_wall: float) -> None:
+                 t_wall: float, tensorboard: bool = False,
+                 switch_url: str | None = None) -> None:
         self.n = n
         self.out = out
         self.bar = ProgressBar(total_steps, enabled=progress)
@@ -362,6 +380,9 @@ class RunCollector:
             self._ep_csv, self._it_csv = csv.writer(ep_file), csv.writer(it_file)
             self._ep_csv.writerow(EPISODE_FIELDS)
             self._it_csv.writerow(ITER_FIELDS)
+        self.tb: TensorBoardLog | None = None
+        if out is not None and tensorboard:
+            self.tb = TensorBoardLog(out, switch_url)
 
     @property
     def finished(self) -> bool:
@@ -384,6 +405,8 @@ class RunCollector:
             if self._ep_csv is not None:
                 self._ep_csv.writerow([f"{t - self.t_wall:.3f}", rank, step, sum(steps),
                                        f"{ret:.3f}", length])
+            if self.tb is not None:
+                self.tb.episode(sum(steps), ret, length)
         elif kind == "iteration":
             _, _, _, it, step, compute, comm, metrics = msg
             steps[rank] = max(steps[rank], step)
@@ -391,6 +414,8 @@ class RunCollector:
             if self._it_csv is not None:
                 self._it_csv.writerow([f"{t - self.t_wall:.3f}", rank, it, step, sum(steps),
                                        f"{compute:.6f}", f"{comm:.6f}", json.dumps(metrics)])
+            if self.tb is not None:
+                self.tb.iteration(rank, it, sum(steps), compute, comm, metrics, t - self.t_wall)
             mean_ret = f"{np.mean(self.recent):7.1f}" if self.recent else "    n/a"
             c = np.mean([s[0] for s in self.split])
             m = np.mean([s[1] for s in self.split])
@@ -411,6 +436,9 @@ class RunCollector:
         for f in self._files:
             f.close()
         self._files = []
+        if self.tb is not None:
+            self.tb.close()
+            self.tb = None
 
     def summary(self, *, algo: str, env_id: str, dist: DistConfig,
                 replay: ReplaySpec | None) -> RunSummary:
@@ -437,9 +465,10 @@ class RunCollector:
 
 def _collect(q: Any, started: list[Any], n: int, *, algo: str, env_id: str, dist: DistConfig,
              total_steps: int, replay: ReplaySpec | None, out: Path | None, progress: bool,
-             timeout: float | None, t_wall: float) -> RunSummary:
+             timeout: float | None, t_wall: float, switch_url: str | None) -> RunSummary:
     """Drain the workers' queue into a :class:`RunCollector`; stop the workers on an error."""
-    col = RunCollector(n, total_steps=total_steps, out=out, progress=progress, t_wall=t_wall)
+    col = RunCollector(n, total_steps=total_steps, out=out, progress=progress, t_wall=t_wall,
+                       tensorboard=dist.tensorboard, switch_url=switch_url)
     deadline = None if timeout is None else time.time() + timeout
     silent = 0
     try:

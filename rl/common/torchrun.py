@@ -421,7 +421,8 @@ record_digests
         bar = ProgressBar(total_steps, enabled=progress) if rank == 0 else None
         reports = _Reports(bar, n)
         ctx = WorkerContext(rank, n, spec, rspec, Reporter(reports, rank), target_return,
-                            default_window(n), record_digests, StoreBoard(store, "board"))
+                            default_window(n), record_digests, StoreBoard(store, "board"),
+                            dist.iterations)
         failed: BaseException | None = None
         try:
             _worker_main(fn, cfg, ctx)
@@ -455,7 +456,8 @@ def _write_run(gathered: dict[int, dict[str, Any]], n: int, *, algo: str, env_id
     and the plots, as the local launcher writes them."""
     merged = sorted(((m[2], r, i, m) for r, rep in gathered.items()
                      for i, m in enumerate(rep["messages"])), key=lambda x: x[:3])
-    col = RunCollector(n, total_steps=total_steps, out=out, progress=False, t_wall=t_launch)
+    col = RunCollector(n, total_steps=total_steps, out=out, progress=False, t_wall=t_launch,
+                       tensorboard=dist.tensorboard)
     try:
         for *_, msg in merged:
             col.handle(msg)

@@ -61,6 +61,13 @@ class WorkerContext:
     window: int = 5
     record_digests: bool = False
     board: StopBoard | None = None
+    max_iterations: int | None = None
+    """Stop after this many logged iterations (``--iterations``; None: the budget)."""
+
+    def iterations_done(self, iterations: int) -> bool:
+        """Whether a worker that has logged ``iterations`` iterations has reached
+        :attr:`max_iterations`."""
+        return self.max_iterations is not None and iterations >= self.max_iterations
 
 
 @dataclass
@@ -88,15 +95,25 @@ class SplitTimer:
 
     ``comm`` is a function returning the cumulative seconds spent blocked in
     communication; :meth:`lap` returns (compute, comm) since the last lap.
+    With ``comm_cpu`` (the cumulative CPU seconds of this thread inside those
+    calls, :attr:`rl.sync.ExchangeLog.comm_cpu_seconds`) a lap also sets
+    :attr:`compute_cpu`: the CPU seconds this thread spent outside them, the
+    iteration's compute on a core of its own, whatever else shares the machine.
     """
 
-    def __init__(self, comm: Callable[[], float]) -> None:
+    def __init__(self, comm: Callable[[], float],
+                 comm_cpu: Callable[[], float] | None = None) -> None:
         self.comm = comm
+        self.comm_cpu = comm_cpu
         self.start = time.perf_counter()
         self._t = self.start
         self._c = comm()
+        self._cpu = time.thread_time()
+        self._ccpu = comm_cpu() if comm_cpu is not None else 0.0
         self.compute_total = 0.0
         self.comm_total = 0.0
+        self.compute_cpu = 0.0
+        """CPU seconds of the last lap outside communication (0 without ``comm_cpu``)."""
 
     def lap(self) -> tuple[float, float]:
         """(compute seconds, communication seconds) since the previous lap."""
@@ -106,6 +123,10 @@ class SplitTimer:
         self._t, self._c = t, c
         self.compute_total += compute
         self.comm_total += comm
+        if self.comm_cpu is not None:
+            cpu, ccpu = time.thread_time(), self.comm_cpu()
+            self.compute_cpu = max(0.0, cpu - self._cpu - (ccpu - self._ccpu))
+            self._cpu, self._ccpu = cpu, ccpu
         return compute, comm
 
     def elapsed(self) -> float:

@@ -108,6 +108,9 @@ class ExchangeLog:
 
     rounds: int = 0
     comm_seconds: float = 0.0
+    comm_cpu_seconds: float = 0.0
+    """CPU time of the calling (worker) thread inside the exchange's blocking calls (the
+    host stack's share of ``comm_seconds`` in sync mode; async rounds run on the courier)."""
     contributors: list[int] = field(default_factory=list)
     staleness: list[int] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)
@@ -229,9 +232,10 @@ class GradientExchange:
             vec = self.quantizer.encode(vec)
         version = self.applied_round + 1
         if self._courier is None:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             result = self._round_trip(vec, version)
             self.log.comm_seconds += time.perf_counter() - t0
+            self.log.comm_cpu_seconds += time.thread_time() - c0
             self._apply(result, 0)
         else:
             self._inflight.append((len(self._inflight),
@@ -247,7 +251,7 @@ class GradientExchange:
         self.board.propose(self.next_round)
         while self._inflight:
             staleness, fut = self._inflight[0]
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             try:
                 result = fut.result(timeout=self.grace)
             except FutureTimeout:
@@ -257,6 +261,7 @@ class GradientExchange:
                 break
             finally:
                 self.log.comm_seconds += time.perf_counter() - t0
+                self.log.comm_cpu_seconds += time.thread_time() - c0
             self._inflight.popleft()
             self._apply(result, staleness)
         self._done = True
@@ -272,9 +277,10 @@ class GradientExchange:
 
     def _apply_oldest(self) -> None:
         staleness, fut = self._inflight.popleft()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         result = fut.result()
         self.log.comm_seconds += time.perf_counter() - t0
+        self.log.comm_cpu_seconds += time.thread_time() - c0
         self._apply(result, staleness)
 
     def _round_trip(self, vec: np.ndarray, version: int) -> tuple[np.ndarray, int]:

@@ -1,0 +1,116 @@
+"""The papers' workloads (``--workload paper``, :mod:`rl.workloads`) and ``--iterations``.
+
+Fast: every paper network's gradient size against what ``docs/rl.md`` states
+(parameters counted from the model built as the worker builds it), and
+``--iterations`` stopping a CartPole run. Slow: each workload runs a few
+iterations through the soft switch (in-switch sync; PPO also async).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rl import cli
+from rl.common import RunSummary
+from rl.common.nets import param_count
+from rl.workloads import PAPER, paper_networks
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "rl.md"
+
+
+def documented_sizes() -> dict[str, tuple[int, int]]:
+    """``algo -> (parameters, gradient bytes)`` from the paper-workload table of docs/rl.md
+    (rows ``| dqn | ALE/Pong-v5 | ... | 1,687,206 | 6,748,824 | ...``)."""
+    sizes = {}
+    for line in DOCS.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 5 and cells[0] in PAPER and cells[1] == PAPER[cells[0]].env_id:
+            nums = [int(c.replace(",", "")) for c in cells if re.fullmatch(r"[\d,]+", c)]
+            sizes[cells[0]] = (nums[0], nums[1])
+    return sizes
+
+
+def test_paper_networks_have_the_documented_gradient_sizes() -> None:
+    docs = documented_sizes()
+    assert sorted(docs) == sorted(PAPER), "docs/rl.md lists every paper workload"
+    for algo, wl in PAPER.items():
+        params = param_count(*paper_networks(algo))
+        assert docs[algo] == (params, 4 * params), algo
+        # the order of the paper's gradient (iSwitch: 6 MB, 3 MB, 40 KB, 158 KB)
+        assert abs(4 * params - wl.paper_grad_bytes) <= 0.15 * wl.paper_grad_bytes, algo
+
+
+def test_paper_networks_are_the_same_from_the_same_seed() -> None:
+    for algo in ("ppo", "ddpg"):
+        a, b = paper_networks(algo, seed=3), paper_networks(algo, seed=3)
+        for m, n in zip(a, b, strict=True):
+            for p, q in zip(m.parameters(), n.parameters(), strict=True):
+                assert np.array_equal(p.detach().numpy(), q.detach().numpy())
+
+
+def iteration_rows(run: Path) -> list[dict[str, str]]:
+    with open(run / "iterations.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_iterations_stops_a_cartpole_run(tmp_path: Path) -> None:
+    for n in (2,):
+        rc = cli.main(["train", "--algo", "ppo", "--sync", "reference", "--workers", "2",
+                       "--num-steps", "32", "--iterations", str(n), "--target", "nan",
+                       "--runs-dir", str(tmp_path), "--name", f"it{n}", "--no-progress",
+                       "--no-tensorboard"])
+        assert rc == 0
+        run = tmp_path / f"it{n}"
+        rows = iteration_rows(run)
+        assert sorted((int(r["rank"]), int(r["iteration"])) for r in rows) == \
+            [(rank, i) for rank in range(2) for i in range(1, n + 1)]
+        for r in rows:  # a thread's CPU time outside communication fits in its wall time
+            cpu = json.loads(r["metrics"])["compute_cpu_s"]
+            assert 0 < cpu <= float(r["compute_s"]) + 2e-3
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["iterations"] == n
+        # far below the budget (200,000 env steps): --iterations stopped it
+        assert summary["env_steps"] == 2 * n * 2 * 32
+        assert not list(run.glob("events.out.tfevents.*")), "--no-tensorboard writes none"
+
+
+def run_paper(tmp_path: Path, algo: str, mode: str, iterations: int,
+              workers: int = 2) -> RunSummary:
+    args = cli.build_parser(algo).parse_args(
+        ["train", "--workload", "paper", "--algo", algo, "--workers", str(workers),
+         "--sync", "inswitch", "--mode", mode, "--iterations", str(iterations),
+         "--no-progress", "--no-tensorboard"])
+    args.store, args.launcher = None, "process"
+    return cli.train_once(args, "inswitch", tmp_path / f"{algo}-{mode}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", sorted(PAPER))
+def test_paper_workload_runs_through_the_switch(tmp_path: Path, algo: str) -> None:
+    s = run_paper(tmp_path, algo, "sync", 3)
+    assert s.env_id == PAPER[algo].env_id
+    assert [r.iterations for r in s.results] == [3, 3]
+    rows = iteration_rows(tmp_path / f"{algo}-sync")
+    assert len(rows) == 6
+    assert all(float(r["compute_s"]) > 0 and float(r["comm_s"]) > 0 for r in rows)
+    params = param_count(*paper_networks(algo))
+    assert sum(p.size for p in s.results[0].params.values()) == params
+    # sync rounds: every worker applied the same sums
+    for name, value in s.results[0].params.items():
+        assert np.array_equal(value, s.results[1].params[name]), name
+
+
+@pytest.mark.slow
+def test_paper_ppo_runs_async_through_the_switch(tmp_path: Path) -> None:
+    s = run_paper(tmp_path, "ppo", "async", 2, workers=3)
+    assert [r.iterations for r in s.results] == [2, 2, 2]
+    assert all(r.rounds > 0 for r in s.results)
+    # async rounds complete at H = N - 1 = 2 contributions
+    assert all(2 <= c <= 3 for r in s.results for c in r.contributors)
+    assert all(0 <= st <= 1 for r in s.results for st in r.staleness)  # --staleness 1
