@@ -130,6 +130,16 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
                              "in sync mode)")
     parser.add_argument("--elems", type=int, default=None,
                         help="switch packet size P (default: the largest the switch takes)")
+    parser.add_argument("--topology", choices=("workers", "apex"), default="workers",
+                        help="dqn/ddpg: workers (each acts and learns) or apex (dedicated "
+                             "actors that act and push, learners that sample and learn; "
+                             "needs --replay innet, rl/apex.py)")
+    parser.add_argument("--actors", type=int, default=4, help="apex: actor processes")
+    parser.add_argument("--learners", type=int, default=1,
+                        help="apex: learner processes (their gradients summed by --sync)")
+    parser.add_argument("--samples-per-insert", type=float, default=None,
+                        help="apex: the switch's rate limiter target (default "
+                             "batch_size / train_frequency)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -231,6 +241,8 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
             if paper and PAPER[args.algo].replay_capacity is not None:
                 replay.capacity = int(PAPER[args.algo].replay_capacity)
         dist.replay = kind
+    if getattr(args, "topology", "workers") == "apex":
+        return _train_apex(args, cfg, dist, replay, target, run_dir)
     if dist.launcher == "torchrun":
         return _train_rank(args, mod, cfg, dist, replay, target, run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -244,6 +256,41 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
     return run_workers(mod.train_worker, cfg, dist, algo=args.algo, env_id=cfg.env_id,
                        total_steps=cfg.total_timesteps, target_return=target, replay=replay,
                        run_dir=run_dir, progress=not args.no_progress)
+
+
+def _train_apex(args: argparse.Namespace, cfg: Any, dist: Any, replay: Any,
+                target: float | None, run_dir: Path) -> Any:
+    """``--topology apex``: dedicated actors and learners (:func:`rl.apex.run_apex`)."""
+    from rl.apex import ALGOS as APEX_ALGOS
+    from rl.apex import ApexConfig, run_apex
+    from rl.common import config_dict
+
+    if args.algo not in APEX_ALGOS or replay is None:
+        raise SystemExit(f"netrl: --topology apex runs {', '.join(APEX_ALGOS)}, not {args.algo}")
+    if args.replay == "auto":
+        replay.kind, replay.url = "innet", args.switch
+    if replay.kind != "innet":
+        raise SystemExit(f"netrl: --topology apex needs --replay innet (the switch's rate "
+                         f"limiter keeps actors and learners in step), not {replay.kind}")
+    if dist.launcher != "process":
+        raise SystemExit("netrl: --topology apex runs actor and learner processes "
+                         "(--launcher process)")
+    apex = ApexConfig(actors=args.actors, learners=args.learners,
+                      samples_per_insert=args.samples_per_insert)
+    dist.replay, dist.workers = "innet", args.learners
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(
+        {"algo": args.algo, "topology": "apex", "apex": dataclasses.asdict(apex),
+         "config": config_dict(cfg), "dist": dataclasses.asdict(dist), "target": target},
+        indent=2))
+    print(f"netrl: {args.algo} on {cfg.env_id}, {apex.actors} actors + {apex.learners} "
+          f"learners (sync={dist.sync}), replay=innet with the switch's rate limiter "
+          f"-> {run_dir}", flush=True)
+    try:
+        return run_apex(args.algo, cfg, apex, dist, replay, target_return=target,
+                        run_dir=run_dir, progress=not args.no_progress)
+    except ValueError as e:
+        raise SystemExit(f"netrl: {e}") from None
 
 
 def _train_rank(args: argparse.Namespace, mod: ModuleType, cfg: Any, dist: Any, replay: Any,
