@@ -26,8 +26,10 @@ from:
   ``docs/data/replay_latency.json``) for PDP'22's cuts.
 
 The model (one aggregation of G gradient bytes; ``hop`` = one link crossing =
-link delay d + the switch's RTL latency; ``ser(x)`` = x wire bytes over the
-link rate; ``h_s`` = the calibrated host cost of strategy s; beyond
+link delay d; ``ser(x)`` = x wire bytes over the link rate; ``h_s`` = the
+calibrated host cost of strategy s (see :class:`HostCost` for how it carries
+from the calibration's 4 workers to N: PS x N/4, ring (N-1)/3 steps' worth of
+G 4/N, in-switch unchanged); beyond
 ``--ports`` (MAX_MEMBERS = 8) workers a leaf layer doubles every path's links)::
 
     ps        4 hops (8 in a tree) + ser(N G) in at the PS NIC + ser(N G) out + h_ps(G, N)
@@ -39,9 +41,9 @@ link rate; ``h_s`` = the calibrated host cost of strategy s; beyond
     iswitch   RTT_1 + (C-1) ser(chunk) + h_sw(G)      (no window: "2 hops, on the fly")
 
     sync   iteration = compute + E (aggregation + w)
-    async  iteration = max(compute, E aggregation)   (threshold H <= N; the PS's
-           link bounds async PS at E ser(N G): every worker pushes and pulls
-           through it per iteration)
+    async  iteration = max(compute, E aggregation)   (threshold H <= N; for the
+           PS, aggregation = 4 hops + ser(N G) + h_ps(G, N): its full-duplex NIC
+           takes N pushes in while N pulls go out, and its host handles N)
 
 E is the number of aggregation rounds per iteration and w the sync wait per
 round: zero on dedicated machines (the papers' setup), and on this machine
@@ -171,9 +173,10 @@ class HostCost:
     the first it is the first (the fixed per-message cost), above the last
     it grows with the slope from the first to the last point. A measured
     figure below a smaller size's is taken as noise (running maximum).
-    ``scale`` in :meth:`round_s` is the strategy's bytes through its busiest
-    process relative to the calibration's N (PS: N/N_cal gradients; ring:
-    2(N-1)/N over the same at N_cal; in-switch: 1).
+    :meth:`round_s` carries it to N workers: the PS's process handles N
+    gradients (x N/Nc); the ring is 2(N-1) steps of G/N bytes where the
+    calibration did 2(Nc-1) of G/Nc (x (N-1)/(Nc-1) at G Nc/N); in-switch,
+    each client sends and receives its own gradient (unchanged).
     """
 
     points: tuple[tuple[float, float], ...]
@@ -192,13 +195,12 @@ class HostCost:
 
     def round_s(self, strategy: str, grad_bytes: float, n: int) -> float:
         """Host seconds of one round of ``grad_bytes`` on ``n`` workers."""
-        if strategy == "ps":
-            scale = n / self.workers
-        elif strategy == "allreduce":
-            scale = (2 * (n - 1) / n) / (2 * (self.workers - 1) / self.workers)
-        else:
-            scale = 1.0
-        return self.cost(scale * grad_bytes)
+        nc = self.workers
+        if strategy == "ps":  # one process receives, sums and sends N gradients
+            return n / nc * self.cost(grad_bytes)
+        if strategy == "allreduce":  # 2(N-1) steps of G/N bytes; calibrated: 2(Nc-1) of G/Nc
+            return (n - 1) / (nc - 1) * self.cost(grad_bytes * nc / n)
+        return self.cost(grad_bytes)  # each worker's client: its own gradient
 
     def wait_fraction(self, compute_round_s: float) -> float:
         """Sync wait per round over compute per round, interpolated in log(compute)."""
@@ -393,8 +395,8 @@ def iteration(strategy: str, mode: str, n: int, w: Workload, net: Network,
         return {"compute": w.compute_s, "comm": comm, "total": w.compute_s + comm}
     if mode == "async":
         bound = w.rounds * agg.total
-        if strategy == "ps":  # every worker's push and pull cross the PS's link
-            bound = max(bound, w.rounds * agg.parts["ps_in"])
+        if strategy == "ps":  # the PS's NIC is full duplex: N pushes in while N pulls go out
+            bound = w.rounds * (agg.latency + agg.parts["ps_in"] + agg.host)
         total = max(w.compute_s, bound)
         return {"compute": w.compute_s, "comm": total - w.compute_s, "total": total}
     raise ValueError(f"bad mode={mode!r}: sync or async")
@@ -452,7 +454,11 @@ def validate(rack: dict[str, Any], host_data: dict[str, Any],
                      "model_comm_ms": round(model_ms, 2),
                      "model_network_host_ms": round(1e3 * bare["comm"], 2),
                      "error": round(err, 4)})
-    return {"rows": rows, "max_error": max(abs(r["error"]) for r in rows)}
+    bare_err = [abs(r["model_network_host_ms"] - r["rack_comm_ms"]) / r["rack_comm_ms"]
+                for r in rows]
+    return {"rows": rows, "max_error": max(abs(r["error"]) for r in rows),
+            "median_error": float(np.median([abs(r["error"]) for r in rows])),
+            "max_error_without_wait": max(bare_err)}
 
 
 # ---------------------------------------------------------------------------
@@ -779,7 +785,8 @@ def extract_rack(md: Path) -> dict[str, Any]:
 
 
 def make_plots(outdir: Path, val: dict[str, Any], pap: dict[str, Any],
-               workloads: dict[str, Workload], host: dict[str, HostCost]) -> list[Path]:
+               workloads: dict[str, Workload], host: dict[str, HostCost],
+               pap_net: Network) -> list[Path]:
     """The four figures of docs/results.md."""
     import matplotlib
 
@@ -804,22 +811,24 @@ def make_plots(outdir: Path, val: dict[str, Any], pap: dict[str, Any],
     paths.append(outdir / "results_iteration.png")
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
-    # 2. scaling to 64 workers
+    # 2. scaling to 64 workers (PPO and DQN at the papers' matched compute)
     ns = [4, 6, 8, 9, 12, 16, 24, 32, 48, 64]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for ax, rate in zip(axes, (10.0, 40.0, 100.0), strict=True):
-        net = Network(rate_gbps=rate)
-        for s in STRATEGIES:
-            ys = [scaling(s, n, 4, workloads["ppo"], net, host) for n in ns] if "ppo" in workloads \
-                else []
-            ax.plot(ns, ys, "o-", ms=3, label=f"PPO {s}", color=colors[s])
-            if "dqn" in workloads:
-                ax.plot(ns, [scaling(s, n, 4, workloads["dqn"], net, host) for n in ns], "--",
-                        color=colors[s], label=f"DQN {s}")
+        net = replace(pap_net, rate_gbps=rate)
+        for algo, style in (("ppo", "o-"), ("dqn", "s--")):
+            if algo not in workloads:
+                continue
+            w = replace(workloads[algo],
+                        compute_s=workloads[algo].compute_s * pap["matched"][algo]["scale"])
+            for s in STRATEGIES:
+                ax.plot(ns, [scaling(s, n, 4, w, net, host) for n in ns], style, ms=3,
+                        color=colors[s], label=f"{algo.upper()} {s}")
         ax.plot(ns, [n / 4 for n in ns], ":", color="grey", label="ideal")
         ax.axvline(MAX_MEMBERS + 0.5, color="grey", lw=0.5)
-        ax.set_title(f"{rate:g} GbE, sync: throughput over 4 workers")
+        ax.set_title(f"{rate:g} GbE, sync, matched compute", fontsize=9)
         ax.set_xlabel("workers (leaf/root beyond 8)")
+        ax.set_ylabel("throughput / 4 workers'")
     axes[0].legend(fontsize=6, ncol=2)
     fig.tight_layout()
     paths.append(outdir / "results_scaling.png")
@@ -855,10 +864,18 @@ def make_plots(outdir: Path, val: dict[str, Any], pap: dict[str, Any],
     series = [("paper all-reduce", [PAPER["vs_ps"]["allreduce"][a] for a in algos], "C1", 0.3),
               ("model all-reduce", [pap["vs_ps"][f"{a}_sync"]["allreduce"] for a in algos], "C1", 1),
               ("paper iSwitch", [PAPER["vs_ps"]["iswitch"][a] for a in algos], "C3", 0.3),
+              ("model all-reduce, matched", [pap["matched"][a]["sync"]["allreduce"]
+                                             for a in algos], "C1", 0.65),
+              ("paper iSwitch", [PAPER["vs_ps"]["iswitch"][a] for a in algos], "C3", 0.3),
               ("model iswitch", [pap["vs_ps"][f"{a}_sync"]["iswitch"] for a in algos], "C3", 1),
-              ("model ours", [pap["vs_ps"][f"{a}_sync"]["inswitch"] for a in algos], "C2", 1)]
+              ("model ours", [pap["vs_ps"][f"{a}_sync"]["inswitch"] for a in algos], "C2", 1),
+              ("model ours, matched", [pap["matched"][a]["sync"]["inswitch"] for a in algos],
+               "C2", 0.65)]
     for k, (lab, ys, c, al) in enumerate(series):
-        ax.bar(x + 0.16 * k - 0.32, ys, 0.16, label=lab, color=c, alpha=al)
+        ax.bar(x + 0.12 * k - 0.39, ys, 0.12, label=lab, color=c, alpha=al)
+    ax.set_ylim(0, 2.5)
+    ax.set_title("sync, 4 workers; 'matched': compute scaled so that iswitch = paper",
+                 fontsize=8)
     ax.axhline(1.0, color="grey", lw=0.5)
     ax.set_xticks(x, [a.upper() for a in algos])
     ax.set_ylabel("iteration time / PS's (sync)")
@@ -869,6 +886,9 @@ def make_plots(outdir: Path, val: dict[str, Any], pap: dict[str, Any],
         ax.plot(wn, PAPER["ppo_scaling"][s], "o:", color=c, label=f"paper {s}")
         if "ppo_scaling" in pap:
             ax.plot(wn, pap["ppo_scaling"][s], "s-", color=c, label=f"model {s}")
+        if "ppo_scaling_matched" in pap:
+            ax.plot(wn, pap["ppo_scaling_matched"][s], "^--", color=c,
+                    label=f"model {s}, matched")
     if "ppo_scaling" in pap:
         ax.plot(wn, pap["ppo_scaling"]["inswitch"], "s-", color="C2", label="model ours")
     ax.set_xlabel("workers")
@@ -898,7 +918,8 @@ def summary_line(val: dict[str, Any] | None, pap: dict[str, Any] | None,
                  cuts: dict[str, Any] | None) -> str:
     """The final ``key=value`` line."""
     kv: dict[str, Any] = {
-        "model_vs_rack_error": round(val["max_error"], 3) if val else math.nan}
+        "model_vs_rack_error": round(val["max_error"], 3) if val else math.nan,
+        "model_vs_rack_median_error": round(val["median_error"], 3) if val else math.nan}
     for a in ALGOS:
         for mode in ("sync", "async"):
             key = f"{a}_{mode}"
@@ -978,6 +999,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['algo']:5s} {r['delay_us']:5g} {r['sync']:9s} {r['rack_comm_ms']:8.1f} "
                   f"{r['model_comm_ms']:8.1f} {r['model_network_host_ms']:8.2f} "
                   f"{r['error']:+7.0%}")
+        print(f"max |error| {val['max_error']:.0%}, median {val['median_error']:.0%}; "
+              f"without the sync wait (network + host only) max {val['max_error_without_wait']:.0%}")
     pap = None
     if args.workloads.exists():
         workloads = workloads_from(read_json(args.workloads), str(args.workloads))
@@ -1016,7 +1039,7 @@ def main(argv: list[str] | None = None) -> int:
               f"({pap['headline_async_algo']}) | paper 3.71; matched compute: sync "
               f"{pap['headline_sync_matched']:.2f}, async {pap['headline_async_matched']:.2f}")
         if args.plots and val:
-            for p in make_plots(args.plots, val, pap, workloads, host):
+            for p in make_plots(args.plots, val, pap, workloads, host, net):
                 print(f"wrote {p}")
     else:
         print(f"(no {args.workloads}: the papers' comparison needs scripts/bench_workloads.py's "
