@@ -220,6 +220,17 @@ class Workload:
     compute_s: float
     rounds: int = 1
     origin: str = ""
+    first_round_share: float | None = None
+    """Share of the compute done before the first round (PPO: the rollout); the rest is
+    spread evenly over the other rounds. None: every round the same compute."""
+
+    def round_computes(self) -> list[float]:
+        """Compute seconds before each round of an iteration."""
+        if self.first_round_share is None or self.rounds == 1:
+            return [self.compute_s / self.rounds] * self.rounds
+        first = self.first_round_share * self.compute_s
+        rest = (self.compute_s - first) / (self.rounds - 1)
+        return [first] + [rest] * (self.rounds - 1)
 
 
 @dataclass
@@ -383,15 +394,14 @@ def iteration(strategy: str, mode: str, n: int, w: Workload, net: Network,
     """Per-iteration seconds: ``compute``, ``comm`` (time not computing) and ``total``.
 
     ``wait``: add the sync wait of N processes sharing this machine's cores
-    (the rack), kappa x compute per round per round.
+    (the rack): per round, kappa(c) x c with c the compute before that round.
     """
     agg = aggregation(strategy, n, w.grad_bytes, net, host)
     if mode == "sync":
-        per_round = agg.total
+        comm = w.rounds * agg.total
         if wait:
             hc = host[HOST_STRATEGY[strategy]]
-            per_round += hc.wait_fraction(w.compute_s / w.rounds) * w.compute_s / w.rounds
-        comm = w.rounds * per_round
+            comm += sum(hc.wait_fraction(c) * c for c in w.round_computes())
         return {"compute": w.compute_s, "comm": comm, "total": w.compute_s + comm}
     if mode == "async":
         bound = w.rounds * agg.total
@@ -414,9 +424,10 @@ def scaling(strategy: str, n: int, base: int, w: Workload, net: Network,
 # validation against the rack
 
 
-def rack_workloads(rack: dict[str, Any]) -> dict[str, tuple[float, int]]:
-    """(gradient bytes, rounds per iteration) per algorithm of the rack's runs."""
-    return {a: (float(v["grad_bytes"]), int(v["rounds_per_iteration"]))
+def rack_workloads(rack: dict[str, Any]) -> dict[str, tuple[float, int, float | None]]:
+    """(gradient bytes, rounds per iteration, first-round compute share) per algorithm."""
+    return {a: (float(v["grad_bytes"]), int(v["rounds_per_iteration"]),
+                v.get("first_round_share"))
             for a, v in rack["workloads"].items()}
 
 
@@ -442,8 +453,8 @@ def validate(rack: dict[str, Any], host_data: dict[str, Any],
     for r in rack["rows"]:
         if float(r["delay_us"]) not in delays:
             continue
-        gb, rounds = sizes[r["algo"]]
-        w = Workload(r["algo"], gb, r["compute_ms"] * 1e-3, rounds)
+        gb, rounds, share = sizes[r["algo"]]
+        w = Workload(r["algo"], gb, r["compute_ms"] * 1e-3, rounds, first_round_share=share)
         net = rack_network(rack, float(r["delay_us"]), host_data)
         m = iteration(r["sync"], "sync", int(rack["hosts"]), w, net, host, wait=True)
         bare = iteration(r["sync"], "sync", int(rack["hosts"]), w, net, host, wait=False)
@@ -484,6 +495,14 @@ def papers(workloads: dict[str, Workload], host: dict[str, HostCost], net: Netwo
             out["vs_ps"][f"{a}_{mode}"] = {s: t[s] / t["ps"] for s in STRATEGIES}
             if mode == "sync":
                 out["agg_fraction_ps"][a] = 1 - w.compute_s / t["ps"]
+    zero = HostCost(((1.0, 0.0), (2.0, 0.0)))
+    no_host = {k: zero for k in host}
+    out["aggregation_only"] = {}
+    for a, w in workloads.items():
+        agg = {s: aggregation(s, workers, w.grad_bytes, net, host).total for s in STRATEGIES}
+        wire = {s: aggregation(s, workers, w.grad_bytes, net, no_host).total for s in STRATEGIES}
+        out["aggregation_only"][a] = {"with_host_ms": {s: 1e3 * v for s, v in agg.items()},
+                                      "network_only_ms": {s: 1e3 * v for s, v in wire.items()}}
     for a, w in workloads.items():
         scale = matched_scale(w, PAPER["vs_ps"]["iswitch"][a], net, host, workers)
         ws = replace(w, compute_s=w.compute_s * scale)
@@ -766,7 +785,65 @@ def rack_workload_sizes() -> dict[str, dict[str, Any]]:
                    "rounds_per_iteration": dc.log_every, "env": dc.env_id}
     for v in out.values():
         v["grad_bytes"] = 4 * v["params"]
+    out["ppo"].update(ppo_compute_profile())
     return out
+
+
+def ppo_compute_profile(reps: int = 5) -> dict[str, Any]:
+    """Measured share of a PPO iteration's compute before its first round.
+
+    The rack's PPO (CartPole, ``rl.ppo.Config`` defaults) rolls out
+    ``num_steps`` x ``num_envs`` steps, then runs ``update_epochs`` x
+    ``num_minibatches`` minibatch updates, each followed by a round: the
+    first round comes after the rollout and one update. Timed here in one
+    process (medians of ``reps``): the rollout (policy forward, env step)
+    and one minibatch update (evaluate, clipped loss, backward, Adam step).
+    """
+    import torch
+
+    from rl import ppo
+    from rl.common.envs import EnvPool
+
+    torch.set_num_threads(1)
+    cfg = ppo.Config()
+    envs = EnvPool(cfg.env_id, cfg.num_envs, cfg.seed)
+    obs_dim = int(np.prod(envs.observation_space.shape))
+    gen = torch.Generator().manual_seed(0)
+    agent = ppo.Agent(obs_dim, int(envs.action_space.n), cfg.hidden, gen)
+    opt = torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate)
+    mb = cfg.num_envs * cfg.num_steps // cfg.num_minibatches
+    rollout, update = [], []
+    obs = torch.from_numpy(envs.reset())
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        buf = []
+        for _t in range(cfg.num_steps):
+            with torch.no_grad():
+                action, logp, _v = agent.act(obs, gen)
+            out = envs.step(action.numpy())
+            buf.append((obs, action, logp))
+            obs = torch.from_numpy(out.next_obs)
+        rollout.append(time.perf_counter() - t0)
+        b_obs = torch.cat([b[0] for b in buf])[:mb]
+        b_act = torch.cat([b[1] for b in buf])[:mb]
+        b_logp = torch.cat([b[2] for b in buf])[:mb]
+        adv = torch.randn(mb, generator=gen)
+        t0 = time.perf_counter()
+        new_logp, entropy, value = agent.evaluate(b_obs, b_act)
+        ratio = (new_logp - b_logp).exp()
+        loss = (torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef))
+                .mean() + 0.5 * ((value - adv) ** 2).mean() - cfg.ent_coef * entropy.mean())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        update.append(time.perf_counter() - t0)
+    envs.close()
+    r, u = float(np.median(rollout)), float(np.median(update))
+    rounds = cfg.update_epochs * cfg.num_minibatches
+    return {"first_round_share": (r + u) / (r + rounds * u),
+            "profile": {"rollout_s": r, "update_s": u, "reps": reps,
+                        "origin": "scripts/cluster_model.py --extract-rack (ppo_compute_profile), "
+                                  "one process on this machine"}}
 
 
 def extract_rack(md: Path) -> dict[str, Any]:
@@ -902,6 +979,115 @@ def make_plots(outdir: Path, val: dict[str, Any], pap: dict[str, Any],
 
 
 # ---------------------------------------------------------------------------
+# markdown tables (docs/results.md)
+
+
+def markdown(val: dict[str, Any] | None, pap: dict[str, Any] | None,
+             workloads: dict[str, Workload], cuts: dict[str, Any] | None,
+             host_data: dict[str, Any], pap_net: Network) -> str:
+    """The tables of docs/results.md, from the same figures the final line holds."""
+    out: list[str] = []
+    hc = host_costs_from(host_data)
+    out += ["### Inputs: host cost of one aggregation round (4 workers, loopback)", "",
+            "| strategy | " + " | ".join(f"{g / 4:.0f} elems" for g in
+                                         host_data["strategies"]["ps"]["grad_bytes"]) + " |",
+            "|---|" + "---|" * len(host_data["strategies"]["ps"]["grad_bytes"])]
+    for name, st in host_data["strategies"].items():
+        out.append(f"| {name} | " + " | ".join(f"{1e3 * v:.2f} ms" for v in st["round_s"]) + " |")
+    out += ["", "| strategy | sync wait / compute per round (kappa) at rank 0's compute per round |",
+            "|---|---|"]
+    for name, h in hc.items():
+        out.append(f"| {name} | " + ", ".join(f"{k:.2f} at {1e3 * c:.1f} ms" for c, k in h.kappa)
+                   + " |")
+    rtl = host_data.get("rtl", {})
+    if rtl:
+        out += ["", f"RTL: `grad_agg` {rtl['agg_latency_clocks']} clocks from the last input beat "
+                f"to the first result beat, {rtl['agg_beats_per_clock']:.2f} beats per clock, "
+                f"{rtl['data_width_bits']} bits at {rtl['clock_hz'] / 1e6:g} MHz "
+                f"({rtl['agg_latency_clocks'] / rtl['clock_hz'] * 1e9:.0f} ns; datapath "
+                f"{rtl['data_width_bits'] * rtl['clock_hz'] * rtl['agg_beats_per_clock'] / 1e9:.1f}"
+                f" Gbit/s). Loopback UDP RTT {host_data['loopback_rtt_us']:.1f} us."]
+    if val:
+        out += ["", "### Model vs rack (4 hosts, 10 Gbit/s, communication ms per iteration)", "",
+                "| algorithm | delay | sync | rack compute | rack comm | model comm "
+                "| of which network + host | error |", "|---|---|---|---|---|---|---|---|"]
+        for r in val["rows"]:
+            out.append(f"| {r['algo'].upper()} | {r['delay_us']:g} µs | {r['sync']} | "
+                       f"{r['compute_ms']:.1f} | {r['rack_comm_ms']:.1f} | {r['model_comm_ms']:.1f}"
+                       f" | {r['model_network_host_ms']:.2f} | {r['error']:+.0%} |")
+        out += ["", f"Max |error| {val['max_error']:.0%} (`model_vs_rack_error="
+                f"{round(val['max_error'], 3)}`), median {val['median_error']:.0%}; network + "
+                f"host alone (no sync wait): max {val['max_error_without_wait']:.0%}."]
+    if pap:
+        out += ["", "### Papers' setup: iteration time relative to PS (4 workers, sync)", "",
+                "| workload | gradient | compute (measured) | all-reduce model / paper "
+                "| iSwitch model / paper | ours | ours async / PS async | PS aggregation share |",
+                "|---|---|---|---|---|---|---|---|"]
+        for a, w in workloads.items():
+            v, va = pap["vs_ps"][f"{a}_sync"], pap["vs_ps"][f"{a}_async"]
+            out.append(f"| {a.upper()} | {w.grad_bytes / 1e3:.1f} kB | {1e3 * w.compute_s:.1f} ms"
+                       f" | {v['allreduce']:.2f} / {PAPER['vs_ps']['allreduce'][a]:.2f} | "
+                       f"{v['iswitch']:.2f} / {PAPER['vs_ps']['iswitch'][a]:.2f} | "
+                       f"{v['inswitch']:.2f} | {va['inswitch']:.2f} | "
+                       f"{pap['agg_fraction_ps'][a]:.0%} |")
+        out += ["", "### One aggregation round alone (4 workers): network only / with host costs",
+                "", "| workload | PS | all-reduce | ours | iSwitch-style | ours / PS |",
+                "|---|---|---|---|---|---|"]
+        for a, v in pap["aggregation_only"].items():
+            wo, wh = v["network_only_ms"], v["with_host_ms"]
+            out.append(f"| {a.upper()} | " + " | ".join(
+                f"{wo[s]:.3f} / {wh[s]:.2f} ms" for s in ("ps", "allreduce", "inswitch", "iswitch"))
+                + f" | {wo['inswitch'] / wo['ps']:.2f} / {wh['inswitch'] / wh['ps']:.2f} |")
+        out += ["", "### Papers' setup at matched compute", "",
+                "| workload | compute scale | PS aggregation share | all-reduce model / paper "
+                "| ours sync | ours async / PS async |", "|---|---|---|---|---|---|"]
+        for a, m in pap["matched"].items():
+            out.append(f"| {a.upper()} | {m['scale']:.4f} | {m['agg_fraction_ps']:.0%} | "
+                       f"{m['sync']['allreduce']:.2f} / {PAPER['vs_ps']['allreduce'][a]:.2f} | "
+                       f"{m['sync']['inswitch']:.2f} | {m['async']['inswitch']:.2f} |")
+        if "ppo_scaling" in pap:
+            out += ["", "### PPO sync speedup over 4 workers (6 / 9 / 12 workers)", "",
+                    "| strategy | model, measured compute | model, matched compute | paper |",
+                    "|---|---|---|---|"]
+            for s in ("inswitch", "iswitch", "ps", "allreduce"):
+                ref = PAPER["ppo_scaling"].get(s)
+                out.append(f"| {s} | " + " / ".join(f"{y:.2f}" for y in pap["ppo_scaling"][s])
+                           + " | " + " / ".join(f"{y:.2f}" for y in pap["ppo_scaling_matched"][s])
+                           + " | " + (" / ".join(f"{y:.2f}" for y in ref) if ref else "–")
+                           + " |")
+        big = [n for n in (8, 9, 16, 32, 64)]
+        out += ["", "### Scaling to 64 workers (sync, matched compute, 1 µs links): throughput "
+                "over 4 workers'", "",
+                "| workload | link | strategy | " + " | ".join(f"{n} workers" for n in big) + " |",
+                "|---|---|---|" + "---|" * len(big)]
+        for a in ("ppo", "dqn"):
+            if a not in workloads:
+                continue
+            wm = replace(workloads[a], compute_s=workloads[a].compute_s * pap["matched"][a]["scale"])
+            for rate in (10.0, 40.0, 100.0):
+                net = replace(pap_net, rate_gbps=rate)
+                for s in STRATEGIES:
+                    out.append(f"| {a.upper()} | {rate:g} GbE | {s} | " + " | ".join(
+                        f"{scaling(s, n, 4, wm, net, hc):.2f}" for n in big) + " |")
+        out += ["", "### Headline: ours over PS, best of the four workloads", "",
+                "| mode | model, measured compute | model, matched compute | paper |",
+                "|---|---|---|---|",
+                f"| sync | {pap['headline_sync']:.2f} ({pap['headline_sync_algo'].upper()}) | "
+                f"{pap['headline_sync_matched']:.2f} | 3.66 |",
+                f"| async | {pap['headline_async']:.2f} ({pap['headline_async_algo'].upper()}) | "
+                f"{pap['headline_async_matched']:.2f} | 3.71 |"]
+    if cuts:
+        out += ["", "### PDP'22: in-network replay vs a replay server (4 actors, 128-byte records,"
+                " 40 GbE)", "", "| latency | in-network | server | model cut | paper cut |",
+                "|---|---|---|---|---|"]
+        for k, v in cuts.items():
+            lo, hi = PAPER["pdp22_cut"][k]
+            out.append(f"| {k.replace('_', ' ')} | {v['innet_us']:.1f} µs | {v['server_us']:.1f} µs"
+                       f" | {v['cut']:.1%} | {lo:.1%}–{hi:.1%} |")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------
 # main
 
 
@@ -962,10 +1148,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--elems", type=int, default=MAX_ELEMS, help="P of the papers' setup")
     ap.add_argument("--plots", type=Path, default=None, help="folder for the results_*.png")
     ap.add_argument("--json", type=Path, default=None, help="write every figure here")
+    ap.add_argument("--markdown", type=Path, default=None, help="write docs/results.md's tables here")
     ap.add_argument("--sizes", default="2048,16384,131072,1048576",
                     help="--calibrate: fp32 elements per round")
-    ap.add_argument("--loads-ms", default="1,5,25", help="--calibrate: CPU work per round, ms")
-    ap.add_argument("--reps", type=int, default=20, help="--calibrate: rounds per size")
+    ap.add_argument("--loads-ms", default="1,2.5,5,12,25,60",
+                    help="--calibrate: CPU work per round (one process alone), ms")
+    ap.add_argument("--reps", type=int, default=40, help="--calibrate: rounds per size")
     ap.add_argument("--no-rtl", action="store_true", help="--calibrate: skip the Verilator run")
     args = ap.parse_args(argv)
 
@@ -1002,9 +1190,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"max |error| {val['max_error']:.0%}, median {val['median_error']:.0%}; "
               f"without the sync wait (network + host only) max {val['max_error_without_wait']:.0%}")
     pap = None
+    workloads: dict[str, Workload] = {}
+    net = papers_network(host_data, args.rate, args.delay_us, args.elems)
     if args.workloads.exists():
         workloads = workloads_from(read_json(args.workloads), str(args.workloads))
-        net = papers_network(host_data, args.rate, args.delay_us, args.elems)
         pap = papers(workloads, host, net)
         figures["papers"] = pap
         figures["workloads"] = {a: vars(w) for a, w in workloads.items()}
@@ -1053,6 +1242,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"PDP'22 {k}: in-network {v['innet_us']:.1f} us vs server {v['server_us']:.1f} us"
                   f" -> cut {v['cut']:.1%} (loopback only {v['cut_loopback']:.1%}); paper "
                   f"{PAPER['pdp22_cut'][k][0]:.1%}-{PAPER['pdp22_cut'][k][1]:.1%}")
+    if args.markdown:
+        args.markdown.write_text(markdown(val, pap, workloads, cuts, host_data, net))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n")
     print(summary_line(val, pap, cuts))
