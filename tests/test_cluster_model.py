@@ -97,6 +97,20 @@ def test_window_bounds_ours_not_iswitch(cm: ModuleType, host: dict) -> None:
     assert a.serialization == pytest.approx((chunks - 1) * a.parts["rtt1"] / far.slots)
 
 
+def test_round_computes_split(cm: ModuleType, host: dict) -> None:
+    even = cm.Workload("x", 1e5, 0.08, 8)
+    ppo = cm.Workload("x", 1e5, 0.08, 8, first_round_share=0.58)
+    assert even.round_computes() == pytest.approx([0.01] * 8)
+    assert sum(ppo.round_computes()) == pytest.approx(0.08)
+    assert ppo.round_computes()[0] == pytest.approx(0.58 * 0.08)
+    # the wait term uses them: a front-loaded iteration waits differently than an even one
+    net = cm.Network()
+    a = cm.iteration("inswitch", "sync", 4, even, net, host, wait=True)["comm"]
+    b = cm.iteration("inswitch", "sync", 4, ppo, net, host, wait=True)["comm"]
+    bare = cm.iteration("inswitch", "sync", 4, even, net, host)["comm"]
+    assert a != pytest.approx(b) and min(a, b) > bare
+
+
 def test_async_never_slower_than_sync(cm: ModuleType, host: dict) -> None:
     for c in (1e-3, 0.1, 2.0):
         w = cm.Workload("x", 1e6, c, 3)
@@ -124,8 +138,8 @@ def test_validation_reproduces_its_error(cm: ModuleType, host: dict) -> None:
     for r in val["rows"]:
         row = next(x for x in rack["rows"] if (x["algo"], x["delay_us"], x["sync"])
                    == (r["algo"], r["delay_us"], r["sync"]))
-        gb, rounds = cm.rack_workloads(rack)[r["algo"]]
-        w = cm.Workload(r["algo"], gb, row["compute_ms"] * 1e-3, rounds)
+        gb, rounds, share = cm.rack_workloads(rack)[r["algo"]]
+        w = cm.Workload(r["algo"], gb, row["compute_ms"] * 1e-3, rounds, first_round_share=share)
         net = cm.rack_network(rack, r["delay_us"], host_data)
         m = cm.iteration(r["sync"], "sync", 4, w, net, host, wait=True)
         errs.append((1e3 * m["comm"] - row["comm_ms"]) / row["comm_ms"])
