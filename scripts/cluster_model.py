@@ -47,16 +47,20 @@ G 4/N, in-switch unchanged); beyond
 
 E is the number of aggregation rounds per iteration and w the sync wait per
 round: zero on dedicated machines (the papers' setup), and on this machine
-(N processes sharing 2 cores, as on the rack) kappa_s times the compute per
-round, kappa measured by ``--calibrate`` with fixed CPU work between rounds.
+(N processes sharing 2 cores, as on the rack) kappa_s(c) x c for a round
+after c seconds of compute (PPO: the rollout before the first round, the
+minibatch updates before the others, split as measured by
+``--extract-rack``), kappa measured by ``--calibrate`` with fixed CPU work
+between rounds.
 Async with threshold H: a round completes at the H-th arrival; with N equal
 workers that is the last one, so H changes staleness, not time, in this model.
 
 Usage::
 
-    python scripts/cluster_model.py --calibrate            # host_costs.json (~5 min, 4 processes)
+    python scripts/cluster_model.py --calibrate            # host_costs.json (~8 min, 4 processes)
     python scripts/cluster_model.py --extract-rack         # docs/rack.md -> docs/data/rack.json
     python scripts/cluster_model.py [--workloads PATH] [--replay PATH] [--plots docs]
+        [--markdown TABLES.md] [--json FIGURES.json] [--rate 10] [--delay-us 1]
 
 prints the validation table, the papers' comparison and one last line of
 ``key=value``: ``model_vs_rack_error`` (largest relative error of modelled
@@ -472,6 +476,37 @@ def validate(rack: dict[str, Any], host_data: dict[str, Any],
             "max_error_without_wait": max(bare_err)}
 
 
+def validate_local(data: dict[str, Any], host_data: dict[str, Any]) -> dict[str, Any]:
+    """Modelled vs measured gradient communication of the paper workloads on this machine.
+
+    ``workloads.json``'s sync runs (4 processes and the soft switch on
+    loopback): no link, every cost is host cost plus the sync wait. The
+    compute split of their rounds is not measured: every round the same.
+    """
+    host = host_costs_from(host_data)
+    net = Network(rate_gbps=1e6, delay_us=0.0, mtu=65536, elems=int(host_data["packet_elems"]))
+    rows = []
+    for key, e in data.get("workloads", {}).items():
+        for name, st in e.get("strategies", {}).items():
+            sync, _, mode = name.partition("/")
+            if mode != "sync" or st.get("status") != "ok":
+                continue
+            comp = _seconds(st.get("compute_s"), 1.0)
+            meas = _seconds(st.get("comm_s"), 1.0)
+            if not comp or not meas:
+                continue
+            w = Workload(key, float(e["grad_bytes"]), comp,
+                         int(round(e.get("rounds_per_iteration") or 1)))
+            m = iteration(sync, "sync", int(data.get("workers", 4)), w, net, host, wait=True)
+            rows.append({"workload": key, "sync": sync, "compute_ms": 1e3 * comp,
+                         "measured_comm_ms": 1e3 * meas, "model_comm_ms": 1e3 * m["comm"],
+                         "error": (m["comm"] - meas) / meas})
+    return {"rows": rows,
+            "max_error": max((abs(r["error"]) for r in rows), default=math.nan),
+            "median_error": float(np.median([abs(r["error"]) for r in rows])) if rows
+            else math.nan}
+
+
 # ---------------------------------------------------------------------------
 # the papers' setup
 
@@ -506,7 +541,12 @@ def papers(workloads: dict[str, Workload], host: dict[str, HostCost], net: Netwo
     for a, w in workloads.items():
         scale = matched_scale(w, PAPER["vs_ps"]["iswitch"][a], net, host, workers)
         ws = replace(w, compute_s=w.compute_s * scale)
-        entry: dict[str, Any] = {"scale": scale}
+        w0 = replace(w, compute_s=0.0)
+        entry: dict[str, Any] = {
+            "scale": scale,
+            "floor": (iteration("iswitch", "sync", workers, w0, net, host)["total"]
+                      / iteration("ps", "sync", workers, w0, net, host)["total"])}
+        entry["reached"] = entry["floor"] <= PAPER["vs_ps"]["iswitch"][a]
         for mode in ("sync", "async"):
             t = {s: iteration(s, mode, workers, ws, net, host)["total"] for s in STRATEGIES}
             entry[mode] = {s: t[s] / t["ps"] for s in STRATEGIES}
@@ -683,8 +723,15 @@ def rtl_figures() -> dict[str, Any]:
 
 
 def calibrate(sizes: list[int], loads_ms: list[float], packet_elems: int, reps: int,
-              rtl: bool) -> dict[str, Any]:
-    """Measure host costs per aggregation round (loopback, 4 processes) and the sync wait."""
+              rtl: bool, repeats: int = 3) -> dict[str, Any]:
+    """Measure host costs per aggregation round (loopback, 4 processes) and the sync wait.
+
+    Everything is measured ``repeats`` times, a few minutes apart, because
+    the machine is shared: a host cost is the smallest of its repeats (the
+    least disturbed), a sync-wait point the repeat whose rank 0 compute was
+    the least inflated over the work's solo time (the conditions nearest a
+    machine running only the 4 workers). Every repeat is kept in ``all``.
+    """
     sys.path.insert(0, str(ROOT / "scripts"))
     import bench_rl
 
@@ -692,41 +739,56 @@ def calibrate(sizes: list[int], loads_ms: list[float], packet_elems: int, reps: 
 
     out: dict[str, Any] = {
         "origin": "scripts/cluster_model.py --calibrate on this machine "
-                  f"({os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start)",
+                  f"({os.cpu_count()} CPUs, shared with other jobs)",
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "workers": CALIBRATION_WORKERS, "packet_elems": packet_elems,
-        "strategies": {}, "sync_wait": {}}
+        "workers": CALIBRATION_WORKERS, "packet_elems": packet_elems, "repeats": repeats,
+        "strategies": {}, "sync_wait": {}, "all": []}
     out["loopback_rtt_us"] = loopback_rtt_us()
     print(f"loopback UDP RTT {out['loopback_rtt_us']:.1f} us", flush=True)
-    for sync in ("inswitch", "ps", "allreduce"):
-        pts = []
-        for elems in sizes:
-            r = bench_rl.bench_aggregation([sync], CALIBRATION_WORKERS, elems, reps, packet_elems)
-            pts.append((4 * elems, r[f"agg_rtt_ms_{sync}"] * 1e-3))
-        out["strategies"][sync] = {
-            "grad_bytes": [p[0] for p in pts], "round_s": [p[1] for p in pts],
-            "what": "mean seconds of one aggregation round of 4 workers on loopback, nothing "
-                    "in between (scripts/bench_rl.py bench_aggregation)"}
     buf = np.ones(4096, np.float64)
     t0 = time.perf_counter()
     _spin_work(200, buf)
     per_loop = (time.perf_counter() - t0) / 200
+    for rep in range(repeats):
+        run: dict[str, Any] = {"repeat": rep, "loadavg": os.getloadavg()[0], "rounds": {},
+                               "sync_wait": {}}
+        print(f"-- repeat {rep + 1}/{repeats}, load average {run['loadavg']:.1f}", flush=True)
+        for sync in ("inswitch", "ps", "allreduce"):
+            run["rounds"][sync] = []
+            for elems in sizes:
+                r = bench_rl.bench_aggregation([sync], CALIBRATION_WORKERS, elems, reps,
+                                               packet_elems)
+                run["rounds"][sync].append(r[f"agg_rtt_ms_{sync}"] * 1e-3)
+        for sync in ("inswitch", "ps", "allreduce"):
+            pts = []
+            for ms in loads_ms:
+                loops = max(1, int(ms * 1e-3 / per_loop))
+                n_reps = max(10, int(0.6 / (ms * 1e-3)))
+                res = run_workers(_wait_worker, (loops, sizes[0], n_reps),
+                                  DistConfig(workers=CALIBRATION_WORKERS, sync=sync,
+                                             elems=packet_elems),
+                                  algo="allreduce", env_id="-", total_steps=1,
+                                  target_return=None, progress=False, timeout=600)
+                r0 = next(r for r in res.results if r.rank == 0)
+                pts.append({"solo_compute_s": ms * 1e-3, "grad_bytes": 4 * sizes[0],
+                            "compute_s": r0.compute_seconds, "comm_s": r0.comm_seconds})
+                print(f"{sync:9s} fixed work {ms:g} ms solo: rank 0 compute "
+                      f"{r0.compute_seconds * 1e3:.2f} ms, comm {r0.comm_seconds * 1e3:.2f} ms",
+                      flush=True)
+            run["sync_wait"][sync] = pts
+        out["all"].append(run)
     for sync in ("inswitch", "ps", "allreduce"):
-        pts = []
-        for ms in loads_ms:
-            loops = max(1, int(ms * 1e-3 / per_loop))
-            n_reps = max(10, int(0.6 / (ms * 1e-3)))
-            s = run_workers(_wait_worker, (loops, sizes[0], n_reps),
-                            DistConfig(workers=CALIBRATION_WORKERS, sync=sync, elems=packet_elems),
-                            algo="allreduce", env_id="-", total_steps=1, target_return=None,
-                            progress=False, timeout=600)
-            r0 = next(r for r in s.results if r.rank == 0)
-            pts.append({"solo_compute_s": ms * 1e-3, "grad_bytes": 4 * sizes[0],
-                        "compute_s": r0.compute_seconds, "comm_s": r0.comm_seconds})
-            print(f"{sync:9s} fixed work {ms:g} ms solo: rank 0 compute "
-                  f"{r0.compute_seconds * 1e3:.2f} ms, comm {r0.comm_seconds * 1e3:.2f} ms",
-                  flush=True)
-        out["sync_wait"][sync] = pts
+        best = [min(run["rounds"][sync][i] for run in out["all"]) for i in range(len(sizes))]
+        out["strategies"][sync] = {
+            "grad_bytes": [4 * e for e in sizes], "round_s": best,
+            "what": "mean seconds of one aggregation round of 4 workers on loopback, nothing "
+                    "in between (scripts/bench_rl.py bench_aggregation); least of the repeats"}
+        print(f"{sync:9s} rounds {[f'{1e3 * v:.2f}' for v in best]} ms at {sizes} elems",
+              flush=True)
+        out["sync_wait"][sync] = [
+            min((run["sync_wait"][sync][i] for run in out["all"]),
+                key=lambda p: p["compute_s"] / p["solo_compute_s"])
+            for i in range(len(loads_ms))]
     if rtl:
         out["rtl"] = rtl_figures()
     return out
@@ -984,7 +1046,8 @@ def make_plots(outdir: Path, val: dict[str, Any], pap: dict[str, Any],
 
 def markdown(val: dict[str, Any] | None, pap: dict[str, Any] | None,
              workloads: dict[str, Workload], cuts: dict[str, Any] | None,
-             host_data: dict[str, Any], pap_net: Network) -> str:
+             host_data: dict[str, Any], pap_net: Network,
+             local: dict[str, Any] | None = None) -> str:
     """The tables of docs/results.md, from the same figures the final line holds."""
     out: list[str] = []
     hc = host_costs_from(host_data)
@@ -1018,6 +1081,16 @@ def markdown(val: dict[str, Any] | None, pap: dict[str, Any] | None,
         out += ["", f"Max |error| {val['max_error']:.0%} (`model_vs_rack_error="
                 f"{round(val['max_error'], 3)}`), median {val['median_error']:.0%}; network + "
                 f"host alone (no sync wait): max {val['max_error_without_wait']:.0%}."]
+    if local and local["rows"]:
+        out += ["", "### Model vs the paper workloads on this machine (4 processes, loopback, "
+                "comm ms per iteration)", "",
+                "| workload | sync | compute | measured comm | model comm | error |",
+                "|---|---|---|---|---|---|"]
+        for r in local["rows"]:
+            out.append(f"| {r['workload']} | {r['sync']} | {r['compute_ms']:.1f} | "
+                       f"{r['measured_comm_ms']:.1f} | {r['model_comm_ms']:.1f} | "
+                       f"{r['error']:+.0%} |")
+        out += ["", f"Max |error| {local['max_error']:.0%}, median {local['median_error']:.0%}."]
     if pap:
         out += ["", "### Papers' setup: iteration time relative to PS (4 workers, sync)", "",
                 "| workload | gradient | compute (measured) | all-reduce model / paper "
@@ -1039,10 +1112,12 @@ def markdown(val: dict[str, Any] | None, pap: dict[str, Any] | None,
                 f"{wo[s]:.3f} / {wh[s]:.2f} ms" for s in ("ps", "allreduce", "inswitch", "iswitch"))
                 + f" | {wo['inswitch'] / wo['ps']:.2f} / {wh['inswitch'] / wh['ps']:.2f} |")
         out += ["", "### Papers' setup at matched compute", "",
-                "| workload | compute scale | PS aggregation share | all-reduce model / paper "
-                "| ours sync | ours async / PS async |", "|---|---|---|---|---|---|"]
+                "| workload | compute scale | iSwitch/PS at zero compute | PS aggregation share "
+                "| all-reduce model / paper | ours sync | ours async / PS async |",
+                "|---|---|---|---|---|---|---|"]
         for a, m in pap["matched"].items():
-            out.append(f"| {a.upper()} | {m['scale']:.4f} | {m['agg_fraction_ps']:.0%} | "
+            sc = f"{m['scale']:.4f}" if m["reached"] else f"{m['scale']:.4f} (not reached)"
+            out.append(f"| {a.upper()} | {sc} | {m['floor']:.2f} | {m['agg_fraction_ps']:.0%} | "
                        f"{m['sync']['allreduce']:.2f} / {PAPER['vs_ps']['allreduce'][a]:.2f} | "
                        f"{m['sync']['inswitch']:.2f} | {m['async']['inswitch']:.2f} |")
         if "ppo_scaling" in pap:
@@ -1101,11 +1176,12 @@ def papers_network(host_data: dict[str, Any], rate_gbps: float, delay_us: float,
 
 
 def summary_line(val: dict[str, Any] | None, pap: dict[str, Any] | None,
-                 cuts: dict[str, Any] | None) -> str:
+                 cuts: dict[str, Any] | None, local: dict[str, Any] | None = None) -> str:
     """The final ``key=value`` line."""
     kv: dict[str, Any] = {
         "model_vs_rack_error": round(val["max_error"], 3) if val else math.nan,
-        "model_vs_rack_median_error": round(val["median_error"], 3) if val else math.nan}
+        "model_vs_rack_median_error": round(val["median_error"], 3) if val else math.nan,
+        "model_vs_local_error": round(local["max_error"], 3) if local else math.nan}
     for a in ALGOS:
         for mode in ("sync", "async"):
             key = f"{a}_{mode}"
@@ -1154,13 +1230,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loads-ms", default="1,2.5,5,12,25,60",
                     help="--calibrate: CPU work per round (one process alone), ms")
     ap.add_argument("--reps", type=int, default=40, help="--calibrate: rounds per size")
+    ap.add_argument("--repeats", type=int, default=3, help="--calibrate: repeats of everything")
     ap.add_argument("--no-rtl", action="store_true", help="--calibrate: skip the Verilator run")
     args = ap.parse_args(argv)
 
     if args.calibrate:
         data = calibrate([int(s) for s in args.sizes.split(",")],
                          [float(s) for s in args.loads_ms.split(",")], 2048, args.reps,
-                         not args.no_rtl)
+                         not args.no_rtl, args.repeats)
         if args.no_rtl and args.host_costs.exists():
             data.setdefault("rtl", read_json(args.host_costs).get("rtl"))
         args.host_costs.parent.mkdir(parents=True, exist_ok=True)
@@ -1190,10 +1267,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"max |error| {val['max_error']:.0%}, median {val['median_error']:.0%}; "
               f"without the sync wait (network + host only) max {val['max_error_without_wait']:.0%}")
     pap = None
+    local = None
     workloads: dict[str, Workload] = {}
     net = papers_network(host_data, args.rate, args.delay_us, args.elems)
     if args.workloads.exists():
-        workloads = workloads_from(read_json(args.workloads), str(args.workloads))
+        wdata = read_json(args.workloads)
+        workloads = workloads_from(wdata, str(args.workloads))
+        local = validate_local(wdata, host_data)
+        figures["validation_local"] = local
+        print(f"== model vs the paper workloads on this machine: max |error| "
+              f"{local['max_error']:.0%}, median {local['median_error']:.0%} over "
+              f"{len(local['rows'])} runs")
         pap = papers(workloads, host, net)
         figures["papers"] = pap
         figures["workloads"] = {a: vars(w) for a, w in workloads.items()}
@@ -1214,7 +1298,8 @@ def main(argv: list[str] | None = None) -> int:
         print("matched compute (the scale of this machine's compute at which the modelled "
               "iswitch/PS equals the paper's; the rest is predicted there):")
         for a, m in pap["matched"].items():
-            print(f"{a:5s} scale {m['scale']:.4f} (PS aggregation share "
+            print(f"{a:5s} scale {m['scale']:.4f}{'' if m['reached'] else ' (not reached)'} "
+                  f"floor {m['floor']:.2f} (PS aggregation share "
                   f"{m['agg_fraction_ps']:.0%}): allreduce {m['sync']['allreduce']:.2f} | "
                   f"{PAPER['vs_ps']['allreduce'][a]:.2f}  ours {m['sync']['inswitch']:.2f}  "
                   f"async ours {m['async']['inswitch']:.2f}")
@@ -1243,10 +1328,10 @@ def main(argv: list[str] | None = None) -> int:
                   f" -> cut {v['cut']:.1%} (loopback only {v['cut_loopback']:.1%}); paper "
                   f"{PAPER['pdp22_cut'][k][0]:.1%}-{PAPER['pdp22_cut'][k][1]:.1%}")
     if args.markdown:
-        args.markdown.write_text(markdown(val, pap, workloads, cuts, host_data, net))
+        args.markdown.write_text(markdown(val, pap, workloads, cuts, host_data, net, local))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1, default=str) + "\n")
-    print(summary_line(val, pap, cuts))
+    print(summary_line(val, pap, cuts, local))
     return 0
 
 

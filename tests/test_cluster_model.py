@@ -83,7 +83,8 @@ def test_inswitch_beats_ps_and_ring_for_large_gradients(cm: ModuleType, rate: fl
         2 * n * cm.tcp_wire_bytes(g, net.mtu) * net.byte_s)
 
 
-def test_window_bounds_ours_not_iswitch(cm: ModuleType, host: dict) -> None:
+def test_window_bounds_ours_not_iswitch(cm: ModuleType) -> None:
+    host = equal_hosts(cm)
     g = 4e6
     near = cm.Network(rate_gbps=100.0, delay_us=0.5)
     far = cm.Network(rate_gbps=100.0, delay_us=100.0)
