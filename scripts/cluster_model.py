@@ -291,14 +291,18 @@ def _seconds(v: Any, unit: float) -> float | None:
     return None if v is None else float(v) * unit
 
 
-def workloads_from(data: dict[str, Any], origin: str) -> dict[str, Workload]:
+def workloads_from(data: dict[str, Any], origin: str, compute: str = "cpu"
+                   ) -> dict[str, Workload]:
     """The four paper workloads from ``workloads.json`` (``scripts/bench_workloads.py``).
 
     Accepts entries keyed by algorithm (``dqn``, ``dqn_atari``, ...) at the
     top level or under ``workloads`` (a dict or a list with ``algo``), with
-    ``grad_bytes`` (or ``params`` x 4), ``compute_s`` (a number or
-    ``{median, mean}``; or ``compute_ms``) and optionally
-    ``rounds_per_iteration`` (default 1).
+    ``grad_bytes`` (or ``params`` x 4), ``compute_cpu_s`` / ``compute_s`` (a
+    number or ``{median, mean}``; or ``compute_ms``) and optionally
+    ``rounds_per_iteration`` (default 1). ``compute="cpu"`` takes the
+    worker's CPU seconds (compute on a core of its own, as on a cluster of
+    dedicated machines) where the file has them, ``"wall"`` the wall time
+    on this shared machine.
     """
     body: Any = data.get("workloads", data)
     items = (list(body.items()) if isinstance(body, dict)
@@ -313,7 +317,9 @@ def workloads_from(data: dict[str, Any], origin: str) -> dict[str, Workload]:
         gb = _pick(e, "grad_bytes", "gradient_bytes")
         if gb is None and _pick(e, "params", "parameters") is not None:
             gb = 4 * int(_pick(e, "params", "parameters"))
-        comp = _seconds(_pick(e, "compute_s"), 1.0)
+        comp = _seconds(_pick(e, "compute_cpu_s"), 1.0) if compute == "cpu" else None
+        if comp is None:
+            comp = _seconds(_pick(e, "compute_s"), 1.0)
         if comp is None:
             comp = _seconds(_pick(e, "compute_ms"), 1e-3)
         if gb is None or comp is None:
@@ -934,18 +940,29 @@ def make_plots(outdir: Path, val: dict[str, Any], pap: dict[str, Any],
 
     paths = []
     colors = {s: f"C{i}" for i, s in enumerate(STRATEGIES)}
-    # 1. iteration time by strategy and algorithm (papers' setup, sync and async)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for ax, mode in zip(axes, ("sync", "async"), strict=True):
-        algos = [a for a in ALGOS if a in workloads]
-        for k, s in enumerate(STRATEGIES):
-            ys = [pap["iteration_ms"][f"{a}_{mode}"][s] for a in algos]
-            ax.bar(np.arange(len(algos)) + 0.2 * k - 0.3, ys, 0.2, label=s, color=colors[s])
-        ax.set_xticks(range(len(algos)), [a.upper() for a in algos])
-        ax.set_yscale("log")
-        ax.set_ylabel("ms per iteration")
-        ax.set_title(f"{mode}, 4 workers, 10 GbE (model)")
-    axes[0].legend(fontsize=8)
+    # 1. iteration time by strategy and algorithm: compute (light) + comm (dark), / PS sync
+    fig, axes = plt.subplots(2, 2, figsize=(11, 6.5), sharey="row")
+    algos = [a for a in ALGOS if a in workloads]
+    for row, matched in enumerate((False, True)):
+        for col, mode in enumerate(("sync", "async")):
+            ax = axes[row][col]
+            for i, a in enumerate(algos):
+                w = workloads[a]
+                if matched:
+                    w = replace(w, compute_s=w.compute_s * pap["matched"][a]["scale"])
+                ref = iteration("ps", "sync", 4, w, pap_net, host)["total"]
+                for k, s in enumerate(STRATEGIES):
+                    t = iteration(s, mode, 4, w, pap_net, host)
+                    x = i + 0.2 * k - 0.3
+                    ax.bar(x, t["compute"] / ref, 0.2, color=colors[s], alpha=0.35)
+                    ax.bar(x, t["comm"] / ref, 0.2, bottom=t["compute"] / ref, color=colors[s],
+                           label=s if i == 0 else None)
+            ax.set_xticks(range(len(algos)), [a.upper() for a in algos])
+            ax.set_title(f"{mode}, {'matched' if matched else 'measured'} compute", fontsize=9)
+            ax.set_ylabel("iteration / PS sync iteration")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("model, 4 workers, 10 GbE, 1 µs links: compute (light) + communication (dark)",
+                 fontsize=10)
     fig.tight_layout()
     paths.append(outdir / "results_iteration.png")
     fig.savefig(paths[-1], dpi=110)
@@ -1222,6 +1239,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--delay-us", type=float, default=1.0, help="papers' setup link delay")
     ap.add_argument("--replay-rate", type=float, default=40.0, help="PDP'22's link rate, Gbit/s")
     ap.add_argument("--elems", type=int, default=MAX_ELEMS, help="P of the papers' setup")
+    ap.add_argument("--compute", choices=("cpu", "wall"), default="cpu",
+                    help="papers' setup: the workloads' CPU seconds per iteration (a core per "
+                         "worker) or their wall time on this shared machine")
     ap.add_argument("--plots", type=Path, default=None, help="folder for the results_*.png")
     ap.add_argument("--json", type=Path, default=None, help="write every figure here")
     ap.add_argument("--markdown", type=Path, default=None, help="write docs/results.md's tables here")
@@ -1272,7 +1292,7 @@ def main(argv: list[str] | None = None) -> int:
     net = papers_network(host_data, args.rate, args.delay_us, args.elems)
     if args.workloads.exists():
         wdata = read_json(args.workloads)
-        workloads = workloads_from(wdata, str(args.workloads))
+        workloads = workloads_from(wdata, str(args.workloads), args.compute)
         local = validate_local(wdata, host_data)
         figures["validation_local"] = local
         print(f"== model vs the paper workloads on this machine: max |error| "
