@@ -479,7 +479,9 @@ def validate(rack: dict[str, Any], host_data: dict[str, Any],
                 for r in rows]
     return {"rows": rows, "max_error": max(abs(r["error"]) for r in rows),
             "median_error": float(np.median([abs(r["error"]) for r in rows])),
-            "max_error_without_wait": max(bare_err)}
+            "max_error_without_wait": max(bare_err),
+            "max_error_by_sync": {s: max(abs(r["error"]) for r in rows if r["sync"] == s)
+                                  for s in sorted({r["sync"] for r in rows})}}
 
 
 def validate_local(data: dict[str, Any], host_data: dict[str, Any]) -> dict[str, Any]:
@@ -967,7 +969,7 @@ def make_plots(outdir: Path, val: dict[str, Any], pap: dict[str, Any],
     paths.append(outdir / "results_iteration.png")
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
-    # 2. scaling to 64 workers (PPO and DQN at the papers' matched compute)
+    # 2. scaling to 64 workers (PPO and DQN at their measured compute)
     ns = [4, 6, 8, 9, 12, 16, 24, 32, 48, 64]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for ax, rate in zip(axes, (10.0, 40.0, 100.0), strict=True):
@@ -975,14 +977,13 @@ def make_plots(outdir: Path, val: dict[str, Any], pap: dict[str, Any],
         for algo, style in (("ppo", "o-"), ("dqn", "s--")):
             if algo not in workloads:
                 continue
-            w = replace(workloads[algo],
-                        compute_s=workloads[algo].compute_s * pap["matched"][algo]["scale"])
+            w = workloads[algo]
             for s in STRATEGIES:
                 ax.plot(ns, [scaling(s, n, 4, w, net, host) for n in ns], style, ms=3,
                         color=colors[s], label=f"{algo.upper()} {s}")
         ax.plot(ns, [n / 4 for n in ns], ":", color="grey", label="ideal")
         ax.axvline(MAX_MEMBERS + 0.5, color="grey", lw=0.5)
-        ax.set_title(f"{rate:g} GbE, sync, matched compute", fontsize=9)
+        ax.set_title(f"{rate:g} GbE, sync, measured compute", fontsize=9)
         ax.set_xlabel("workers (leaf/root beyond 8)")
         ax.set_ylabel("throughput / 4 workers'")
     axes[0].legend(fontsize=6, ncol=2)
@@ -1095,9 +1096,11 @@ def markdown(val: dict[str, Any] | None, pap: dict[str, Any] | None,
             out.append(f"| {r['algo'].upper()} | {r['delay_us']:g} µs | {r['sync']} | "
                        f"{r['compute_ms']:.1f} | {r['rack_comm_ms']:.1f} | {r['model_comm_ms']:.1f}"
                        f" | {r['model_network_host_ms']:.2f} | {r['error']:+.0%} |")
+        by = ", ".join(f"{s} {e:.0%}" for s, e in val["max_error_by_sync"].items())
         out += ["", f"Max |error| {val['max_error']:.0%} (`model_vs_rack_error="
-                f"{round(val['max_error'], 3)}`), median {val['median_error']:.0%}; network + "
-                f"host alone (no sync wait): max {val['max_error_without_wait']:.0%}."]
+                f"{round(val['max_error'], 3)}`), median {val['median_error']:.0%}; by "
+                f"strategy: {by}; network + host alone (no sync wait): max "
+                f"{val['max_error_without_wait']:.0%}."]
     if local and local["rows"]:
         out += ["", "### Model vs the paper workloads on this machine (4 processes, loopback, "
                 "comm ms per iteration)", "",
@@ -1110,7 +1113,7 @@ def markdown(val: dict[str, Any] | None, pap: dict[str, Any] | None,
         out += ["", f"Max |error| {local['max_error']:.0%}, median {local['median_error']:.0%}."]
     if pap:
         out += ["", "### Papers' setup: iteration time relative to PS (4 workers, sync)", "",
-                "| workload | gradient | compute (measured) | all-reduce model / paper "
+                "| workload | gradient | compute (measured, CPU) | all-reduce model / paper "
                 "| iSwitch model / paper | ours | ours async / PS async | PS aggregation share |",
                 "|---|---|---|---|---|---|---|---|"]
         for a, w in workloads.items():
@@ -1120,14 +1123,18 @@ def markdown(val: dict[str, Any] | None, pap: dict[str, Any] | None,
                        f"{v['iswitch']:.2f} / {PAPER['vs_ps']['iswitch'][a]:.2f} | "
                        f"{v['inswitch']:.2f} | {va['inswitch']:.2f} | "
                        f"{pap['agg_fraction_ps'][a]:.0%} |")
+        hi = PAPER["agg_fraction"][1]
         out += ["", "### One aggregation round alone (4 workers): network only / with host costs",
-                "", "| workload | PS | all-reduce | ours | iSwitch-style | ours / PS |",
-                "|---|---|---|---|---|---|"]
+                "", "| workload | PS | all-reduce | ours | iSwitch-style | ours / PS "
+                f"| paper-implied iSwitch / PS at {hi:.0%} aggregation |",
+                "|---|---|---|---|---|---|---|"]
         for a, v in pap["aggregation_only"].items():
             wo, wh = v["network_only_ms"], v["with_host_ms"]
+            implied = (PAPER["vs_ps"]["iswitch"][a] - (1 - hi)) / hi
             out.append(f"| {a.upper()} | " + " | ".join(
                 f"{wo[s]:.3f} / {wh[s]:.2f} ms" for s in ("ps", "allreduce", "inswitch", "iswitch"))
-                + f" | {wo['inswitch'] / wo['ps']:.2f} / {wh['inswitch'] / wh['ps']:.2f} |")
+                + f" | {wo['inswitch'] / wo['ps']:.2f} / {wh['inswitch'] / wh['ps']:.2f} | "
+                f"{implied:.2f} |")
         out += ["", "### Papers' setup at matched compute", "",
                 "| workload | compute scale | iSwitch/PS at zero compute | PS aggregation share "
                 "| all-reduce model / paper | ours sync | ours async / PS async |",
@@ -1148,14 +1155,14 @@ def markdown(val: dict[str, Any] | None, pap: dict[str, Any] | None,
                            + " | " + (" / ".join(f"{y:.2f}" for y in ref) if ref else "–")
                            + " |")
         big = [n for n in (8, 9, 16, 32, 64)]
-        out += ["", "### Scaling to 64 workers (sync, matched compute, 1 µs links): throughput "
+        out += ["", "### Scaling to 64 workers (sync, measured compute, 1 µs links): throughput "
                 "over 4 workers'", "",
                 "| workload | link | strategy | " + " | ".join(f"{n} workers" for n in big) + " |",
                 "|---|---|---|" + "---|" * len(big)]
         for a in ("ppo", "dqn"):
             if a not in workloads:
                 continue
-            wm = replace(workloads[a], compute_s=workloads[a].compute_s * pap["matched"][a]["scale"])
+            wm = workloads[a]
             for rate in (10.0, 40.0, 100.0):
                 net = replace(pap_net, rate_gbps=rate)
                 for s in STRATEGIES:
