@@ -177,3 +177,27 @@ def test_final_line_has_the_keys(cm: ModuleType, tmp_path: Path,
         assert math.isfinite(float(kv[key])), key
     assert float(kv["dqn_sync_vs_ps"]) > 1.0  # 6.7 MB: the switch beats the PS
     assert 1.0 <= float(kv["ppo_sync_scaling_12"]) <= 3.0  # at most ideal (12/4)
+
+
+def test_replay_cuts_two_hops_against_four(cm: ModuleType) -> None:
+    # scripts/bench_replay_host.py's layout: figures[R][kind][actors]
+    def kind(push: float, uni: float, prio: float) -> dict:
+        return {"4": {"push_us": push, "uniform_us": uni, "prioritized_us": prio}}
+
+    data = {"figures": {"128": {"innet": kind(100.0, 50.0, 80.0),
+                                "server": kind(150.0, 100.0, 200.0)}}}
+    near = cm.replay_cuts(data, cm.Network(rate_gbps=40.0, delay_us=0.0))
+    far = cm.replay_cuts(data, cm.Network(rate_gbps=40.0, delay_us=100.0))
+    for k in ("replay_access", "prioritized"):
+        assert near[k]["cut_loopback"] == far[k]["cut_loopback"]
+        assert far[k]["server_us"] - near[k]["server_us"] == pytest.approx(400.0)  # 4 hops
+        assert far[k]["innet_us"] - near[k]["innet_us"] == pytest.approx(200.0)  # 2 hops
+    assert near["replay_access"]["cut_loopback"] == pytest.approx(1 - 150 / 250)
+
+
+def test_workloads_prefer_cpu_compute(cm: ModuleType) -> None:
+    wl = {"workloads": {"dqn_atari": {"algo": "dqn", "grad_bytes": 8,
+                                      "compute_s": {"median": 0.3},
+                                      "compute_cpu_s": {"median": 0.04}}}}
+    assert cm.workloads_from(wl, "t")["dqn"].compute_s == 0.04
+    assert cm.workloads_from(wl, "t", compute="wall")["dqn"].compute_s == 0.3
