@@ -944,6 +944,7 @@ def make_plots(outdir: Path, val: dict[str, Any], pap: dict[str, Any],
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    outdir.mkdir(parents=True, exist_ok=True)
     paths = []
     colors = {s: f"C{i}" for i, s in enumerate(STRATEGIES)}
     # 1. iteration time by strategy and algorithm: compute (light) + comm (dark), / PS sync
@@ -1172,6 +1173,20 @@ def markdown(val: dict[str, Any] | None, pap: dict[str, Any] | None,
                 for s in STRATEGIES:
                     out.append(f"| {a.upper()} | {rate:g} GbE | {s} | " + " | ".join(
                         f"{scaling(s, n, 4, wm, net, hc):.2f}" for n in big) + " |")
+        out += ["", "### Link delay (sync, measured compute): iteration time / PS's", "",
+                "| workload | link | workers | delay | all-reduce | ours | iSwitch-style |",
+                "|---|---|---|---|---|---|---|"]
+        for a in ("dqn", "ppo"):
+            if a not in workloads:
+                continue
+            for rate, n in ((10.0, 4), (100.0, 4), (100.0, 64)):
+                for d in (1.0, 10.0, 50.0, 200.0):
+                    net = replace(pap_net, rate_gbps=rate, delay_us=d)
+                    t = {s: iteration(s, "sync", n, workloads[a], net, hc)["total"]
+                         for s in STRATEGIES}
+                    out.append(f"| {a.upper()} | {rate:g} GbE | {n} | {d:g} µs | "
+                               f"{t['allreduce'] / t['ps']:.2f} | {t['inswitch'] / t['ps']:.2f} | "
+                               f"{t['iswitch'] / t['ps']:.2f} |")
         out += ["", "### Headline: ours over PS, best of the four workloads", "",
                 "| mode | model, measured compute | model, matched compute | paper |",
                 "|---|---|---|---|",
