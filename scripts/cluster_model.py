@@ -58,6 +58,7 @@ workers that is the last one, so H changes staleness, not time, in this model.
 Usage::
 
     python scripts/cluster_model.py --calibrate            # host_costs.json (~8 min, 4 processes)
+    python scripts/cluster_model.py --calibrate --add-repeats   # 3 more repeats, select from all
     python scripts/cluster_model.py --extract-rack         # docs/rack.md -> docs/data/rack.json
     python scripts/cluster_model.py [--workloads PATH] [--replay PATH] [--plots docs]
         [--markdown TABLES.md] [--json FIGURES.json] [--rate 10] [--delay-us 1]
@@ -784,19 +785,10 @@ def calibrate(sizes: list[int], loads_ms: list[float], packet_elems: int, reps: 
                       f"{r0.compute_seconds * 1e3:.2f} ms, comm {r0.comm_seconds * 1e3:.2f} ms",
                       flush=True)
             run["sync_wait"][sync] = pts
+        run["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         out["all"].append(run)
-    for sync in ("inswitch", "ps", "allreduce"):
-        best = [min(run["rounds"][sync][i] for run in out["all"]) for i in range(len(sizes))]
-        out["strategies"][sync] = {
-            "grad_bytes": [4 * e for e in sizes], "round_s": best,
-            "what": "mean seconds of one aggregation round of 4 workers on loopback, nothing "
-                    "in between (scripts/bench_rl.py bench_aggregation); least of the repeats"}
-        print(f"{sync:9s} rounds {[f'{1e3 * v:.2f}' for v in best]} ms at {sizes} elems",
-              flush=True)
-        out["sync_wait"][sync] = [
-            min((run["sync_wait"][sync][i] for run in out["all"]),
-                key=lambda p: p["compute_s"] / p["solo_compute_s"])
-            for i in range(len(loads_ms))]
+    out["sizes_elems"] = list(sizes)
+    select_repeats(out)
     if rtl:
         try:
             out["rtl"] = rtl_figures()
@@ -804,6 +796,30 @@ def calibrate(sizes: list[int], loads_ms: list[float], packet_elems: int, reps: 
             print(f"warning: scripts/bench_grad_agg.py --no-synth failed ({e}); the RTL figures "
                   "of the previous host_costs.json are kept", file=sys.stderr)
     return out
+
+
+def select_repeats(out: dict[str, Any]) -> None:
+    """Fill ``strategies`` and ``sync_wait`` of a calibration from its repeats (``all``).
+
+    Per size the least round time of the repeats; per CPU load the repeat
+    whose rank 0 compute was the least inflated over the solo time.
+    """
+    sizes = out["sizes_elems"]
+    runs = out["all"]
+    out["repeats"] = len(runs)
+    for sync in ("inswitch", "ps", "allreduce"):
+        best = [min(run["rounds"][sync][i] for run in runs) for i in range(len(sizes))]
+        out["strategies"][sync] = {
+            "grad_bytes": [4 * e for e in sizes], "round_s": best,
+            "what": "mean seconds of one aggregation round of 4 workers on loopback, nothing "
+                    "in between (scripts/bench_rl.py bench_aggregation); least of the repeats"}
+        print(f"{sync:9s} rounds {[f'{1e3 * v:.2f}' for v in best]} ms at {sizes} elems",
+              flush=True)
+        loads = len(runs[0]["sync_wait"][sync])
+        out["sync_wait"][sync] = [
+            min((run["sync_wait"][sync][i] for run in runs),
+                key=lambda p: p["compute_s"] / p["solo_compute_s"])
+            for i in range(loads)]
 
 
 RACK_ROW = re.compile(r"^\|\s*(PPO|A2C|DQN|DDPG)\s*\|\s*([\d.]+)\s*µs\s*\|\s*(\w+)\s*\|"
@@ -1277,6 +1293,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="--calibrate: CPU work per round (one process alone), ms")
     ap.add_argument("--reps", type=int, default=40, help="--calibrate: rounds per size")
     ap.add_argument("--repeats", type=int, default=3, help="--calibrate: repeats of everything")
+    ap.add_argument("--add-repeats", action="store_true",
+                    help="--calibrate: keep the repeats already in --host-costs and select "
+                         "from all of them")
     ap.add_argument("--no-rtl", action="store_true", help="--calibrate: skip the Verilator run")
     args = ap.parse_args(argv)
 
@@ -1284,8 +1303,21 @@ def main(argv: list[str] | None = None) -> int:
         data = calibrate([int(s) for s in args.sizes.split(",")],
                          [float(s) for s in args.loads_ms.split(",")], 2048, args.reps,
                          not args.no_rtl, args.repeats)
-        if "rtl" not in data and args.host_costs.exists():
-            data["rtl"] = read_json(args.host_costs).get("rtl")
+        if args.host_costs.exists():
+            prev = read_json(args.host_costs)
+            if "rtl" not in data:
+                data["rtl"] = prev.get("rtl")
+            prev_sizes = prev.get("sizes_elems") or [
+                int(g) // 4 for g in prev["strategies"]["ps"]["grad_bytes"]]
+            prev_loads = [p["solo_compute_s"] for p in prev["sync_wait"]["ps"]]
+            loads = [p["solo_compute_s"] for p in data["sync_wait"]["ps"]]
+            if args.add_repeats and (prev_sizes, prev_loads) != (data["sizes_elems"], loads):
+                print("warning: --add-repeats: other sizes or loads in the previous file; "
+                      "not merged", file=sys.stderr)
+            elif args.add_repeats:
+                data["all"] = prev.get("all", []) + data["all"]
+                data["date"] = f"{prev.get('date')} .. {data['date']}"
+                select_repeats(data)
         args.host_costs.parent.mkdir(parents=True, exist_ok=True)
         args.host_costs.write_text(json.dumps(data, indent=1) + "\n")
         print(f"wrote {args.host_costs}")

@@ -201,3 +201,18 @@ def test_workloads_prefer_cpu_compute(cm: ModuleType) -> None:
                                       "compute_cpu_s": {"median": 0.04}}}}
     assert cm.workloads_from(wl, "t")["dqn"].compute_s == 0.04
     assert cm.workloads_from(wl, "t", compute="wall")["dqn"].compute_s == 0.3
+
+
+def test_calibration_selects_least_disturbed_repeat(cm: ModuleType) -> None:
+    def run(rounds: float, compute: float, comm: float) -> dict:
+        return {"rounds": {s: [rounds, 2 * rounds] for s in ("inswitch", "ps", "allreduce")},
+                "sync_wait": {s: [{"solo_compute_s": 0.005, "grad_bytes": 8192,
+                                   "compute_s": compute, "comm_s": comm}]
+                              for s in ("inswitch", "ps", "allreduce")}}
+
+    out = {"sizes_elems": [2048, 16384], "strategies": {}, "sync_wait": {},
+           "all": [run(0.3e-3, 0.030, 0.020), run(0.2e-3, 0.012, 0.009), run(0.4e-3, 0.020, 0.001)]}
+    cm.select_repeats(out)
+    assert out["repeats"] == 3
+    assert out["strategies"]["ps"]["round_s"] == [0.2e-3, 0.4e-3]
+    assert out["sync_wait"]["inswitch"][0]["compute_s"] == 0.012  # inflation 2.4, the least
