@@ -52,6 +52,13 @@ THE SOFTWARE.
  * memory (C * R bytes), the request contexts (4 entries: what a reply
  * echoes) and the response queue (128 entries: one per PUSH_ACK or sample).
  *
+ * Record memory: block RAM (REC_STORE = 0, m_axi_* held at 0), or external
+ * memory behind the AXI4 master m_axi_* (REC_STORE = 1,
+ * replay_rec_store_axi: each sample's record is read when its index enters
+ * the response queue and replaces the responder's record beats on the way
+ * out; the payload stream into the executor holds while the store cannot
+ * take a record beat).
+ *
  * Ordering: the sum tree is either updating or descending, never both. A
  * SAMPLE_REQ waits until the updates before it have left the update
  * pipeline (at most 5 clocks); an UPDATE or PUSH waits until the samples

@@ -34,7 +34,10 @@ THE SOFTWARE.
  *
  * Drop-in replacement for nf_datapath of the SUME reference_switch project
  * (same ports and parameters; build.tcl renames the instance's module in
- * the project's top.v). Structure, as in nf_datapath:
+ * the project's top.v), plus the replay record store's AXI4 master
+ * m_axi_rpl_*, used only with RPL_REC_STORE = 1 (build.tcl --ddr connects
+ * it to the DDR3 controller, hw/boards/sume/nf_nrl_ddr.v; left unconnected
+ * otherwise). Structure, as in nf_datapath:
  *
  *   s_axis_0..3 (10G MAC RX), s_axis_4 (DMA)
  *        |
