@@ -89,7 +89,7 @@ module replay_engine #
     // Width of the AXI4 master IDs (REC_STORE = 1)
     parameter AXI_ID_WIDTH = 1,
     // Byte address of record 0 in the AXI4 address space (REC_STORE = 1)
-    parameter AXI_BASE_ADDR = 0
+    parameter [AXI_ADDR_WIDTH-1:0] AXI_BASE_ADDR = 0
 )
 (
     input  wire                   clk,

@@ -93,7 +93,7 @@ module replay_rec_store_axi #
     // Width of the AXI4 IDs (every request uses ID 0)
     parameter AXI_ID_WIDTH = 1,
     // Byte address of record 0
-    parameter AXI_BASE_ADDR = 0,
+    parameter [AXI_ADDR_WIDTH-1:0] AXI_BASE_ADDR = 0,
     // log2 of the read data FIFO depth in 512-bit beats
     parameter RD_FIFO_ADDR_W = 9,
     // log2 of the W FIFO depth in 512-bit beats

@@ -25,7 +25,7 @@ import itertools
 import logging
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import cocotb
 from cocotb.handle import HierarchyObject
@@ -33,7 +33,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam
 
 from sim.common.tb import STRESS, high
-from sim.replay_engine.test_replay_engine import ACTORS, LEARNERS, TB, random_workload
+from sim.replay_engine.test_replay_engine import ACTORS, LEARNERS, TB, Member, random_workload
 
 MEM_BYTES = int(os.environ.get("RPL_MEM_BYTES", str(1 << 20)))
 RD_LAT = int(os.environ.get("RPL_RD_LAT", "20"))
@@ -109,6 +109,37 @@ class DdrTB(TB):
                  wr_lat: int = WR_LAT) -> None:
         super().__init__(dut, seed=seed)
         self.ram = LatencyRam(dut, MEM_BYTES, rd_lat, wr_lat)
+        self.slots: dict[int, bytes] = {}  # record slot -> the record last pushed there
+        self._made: list[bytes] = []
+
+    def records(self, k: int) -> list[bytes]:
+        out = super().records(k)
+        self._made = out
+        return out
+
+    async def push(self, m: Member, k: int, prios: Sequence[int] | None = None) -> None:
+        """PUSH as the stream tests do; remember which slot each accepted record went to."""
+        wp = self.m.read("RPL_WPTR")
+        await super().push(m, k, prios)
+        if self.m.read("RPL_WPTR") == (wp + k) % self.capacity:
+            for j, rec in enumerate(self._made):
+                self.slots[(wp + j) % self.capacity] = rec
+
+    async def check_memory(self) -> None:
+        """Once every write is answered: record i at i * S in the AXI RAM, S = R rounded up to a
+        power of two (the layout of replay_rec_store_axi)."""
+        store = self.dut.g_rec_axi.store_inst
+        for _ in range(200_000):
+            if not high(store.wr_pending_reg):
+                break
+            await RisingEdge(self.dut.clk)
+        else:
+            raise AssertionError("the record store still has writes pending")
+        stride = 1 << (self.record_bytes - 1).bit_length()
+        assert self.slots, "no record pushed"
+        for slot, rec in self.slots.items():
+            got = self.ram.read(slot * stride, self.record_bytes)
+            assert got == rec, f"record slot {slot}: memory at {slot * stride:#x} differs"
 
     def stress_all(self, idle: bool, backpressure: bool, axi: float = 0.3) -> None:
         """Stream idle / backpressure as the stream tests, plus AXI channel pauses."""
@@ -116,8 +147,12 @@ class DdrTB(TB):
         if axi:
             self.ram.set_pauses(random.Random(self.rng.getrandbits(32)), axi)
 
-    async def finish(self) -> None:
+    async def finish(self, memory: bool = True) -> None:
+        """The stream testbench's checks; then (``memory``, for workloads whose every PUSH went
+        through :meth:`push`) the records in the AXI RAM."""
         await super().finish()
+        if memory:
+            await self.check_memory()
         assert self.ram.reads > 0 or self.m.counters()["CNT_TX_SAMPLE_RESP"] == 0
         self.log.info("AXI RAM: %d record reads, %d beats written", self.ram.reads,
                       self.ram.writes)
@@ -214,7 +249,7 @@ async def test_ddr_random_workload(dut: HierarchyObject, idle: bool, backpressur
     tb.stress_all(idle, backpressure)
     await random_workload(tb, int(30 * SCALE), max_batch=16)
     assert tb.records_pushed > tb.capacity, "the workload must wrap the ring"
-    await tb.finish()
+    await tb.finish(memory=False)  # its malformed frames bypass DdrTB.push
 
 
 @cocotb.test(skip=LARGE)
@@ -248,6 +283,7 @@ async def test_ddr_throughput(dut: HierarchyObject) -> None:
     tb.log.info("64 samples: %d beats in %d clocks (%.2f beats per clock)", len(beats), span, duty)
     assert duty >= 0.9, f"output duty {duty:.2f} < 0.9 with a memory that keeps up"
     await tb.check_state()
+    await tb.check_memory()
 
 
 @cocotb.test(skip=not LARGE)
