@@ -52,7 +52,8 @@ THE SOFTWARE.
  * beats requested count against its depth) and no write is queued or
  * waiting for its B response, so up to 2^RD_FIFO_ADDR_W / beats records are
  * in flight and the memory latency is hidden. RREADY is always high (room
- * is reserved). Single ID: data returns in request order.
+ * is reserved). Single ID: data returns in request order. BRESP and RRESP
+ * are not looked at: a memory error is not reported.
  *
  * Ordering: a PUSH starts only after every earlier sample left the response
  * queue (replay_executor), and its beats are held here until every read is
