@@ -13,6 +13,14 @@ One ``key=value`` line per top ends the output, e.g.::
 
     synth top=nrl_switch lut=1234 ff=2345 ramb36=4 ramb18=0 dsp=0 carry=56 lutram=8 srl=0 depth=9 seconds=42.0
 
+``--config NAME`` (repeatable) synthesizes a named configuration instead: a
+top with its own parameter overrides (``--param`` still applies on top), and
+its line carries ``config=NAME``. ``replay_bram`` / ``replay_ddr`` are the
+replay engine with its records in block RAM (``REC_STORE=0``, the default) or
+behind its AXI4 master (``REC_STORE=1``, external DDR3)::
+
+    python scripts/synth_yosys.py --config replay_bram --config replay_ddr
+
 Exit status: 0 when every top synthesized, 1 when one failed or timed out,
 2 when Yosys is not installed (``make synth`` installs it).
 
@@ -35,6 +43,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RTL = REPO / "hw" / "rtl"
 DEFAULT_TOPS = ("fp32_add", "grad_agg", "replay_engine", "nrl_switch")
+
+# named configurations: top and parameter overrides
+CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
+    "replay_bram": ("replay_engine", {"REC_STORE": "0"}),
+    "replay_ddr": ("replay_engine", {"REC_STORE": "1"}),
+}
 
 # cell name patterns per reported class (7-series primitives after synth_xilinx)
 CLASSES: dict[str, re.Pattern[str]] = {
@@ -63,13 +77,15 @@ class Result:
     depth: int = -1
     path: str = ""
     error: str = ""
+    config: str = ""
 
     def line(self) -> str:
         """The final ``key=value`` summary line."""
+        name = f"top={self.top}" + (f" config={self.config}" if self.config else "")
         if not self.ok:
-            return f"synth top={self.top} status=fail seconds={self.seconds:.1f} error={self.error!r}"
+            return f"synth {name} status=fail seconds={self.seconds:.1f} error={self.error!r}"
         kv = " ".join(f"{k}={self.counts.get(k, 0)}" for k in CLASSES)
-        return f"synth top={self.top} {kv} depth={self.depth} seconds={self.seconds:.1f}"
+        return f"synth {name} {kv} depth={self.depth} seconds={self.seconds:.1f}"
 
 
 def sources(top: str) -> list[Path]:
@@ -104,10 +120,13 @@ def declared_params(top: str, srcs: list[Path]) -> set[str]:
 def yosys_script(top: str, srcs: list[Path], params: dict[str, str], stat: Path, ltp: Path) -> str:
     """The Yosys command script for one top."""
     files = " ".join(str(s) for s in srcs)
-    chparam = " ".join(f"-chparam {k} {v}" for k, v in params.items())
+    # chparam on the deferred (abstract) top: Yosys 0.23 asserts on
+    # `hierarchy -chparam` for a top with generate blocks (replay_engine)
+    chparam = [f"chparam -set {k} {v} {top}" for k, v in params.items()]
     return "\n".join([
         f"read_verilog -defer -I{RTL} {files}",
-        f"hierarchy -top {top} {chparam}".rstrip(),
+        *chparam,
+        f"hierarchy -top {top}",
         f"synth_xilinx -family xc7 -top {top} -flatten -noiopad",
         f"tee -q -o {stat} stat",
         f"delete {SEQUENTIAL}",
@@ -150,8 +169,9 @@ def ltp_endpoints(text: str) -> str:
     return f"{nodes[0]} -> {nodes[-1]}" if nodes else ""
 
 
-def synth(top: str, params: dict[str, str], timeout: float, keep_log: Path | None) -> Result:
-    """Synthesize one top and collect its numbers."""
+def synth(top: str, params: dict[str, str], timeout: float, keep_log: Path | None,
+          config: str = "") -> Result:
+    """Synthesize one top (``config``: the named configuration, if any) and collect its numbers."""
     srcs = sources(top)
     declared = declared_params(top, srcs)
     use = {k: v for k, v in params.items() if k in declared}
@@ -167,7 +187,7 @@ def synth(top: str, params: dict[str, str], timeout: float, keep_log: Path | Non
             return Result(top, False, time.monotonic() - t0, error=f"timeout after {timeout:.0f} s")
         if keep_log is not None and (d / "yosys.log").exists():
             keep_log.mkdir(parents=True, exist_ok=True)
-            shutil.copy(d / "yosys.log", keep_log / f"{top}.log")
+            shutil.copy(d / "yosys.log", keep_log / f"{config or top}.log")
         if r.returncode != 0 or not stat.exists():
             err = (r.stderr or r.stdout).strip().splitlines()
             return Result(top, False, time.monotonic() - t0, error=err[-1] if err else "yosys failed")
@@ -175,7 +195,7 @@ def synth(top: str, params: dict[str, str], timeout: float, keep_log: Path | Non
         ltp_text = ltp.read_text() if ltp.exists() else ""
         depth = parse_ltp(ltp_text) if ltp_text else -1
     return Result(top, True, time.monotonic() - t0, classify(cells), cells, depth,
-                  ltp_endpoints(ltp_text))
+                  ltp_endpoints(ltp_text), config=config)
 
 
 def parse_params(items: list[str]) -> dict[str, str]:
@@ -195,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", action="append", default=[],
                     help="top module to synthesize (repeatable; default: all of "
                          + ", ".join(DEFAULT_TOPS) + " that exist)")
+    ap.add_argument("--config", action="append", default=[], choices=sorted(CONFIGS),
+                    help="named configuration (top and parameters) to synthesize (repeatable)")
     ap.add_argument("--param", action="append", default=[], metavar="K=V",
                     help="parameter override, applied to every top that declares it (repeatable)")
     ap.add_argument("--timeout", type=float, default=3600.0,
@@ -208,20 +230,26 @@ def main(argv: list[str] | None = None) -> int:
               "(Debian/Ubuntu: apt-get install yosys)", file=sys.stderr)
         return 2
     params = parse_params(args.param)
-    tops = args.top or [t for t in DEFAULT_TOPS if available(t)]
-    if not tops:
+    # (top, parameters, config name) per run
+    runs: list[tuple[str, dict[str, str], str]] = [
+        (CONFIGS[c][0], {**CONFIGS[c][1], **params}, c) for c in args.config]
+    if args.top or not runs:
+        tops = args.top or [t for t in DEFAULT_TOPS if available(t)]
+        runs += [(t, params, "") for t in tops]
+    if not runs:
         print("error: no synthesizable top found in hw/rtl", file=sys.stderr)
         return 1
-    for t in tops:
+    for t, _, _ in runs:
         if not available(t):
             print(f"error: top {t!r}: missing sources {[str(s) for s in sources(t) if not s.exists()]}",
                   file=sys.stderr)
             return 1
 
     results = []
-    for t in tops:
-        print(f"== {t}: synth_xilinx -family xc7 ...", flush=True)
-        res = synth(t, params, args.timeout, args.log_dir)
+    for t, p, cfg in runs:
+        print(f"== {t}{f' ({cfg})' if cfg else ''}: synth_xilinx -family xc7 ...", flush=True)
+        res = synth(t, p, args.timeout, args.log_dir, cfg)
+        res.config = cfg
         results.append(res)
         if res.ok:
             c = res.counts

@@ -333,6 +333,92 @@ def test_sume_build_dry_run(flow: Flow) -> None:
     assert r.returncode != 0 and "needs Vivado 2016.4" in r.stderr, r.stdout + r.stderr
 
 
+# a top.v closer to the reference one: ANSI ports, the datapath on the 200 MHz clock
+DDR_TOP_V = """// Stand-in for the reference top.v (ANSI ports, datapath clock and reset)
+module top #(
+    parameter C_DATA_WIDTH = 256
+) (
+    input  wire fpga_sysclk_p,
+    input  wire fpga_sysclk_n,
+    output wire led
+);
+  wire clk_200;
+  wire sys_rst_n_c;
+  assign led = 1'b0;
+  nf_datapath
+  #(
+      .C_M_AXIS_DATA_WIDTH (C_DATA_WIDTH),
+      .C_S_AXIS_DATA_WIDTH (C_DATA_WIDTH)
+  )
+  nf_datapath_0 (
+      .axis_aclk (clk_200),
+      .axis_resetn (sys_rst_n_c),
+      .axi_aclk (clk_200),
+      .axi_resetn (sys_rst_n_c)
+  );
+endmodule
+"""
+
+
+def ip_stubs(wrapper: Path) -> str:
+    """Verilog stand-ins for the Vivado IPs nf_nrl_ddr.v instantiates: every port it connects,
+    inputs 1024 bits wide, so Icarus checks the port names the wrapper uses."""
+    text = wrapper.read_text()
+    out = []
+    for mod in ("nrl_rpl_axi_cc", "nrl_mig"):
+        body = text.split(f"\n{mod}\n", 1)[1].split(");", 1)[0]
+        ports = re.findall(r"\.(\w+)\(", body)
+        out.append(f"module {mod}({', '.join(ports)});\n"
+                   + "".join(f"  input [1023:0] {p};\n" for p in ports) + "endmodule\n")
+    return "".join(out)
+
+
+def test_full_flow_ddr(flow: Flow) -> None:
+    """--ddr: mig.tcl after control_sub.tcl, the DDR3 pins and nf_nrl_ddr in top.v (which
+    elaborates on Icarus with the IPs stubbed); --ddr without --mig-prj stops with a message."""
+    r = flow.run("--firmware", str(flow.firmware), "--ddr")
+    assert r.returncode != 0 and "--ddr (full flow) needs --mig-prj FILE" in r.stderr, r.stderr
+    (flow.design / "hw" / "hdl" / "top.v").write_text(DDR_TOP_V)
+    prj = flow.tmp / "sume_ddr3.prj"
+    prj.write_text("<?xml version='1.0'?><Project>stand-in MIG project</Project>\n")
+    r = flow.run("--firmware", str(flow.firmware), "--ddr", "--mig-prj", str(prj))
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = steps(r)
+    work = flow.out / "sume_tree" / "projects" / "reference_switch" / "hw"
+    assert (work / "create_ip" / "nrl_mig.prj").read_text() == prj.read_text()
+    i_mig = s.index("create_ip -name mig_7series -vendor xilinx.com -library ip -module_name nrl_mig")
+    i_cc = s.index("create_ip -name axi_clock_converter -vendor xilinx.com -library ip "
+                   "-module_name nrl_rpl_axi_cc")
+    assert any("CONFIG.XML_INPUT_FILE nrl_mig.prj" in x for x in s)
+    assert any("CONFIG.DATA_WIDTH 512" in x and "CONFIG.ACLK_ASYNC 1" in x for x in s)
+    i_ddr_v = s.index(f"read_verilog {SUME / 'nf_nrl_ddr.v'}")
+    assert s.index("create_bd_design control_sub") < i_mig < i_cc < i_ddr_v < s.index("launch_runs synth -jobs 2")
+    assert {"generate_target nrl_mig", "generate_target nrl_rpl_axi_cc"} <= set(s)
+    proj = (work / "tcl" / "nrl_reference_switch.tcl").read_text()
+    assert re.search(r"source \./tcl/control_sub\.tcl\nsource \"\S+/hw/boards/sume/mig\.tcl\"", proj)
+    top = (work / "hdl" / "top.v").read_text()
+    assert re.search(r"nf_nrl_top\s*#\(\s*\n\s*\.BUILD_HASH\(32'h[0-9a-f]{8}\),\s*\.RPL_REC_STORE\(1\),", top)
+    assert ".axis_aclk(clk_200)" in top and ".sys_rst_n(sys_rst_n_c)" in top
+    # the patched top elaborates with the real wrappers and the IPs stubbed
+    iverilog = require_tool("iverilog", "elaborating the --ddr top.v")
+    stubs = flow.tmp / "ip_stubs.v"
+    stubs.write_text(ip_stubs(SUME / "nf_nrl_ddr.v"))
+    srcs = [str(x) for x in wrapper_sources()]
+    e = subprocess.run([iverilog, "-g2005", "-o", os.devnull, f"-I{REPO / 'hw' / 'rtl'}", "-s", "top",
+                        str(work / "hdl" / "top.v"), str(SUME / "nf_nrl_ddr.v"), str(stubs), *srcs],
+                       capture_output=True, text=True, timeout=300)
+    assert e.returncode == 0, e.stdout + e.stderr
+    # the same under sume_build.sh --dry-run (hw/boards/sume/dryrun.tcl)
+    env = {**os.environ, **flow.env}
+    env.pop("FAKE_RUN_DIR")
+    r = subprocess.run(["bash", str(REPO / "scripts" / "sume_build.sh"), "--dry-run", "--flow", "full",
+                        "--out", str(flow.tmp / "dry"), "--firmware", str(flow.firmware), "--ddr",
+                        "--mig-prj", str(prj)], capture_output=True, text=True, env=env, cwd=flow.tmp,
+                       timeout=120)
+    assert r.returncode == 0 and "dry run complete" in r.stdout, r.stdout + r.stderr
+    assert "mig.tcl: nrl_mig (from nrl_mig.prj), nrl_rpl_axi_cc and nf_nrl_ddr added" in r.stdout
+
+
 def _break_format_coe(flow: Flow, body: str) -> None:
     p = flow.sume / "tools" / "scripts" / "format_coe.py"
     p.write_text(body)

@@ -17,6 +17,7 @@ replay_mul.v
 replay_sum_tree.v
 replay_executor.v
 replay_responder.v
+replay_rec_store_axi.v
 replay_engine.v
 nrl_l2_learn.v
 nrl_classifier.v

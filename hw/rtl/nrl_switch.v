@@ -78,7 +78,15 @@ module nrl_switch #
     // Replay capacity C in records (power of two), RPL_CAPACITY
     parameter RPL_CAPACITY = 16384,
     // Replay record size R in bytes (multiple of 64), RPL_RECORD_BYTES
-    parameter RPL_RECORD_BYTES = 128
+    parameter RPL_RECORD_BYTES = 128,
+    // Replay record store: 0 = block RAM, 1 = external memory on m_axi_rpl_*
+    parameter RPL_REC_STORE = 0,
+    // Width of the replay AXI4 master address (RPL_REC_STORE = 1)
+    parameter RPL_AXI_ADDR_WIDTH = 32,
+    // Width of the replay AXI4 master IDs (RPL_REC_STORE = 1)
+    parameter RPL_AXI_ID_WIDTH = 1,
+    // Byte address of replay record 0 (RPL_REC_STORE = 1)
+    parameter RPL_AXI_BASE_ADDR = 0
 )
 (
     input  wire                        clk,
@@ -125,7 +133,49 @@ module nrl_switch #
     output wire [AXIL_DATA_WIDTH-1:0]  s_axil_rdata,
     output wire [1:0]                  s_axil_rresp,
     output wire                        s_axil_rvalid,
-    input  wire                        s_axil_rready
+    input  wire                        s_axil_rready,
+
+    /*
+     * AXI4 master of the replay record store (RPL_REC_STORE = 1; outputs
+     * held at 0 and inputs unused with RPL_REC_STORE = 0)
+     */
+    output wire [RPL_AXI_ID_WIDTH-1:0]     m_axi_rpl_awid,
+    output wire [RPL_AXI_ADDR_WIDTH-1:0]   m_axi_rpl_awaddr,
+    output wire [7:0]                      m_axi_rpl_awlen,
+    output wire [2:0]                      m_axi_rpl_awsize,
+    output wire [1:0]                      m_axi_rpl_awburst,
+    output wire                            m_axi_rpl_awlock,
+    output wire [3:0]                      m_axi_rpl_awcache,
+    output wire [2:0]                      m_axi_rpl_awprot,
+    output wire [3:0]                      m_axi_rpl_awqos,
+    output wire                            m_axi_rpl_awvalid,
+    input  wire                            m_axi_rpl_awready,
+    output wire [511:0]                    m_axi_rpl_wdata,
+    output wire [63:0]                     m_axi_rpl_wstrb,
+    output wire                            m_axi_rpl_wlast,
+    output wire                            m_axi_rpl_wvalid,
+    input  wire                            m_axi_rpl_wready,
+    input  wire [RPL_AXI_ID_WIDTH-1:0]     m_axi_rpl_bid,
+    input  wire [1:0]                      m_axi_rpl_bresp,
+    input  wire                            m_axi_rpl_bvalid,
+    output wire                            m_axi_rpl_bready,
+    output wire [RPL_AXI_ID_WIDTH-1:0]     m_axi_rpl_arid,
+    output wire [RPL_AXI_ADDR_WIDTH-1:0]   m_axi_rpl_araddr,
+    output wire [7:0]                      m_axi_rpl_arlen,
+    output wire [2:0]                      m_axi_rpl_arsize,
+    output wire [1:0]                      m_axi_rpl_arburst,
+    output wire                            m_axi_rpl_arlock,
+    output wire [3:0]                      m_axi_rpl_arcache,
+    output wire [2:0]                      m_axi_rpl_arprot,
+    output wire [3:0]                      m_axi_rpl_arqos,
+    output wire                            m_axi_rpl_arvalid,
+    input  wire                            m_axi_rpl_arready,
+    input  wire [RPL_AXI_ID_WIDTH-1:0]     m_axi_rpl_rid,
+    input  wire [511:0]                    m_axi_rpl_rdata,
+    input  wire [1:0]                      m_axi_rpl_rresp,
+    input  wire                            m_axi_rpl_rlast,
+    input  wire                            m_axi_rpl_rvalid,
+    output wire                            m_axi_rpl_rready
 );
 
 // bus width assertions
@@ -285,7 +335,11 @@ replay_engine #(
     .USER_WIDTH(USER_WIDTH),
     .CAPACITY(RPL_CAPACITY),
     .RECORD_BYTES(RPL_RECORD_BYTES),
-    .BUILD_HASH(BUILD_HASH)
+    .BUILD_HASH(BUILD_HASH),
+    .REC_STORE(RPL_REC_STORE),
+    .AXI_ADDR_WIDTH(RPL_AXI_ADDR_WIDTH),
+    .AXI_ID_WIDTH(RPL_AXI_ID_WIDTH),
+    .AXI_BASE_ADDR(RPL_AXI_BASE_ADDR)
 )
 replay_engine_inst (
     .clk(clk),
@@ -320,7 +374,44 @@ replay_engine_inst (
     .s_axil_rdata(rpl_axil_rdata),
     .s_axil_rresp(rpl_axil_rresp),
     .s_axil_rvalid(rpl_axil_rvalid),
-    .s_axil_rready(rpl_axil_rready)
+    .s_axil_rready(rpl_axil_rready),
+    .m_axi_awid(m_axi_rpl_awid),
+    .m_axi_awaddr(m_axi_rpl_awaddr),
+    .m_axi_awlen(m_axi_rpl_awlen),
+    .m_axi_awsize(m_axi_rpl_awsize),
+    .m_axi_awburst(m_axi_rpl_awburst),
+    .m_axi_awlock(m_axi_rpl_awlock),
+    .m_axi_awcache(m_axi_rpl_awcache),
+    .m_axi_awprot(m_axi_rpl_awprot),
+    .m_axi_awqos(m_axi_rpl_awqos),
+    .m_axi_awvalid(m_axi_rpl_awvalid),
+    .m_axi_awready(m_axi_rpl_awready),
+    .m_axi_wdata(m_axi_rpl_wdata),
+    .m_axi_wstrb(m_axi_rpl_wstrb),
+    .m_axi_wlast(m_axi_rpl_wlast),
+    .m_axi_wvalid(m_axi_rpl_wvalid),
+    .m_axi_wready(m_axi_rpl_wready),
+    .m_axi_bid(m_axi_rpl_bid),
+    .m_axi_bresp(m_axi_rpl_bresp),
+    .m_axi_bvalid(m_axi_rpl_bvalid),
+    .m_axi_bready(m_axi_rpl_bready),
+    .m_axi_arid(m_axi_rpl_arid),
+    .m_axi_araddr(m_axi_rpl_araddr),
+    .m_axi_arlen(m_axi_rpl_arlen),
+    .m_axi_arsize(m_axi_rpl_arsize),
+    .m_axi_arburst(m_axi_rpl_arburst),
+    .m_axi_arlock(m_axi_rpl_arlock),
+    .m_axi_arcache(m_axi_rpl_arcache),
+    .m_axi_arprot(m_axi_rpl_arprot),
+    .m_axi_arqos(m_axi_rpl_arqos),
+    .m_axi_arvalid(m_axi_rpl_arvalid),
+    .m_axi_arready(m_axi_rpl_arready),
+    .m_axi_rid(m_axi_rpl_rid),
+    .m_axi_rdata(m_axi_rpl_rdata),
+    .m_axi_rresp(m_axi_rpl_rresp),
+    .m_axi_rlast(m_axi_rpl_rlast),
+    .m_axi_rvalid(m_axi_rpl_rvalid),
+    .m_axi_rready(m_axi_rpl_rready)
 );
 // ENGINES_END
 

@@ -10,4 +10,5 @@ replay_mul.v
 replay_sum_tree.v
 replay_executor.v
 replay_responder.v
+replay_rec_store_axi.v
 replay_engine.v

@@ -52,6 +52,13 @@ THE SOFTWARE.
  * memory (C * R bytes), the request contexts (4 entries: what a reply
  * echoes) and the response queue (128 entries: one per PUSH_ACK or sample).
  *
+ * Record memory: block RAM (REC_STORE = 0, m_axi_* held at 0), or external
+ * memory behind the AXI4 master m_axi_* (REC_STORE = 1,
+ * replay_rec_store_axi: each sample's record is read when its index enters
+ * the response queue and replaces the responder's record beats on the way
+ * out; the payload stream into the executor holds while the store cannot
+ * take a record beat).
+ *
  * Ordering: the sum tree is either updating or descending, never both. A
  * SAMPLE_REQ waits until the updates before it have left the update
  * pipeline (at most 5 clocks); an UPDATE or PUSH waits until the samples
@@ -73,7 +80,16 @@ module replay_engine #
     // Record size R in bytes (multiple of 64)
     parameter RECORD_BYTES = 128,
     // Value of the BUILD_HASH register
-    parameter BUILD_HASH = 32'd0
+    parameter BUILD_HASH = 32'd0,
+    // Record store: 0 = block RAM (m_axi_* unused), 1 = external memory
+    // through the AXI4 master (replay_rec_store_axi)
+    parameter REC_STORE = 0,
+    // Width of the AXI4 master address (REC_STORE = 1)
+    parameter AXI_ADDR_WIDTH = 32,
+    // Width of the AXI4 master IDs (REC_STORE = 1)
+    parameter AXI_ID_WIDTH = 1,
+    // Byte address of record 0 in the AXI4 address space (REC_STORE = 1)
+    parameter [AXI_ADDR_WIDTH-1:0] AXI_BASE_ADDR = 0
 )
 (
     input  wire                   clk,
@@ -120,7 +136,49 @@ module replay_engine #
     output wire [31:0]            s_axil_rdata,
     output wire [1:0]             s_axil_rresp,
     output wire                   s_axil_rvalid,
-    input  wire                   s_axil_rready
+    input  wire                   s_axil_rready,
+
+    /*
+     * AXI4 master, 512-bit data: the record store (REC_STORE = 1; outputs
+     * held at 0 with REC_STORE = 0)
+     */
+    output wire [AXI_ID_WIDTH-1:0]    m_axi_awid,
+    output wire [AXI_ADDR_WIDTH-1:0]  m_axi_awaddr,
+    output wire [7:0]                 m_axi_awlen,
+    output wire [2:0]                 m_axi_awsize,
+    output wire [1:0]                 m_axi_awburst,
+    output wire                       m_axi_awlock,
+    output wire [3:0]                 m_axi_awcache,
+    output wire [2:0]                 m_axi_awprot,
+    output wire [3:0]                 m_axi_awqos,
+    output wire                       m_axi_awvalid,
+    input  wire                       m_axi_awready,
+    output wire [511:0]               m_axi_wdata,
+    output wire [63:0]                m_axi_wstrb,
+    output wire                       m_axi_wlast,
+    output wire                       m_axi_wvalid,
+    input  wire                       m_axi_wready,
+    input  wire [AXI_ID_WIDTH-1:0]    m_axi_bid,
+    input  wire [1:0]                 m_axi_bresp,
+    input  wire                       m_axi_bvalid,
+    output wire                       m_axi_bready,
+    output wire [AXI_ID_WIDTH-1:0]    m_axi_arid,
+    output wire [AXI_ADDR_WIDTH-1:0]  m_axi_araddr,
+    output wire [7:0]                 m_axi_arlen,
+    output wire [2:0]                 m_axi_arsize,
+    output wire [1:0]                 m_axi_arburst,
+    output wire                       m_axi_arlock,
+    output wire [3:0]                 m_axi_arcache,
+    output wire [2:0]                 m_axi_arprot,
+    output wire [3:0]                 m_axi_arqos,
+    output wire                       m_axi_arvalid,
+    input  wire                       m_axi_arready,
+    input  wire [AXI_ID_WIDTH-1:0]    m_axi_rid,
+    input  wire [511:0]               m_axi_rdata,
+    input  wire [1:0]                 m_axi_rresp,
+    input  wire                       m_axi_rlast,
+    input  wire                       m_axi_rvalid,
+    output wire                       m_axi_rready
 );
 
 localparam BEAT_BYTES = KEEP_WIDTH;
@@ -161,6 +219,10 @@ initial begin
     end
     if (RECORD_BYTES < 64 || RECORD_BYTES % 64 != 0 || RECORD_BYTES > 4032) begin
         $error("Error: RECORD_BYTES must be a multiple of 64 in 64..4032 (instance %m)");
+        $finish;
+    end
+    if (REC_STORE != 0 && REC_STORE != 1) begin
+        $error("Error: REC_STORE must be 0 (block RAM) or 1 (AXI4 master) (instance %m)");
         $finish;
     end
 end
@@ -238,6 +300,12 @@ regs_inst (
 wire [DATA_WIDTH-1:0] pl_data;
 wire pl_valid;
 wire pl_ready;
+// the record store takes a record beat (always with block RAM); the payload
+// stream between ingress and executor holds while it cannot
+wire rec_wr_ready;
+wire pl_valid_x = pl_valid && rec_wr_ready;
+wire pl_ready_x;
+assign pl_ready = pl_ready_x && rec_wr_ready;
 wire [META_WIDTH-1:0] meta_data;
 wire meta_valid;
 wire meta_ready;
@@ -336,8 +404,8 @@ exec_inst (
     .size(size),
     .wptr(wptr),
     .pl_data(pl_data),
-    .pl_valid(pl_valid),
-    .pl_ready(pl_ready),
+    .pl_valid(pl_valid_x),
+    .pl_ready(pl_ready_x),
     .meta_data(meta_data),
     .meta_valid(meta_valid),
     .meta_ready(meta_ready),
@@ -426,18 +494,157 @@ tree_inst (
 );
 
 // ---------------------------------------------------------------------------
-// record memory: written by the executor, read by the responder
+// record store: written by the executor, read for the responder
 
-reg [DATA_WIDTH-1:0] rec_mem[(2**REC_ADDR_W)-1:0];
 wire [REC_ADDR_W-1:0] rec_ra;
-reg [DATA_WIDTH-1:0] rec_rd_reg;
+wire [DATA_WIDTH-1:0] rec_rd;
+wire [DATA_WIDTH-1:0] rsp_tdata;
+wire [KEEP_WIDTH-1:0] rsp_tkeep;
+wire rsp_tvalid;
+wire rsp_tready;
+wire rsp_tlast;
+wire [USER_WIDTH-1:0] rsp_tuser;
 
-always @(posedge clk) begin
-    if (rec_we) begin
-        rec_mem[rec_wa] <= pl_data;
+generate
+if (REC_STORE == 0) begin : g_rec_bram
+
+    // block RAM, C * R bytes: the responder reads a record beat per clock
+    reg [DATA_WIDTH-1:0] rec_mem[(2**REC_ADDR_W)-1:0];
+    reg [DATA_WIDTH-1:0] rec_rd_reg;
+
+    always @(posedge clk) begin
+        if (rec_we) begin
+            rec_mem[rec_wa] <= pl_data;
+        end
+        rec_rd_reg <= rec_mem[rec_ra];
     end
-    rec_rd_reg <= rec_mem[rec_ra];
+
+    assign rec_rd = rec_rd_reg;
+    assign rec_wr_ready = 1'b1;
+    assign m_axis_tdata = rsp_tdata;
+    assign m_axis_tkeep = rsp_tkeep;
+    assign m_axis_tvalid = rsp_tvalid;
+    assign rsp_tready = m_axis_tready;
+    assign m_axis_tlast = rsp_tlast;
+    assign m_axis_tuser = rsp_tuser;
+
+    assign m_axi_awid = {AXI_ID_WIDTH{1'b0}};
+    assign m_axi_awaddr = {AXI_ADDR_WIDTH{1'b0}};
+    assign m_axi_awlen = 8'd0;
+    assign m_axi_awsize = 3'd0;
+    assign m_axi_awburst = 2'd0;
+    assign m_axi_awlock = 1'b0;
+    assign m_axi_awcache = 4'd0;
+    assign m_axi_awprot = 3'd0;
+    assign m_axi_awqos = 4'd0;
+    assign m_axi_awvalid = 1'b0;
+    assign m_axi_wdata = 512'd0;
+    assign m_axi_wstrb = 64'd0;
+    assign m_axi_wlast = 1'b0;
+    assign m_axi_wvalid = 1'b0;
+    assign m_axi_bready = 1'b0;
+    assign m_axi_arid = {AXI_ID_WIDTH{1'b0}};
+    assign m_axi_araddr = {AXI_ADDR_WIDTH{1'b0}};
+    assign m_axi_arlen = 8'd0;
+    assign m_axi_arsize = 3'd0;
+    assign m_axi_arburst = 2'd0;
+    assign m_axi_arlock = 1'b0;
+    assign m_axi_arcache = 4'd0;
+    assign m_axi_arprot = 3'd0;
+    assign m_axi_arqos = 4'd0;
+    assign m_axi_arvalid = 1'b0;
+    assign m_axi_rready = 1'b0;
+
+    // verilator lint_off UNUSEDSIGNAL
+    wire unused_axi = m_axi_awready | m_axi_wready | (|m_axi_bid) | (|m_axi_bresp) |
+                      m_axi_bvalid | m_axi_arready | (|m_axi_rid) | (|m_axi_rdata) |
+                      (|m_axi_rresp) | m_axi_rlast | m_axi_rvalid;
+    // verilator lint_on UNUSEDSIGNAL
+
+end else begin : g_rec_axi
+
+    // external memory: each sample's record is requested when the sum tree
+    // returns its index (in response queue order) and its beats replace the
+    // responder's record beats on the way out
+    assign rec_rd = {DATA_WIDTH{1'b0}};
+
+    replay_rec_store_axi #(
+        .DATA_WIDTH(DATA_WIDTH),
+        .KEEP_WIDTH(KEEP_WIDTH),
+        .USER_WIDTH(USER_WIDTH),
+        .CAPACITY(CAPACITY),
+        .RECORD_BYTES(RECORD_BYTES),
+        .AXI_ADDR_WIDTH(AXI_ADDR_WIDTH),
+        .AXI_ID_WIDTH(AXI_ID_WIDTH),
+        .AXI_BASE_ADDR(AXI_BASE_ADDR),
+        .REC_ADDR_W(REC_ADDR_W)
+    )
+    store_inst (
+        .clk(clk),
+        .rst(rst),
+        .wr_valid(rec_we),
+        .wr_addr(rec_wa),
+        .wr_data(pl_data),
+        .wr_ready(rec_wr_ready),
+        .rd_req_valid(rq_push && !rq_push_data[RESP_ENTRY_W-1]),
+        .rd_req_index(rq_push_data[32 +: INDEX_W]),
+        .s_axis_tdata(rsp_tdata),
+        .s_axis_tkeep(rsp_tkeep),
+        .s_axis_tvalid(rsp_tvalid),
+        .s_axis_tready(rsp_tready),
+        .s_axis_tlast(rsp_tlast),
+        .s_axis_tuser(rsp_tuser),
+        .m_axis_tdata(m_axis_tdata),
+        .m_axis_tkeep(m_axis_tkeep),
+        .m_axis_tvalid(m_axis_tvalid),
+        .m_axis_tready(m_axis_tready),
+        .m_axis_tlast(m_axis_tlast),
+        .m_axis_tuser(m_axis_tuser),
+        .m_axi_awid(m_axi_awid),
+        .m_axi_awaddr(m_axi_awaddr),
+        .m_axi_awlen(m_axi_awlen),
+        .m_axi_awsize(m_axi_awsize),
+        .m_axi_awburst(m_axi_awburst),
+        .m_axi_awlock(m_axi_awlock),
+        .m_axi_awcache(m_axi_awcache),
+        .m_axi_awprot(m_axi_awprot),
+        .m_axi_awqos(m_axi_awqos),
+        .m_axi_awvalid(m_axi_awvalid),
+        .m_axi_awready(m_axi_awready),
+        .m_axi_wdata(m_axi_wdata),
+        .m_axi_wstrb(m_axi_wstrb),
+        .m_axi_wlast(m_axi_wlast),
+        .m_axi_wvalid(m_axi_wvalid),
+        .m_axi_wready(m_axi_wready),
+        .m_axi_bid(m_axi_bid),
+        .m_axi_bresp(m_axi_bresp),
+        .m_axi_bvalid(m_axi_bvalid),
+        .m_axi_bready(m_axi_bready),
+        .m_axi_arid(m_axi_arid),
+        .m_axi_araddr(m_axi_araddr),
+        .m_axi_arlen(m_axi_arlen),
+        .m_axi_arsize(m_axi_arsize),
+        .m_axi_arburst(m_axi_arburst),
+        .m_axi_arlock(m_axi_arlock),
+        .m_axi_arcache(m_axi_arcache),
+        .m_axi_arprot(m_axi_arprot),
+        .m_axi_arqos(m_axi_arqos),
+        .m_axi_arvalid(m_axi_arvalid),
+        .m_axi_arready(m_axi_arready),
+        .m_axi_rid(m_axi_rid),
+        .m_axi_rdata(m_axi_rdata),
+        .m_axi_rresp(m_axi_rresp),
+        .m_axi_rlast(m_axi_rlast),
+        .m_axi_rvalid(m_axi_rvalid),
+        .m_axi_rready(m_axi_rready)
+    );
+
+    // verilator lint_off UNUSEDSIGNAL
+    wire unused_rec = |rec_ra;
+    // verilator lint_on UNUSEDSIGNAL
+
 end
+endgenerate
 
 // ---------------------------------------------------------------------------
 // request contexts (what a reply echoes), written by the executor, read by
@@ -506,13 +713,13 @@ resp_inst (
     .ctx_rdata(ctx_mem[ctx_ra]),
     .ctx_free(ctx_free),
     .rec_raddr(rec_ra),
-    .rec_rdata(rec_rd_reg),
-    .m_axis_tdata(m_axis_tdata),
-    .m_axis_tkeep(m_axis_tkeep),
-    .m_axis_tvalid(m_axis_tvalid),
-    .m_axis_tready(m_axis_tready),
-    .m_axis_tlast(m_axis_tlast),
-    .m_axis_tuser(m_axis_tuser),
+    .rec_rdata(rec_rd),
+    .m_axis_tdata(rsp_tdata),
+    .m_axis_tkeep(rsp_tkeep),
+    .m_axis_tvalid(rsp_tvalid),
+    .m_axis_tready(rsp_tready),
+    .m_axis_tlast(rsp_tlast),
+    .m_axis_tuser(rsp_tuser),
     .stat_tx_ack(stat_tx_ack),
     .stat_tx_resp(stat_tx_resp)
 );

@@ -59,6 +59,16 @@
 #                     register window (mb_regs.tcl: needed for the firmware's
 #                     register commands over the USB-UART; not yet run in
 #                     Vivado, so off by default)
+#   --ddr             replay records in the DDR3 SODIMM (RPL_REC_STORE=1).
+#                     ooc flow: the parameter only (m_axi_rpl_* stay ports).
+#                     full flow: top.v also gets the DDR3 pins and an
+#                     nf_nrl_ddr instance (hw/boards/sume/nf_nrl_ddr.v: AXI
+#                     clock converter + MIG) on nf_nrl_top's m_axi_rpl_*, and
+#                     mig.tcl creates the two IPs from --mig-prj. UNTESTED in
+#                     Vivado (docs/board.md)
+#   --mig-prj FILE    full flow with --ddr: the MIG project file (.prj) of the
+#                     board's DDR3 SODIMM (memory part, pins, system clock,
+#                     AXI4 512-bit slave, 32-bit address, 1-bit ID)
 
 set script_dir [file normalize [file dirname [info script]]]
 set repo [file normalize [file join $script_dir .. .. ..]]
@@ -78,6 +88,8 @@ set params {}
 set elf_opt ""
 set firmware_dir [file join $repo hw/boards/sume/firmware]
 set mb_regs 0
+set ddr 0
+set mig_prj ""
 
 set args $::argv
 while {[llength $args] > 0} {
@@ -91,6 +103,8 @@ while {[llength $args] > 0} {
         --elf   { set args [lassign $args elf_opt] }
         --firmware { set args [lassign $args firmware_dir] }
         --mb-regs { set mb_regs 1 }
+        --ddr   { set ddr 1 }
+        --mig-prj { set args [lassign $args mig_prj] }
         default { error "build.tcl: unknown option '$opt' (see the header of $script_dir/build.tcl)" }
     }
 }
@@ -108,6 +122,15 @@ proc is_within {path dir} {
 if {$flow eq "full" && [info exists ::env(SUME_FOLDER)] && $::env(SUME_FOLDER) ne ""
     && [is_within $out_dir $::env(SUME_FOLDER)]} {
     error "build.tcl: --out $out_dir is inside \$SUME_FOLDER ($::env(SUME_FOLDER)): the flow never writes into the SUME checkout; choose another output folder"
+}
+if {$ddr && $flow eq "full"} {
+    if {$mig_prj eq ""} {
+        error "build.tcl: --ddr (full flow) needs --mig-prj FILE, the MIG project file of the SUME DDR3 SODIMM (pins, memory part, clocks; see docs/board.md)"
+    }
+    set mig_prj [file normalize $mig_prj]
+    if {![file isfile $mig_prj]} {
+        error "build.tcl: --mig-prj $mig_prj: no such file"
+    }
 }
 file mkdir $out_dir
 
@@ -162,6 +185,9 @@ puts "build.tcl: flow $flow, part $part, BUILD_HASH 0x$hash, output $out_dir"
 
 if {$flow eq "ooc"} {
     set generics [list "BUILD_HASH=32'h$hash"]
+    if {$ddr} {
+        lappend generics "RPL_REC_STORE=1"
+    }
     foreach kv $params {
         lappend generics $kv
     }
@@ -354,9 +380,22 @@ puts "build.tcl: identifier ROM image $coe"
 
 # top.v: instantiate nf_nrl_top (same ports and parameters as nf_datapath)
 set top_v [read_text [file join $work hdl top.v]]
-set n [regsub {\mnf_datapath(\s*)#(\s*)\(} $top_v "nf_nrl_top\\1#\\2(\n    .BUILD_HASH(32'h$hash)," top_v]
+set extra_params [expr {$ddr ? "\n    .RPL_REC_STORE(1)," : ""}]
+set n [regsub {\mnf_datapath(\s*)#(\s*)\(} $top_v "nf_nrl_top\\1#\\2(\n    .BUILD_HASH(32'h$hash),$extra_params" top_v]
 if {$n != 1} {
     fail "expected one 'nf_datapath #(' instance in $design_dir/hw/hdl/top.v, found $n"
+}
+if {$ddr} {
+    source [file join $script_dir ddr_top.tcl]
+    if {[catch {ddr_patch_top $top_v} top_v]} {
+        fail "--ddr: cannot patch $design_dir/hw/hdl/top.v: $top_v"
+    }
+    file copy -force $mig_prj [file join $work create_ip nrl_mig.prj]
+    set ::nrl_mig_prj [file join $work create_ip nrl_mig.prj]
+    set ::nrl_ddr_v [file join $script_dir nf_nrl_ddr.v]
+    set ::nrl_axi_addr_width 32
+    set ::nrl_axi_id_width 1
+    puts "build.tcl: --ddr: top.v gets the DDR3 pins and nf_nrl_ddr; MIG project $mig_prj"
 }
 write_text [file join $work hdl top.v] $top_v
 
@@ -385,6 +424,13 @@ if {$mb_regs} {
         "\\1source \"[file join $script_dir mb_regs.tcl]\"\n" proj_tcl]
     if {$n != 1} {
         fail "expected one source of control_sub.tcl in reference_switch.tcl for --mb-regs, found $n"
+    }
+}
+if {$ddr} {
+    set n [regsub {(source\s+\./tcl/control_sub\.tcl[^\n]*\n)} $proj_tcl \
+        "\\1source \"[file join $script_dir mig.tcl]\"\n" proj_tcl]
+    if {$n != 1} {
+        fail "expected one source of control_sub.tcl in reference_switch.tcl for --ddr, found $n"
     }
 }
 regsub -all -line {^\s*exit\s*$} $proj_tcl "" proj_tcl

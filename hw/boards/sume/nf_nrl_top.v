@@ -34,7 +34,10 @@ THE SOFTWARE.
  *
  * Drop-in replacement for nf_datapath of the SUME reference_switch project
  * (same ports and parameters; build.tcl renames the instance's module in
- * the project's top.v). Structure, as in nf_datapath:
+ * the project's top.v), plus the replay record store's AXI4 master
+ * m_axi_rpl_*, used only with RPL_REC_STORE = 1 (build.tcl --ddr connects
+ * it to the DDR3 controller, hw/boards/sume/nf_nrl_ddr.v; left unconnected
+ * otherwise). Structure, as in nf_datapath:
  *
  *   s_axis_0..3 (10G MAC RX), s_axis_4 (DMA)
  *        |
@@ -84,7 +87,15 @@ module nf_nrl_top #
     // Replay capacity in records (RPL_CAPACITY)
     parameter RPL_CAPACITY         = 16384,
     // Replay record size in bytes (RPL_RECORD_BYTES)
-    parameter RPL_RECORD_BYTES     = 128
+    parameter RPL_RECORD_BYTES     = 128,
+    // Replay record store: 0 = block RAM, 1 = DDR3 through m_axi_rpl_* (build.tcl --ddr)
+    parameter RPL_REC_STORE        = 0,
+    // Width of the replay AXI4 master address (RPL_REC_STORE = 1)
+    parameter RPL_AXI_ADDR_WIDTH   = 32,
+    // Width of the replay AXI4 master IDs (RPL_REC_STORE = 1)
+    parameter RPL_AXI_ID_WIDTH     = 1,
+    // Byte address of replay record 0 (RPL_REC_STORE = 1)
+    parameter RPL_AXI_BASE_ADDR    = 0
 )
 (
     // Datapath clock and reset (SUME: clk_200, active low)
@@ -217,7 +228,48 @@ module nf_nrl_top #
     output wire [C_M_AXIS_TUSER_WIDTH-1:0]   m_axis_4_tuser,
     output wire                              m_axis_4_tvalid,
     input  wire                              m_axis_4_tready,
-    output wire                              m_axis_4_tlast
+    output wire                              m_axis_4_tlast,
+
+    // Replay record store AXI4 master, 512-bit, on axis_aclk (RPL_REC_STORE = 1:
+    // build.tcl --ddr connects it to the DDR3 MIG through nf_nrl_ddr; outputs
+    // held at 0 and inputs unused with RPL_REC_STORE = 0)
+    output wire [RPL_AXI_ID_WIDTH-1:0]       m_axi_rpl_awid,
+    output wire [RPL_AXI_ADDR_WIDTH-1:0]     m_axi_rpl_awaddr,
+    output wire [7:0]                        m_axi_rpl_awlen,
+    output wire [2:0]                        m_axi_rpl_awsize,
+    output wire [1:0]                        m_axi_rpl_awburst,
+    output wire                              m_axi_rpl_awlock,
+    output wire [3:0]                        m_axi_rpl_awcache,
+    output wire [2:0]                        m_axi_rpl_awprot,
+    output wire [3:0]                        m_axi_rpl_awqos,
+    output wire                              m_axi_rpl_awvalid,
+    input  wire                              m_axi_rpl_awready,
+    output wire [511:0]                      m_axi_rpl_wdata,
+    output wire [63:0]                       m_axi_rpl_wstrb,
+    output wire                              m_axi_rpl_wlast,
+    output wire                              m_axi_rpl_wvalid,
+    input  wire                              m_axi_rpl_wready,
+    input  wire [RPL_AXI_ID_WIDTH-1:0]       m_axi_rpl_bid,
+    input  wire [1:0]                        m_axi_rpl_bresp,
+    input  wire                              m_axi_rpl_bvalid,
+    output wire                              m_axi_rpl_bready,
+    output wire [RPL_AXI_ID_WIDTH-1:0]       m_axi_rpl_arid,
+    output wire [RPL_AXI_ADDR_WIDTH-1:0]     m_axi_rpl_araddr,
+    output wire [7:0]                        m_axi_rpl_arlen,
+    output wire [2:0]                        m_axi_rpl_arsize,
+    output wire [1:0]                        m_axi_rpl_arburst,
+    output wire                              m_axi_rpl_arlock,
+    output wire [3:0]                        m_axi_rpl_arcache,
+    output wire [2:0]                        m_axi_rpl_arprot,
+    output wire [3:0]                        m_axi_rpl_arqos,
+    output wire                              m_axi_rpl_arvalid,
+    input  wire                              m_axi_rpl_arready,
+    input  wire [RPL_AXI_ID_WIDTH-1:0]       m_axi_rpl_rid,
+    input  wire [511:0]                      m_axi_rpl_rdata,
+    input  wire [1:0]                        m_axi_rpl_rresp,
+    input  wire                              m_axi_rpl_rlast,
+    input  wire                              m_axi_rpl_rvalid,
+    output wire                              m_axi_rpl_rready
 );
 
 localparam DW = C_S_AXIS_DATA_WIDTH;
@@ -308,7 +360,11 @@ nrl_switch #(
     .AGG_MAX_SLOTS(AGG_MAX_SLOTS),
     .AGG_MAX_ELEMS(AGG_MAX_ELEMS),
     .RPL_CAPACITY(RPL_CAPACITY),
-    .RPL_RECORD_BYTES(RPL_RECORD_BYTES)
+    .RPL_RECORD_BYTES(RPL_RECORD_BYTES),
+    .RPL_REC_STORE(RPL_REC_STORE),
+    .RPL_AXI_ADDR_WIDTH(RPL_AXI_ADDR_WIDTH),
+    .RPL_AXI_ID_WIDTH(RPL_AXI_ID_WIDTH),
+    .RPL_AXI_BASE_ADDR(RPL_AXI_BASE_ADDR)
 )
 nrl_switch_inst (
     .clk(axis_aclk),
@@ -343,7 +399,44 @@ nrl_switch_inst (
     .s_axil_rdata(S0_AXI_RDATA),
     .s_axil_rresp(S0_AXI_RRESP),
     .s_axil_rvalid(S0_AXI_RVALID),
-    .s_axil_rready(S0_AXI_RREADY)
+    .s_axil_rready(S0_AXI_RREADY),
+    .m_axi_rpl_awid(m_axi_rpl_awid),
+    .m_axi_rpl_awaddr(m_axi_rpl_awaddr),
+    .m_axi_rpl_awlen(m_axi_rpl_awlen),
+    .m_axi_rpl_awsize(m_axi_rpl_awsize),
+    .m_axi_rpl_awburst(m_axi_rpl_awburst),
+    .m_axi_rpl_awlock(m_axi_rpl_awlock),
+    .m_axi_rpl_awcache(m_axi_rpl_awcache),
+    .m_axi_rpl_awprot(m_axi_rpl_awprot),
+    .m_axi_rpl_awqos(m_axi_rpl_awqos),
+    .m_axi_rpl_awvalid(m_axi_rpl_awvalid),
+    .m_axi_rpl_awready(m_axi_rpl_awready),
+    .m_axi_rpl_wdata(m_axi_rpl_wdata),
+    .m_axi_rpl_wstrb(m_axi_rpl_wstrb),
+    .m_axi_rpl_wlast(m_axi_rpl_wlast),
+    .m_axi_rpl_wvalid(m_axi_rpl_wvalid),
+    .m_axi_rpl_wready(m_axi_rpl_wready),
+    .m_axi_rpl_bid(m_axi_rpl_bid),
+    .m_axi_rpl_bresp(m_axi_rpl_bresp),
+    .m_axi_rpl_bvalid(m_axi_rpl_bvalid),
+    .m_axi_rpl_bready(m_axi_rpl_bready),
+    .m_axi_rpl_arid(m_axi_rpl_arid),
+    .m_axi_rpl_araddr(m_axi_rpl_araddr),
+    .m_axi_rpl_arlen(m_axi_rpl_arlen),
+    .m_axi_rpl_arsize(m_axi_rpl_arsize),
+    .m_axi_rpl_arburst(m_axi_rpl_arburst),
+    .m_axi_rpl_arlock(m_axi_rpl_arlock),
+    .m_axi_rpl_arcache(m_axi_rpl_arcache),
+    .m_axi_rpl_arprot(m_axi_rpl_arprot),
+    .m_axi_rpl_arqos(m_axi_rpl_arqos),
+    .m_axi_rpl_arvalid(m_axi_rpl_arvalid),
+    .m_axi_rpl_arready(m_axi_rpl_arready),
+    .m_axi_rpl_rid(m_axi_rpl_rid),
+    .m_axi_rpl_rdata(m_axi_rpl_rdata),
+    .m_axi_rpl_rresp(m_axi_rpl_rresp),
+    .m_axi_rpl_rlast(m_axi_rpl_rlast),
+    .m_axi_rpl_rvalid(m_axi_rpl_rvalid),
+    .m_axi_rpl_rready(m_axi_rpl_rready)
 );
 
 /* verilator lint_off PINCONNECTEMPTY */
