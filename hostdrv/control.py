@@ -459,9 +459,14 @@ class SwitchControl:
 
     def rate_limiter(self) -> dict[str, float]:
         """The limiter's registers: ``min_size``, ``samples_per_insert``, ``error_buffer``
-        (floats from Q16.16) and ``diff`` (the signed ``RPL_RATE_DIFF`` in samples)."""
+        (floats from Q16.16) and ``diff`` (the signed ``RPL_RATE_DIFF`` in samples; its two
+        halves read as :meth:`replay_total` reads the tree total)."""
         hi = self.read("RPL_RATE_DIFF_HI")
-        d = (hi << 32) | self.read("RPL_RATE_DIFF_LO")
+        lo = self.read("RPL_RATE_DIFF_LO")
+        hi2 = self.read("RPL_RATE_DIFF_HI")
+        if hi2 != hi:  # the low word wrapped between the reads: take the second high word's
+            hi, lo = hi2, self.read("RPL_RATE_DIFF_LO")
+        d = (hi << 32) | lo
         return {"min_size": self.read("RPL_MIN_SIZE"),
                 "samples_per_insert": self.read("RPL_SPI") / C.SPI_ONE,
                 "error_buffer": self.read("RPL_SPI_ERROR") / C.SPI_ONE,
