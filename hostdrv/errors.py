@@ -107,7 +107,8 @@ class RateLimitTimeoutError(ReplayTimeoutError):
     Attributes
     ----------
     reason:
-        Last NOT_YET reason: ``"EMPTY"``, ``"MIN_SIZE"`` or ``"RATE"``.
+        Last NOT_YET reason: ``"EMPTY"``, ``"MIN_SIZE"`` or ``"RATE"`` (``None`` when the
+        request got no answer at all and ``hint`` says why).
     size:
         ``RPL_SIZE`` the last NOT_YET answer reported.
     limiter:
@@ -118,13 +119,18 @@ class RateLimitTimeoutError(ReplayTimeoutError):
         Seconds between the first NOT_YET and giving up.
     """
 
-    def __init__(self, url: str, what: str, tries: int, *, reason: int, size: int,
-                 waited: float, limiter: Mapping[str, int] | None = None) -> None:
-        self.url, self.what, self.tries = url, what, tries
-        self.reason = NOT_YET_REASONS.get(reason, str(reason))
+    def __init__(self, url: str, what: str, tries: int, hint: str = "", *,
+                 reason: int | None = None, size: int = -1, waited: float = 0.0,
+                 limiter: Mapping[str, int] | None = None) -> None:
         self.size = size
         self.waited = waited
         self.limiter = dict(limiter or {})
+        if reason is None:  # no NOT_YET seen: the request went unanswered
+            self.reason = None
+            super().__init__(url, what, tries, hint)
+            return
+        self.url, self.what, self.tries = url, what, tries
+        self.reason = NOT_YET_REASONS.get(reason, str(reason))
         lim = self.limiter
         if lim:
             one = 65536.0
@@ -146,7 +152,8 @@ class RateLimitTimeoutError(ReplayTimeoutError):
 
 class ReplayEmptyError(RateLimitTimeoutError):
     """A sample was asked of an empty replay memory (or one whose priorities are all 0): the
-    switch answered NOT_YET (``EMPTY``) until ``rate_timeout``."""
+    switch answered NOT_YET (``EMPTY``) until ``rate_timeout`` (or, from a switch that does
+    not answer NOT_YET, nothing at all)."""
 
 
 __all__ = [

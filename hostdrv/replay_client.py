@@ -181,6 +181,8 @@ class ReplayClient(Endpoint):
             A priority is NaN, negative or infinite (nothing is sent).
         ReplayTimeoutError
             A PUSH got no PUSH_ACK after every retry.
+        RateLimitTimeoutError
+            The rate limiter answered NOT_YET for longer than :attr:`rate_timeout`.
         """
         rec = self.pack(obs, action, reward, next_obs, done)
         n = len(rec)
@@ -202,6 +204,9 @@ class ReplayClient(Endpoint):
             is sent.
         ReplayTimeoutError
             A PUSH got no PUSH_ACK after every retry.
+        RateLimitTimeoutError
+            The rate limiter answered NOT_YET for longer than :attr:`rate_timeout` (the
+            batches acknowledged so far are stored; the refused one wrote nothing).
         """
         rb = self.record_bytes
         records = np.ascontiguousarray(records, dtype=np.uint8).reshape(-1, rb)
@@ -282,7 +287,10 @@ class ReplayClient(Endpoint):
         Raises
         ------
         ReplayEmptyError
-            The memory is empty (or every priority is 0).
+            The memory stayed empty (or every priority 0) for :attr:`rate_timeout`.
+        RateLimitTimeoutError
+            The rate limiter (``RPL_MIN_SIZE``, ``RPL_SPI``) answered NOT_YET for longer
+            than :attr:`rate_timeout`.
         ReplayTimeoutError
             Some request got no complete answer after every retry.
         """
