@@ -15,7 +15,7 @@ byte for byte or :func:`compare` names the first operation where they differ.
 
 :func:`vectors` is the suite (random mixed traffic, every malformed class, loss,
 duplication and reorder, async and a leaf of a hierarchy, replay sequences with
-prioritized sampling and updates, register writes including refused ones); each
+prioritized sampling and updates, the replay rate limiter, register writes including refused ones); each
 is generated from a seed, so the same name gives the same bytes on every machine.
 :func:`save` writes a vector with the model's expected results as JSON (frames in
 hex) for a replay on the RTL: a cocotb test drives the frames with ``port`` in
@@ -609,6 +609,47 @@ def _replay(seed: int, capacity: int, record_bytes: int) -> Vector:
     return g.v
 
 
+def _rate(seed: int) -> Vector:
+    """The replay rate limiter (protocol section 5): minimum size, samples-per-insert ratios
+    with error buffers (NOT_YET answers to PUSH and SAMPLE_REQ), the accumulator read back,
+    cleared by RPL_SPI and RPL_RESET, and extreme register values (a 64-bit offset)."""
+    g = _Gen("rate", seed, _params())
+    g.configure(members=2, slots=1, elems=16,
+                roles=[C.ROLE_ACTOR, C.ROLE_LEARNER, C.ROLE_ACTOR | C.ROLE_LEARNER,
+                       C.ROLE_ACTOR, C.ROLE_LEARNER, 0, 0, 0])
+    rng, one = g.rng, C.SPI_ONE
+    diff = ("RPL_RATE_DIFF_LO", "RPL_RATE_DIFF_HI")
+    w = g.with_role(C.ROLE_LEARNER)
+    g.write("RPL_MIN_SIZE", rng.randint(8, 24))
+    g.frame(g.port(w), g.sample(w))  # empty
+    g.replay(60)  # ratio limiting off: MIN_SIZE only, diff counts the samples down
+    for name in diff:
+        g.read(name)
+    for _ in range(4):
+        g.write("RPL_MIN_SIZE", rng.randint(0, 40))
+        spi = rng.choice([one, one // 2, 3 * one + rng.randrange(one), 8 * one, 1])
+        g.write("RPL_SPI", spi)
+        g.write("RPL_SPI_ERROR", rng.choice([16 * one, 40 * one + 7, 64 * one,
+                                             16 * spi + rng.randrange(one), 0]))
+        g.replay(rng.randint(60, 120))
+        for name in diff:
+            g.read(name)
+    # extreme values: offset = SPI * MIN_SIZE near 2**64, then a small minimum size
+    g.write("RPL_SPI", M32)
+    g.write("RPL_SPI_ERROR", M32)
+    g.write("RPL_MIN_SIZE", M32)
+    g.replay(30)
+    g.write("RPL_MIN_SIZE", 3)
+    g.replay(40)
+    for name in diff:
+        g.read(name)
+    g.write("RPL_RESET", 1)
+    g.write("RPL_SPI", 2 * one)
+    g.write("RPL_SPI_ERROR", 40 * one)
+    g.replay(60)
+    return g.v
+
+
 def _mixed(seed: int) -> Vector:
     """Everything at once, with register writes (legal and refused) between the frames."""
     g = _Gen("mixed", seed, _params(capacity=128, record_bytes=128, max_elems=352) if seed % 2
@@ -672,7 +713,7 @@ def vectors(scale: int = 1) -> list[Vector]:
         out += [_sync(s + 1, 0), _sync(s + 2, 1), _sync(s + 3, 0, elems=352), _async(s + 4),
                 _leaf(s + 5), _leaf(s + 6), _replay(s + 7, 64, 64), _replay(s + 8, 128, 192),
                 _replay(s + 9, 4, 64), _mixed(s + 10), _mixed(s + 11), _registers(s + 12),
-                _l2(s + 13), _l2(s + 14)]
+                _l2(s + 13), _l2(s + 14), _rate(s + 15), _rate(s + 16)]
     return out
 
 

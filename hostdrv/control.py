@@ -413,6 +413,65 @@ class SwitchControl:
         """Empty the replay memory (size, write pointer and priorities to 0)."""
         self.write("RPL_RESET", 1)
 
+    def configure_rate_limiter(self, min_size: int = 1, samples_per_insert: float = 0.0,
+                               error_buffer: float = 0.0) -> None:
+        """Configure the replay rate limiter (docs/protocol.md section 5, "Rate limiting").
+
+        Reverb's ``MinSize(min_size)`` is ``configure_rate_limiter(min_size)``; its
+        ``SampleToInsertRatio(samples_per_insert, min_size_to_sample, error_buffer)`` is
+        ``configure_rate_limiter(min_size_to_sample, samples_per_insert, error_buffer)``.
+        Writing ``RPL_SPI`` clears the accumulator ``RPL_RATE_DIFF``.
+
+        Parameters
+        ----------
+        min_size:
+            Records before any SAMPLE_REQ is served (``RPL_MIN_SIZE``).
+        samples_per_insert:
+            Target samples per inserted record (``RPL_SPI``, rounded to Q16.16); 0 turns
+            ratio limiting off.
+        error_buffer:
+            Allowed deviation in samples (``RPL_SPI_ERROR``, Q16.16). It must let the
+            largest requests through: a PUSH of n records needs
+            ``n * samples_per_insert <= 2 * error_buffer``, a batch of B needs
+            ``B <= 2 * error_buffer``.
+
+        Raises
+        ------
+        RegisterError
+            A value does not fit its 32-bit register (nothing is written), or a nonzero
+            ``samples_per_insert`` with an error buffer below ``max(1, samples_per_insert)``
+            (a single record or sample could never pass, as Reverb refuses).
+        """
+        spi = round(samples_per_insert * C.SPI_ONE)
+        err = round(error_buffer * C.SPI_ONE)
+        for name, value in (("min_size", min_size), ("samples_per_insert", spi),
+                            ("error_buffer", err)):
+            if not 0 <= value <= 0xFFFFFFFF:
+                raise RegisterError(name, value, "must fit an unsigned 32-bit register "
+                                    "(Q16.16 for the ratio and the error buffer)")
+        if spi and err < max(spi, C.SPI_ONE):
+            raise RegisterError("error_buffer", error_buffer,
+                                f"must be at least max(1, samples_per_insert) = "
+                                f"{max(samples_per_insert, 1.0):g} when the ratio is limited")
+        self.write("RPL_MIN_SIZE", min_size)
+        self.write("RPL_SPI_ERROR", err)
+        self.write("RPL_SPI", spi)
+
+    def rate_limiter(self) -> dict[str, float]:
+        """The limiter's registers: ``min_size``, ``samples_per_insert``, ``error_buffer``
+        (floats from Q16.16) and ``diff`` (the signed ``RPL_RATE_DIFF`` in samples; its two
+        halves read as :meth:`replay_total` reads the tree total)."""
+        hi = self.read("RPL_RATE_DIFF_HI")
+        lo = self.read("RPL_RATE_DIFF_LO")
+        hi2 = self.read("RPL_RATE_DIFF_HI")
+        if hi2 != hi:  # the low word wrapped between the reads: take the second high word's
+            hi, lo = hi2, self.read("RPL_RATE_DIFF_LO")
+        d = (hi << 32) | lo
+        return {"min_size": self.read("RPL_MIN_SIZE"),
+                "samples_per_insert": self.read("RPL_SPI") / C.SPI_ONE,
+                "error_buffer": self.read("RPL_SPI_ERROR") / C.SPI_ONE,
+                "diff": (d - (1 << 64) if d >> 63 else d) / C.SPI_ONE}
+
     def replay_total(self) -> int:
         """Sum tree total (64 bits, read as two halves)."""
         hi = self.read("RPL_TOTAL_HI")

@@ -92,8 +92,68 @@ class ReplayTimeoutError(SwitchTimeoutError):
     """A replay request (PUSH or SAMPLE_REQ) got no complete answer after every retry."""
 
 
-class ReplayEmptyError(ReplayTimeoutError):
-    """A sample was asked of an empty replay memory (or one whose priorities are all 0)."""
+NOT_YET_REASONS = {1: "EMPTY", 2: "MIN_SIZE", 3: "RATE"}
+"""Names of the NOT_YET reasons (the ``slot`` of a NOT_YET answer, protocol section 5)."""
+
+
+class RateLimitTimeoutError(ReplayTimeoutError):
+    """The switch's rate limiter kept answering NOT_YET for longer than ``rate_timeout``.
+
+    Raised by :class:`~hostdrv.replay_client.ReplayClient` (PUSH and SAMPLE_REQ, protocol
+    section 5, "Rate limiting"). A refused PUSH wrote nothing and a refused SAMPLE_REQ drew
+    nothing, so no record was lost: the call can be repeated once the other side (the
+    learners for a PUSH, the actors for a SAMPLE_REQ) has made progress.
+
+    Attributes
+    ----------
+    reason:
+        Last NOT_YET reason: ``"EMPTY"``, ``"MIN_SIZE"`` or ``"RATE"`` (``None`` when the
+        request got no answer at all and ``hint`` says why).
+    size:
+        ``RPL_SIZE`` the last NOT_YET answer reported.
+    limiter:
+        ``RPL_MIN_SIZE``, ``RPL_SPI``, ``RPL_SPI_ERROR`` and ``diff`` (the signed
+        ``RPL_RATE_DIFF``), as read when the call gave up (empty when the registers could not
+        be read).
+    waited:
+        Seconds between the first NOT_YET and giving up.
+    """
+
+    def __init__(self, url: str, what: str, tries: int, hint: str = "", *,
+                 reason: int | None = None, size: int = -1, waited: float = 0.0,
+                 limiter: Mapping[str, int] | None = None) -> None:
+        self.size = size
+        self.waited = waited
+        self.limiter = dict(limiter or {})
+        if reason is None:  # no NOT_YET seen: the request went unanswered
+            self.reason = None
+            super().__init__(url, what, tries, hint)
+            return
+        self.url, self.what, self.tries = url, what, tries
+        self.reason = NOT_YET_REASONS.get(reason, str(reason))
+        lim = self.limiter
+        if lim:
+            one = 65536.0
+            known = (f"RPL_MIN_SIZE={lim['RPL_MIN_SIZE']}, RPL_SPI={lim['RPL_SPI'] / one:g} "
+                     f"samples per insert, RPL_SPI_ERROR={lim['RPL_SPI_ERROR'] / one:g}, "
+                     f"diff={lim['diff'] / one:g}")
+        else:
+            known = "RPL_MIN_SIZE, RPL_SPI, RPL_SPI_ERROR and RPL_RATE_DIFF could not be read"
+        hint = {"EMPTY": "the replay memory is empty (or every priority is 0): push first",
+                "MIN_SIZE": "fewer records than RPL_MIN_SIZE: actors must push more first",
+                "RATE": ("the samples-per-insert ratio would leave its error buffer: the other "
+                         "side must catch up (or raise RPL_SPI_ERROR: a PUSH of n records needs "
+                         "n * SPI <= 2 * error, a batch of B needs B <= 2 * error)")}
+        TimeoutError.__init__(
+            self, f"switch {url} answered {what} NOT_YET ({self.reason}) for {waited:.3g} s "
+            f"(rate_timeout, {tries} tries): size={size}, {known}; "
+            + hint.get(self.reason, "see docs/protocol.md section 5"))
+
+
+class ReplayEmptyError(RateLimitTimeoutError):
+    """A sample was asked of an empty replay memory (or one whose priorities are all 0): the
+    switch answered NOT_YET (``EMPTY``) until ``rate_timeout`` (or, from a switch that does
+    not answer NOT_YET, nothing at all)."""
 
 
 __all__ = [
@@ -101,6 +161,8 @@ __all__ = [
     "AllreduceDesyncError",
     "AllreduceError",
     "AllreduceTimeoutError",
+    "NOT_YET_REASONS",
+    "RateLimitTimeoutError",
     "ReplayEmptyError",
     "ReplayTimeoutError",
     "TensorMismatchError",

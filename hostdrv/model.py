@@ -64,6 +64,11 @@ __all__ = [
 ]
 
 M32 = 0xFFFFFFFF
+M64 = (1 << 64) - 1
+NOT_YET_EMPTY = C.NOT_YET_EMPTY
+NOT_YET_MIN_SIZE = C.NOT_YET_MIN_SIZE
+NOT_YET_RATE = C.NOT_YET_RATE
+SPI_ONE = C.SPI_ONE
 MAC_PORTS = C.MAC_PORTS
 """SUME port bitmap of the four 10G MAC ports (even bits; odd bits are DMA)."""
 
@@ -354,6 +359,8 @@ class SwitchModel:
         self._wp = 0
         self._size = 0
         self._rng = XorShift32(self._regs["RPL_SEED"])
+        # rate limiter accumulator (section 5): 64-bit two's complement Q16.16
+        self._diff = 0
         # ordinary traffic: the learning switch's MAC table
         self.l2 = L2Table(C.L2_ENTRIES, self._regs["L2_AGE_FRAMES"])
 
@@ -394,6 +401,10 @@ class SwitchModel:
             return self._tree.total >> 32
         if name == "RPL_RESET":
             return 0
+        if name == "RPL_RATE_DIFF_LO":
+            return self._diff & M32
+        if name == "RPL_RATE_DIFF_HI":
+            return self._diff >> 32
         if name in self._regs:
             return self._regs[name]
         return r.reset  # MAGIC, VERSION
@@ -403,7 +414,9 @@ class SwitchModel:
 
         Side effects: ``CTRL`` bit 31 clears every counter (and reads back
         0); a write to ``RPL_SEED`` reseeds the generator (0 seeds
-        ``0x2545F491``); writing 1 to ``RPL_RESET`` empties the replay memory;
+        ``0x2545F491``); writing 1 to ``RPL_RESET`` empties the replay memory
+        and clears the rate limiter's ``RPL_RATE_DIFF``, and so does any write
+        to ``RPL_SPI``;
         a write to ``JOB_ID`` or any ``AGG_`` configuration register
         invalidates every aggregation slot copy.
 
@@ -441,7 +454,10 @@ class SwitchModel:
                 self._tree.clear()
                 self._wp = 0
                 self._size = 0
+                self._diff = 0
             return
+        elif name == "RPL_SPI":
+            self._diff = 0
         elif name == "L2_AGE_FRAMES":
             self.l2.set_age(value)
         elif name in _AGG_CONFIG:
@@ -695,7 +711,30 @@ class SwitchModel:
         return Egress(f, regs["AGG_UPLINK_PORT"])
 
     # -- replay (sampler arithmetic: hostdrv.sampler) ------------------------------
+    def _rate_diff(self) -> int:
+        """``RPL_RATE_DIFF`` as a signed integer (Q16.16)."""
+        return self._diff - (1 << 64) if self._diff >> 63 else self._diff
+
+    def _rate_bounds(self) -> tuple[int, int, int]:
+        """``(SPI, min_diff, max_diff)`` of the rate limiter, exact integers in Q16.16."""
+        regs = self._regs
+        spi = regs["RPL_SPI"]
+        offset = spi * regs["RPL_MIN_SIZE"]
+        return spi, offset - regs["RPL_SPI_ERROR"], offset + regs["RPL_SPI_ERROR"]
+
+    def _not_yet(self, op: int, w: int, seq: int, reason: int, rx: _Rx) -> list[Egress]:
+        """The NOT_YET answer to a refused PUSH or SAMPLE_REQ (section 5)."""
+        self._inc("CNT_TX_PUSH_NOT_YET" if op == Opcode.PUSH_ACK else "CNT_TX_SAMPLE_NOT_YET")
+        f = self._frame(rx.eth_src, rx.ip_src, rx.udp_src, op, Flags.FROM_SWITCH | Flags.NOT_YET,
+                        w, reason, seq, 0, self._size, b"")
+        return [Egress(f, rx.port)]
+
     def _push(self, frame: bytes, w: int, seq: int, count: int, rx: _Rx) -> list[Egress]:
+        spi, _, max_diff = self._rate_bounds()
+        if (spi and self._size + count > self._regs["RPL_MIN_SIZE"]
+                and self._rate_diff() + count * spi > max_diff):
+            return self._not_yet(Opcode.PUSH_ACK, w, seq, NOT_YET_RATE, rx)
+        self._diff = (self._diff + count * spi) & M64
         rb, mask = self._rb, self._cap - 1
         prios = struct.unpack_from(f"<{count}I", frame, PAYLOAD_OFFSET)
         first = self._wp
@@ -715,7 +754,14 @@ class SwitchModel:
         tree, size, rb = self._tree, self._size, self._rb
         total = sample_total(tree, size, prioritized)
         if size == 0 or total == 0:
-            return self._drop("EMPTY")
+            self._inc("CNT_DROP_EMPTY")
+            return self._not_yet(Opcode.SAMPLE_RESP, w, seq, NOT_YET_EMPTY, rx)
+        if size < self._regs["RPL_MIN_SIZE"]:
+            return self._not_yet(Opcode.SAMPLE_RESP, w, seq, NOT_YET_MIN_SIZE, rx)
+        spi, min_diff, _ = self._rate_bounds()
+        if spi and self._rate_diff() - batch * SPI_ONE < min_diff:
+            return self._not_yet(Opcode.SAMPLE_RESP, w, seq, NOT_YET_RATE, rx)
+        self._diff = (self._diff - batch * SPI_ONE) & M64
         nodes, cap = tree.nodes, self._cap
         out = []
         desc = bytearray(BLOCK)

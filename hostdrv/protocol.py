@@ -75,7 +75,7 @@ class Opcode(IntEnum):
 
 
 class Flags(IntFlag):
-    """Header flag bits (bits 7:5 must be zero)."""
+    """Header flag bits (bits 7:6 must be zero)."""
 
     NONE = 0
     INT32 = C.FLAG_INT32
@@ -85,6 +85,9 @@ class Flags(IntFlag):
     ERROR = C.FLAG_ERROR
     """RESULT: the round failed (a tensor length mismatch); ``worker`` is the member whose
     contribution was refused, ``aux`` its tensor length, ``total`` the round's."""
+    NOT_YET = C.FLAG_NOT_YET
+    """PUSH_ACK / SAMPLE_RESP: the rate limiter refused the request for now (``count`` 0,
+    ``slot`` the reason ``NOT_YET_*``, ``aux`` the replay size); retry later (section 5)."""
 
 
 def result_aux(order: list[int] | tuple[int, ...]) -> int:
@@ -298,6 +301,8 @@ def encode_message(msg: Message) -> bytes:
         When a field is out of range or the payload length does not match.
     """
     _check_ranges(msg)
+    if _check_not_yet(msg.opcode, msg.flags, msg.count, len(msg.payload)):
+        return bytes(_header_bytes(msg))
     check_count(msg.opcode, msg.count)
     want = expected_payload_len(msg.opcode, msg.count, len(msg.payload))
     if len(msg.payload) != want:
@@ -306,6 +311,25 @@ def encode_message(msg: Message) -> bytes:
     pack_header_into(buf, 0, msg)
     buf[HEADER_LEN:] = msg.payload
     return bytes(buf)
+
+
+def _header_bytes(msg: Message) -> bytearray:
+    buf = bytearray(HEADER_LEN)
+    pack_header_into(buf, 0, msg)
+    return buf
+
+
+def _check_not_yet(opcode: int, flags: int, count: int, payload_len: int) -> bool:
+    """True for a well-formed NOT_YET answer (a PUSH_ACK or SAMPLE_RESP with flag NOT_YET,
+    count 0 and no payload; section 5); raise :class:`ProtocolError` for a malformed one,
+    False for any other message."""
+    if not flags & Flags.NOT_YET or opcode not in (Opcode.PUSH_ACK, Opcode.SAMPLE_RESP):
+        return False
+    if count:
+        raise FieldError("count", count, "a NOT_YET answer has count 0")
+    if payload_len:
+        raise LengthError("payload", payload_len, "a NOT_YET answer has no payload")
+    return True
 
 
 def _check_ranges(msg: Message) -> None:
@@ -317,7 +341,7 @@ def _check_ranges(msg: Message) -> None:
     if msg.version != VERSION:
         raise HeaderError("version", msg.version, f"expected {VERSION}")
     if msg.flags & ~FLAGS_MASK:
-        raise HeaderError("flags", msg.flags, "bits 7:5 must be zero")
+        raise HeaderError("flags", msg.flags, "bits 7:6 must be zero")
     try:
         Opcode(msg.opcode)
     except ValueError:
@@ -344,7 +368,7 @@ def decode_header(data: bytes | bytearray | memoryview) -> Message:
     except ValueError:
         raise HeaderError("opcode", op, "unknown opcode") from None
     if flags & ~FLAGS_MASK:
-        raise HeaderError("flags", flags, "bits 7:5 must be zero")
+        raise HeaderError("flags", flags, "bits 7:6 must be zero")
     _check_total(opcode, res)
     return Message(opcode, flags, job, worker, slot, seq, count, aux, b"", ver, res)
 
@@ -358,6 +382,8 @@ def decode_message(data: bytes | bytearray | memoryview) -> Message:
         Any malformation: the error names the field and value.
     """
     msg = decode_header(data)
+    if _check_not_yet(msg.opcode, msg.flags, msg.count, len(data) - HEADER_LEN):
+        return msg
     check_count(msg.opcode, msg.count)
     plen = len(data) - HEADER_LEN
     want = expected_payload_len(msg.opcode, msg.count, plen)

@@ -74,7 +74,7 @@ OP_SAMPLE_RESP = 6
 OP_UPDATE = 7
 """Learner to switch: (index, priority) pairs."""
 
-# Header flag bits (protocol section 2); bits 7:5 set are malformed.
+# Header flag bits (protocol section 2); bits 7:6 set are malformed.
 FLAG_INT32 = 0x1
 """Payload dtype int32 (else fp32)."""
 FLAG_PRIORITIZED = 0x2
@@ -85,7 +85,9 @@ FLAG_FROM_SWITCH = 0x8
 """Set on every packet the switch originates."""
 FLAG_ERROR = 0x10
 """RESULT of a failed round (tensor length mismatch)."""
-FLAGS_MASK = 0x1f
+FLAG_NOT_YET = 0x20
+"""PUSH_ACK / SAMPLE_RESP: request refused for now by the rate limiter (section 5); count 0, nothing written or sampled."""
+FLAGS_MASK = 0x3f
 """The defined flag bits."""
 
 # Ranges of header fields and engine sizes (protocol sections 3-5).
@@ -137,6 +139,14 @@ DESC_BATCH = 16
 """U32 batch @."""
 DESC_SIZE = 20
 """U32 valid records @."""
+NOT_YET_EMPTY = 1
+"""NOT_YET reason (slot field): nothing to sample (size 0, or a prioritized request with tree total 0)."""
+NOT_YET_MIN_SIZE = 2
+"""NOT_YET reason: size < RPL_MIN_SIZE."""
+NOT_YET_RATE = 3
+"""NOT_YET reason: the samples-per-insert ratio (RPL_SPI, RPL_SPI_ERROR) would leave its error buffer."""
+SPI_ONE = 65536
+"""1.0 in the Q16.16 of RPL_SPI, RPL_SPI_ERROR and RPL_RATE_DIFF (one sample)."""
 
 # Register bit fields (docs/registers.md) the software and the RTL both decode.
 CTRL_AGG_ENABLE = 0x1

@@ -56,7 +56,12 @@ REGISTERS: dict[str, Register] = {
     'RPL_WPTR': Register('RPL_WPTR', 0x090, 'ro', 0x0, 32, False, 'next index PUSH writes'),
     'RPL_TOTAL_LO': Register('RPL_TOTAL_LO', 0x094, 'ro', 0x0, 32, False, 'sum tree total bits 31:0'),
     'RPL_TOTAL_HI': Register('RPL_TOTAL_HI', 0x098, 'ro', 0x0, 32, False, 'sum tree total bits 63:32'),
-    'RPL_RESET': Register('RPL_RESET', 0x09C, 'rw', 0x0, 1, False, 'write 1: empty the memory (size, write pointer, priorities to 0); self-clearing'),
+    'RPL_RESET': Register('RPL_RESET', 0x09C, 'rw', 0x0, 1, False, 'write 1: empty the memory (size, write pointer, priorities to 0) and clear RPL_RATE_DIFF; self-clearing'),
+    'RPL_MIN_SIZE': Register('RPL_MIN_SIZE', 0x0A0, 'rw', 0x1, 32, False, 'rate limiter (docs/protocol.md section 5): valid records before any SAMPLE_REQ is served (Reverb MinSize); a PUSH that leaves size <= RPL_MIN_SIZE is always accepted'),
+    'RPL_SPI': Register('RPL_SPI', 0x0A4, 'rw', 0x0, 32, False, 'rate limiter: target samples per inserted record, unsigned Q16.16 (0x10000 = 1.0); 0 = no ratio limiting (only RPL_MIN_SIZE). A write clears RPL_RATE_DIFF'),
+    'RPL_SPI_ERROR': Register('RPL_SPI_ERROR', 0x0A8, 'rw', 0x0, 32, False, 'rate limiter: error buffer in samples, unsigned Q16.16; min_diff = RPL_SPI * RPL_MIN_SIZE - RPL_SPI_ERROR, max_diff = RPL_SPI * RPL_MIN_SIZE + RPL_SPI_ERROR'),
+    'RPL_RATE_DIFF_LO': Register('RPL_RATE_DIFF_LO', 0x0AC, 'ro', 0x0, 32, False, "rate limiter accumulator diff = (records accepted) * RPL_SPI - (samples served) * 1.0 since the last RPL_SPI or RPL_RESET write, signed 64-bit Q16.16 (two's complement, wraps), bits 31:0"),
+    'RPL_RATE_DIFF_HI': Register('RPL_RATE_DIFF_HI', 0x0B0, 'ro', 0x0, 32, False, 'rate limiter accumulator bits 63:32 (see RPL_RATE_DIFF_LO)'),
     'MEMBER_PORT_0': Register('MEMBER_PORT_0', 0x100, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
     'MEMBER_PORT_1': Register('MEMBER_PORT_1', 0x110, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
     'MEMBER_PORT_2': Register('MEMBER_PORT_2', 0x120, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
@@ -97,9 +102,11 @@ REGISTERS: dict[str, Register] = {
     'CNT_TX_RESULT': Register('CNT_TX_RESULT', 0x214, 'rc', 0x0, 32, False, 'multicast RESULT frames sent'),
     'CNT_TX_RESEND': Register('CNT_TX_RESEND', 0x218, 'rc', 0x0, 32, False, 'RESULT frames re-sent to one worker'),
     'CNT_TX_UP': Register('CNT_TX_UP', 0x21C, 'rc', 0x0, 32, False, 'partial sums sent to the parent (leaf)'),
-    'CNT_TX_PUSH_ACK': Register('CNT_TX_PUSH_ACK', 0x220, 'rc', 0x0, 32, False, 'PUSH_ACK frames sent'),
-    'CNT_TX_SAMPLE_RESP': Register('CNT_TX_SAMPLE_RESP', 0x224, 'rc', 0x0, 32, False, 'SAMPLE_RESP frames sent'),
+    'CNT_TX_PUSH_ACK': Register('CNT_TX_PUSH_ACK', 0x220, 'rc', 0x0, 32, False, 'PUSH_ACK frames sent for accepted PUSHes (NOT_YET answers are CNT_TX_PUSH_NOT_YET)'),
+    'CNT_TX_SAMPLE_RESP': Register('CNT_TX_SAMPLE_RESP', 0x224, 'rc', 0x0, 32, False, 'SAMPLE_RESP frames sent with a sample (one per served sample; NOT_YET answers are CNT_TX_SAMPLE_NOT_YET)'),
     'CNT_PASS': Register('CNT_PASS', 0x228, 'rc', 0x0, 32, False, 'non-protocol frames switched at L2: flooded, forwarded to a learned port, or filtered (destination learned on the source port)'),
+    'CNT_TX_PUSH_NOT_YET': Register('CNT_TX_PUSH_NOT_YET', 0x22C, 'rc', 0x0, 32, False, 'PUSH_ACK NOT_YET frames sent: PUSHes the rate limiter refused (nothing written; not counted in CNT_TX_PUSH_ACK)'),
+    'CNT_TX_SAMPLE_NOT_YET': Register('CNT_TX_SAMPLE_NOT_YET', 0x230, 'rc', 0x0, 32, False, 'SAMPLE_RESP NOT_YET frames sent: SAMPLE_REQs refused (empty, below RPL_MIN_SIZE or ratio; not counted in CNT_TX_SAMPLE_RESP)'),
     'CNT_DROP_BAD_LENGTH': Register('CNT_DROP_BAD_LENGTH', 0x240, 'rc', 0x0, 32, False, 'drops: frame, IPv4, UDP or payload length'),
     'CNT_DROP_BAD_HEADER': Register('CNT_DROP_BAD_HEADER', 0x244, 'rc', 0x0, 32, False, 'drops: version, reserved, flags or opcode'),
     'CNT_DROP_BAD_JOB': Register('CNT_DROP_BAD_JOB', 0x248, 'rc', 0x0, 32, False, 'drops: job id'),
@@ -112,7 +119,7 @@ REGISTERS: dict[str, Register] = {
     'CNT_DROP_STALE': Register('CNT_DROP_STALE', 0x264, 'rc', 0x0, 32, False, 'drops: staleness bound or reused slot copy'),
     'CNT_DROP_DUPLICATE': Register('CNT_DROP_DUPLICATE', 0x268, 'rc', 0x0, 32, False, 'drops: contribution already counted'),
     'CNT_DROP_LATE': Register('CNT_DROP_LATE', 0x26C, 'rc', 0x0, 32, False, 'drops: async contribution after completion'),
-    'CNT_DROP_EMPTY': Register('CNT_DROP_EMPTY', 0x270, 'rc', 0x0, 32, False, 'drops: sample from an empty memory'),
+    'CNT_DROP_EMPTY': Register('CNT_DROP_EMPTY', 0x270, 'rc', 0x0, 32, False, 'SAMPLE_REQs that found nothing to sample (size 0, or tree total 0 for a prioritized one); no longer dropped: answered NOT_YET (reason EMPTY) and counted in CNT_TX_SAMPLE_NOT_YET too'),
     'CNT_DROP_BAD_INDEX': Register('CNT_DROP_BAD_INDEX', 0x274, 'rc', 0x0, 32, False, 'UPDATE pairs skipped: index >= size'),
     'CNT_DROP_MISMATCH': Register('CNT_DROP_MISMATCH', 0x278, 'rc', 0x0, 32, False, "drops: GRADIENT whose tensor length (total) differs from its round's"),
     'L2_AGE_FRAMES': Register('L2_AGE_FRAMES', 0x300, 'rw', 0x100000, 32, False, 'aging period in received frames (every frame, protocol or not): at the end of each period, MAC table entries that taught or refreshed nothing during it are removed, so an entry lives 1 to 2 periods after its last frame; 0 = no aging. A write restarts the period'),
@@ -142,6 +149,8 @@ COUNTERS: tuple[str, ...] = (
     'CNT_TX_PUSH_ACK',
     'CNT_TX_SAMPLE_RESP',
     'CNT_PASS',
+    'CNT_TX_PUSH_NOT_YET',
+    'CNT_TX_SAMPLE_NOT_YET',
     'CNT_DROP_BAD_LENGTH',
     'CNT_DROP_BAD_HEADER',
     'CNT_DROP_BAD_JOB',
@@ -199,6 +208,11 @@ RPL_WPTR = 0x090
 RPL_TOTAL_LO = 0x094
 RPL_TOTAL_HI = 0x098
 RPL_RESET = 0x09C
+RPL_MIN_SIZE = 0x0A0
+RPL_SPI = 0x0A4
+RPL_SPI_ERROR = 0x0A8
+RPL_RATE_DIFF_LO = 0x0AC
+RPL_RATE_DIFF_HI = 0x0B0
 MEMBER_PORT_0 = 0x100
 MEMBER_PORT_1 = 0x110
 MEMBER_PORT_2 = 0x120
@@ -242,6 +256,8 @@ CNT_TX_UP = 0x21C
 CNT_TX_PUSH_ACK = 0x220
 CNT_TX_SAMPLE_RESP = 0x224
 CNT_PASS = 0x228
+CNT_TX_PUSH_NOT_YET = 0x22C
+CNT_TX_SAMPLE_NOT_YET = 0x230
 CNT_DROP_BAD_LENGTH = 0x240
 CNT_DROP_BAD_HEADER = 0x244
 CNT_DROP_BAD_JOB = 0x248

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from hostdrv import protocol_consts as C
 from hostdrv.control import ROLE_ACTOR, ROLE_LEARNER, SwitchControl
 from hostdrv.endpoint import Endpoint
-from hostdrv.errors import ReplayEmptyError, ReplayTimeoutError
+from hostdrv.errors import RateLimitTimeoutError, ReplayEmptyError, ReplayTimeoutError
 from hostdrv.protocol import (
     BLOCK,
     DESCRIPTOR,
@@ -46,6 +47,16 @@ from hostdrv.transport import Backend, SwitchTimeoutError
 _PUSH_ACK = int(Opcode.PUSH_ACK)
 _SAMPLE_RESP = int(Opcode.SAMPLE_RESP)
 _PRIORITIZED = int(Flags.PRIORITIZED)
+_NOT_YET = int(Flags.NOT_YET)
+RATE_BACKOFF_MIN = 0.0005
+"""Seconds before the first resend of a request answered NOT_YET (doubled per NOT_YET)."""
+RATE_BACKOFF_MAX = 0.02
+"""Longest wait between two resends of a request answered NOT_YET."""
+
+
+def rate_backoff(not_yets: int) -> float:
+    """Seconds to wait before resending a request after its ``not_yets``-th NOT_YET (from 1)."""
+    return min(RATE_BACKOFF_MIN * (1 << min(not_yets - 1, 16)), RATE_BACKOFF_MAX)
 
 
 class ReplayClient(Endpoint):
@@ -76,6 +87,14 @@ class ReplayClient(Endpoint):
         As for :class:`Aggregator`.
     window:
         Requests in flight at once.
+    rate_timeout:
+        Seconds a PUSH or SAMPLE_REQ may keep being answered NOT_YET by the switch's rate
+        limiter (protocol section 5, "Rate limiting": ``RPL_MIN_SIZE``, ``RPL_SPI``,
+        ``RPL_SPI_ERROR``, or an empty memory) before the call raises
+        :class:`~hostdrv.errors.RateLimitTimeoutError` (:class:`ReplayEmptyError` when the
+        memory stayed empty). Meanwhile the request is resent after a backoff of
+        :data:`RATE_BACKOFF_MIN` doubling up to :data:`RATE_BACKOFF_MAX` seconds; a refused
+        PUSH wrote nothing and is resent whole, so no record is lost.
 
     Raises
     ------
@@ -95,7 +114,8 @@ class ReplayClient(Endpoint):
                  register: bool = True, roles: int = ROLE_ACTOR | ROLE_LEARNER,
                  port: int | None = None, member_address: tuple[str, int] | None = None,
                  control: str | SwitchControl | None = None, window: int = 8,
-                 backends: Mapping[str, Backend] | None = None) -> None:
+                 backends: Mapping[str, Backend] | None = None,
+                 rate_timeout: float = 10.0) -> None:
         super().__init__(url, worker=worker, job=job, register=register, roles=roles,
                          port=port, member_address=member_address, control=control,
                          backends=backends)
@@ -104,6 +124,7 @@ class ReplayClient(Endpoint):
         self.timeout = timeout
         self.retries = retries
         self.window = max(1, window)
+        self.rate_timeout = rate_timeout
         self.max_priority = 1.0
         """Priority given to pushed transitions without one (largest seen so far)."""
         self.record_dtype = record_dtype(obs_shape, obs_dtype, action_shape, action_dtype,
@@ -160,6 +181,8 @@ class ReplayClient(Endpoint):
             A priority is NaN, negative or infinite (nothing is sent).
         ReplayTimeoutError
             A PUSH got no PUSH_ACK after every retry.
+        RateLimitTimeoutError
+            The rate limiter answered NOT_YET for longer than :attr:`rate_timeout`.
         """
         rec = self.pack(obs, action, reward, next_obs, done)
         n = len(rec)
@@ -181,6 +204,9 @@ class ReplayClient(Endpoint):
             is sent.
         ReplayTimeoutError
             A PUSH got no PUSH_ACK after every retry.
+        RateLimitTimeoutError
+            The rate limiter answered NOT_YET for longer than :attr:`rate_timeout` (the
+            batches acknowledged so far are stored; the refused one wrote nothing).
         """
         rb = self.record_bytes
         records = np.ascontiguousarray(records, dtype=np.uint8).reshape(-1, rb)
@@ -190,7 +216,8 @@ class ReplayClient(Endpoint):
             raise ValueError(f"bad priorities length={len(prios)}: need one per record ({n})")
         indices = np.full(n, -1, dtype=np.int64)
         batches = [(a, min(a + MAX_PUSH_RECORDS, n)) for a in range(0, n, MAX_PUSH_RECORDS)]
-        pending: dict[int, list[Any]] = {}  # seq -> [message, start, count, deadline, tries]
+        # seq -> [message, start, count, deadline, tries, first NOT_YET time, NOT_YETs]
+        pending: dict[int, list[Any]] = {}
         nxt = 0
         while nxt < len(batches) or pending:
             now = time.monotonic()
@@ -204,16 +231,23 @@ class ReplayClient(Endpoint):
                 msg[HEADER_LEN:HEADER_LEN + 4 * k] = prios[a:b].tobytes()
                 msg[HEADER_LEN + BLOCK:] = records[a:b].tobytes()
                 self.transport.send(msg)
-                pending[seq] = [msg, a, k, now + self.timeout, 1]
+                pending[seq] = [msg, a, k, now + self.timeout, 1, 0.0, 0]
                 nxt += 1
             first = min(v[3] for v in pending.values())
             nbytes, seg = self.transport.recv_into(self._rbuf, max(0.0, first - now))
             for off in range(0, nbytes, max(seg, 1)):
                 if min(seg, nbytes - off) < HEADER_LEN:
                     continue
-                _v, op, _f, jb, _w, _s, seq, cnt, aux, _r = HEADER.unpack_from(self._rbuf, off)
+                _v, op, fl, jb, _w, why, seq, cnt, aux, _r = HEADER.unpack_from(self._rbuf, off)
                 entry = pending.get(seq)
-                if op != _PUSH_ACK or jb != self.job or entry is None or cnt != entry[2]:
+                if op != _PUSH_ACK or jb != self.job or entry is None:
+                    continue
+                if fl & _NOT_YET and cnt == 0:  # resent whole after a backoff
+                    entry[5], entry[6], entry[3] = self._rate_wait(
+                        entry[5], entry[6], why, aux, f"PUSH of {entry[2]} records (seq {seq})")
+                    entry[4] = 0  # answered: the resend is no retry of a lost frame
+                    continue
+                if cnt != entry[2]:
                     continue
                 a, k = entry[1], entry[2]
                 indices[a:a + k] = (aux + np.arange(k)) % self.capacity
@@ -253,7 +287,10 @@ class ReplayClient(Endpoint):
         Raises
         ------
         ReplayEmptyError
-            The memory is empty (or every priority is 0).
+            The memory stayed empty (or every priority 0) for :attr:`rate_timeout`.
+        RateLimitTimeoutError
+            The rate limiter (``RPL_MIN_SIZE``, ``RPL_SPI``) answered NOT_YET for longer
+            than :attr:`rate_timeout`.
         ReplayTimeoutError
             Some request got no complete answer after every retry.
         """
@@ -280,12 +317,14 @@ class ReplayClient(Endpoint):
         native = self._native()
         if native is not None:
             tr: Any = self.transport
-            code, v, self._seq = native.replay_sample(
+            code, v, self._seq, waited = native.replay_sample(
                 tr.sock.fileno(), sizes, flags, self.job, self.worker, self._seq, self.window,
                 self.retries, self.timeout, rb, tr._gro, len(self._rbuf), idx, prio, totals,
-                size_of, recs)
+                size_of, recs, self.rate_timeout)
             if code == 1:
                 self._sample_failed(v[0], v[1])
+            elif code == 3:
+                self._rate_failed(f"SAMPLE_REQ of {v[0]}", v[1], v[2], v[3], waited)
             elif code:
                 raise OSError(v[0], os.strerror(v[0]))
         else:
@@ -301,14 +340,43 @@ class ReplayClient(Endpoint):
         return SampleBatch(t.obs, t.actions, t.rewards, t.next_obs, t.dones, idx,
                            from_fixed(prio), totals, size, w.astype(np.float32), recs)
 
+    def _rate_wait(self, since: float, count: int, reason: int, size: int,
+                   what: str) -> tuple[float, int, float]:
+        """A NOT_YET answer to a request first refused at ``since`` (``count`` NOT_YETs
+        before this one): return the new ``(since, count, time to resend)``, or raise when it
+        has been refused for longer than :attr:`rate_timeout`."""
+        now = time.monotonic()
+        if not count:
+            since = now
+        count += 1
+        if now - since > self.rate_timeout:
+            self._rate_failed(what, count, reason, size, now - since)
+        return since, count, now + rate_backoff(count)
+
+    def _rate_failed(self, what: str, tries: int, reason: int, size: int, waited: float) -> None:
+        """Raise :class:`RateLimitTimeoutError` (or :class:`ReplayEmptyError`) naming the
+        limiter's registers as far as they can be read."""
+        limiter: dict[str, int] = {}
+        try:
+            for name in ("RPL_MIN_SIZE", "RPL_SPI", "RPL_SPI_ERROR"):
+                limiter[name] = self.control.read(name)
+            d = (self.control.read("RPL_RATE_DIFF_HI") << 32) | self.control.read(
+                "RPL_RATE_DIFF_LO")
+            limiter["diff"] = d - (1 << 64) if d >> 63 else d
+        except (SwitchTimeoutError, OSError):
+            limiter = {}
+        cls = ReplayEmptyError if reason == C.NOT_YET_EMPTY else RateLimitTimeoutError
+        raise cls(self.url, what, tries, reason=reason, size=size, waited=waited, limiter=limiter)
+
     def _sample_loop(self, reqs: list[tuple[int, int]], flags: int, rb: int, idx: np.ndarray,
                      prio: np.ndarray, totals: np.ndarray, size_of: np.ndarray,
                      recs: np.ndarray) -> None:
         """The request/receive loop of :meth:`sample` (the reference of ``replay_sample`` in
         ``hostdrv/native/nrl_client.cpp``)."""
         expected_len = 64 + rb + HEADER_LEN
-        # seq -> [request number, got mask, deadline, tries]
+        # seq -> [request number, got mask, deadline, tries]; per request: first NOT_YET, count
         pending: dict[int, list[Any]] = {}
+        rate = [[0.0, 0] for _ in reqs]
         tries_of = [0] * len(reqs)
         nxt = 0
         while nxt < len(reqs) or pending:
@@ -320,11 +388,19 @@ class ReplayClient(Endpoint):
             nbytes, seg = self.transport.recv_into(self._rbuf, max(0.0, first - now))
             rmv = memoryview(self._rbuf)
             for off in range(0, nbytes, max(seg, 1)):
-                if min(seg, nbytes - off) != expected_len:
+                n = min(seg, nbytes - off)
+                if n != expected_len and n != HEADER_LEN:
                     continue
-                _v, op, _f, jb, _w, _s, seq, _c, i, _r = HEADER.unpack_from(rmv, off)
+                _v, op, fl, jb, _w, why, seq, cnt, i, _r = HEADER.unpack_from(rmv, off)
                 entry = pending.get(seq)
                 if op != _SAMPLE_RESP or jb != self.job or entry is None:
+                    continue
+                if n == HEADER_LEN:
+                    if fl & _NOT_YET and cnt == 0:
+                        r = entry[0]  # asked again (new seq) after a backoff
+                        rate[r][0], rate[r][1], entry[2] = self._rate_wait(
+                            rate[r][0], rate[r][1], why, i, f"SAMPLE_REQ of {reqs[r][1]}")
+                        tries_of[r] = 0
                     continue
                 a, b = reqs[entry[0]]
                 if i >= b or entry[1][i]:

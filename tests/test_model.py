@@ -605,7 +605,7 @@ def bad(reason: str) -> list[tuple[str, bytes, int]]:
             ("opcode8", frame_from(base_msg(opcode=8), 1, validate=False), 2),
             ("push_ack", frame_from(base_msg(opcode=Opcode.PUSH_ACK), 1, validate=False), 2),
             ("sample_resp", frame_from(base_msg(opcode=Opcode.SAMPLE_RESP), 1, validate=False), 2),
-            ("flags", frame_from(base_msg(flags=0x20), 1, validate=False), 2),
+            ("flags", frame_from(base_msg(flags=P.FLAGS_MASK + 1), 1, validate=False), 2),
             ("flags_high", frame_from(base_msg(flags=0x80), 1, validate=False), 2),
         ],
         "BAD_JOB": [("job", frame_from(base_msg(job=JOB + 1), 1), 2)],

@@ -14,6 +14,7 @@ import pytest
 from engines import ENGINES, use_engine
 
 from hostdrv import protocol as P
+from hostdrv import protocol_consts as C
 from hostdrv.model import Egress, SwitchModel
 from hostdrv.protocol import Flags, Frame, Message, Opcode
 
@@ -261,17 +262,28 @@ def test_update_and_bad_index() -> None:
     assert update(sw, [10], [6], who=BOTH) == []
 
 
+def not_yet(out: list[Egress], who: int, op: Opcode, reason: int, size: int, seq: int = 0) -> None:
+    """``out`` is the one NOT_YET answer (section 5): no payload, count 0, slot = reason."""
+    (eg,) = out
+    assert eg.dst_ports == PORTS[who]
+    m = P.parse_frame(eg.frame, udp_port=udp(who)).message
+    assert m.opcode == op and m.flags == Flags.FROM_SWITCH | Flags.NOT_YET
+    assert (m.worker, m.seq, m.count, m.slot, m.aux, len(m.payload)) == (who, seq, 0, reason, size, 0)
+
+
 def test_empty() -> None:
     rng = np.random.default_rng(8)
     sw = make_switch(16, 64)
+    sw.write("RPL_MIN_SIZE", 0)  # EMPTY is answered whatever the minimum size
     for prioritized in (False, True):
-        assert sample(sw, 4, prioritized) == []
+        not_yet(sample(sw, 4, prioritized, seq=5), LEARNER, Opcode.SAMPLE_RESP, C.NOT_YET_EMPTY, 0, 5)
     assert sw.read("CNT_DROP_EMPTY") == 2
     recs = records(rng, 4, 64)
     push(sw, recs, [0, 0, 0, 0])
-    assert sample(sw, 4, True) == []  # zero total
+    not_yet(sample(sw, 4, True), LEARNER, Opcode.SAMPLE_RESP, C.NOT_YET_EMPTY, 4)  # zero total
     assert sw.read("CNT_DROP_EMPTY") == 3
-    ref = Ref(16)  # the dropped requests drew nothing
+    assert (sw.read("CNT_TX_SAMPLE_NOT_YET"), sw.read("CNT_TX_SAMPLE_RESP")) == (3, 0)
+    ref = Ref(16)  # the refused requests drew nothing
     ref.push(recs, [0, 0, 0, 0])
     check_samples(sample(sw, 4, False), ref, 4, False, 0, 64)
 
@@ -283,7 +295,7 @@ def test_rpl_reset() -> None:
     sw.write("RPL_RESET", 1)
     assert [sw.read(r) for r in ("RPL_SIZE", "RPL_WPTR", "RPL_TOTAL_LO", "RPL_TOTAL_HI",
                                  "RPL_RESET")] == [0, 0, 0, 0, 0]
-    assert sample(sw, 1, False) == []
+    not_yet(sample(sw, 1, False), LEARNER, Opcode.SAMPLE_RESP, C.NOT_YET_EMPTY, 0)
     recs = records(rng, 2, 64)
     (ack,) = push(sw, recs, [4, 4])
     assert parse_reply(ack, ACTOR).aux == 0

@@ -134,8 +134,8 @@ def test_fixed_point_helpers() -> None:
 def test_errors(switch: SoftSwitch) -> None:
     with pytest.raises(ValueError, match="RPL_RECORD_BYTES is 192"):
         ReplayClient(switch.url, worker=1, obs_shape=(100,))
-    rc = _client(switch, timeout=0.01, retries=2)
-    with pytest.raises(ReplayEmptyError, match="empty"):
+    rc = _client(switch, timeout=0.01, retries=2, rate_timeout=0.05)
+    with pytest.raises(ReplayEmptyError, match="NOT_YET .EMPTY.*empty"):
         rc.sample(8)
     with pytest.raises(ValueError, match="obs shape"):
         rc.push(np.zeros((2, 4)), [[0, 0]] * 2, [0, 0], np.zeros((2, *OBS)), [0, 0])

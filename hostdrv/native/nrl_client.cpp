@@ -289,6 +289,8 @@ SampleOutcome replay_sample(SampleArgs& a, int64_t* idx, uint32_t* prio, uint64_
     std::vector<size_t> base(a.nreqs, 0);
     for (size_t r = 1; r < a.nreqs; ++r) base[r] = base[r - 1] + a.sizes[r - 1];
     std::vector<uint32_t> tries(a.nreqs, 0);
+    std::vector<double> rate_since(a.nreqs, 0.0);  // first NOT_YET of each request
+    std::vector<uint32_t> rate_count(a.nreqs, 0);  // NOT_YETs of each request
     std::vector<Pending> pending;  // in request order, as the Python dict
     std::vector<uint8_t> rbuf(a.recv_bytes);
     const size_t rb = a.record_bytes, expected = NRL_HEADER_LEN + NRL_BLOCK + rb;
@@ -320,13 +322,33 @@ SampleOutcome replay_sample(SampleArgs& a, int64_t* idx, uint32_t* prio, uint64_
                                         a.gro, &seg);
         const size_t step = std::max<size_t>(seg, 1);
         for (size_t off = 0; off < nbytes; off += step) {
-            if (std::min(seg, nbytes - off) != expected) continue;
+            const size_t len = std::min(seg, nbytes - off);
+            if (len != expected && len != NRL_HEADER_LEN) continue;
             const uint8_t* m = rbuf.data() + off;
             const uint32_t op = m[1], jb = m[3], seq = be32(m + 8), i = be32(m + 14);
             size_t k = 0;
             while (k < pending.size() && pending[k].seq != seq) ++k;
             if (op != NRL_OP_SAMPLE_RESP || jb != a.job || k == pending.size()) continue;
             Pending& p = pending[k];
+            if (len == NRL_HEADER_LEN) {
+                // NOT_YET (protocol section 5): ask again (new seq) after a backoff
+                if (!(m[2] & NRL_FLAG_NOT_YET) || be16(m + 12) != 0) continue;
+                const size_t r = p.req;
+                const double t = monotonic();
+                if (rate_count[r]++ == 0) rate_since[r] = t;
+                if (t - rate_since[r] > a.rate_timeout) {
+                    res.code = SampleOutcome::NOT_YET;
+                    res.v[0] = a.sizes[r];
+                    res.v[1] = rate_count[r];
+                    res.v[2] = be16(m + 6);
+                    res.v[3] = i;
+                    res.waited = t - rate_since[r];
+                    return res;
+                }
+                tries[r] = 0;  // answered: the resend is no retry of a lost frame
+                p.deadline = t + rate_backoff(rate_count[r]);
+                continue;
+            }
             if (i >= a.sizes[p.req] || p.got[i]) continue;
             const uint8_t* d = m + NRL_HEADER_LEN;
             const size_t at = base[p.req] + i;

@@ -49,12 +49,22 @@ struct SampleArgs {
     uint32_t record_bytes;
     bool gro;
     size_t recv_bytes;
+    double rate_timeout;  // seconds a request may be answered NOT_YET (ReplayClient.rate_timeout)
 };
 
+/// Backoff before resending a request after its n-th NOT_YET (n from 1): replay_client.rate_backoff.
+inline double rate_backoff(uint32_t n) {
+    const double d = 0.0005 * double(1u << (n - 1 < 16 ? n - 1 : 16));
+    return d < 0.02 ? d : 0.02;
+}
+
 struct SampleOutcome {
-    enum Code { DONE = 0, FAILED = 1, OS_ERROR = 2 };
+    enum Code { DONE = 0, FAILED = 1, OS_ERROR = 2, NOT_YET = 3 };
     int code = DONE;
-    uint32_t v[2] = {0, 0};  // FAILED: batch of the request, tries; OS_ERROR: errno
+    // FAILED: batch of the request, tries; OS_ERROR: errno;
+    // NOT_YET (refused for longer than rate_timeout): batch, NOT_YETs, reason, size
+    uint32_t v[4] = {0, 0, 0, 0};
+    double waited = 0.0;  // NOT_YET: seconds since the first NOT_YET
 };
 
 /// ReplayClient.sample's request/receive loop: idx (int64), prio (u32), totals (u64),

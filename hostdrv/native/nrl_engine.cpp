@@ -146,6 +146,8 @@ uint32_t Engine::read(uint32_t addr) const {
         case NRL_REG_RPL_TOTAL_LO: return uint32_t(tree_[1]);
         case NRL_REG_RPL_TOTAL_HI: return uint32_t(tree_[1] >> 32);
         case NRL_REG_RPL_RESET: return 0;
+        case NRL_REG_RPL_RATE_DIFF_LO: return uint32_t(diff_);
+        case NRL_REG_RPL_RATE_DIFF_HI: return uint32_t(diff_ >> 32);
         default: return R(addr);
     }
 }
@@ -198,8 +200,11 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
             std::fill(tree_.begin(), tree_.end(), 0);
             wp_ = 0;
             size_ = 0;
+            diff_ = 0;
         }
         return 0;
+    } else if (addr == NRL_REG_RPL_SPI) {
+        diff_ = 0;
     } else {
         for (uint32_t a : kAggConfig)
             if (a == addr)
@@ -500,7 +505,19 @@ uint32_t Engine::tree_find(uint64_t target) const {
     return uint32_t(node - cap_);
 }
 
+void Engine::not_yet(uint32_t op, uint32_t w, uint32_t seq, uint32_t reason, const Rx& rx) {
+    inc(op == NRL_OP_PUSH_ACK ? NRL_REG_CNT_TX_PUSH_NOT_YET : NRL_REG_CNT_TX_SAMPLE_NOT_YET);
+    frame(rx.eth_src, rx.ip_src, rx.udp_src, op, NRL_FLAG_FROM_SWITCH | NRL_FLAG_NOT_YET, w, reason,
+          seq, 0, size_, 0, 0, rx.port);
+}
+
 void Engine::push(const uint8_t* f, uint32_t w, uint32_t seq, uint32_t count, const Rx& rx) {
+    // rate limiter (docs/protocol.md section 5): Reverb's CanInsert
+    const uint32_t spi = R(NRL_REG_RPL_SPI);
+    if (spi && uint64_t(size_) + count > R(NRL_REG_RPL_MIN_SIZE) &&
+        rate_diff() + static_cast<__int128>(count) * spi > rate_offset() + R(NRL_REG_RPL_SPI_ERROR))
+        return not_yet(NRL_OP_PUSH_ACK, w, seq, NRL_NOT_YET_RATE, rx);
+    diff_ += uint64_t(count) * spi;
     const uint32_t mask = cap_ - 1, first = wp_;
     const uint8_t* src = f + NRL_PAYLOAD_OFFSET + NRL_BLOCK;
     for (uint32_t j = 0; j < count; ++j) {
@@ -516,7 +533,17 @@ void Engine::push(const uint8_t* f, uint32_t w, uint32_t seq, uint32_t count, co
 
 void Engine::sample(uint32_t w, uint32_t seq, uint32_t batch, bool prioritized, const Rx& rx) {
     const uint64_t total = prioritized ? tree_[1] : size_;
-    if (size_ == 0 || total == 0) return inc(NRL_REG_CNT_DROP_EMPTY);
+    if (size_ == 0 || total == 0) {
+        inc(NRL_REG_CNT_DROP_EMPTY);
+        return not_yet(NRL_OP_SAMPLE_RESP, w, seq, NRL_NOT_YET_EMPTY, rx);
+    }
+    // rate limiter (docs/protocol.md section 5): Reverb's CanSample
+    if (size_ < R(NRL_REG_RPL_MIN_SIZE))
+        return not_yet(NRL_OP_SAMPLE_RESP, w, seq, NRL_NOT_YET_MIN_SIZE, rx);
+    if (R(NRL_REG_RPL_SPI) && rate_diff() - static_cast<__int128>(batch) * NRL_SPI_ONE <
+                                  rate_offset() - R(NRL_REG_RPL_SPI_ERROR))
+        return not_yet(NRL_OP_SAMPLE_RESP, w, seq, NRL_NOT_YET_RATE, rx);
+    diff_ -= uint64_t(batch) * NRL_SPI_ONE;
     int log2b = 0;
     while ((1u << log2b) < batch) ++log2b;
     const uint64_t seg = tree_[1] >> log2b;

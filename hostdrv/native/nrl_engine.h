@@ -129,6 +129,13 @@ private:
     void push(const uint8_t* f, uint32_t w, uint32_t seq, uint32_t count, const Rx& rx);
     void sample(uint32_t w, uint32_t seq, uint32_t batch, bool prioritized, const Rx& rx);
     void update(const uint8_t* f, uint32_t count);
+    /// The NOT_YET answer to a refused PUSH (op PUSH_ACK) or SAMPLE_REQ (op SAMPLE_RESP).
+    void not_yet(uint32_t op, uint32_t w, uint32_t seq, uint32_t reason, const Rx& rx);
+    /// RPL_RATE_DIFF as a signed value, and min_diff / max_diff of the limiter (exact).
+    __int128 rate_diff() const { return static_cast<__int128>(static_cast<int64_t>(diff_)); }
+    __int128 rate_offset() const {
+        return static_cast<__int128>(R(NRL_REG_RPL_SPI)) * R(NRL_REG_RPL_MIN_SIZE);
+    }
 
     uint32_t agg_flags(const Copy* c) const;
     void multicast(uint32_t slot, uint32_t q);
@@ -156,6 +163,7 @@ private:
     std::vector<uint8_t> records_;
     std::vector<uint64_t> tree_;  // node 1 the root, leaf i node cap + i
     uint32_t wp_ = 0, size_ = 0, rng_ = NRL_RST_RPL_SEED;
+    uint64_t diff_ = 0;  // rate limiter accumulator, two's complement Q16.16 (RPL_RATE_DIFF)
     L2Entry l2_[NRL_L2_ENTRIES];
     uint32_t l2_victim_ = 0;                      // replacement pointer
     uint32_t l2_left_ = NRL_RST_L2_AGE_FRAMES;    // frames until the aging sweep

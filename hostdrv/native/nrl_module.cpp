@@ -147,7 +147,7 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
         [](int fd, std::vector<uint32_t> sizes, uint32_t flags, uint32_t job, uint32_t worker,
            uint32_t seq, uint32_t window, uint32_t retries, double timeout, uint32_t record_bytes,
            bool gro, size_t recv_bytes, py::buffer idx, py::buffer prio, py::buffer totals,
-           py::buffer size_of, py::buffer recs) {
+           py::buffer size_of, py::buffer recs, double rate_timeout) {
             size_t batch = 0;
             for (uint32_t b : sizes) batch += b;
             auto need = [](py::buffer& buf, size_t bytes, const char* what) {
@@ -162,13 +162,14 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
             auto* sp = reinterpret_cast<uint32_t*>(need(size_of, 4 * batch, "size_of"));
             uint8_t* rp = need(recs, batch * record_bytes, "recs");
             nrl::SampleArgs a{fd, sizes.data(), sizes.size(), flags, job, worker, seq, window,
-                              retries, timeout, record_bytes, gro, recv_bytes};
+                              retries, timeout, record_bytes, gro, recv_bytes, rate_timeout};
             nrl::SampleOutcome r;
             {
                 py::gil_scoped_release nogil;
                 r = nrl::replay_sample(a, ip, pp, tp, sp, rp);
             }
-            return py::make_tuple(r.code, py::make_tuple(r.v[0], r.v[1]), a.seq);
+            return py::make_tuple(r.code, py::make_tuple(r.v[0], r.v[1], r.v[2], r.v[3]), a.seq,
+                                  r.waited);
         },
-        "ReplayClient.sample's loop (nrl_client.cpp); returns (code, values, seq)");
+        "ReplayClient.sample's loop (nrl_client.cpp); returns (code, values, seq, waited)");
 }

@@ -41,13 +41,14 @@
 #define NRL_OP_SAMPLE_RESP 0x6u /* switch to learner: one sample */
 #define NRL_OP_UPDATE 0x7u /* learner to switch: (index, priority) pairs */
 
-/* Header flag bits (protocol section 2); bits 7:5 set are malformed. */
+/* Header flag bits (protocol section 2); bits 7:6 set are malformed. */
 #define NRL_FLAG_INT32 0x1u /* payload dtype int32 (else fp32) */
 #define NRL_FLAG_PRIORITIZED 0x2u /* SAMPLE_REQ: prioritized (else uniform) */
 #define NRL_FLAG_RESEND 0x4u /* RESULT re-sent to one worker */
 #define NRL_FLAG_FROM_SWITCH 0x8u /* set on every packet the switch originates */
 #define NRL_FLAG_ERROR 0x10u /* RESULT of a failed round (tensor length mismatch) */
-#define NRL_FLAGS_MASK 0x1Fu /* the defined flag bits */
+#define NRL_FLAG_NOT_YET 0x20u /* PUSH_ACK / SAMPLE_RESP: request refused for now by the rate limiter (section 5); count 0, nothing written or sampled */
+#define NRL_FLAGS_MASK 0x3Fu /* the defined flag bits */
 
 /* Ranges of header fields and engine sizes (protocol sections 3-5). */
 #define NRL_MAX_MEMBERS 0x8u /* member table entries (member ids 0..7) */
@@ -76,6 +77,10 @@
 #define NRL_DESC_TOTAL 0x8u /* u64 tree total (or valid records) @ */
 #define NRL_DESC_BATCH 0x10u /* u32 batch @ */
 #define NRL_DESC_SIZE 0x14u /* u32 valid records @ */
+#define NRL_NOT_YET_EMPTY 0x1u /* NOT_YET reason (slot field): nothing to sample (size 0, or a prioritized request with tree total 0) */
+#define NRL_NOT_YET_MIN_SIZE 0x2u /* NOT_YET reason: size < RPL_MIN_SIZE */
+#define NRL_NOT_YET_RATE 0x3u /* NOT_YET reason: the samples-per-insert ratio (RPL_SPI, RPL_SPI_ERROR) would leave its error buffer */
+#define NRL_SPI_ONE 0x10000u /* 1.0 in the Q16.16 of RPL_SPI, RPL_SPI_ERROR and RPL_RATE_DIFF (one sample) */
 
 /* Register bit fields (docs/registers.md) the software and the RTL both decode. */
 #define NRL_CTRL_AGG_ENABLE 0x1u /* CTRL bit 0: aggregation engine on */
@@ -124,6 +129,11 @@
 #define NRL_REG_RPL_TOTAL_LO 0x094u
 #define NRL_REG_RPL_TOTAL_HI 0x098u
 #define NRL_REG_RPL_RESET 0x09Cu
+#define NRL_REG_RPL_MIN_SIZE 0x0A0u
+#define NRL_REG_RPL_SPI 0x0A4u
+#define NRL_REG_RPL_SPI_ERROR 0x0A8u
+#define NRL_REG_RPL_RATE_DIFF_LO 0x0ACu
+#define NRL_REG_RPL_RATE_DIFF_HI 0x0B0u
 #define NRL_REG_MEMBER_PORT_0 0x100u
 #define NRL_REG_MEMBER_PORT_1 0x110u
 #define NRL_REG_MEMBER_PORT_2 0x120u
@@ -167,6 +177,8 @@
 #define NRL_REG_CNT_TX_PUSH_ACK 0x220u
 #define NRL_REG_CNT_TX_SAMPLE_RESP 0x224u
 #define NRL_REG_CNT_PASS 0x228u
+#define NRL_REG_CNT_TX_PUSH_NOT_YET 0x22Cu
+#define NRL_REG_CNT_TX_SAMPLE_NOT_YET 0x230u
 #define NRL_REG_CNT_DROP_BAD_LENGTH 0x240u
 #define NRL_REG_CNT_DROP_BAD_HEADER 0x244u
 #define NRL_REG_CNT_DROP_BAD_JOB 0x248u
@@ -218,8 +230,13 @@
 #define NRL_RST_RPL_TOTAL_LO 0x0u
 #define NRL_RST_RPL_TOTAL_HI 0x0u
 #define NRL_RST_RPL_RESET 0x0u
+#define NRL_RST_RPL_MIN_SIZE 0x1u
+#define NRL_RST_RPL_SPI 0x0u
+#define NRL_RST_RPL_SPI_ERROR 0x0u
+#define NRL_RST_RPL_RATE_DIFF_LO 0x0u
+#define NRL_RST_RPL_RATE_DIFF_HI 0x0u
 #define NRL_RST_L2_AGE_FRAMES 0x100000u
-#define NRL_COUNTER_COUNT 26u
+#define NRL_COUNTER_COUNT 28u
 
 /* Every register, address order of hw/regs.yaml:
    X(name, address, access, reset, width, param, server); access NRL_ACCESS_* */
@@ -260,6 +277,11 @@
     X(RPL_TOTAL_LO, 0x094u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0) \
     X(RPL_TOTAL_HI, 0x098u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0) \
     X(RPL_RESET, 0x09Cu, NRL_ACCESS_RW, 0x0u, 1u, 0, 0) \
+    X(RPL_MIN_SIZE, 0x0A0u, NRL_ACCESS_RW, 0x1u, 32u, 0, 0) \
+    X(RPL_SPI, 0x0A4u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
+    X(RPL_SPI_ERROR, 0x0A8u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
+    X(RPL_RATE_DIFF_LO, 0x0ACu, NRL_ACCESS_RO, 0x0u, 32u, 0, 0) \
+    X(RPL_RATE_DIFF_HI, 0x0B0u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0) \
     X(MEMBER_PORT_0, 0x100u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
     X(MEMBER_PORT_1, 0x110u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
     X(MEMBER_PORT_2, 0x120u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
@@ -303,6 +325,8 @@
     X(CNT_TX_PUSH_ACK, 0x220u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
     X(CNT_TX_SAMPLE_RESP, 0x224u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
     X(CNT_PASS, 0x228u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
+    X(CNT_TX_PUSH_NOT_YET, 0x22Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
+    X(CNT_TX_SAMPLE_NOT_YET, 0x230u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
     X(CNT_DROP_BAD_LENGTH, 0x240u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
     X(CNT_DROP_BAD_HEADER, 0x244u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
     X(CNT_DROP_BAD_JOB, 0x248u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \

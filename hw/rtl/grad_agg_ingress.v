@@ -1119,7 +1119,7 @@ end
 // inputs and fields the engine does not look at
 // verilator lint_off UNUSEDSIGNAL
 wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], fp_out_valid,
-                   hdr_now, cfg_pay_beats_full, hd_flags_reg[3:1],
+                   hdr_now, cfg_pay_beats_full, hd_flags_reg[FLAGS_DEFINED-1:5], hd_flags_reg[3:1],
                    worker_role[2:1], rdiff_lo[15:0], rdiff_hi0[14:0], rdiff_hi1[14:0]};
 // verilator lint_on UNUSEDSIGNAL
 

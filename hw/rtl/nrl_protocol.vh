@@ -39,13 +39,14 @@ localparam [7:0] NRL_OP_SAMPLE_REQ = 8'h05; // learner to switch: a batch reques
 localparam [7:0] NRL_OP_SAMPLE_RESP = 8'h06; // switch to learner: one sample
 localparam [7:0] NRL_OP_UPDATE = 8'h07; // learner to switch: (index, priority) pairs
 
-// Header flag bits (protocol section 2); bits 7:5 set are malformed.
+// Header flag bits (protocol section 2); bits 7:6 set are malformed.
 localparam [7:0] NRL_FLAG_INT32 = 8'h01; // payload dtype int32 (else fp32)
 localparam [7:0] NRL_FLAG_PRIORITIZED = 8'h02; // SAMPLE_REQ: prioritized (else uniform)
 localparam [7:0] NRL_FLAG_RESEND = 8'h04; // RESULT re-sent to one worker
 localparam [7:0] NRL_FLAG_FROM_SWITCH = 8'h08; // set on every packet the switch originates
 localparam [7:0] NRL_FLAG_ERROR = 8'h10; // RESULT of a failed round (tensor length mismatch)
-localparam [7:0] NRL_FLAGS_MASK = 8'h1F; // the defined flag bits
+localparam [7:0] NRL_FLAG_NOT_YET = 8'h20; // PUSH_ACK / SAMPLE_RESP: request refused for now by the rate limiter (section 5); count 0, nothing written or sampled
+localparam [7:0] NRL_FLAGS_MASK = 8'h3F; // the defined flag bits
 
 // Ranges of header fields and engine sizes (protocol sections 3-5).
 localparam [31:0] NRL_MAX_MEMBERS = 32'h00000008; // member table entries (member ids 0..7)
@@ -74,6 +75,10 @@ localparam [31:0] NRL_DESC_PRIORITY = 32'h00000004; // u32 priority @
 localparam [31:0] NRL_DESC_TOTAL = 32'h00000008; // u64 tree total (or valid records) @
 localparam [31:0] NRL_DESC_BATCH = 32'h00000010; // u32 batch @
 localparam [31:0] NRL_DESC_SIZE = 32'h00000014; // u32 valid records @
+localparam [15:0] NRL_NOT_YET_EMPTY = 16'h0001; // NOT_YET reason (slot field): nothing to sample (size 0, or a prioritized request with tree total 0)
+localparam [15:0] NRL_NOT_YET_MIN_SIZE = 16'h0002; // NOT_YET reason: size < RPL_MIN_SIZE
+localparam [15:0] NRL_NOT_YET_RATE = 16'h0003; // NOT_YET reason: the samples-per-insert ratio (RPL_SPI, RPL_SPI_ERROR) would leave its error buffer
+localparam [31:0] NRL_SPI_ONE = 32'h00010000; // 1.0 in the Q16.16 of RPL_SPI, RPL_SPI_ERROR and RPL_RATE_DIFF (one sample)
 
 // Register bit fields (docs/registers.md) the software and the RTL both decode.
 localparam [31:0] NRL_CTRL_AGG_ENABLE = 32'h00000001; // CTRL bit 0: aggregation engine on

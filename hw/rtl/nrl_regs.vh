@@ -34,7 +34,12 @@ localparam [11:0] REG_RPL_SIZE = 12'h08C; // valid records
 localparam [11:0] REG_RPL_WPTR = 12'h090; // next index PUSH writes
 localparam [11:0] REG_RPL_TOTAL_LO = 12'h094; // sum tree total bits 31:0
 localparam [11:0] REG_RPL_TOTAL_HI = 12'h098; // sum tree total bits 63:32
-localparam [11:0] REG_RPL_RESET = 12'h09C; // write 1: empty the memory (size, write pointer, priorities to 0); self-clearing
+localparam [11:0] REG_RPL_RESET = 12'h09C; // write 1: empty the memory (size, write pointer, priorities to 0) and clear RPL_RATE_DIFF; self-clearing
+localparam [11:0] REG_RPL_MIN_SIZE = 12'h0A0; // rate limiter (docs/protocol.md section 5): valid records before any SAMPLE_REQ is served (Reverb MinSize); a PUSH that leaves size <= RPL_MIN_SIZE is always accepted
+localparam [11:0] REG_RPL_SPI = 12'h0A4; // rate limiter: target samples per inserted record, unsigned Q16.16 (0x10000 = 1.0); 0 = no ratio limiting (only RPL_MIN_SIZE). A write clears RPL_RATE_DIFF
+localparam [11:0] REG_RPL_SPI_ERROR = 12'h0A8; // rate limiter: error buffer in samples, unsigned Q16.16; min_diff = RPL_SPI * RPL_MIN_SIZE - RPL_SPI_ERROR, max_diff = RPL_SPI * RPL_MIN_SIZE + RPL_SPI_ERROR
+localparam [11:0] REG_RPL_RATE_DIFF_LO = 12'h0AC; // rate limiter accumulator diff = (records accepted) * RPL_SPI - (samples served) * 1.0 since the last RPL_SPI or RPL_RESET write, signed 64-bit Q16.16 (two's complement, wraps), bits 31:0
+localparam [11:0] REG_RPL_RATE_DIFF_HI = 12'h0B0; // rate limiter accumulator bits 63:32 (see RPL_RATE_DIFF_LO)
 localparam [11:0] REG_CNT_RX_GRADIENT = 12'h200; // GRADIENT frames received
 localparam [11:0] REG_CNT_RX_RESULT = 12'h204; // RESULT frames received (leaf, from the parent)
 localparam [11:0] REG_CNT_RX_PUSH = 12'h208; // PUSH frames received
@@ -43,9 +48,11 @@ localparam [11:0] REG_CNT_RX_UPDATE = 12'h210; // UPDATE frames received
 localparam [11:0] REG_CNT_TX_RESULT = 12'h214; // multicast RESULT frames sent
 localparam [11:0] REG_CNT_TX_RESEND = 12'h218; // RESULT frames re-sent to one worker
 localparam [11:0] REG_CNT_TX_UP = 12'h21C; // partial sums sent to the parent (leaf)
-localparam [11:0] REG_CNT_TX_PUSH_ACK = 12'h220; // PUSH_ACK frames sent
-localparam [11:0] REG_CNT_TX_SAMPLE_RESP = 12'h224; // SAMPLE_RESP frames sent
+localparam [11:0] REG_CNT_TX_PUSH_ACK = 12'h220; // PUSH_ACK frames sent for accepted PUSHes (NOT_YET answers are CNT_TX_PUSH_NOT_YET)
+localparam [11:0] REG_CNT_TX_SAMPLE_RESP = 12'h224; // SAMPLE_RESP frames sent with a sample (one per served sample; NOT_YET answers are CNT_TX_SAMPLE_NOT_YET)
 localparam [11:0] REG_CNT_PASS = 12'h228; // non-protocol frames switched at L2: flooded, forwarded to a learned port, or filtered (destination learned on the source port)
+localparam [11:0] REG_CNT_TX_PUSH_NOT_YET = 12'h22C; // PUSH_ACK NOT_YET frames sent: PUSHes the rate limiter refused (nothing written; not counted in CNT_TX_PUSH_ACK)
+localparam [11:0] REG_CNT_TX_SAMPLE_NOT_YET = 12'h230; // SAMPLE_RESP NOT_YET frames sent: SAMPLE_REQs refused (empty, below RPL_MIN_SIZE or ratio; not counted in CNT_TX_SAMPLE_RESP)
 localparam [11:0] REG_CNT_DROP_BAD_LENGTH = 12'h240; // drops: frame, IPv4, UDP or payload length
 localparam [11:0] REG_CNT_DROP_BAD_HEADER = 12'h244; // drops: version, reserved, flags or opcode
 localparam [11:0] REG_CNT_DROP_BAD_JOB = 12'h248; // drops: job id
@@ -58,7 +65,7 @@ localparam [11:0] REG_CNT_DROP_BAD_SLOT = 12'h260; // drops: slot >= AGG_SLOTS
 localparam [11:0] REG_CNT_DROP_STALE = 12'h264; // drops: staleness bound or reused slot copy
 localparam [11:0] REG_CNT_DROP_DUPLICATE = 12'h268; // drops: contribution already counted
 localparam [11:0] REG_CNT_DROP_LATE = 12'h26C; // drops: async contribution after completion
-localparam [11:0] REG_CNT_DROP_EMPTY = 12'h270; // drops: sample from an empty memory
+localparam [11:0] REG_CNT_DROP_EMPTY = 12'h270; // SAMPLE_REQs that found nothing to sample (size 0, or tree total 0 for a prioritized one); no longer dropped: answered NOT_YET (reason EMPTY) and counted in CNT_TX_SAMPLE_NOT_YET too
 localparam [11:0] REG_CNT_DROP_BAD_INDEX = 12'h274; // UPDATE pairs skipped: index >= size
 localparam [11:0] REG_CNT_DROP_MISMATCH = 12'h278; // drops: GRADIENT whose tensor length (total) differs from its round's
 localparam [11:0] REG_L2_AGE_FRAMES = 12'h300; // aging period in received frames (every frame, protocol or not): at the end of each period, MAC table entries that taught or refreshed nothing during it are removed, so an entry lives 1 to 2 periods after its last frame; 0 = no aging. A write restarts the period
@@ -102,6 +109,11 @@ localparam [31:0] RST_RPL_WPTR = 32'h00000000;
 localparam [31:0] RST_RPL_TOTAL_LO = 32'h00000000;
 localparam [31:0] RST_RPL_TOTAL_HI = 32'h00000000;
 localparam [31:0] RST_RPL_RESET = 32'h00000000;
+localparam [31:0] RST_RPL_MIN_SIZE = 32'h00000001;
+localparam [31:0] RST_RPL_SPI = 32'h00000000;
+localparam [31:0] RST_RPL_SPI_ERROR = 32'h00000000;
+localparam [31:0] RST_RPL_RATE_DIFF_LO = 32'h00000000;
+localparam [31:0] RST_RPL_RATE_DIFF_HI = 32'h00000000;
 localparam [31:0] RST_L2_AGE_FRAMES = 32'h00100000;
 
 // Counter owners (engine: in hw/regs.yaml): bit i of a mask stands for the counter at
@@ -109,5 +121,5 @@ localparam [31:0] RST_L2_AGE_FRAMES = 32'h00100000;
 localparam [11:0] REG_CNT_WINDOW = 12'h200;
 localparam integer REG_CNT_WINDOW_WORDS = 32;
 localparam [31:0] CNT_AGG = 32'h4FFF00E3;
-localparam [31:0] CNT_RPL = 32'h307F031C;
+localparam [31:0] CNT_RPL = 32'h307F1B1C;
 localparam [31:0] CNT_SWITCH = 32'h00000400;

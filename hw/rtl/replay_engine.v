@@ -198,7 +198,7 @@ localparam MUL_LAT = 9;
 localparam SMP_USER_W = CTX_TAG_W + 6 + 1 + 1;  // sample side band: tag, i, last, uniform
 localparam RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 6 + INDEX_W + 32;
 localparam CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1);
-localparam NCNT = 14;
+localparam NCNT = 16;
 
 initial begin
     if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
@@ -242,6 +242,11 @@ wire [8*3-1:0] member_role;
 wire [31:0] seed;
 wire seed_wr;
 wire rpl_reset;
+wire [31:0] min_size;
+wire [31:0] spi;
+wire [31:0] spi_error;
+wire spi_wr;
+wire [63:0] rate_diff;
 wire [NCNT-1:0] cnt_inc;
 
 wire [INDEX_W:0] size;
@@ -288,6 +293,11 @@ regs_inst (
     .seed(seed),
     .seed_wr(seed_wr),
     .rpl_reset(rpl_reset),
+    .min_size(min_size),
+    .spi(spi),
+    .spi_error(spi_error),
+    .spi_wr(spi_wr),
+    .rate_diff(rate_diff),
     .rpl_size({{31-INDEX_W{1'b0}}, size}),
     .rpl_wptr({{32-INDEX_W{1'b0}}, wptr}),
     .rpl_total({{64-SUM_W{1'b0}}, tree_total}),
@@ -401,6 +411,11 @@ exec_inst (
     .rpl_reset(rpl_reset),
     .seed(seed),
     .seed_wr(seed_wr),
+    .min_size(min_size),
+    .spi(spi),
+    .spi_error(spi_error),
+    .spi_wr(spi_wr),
+    .rate_diff(rate_diff),
     .size(size),
     .wptr(wptr),
     .pl_data(pl_data),
@@ -686,7 +701,7 @@ rq_inst (
 // ---------------------------------------------------------------------------
 // responder
 
-wire stat_tx_ack, stat_tx_resp;
+wire stat_tx_ack, stat_tx_resp, stat_tx_push_ny, stat_tx_sample_ny;
 
 replay_responder #(
     .DATA_WIDTH(DATA_WIDTH),
@@ -721,13 +736,15 @@ resp_inst (
     .m_axis_tlast(rsp_tlast),
     .m_axis_tuser(rsp_tuser),
     .stat_tx_ack(stat_tx_ack),
-    .stat_tx_resp(stat_tx_resp)
+    .stat_tx_resp(stat_tx_resp),
+    .stat_tx_push_ny(stat_tx_push_ny),
+    .stat_tx_sample_ny(stat_tx_sample_ny)
 );
 
 // ---------------------------------------------------------------------------
 // counters
 
-assign cnt_inc = {stat_bad_update, stat_empty, stat_drop, stat_tx_resp, stat_tx_ack,
+assign cnt_inc = {stat_tx_sample_ny, stat_tx_push_ny, stat_bad_update, stat_empty, stat_drop, stat_tx_resp, stat_tx_ack,
                   stat_rx_update, stat_rx_sample, stat_rx_push};
 
 // verilator lint_off UNUSEDSIGNAL

@@ -47,6 +47,18 @@ THE SOFTWARE.
  *           enters the response queue
  *   dropped frame: its payload beats are skipped
  *
+ * Rate limiting (docs/protocol.md section 5): a PUSH or SAMPLE_REQ the
+ * limiter refuses (or a SAMPLE_REQ with nothing to sample) writes a request
+ * context and one NOT_YET entry to the response queue (a header-only
+ * PUSH_ACK or SAMPLE_RESP: entry ack = 1, i = {1, sample, 00, reason},
+ * prio = size), then skips its payload; nothing is written or drawn. The
+ * accumulator diff (RPL_RATE_DIFF, 64-bit two's complement Q16.16) gains
+ * count * SPI at an accepted PUSH and loses B * 1.0 at a served SAMPLE_REQ;
+ * a write to RPL_SPI (spi_wr) or RPL_RESET clears it. The decisions use
+ * registered terms (offset = SPI * MIN_SIZE, min/max_diff, diff + count *
+ * SPI, diff - B * 1.0, exact in 67-bit signed arithmetic) of the meta head,
+ * settled RATE_SETTLE clocks after the request leaves S_IDLE.
+ *
  * Ordering: the sum tree is either updating or descending, never both. A
  * SAMPLE_REQ waits until the updates before it have left the update
  * pipeline (upd_busy); an UPDATE or PUSH waits until the samples before it
@@ -60,7 +72,8 @@ THE SOFTWARE.
  * responder), the request contexts (what a reply echoes: written here,
  * CTX_TAG_W bits of tag, released by the responder with ctx_free) and the
  * response queue (entries pushed here, popped by the responder; the
- * executor reserves an entry per sample or ack and rq_pop releases it).
+ * executor reserves an entry per sample, ack or NOT_YET and rq_pop releases
+ * it).
  *
  * Request context (LSB first): size, total (the sampled distribution's
  * size and sum), count, csum, seq, worker, port, udp_src, ip_src, eth_src.
@@ -105,6 +118,15 @@ module replay_executor #
     input  wire                     rpl_reset,
     input  wire [31:0]              seed,
     input  wire                     seed_wr,
+    input  wire [31:0]              min_size,
+    input  wire [31:0]              spi,
+    input  wire [31:0]              spi_error,
+    input  wire                     spi_wr,
+
+    /*
+     * Rate limiter accumulator (RPL_RATE_DIFF)
+     */
+    output wire [63:0]              rate_diff,
 
     /*
      * Occupancy: records held and the next slot written
@@ -189,6 +211,7 @@ localparam RESP_Q_DEPTH = 2**RESP_Q_ADDR_W;
 
 // verilator lint_off UNUSEDPARAM
 `include "nrl_regs.vh"  // RST_RPL_SEED
+`include "nrl_protocol.vh"  // NRL_NOT_YET_*
 // verilator lint_on UNUSEDPARAM
 
 localparam HDR_BEATS_M1 = HDR_BEATS - 1;
@@ -227,6 +250,7 @@ localparam MO_OP = MO_PRIO + 1;
 localparam MO_CSUM = MO_OP + 2;
 localparam MO_OK = MO_CSUM + 16;
 wire [7:0] m_count = meta_data[MO_CNT +: 8];
+wire [15:0] m_csum = meta_data[MO_CSUM +: 16];
 wire m_prio = meta_data[MO_PRIO];
 wire [1:0] m_op = meta_data[MO_OP +: 2];
 wire m_ok = meta_data[MO_OK];
@@ -348,6 +372,35 @@ reg [6:0] smp_i_reg, smp_i_next;
 reg reset_pend_reg, reset_pend_next;
 reg stat_empty_int;
 
+// ---------------------------------------------------------------------------
+// rate limiter terms (registered; see the header)
+
+localparam RW = 67;  // offset + error < 2**65, diff + count * SPI < 2**63 + 2**37: 67 signed bits
+localparam [1:0] RATE_SETTLE = 2'd3;
+localparam [1:0] NY_EMPTY = NRL_NOT_YET_EMPTY[1:0];
+localparam [1:0] NY_MIN_SIZE = NRL_NOT_YET_MIN_SIZE[1:0];
+localparam [1:0] NY_RATE = NRL_NOT_YET_RATE[1:0];
+// the IPv4 checksum of a 64-byte reply from that of a 128 + R byte one: the length
+// difference added back, one's complement (an all-ones sum is the zero it stands for)
+localparam [16:0] CSUM_SHORT_D = 17'd64 + RECORD_BYTES;
+
+reg [63:0] diff_reg, diff_next;
+reg [63:0] offset_reg;
+reg signed [RW-1:0] min_diff_reg, max_diff_reg;
+reg [36:0] gain_reg;
+reg signed [RW-1:0] push_sum_reg, smp_left_reg;
+reg push_ok_reg, smp_rate_ok_reg, min_ok_reg;
+reg [1:0] settle_reg;
+wire settled = settle_reg == RATE_SETTLE;
+wire signed [RW-1:0] diff_s = {{RW-64{diff_reg[63]}}, diff_reg};
+wire [16:0] csum_sum = {1'b0, m_csum} + CSUM_SHORT_D;
+wire [15:0] csum_short = csum_sum >= 17'h0FFFF ? csum_sum[15:0] - 16'hFFFF : csum_sum[15:0];
+reg ny_int;           // a NOT_YET entry this clock
+reg ny_sample;        // ... answering a SAMPLE_REQ (else a PUSH)
+reg [1:0] ny_reason;
+
+assign rate_diff = diff_reg;
+
 function [31:0] xorshift32(input [31:0] x);
     reg [31:0] t;
     begin
@@ -403,6 +456,10 @@ always @* begin
     size_next = size_reg;
     ctx_wr_next = ctx_wr_reg;
     reset_pend_next = reset_pend_reg || rpl_reset;
+    diff_next = diff_reg;
+    ny_int = 1'b0;
+    ny_sample = 1'b0;
+    ny_reason = NY_RATE;
 
     tu_v_next = 1'b0;
     tu_check_next = 1'b0;
@@ -432,6 +489,7 @@ always @* begin
                     tree_clear_int = 1'b1;
                     wp_next = {INDEX_W{1'b0}};
                     size_next = {INDEX_W+1{1'b0}};
+                    diff_next = 64'd0;
                     reset_pend_next = rpl_reset;
                 end
             end else if (!tree_clearing && meta_valid) begin
@@ -467,9 +525,20 @@ always @* begin
             end
         end
         S_PUSH_WAIT: begin
-            if (inflight_reg == 0 && !q_busy && rq_used_reg == 0 && ctx_room) begin
-                cnt_next = {PL_BEATS_W{1'b0}};
-                state_next = S_PUSH_BLK;
+            if (inflight_reg == 0 && !q_busy && rq_used_reg == 0 && ctx_room && settled) begin
+                if (push_ok_reg) begin
+                    diff_next = push_sum_reg[63:0];
+                    cnt_next = {PL_BEATS_W{1'b0}};
+                    state_next = S_PUSH_BLK;
+                end else begin
+                    // NOT_YET: its context and queue entry now, then skip the payload
+                    ny_int = 1'b1;
+                    ctx_we_int = 1'b1;
+                    ctx_wr_next = ctx_wr_reg + 1'b1;
+                    rq_take = 1'b1;
+                    cnt_next = m_plb;
+                    state_next = S_SKIP;
+                end
             end
         end
         S_PUSH_BLK: begin
@@ -550,16 +619,27 @@ always @* begin
             end
         end
         S_SMP_WAIT: begin
-            if (!upd_busy && !tu_v_reg && ctx_room) begin
+            if (!upd_busy && !tu_v_reg && ctx_room && settled) begin
                 state_next = S_SMP_SETUP;
             end
         end
         S_SMP_SETUP: begin
-            if (m_empty) begin
-                stat_empty_int = 1'b1;
-                meta_ready_int = 1'b1;
-                state_next = S_IDLE;
+            if (m_empty || !min_ok_reg || !smp_rate_ok_reg) begin
+                // NOT_YET, after the samples before it have entered the queue
+                if (inflight_reg == 0 && !q_busy && rq_used_reg < RESP_Q_DEPTH) begin
+                    stat_empty_int = m_empty;
+                    ny_int = 1'b1;
+                    ny_sample = 1'b1;
+                    ny_reason = m_empty ? NY_EMPTY : !min_ok_reg ? NY_MIN_SIZE : NY_RATE;
+                    ctx_we_int = 1'b1;
+                    ctx_wd[INDEX_W+1+SUM_W+8 +: 16] = csum_short;
+                    ctx_wr_next = ctx_wr_reg + 1'b1;
+                    rq_take = 1'b1;
+                    meta_ready_int = 1'b1;
+                    state_next = S_IDLE;
+                end
             end else begin
+                diff_next = smp_left_reg[63:0];
                 y_next = m_prio ? seg : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
                 ctx_we_int = 1'b1;
                 ctx_wd[INDEX_W+1 +: SUM_W] = m_prio ? tree_total : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
@@ -593,6 +673,31 @@ always @* begin
 
     if (seed_wr) begin
         rng_next = seed == 0 ? RST_RPL_SEED : seed;
+    end
+    if (spi_wr) begin
+        diff_next = 64'd0;
+    end
+end
+
+always @(posedge clk) begin
+    offset_reg <= {32'd0, spi} * {32'd0, min_size};
+    min_diff_reg <= $signed({3'b000, offset_reg}) - $signed({35'd0, spi_error});
+    max_diff_reg <= $signed({3'b000, offset_reg}) + $signed({35'd0, spi_error});
+    gain_reg <= {5'd0, spi} * {32'd0, m_count[4:0]};
+    push_sum_reg <= diff_s + $signed({30'd0, gain_reg});
+    smp_left_reg <= diff_s - $signed({44'd0, m_count[6:0], 16'd0});
+    push_ok_reg <= spi == 32'd0 || size_add32 <= min_size || push_sum_reg <= max_diff_reg;
+    smp_rate_ok_reg <= spi == 32'd0 || smp_left_reg >= min_diff_reg;
+    min_ok_reg <= {{31-INDEX_W{1'b0}}, size_reg} >= min_size;
+    if (state_reg == S_IDLE) begin
+        settle_reg <= 2'd0;
+    end else if (!settled) begin
+        settle_reg <= settle_reg + 2'd1;
+    end
+    diff_reg <= diff_next;
+    if (rst) begin
+        diff_reg <= 64'd0;
+        settle_reg <= 2'd0;
     end
 end
 
@@ -641,6 +746,11 @@ always @* begin
     if (state_reg == S_PUSH_END) begin
         rq_push_int = 1'b1;
         rq_push_data_int = {1'b1, 1'b1, ctx_wr_reg, 6'd0, wp_reg, 32'd0};
+    end else if (ny_int) begin
+        // NOT_YET: header only (ack), i = {1, sample, 00, reason}, prio = size
+        rq_push_int = 1'b1;
+        rq_push_data_int = {1'b1, 1'b1, ctx_wr_reg, 1'b1, ny_sample, 2'b00, ny_reason,
+                            {INDEX_W{1'b0}}, {{31-INDEX_W{1'b0}}, size_reg}};
     end else if (r_valid) begin
         rq_push_int = 1'b1;
     end

@@ -36,10 +36,12 @@ THE SOFTWARE.
  * SWITCH_IP, SWITCH_MAC_HI/LO, MCAST_IP), the replay block (RPL_*), the
  * member table (MEMBER_PORT/IP/UDP/ROLE, 8 entries) and the counters the
  * replay engine increments (CNT_RX_PUSH/SAMPLE/UPDATE, CNT_TX_PUSH_ACK,
- * CNT_TX_SAMPLE_RESP and the drop reasons a replay request can hit). Every
- * other address reads 0 and ignores writes. rw registers keep only their
- * declared width; CTRL bit 31 clears every counter and reads 0; a write to
- * RPL_SEED pulses seed_wr; writing 1 to RPL_RESET pulses rpl_reset.
+ * CNT_TX_SAMPLE_RESP, the NOT_YET answers and the drop reasons a replay
+ * request can hit). Every other address reads 0 and ignores writes. rw
+ * registers keep only their declared width; CTRL bit 31 clears every counter
+ * and reads 0; a write to RPL_SEED pulses seed_wr; writing 1 to RPL_RESET
+ * pulses rpl_reset; a write to RPL_SPI pulses spi_wr (the executor clears
+ * the rate limiter's accumulator, read back as RPL_RATE_DIFF_LO/HI).
  *
  * The AXI4-Lite handshake is nrl_axil_regif (ready in the clock a request
  * is taken); the identity, control and member-table registers live in
@@ -60,7 +62,7 @@ module replay_regs #
     // Value reported in BUILD_HASH
     parameter BUILD_HASH = 32'd0,
     // Number of counters (fixed by the engine, see CNT_* below)
-    parameter NCNT = 14
+    parameter NCNT = 16
 )
 (
     input  wire             clk,
@@ -104,10 +106,15 @@ module replay_regs #
     output wire [31:0]      seed,
     output wire             seed_wr,
     output wire             rpl_reset,
+    output wire [31:0]      min_size,
+    output wire [31:0]      spi,
+    output wire [31:0]      spi_error,
+    output wire             spi_wr,
 
     /*
      * Status inputs
      */
+    input  wire [63:0]      rate_diff,
     input  wire [31:0]      rpl_size,
     input  wire [31:0]      rpl_wptr,
     input  wire [63:0]      rpl_total,
@@ -119,16 +126,16 @@ module replay_regs #
 // verilator lint_on UNUSEDPARAM
 
 // counter-window word of each counter, in the order of the engine's cnt_inc vector
-localparam [5*14-1:0] CNT_WORDS = {
-    REG_CNT_DROP_BAD_INDEX[6:2], REG_CNT_DROP_EMPTY[6:2], REG_CNT_DROP_BAD_COUNT[6:2],
+localparam [5*16-1:0] CNT_WORDS = {
+    REG_CNT_TX_SAMPLE_NOT_YET[6:2], REG_CNT_TX_PUSH_NOT_YET[6:2], REG_CNT_DROP_BAD_INDEX[6:2], REG_CNT_DROP_EMPTY[6:2], REG_CNT_DROP_BAD_COUNT[6:2],
     REG_CNT_DROP_SPOOFED[6:2], REG_CNT_DROP_UNKNOWN_WORKER[6:2], REG_CNT_DROP_DISABLED[6:2],
     REG_CNT_DROP_BAD_JOB[6:2], REG_CNT_DROP_BAD_HEADER[6:2], REG_CNT_DROP_BAD_LENGTH[6:2],
     REG_CNT_TX_SAMPLE_RESP[6:2], REG_CNT_TX_PUSH_ACK[6:2], REG_CNT_RX_UPDATE[6:2],
     REG_CNT_RX_SAMPLE[6:2], REG_CNT_RX_PUSH[6:2]};
 
 initial begin
-    if (NCNT != 14) begin
-        $error("Error: NCNT must be 14, the replay engine's counter set (instance %m)");
+    if (NCNT != 16) begin
+        $error("Error: NCNT must be 16, the replay engine's counter set (instance %m)");
         $finish;
     end
 end
@@ -139,11 +146,18 @@ end
 reg [31:0] seed_reg;
 reg        seed_wr_reg;
 reg        rpl_reset_reg;
-
+reg [31:0] min_size_reg;
+reg [31:0] spi_reg;
+reg [31:0] spi_error_reg;
+reg        spi_wr_reg;
 
 assign seed = seed_reg;
 assign seed_wr = seed_wr_reg;
 assign rpl_reset = rpl_reset_reg;
+assign min_size = min_size_reg;
+assign spi = spi_reg;
+assign spi_error = spi_error_reg;
+assign spi_wr = spi_wr_reg;
 
 // ---------------------------------------------------------------------------
 // AXI4-Lite handshake: address and data accepted together, one write at a
@@ -274,6 +288,7 @@ counter_bank_inst (
 always @(posedge clk) begin
     seed_wr_reg <= 1'b0;
     rpl_reset_reg <= 1'b0;
+    spi_wr_reg <= 1'b0;
 
     if (wr_fire) begin
         case (wr_addr)
@@ -282,6 +297,12 @@ always @(posedge clk) begin
                 seed_wr_reg <= 1'b1;
             end
             REG_RPL_RESET: rpl_reset_reg <= rst_w[0];
+            REG_RPL_MIN_SIZE: min_size_reg <= merge_bytes(min_size_reg, wr_data, wr_mask);
+            REG_RPL_SPI: begin
+                spi_reg <= merge_bytes(spi_reg, wr_data, wr_mask);
+                spi_wr_reg <= 1'b1;
+            end
+            REG_RPL_SPI_ERROR: spi_error_reg <= merge_bytes(spi_error_reg, wr_data, wr_mask);
             default: begin
                 // control block and member table: nrl_common_regs
             end
@@ -292,6 +313,10 @@ always @(posedge clk) begin
         seed_reg <= RST_RPL_SEED;
         seed_wr_reg <= 1'b0;
         rpl_reset_reg <= 1'b0;
+        min_size_reg <= RST_RPL_MIN_SIZE;
+        spi_reg <= RST_RPL_SPI;
+        spi_error_reg <= RST_RPL_SPI_ERROR;
+        spi_wr_reg <= 1'b0;
     end
 end
 
@@ -321,6 +346,11 @@ always @* begin
         REG_RPL_WPTR: rd_ctl = rpl_wptr;
         REG_RPL_TOTAL_LO: rd_ctl = rpl_total[31:0];
         REG_RPL_TOTAL_HI: rd_ctl = rpl_total[63:32];
+        REG_RPL_MIN_SIZE: rd_ctl = min_size_reg;
+        REG_RPL_SPI: rd_ctl = spi_reg;
+        REG_RPL_SPI_ERROR: rd_ctl = spi_error_reg;
+        REG_RPL_RATE_DIFF_LO: rd_ctl = rate_diff[31:0];
+        REG_RPL_RATE_DIFF_HI: rd_ctl = rate_diff[63:32];
         // identity and control block: word address[6:2] of 0x000-0x07C
         default: rd_ctl = rd_addr[11:7] != 5'd0 ? 32'd0 : ctl_words[32*rd_addr[6:2] +: 32];
     endcase

@@ -40,6 +40,9 @@ THE SOFTWARE.
  *   SAMPLE_RESP  the 64-byte header, the 64-byte descriptor (index,
  *                priority, total, batch, size) and the record, read from
  *                the record memory
+ *   NOT_YET      the 64-byte header of a PUSH_ACK or SAMPLE_RESP with flag
+ *                NOT_YET, count 0, slot = the reason, aux = size (an ack
+ *                entry with i[5] set: i[4] sample, i[1:0] reason, prio size)
  *
  * Addresses, ports, seq and the IPv4 checksum come from the request
  * context the entry names (ctx_raddr, read combinationally); the switch's
@@ -129,7 +132,9 @@ module replay_responder #
      * Counter pulses
      */
     output wire                     stat_tx_ack,
-    output wire                     stat_tx_resp
+    output wire                     stat_tx_resp,
+    output wire                     stat_tx_push_ny,
+    output wire                     stat_tx_sample_ny
 );
 
 localparam BEAT_BYTES = KEEP_WIDTH;
@@ -163,12 +168,16 @@ reg rq_pop_int;
 reg ctx_free_int;
 reg stat_tx_ack_int;
 reg stat_tx_resp_int;
+reg stat_tx_push_ny_int;
+reg stat_tx_sample_ny_int;
 reg [REC_ADDR_W-1:0] rec_ra;
 
 assign rq_pop = rq_pop_int;
 assign ctx_free = ctx_free_int;
 assign stat_tx_ack = stat_tx_ack_int;
 assign stat_tx_resp = stat_tx_resp_int;
+assign stat_tx_push_ny = stat_tx_push_ny_int;
+assign stat_tx_sample_ny = stat_tx_sample_ny_int;
 assign rec_raddr = rec_ra;
 
 // ---------------------------------------------------------------------------
@@ -180,6 +189,9 @@ wire [CTX_TAG_W-1:0] rq_tag = rq_data[RESP_ENTRY_W-3 -: CTX_TAG_W];
 wire [5:0] rq_i = rq_data[32+INDEX_W +: 6];
 wire [INDEX_W-1:0] rq_index = rq_data[32 +: INDEX_W];
 wire [31:0] rq_prio = rq_data[31:0];
+wire rq_ny = rq_ack && rq_i[5];        // a NOT_YET answer (header only)
+wire rq_ny_smp = rq_i[4];              // ... to a SAMPLE_REQ
+wire [1:0] rq_reason = rq_i[1:0];
 
 assign ctx_raddr = rq_tag;
 
@@ -253,13 +265,14 @@ always @* begin
     hdr[36*8 +: 16] = be16(c_udp);
     hdr[38*8 +: 16] = be16(udp_len);
     hdr[42*8 +: 8] = NRL_VERSION;
-    hdr[43*8 +: 8] = rq_ack ? NRL_OP_PUSH_ACK : NRL_OP_SAMPLE_RESP;
-    hdr[44*8 +: 8] = NRL_FLAG_FROM_SWITCH;
+    hdr[43*8 +: 8] = rq_ack && !(rq_ny && rq_ny_smp) ? NRL_OP_PUSH_ACK : NRL_OP_SAMPLE_RESP;
+    hdr[44*8 +: 8] = rq_ny ? NRL_FLAG_FROM_SWITCH | NRL_FLAG_NOT_YET : NRL_FLAG_FROM_SWITCH;
     hdr[45*8 +: 8] = job_id;
     hdr[46*8 +: 16] = be16({13'd0, c_w});
+    hdr[48*8 +: 16] = be16({14'd0, rq_ny ? rq_reason : 2'd0});
     hdr[50*8 +: 32] = be32(c_seq);
-    hdr[54*8 +: 16] = be16(rq_ack ? {8'd0, c_count} : 16'd1);
-    hdr[56*8 +: 32] = be32(rq_ack ? {{32-INDEX_W{1'b0}}, rq_index} : {26'd0, rq_i});
+    hdr[54*8 +: 16] = be16(rq_ny ? 16'd0 : rq_ack ? {8'd0, c_count} : 16'd1);
+    hdr[56*8 +: 32] = be32(rq_ny ? rq_prio : rq_ack ? {{32-INDEX_W{1'b0}}, rq_index} : {26'd0, rq_i});
 
     desc = 512'd0;
     desc[0 +: 32] = {{32-INDEX_W{1'b0}}, rq_index};
@@ -284,14 +297,18 @@ always @* begin
     ctx_free_int = 1'b0;
     stat_tx_ack_int = 1'b0;
     stat_tx_resp_int = 1'b0;
+    stat_tx_push_ny_int = 1'b0;
+    stat_tx_sample_ny_int = 1'b0;
     rec_ra = {rq_index, rec_beat[REC_BEAT_W-1:0]};
     if (gen_go) begin
         if (beat_is_last) begin
             beat_next = 8'd0;
             rq_pop_int = 1'b1;
             ctx_free_int = rq_last;
-            stat_tx_ack_int = rq_ack;
+            stat_tx_ack_int = rq_ack && !rq_ny;
             stat_tx_resp_int = !rq_ack;
+            stat_tx_push_ny_int = rq_ny && !rq_ny_smp;
+            stat_tx_sample_ny_int = rq_ny && rq_ny_smp;
         end else begin
             beat_next = beat_reg + 1'b1;
         end

@@ -473,7 +473,7 @@ class Workload:
         if "dtype" in kinds:
             flags ^= 1
         if "flags" in kinds:
-            flags |= 0x20 << int(rng.integers(0, 3))
+            flags |= 0x40 << int(rng.integers(0, 2))  # undefined bits 7:6 (bit 5 is NOT_YET)
         frame, port = self.frame(worker=w, slot=s, seq=r, aux=r, flags=flags, **kw)
         f = bytearray(frame)
         if "opcode" in kinds:

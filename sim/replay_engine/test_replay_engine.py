@@ -56,9 +56,10 @@ REPLAY_COUNTERS = (
     "CNT_RX_PUSH", "CNT_RX_SAMPLE", "CNT_RX_UPDATE", "CNT_TX_PUSH_ACK", "CNT_TX_SAMPLE_RESP",
     "CNT_DROP_BAD_LENGTH", "CNT_DROP_BAD_HEADER", "CNT_DROP_BAD_JOB", "CNT_DROP_DISABLED",
     "CNT_DROP_UNKNOWN_WORKER", "CNT_DROP_SPOOFED", "CNT_DROP_BAD_COUNT", "CNT_DROP_EMPTY",
-    "CNT_DROP_BAD_INDEX",
+    "CNT_DROP_BAD_INDEX", "CNT_TX_PUSH_NOT_YET", "CNT_TX_SAMPLE_NOT_YET",
 )
-STATE_REGS = ("RPL_SIZE", "RPL_WPTR", "RPL_TOTAL_LO", "RPL_TOTAL_HI", "RPL_SEED")
+STATE_REGS = ("RPL_SIZE", "RPL_WPTR", "RPL_TOTAL_LO", "RPL_TOTAL_HI", "RPL_SEED", "RPL_MIN_SIZE",
+              "RPL_SPI", "RPL_SPI_ERROR", "RPL_RATE_DIFF_LO", "RPL_RATE_DIFF_HI")
 JOB = 7
 
 
@@ -333,7 +334,8 @@ async def test_registers(dut: HierarchyObject) -> None:
     for name in ("MAGIC", "VERSION", "BUILD_HASH", "CTRL", "JOB_ID", "UDP_PORT", "SWITCH_IP",
                  "SWITCH_MAC_HI", "SWITCH_MAC_LO", "MCAST_IP", "RPL_CAPACITY",
                  "RPL_RECORD_BYTES", "RPL_SEED", "RPL_SIZE", "RPL_WPTR", "RPL_TOTAL_LO",
-                 "RPL_TOTAL_HI", "RPL_RESET"):
+                 "RPL_TOTAL_HI", "RPL_RESET", "RPL_MIN_SIZE", "RPL_SPI", "RPL_SPI_ERROR",
+                 "RPL_RATE_DIFF_LO", "RPL_RATE_DIFF_HI"):
         got = await tb.read(name)
         assert got == tb.m.read(name), f"{name}: RTL {got:#x} model {tb.m.read(name):#x}"
     for i in range(8):
@@ -344,7 +346,8 @@ async def test_registers(dut: HierarchyObject) -> None:
     # values are kept at their declared width; CTRL bit 31 reads 0
     regs = regmap.REGISTERS
     for name in ("JOB_ID", "UDP_PORT", "SWITCH_MAC_HI", "MEMBER_PORT_5", "MEMBER_UDP_6",
-                 "MEMBER_ROLE_7", "SWITCH_IP", "MCAST_IP", "RPL_SEED"):
+                 "MEMBER_ROLE_7", "SWITCH_IP", "MCAST_IP", "RPL_SEED", "RPL_MIN_SIZE",
+                 "RPL_SPI_ERROR", "RPL_SPI"):
         value = tb.rng.getrandbits(regs[name].width)
         if name.startswith("MEMBER_PORT"):
             value = 1 << tb.rng.randrange(8)  # 0 or one-hot
@@ -439,6 +442,45 @@ async def random_workload(tb: TB, ops: int, max_batch: int) -> None:
             await send_malformed(tb, rng.randrange(1 << 16))
 
 
+@cocotb.test()
+@cocotb.parametrize(idle=STRESS, backpressure=STRESS)
+async def test_rate_limit(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
+    """The rate limiter (protocol section 5): RPL_MIN_SIZE, then samples-per-insert ratios
+    with error buffers, extreme register values; every NOT_YET answer, the counters and
+    RPL_RATE_DIFF against the model, while the traffic streams (no quiescing between
+    requests)."""
+    tb = TB(dut, seed=SEED * 1000 + 40 + 2 * idle + backpressure)
+    await tb.reset()
+    tb.set_stress(idle, backpressure)
+    rng, one = tb.rng, 1 << 16
+    await tb.sample(LEARNERS[0], 2, False)  # EMPTY
+    await tb.write("RPL_MIN_SIZE", 12)
+    for _ in range(int(6 * SCALE)):
+        await tb.push(rng.choice(ACTORS), rng.randint(1, 5))
+        await tb.sample(rng.choice(LEARNERS), rng.choice((1, 4, 16)), rng.random() < 0.5)
+    settings = [(rng.randint(0, 30), rng.choice((one, one // 2, 3 * one + rng.randrange(one))),
+                 rng.choice((16 * one, 40 * one + 7, 64 * one))) for _ in range(3)]
+    settings += [(0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF), (3, 0xFFFFFFFF, 0xFFFFFFFF),
+                 (4, 2 * one, 24 * one)]
+    for min_size, spi, err in settings:
+        await tb.write("RPL_MIN_SIZE", min_size)
+        await tb.write("RPL_SPI_ERROR", err)
+        await tb.write("RPL_SPI", spi)
+        for _ in range(int(12 * SCALE)):
+            if rng.random() < 0.5:
+                await tb.push(rng.choice(ACTORS), rng.randint(1, 16))
+            else:
+                await tb.sample(rng.choice(LEARNERS), rng.choice((1, 2, 8, 32, 64)),
+                                rng.random() < 0.6)
+        await tb.check_outputs()
+        await tb.check_state()
+    await tb.write("RPL_RESET", 1)
+    await tb.sample(LEARNERS[1], 1, True)
+    cnt = tb.m.counters()
+    assert cnt["CNT_TX_PUSH_NOT_YET"] > 0 and cnt["CNT_TX_SAMPLE_NOT_YET"] > 0
+    await tb.finish()
+
+
 # ---------------------------------------------------------------------------
 # malformed and unauthorized frames
 
@@ -470,11 +512,11 @@ def _bad_frames(tb: TB) -> list[tuple[str, bytes, int]]:
     out.append(("BAD_LENGTH", fix_lengths(f[:-tb.record_bytes]), a.port))  # payload vs count
     out.append(("BAD_LENGTH", fix_lengths(_raw(smp, lrn) + bytes(32)), lrn.port))
     out.append(("BAD_LENGTH", fix_lengths(_raw(upd, lrn) + bytes(8)), lrn.port))
-    for off, val in ((42, 2), (44, 0x20), (44, 0x40), (44, 0x80), (44, 0xF2), (60, 1),
+    for off, val in ((42, 2), (44, 0x60), (44, 0x40), (44, 0x80), (44, 0xF2), (60, 1),
                      (63, 0x80)):
         f = _raw(smp, lrn)
         f[off] = val
-        out.append(("BAD_HEADER", bytes(f), lrn.port))  # version, flags 7:5, word 60
+        out.append(("BAD_HEADER", bytes(f), lrn.port))  # version, flags 7:6, word 60
     for msg, m in ((_push_msg(tb), a), (upd, lrn)):
         f = _raw(msg, m)
         f[62] = 0x01
@@ -560,10 +602,10 @@ async def test_malformed(dut: HierarchyObject, idle: bool, backpressure: bool) -
         # valid traffic in between shows the state did not change
         if tb.rng.random() < 0.3:
             await tb.sample(LEARNERS[1], 2, True)
-    # flags bit 4 (ERROR) and bits 0, 2, 3 are ignored on replay requests: accepted
+    # flags bits 4 (ERROR), 5 (NOT_YET) and bits 0, 2, 3 are ignored on replay requests: accepted
     a, lrn = MEMBERS[0], MEMBERS[1]
     drops = {k: v for k, v in tb.m.counters().items() if k.startswith("CNT_DROP_")}
-    for fl in (0x10, 0x1D):
+    for fl in (0x10, 0x1D, 0x30):
         msg = _push_msg(tb, 2)
         msg.flags = fl
         await tb.send(frame_of(msg, a, validate=False), a.port)
