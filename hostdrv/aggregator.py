@@ -56,6 +56,36 @@ def _newer(a: int, b: int) -> bool:
     return 0 < ((a - b) & _M32) < 1 << 31
 
 
+def _newest(rounds: list[int]) -> int:
+    """The newest of ``rounds`` (:func:`_newer`)."""
+    newest = rounds[0]
+    for r in rounds[1:]:
+        if _newer(r, newest):
+            newest = r
+    return newest
+
+
+
+def rounds_per_call(chunks: int, slots: int) -> int:
+    """Rounds every slot advances by in one async call of ``chunks`` chunks.
+
+    The power of two at or above ⌈chunks / slots⌉ (1 for an empty call): a call's
+    base round is a multiple of it, so round ``r`` of slot ``s`` names iteration
+    ``r // R`` and chunk ``(r mod R)·S + s`` the same way for every member
+    (``docs/protocol.md`` section 4, "Async at any size").
+    """
+    k = -(-chunks // slots) if chunks else 1
+    return 1 << (k - 1).bit_length()
+
+
+def _lag_aux(r: int, base: int, version: int | None, rpc: int) -> int:
+    """GRADIENT ``aux`` of round ``r`` of a call based at ``base`` (a multiple of ``rpc``):
+    the round minus the lag in iterations, so the switch's ``r - aux`` is the lag."""
+    if version is None:
+        return r
+    d = (base - version * rpc) & _M32
+    return r if d >= 1 << 31 else (r - d // rpc) & _M32
+
 
 def _torch_module(x: object) -> Any:
     """The torch module when ``x`` is a torch tensor (torch is not imported otherwise)."""
@@ -188,11 +218,26 @@ class Aggregator(Endpoint):
         """Results of the last call that came as a RESEND (late or duplicate contribution)."""
         self.retransmissions = 0
         """GRADIENTs sent again in the last call."""
+        self.jumps = 0
+        """Async: times in the last call a slot's rounds moved on by whole iterations (a
+        RESEND of a newer round of another chunk: the job was ahead of this member)."""
+        self.last_rounds_per_call = 1
+        """Rounds every slot advanced by in the last call (async: :func:`rounds_per_call`;
+        1 in sync mode, where only the slots a call uses advance)."""
 
     @property
     def rounds(self) -> list[int]:
-        """Next round of every slot."""
+        """Next round of every slot (async: the next call's base, before alignment)."""
         return list(self._rounds)
+
+    @property
+    def last_iteration(self) -> int:
+        """Async: the iteration the last call's first chunk was answered by (its round
+        divided by :attr:`last_rounds_per_call`); the value :meth:`allreduce`'s
+        ``version`` counts in. -1 before any call."""
+        if not len(self.last_rounds):
+            return -1
+        return int(self.last_rounds[0]) // self.last_rounds_per_call
 
     def resync(self) -> int:
         """Restart every slot's rounds in a new epoch (protocol section 4).
@@ -208,10 +253,7 @@ class Aggregator(Endpoint):
         int
             The new epoch base (every slot's next round).
         """
-        newest = self._rounds[0]
-        for r in self._rounds[1:]:
-            if _newer(r, newest):
-                newest = r
+        newest = _newest(self._rounds)
         own = ((newest & _EPOCH_MASK) + EPOCH_ROUNDS) & _M32
         try:
             shared = self.control.read("AGG_EPOCH")
@@ -237,9 +279,16 @@ class Aggregator(Endpoint):
             int32 switch only: quantization scale for float input (required
             then; ignored for int32 input).
         version:
-            Async staleness: the round the caller's weights are current to,
-            sent as every chunk's ``aux``; by default each chunk's own round
-            (fresh).
+            Async staleness: the iteration the caller's weights are current to
+            (one past the :attr:`last_iteration` whose result it applied last).
+            A call of ``n`` chunks advances every slot by R =
+            :func:`rounds_per_call` rounds from a base that is a multiple of R,
+            its iteration being base / R (R = 1, iteration = round, for at most S
+            chunks); each chunk's ``aux`` is its round minus the lag
+            ``iteration − version``, so the switch drops it as ``STALE`` when the
+            lag exceeds ``AGG_STALENESS``, and the call still returns (the
+            switch answers with the round's result). By default fresh (lag 0).
+            Sync mode: sent as every chunk's ``aux`` as it is.
 
         Returns
         -------
@@ -254,6 +303,9 @@ class Aggregator(Endpoint):
         AllreduceDesyncError
             Sync mode: the slots were ahead of this member even after it
             started a new epoch.
+        ValueError
+            Async mode: the tensor needs more rounds per slot than an epoch
+            holds (R > 2**24).
         TypeError, ValueError
             Unsupported dtype (anything but float32, float64, int32, e.g.
             bfloat16), or float input on an int32 switch without ``scale``;
@@ -372,7 +424,7 @@ class Aggregator(Endpoint):
         return seen
 
     def _run_native(self, native: Any, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
-                    version: int | None) -> None:
+                    version: int | None, rpc: int) -> None:
         """:meth:`_run` in ``hostdrv/native/nrl_client.cpp``: the same decisions, the same
         exceptions."""
         tr = self.transport
@@ -380,16 +432,18 @@ class Aggregator(Endpoint):
         aux_of = np.zeros(n, dtype=np.uint32)
         got_round = np.zeros(n, dtype=np.uint32)
         try:
-            code, v, stale, resent, retrans, tr._gso = native.agg_run(
+            code, v, stale, resent, retrans, jumps, tr._gso = native.agg_run(
                 tr.sock.fileno(), self._sbuf, chunks, out, rounds, aux_of, got_round, n, total,
                 None if version is None else version & _M32, self.slots, self.window,
-                self.elems, self._flags, self.job, self.worker, self.async_mode, self.timeout,
-                self.max_backoff, self.retries, tr._gro, tr._gso, len(self._rbuf))
+                self.elems, self._flags, self.job, self.worker, self.async_mode, rpc,
+                self.timeout, self.max_backoff, self.retries, tr._gro, tr._gso,
+                len(self._rbuf))
         finally:
             self._rounds[:] = rounds.tolist()
         if code == 0:
-            self._set_last(aux_of, got_round)
+            self._set_last(aux_of, got_round, rpc)
             self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
+            self.jumps = jumps
         elif code == 1:
             raise _OutOfStep(v[0], v[1])
         elif code == 2:
@@ -397,19 +451,42 @@ class Aggregator(Endpoint):
         elif code == 3:
             raise TensorMismatchError(total, v[0], v[0], None, v[3], v[4])
         elif code == 4:
-            self._set_last(aux_of, got_round)
+            self._set_last(aux_of, got_round, rpc)
             raise AllreduceTimeoutError(self.url, v[0], v[1], v[2], v[3], self._counters_now())
         else:
             raise OSError(v[0], os.strerror(v[0]))
 
     def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
              version: int | None) -> None:
-        """Send ``n`` chunks of a ``total``-element tensor, collect their results into ``out``."""
+        """Send ``n`` chunks of a ``total``-element tensor, collect their results into ``out``.
+
+        Sync: chunk ``c`` takes slot ``c mod S``'s next round. Async: every slot
+        advances by ``R`` = :func:`rounds_per_call` rounds per call from a base that is
+        a multiple of ``R``; chunk ``c`` = ``j·S + s`` takes round ``base + j`` of slot
+        ``s``, and a RESEND of a newer round of another chunk moves the slot's base on
+        by whole iterations (section 4, "Async at any size").
+        """
+        rpc = 1
+        if self.async_mode:
+            rpc = rounds_per_call(n, self.slots)
+            if rpc > EPOCH_ROUNDS:
+                raise ValueError(f"bad size={total}: {n} chunks need {rpc} rounds per slot, "
+                                 f"more than an epoch holds ({EPOCH_ROUNDS})")
+            b = _newest(self._rounds)
+            self._rounds[:] = [((b + rpc - 1) & ~(rpc - 1)) & _M32] * self.slots
         native = self._native()
         if native is not None:
-            return self._run_native(native, chunks, out, n, total, version)
+            self._run_native(native, chunks, out, n, total, version, rpc)
+        else:
+            self._run_python(chunks, out, n, total, version, rpc)
+        if self.async_mode:
+            self._rounds[:] = [(_newest(self._rounds) + rpc) & _M32] * self.slots
+
+    def _run_python(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
+                    version: int | None, rpc: int) -> None:
+        """The per-packet loop of :meth:`_run` (the reference ``agg_run`` follows)."""
         s_count, window, p = self.slots, self.window, self.elems
-        rounds = self._rounds
+        rounds = self._rounds  # sync: each slot's next round; async: its call base
         pack = HEADER.pack_into
         unpack = HEADER.unpack_from
         L = self._msg_len
@@ -420,17 +497,33 @@ class Aggregator(Endpoint):
         wire = self.wire_dtype
         flags, job, worker = self._flags, self.job, self.worker
         catch_up = self.async_mode
+        low = rpc - 1  # async: round & low is the chunk's row j (chunk j*S + s)
         chunk_of = [-1] * s_count  # chunk in flight on each slot
-        cur_round = [0] * s_count
+        cur_round = [0] * s_count  # the round the chunk is to be answered by
+        first_round = [0] * s_count  # the round the chunk was launched with
+        sent_round = [0] * s_count  # the round in the slot's GRADIENT (waiting: an old one)
+        seen = [0] * s_count  # async: the newest round heard of on the slot
+        waiting = [False] * s_count  # async: behind; the target round is not sent yet
         deadline = [0.0] * s_count
         tries = [0] * s_count
         aux_of = np.zeros(n, dtype=np.uint32)
         got_round = np.zeros(n, dtype=np.uint32)
-        stale = resent = retrans = 0
+        stale = resent = retrans = jumps = 0
         nxt = done = inflight = 0
         timeout, max_backoff, retries = self.timeout, self.max_backoff, self.retries
         to_send: list[int] = []
         next_scan = float("inf")  # no deadline of an in-flight chunk is earlier
+
+        def contribute(s: int, r: int) -> float:
+            # async: the slot's GRADIENT now carries round r (the slot reached r - 1)
+            pack(sbuf, s * L, VERSION, _GRADIENT, flags, job, worker, s, r, p,
+                 _lag_aux(r, rounds[s], version, rpc), total)
+            sent_round[s] = r
+            waiting[s] = False
+            send(smv[s * L:(s + 1) * L])
+            deadline[s], tries[s] = time.monotonic() + timeout, 1
+            return deadline[s]
+
         while done < n:
             now = time.monotonic()
             # launch what the window and the slots allow
@@ -438,10 +531,14 @@ class Aggregator(Endpoint):
                 s = nxt % s_count
                 if chunk_of[s] >= 0:
                     break
-                r = rounds[s]
-                chunk_of[s], cur_round[s] = nxt, r
+                r = (rounds[s] + nxt // s_count) & _M32 if catch_up else rounds[s]
+                chunk_of[s] = nxt
+                cur_round[s] = first_round[s] = sent_round[s] = seen[s] = r
+                waiting[s] = False
+                aux = _lag_aux(r, rounds[s], version, rpc) if catch_up else \
+                    (r if version is None else version) & _M32
                 pack(sbuf, s * L, VERSION, _GRADIENT, flags, job, worker, s, r & _M32, p,
-                     (r if version is None else version) & _M32, total)
+                     aux, total)
                 spay[s] = chunks[nxt]
                 deadline[s], tries[s] = now + timeout, 1
                 next_scan = min(next_scan, now + timeout)
@@ -477,12 +574,33 @@ class Aggregator(Endpoint):
                     d = (seq - cur_round[s]) & _M32
                     if d == 0:
                         pass
-                    elif fl & _RESEND and d < 1 << 31:
-                        if not catch_up:  # sync: nobody completes a round without us
+                    elif not catch_up:
+                        if fl & _RESEND and d < 1 << 31:  # nobody completes a round without us
                             raise _OutOfStep(s, seq)
-                        stale += 1  # async: the slot moved on, take the newer result
-                    else:
                         continue
+                    else:
+                        j = c // s_count
+                        newer = d < 1 << 31
+                        if newer and fl & _RESEND and _newer(seq, seen[s]):
+                            seen[s] = seq
+                            tries[s] = 1  # an answer showing the slot moved on: progress
+                        if newer and (waiting[s] or fl & _RESEND):
+                            if seq & low != j:  # another chunk: wait for ours, or send it
+                                t = ((seq & ~low) + (j if j > seq & low else rpc + j)) & _M32
+                                if t != cur_round[s]:
+                                    cur_round[s] = t
+                                    rounds[s] = (t - j) & _M32
+                                    jumps += 1
+                                    waiting[s] = True
+                                if waiting[s] and t == (seq + 1) & _M32:
+                                    next_scan = min(next_scan, contribute(s, t))
+                                continue
+                        elif waiting[s] and d == _M32:  # the slot reached the round before ours
+                            next_scan = min(next_scan, contribute(s, cur_round[s]))
+                            continue
+                        elif not (waiting[s] and seq & low == j
+                                  and (seq - first_round[s]) & _M32 < 1 << 31):
+                            continue
                     if fl & _ERROR:
                         raise TensorMismatchError(total, tot, aux, w & 0x7, s, seq)
                     if tot != total:
@@ -492,7 +610,12 @@ class Aggregator(Endpoint):
                     got_round[c] = seq
                     if fl & _RESEND:
                         resent += 1
-                    rounds[s] = (seq + 1) & _M32
+                    if catch_up:
+                        if seq != first_round[s]:
+                            stale += 1  # answered by a newer iteration (straggler catch-up)
+                        rounds[s] = (seq - c // s_count) & _M32
+                    else:
+                        rounds[s] = (seq + 1) & _M32
                     chunk_of[s] = -1
                     inflight -= 1
                     done += 1
@@ -501,14 +624,14 @@ class Aggregator(Endpoint):
                     continue
             else:
                 now = time.monotonic()
-            # retransmit what is due
+            # retransmit what is due (a waiting slot sends its old round: a poll, never added)
             next_scan = float("inf")
             for s in range(s_count):
                 if chunk_of[s] < 0:
                     continue
                 if deadline[s] <= now:
                     if tries[s] > retries:
-                        self._set_last(aux_of, got_round)
+                        self._set_last(aux_of, got_round, rpc)
                         raise AllreduceTimeoutError(self.url, s, cur_round[s], chunk_of[s],
                                                     tries[s], self._counters_now())
                     send(smv[s * L:(s + 1) * L])
@@ -516,12 +639,15 @@ class Aggregator(Endpoint):
                     tries[s] += 1
                     retrans += 1
                 next_scan = min(next_scan, deadline[s])
-        self._set_last(aux_of, got_round)
+        self._set_last(aux_of, got_round, rpc)
         self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
+        self.jumps = jumps
 
-    def _set_last(self, aux: np.ndarray, rounds: np.ndarray) -> None:
+
+    def _set_last(self, aux: np.ndarray, rounds: np.ndarray, rpc: int = 1) -> None:
         self.last_aux, self.last_rounds = aux, rounds
         self.last_contributors = aux & AUX_COUNT_MASK
+        self.last_rounds_per_call = rpc
 
 
 class _OutOfStep(Exception):
@@ -532,4 +658,4 @@ class _OutOfStep(Exception):
         self.slot, self.round = slot, round_
 
 
-__all__ = ["Aggregator"]
+__all__ = ["Aggregator", "rounds_per_call"]
