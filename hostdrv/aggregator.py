@@ -221,6 +221,11 @@ class Aggregator(Endpoint):
         self.jumps = 0
         """Async: times in the last call a slot's rounds moved on by whole iterations (a
         RESEND of a newer round of another chunk: the job was ahead of this member)."""
+        self.missing_chunks = 0
+        """Async: chunks of the last call returned as zeros with ``aux`` 0 (no contributor):
+        the slot had moved past their round (the switch no longer held its result; this
+        member lost the multicast) and no newer iteration came within the retransmissions
+        (the others stopped). Their :attr:`last_rounds` is the round they had."""
         self.last_rounds_per_call = 1
         """Rounds every slot advanced by in the last call (async: :func:`rounds_per_call`;
         1 in sync mode, where only the slots a call uses advance)."""
@@ -432,7 +437,7 @@ class Aggregator(Endpoint):
         aux_of = np.zeros(n, dtype=np.uint32)
         got_round = np.zeros(n, dtype=np.uint32)
         try:
-            code, v, stale, resent, retrans, jumps, tr._gso = native.agg_run(
+            code, v, stale, resent, retrans, jumps, missing, tr._gso = native.agg_run(
                 tr.sock.fileno(), self._sbuf, chunks, out, rounds, aux_of, got_round, n, total,
                 None if version is None else version & _M32, self.slots, self.window,
                 self.elems, self._flags, self.job, self.worker, self.async_mode, rpc,
@@ -443,7 +448,7 @@ class Aggregator(Endpoint):
         if code == 0:
             self._set_last(aux_of, got_round, rpc)
             self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
-            self.jumps = jumps
+            self.jumps, self.missing_chunks = jumps, missing
         elif code == 1:
             raise _OutOfStep(v[0], v[1])
         elif code == 2:
@@ -461,10 +466,10 @@ class Aggregator(Endpoint):
         """Send ``n`` chunks of a ``total``-element tensor, collect their results into ``out``.
 
         Sync: chunk ``c`` takes slot ``c mod S``'s next round. Async: every slot
-        advances by ``R`` = :func:`rounds_per_call` rounds per call from a base that is
-        a multiple of ``R``; chunk ``c`` = ``j·S + s`` takes round ``base + j`` of slot
-        ``s``, and a RESEND of a newer round of another chunk moves the slot's base on
-        by whole iterations (section 4, "Async at any size").
+        advances by ``R`` = :func:`rounds_per_call` rounds per call from a base (its
+        own) that is a multiple of ``R``; chunk ``c`` = ``j·S + s`` takes round
+        ``base + j`` of slot ``s``, and a RESEND of a newer round of another chunk
+        moves the slot's base on by whole iterations (section 4, "Async at any size").
         """
         rpc = 1
         if self.async_mode:
@@ -472,15 +477,16 @@ class Aggregator(Endpoint):
             if rpc > EPOCH_ROUNDS:
                 raise ValueError(f"bad size={total}: {n} chunks need {rpc} rounds per slot, "
                                  f"more than an epoch holds ({EPOCH_ROUNDS})")
-            b = _newest(self._rounds)
-            self._rounds[:] = [((b + rpc - 1) & ~(rpc - 1)) & _M32] * self.slots
+            # each slot from the iteration of its own last result: a slot's next round is
+            # then one the slot has reached or is about to reach, never one ahead of it
+            self._rounds[:] = [((b + rpc - 1) & ~(rpc - 1)) & _M32 for b in self._rounds]
         native = self._native()
         if native is not None:
             self._run_native(native, chunks, out, n, total, version, rpc)
         else:
             self._run_python(chunks, out, n, total, version, rpc)
         if self.async_mode:
-            self._rounds[:] = [(_newest(self._rounds) + rpc) & _M32] * self.slots
+            self._rounds[:] = [(b + rpc) & _M32 for b in self._rounds]
 
     def _run_python(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
                     version: int | None, rpc: int) -> None:
@@ -508,7 +514,8 @@ class Aggregator(Endpoint):
         tries = [0] * s_count
         aux_of = np.zeros(n, dtype=np.uint32)
         got_round = np.zeros(n, dtype=np.uint32)
-        stale = resent = retrans = jumps = 0
+        taken = bytearray(n)  # chunks whose result is in out
+        stale = resent = retrans = jumps = missing = 0
         nxt = done = inflight = 0
         timeout, max_backoff, retries = self.timeout, self.max_backoff, self.retries
         to_send: list[int] = []
@@ -528,6 +535,9 @@ class Aggregator(Endpoint):
             now = time.monotonic()
             # launch what the window and the slots allow
             while nxt < n and inflight < window:
+                if taken[nxt]:  # async: its result came before it was sent
+                    nxt += 1
+                    continue
                 s = nxt % s_count
                 if chunk_of[s] >= 0:
                     break
@@ -569,10 +579,17 @@ class Aggregator(Endpoint):
                             or (fl & _INT32) != flags:
                         continue
                     c = chunk_of[s]
+                    later = False  # async: the result of a later chunk of the slot, not sent yet
+                    if catch_up:
+                        c2 = (seq & low) * s_count + s
+                        later = c2 != c and nxt <= c2 < n and not taken[c2] \
+                            and (seq - (seq & low)) & _M32 == rounds[s]
+                        if later:
+                            c = c2
                     if c < 0:
                         continue
                     d = (seq - cur_round[s]) & _M32
-                    if d == 0:
+                    if d == 0 or later:
                         pass
                     elif not catch_up:
                         if fl & _RESEND and d < 1 << 31:  # nobody completes a round without us
@@ -586,13 +603,16 @@ class Aggregator(Endpoint):
                             tries[s] = 1  # an answer showing the slot moved on: progress
                         if newer and (waiting[s] or fl & _RESEND):
                             if seq & low != j:  # another chunk: wait for ours, or send it
-                                t = ((seq & ~low) + (j if j > seq & low else rpc + j)) & _M32
+                                # its round in seq's iteration if the slot still holds it
+                                # or has not reached it, else in the next iteration
+                                t = ((seq & ~low) + (j if j + 1 >= seq & low else rpc + j)) \
+                                    & _M32
                                 if t != cur_round[s]:
                                     cur_round[s] = t
                                     rounds[s] = (t - j) & _M32
                                     jumps += 1
                                     waiting[s] = True
-                                if waiting[s] and t == (seq + 1) & _M32:
+                                if waiting[s] and ((t - seq) & _M32 == 1 or (seq - t) & _M32 == 1):
                                     next_scan = min(next_scan, contribute(s, t))
                                 continue
                         elif waiting[s] and d == _M32:  # the slot reached the round before ours
@@ -610,7 +630,11 @@ class Aggregator(Endpoint):
                     got_round[c] = seq
                     if fl & _RESEND:
                         resent += 1
+                    taken[c] = 1
+                    done += 1
                     if catch_up:
+                        if later:  # the round it would have been sent with: not stale
+                            continue
                         if seq != first_round[s]:
                             stale += 1  # answered by a newer iteration (straggler catch-up)
                         rounds[s] = (seq - c // s_count) & _M32
@@ -618,7 +642,6 @@ class Aggregator(Endpoint):
                         rounds[s] = (seq + 1) & _M32
                     chunk_of[s] = -1
                     inflight -= 1
-                    done += 1
                 now = time.monotonic()
                 if now < next_scan:
                     continue
@@ -630,6 +653,28 @@ class Aggregator(Endpoint):
                 if chunk_of[s] < 0:
                     continue
                 if deadline[s] <= now:
+                    if tries[s] > retries and catch_up and waiting[s] \
+                            and _newer(cur_round[s] & ~low, seen[s] & ~low):
+                        # the chunk's round is gone from the slot and no newer iteration
+                        # came (the others stopped): given up, and with it the slot's later
+                        # chunks whose rounds are gone too
+                        c, ib, jj = chunk_of[s], seen[s] & ~low, seen[s] & low
+                        for c2 in range(c, n, s_count):
+                            if c2 > c and c2 // s_count + 1 >= jj:
+                                break
+                            if c2 > c and taken[c2]:
+                                continue
+                            out[c2] = 0
+                            aux_of[c2] = 0
+                            got_round[c2] = (ib + c2 // s_count) & _M32
+                            taken[c2] = 1
+                            done += 1
+                            missing += 1
+                        rounds[s] = ib
+                        chunk_of[s] = -1
+                        waiting[s] = False
+                        inflight -= 1
+                        continue
                     if tries[s] > retries:
                         self._set_last(aux_of, got_round, rpc)
                         raise AllreduceTimeoutError(self.url, s, cur_round[s], chunk_of[s],
@@ -641,7 +686,7 @@ class Aggregator(Endpoint):
                 next_scan = min(next_scan, deadline[s])
         self._set_last(aux_of, got_round, rpc)
         self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
-        self.jumps = jumps
+        self.jumps, self.missing_chunks = jumps, missing
 
 
     def _set_last(self, aux: np.ndarray, rounds: np.ndarray, rpc: int = 1) -> None:

@@ -161,6 +161,7 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
     std::vector<uint32_t> cur_round(s_count, 0), tries(s_count, 0), first_round(s_count, 0),
         sent_round(s_count, 0), seen(s_count, 0);
     std::vector<char> waiting(s_count, 0);
+    std::vector<char> taken(a.n, 0);  // chunks whose result is in out
     std::vector<double> deadline(s_count, 0.0);
     std::vector<uint32_t> to_send;
     std::vector<uint8_t> rbuf(a.recv_bytes);
@@ -184,6 +185,10 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
         double now = monotonic();
         // launch what the window and the slots allow
         while (nxt < a.n && inflight < a.window) {
+            if (taken[nxt]) {  // async: its result came before it was sent
+                ++nxt;
+                continue;
+            }
             const uint32_t s = uint32_t(nxt % s_count);
             if (chunk_of[s] >= 0) break;
             const uint32_t r = catch_up ? rounds[s] + uint32_t(nxt / s_count) : rounds[s];
@@ -234,11 +239,18 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
                 if (op != NRL_OP_RESULT || jb != a.job || s >= s_count || cnt != p ||
                     (fl & NRL_FLAG_INT32) != a.flags)
                     continue;
-                const int64_t c = chunk_of[s];
+                int64_t c = chunk_of[s];
+                bool later = false;  // async: the result of a later chunk of the slot, not sent yet
+                if (catch_up) {
+                    const uint64_t c2 = uint64_t(seq & low) * s_count + s;
+                    later = int64_t(c2) != c && c2 >= nxt && c2 < a.n && !taken[c2] &&
+                            seq - (seq & low) == rounds[s];
+                    if (later) c = int64_t(c2);
+                }
                 if (c < 0) continue;
                 const uint32_t d = seq - cur_round[s];
                 const bool resend = fl & NRL_FLAG_RESEND;
-                if (d == 0) {
+                if (d == 0 || later) {
                 } else if (!catch_up) {
                     if (resend && d < 0x80000000u) {  // sync: nobody completes a round without us
                         res.code = AggOutcome::OUT_OF_STEP;
@@ -256,14 +268,16 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
                     }
                     if (nw && (waiting[s] || resend)) {
                         if ((seq & low) != j) {  // another chunk: wait for ours, or send it
-                            const uint32_t t = (seq & ~low) + ((seq & low) < j ? j : rpc + j);
+                            // its round in seq's iteration if the slot still holds it or has not
+                            // reached it, else in the next iteration
+                            const uint32_t t = (seq & ~low) + (j + 1 >= (seq & low) ? j : rpc + j);
                             if (t != cur_round[s]) {
                                 cur_round[s] = t;
                                 rounds[s] = t - j;
                                 ++res.jumps;
                                 waiting[s] = 1;
                             }
-                            if (waiting[s] && t == seq + 1) {
+                            if (waiting[s] && (t - seq == 1 || seq - t == 1)) {
                                 if (int e = contribute(s, t)) {
                                     res.code = AggOutcome::OS_ERROR;
                                     res.v[0] = uint32_t(e);
@@ -304,7 +318,10 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
                 aux_of[c] = aux;
                 got_round[c] = seq;
                 if (resend) ++res.resent;
+                taken[size_t(c)] = 1;
+                ++done;
                 if (catch_up) {
+                    if (later) continue;  // the round it would have been sent with: not stale
                     if (seq != first_round[s]) ++res.stale;  // a newer iteration (catch-up)
                     rounds[s] = seq - uint32_t(uint64_t(c) / s_count);
                 } else {
@@ -312,7 +329,6 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
                 }
                 chunk_of[s] = -1;
                 --inflight;
-                ++done;
             }
             now = monotonic();
             if (now < next_scan) continue;
@@ -324,6 +340,28 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
         for (uint32_t s = 0; s < s_count; ++s) {
             if (chunk_of[s] < 0) continue;
             if (deadline[s] <= now) {
+                if (tries[s] > a.retries && catch_up && waiting[s] &&
+                    newer(cur_round[s] & ~low, seen[s] & ~low)) {
+                    // the chunk's round is gone from the slot and no newer iteration came (the
+                    // others stopped): given up, with the slot's later chunks whose rounds are gone
+                    const uint64_t c = uint64_t(chunk_of[s]);
+                    const uint32_t ib = seen[s] & ~low, jj = seen[s] & low;
+                    for (uint64_t c2 = c; c2 < a.n; c2 += s_count) {
+                        if (c2 > c && c2 / s_count + 1 >= jj) break;
+                        if (c2 > c && taken[c2]) continue;
+                        std::memset(out + size_t(c2) * 4 * p, 0, size_t(4) * p);
+                        aux_of[c2] = 0;
+                        got_round[c2] = ib + uint32_t(c2 / s_count);
+                        taken[c2] = 1;
+                        ++done;
+                        ++res.missing;
+                    }
+                    rounds[s] = ib;
+                    chunk_of[s] = -1;
+                    waiting[s] = 0;
+                    --inflight;
+                    continue;
+                }
                 if (tries[s] > a.retries) {
                     res.code = AggOutcome::TIMEOUT;
                     res.v[0] = s;

@@ -30,7 +30,7 @@ struct AggOutcome {
     // OUT_OF_STEP: slot, seq; MISMATCH_ERROR: tot, aux, culprit, slot, seq; MISMATCH: tot,
     // -, -, slot, seq; TIMEOUT: slot, round, chunk, tries; OS_ERROR: errno
     uint32_t v[5] = {0, 0, 0, 0, 0};
-    uint64_t stale = 0, resent = 0, retrans = 0, jumps = 0;
+    uint64_t stale = 0, resent = 0, retrans = 0, jumps = 0, missing = 0;
 };
 
 /// sbuf: slots * (22 + 4P) bytes of GRADIENT messages (headers rewritten here); chunks and

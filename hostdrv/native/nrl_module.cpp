@@ -139,10 +139,10 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
                 r = nrl::agg_run(a, sp, cp, op, rp, ap, gp, &gso);
             }
             return py::make_tuple(r.code, py::make_tuple(r.v[0], r.v[1], r.v[2], r.v[3], r.v[4]),
-                                  r.stale, r.resent, r.retrans, r.jumps, gso);
+                                  r.stale, r.resent, r.retrans, r.jumps, r.missing, gso);
         },
         "Aggregator._run's loop (nrl_client.cpp); returns (code, values, stale, resent, "
-        "retransmissions, jumps, gso)");
+        "retransmissions, jumps, missing, gso)");
 
     m.def(
         "replay_sample",
