@@ -17,7 +17,10 @@ switch on both engines (golden model and native) and with both client loops
   the way, so only the switch's answer to a too-stale GRADIENT can save it);
 * a member lagging within the bound is added;
 * a member that starts iterations behind takes only its own chunks' results (a
-  RESEND of a newer round of another chunk moves it on, it does not take it).
+  RESEND of a newer round of another chunk moves it on, it does not take it);
+* a member behind after the others stopped returns: the chunks whose round the
+  switch no longer holds come back as zeros with no contributor (``missing_chunks``),
+  the others as the last iteration's results.
 
 Expected values come from the inputs and :mod:`hostdrv.model`, never typed in.
 """
@@ -476,4 +479,41 @@ def test_member_behind_moves_on_by_whole_iterations(switch: SoftSwitch, client: 
     assert run.jumps[2][0] >= 1
     assert (run.rounds[2][0] // 4 >= 2).all()  # nothing of an iteration the slots had left
     _check_run(run, list(switch.arrivals or []), slots=SMALL["slots"], elems=SMALL["elems"],
+               threshold=2)
+
+
+@pytest.mark.parametrize("switch", ENGINES, indirect=True)
+def test_member_behind_after_the_others_stopped_returns(switch: SoftSwitch, client: str) -> None:
+    """Members 0 and 1 run iterations 0 and 1 and stop; member 2 starts at iteration 0.
+    Row 0 of iteration 1 is gone from every slot (round 6 reused its copy) and no
+    iteration 2 comes: those chunks are given up (zeros, no contributor) instead of a
+    timeout; rows 1 and 2 (rounds 5 and 6, still held) are iteration 1's results."""
+    ctl = _configure(switch, members=3, threshold=2, staleness=1 << 20, **SMALL)
+    aggs = [Aggregator(switch.url, worker=w, timeout=0.02, retries=6, max_backoff=0.05)
+            for w in range(2)]
+    run = _Run(aggs, "float32")
+    rng = np.random.default_rng(8)
+    xs = [[rng.standard_normal(SMALL_SIZE).astype(np.float32) for _ in range(2)]
+          for _ in range(3)]
+    try:
+        for k in range(2):
+            _threads([lambda w=w, k=k: run.call(w, xs[w][k]) for w in range(2)])
+        aggs.append(Aggregator(switch.url, worker=2, timeout=0.02, retries=6,
+                               max_backoff=0.05))
+        run.add(aggs[2])
+        run.call(2, xs[2][0])
+    finally:
+        for a in aggs:
+            a.close()
+        ctl.close()
+    slots = SMALL["slots"]
+    assert run.missing[2] == [slots] and run.jumps[2][0] >= slots
+    rows = np.arange(run.rounds[2][0].size) // slots
+    assert (run.rounds[2][0] == 4 + rows).all()
+    assert (run.aux[2][0][rows == 0] == 0).all()
+    got = _chunks(run.results[2][0], SMALL["elems"])
+    want = _chunks(run.results[0][1], SMALL["elems"])
+    assert not got[rows == 0].any()
+    assert got[rows > 0].tobytes() == want[rows > 0].tobytes()
+    _check_run(run, list(switch.arrivals or []), slots=slots, elems=SMALL["elems"],
                threshold=2)
