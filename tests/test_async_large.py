@@ -517,3 +517,48 @@ def test_member_behind_after_the_others_stopped_returns(switch: SoftSwitch, clie
     assert got[rows > 0].tobytes() == want[rows > 0].tobytes()
     _check_run(run, list(switch.arrivals or []), slots=slots, elems=SMALL["elems"],
                threshold=2)
+
+
+# -- the RL strategy: no size limit any more ------------------------------------------------
+
+
+@pytest.mark.parametrize(("staleness", "threshold", "added"), [(0, 2, False), (1, 3, True)])
+def test_inswitch_sync_async_beyond_one_round_per_slot(staleness: int, threshold: int,
+                                                       added: bool) -> None:
+    """InSwitchSync in async mode with 1000 elements on S·P = 64 (63 chunks, 16 rows):
+    it used to refuse more than one round per slot per call. In round 1 worker 2 goes
+    first with weights one round old: beyond the bound (0) it is dropped and gets the
+    sum of 0 and 1; within it (1, H = N) it is added. ``last_round`` counts calls."""
+    from rl.sync import SyncBackend, SyncSpec, make_sync
+
+    with SoftSwitch() as sw:
+        spec = SyncSpec(kind="inswitch", world=3, mode="async", threshold=threshold,
+                        staleness=staleness, pipeline=0, url=sw.url, timeout=0.02)
+        backend = SyncBackend(spec, elems=16, slots=4)
+        spec = backend.start()
+        syncs = [make_sync(spec, r) for r in range(3)]
+        xs = [[np.full(1000, 2.0 ** (r + 3 * k), np.float32) for k in range(2)]
+              for r in range(3)]
+        out: list[list[np.ndarray]] = [[], [], []]
+        try:
+            def contribute(rank: int, k: int, version: int | None, delay: float) -> None:
+                time.sleep(delay)
+                out[rank].append(syncs[rank].allreduce(xs[rank][k], version=version))
+
+            _threads([lambda r=r: contribute(r, 0, None, 0.05 * r) for r in range(3)])
+            assert [s.last_round for s in syncs] == [0, 0, 0]
+            _threads([lambda: contribute(2, 1, 0, 0.0), lambda: contribute(0, 1, 1, 0.3),
+                      lambda: contribute(1, 1, 1, 0.5)])
+            assert [s.last_round for s in syncs] == [1, 1, 1]
+        finally:
+            for s in syncs:
+                s.close()
+            backend.stop()
+    agg_rpc = rounds_per_call(-(-1000 // 16), 4)
+    assert agg_rpc == 16
+    if added:  # H = 3: every member, in arrival order 2, 0, 1 (exact: powers of two)
+        want = fp32_add(fp32_add(xs[2][1], xs[0][1]), xs[1][1])
+    else:
+        want = fp32_add(xs[0][1], xs[1][1])
+    for r in range(3):
+        assert out[r][1].tobytes() == want.tobytes(), r
