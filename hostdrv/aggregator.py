@@ -142,6 +142,14 @@ class Aggregator(Endpoint):
     another length gets :class:`TensorMismatchError`, and so does every other
     member of that call (the switch never adds it).
 
+    In async mode (``AGG_MODE`` = 1) a call advances every slot by
+    :func:`rounds_per_call` rounds from a multiple of it, so a round names the
+    iteration and the chunk for every member; ``version`` counts iterations; a
+    member behind moves on by whole iterations and takes only its own chunks'
+    results, and a chunk whose round the switch no longer holds, with no newer
+    iteration coming, is returned as zeros (:attr:`missing_chunks`) rather than
+    timing out (``docs/protocol.md`` section 4, "Async at any size").
+
     Rounds start at the job's epoch base (``AGG_EPOCH``). After a failed
     call (timeout, mismatch, or in sync mode a member found out of step) the
     next call restarts every slot in a new epoch, so members that failed
