@@ -178,6 +178,7 @@ class Aggregator(Endpoint):
             self.elems = ctl.read("AGG_ELEMS")
             self.int32 = ctl.read("AGG_DTYPE") == 1
             self.async_mode = ctl.read("AGG_MODE") == 1
+            staleness = ctl.read("AGG_STALENESS")
             members = ctl.read("AGG_MEMBERS")
             if not 1 <= self.slots <= 64 or self.elems % 16 or \
                     not 16 <= self.elems <= MAX_JUMBO_ELEMS:
@@ -206,6 +207,10 @@ class Aggregator(Endpoint):
         # go out in one GSO call
         self._sbuf = bytearray(s * self._msg_len)
         self._smv = memoryview(self._sbuf)
+        # async: a GRADIENT the switch never adds (lag beyond AGG_STALENESS), answered by the
+        # round's result once it is DONE (protocol section 4, step 1): a safe poll of any round
+        self._poll_lag = staleness + 1 if self.async_mode and staleness < _M32 else 0
+        self._pbuf = bytearray(self._msg_len)
         self._spay = np.ndarray((s, p), dtype=self.wire_dtype, buffer=self._sbuf,
                                 offset=HEADER_LEN, strides=(self._msg_len, 4))
         self._flags = _INT32 if self.int32 else 0
@@ -449,7 +454,7 @@ class Aggregator(Endpoint):
                 tr.sock.fileno(), self._sbuf, chunks, out, rounds, aux_of, got_round, n, total,
                 None if version is None else version & _M32, self.slots, self.window,
                 self.elems, self._flags, self.job, self.worker, self.async_mode, rpc,
-                self.timeout, self.max_backoff, self.retries, tr._gro, tr._gso,
+                self._poll_lag, self.timeout, self.max_backoff, self.retries, tr._gro, tr._gso,
                 len(self._rbuf))
         finally:
             self._rounds[:] = rounds.tolist()
@@ -528,6 +533,31 @@ class Aggregator(Endpoint):
         timeout, max_backoff, retries = self.timeout, self.max_backoff, self.retries
         to_send: list[int] = []
         next_scan = float("inf")  # no deadline of an in-flight chunk is earlier
+
+        poll_lag, pbuf = self._poll_lag, self._pbuf
+
+        def poll(s: int, r: int) -> None:
+            # async: a GRADIENT for round r that is never added (too stale), answered when
+            # round r, or a newer one in its copy, is DONE
+            pack(pbuf, 0, VERSION, _GRADIENT, flags, job, worker, s, r, p, (r - poll_lag) & _M32,
+                 total)
+            send(pbuf)
+
+        def give_up(s: int, ib: int) -> None:
+            # async: the chunk's round is gone: zeros, no contributor (aux 0); the slot goes
+            # on from iteration base ib (the slot's)
+            nonlocal done, inflight, missing
+            c = chunk_of[s]
+            out[c] = 0
+            aux_of[c] = 0
+            got_round[c] = (ib + c // s_count) & _M32
+            taken[c] = 1
+            done += 1
+            missing += 1
+            rounds[s] = ib
+            chunk_of[s] = -1
+            waiting[s] = False
+            inflight -= 1
 
         def contribute(s: int, r: int) -> float:
             # async: the slot's GRADIENT now carries round r (the slot reached r - 1)
@@ -610,14 +640,21 @@ class Aggregator(Endpoint):
                             seen[s] = seq
                             tries[s] = 1  # an answer showing the slot moved on: progress
                         if newer and (waiting[s] or fl & _RESEND):
-                            if seq & low != j:  # another chunk: wait for ours, or send it
-                                # its round in seq's iteration if the slot still holds it
-                                # or has not reached it, else in the next iteration
-                                t = ((seq & ~low) + (j if j + 1 >= seq & low else rpc + j)) \
-                                    & _M32
+                            if seq & low != j:  # another chunk: wait for ours, send it, or
+                                ib, jj = (seq & ~low) & _M32, seq & low  # give it up
+                                t = (ib + j) & _M32
+                                if j + 1 < jj or (t == cur_round[s] and not waiting[s]
+                                                  and tries[s] > 3):
+                                    # its round is gone from the slot (reused by a newer
+                                    # one; or unanswered while the round after it is DONE)
+                                    if rounds[s] != ib:
+                                        jumps += 1
+                                    give_up(s, ib)
+                                    continue
+                                # j > jj: ahead of the slot, wait; j = jj - 1: still held
                                 if t != cur_round[s]:
                                     cur_round[s] = t
-                                    rounds[s] = (t - j) & _M32
+                                    rounds[s] = ib
                                     jumps += 1
                                     waiting[s] = True
                                 if waiting[s] and ((t - seq) & _M32 == 1 or (seq - t) & _M32 == 1):
@@ -655,39 +692,27 @@ class Aggregator(Endpoint):
                     continue
             else:
                 now = time.monotonic()
-            # retransmit what is due (a waiting slot sends its old round: a poll, never added)
+            # retransmit what is due (a waiting slot polls the round before its own and its
+            # own, never added; without safe polls it repeats its old round, whose copy holds
+            # a newer one)
             next_scan = float("inf")
             for s in range(s_count):
                 if chunk_of[s] < 0:
                     continue
                 if deadline[s] <= now:
-                    if tries[s] > retries and catch_up and waiting[s] \
-                            and _newer(cur_round[s] & ~low, seen[s] & ~low):
-                        # the chunk's round is gone from the slot and no newer iteration
-                        # came (the others stopped): given up, and with it the slot's later
-                        # chunks whose rounds are gone too
-                        c, ib, jj = chunk_of[s], seen[s] & ~low, seen[s] & low
-                        for c2 in range(c, n, s_count):
-                            if c2 > c and c2 // s_count + 1 >= jj:
-                                break
-                            if c2 > c and taken[c2]:
-                                continue
-                            out[c2] = 0
-                            aux_of[c2] = 0
-                            got_round[c2] = (ib + c2 // s_count) & _M32
-                            taken[c2] = 1
-                            done += 1
-                            missing += 1
-                        rounds[s] = ib
-                        chunk_of[s] = -1
-                        waiting[s] = False
-                        inflight -= 1
-                        continue
                     if tries[s] > retries:
                         self._set_last(aux_of, got_round, rpc)
                         raise AllreduceTimeoutError(self.url, s, cur_round[s], chunk_of[s],
                                                     tries[s], self._counters_now())
-                    send(smv[s * L:(s + 1) * L])
+                    if waiting[s] and poll_lag:  # the round before ours, and ours
+                        poll(s, (cur_round[s] - 1) & _M32)
+                        poll(s, cur_round[s])
+                    else:
+                        send(smv[s * L:(s + 1) * L])
+                        if catch_up and poll_lag and tries[s] > 2:
+                            # unanswered: is the slot past our round (the round after it
+                            # DONE while ours is not answered: its copy was reused)?
+                            poll(s, (cur_round[s] + 1) & _M32)
                     deadline[s] = now + min(timeout * (1 << tries[s]), max_backoff)
                     tries[s] += 1
                     retrans += 1

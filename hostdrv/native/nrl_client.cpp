@@ -168,6 +168,29 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
     const double inf = std::numeric_limits<double>::infinity();
     uint64_t nxt = 0, done = 0, inflight = 0;
     double next_scan = inf;
+    // async: a GRADIENT for round r that is never added (too stale), answered when round r, or a
+    // newer one in its copy, is DONE
+    std::vector<uint8_t> pbuf(L, 0);
+    auto poll = [&](uint32_t s, uint32_t r) -> int {
+        header(pbuf.data(), NRL_OP_GRADIENT, a.flags, a.job, a.worker, s, r, p, r - a.poll_lag,
+               a.total);
+        return send_one(a.fd, pbuf.data(), L);
+    };
+    // async: the chunk's round is gone: zeros, no contributor (aux 0); the slot goes on from
+    // iteration base ib (the slot's)
+    auto give_up = [&](uint32_t s, uint32_t ib) {
+        const uint64_t c = uint64_t(chunk_of[s]);
+        std::memset(out + size_t(c) * 4 * p, 0, size_t(4) * p);
+        aux_of[c] = 0;
+        got_round[c] = ib + uint32_t(c / s_count);
+        taken[c] = 1;
+        ++done;
+        ++res.missing;
+        rounds[s] = ib;
+        chunk_of[s] = -1;
+        waiting[s] = 0;
+        --inflight;
+    };
     // async: the slot's GRADIENT now carries round r (the slot reached r - 1)
     auto contribute = [&](uint32_t s, uint32_t r) -> int {
         uint8_t* h = sbuf + s * L;
@@ -267,13 +290,20 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
                         tries[s] = 1;  // an answer showing the slot moved on: progress
                     }
                     if (nw && (waiting[s] || resend)) {
-                        if ((seq & low) != j) {  // another chunk: wait for ours, or send it
-                            // its round in seq's iteration if the slot still holds it or has not
-                            // reached it, else in the next iteration
-                            const uint32_t t = (seq & ~low) + (j + 1 >= (seq & low) ? j : rpc + j);
+                        if ((seq & low) != j) {  // another chunk: wait for ours, send it, or
+                            const uint32_t ib = seq & ~low, jj = seq & low;  // give it up
+                            const uint32_t t = ib + j;
+                            if (j + 1 < jj || (t == cur_round[s] && !waiting[s] && tries[s] > 3)) {
+                                // its round is gone from the slot (reused by a newer one; or
+                                // unanswered while the round after it is DONE)
+                                if (rounds[s] != ib) ++res.jumps;
+                                give_up(s, ib);
+                                continue;
+                            }
+                            // j > jj: ahead of the slot, wait; j = jj - 1: still held
                             if (t != cur_round[s]) {
                                 cur_round[s] = t;
-                                rounds[s] = t - j;
+                                rounds[s] = ib;
                                 ++res.jumps;
                                 waiting[s] = 1;
                             }
@@ -340,28 +370,6 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
         for (uint32_t s = 0; s < s_count; ++s) {
             if (chunk_of[s] < 0) continue;
             if (deadline[s] <= now) {
-                if (tries[s] > a.retries && catch_up && waiting[s] &&
-                    newer(cur_round[s] & ~low, seen[s] & ~low)) {
-                    // the chunk's round is gone from the slot and no newer iteration came (the
-                    // others stopped): given up, with the slot's later chunks whose rounds are gone
-                    const uint64_t c = uint64_t(chunk_of[s]);
-                    const uint32_t ib = seen[s] & ~low, jj = seen[s] & low;
-                    for (uint64_t c2 = c; c2 < a.n; c2 += s_count) {
-                        if (c2 > c && c2 / s_count + 1 >= jj) break;
-                        if (c2 > c && taken[c2]) continue;
-                        std::memset(out + size_t(c2) * 4 * p, 0, size_t(4) * p);
-                        aux_of[c2] = 0;
-                        got_round[c2] = ib + uint32_t(c2 / s_count);
-                        taken[c2] = 1;
-                        ++done;
-                        ++res.missing;
-                    }
-                    rounds[s] = ib;
-                    chunk_of[s] = -1;
-                    waiting[s] = 0;
-                    --inflight;
-                    continue;
-                }
                 if (tries[s] > a.retries) {
                     res.code = AggOutcome::TIMEOUT;
                     res.v[0] = s;
@@ -370,7 +378,19 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
                     res.v[3] = tries[s];
                     return res;
                 }
-                if (int e = send_one(a.fd, sbuf + s * L, L)) {
+                // a waiting slot polls the round before its own and its own (never added);
+                // without safe polls it repeats its old round, whose copy holds a newer one
+                int e = 0;
+                if (waiting[s] && a.poll_lag) {
+                    e = poll(s, cur_round[s] - 1);
+                    if (!e) e = poll(s, cur_round[s]);
+                } else {
+                    e = send_one(a.fd, sbuf + s * L, L);
+                    // unanswered: is the slot past our round (the round after it DONE while
+                    // ours is not answered: its copy was reused)?
+                    if (!e && catch_up && a.poll_lag && tries[s] > 2) e = poll(s, cur_round[s] + 1);
+                }
+                if (e) {
                     res.code = AggOutcome::OS_ERROR;
                     res.v[0] = uint32_t(e);
                     return res;

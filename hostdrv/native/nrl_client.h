@@ -17,6 +17,7 @@ struct AggArgs {
     uint32_t slots, window, elems, flags, job, worker;
     bool catch_up;     // async: rounds per call, a newer iteration's result (catch-up)
     uint32_t rpc;      // async: rounds every slot advances by per call (a power of two)
+    uint32_t poll_lag;  // async: AGG_STALENESS + 1 (a GRADIENT never added: a safe poll), 0: none
     double timeout, max_backoff;
     uint32_t retries;
     bool gro;

@@ -110,13 +110,13 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
         [](int fd, py::buffer sbuf, py::buffer chunks, py::buffer out, py::buffer rounds,
            py::buffer aux_of, py::buffer got_round, uint64_t n, uint32_t total, py::object version,
            uint32_t slots, uint32_t window, uint32_t elems, uint32_t flags, uint32_t job,
-           uint32_t worker, bool catch_up, uint32_t rpc, double timeout, double max_backoff,
-           uint32_t retries, bool gro, bool gso, size_t recv_bytes) {
+           uint32_t worker, bool catch_up, uint32_t rpc, uint32_t poll_lag, double timeout,
+           double max_backoff, uint32_t retries, bool gro, bool gso, size_t recv_bytes) {
             if (rpc == 0 || (rpc & (rpc - 1)))
                 throw py::value_error("agg_run: bad rpc (rounds per call: a power of two)");
             nrl::AggArgs a{fd, n, total, !version.is_none(),
                            version.is_none() ? 0u : version.cast<uint32_t>(), slots, window,
-                           elems, flags, job, worker, catch_up, rpc, timeout, max_backoff,
+                           elems, flags, job, worker, catch_up, rpc, poll_lag, timeout, max_backoff,
                            retries, gro, recv_bytes};
             const size_t words = size_t(n) * elems;
             auto need = [](const py::buffer_info& b, size_t bytes, bool writable, const char* what) {
