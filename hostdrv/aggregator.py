@@ -146,9 +146,9 @@ class Aggregator(Endpoint):
     :func:`rounds_per_call` rounds from a multiple of it, so a round names the
     iteration and the chunk for every member; ``version`` counts iterations; a
     member behind moves on by whole iterations and takes only its own chunks'
-    results, and a chunk whose round the switch no longer holds, with no newer
-    iteration coming, is returned as zeros (:attr:`missing_chunks`) rather than
-    timing out (``docs/protocol.md`` section 4, "Async at any size").
+    results, and a chunk whose round the switch no longer holds is returned as
+    zeros (:attr:`missing_chunks`) rather than waited for or timed out
+    (``docs/protocol.md`` section 4, "Async at any size").
 
     Rounds start at the job's epoch base (``AGG_EPOCH``). After a failed
     call (timeout, mismatch, or in sync mode a member found out of step) the
@@ -236,9 +236,9 @@ class Aggregator(Endpoint):
         RESEND of a newer round of another chunk: the job was ahead of this member)."""
         self.missing_chunks = 0
         """Async: chunks of the last call returned as zeros with ``aux`` 0 (no contributor):
-        the slot had moved past their round (the switch no longer held its result; this
-        member lost the multicast) and no newer iteration came within the retransmissions
-        (the others stopped). Their :attr:`last_rounds` is the round they had."""
+        the slot had moved past their round (its copy reused by the row after next) before
+        this member had its result (it was behind, or lost the multicast). Their
+        :attr:`last_rounds` entry is the round in the slot's iteration."""
         self.last_rounds_per_call = 1
         """Rounds every slot advanced by in the last call (async: :func:`rounds_per_call`;
         1 in sync mode, where only the slots a call uses advance)."""
