@@ -65,7 +65,6 @@ def _newest(rounds: list[int]) -> int:
     return newest
 
 
-
 def rounds_per_call(chunks: int, slots: int) -> int:
     """Rounds every slot advances by in one async call of ``chunks`` chunks.
 
@@ -720,7 +719,6 @@ class Aggregator(Endpoint):
         self._set_last(aux_of, got_round, rpc)
         self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
         self.jumps, self.missing_chunks = jumps, missing
-
 
     def _set_last(self, aux: np.ndarray, rounds: np.ndarray, rpc: int = 1) -> None:
         self.last_aux, self.last_rounds = aux, rounds
