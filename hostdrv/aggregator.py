@@ -56,6 +56,35 @@ def _newer(a: int, b: int) -> bool:
     return 0 < ((a - b) & _M32) < 1 << 31
 
 
+def _newest(rounds: list[int]) -> int:
+    """The newest of ``rounds`` (:func:`_newer`)."""
+    newest = rounds[0]
+    for r in rounds[1:]:
+        if _newer(r, newest):
+            newest = r
+    return newest
+
+
+def rounds_per_call(chunks: int, slots: int) -> int:
+    """Rounds every slot advances by in one async call of ``chunks`` chunks.
+
+    The power of two at or above ⌈chunks / slots⌉ (1 for an empty call): a call's
+    base round is a multiple of it, so round ``r`` of slot ``s`` names iteration
+    ``r // R`` and chunk ``(r mod R)·S + s`` the same way for every member
+    (``docs/protocol.md`` section 4, "Async at any size").
+    """
+    k = -(-chunks // slots) if chunks else 1
+    return 1 << (k - 1).bit_length()
+
+
+def _lag_aux(r: int, base: int, version: int | None, rpc: int) -> int:
+    """GRADIENT ``aux`` of round ``r`` of a call based at ``base`` (a multiple of ``rpc``):
+    the round minus the lag in iterations, so the switch's ``r - aux`` is the lag."""
+    if version is None:
+        return r
+    d = (base - version * rpc) & _M32
+    return r if d >= 1 << 31 else (r - d // rpc) & _M32
+
 
 def _torch_module(x: object) -> Any:
     """The torch module when ``x`` is a torch tensor (torch is not imported otherwise)."""
@@ -112,6 +141,14 @@ class Aggregator(Endpoint):
     another length gets :class:`TensorMismatchError`, and so does every other
     member of that call (the switch never adds it).
 
+    In async mode (``AGG_MODE`` = 1) a call advances every slot by
+    :func:`rounds_per_call` rounds from a multiple of it, so a round names the
+    iteration and the chunk for every member; ``version`` counts iterations; a
+    member behind moves on by whole iterations and takes only its own chunks'
+    results, and a chunk whose round the switch no longer holds is returned as
+    zeros (:attr:`missing_chunks`) rather than waited for or timed out
+    (``docs/protocol.md`` section 4, "Async at any size").
+
     Rounds start at the job's epoch base (``AGG_EPOCH``). After a failed
     call (timeout, mismatch, or in sync mode a member found out of step) the
     next call restarts every slot in a new epoch, so members that failed
@@ -140,6 +177,7 @@ class Aggregator(Endpoint):
             self.elems = ctl.read("AGG_ELEMS")
             self.int32 = ctl.read("AGG_DTYPE") == 1
             self.async_mode = ctl.read("AGG_MODE") == 1
+            staleness = ctl.read("AGG_STALENESS")
             members = ctl.read("AGG_MEMBERS")
             if not 1 <= self.slots <= 64 or self.elems % 16 or \
                     not 16 <= self.elems <= MAX_JUMBO_ELEMS:
@@ -168,6 +206,10 @@ class Aggregator(Endpoint):
         # go out in one GSO call
         self._sbuf = bytearray(s * self._msg_len)
         self._smv = memoryview(self._sbuf)
+        # async: a GRADIENT the switch never adds (lag beyond AGG_STALENESS), answered by the
+        # round's result once it is DONE (protocol section 4, step 1): a safe poll of any round
+        self._poll_lag = staleness + 1 if self.async_mode and staleness < _M32 else 0
+        self._pbuf = bytearray(self._msg_len)
         self._spay = np.ndarray((s, p), dtype=self.wire_dtype, buffer=self._sbuf,
                                 offset=HEADER_LEN, strides=(self._msg_len, 4))
         self._flags = _INT32 if self.int32 else 0
@@ -188,11 +230,31 @@ class Aggregator(Endpoint):
         """Results of the last call that came as a RESEND (late or duplicate contribution)."""
         self.retransmissions = 0
         """GRADIENTs sent again in the last call."""
+        self.jumps = 0
+        """Async: times in the last call a slot's rounds moved on by whole iterations (a
+        RESEND of a newer round of another chunk: the job was ahead of this member)."""
+        self.missing_chunks = 0
+        """Async: chunks of the last call returned as zeros with ``aux`` 0 (no contributor):
+        the slot had moved past their round (its copy reused by the row after next) before
+        this member had its result (it was behind, or lost the multicast). Their
+        :attr:`last_rounds` entry is the round in the slot's iteration."""
+        self.last_rounds_per_call = 1
+        """Rounds every slot advanced by in the last call (async: :func:`rounds_per_call`;
+        1 in sync mode, where only the slots a call uses advance)."""
 
     @property
     def rounds(self) -> list[int]:
-        """Next round of every slot."""
+        """Next round of every slot (async: the next call's base, before alignment)."""
         return list(self._rounds)
+
+    @property
+    def last_iteration(self) -> int:
+        """Async: the iteration the last call's first chunk was answered by (its round
+        divided by :attr:`last_rounds_per_call`); the value :meth:`allreduce`'s
+        ``version`` counts in. -1 before any call."""
+        if not len(self.last_rounds):
+            return -1
+        return int(self.last_rounds[0]) // self.last_rounds_per_call
 
     def resync(self) -> int:
         """Restart every slot's rounds in a new epoch (protocol section 4).
@@ -208,10 +270,7 @@ class Aggregator(Endpoint):
         int
             The new epoch base (every slot's next round).
         """
-        newest = self._rounds[0]
-        for r in self._rounds[1:]:
-            if _newer(r, newest):
-                newest = r
+        newest = _newest(self._rounds)
         own = ((newest & _EPOCH_MASK) + EPOCH_ROUNDS) & _M32
         try:
             shared = self.control.read("AGG_EPOCH")
@@ -237,9 +296,16 @@ class Aggregator(Endpoint):
             int32 switch only: quantization scale for float input (required
             then; ignored for int32 input).
         version:
-            Async staleness: the round the caller's weights are current to,
-            sent as every chunk's ``aux``; by default each chunk's own round
-            (fresh).
+            Async staleness: the iteration the caller's weights are current to
+            (one past the :attr:`last_iteration` whose result it applied last).
+            A call of ``n`` chunks advances every slot by R =
+            :func:`rounds_per_call` rounds from a base that is a multiple of R,
+            its iteration being base / R (R = 1, iteration = round, for at most S
+            chunks); each chunk's ``aux`` is its round minus the lag
+            ``iteration − version``, so the switch drops it as ``STALE`` when the
+            lag exceeds ``AGG_STALENESS``, and the call still returns (the
+            switch answers with the round's result). By default fresh (lag 0).
+            Sync mode: sent as every chunk's ``aux`` as it is.
 
         Returns
         -------
@@ -254,6 +320,9 @@ class Aggregator(Endpoint):
         AllreduceDesyncError
             Sync mode: the slots were ahead of this member even after it
             started a new epoch.
+        ValueError
+            Async mode: the tensor needs more rounds per slot than an epoch
+            holds (R > 2**24).
         TypeError, ValueError
             Unsupported dtype (anything but float32, float64, int32, e.g.
             bfloat16), or float input on an int32 switch without ``scale``;
@@ -372,7 +441,7 @@ class Aggregator(Endpoint):
         return seen
 
     def _run_native(self, native: Any, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
-                    version: int | None) -> None:
+                    version: int | None, rpc: int) -> None:
         """:meth:`_run` in ``hostdrv/native/nrl_client.cpp``: the same decisions, the same
         exceptions."""
         tr = self.transport
@@ -380,16 +449,18 @@ class Aggregator(Endpoint):
         aux_of = np.zeros(n, dtype=np.uint32)
         got_round = np.zeros(n, dtype=np.uint32)
         try:
-            code, v, stale, resent, retrans, tr._gso = native.agg_run(
+            code, v, stale, resent, retrans, jumps, missing, tr._gso = native.agg_run(
                 tr.sock.fileno(), self._sbuf, chunks, out, rounds, aux_of, got_round, n, total,
                 None if version is None else version & _M32, self.slots, self.window,
-                self.elems, self._flags, self.job, self.worker, self.async_mode, self.timeout,
-                self.max_backoff, self.retries, tr._gro, tr._gso, len(self._rbuf))
+                self.elems, self._flags, self.job, self.worker, self.async_mode, rpc,
+                self._poll_lag, self.timeout, self.max_backoff, self.retries, tr._gro, tr._gso,
+                len(self._rbuf))
         finally:
             self._rounds[:] = rounds.tolist()
         if code == 0:
-            self._set_last(aux_of, got_round)
+            self._set_last(aux_of, got_round, rpc)
             self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
+            self.jumps, self.missing_chunks = jumps, missing
         elif code == 1:
             raise _OutOfStep(v[0], v[1])
         elif code == 2:
@@ -397,19 +468,43 @@ class Aggregator(Endpoint):
         elif code == 3:
             raise TensorMismatchError(total, v[0], v[0], None, v[3], v[4])
         elif code == 4:
-            self._set_last(aux_of, got_round)
+            self._set_last(aux_of, got_round, rpc)
             raise AllreduceTimeoutError(self.url, v[0], v[1], v[2], v[3], self._counters_now())
         else:
             raise OSError(v[0], os.strerror(v[0]))
 
     def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
              version: int | None) -> None:
-        """Send ``n`` chunks of a ``total``-element tensor, collect their results into ``out``."""
+        """Send ``n`` chunks of a ``total``-element tensor, collect their results into ``out``.
+
+        Sync: chunk ``c`` takes slot ``c mod S``'s next round. Async: every slot
+        advances by ``R`` = :func:`rounds_per_call` rounds per call from a base (its
+        own) that is a multiple of ``R``; chunk ``c`` = ``j·S + s`` takes round
+        ``base + j`` of slot ``s``, and a RESEND of a newer round of another chunk
+        moves the slot's base on by whole iterations (section 4, "Async at any size").
+        """
+        rpc = 1
+        if self.async_mode:
+            rpc = rounds_per_call(n, self.slots)
+            if rpc > EPOCH_ROUNDS:
+                raise ValueError(f"bad size={total}: {n} chunks need {rpc} rounds per slot, "
+                                 f"more than an epoch holds ({EPOCH_ROUNDS})")
+            # each slot from the iteration of its own last result: a slot's next round is
+            # then one the slot has reached or is about to reach, never one ahead of it
+            self._rounds[:] = [((b + rpc - 1) & ~(rpc - 1)) & _M32 for b in self._rounds]
         native = self._native()
         if native is not None:
-            return self._run_native(native, chunks, out, n, total, version)
+            self._run_native(native, chunks, out, n, total, version, rpc)
+        else:
+            self._run_python(chunks, out, n, total, version, rpc)
+        if self.async_mode:
+            self._rounds[:] = [(b + rpc) & _M32 for b in self._rounds]
+
+    def _run_python(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
+                    version: int | None, rpc: int) -> None:
+        """The per-packet loop of :meth:`_run` (the reference ``agg_run`` follows)."""
         s_count, window, p = self.slots, self.window, self.elems
-        rounds = self._rounds
+        rounds = self._rounds  # sync: each slot's next round; async: its call base
         pack = HEADER.pack_into
         unpack = HEADER.unpack_from
         L = self._msg_len
@@ -420,28 +515,77 @@ class Aggregator(Endpoint):
         wire = self.wire_dtype
         flags, job, worker = self._flags, self.job, self.worker
         catch_up = self.async_mode
+        low = rpc - 1  # async: round & low is the chunk's row j (chunk j*S + s)
         chunk_of = [-1] * s_count  # chunk in flight on each slot
-        cur_round = [0] * s_count
+        cur_round = [0] * s_count  # the round the chunk is to be answered by
+        first_round = [0] * s_count  # the round the chunk was launched with
+        sent_round = [0] * s_count  # the round in the slot's GRADIENT (waiting: an old one)
+        seen = [0] * s_count  # async: the newest round heard of on the slot
+        waiting = [False] * s_count  # async: behind; the target round is not sent yet
         deadline = [0.0] * s_count
         tries = [0] * s_count
         aux_of = np.zeros(n, dtype=np.uint32)
         got_round = np.zeros(n, dtype=np.uint32)
-        stale = resent = retrans = 0
+        taken = bytearray(n)  # chunks whose result is in out
+        stale = resent = retrans = jumps = missing = 0
         nxt = done = inflight = 0
         timeout, max_backoff, retries = self.timeout, self.max_backoff, self.retries
         to_send: list[int] = []
         next_scan = float("inf")  # no deadline of an in-flight chunk is earlier
+
+        poll_lag, pbuf = self._poll_lag, self._pbuf
+
+        def poll(s: int, r: int) -> None:
+            # async: a GRADIENT for round r that is never added (too stale), answered when
+            # round r, or a newer one in its copy, is DONE
+            pack(pbuf, 0, VERSION, _GRADIENT, flags, job, worker, s, r, p, (r - poll_lag) & _M32,
+                 total)
+            send(pbuf)
+
+        def give_up(s: int, ib: int) -> None:
+            # async: the chunk's round is gone: zeros, no contributor (aux 0); the slot goes
+            # on from iteration base ib (the slot's)
+            nonlocal done, inflight, missing
+            c = chunk_of[s]
+            out[c] = 0
+            aux_of[c] = 0
+            got_round[c] = (ib + c // s_count) & _M32
+            taken[c] = 1
+            done += 1
+            missing += 1
+            rounds[s] = ib
+            chunk_of[s] = -1
+            waiting[s] = False
+            inflight -= 1
+
+        def contribute(s: int, r: int) -> float:
+            # async: the slot's GRADIENT now carries round r (the slot reached r - 1)
+            pack(sbuf, s * L, VERSION, _GRADIENT, flags, job, worker, s, r, p,
+                 _lag_aux(r, rounds[s], version, rpc), total)
+            sent_round[s] = r
+            waiting[s] = False
+            send(smv[s * L:(s + 1) * L])
+            deadline[s], tries[s] = time.monotonic() + timeout, 1
+            return deadline[s]
+
         while done < n:
             now = time.monotonic()
             # launch what the window and the slots allow
             while nxt < n and inflight < window:
+                if taken[nxt]:  # async: its result came before it was sent
+                    nxt += 1
+                    continue
                 s = nxt % s_count
                 if chunk_of[s] >= 0:
                     break
-                r = rounds[s]
-                chunk_of[s], cur_round[s] = nxt, r
+                r = (rounds[s] + nxt // s_count) & _M32 if catch_up else rounds[s]
+                chunk_of[s] = nxt
+                cur_round[s] = first_round[s] = sent_round[s] = seen[s] = r
+                waiting[s] = False
+                aux = _lag_aux(r, rounds[s], version, rpc) if catch_up else \
+                    (r if version is None else version) & _M32
                 pack(sbuf, s * L, VERSION, _GRADIENT, flags, job, worker, s, r & _M32, p,
-                     (r if version is None else version) & _M32, total)
+                     aux, total)
                 spay[s] = chunks[nxt]
                 deadline[s], tries[s] = now + timeout, 1
                 next_scan = min(next_scan, now + timeout)
@@ -472,17 +616,55 @@ class Aggregator(Endpoint):
                             or (fl & _INT32) != flags:
                         continue
                     c = chunk_of[s]
+                    later = False  # async: the result of a later chunk of the slot, not sent yet
+                    if catch_up:
+                        c2 = (seq & low) * s_count + s
+                        later = c2 != c and nxt <= c2 < n and not taken[c2] \
+                            and (seq - (seq & low)) & _M32 == rounds[s]
+                        if later:
+                            c = c2
                     if c < 0:
                         continue
                     d = (seq - cur_round[s]) & _M32
-                    if d == 0:
+                    if d == 0 or later:
                         pass
-                    elif fl & _RESEND and d < 1 << 31:
-                        if not catch_up:  # sync: nobody completes a round without us
+                    elif not catch_up:
+                        if fl & _RESEND and d < 1 << 31:  # nobody completes a round without us
                             raise _OutOfStep(s, seq)
-                        stale += 1  # async: the slot moved on, take the newer result
-                    else:
                         continue
+                    else:
+                        j = c // s_count
+                        newer = d < 1 << 31
+                        if newer and fl & _RESEND and _newer(seq, seen[s]):
+                            seen[s] = seq
+                            tries[s] = 1  # an answer showing the slot moved on: progress
+                        if newer and (waiting[s] or fl & _RESEND):
+                            if seq & low != j:  # another chunk: wait for ours, send it, or
+                                ib, jj = (seq & ~low) & _M32, seq & low  # give it up
+                                t = (ib + j) & _M32
+                                if j + 1 < jj or (t == cur_round[s] and not waiting[s]
+                                                  and tries[s] > 3):
+                                    # its round is gone from the slot (reused by a newer
+                                    # one; or unanswered while the round after it is DONE)
+                                    if rounds[s] != ib:
+                                        jumps += 1
+                                    give_up(s, ib)
+                                    continue
+                                # j > jj: ahead of the slot, wait; j = jj - 1: still held
+                                if t != cur_round[s]:
+                                    cur_round[s] = t
+                                    rounds[s] = ib
+                                    jumps += 1
+                                    waiting[s] = True
+                                if waiting[s] and ((t - seq) & _M32 == 1 or (seq - t) & _M32 == 1):
+                                    next_scan = min(next_scan, contribute(s, t))
+                                continue
+                        elif waiting[s] and d == _M32:  # the slot reached the round before ours
+                            next_scan = min(next_scan, contribute(s, cur_round[s]))
+                            continue
+                        elif not (waiting[s] and seq & low == j
+                                  and (seq - first_round[s]) & _M32 < 1 << 31):
+                            continue
                     if fl & _ERROR:
                         raise TensorMismatchError(total, tot, aux, w & 0x7, s, seq)
                     if tot != total:
@@ -492,36 +674,56 @@ class Aggregator(Endpoint):
                     got_round[c] = seq
                     if fl & _RESEND:
                         resent += 1
-                    rounds[s] = (seq + 1) & _M32
+                    taken[c] = 1
+                    done += 1
+                    if catch_up:
+                        if later:  # the round it would have been sent with: not stale
+                            continue
+                        if seq != first_round[s]:
+                            stale += 1  # answered by a newer iteration (straggler catch-up)
+                        rounds[s] = (seq - c // s_count) & _M32
+                    else:
+                        rounds[s] = (seq + 1) & _M32
                     chunk_of[s] = -1
                     inflight -= 1
-                    done += 1
                 now = time.monotonic()
                 if now < next_scan:
                     continue
             else:
                 now = time.monotonic()
-            # retransmit what is due
+            # retransmit what is due (a waiting slot polls the round before its own and its
+            # own, never added; without safe polls it repeats its old round, whose copy holds
+            # a newer one)
             next_scan = float("inf")
             for s in range(s_count):
                 if chunk_of[s] < 0:
                     continue
                 if deadline[s] <= now:
                     if tries[s] > retries:
-                        self._set_last(aux_of, got_round)
+                        self._set_last(aux_of, got_round, rpc)
                         raise AllreduceTimeoutError(self.url, s, cur_round[s], chunk_of[s],
                                                     tries[s], self._counters_now())
-                    send(smv[s * L:(s + 1) * L])
+                    if waiting[s] and poll_lag:  # the round before ours, and ours
+                        poll(s, (cur_round[s] - 1) & _M32)
+                        poll(s, cur_round[s])
+                    else:
+                        send(smv[s * L:(s + 1) * L])
+                        if catch_up and poll_lag and tries[s] > 2:
+                            # unanswered: is the slot past our round (the round after it
+                            # DONE while ours is not answered: its copy was reused)?
+                            poll(s, (cur_round[s] + 1) & _M32)
                     deadline[s] = now + min(timeout * (1 << tries[s]), max_backoff)
                     tries[s] += 1
                     retrans += 1
                 next_scan = min(next_scan, deadline[s])
-        self._set_last(aux_of, got_round)
+        self._set_last(aux_of, got_round, rpc)
         self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
+        self.jumps, self.missing_chunks = jumps, missing
 
-    def _set_last(self, aux: np.ndarray, rounds: np.ndarray) -> None:
+    def _set_last(self, aux: np.ndarray, rounds: np.ndarray, rpc: int = 1) -> None:
         self.last_aux, self.last_rounds = aux, rounds
         self.last_contributors = aux & AUX_COUNT_MASK
+        self.last_rounds_per_call = rpc
 
 
 class _OutOfStep(Exception):
@@ -532,4 +734,4 @@ class _OutOfStep(Exception):
         self.slot, self.round = slot, round_
 
 
-__all__ = ["Aggregator"]
+__all__ = ["Aggregator", "rounds_per_call"]

@@ -201,6 +201,7 @@ class _Gen:
         self.job = 0
         self.mode = 0
         self.staleness = 0
+        self._threshold = 0
         self.size = 0  # replay records (what the generator believes)
         self.ip = [0x0A000100 + i for i in range(C.MAX_MEMBERS)]
         self.udp = [0] * C.MAX_MEMBERS
@@ -229,6 +230,7 @@ class _Gen:
         rng = self.rng
         self.members, self.slots, self.elems, self.dtype = members, slots, elems, dtype
         self.job, self.mode, self.staleness = job, mode, staleness
+        self._threshold = threshold
         roles = list(roles) if roles is not None else [
             C.ROLE_WORKER | rng.choice([0, C.ROLE_ACTOR, C.ROLE_LEARNER,
                                         C.ROLE_ACTOR | C.ROLE_LEARNER])
@@ -336,6 +338,10 @@ class _Gen:
 
     def port(self, w: int) -> int:
         return _MEMBER_PORT[w]
+
+    def threshold_members(self) -> int:
+        """Contributions that complete an async round (``AGG_THRESHOLD``, 0 acting as 1)."""
+        return max(1, self._threshold)
 
     # -- traffic patterns ------------------------------------------------------
     def aggregation(self, rounds: int, *, loss: float = 0.05, dup: float = 0.05,
@@ -569,6 +575,29 @@ def _async(seed: int) -> Vector:
     return g.v
 
 
+def _async_catchup(seed: int) -> Vector:
+    """Async members lagging beyond the staleness bound: never added, answered by a DONE
+    copy of their round or a newer one (protocol section 4, step 1)."""
+    g = _Gen("async_catchup", seed, _params())
+    g.configure(members=4, slots=2, elems=16, mode=1, threshold=2, staleness=1)
+    rng = g.rng
+    base = [rng.randrange(1 << 20), (M32 - 5) & M32]
+    for k in range(40):
+        for s in range(g.slots):
+            rnd = (base[s] + k) & M32
+            total = g.elems * 7
+            fresh = rng.sample(range(g.members), g.threshold_members())
+            frames = [(g.port(w), g.gradient(w, s, rnd, total)) for w in fresh]
+            for w in range(g.members):  # laggards: this round, older or newer ones
+                if w in fresh and rng.random() < 0.7:
+                    continue
+                r = (rnd + rng.choice([0, 0, 0, -1, -2, -3, 1])) & M32
+                lag = rng.choice([0, 1, 2, 2, 3, 5, 1 << 20])
+                frames.append((g.port(w), g.gradient(w, s, r, total, (r - lag) & M32)))
+            g.deliver(frames, dup=0.1, reorder=0.3, late=0.05)
+    return g.v
+
+
 def _leaf(seed: int) -> Vector:
     """A leaf of a two-level tree: partial sums go up, the parent's RESULTs come down."""
     g = _Gen("hierarchy_leaf", seed, _params())
@@ -713,7 +742,8 @@ def vectors(scale: int = 1) -> list[Vector]:
         out += [_sync(s + 1, 0), _sync(s + 2, 1), _sync(s + 3, 0, elems=352), _async(s + 4),
                 _leaf(s + 5), _leaf(s + 6), _replay(s + 7, 64, 64), _replay(s + 8, 128, 192),
                 _replay(s + 9, 4, 64), _mixed(s + 10), _mixed(s + 11), _registers(s + 12),
-                _l2(s + 13), _l2(s + 14), _rate(s + 15), _rate(s + 16)]
+                _l2(s + 13), _l2(s + 14), _rate(s + 15), _rate(s + 16),
+                _async_catchup(s + 17)]
     return out
 
 

@@ -607,10 +607,15 @@ class SwitchModel:
     def _gradient(self, frame: bytes, w: int, slot: int, r: int, aux: int, total: int,
                   rx: _Rx) -> list[Egress]:
         regs = self._regs
-        if regs["AGG_MODE"] and ((r - aux) & M32) > regs["AGG_STALENESS"]:
-            return self._drop("STALE")
         q = r & 1
         c = self._copies[slot][q]
+        if regs["AGG_MODE"] and ((r - aux) & M32) > regs["AGG_STALENESS"]:
+            # too stale: never added; a DONE copy of this round or a newer one answers
+            # (the async catch-up of a member lagging beyond the bound)
+            self._inc("CNT_DROP_STALE")
+            if c.valid and c.state == _DONE and ((c.round - r) & M32) < 1 << 31:
+                return [self._resend(slot, q, rx)]
+            return []
         if c.valid:
             d = (c.round - r) & M32
             if 0 < d < 1 << 31:  # the copy was reused by a newer round

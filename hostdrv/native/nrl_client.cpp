@@ -135,6 +135,19 @@ size_t recv_into(int fd, uint8_t* buf, size_t cap, double timeout, bool gro, siz
     }
 }
 
+// GRADIENT aux of round r of a call based at `base` (a multiple of rpc): the round minus the
+// lag in iterations (Aggregator._lag_aux)
+uint32_t lag_aux(uint32_t r, uint32_t base, bool has_version, uint32_t version, uint32_t rpc) {
+    if (!has_version) return r;
+    const uint32_t d = base - version * rpc;
+    return d >= 0x80000000u ? r : r - d / rpc;
+}
+
+bool newer(uint32_t a, uint32_t b) {
+    const uint32_t d = a - b;
+    return d && d < 0x80000000u;
+}
+
 }  // namespace
 
 AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8_t* out,
@@ -142,26 +155,73 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
     AggOutcome res;
     const uint32_t s_count = a.slots, p = a.elems;
     const size_t L = NRL_HEADER_LEN + size_t(4) * p;
+    const bool catch_up = a.catch_up;
+    const uint32_t rpc = catch_up ? a.rpc : 1, low = rpc - 1;
     std::vector<int64_t> chunk_of(s_count, -1);
-    std::vector<uint32_t> cur_round(s_count, 0), tries(s_count, 0);
+    std::vector<uint32_t> cur_round(s_count, 0), tries(s_count, 0), first_round(s_count, 0),
+        sent_round(s_count, 0), seen(s_count, 0);
+    std::vector<char> waiting(s_count, 0);
+    std::vector<char> taken(a.n, 0);  // chunks whose result is in out
     std::vector<double> deadline(s_count, 0.0);
     std::vector<uint32_t> to_send;
     std::vector<uint8_t> rbuf(a.recv_bytes);
     const double inf = std::numeric_limits<double>::infinity();
     uint64_t nxt = 0, done = 0, inflight = 0;
     double next_scan = inf;
+    // async: a GRADIENT for round r that is never added (too stale), answered when round r, or a
+    // newer one in its copy, is DONE
+    std::vector<uint8_t> pbuf(L, 0);
+    auto poll = [&](uint32_t s, uint32_t r) -> int {
+        header(pbuf.data(), NRL_OP_GRADIENT, a.flags, a.job, a.worker, s, r, p, r - a.poll_lag,
+               a.total);
+        return send_one(a.fd, pbuf.data(), L);
+    };
+    // async: the chunk's round is gone: zeros, no contributor (aux 0); the slot goes on from
+    // iteration base ib (the slot's)
+    auto give_up = [&](uint32_t s, uint32_t ib) {
+        const uint64_t c = uint64_t(chunk_of[s]);
+        std::memset(out + size_t(c) * 4 * p, 0, size_t(4) * p);
+        aux_of[c] = 0;
+        got_round[c] = ib + uint32_t(c / s_count);
+        taken[c] = 1;
+        ++done;
+        ++res.missing;
+        rounds[s] = ib;
+        chunk_of[s] = -1;
+        waiting[s] = 0;
+        --inflight;
+    };
+    // async: the slot's GRADIENT now carries round r (the slot reached r - 1)
+    auto contribute = [&](uint32_t s, uint32_t r) -> int {
+        uint8_t* h = sbuf + s * L;
+        header(h, NRL_OP_GRADIENT, a.flags, a.job, a.worker, s, r, p,
+               lag_aux(r, rounds[s], a.has_version, a.version, rpc), a.total);
+        sent_round[s] = r;
+        waiting[s] = 0;
+        const int e = send_one(a.fd, h, L);
+        deadline[s] = monotonic() + a.timeout;
+        tries[s] = 1;
+        next_scan = std::min(next_scan, deadline[s]);
+        return e;
+    };
     while (done < a.n) {
         double now = monotonic();
         // launch what the window and the slots allow
         while (nxt < a.n && inflight < a.window) {
+            if (taken[nxt]) {  // async: its result came before it was sent
+                ++nxt;
+                continue;
+            }
             const uint32_t s = uint32_t(nxt % s_count);
             if (chunk_of[s] >= 0) break;
-            const uint32_t r = rounds[s];
+            const uint32_t r = catch_up ? rounds[s] + uint32_t(nxt / s_count) : rounds[s];
             chunk_of[s] = int64_t(nxt);
-            cur_round[s] = r;
+            cur_round[s] = first_round[s] = sent_round[s] = seen[s] = r;
+            waiting[s] = 0;
             uint8_t* h = sbuf + s * L;
-            header(h, NRL_OP_GRADIENT, a.flags, a.job, a.worker, s, r, p,
-                   a.has_version ? a.version : r, a.total);
+            const uint32_t aux = catch_up ? lag_aux(r, rounds[s], a.has_version, a.version, rpc)
+                                          : (a.has_version ? a.version : r);
+            header(h, NRL_OP_GRADIENT, a.flags, a.job, a.worker, s, r, p, aux, a.total);
             std::memcpy(h + NRL_HEADER_LEN, chunks + nxt * 4 * p, size_t(4) * p);
             deadline[s] = now + a.timeout;
             tries[s] = 1;
@@ -202,20 +262,71 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
                 if (op != NRL_OP_RESULT || jb != a.job || s >= s_count || cnt != p ||
                     (fl & NRL_FLAG_INT32) != a.flags)
                     continue;
-                const int64_t c = chunk_of[s];
+                int64_t c = chunk_of[s];
+                bool later = false;  // async: the result of a later chunk of the slot, not sent yet
+                if (catch_up) {
+                    const uint64_t c2 = uint64_t(seq & low) * s_count + s;
+                    later = int64_t(c2) != c && c2 >= nxt && c2 < a.n && !taken[c2] &&
+                            seq - (seq & low) == rounds[s];
+                    if (later) c = int64_t(c2);
+                }
                 if (c < 0) continue;
                 const uint32_t d = seq - cur_round[s];
-                if (d == 0) {
-                } else if ((fl & NRL_FLAG_RESEND) && d < 0x80000000u) {
-                    if (!a.catch_up) {  // sync: nobody completes a round without us
+                const bool resend = fl & NRL_FLAG_RESEND;
+                if (d == 0 || later) {
+                } else if (!catch_up) {
+                    if (resend && d < 0x80000000u) {  // sync: nobody completes a round without us
                         res.code = AggOutcome::OUT_OF_STEP;
                         res.v[0] = s;
                         res.v[1] = seq;
                         return res;
                     }
-                    ++res.stale;  // async: the slot moved on, take the newer result
-                } else {
                     continue;
+                } else {
+                    const uint32_t j = uint32_t(uint64_t(c) / s_count);
+                    const bool nw = d < 0x80000000u;
+                    if (nw && resend && newer(seq, seen[s])) {
+                        seen[s] = seq;
+                        tries[s] = 1;  // an answer showing the slot moved on: progress
+                    }
+                    if (nw && (waiting[s] || resend)) {
+                        if ((seq & low) != j) {  // another chunk: wait for ours, send it, or
+                            const uint32_t ib = seq & ~low, jj = seq & low;  // give it up
+                            const uint32_t t = ib + j;
+                            if (j + 1 < jj || (t == cur_round[s] && !waiting[s] && tries[s] > 3)) {
+                                // its round is gone from the slot (reused by a newer one; or
+                                // unanswered while the round after it is DONE)
+                                if (rounds[s] != ib) ++res.jumps;
+                                give_up(s, ib);
+                                continue;
+                            }
+                            // j > jj: ahead of the slot, wait; j = jj - 1: still held
+                            if (t != cur_round[s]) {
+                                cur_round[s] = t;
+                                rounds[s] = ib;
+                                ++res.jumps;
+                                waiting[s] = 1;
+                            }
+                            if (waiting[s] && (t - seq == 1 || seq - t == 1)) {
+                                if (int e = contribute(s, t)) {
+                                    res.code = AggOutcome::OS_ERROR;
+                                    res.v[0] = uint32_t(e);
+                                    return res;
+                                }
+                            }
+                            continue;
+                        }
+                    } else if (waiting[s] && d == 0xFFFFFFFFu) {  // the slot reached the round before ours
+                        if (int e = contribute(s, cur_round[s])) {
+                            res.code = AggOutcome::OS_ERROR;
+                            res.v[0] = uint32_t(e);
+                            return res;
+                        }
+                        continue;
+                    } else if (!(waiting[s] && (seq & low) == j &&
+                                 uint32_t(seq - first_round[s]) < 0x80000000u)) {
+                        continue;
+                    }
                 }
                 if (fl & NRL_FLAG_ERROR) {
                     res.code = AggOutcome::MISMATCH_ERROR;
@@ -236,18 +347,25 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
                 std::memcpy(out + size_t(c) * 4 * p, m + NRL_HEADER_LEN, size_t(4) * p);
                 aux_of[c] = aux;
                 got_round[c] = seq;
-                if (fl & NRL_FLAG_RESEND) ++res.resent;
-                rounds[s] = seq + 1;
+                if (resend) ++res.resent;
+                taken[size_t(c)] = 1;
+                ++done;
+                if (catch_up) {
+                    if (later) continue;  // the round it would have been sent with: not stale
+                    if (seq != first_round[s]) ++res.stale;  // a newer iteration (catch-up)
+                    rounds[s] = seq - uint32_t(uint64_t(c) / s_count);
+                } else {
+                    rounds[s] = seq + 1;
+                }
                 chunk_of[s] = -1;
                 --inflight;
-                ++done;
             }
             now = monotonic();
             if (now < next_scan) continue;
         } else {
             now = monotonic();
         }
-        // retransmit what is due
+        // retransmit what is due (a waiting slot sends its old round: a poll, never added)
         next_scan = inf;
         for (uint32_t s = 0; s < s_count; ++s) {
             if (chunk_of[s] < 0) continue;
@@ -260,7 +378,19 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
                     res.v[3] = tries[s];
                     return res;
                 }
-                if (int e = send_one(a.fd, sbuf + s * L, L)) {
+                // a waiting slot polls the round before its own and its own (never added);
+                // without safe polls it repeats its old round, whose copy holds a newer one
+                int e = 0;
+                if (waiting[s] && a.poll_lag) {
+                    e = poll(s, cur_round[s] - 1);
+                    if (!e) e = poll(s, cur_round[s]);
+                } else {
+                    e = send_one(a.fd, sbuf + s * L, L);
+                    // unanswered: is the slot past our round (the round after it DONE while
+                    // ours is not answered: its copy was reused)?
+                    if (!e && catch_up && a.poll_lag && tries[s] > 2) e = poll(s, cur_round[s] + 1);
+                }
+                if (e) {
                     res.code = AggOutcome::OS_ERROR;
                     res.v[0] = uint32_t(e);
                     return res;

@@ -15,7 +15,9 @@ struct AggArgs {
     bool has_version;  // async staleness: every chunk's aux (else its own round)
     uint32_t version;
     uint32_t slots, window, elems, flags, job, worker;
-    bool catch_up;     // async: take a newer round's RESEND
+    bool catch_up;     // async: rounds per call, a newer iteration's result (catch-up)
+    uint32_t rpc;      // async: rounds every slot advances by per call (a power of two)
+    uint32_t poll_lag;  // async: AGG_STALENESS + 1 (a GRADIENT never added: a safe poll), 0: none
     double timeout, max_backoff;
     uint32_t retries;
     bool gro;
@@ -29,11 +31,12 @@ struct AggOutcome {
     // OUT_OF_STEP: slot, seq; MISMATCH_ERROR: tot, aux, culprit, slot, seq; MISMATCH: tot,
     // -, -, slot, seq; TIMEOUT: slot, round, chunk, tries; OS_ERROR: errno
     uint32_t v[5] = {0, 0, 0, 0, 0};
-    uint64_t stale = 0, resent = 0, retrans = 0;
+    uint64_t stale = 0, resent = 0, retrans = 0, jumps = 0, missing = 0;
 };
 
 /// sbuf: slots * (22 + 4P) bytes of GRADIENT messages (headers rewritten here); chunks and
-/// out: n * P words; rounds: per slot, updated; aux_of, got_round: per chunk; gso: the
+/// out: n * P words; rounds: per slot (sync: its next round; async: its call base, a
+/// multiple of rpc), updated; aux_of, got_round: per chunk; gso: the
 /// transport's GSO flag (cleared when the path refuses GSO).
 AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8_t* out,
                    uint32_t* rounds, uint32_t* aux_of, uint32_t* got_round, bool* gso);

@@ -371,10 +371,14 @@ void Engine::process(const uint8_t* f, size_t n, uint8_t src_port) {
 
 void Engine::gradient(const uint8_t* f, uint32_t w, uint32_t slot, uint32_t r, uint32_t aux,
                       uint32_t total, const Rx& rx) {
-    if (R(NRL_REG_AGG_MODE) && uint32_t(r - aux) > R(NRL_REG_AGG_STALENESS))
-        return inc(NRL_REG_CNT_DROP_STALE);
     const uint32_t q = r & 1;
     Copy& c = copies_[size_t(slot) * 2 + q];
+    if (R(NRL_REG_AGG_MODE) && uint32_t(r - aux) > R(NRL_REG_AGG_STALENESS)) {
+        // too stale: never added; a DONE copy of this round or a newer one answers
+        inc(NRL_REG_CNT_DROP_STALE);
+        if (c.valid && c.state == DONE && uint32_t(c.round - r) < 0x80000000u) resend(slot, q, rx);
+        return;
+    }
     if (c.valid) {
         const uint32_t d = c.round - r;
         if (d && d < 0x80000000u) {  // the copy was reused by a newer round

@@ -110,12 +110,14 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
         [](int fd, py::buffer sbuf, py::buffer chunks, py::buffer out, py::buffer rounds,
            py::buffer aux_of, py::buffer got_round, uint64_t n, uint32_t total, py::object version,
            uint32_t slots, uint32_t window, uint32_t elems, uint32_t flags, uint32_t job,
-           uint32_t worker, bool catch_up, double timeout, double max_backoff, uint32_t retries,
-           bool gro, bool gso, size_t recv_bytes) {
+           uint32_t worker, bool catch_up, uint32_t rpc, uint32_t poll_lag, double timeout,
+           double max_backoff, uint32_t retries, bool gro, bool gso, size_t recv_bytes) {
+            if (rpc == 0 || (rpc & (rpc - 1)))
+                throw py::value_error("agg_run: bad rpc (rounds per call: a power of two)");
             nrl::AggArgs a{fd, n, total, !version.is_none(),
                            version.is_none() ? 0u : version.cast<uint32_t>(), slots, window,
-                           elems, flags, job, worker, catch_up, timeout, max_backoff, retries,
-                           gro, recv_bytes};
+                           elems, flags, job, worker, catch_up, rpc, poll_lag, timeout, max_backoff,
+                           retries, gro, recv_bytes};
             const size_t words = size_t(n) * elems;
             auto need = [](const py::buffer_info& b, size_t bytes, bool writable, const char* what) {
                 if (size_t(b.size) * size_t(b.itemsize) < bytes || (writable && b.readonly))
@@ -137,10 +139,10 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
                 r = nrl::agg_run(a, sp, cp, op, rp, ap, gp, &gso);
             }
             return py::make_tuple(r.code, py::make_tuple(r.v[0], r.v[1], r.v[2], r.v[3], r.v[4]),
-                                  r.stale, r.resent, r.retrans, gso);
+                                  r.stale, r.resent, r.retrans, r.jumps, r.missing, gso);
         },
         "Aggregator._run's loop (nrl_client.cpp); returns (code, values, stale, resent, "
-        "retransmissions, gso)");
+        "retransmissions, jumps, missing, gso)");
 
     m.def(
         "replay_sample",

@@ -678,7 +678,10 @@ wire total_mismatch = !g_open && d2_total_differs_reg;
 wire has_worker = !g_open && d2_has_worker_reg;
 wire [1:0] copy_state = g_open ? ST_OPEN : d2_state_reg;
 wire g_stale = stale_lag || copy_newer;
-wire g_stale_resend = !stale_lag && copy_newer && d2_state_reg == ST_DONE;
+// a DONE copy of a newer round answers an old round; too stale (never added),
+// a DONE copy of this round answers too (the async catch-up beyond the bound)
+wire g_stale_resend = d2_state_reg == ST_DONE &&
+                      (copy_newer || (stale_lag && d2_copy_valid_reg && d2_same_round_reg));
 wire g_mis = !g_stale && total_mismatch;
 // MISMATCH on a DONE copy re-sends its RESULT; on an OPEN or UP copy it
 // makes an error copy (ERROR RESULT to every member)

@@ -79,16 +79,15 @@ class InSwitchSync(GradSync):
 
     def _allreduce(self, vec: np.ndarray, version: int) -> np.ndarray:
         if self.spec.mode == "async":
-            chunks = -(-vec.size // self._agg.elems)
-            if chunks > self._agg.slots:
-                raise ValueError(f"async in-switch needs one round per slot per call: "
-                                 f"{vec.size} elements are {chunks} chunks > AGG_SLOTS "
-                                 f"{self._agg.slots}")
+            # any size: a call is one iteration of R rounds per slot, and versions count
+            # iterations (hostdrv.Aggregator.allreduce, docs/protocol.md section 4)
             out = self._agg.allreduce(vec, version=version)
+            rounds = self._agg.last_rounds
+            self.last_round = self._agg.last_iteration if len(rounds) else self.round
         else:
             out = self._agg.allreduce(vec)
-        rounds = self._agg.last_rounds
-        self.last_round = int(rounds[0]) if len(rounds) else self.round
+            rounds = self._agg.last_rounds
+            self.last_round = int(rounds[0]) if len(rounds) else self.round
         return np.asarray(out, dtype=vec.dtype)
 
     def close(self) -> None:
