@@ -240,6 +240,25 @@ def test_exchange_stops_at_a_posted_round() -> None:
     assert p.detach().tolist() == [-2.0] * 3
 
 
+def test_a_round_without_its_contributor_count_is_skipped() -> None:
+    """Async in-switch: a chunk whose round is gone comes back as zeros with no contributor;
+    when it is the one holding the contributor count, the round cannot be averaged and is
+    skipped (the parameters do not move), while a round with its count is applied."""
+    import torch
+
+    spec = SyncBackend(SyncSpec(kind="reference", world=1)).start()
+    p = torch.nn.Parameter(torch.zeros(3))
+    ex = GradientExchange(make_sync(spec, 0), [p], torch.optim.SGD([p], lr=1.0))
+    p.grad = torch.ones(3)
+    given_up = np.zeros(3 + 3, np.float32)  # gradients, return sum, count, contributors
+    given_up[:3] = 5.0  # chunks that did arrive: not averageable without the count
+    ex._apply((given_up, 0), 0)
+    assert p.detach().tolist() == [0.0] * 3 and ex.log.contributors == [0]
+    ex._apply((np.array([2, 2, 2, 0, 0, 2], np.float32), 1), 0)  # two contributors
+    assert p.detach().tolist() == [-1.0] * 3 and ex.log.contributors == [0, 2]
+    assert ex.applied_round == 1
+
+
 # -- replay: the three strategies return the same records ----------------------------------
 
 

@@ -30,8 +30,10 @@ Round semantics (sync and async) follow ``docs/protocol.md`` section 4, and
   contribution whose ``round - version`` exceeds the staleness bound is
   dropped; contributions arriving after completion are ignored, and every
   worker still receives every round's result, so weights stay identical
-  (in the switch, a straggler more than a round behind takes the newer
-  round's result instead and carries on from there). gloo cannot complete a collective with fewer than N ranks, so ``allreduce``
+  (in the switch, a straggler whose round is gone takes the newer result of the
+  same chunk, or is answered with it when its contribution is too stale, and
+  carries on from there; a chunk whose result is gone for good comes back as
+  zeros with no contributor, ``docs/protocol.md`` section 4). gloo cannot complete a collective with fewer than N ranks, so ``allreduce``
   *emulates* async: stale contributions are replaced by zeros (their
   contributor flag too), but every round waits for all N ranks.
 

@@ -291,6 +291,15 @@ class GradientExchange:
     def _apply(self, result: tuple[np.ndarray, int], staleness: int) -> None:
         total, round_ = result
         vec = self.quantizer.decode(total) if self.quantizer is not None else total
+        if float(vec[-1]) < 0.5:
+            # async in-switch: the chunk holding the contributor count came back given up
+            # (zeros, no contributor: its round was gone, docs/protocol.md section 4); the
+            # sum cannot be averaged, so this round is skipped like a stale contribution
+            self.applied_round = max(round_, self.applied_round + 1)
+            self.log.rounds += 1
+            self.log.contributors.append(0)
+            self.log.staleness.append(staleness)
+            return
         contributors = max(1, int(round(float(vec[-1]))))
         grads = vec[:self.n_grad] / np.float32(contributors)
         with torch.no_grad():
