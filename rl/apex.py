@@ -633,7 +633,7 @@ def run_apex(algo: str, cfg: Any, apex: ApexConfig, dist: DistConfig, replay: Re
             started.append(p)
         summary = collect(q, started, n, algo=algo, env_id=cfg.env_id, dist=dist,
                            total_steps=cfg.total_timesteps, replay=rspec, out=out,
-                           progress=progress, timeout=timeout, t_wall=t_wall)
+                           progress=progress, timeout=timeout, t_wall=t_wall, switch_url=url)
         ctl.close()
         learners = summary.results[:apex.learners]
         iters = max(1, learners[0].iterations)

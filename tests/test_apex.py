@@ -3,6 +3,9 @@ runs with dedicated actors and learners through a soft switch's replay memory.""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -78,3 +81,61 @@ def test_bad_topologies_are_refused_before_anything_starts() -> None:
     with pytest.raises(ValueError, match="member ids"):
         run_apex("dqn", cfg, ApexConfig(actors=5, learners=2), dist, ReplaySpec(kind="innet"),
                  target_return=None, progress=False)
+
+
+def _apex_run(tmp_path: Path, algo: str, cfg: object, apex: ApexConfig, sync: str = "inswitch",
+              target: float | None = None) -> tuple[object, dict]:
+    summary = run_apex(algo, cfg, apex, DistConfig(workers=apex.learners, sync=sync),
+                       ReplaySpec(kind="innet"), target_return=target, run_dir=tmp_path,
+                       progress=False, timeout=600)
+    return summary, json.loads((tmp_path / "summary.json").read_text())["apex"]
+
+
+def _check_limiter(apex_json: dict) -> None:
+    """The switch held Reverb's bounds: every served sample and accepted record is in the
+    accumulator, which ended inside [min_diff, max_diff]; the limiter did hold a side back
+    (which one depends on who is faster: on this machine the learner, so the actors)."""
+    rate = apex_json["rate"]
+    assert rate["min_diff"] <= rate["diff"] <= rate["max_diff"], rate
+    assert rate["inserts"] == pytest.approx(round(rate["inserts"]))  # whole records
+    assert rate["push_not_yet"] + rate["sample_not_yet"] > 0
+
+
+def test_dqn_actors_and_learner_kept_in_step_by_the_switch(tmp_path: Path) -> None:
+    cfg = DQNConfig(total_timesteps=1600, learning_starts=200, log_every=10)
+    summary, apex_json = _apex_run(tmp_path, "dqn", cfg, ApexConfig(actors=2, learners=1))
+    assert summary.env_steps == 1600  # every actor spent its budget
+    assert summary.iterations > 0
+    _check_limiter(apex_json)
+    # a learner update of 64 samples per 4 inserts; the records the actors pushed are
+    # the records the switch accepted (nothing lost to a refused PUSH)
+    rate = apex_json["rate"]
+    assert rate["target_samples_per_insert"] == cfg.batch_size / cfg.train_frequency
+    assert rate["inserts"] == summary.env_steps == rate["size"]
+    episodes = (tmp_path / "episodes.csv").read_text().splitlines()
+    ranks = {line.split(",")[1] for line in episodes[1:]}
+    assert ranks <= {"1", "2"} and ranks  # episodes come from the actors only
+
+
+@pytest.mark.slow
+def test_apex_dqn_solves_cartpole_through_the_switch(tmp_path: Path) -> None:
+    cfg = DQNConfig(total_timesteps=150_000)
+    summary, apex_json = _apex_run(tmp_path, "dqn", cfg, ApexConfig(actors=4, learners=1),
+                                   target=195.0)
+    assert summary.solved, summary.last_mean_return
+    _check_limiter(apex_json)
+
+
+@pytest.mark.slow
+def test_apex_two_learners_sum_gradients_in_the_switch(tmp_path: Path) -> None:
+    from rl.ddpg import Config as DDPGConfig
+
+    cfg = DDPGConfig(total_timesteps=1500, learning_starts=300, log_every=20)
+    summary, apex_json = _apex_run(tmp_path, "ddpg", cfg, ApexConfig(actors=3, learners=2))
+    assert summary.env_steps == 1500
+    results = summary.results[:2]
+    assert results[0].rounds == results[1].rounds > 0  # the learners stepped together
+    assert results[0].params.keys() == results[1].params.keys()
+    for k in results[0].params:  # the same sums applied: the same weights
+        assert np.array_equal(results[0].params[k], results[1].params[k]), k
+    _check_limiter(apex_json)
