@@ -60,6 +60,8 @@ bench: setup
 	$(PY) scripts/bench_grad_agg.py
 	$(PY) scripts/bench_replay.py
 	$(PY) scripts/bench_rl.py --quick
+	$(PY) scripts/bench_replay_host.py --quick --json '' --plot ''
+	$(PY) scripts/cluster_model.py
 	@if [ "$$(id -u)" = 0 ]; then $(PY) scripts/bench_rack.py --algos ppo; \
 	else echo "[bench] scripts/bench_rack.py builds network namespaces: run it as root"; fi
 
