@@ -12,13 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from rl import cli
-
-pytest.importorskip("tensorboard")
-from tensorboard.backend.event_processing.event_accumulator import (  # noqa: E402
-    EventAccumulator,
-)
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
