@@ -35,7 +35,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam
 
 from hostdrv.protocol import Opcode
-from sim.common.tb import STRESS, high
+from sim.common.tb import STRESS, LeanStream, high
 from sim.replay_engine.test_replay_engine import ACTORS, LEARNERS, TB, Member, random_workload
 
 MEM_BYTES = int(os.environ.get("RPL_MEM_BYTES", str(1 << 20)))
@@ -112,9 +112,19 @@ class DdrTB(TB):
     def __init__(self, dut: HierarchyObject, seed: int = 1, rd_lat: int = RD_LAT,
                  wr_lat: int = WR_LAT, lean: bool = False) -> None:
         super().__init__(dut, seed=seed, lean=lean)
+        self.seed = seed
+        if self.lean is not None:
+            # the record store's m_axis_tvalid is X until the reset (Icarus): start after it
+            self.lean.stop()
         self.ram = LatencyRam(dut, MEM_BYTES, rd_lat, wr_lat)
         self.slots: dict[int, bytes] = {}  # record slot -> the record last pushed there
         self._made: list[bytes] = []
+
+    async def reset(self, cycles: int = 8, after: int = 4) -> None:
+        """The stream testbench's reset; then (lean driver) a fresh driver on the reset DUT."""
+        await super().reset(cycles, after)
+        if self.lean is not None:
+            self.lean = LeanStream(self.dut, self.clk, rand=random.Random(self.seed).random)
 
     def records(self, k: int) -> list[bytes]:
         out = super().records(k)
