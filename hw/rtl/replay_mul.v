@@ -45,7 +45,7 @@ THE SOFTWARE.
  * slice takes what is left, up to 17 bits), so no carry chain is longer
  * than 18 bits. One result per clock; fixed latency
  * LATENCY = 4 + ceil((31 + OUT_WIDTH) / 16): 9 clocks for OUT_WIDTH 34 .. 49
- * (C = 4 .. 2^17 in the replay engine), 10 for OUT_WIDTH 50 .. 65.
+ * (C = 4 .. 2^17 in the replay engine), 10 for OUT_WIDTH 50 .. 64.
  */
 module replay_mul #
 (
