@@ -10,7 +10,14 @@ C = 32 of R = 192 on a 512-bit bus (three 512-bit beats per record, a
 default and on Verilator under ``slow``. Every test but the random workload
 (whose malformed frames bypass the testbench's PUSH) also checks each
 record's place in the memory (slot i at i times the power-of-two stride). ``verilator --lint-only -Wall``
-of the engine with ``REC_STORE = 1`` (three parameter sets) runs too.
+of the engine with ``REC_STORE = 1`` (four parameter sets) runs too.
+
+C = 2^17 records of 64 bytes on a 512-bit bus (``BEYOND``, ``slow``, both
+simulators): 8,200 PUSHes of 16 records through the lean beat driver, past
+2^16 and round the ring, nearly all at priority 2^32 - 1 so the tree total
+(the draw scale of a prioritized batch of one) needs its 49th bit; then
+uniform and prioritized SAMPLEs and UPDATEs in the upper half. The default
+run builds the same configuration on Verilator with 64 PUSHes only.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ TEST_MODULE = "sim.replay_engine.test_replay_ddr"
 # (DATA_WIDTH, CAPACITY, RECORD_BYTES)
 SMALL, ODD = (256, 64, 128), (512, 32, 192)
 LARGE = (512, 65536, 4032)
+BEYOND = (512, 1 << 17, 64)
 # (simulator, configuration): under a minute per simulator; Verilator's ODD run is slow-marked
 CASES = [
     pytest.param("icarus", SMALL, id="icarus-w256_c64_r128"),
@@ -60,7 +68,8 @@ def _run(sim: str, width: int, capacity: int, record_bytes: int, env: dict[str, 
     ["-GREC_STORE=1", "-GDATA_WIDTH=512", "-GRECORD_BYTES=192", "-GCAPACITY=32"],
     ["-GREC_STORE=1", "-GRECORD_BYTES=4032", "-GCAPACITY=65536", "-GAXI_ADDR_WIDTH=34",
      "-GAXI_ID_WIDTH=4", "-GAXI_BASE_ADDR=34'h100000000"],
-], ids=["default", "w512_r192", "large"])
+    ["-GREC_STORE=1", "-GDATA_WIDTH=512", "-GRECORD_BYTES=64", "-GCAPACITY=131072"],
+], ids=["default", "w512_r192", "large", "c2p17"])
 def test_replay_ddr_lint(params: list[str]) -> None:
     """verilator --lint-only -Wall with REC_STORE=1: no warning in the record store or the engine
     (scripts/lint_rtl.py lints the defaults, REC_STORE=0)."""
@@ -93,3 +102,18 @@ def test_replay_ddr_large(sim: str) -> None:
 def test_replay_ddr_long(sim: str) -> None:
     """A longer random workload, 256-bit bus, C = 128 records of 256 bytes."""
     _run(sim, 256, 128, 256, env={"RPL_SEED": "11", "RPL_SCALE": "6"})
+
+
+@pytest.mark.parametrize("sim", ["verilator"])
+def test_replay_ddr_2p17(sim: str) -> None:
+    """C = 2^17 records of 64 bytes in AXI memory, built and run with 64 PUSHes of 16 records
+    (the configuration only: the ring stays in its lower half)."""
+    _run(sim, *BEYOND, env={"RPL_SEED": "5", "RPL_BEYOND": "64"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_replay_ddr_beyond_2p16(sim: str) -> None:
+    """C = 2^17: 131,200 records pushed (the ring full and wrapped; tree total past 2^48), then uniform and
+    prioritized SAMPLEs and UPDATEs in the upper half, every frame against the model."""
+    _run(sim, *BEYOND, env={"RPL_SEED": "5", "RPL_BEYOND": "8200"})

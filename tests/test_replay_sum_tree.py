@@ -1,7 +1,8 @@
 """Build ``hw/rtl/replay_sum_tree.v`` and check it against ``hostdrv.sampler.SumTree``.
 
-Random update and draw bursts on Icarus and Verilator, for C = 16 and C = 64
-leaves (and C = 4, the smallest tree, on Icarus).
+Random update and draw bursts on Icarus and Verilator, for C = 4, 16 and 64
+leaves; under ``slow`` the largest tree the replay engine takes, C = 2^17
+(49-bit sums), on Verilator.
 """
 
 from __future__ import annotations
@@ -24,4 +25,19 @@ def test_replay_sum_tree(sim: str, capacity: int) -> None:
         test_module="sim.replay_sum_tree.test_replay_sum_tree",
         parameters={"CAPACITY": capacity, "USER_WIDTH": 16},
         extra_env={"TREE_SEED": str(capacity)},
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sim", ["verilator"])
+def test_replay_sum_tree_2p17(sim: str) -> None:
+    """C = 2^17 leaves (the replay engine's largest): root sums and draws equal the model's."""
+    require_simulator(sim, "the replay_sum_tree cocotb testbench")
+    run_cocotb(
+        sim=sim,
+        toplevel="replay_sum_tree",
+        sources=[RTL / "replay_sum_tree.v"],
+        test_module="sim.replay_sum_tree.test_replay_sum_tree",
+        parameters={"CAPACITY": 1 << 17, "USER_WIDTH": 20},  # a query's tag: up to 3 C per burst
+        extra_env={"TREE_SEED": "17", "TREE_ROUNDS": "6"},
     )

@@ -75,7 +75,7 @@ module replay_engine #
     parameter KEEP_WIDTH = DATA_WIDTH/8,
     // Width of AXI stream tuser in bits (SUME layout)
     parameter USER_WIDTH = 128,
-    // Replay capacity C in records (power of two, 4 .. 65536)
+    // Replay capacity C in records (power of two, 4 .. 131072)
     parameter CAPACITY = 16384,
     // Record size R in bytes (multiple of 64)
     parameter RECORD_BYTES = 128,
@@ -194,7 +194,7 @@ localparam META_ADDR_WIDTH = 5;
 localparam META_WIDTH = 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W;
 localparam CTX_TAG_W = 2;  // 4 request contexts
 localparam RESP_Q_ADDR_W = 7;  // response queue: 128 entries
-localparam MUL_LAT = 9;
+localparam MUL_LAT = 4 + (SUM_W + 46) / 16;  // replay_mul: 9 clocks up to C = 2^17
 localparam SMP_USER_W = CTX_TAG_W + 6 + 1 + 1;  // sample side band: tag, i, last, uniform
 localparam RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 6 + INDEX_W + 32;
 localparam CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1);
@@ -213,8 +213,8 @@ initial begin
         $error("Error: USER_WIDTH must hold the SUME port fields [31:16] (instance %m)");
         $finish;
     end
-    if (CAPACITY < 4 || CAPACITY > 65536 || (CAPACITY & (CAPACITY - 1)) != 0) begin
-        $error("Error: CAPACITY must be a power of two in 4 .. 65536 (instance %m)");
+    if (CAPACITY < 4 || CAPACITY > 131072 || (CAPACITY & (CAPACITY - 1)) != 0) begin
+        $error("Error: CAPACITY must be a power of two in 4 .. 131072 (instance %m)");
         $finish;
     end
     if (RECORD_BYTES < 64 || RECORD_BYTES % 64 != 0 || RECORD_BYTES > 4032) begin
@@ -377,7 +377,7 @@ wire [31:0] r_prio;
 wire [SMP_USER_W-1:0] r_user;
 wire mul_in_valid;
 wire [37:0] mul_in_a;
-wire [47:0] mul_in_b;
+wire [SUM_W-1:0] mul_in_b;
 wire [SMP_USER_W-1:0] mul_in_user;
 wire ctx_we;
 wire [CTX_TAG_W-1:0] ctx_wa;
@@ -458,15 +458,13 @@ exec_inst (
 // sampler arithmetic and sum tree
 
 wire mul_valid;
-// verilator lint_off UNUSEDSIGNAL
-wire [47:0] mul_p;   // bits above SUM_WIDTH are 0
-// verilator lint_on UNUSEDSIGNAL
+wire [SUM_W-1:0] mul_p;
 wire [SMP_USER_W-1:0] mul_user;
 
 replay_mul #(
     .A_WIDTH(38),
-    .B_WIDTH(48),
-    .OUT_WIDTH(48),
+    .B_WIDTH(SUM_W),
+    .OUT_WIDTH(SUM_W),
     .USER_WIDTH(SMP_USER_W),
     .LATENCY(MUL_LAT)
 )

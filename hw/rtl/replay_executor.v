@@ -85,7 +85,7 @@ module replay_executor #
 (
     // Width of AXI stream data in bits (256 or 512)
     parameter DATA_WIDTH = 256,
-    // Replay capacity C in records (power of two, 4 .. 65536)
+    // Replay capacity C in records (power of two, 4 .. 131072)
     parameter CAPACITY = 16384,
     // Record size R in bytes (multiple of 64)
     parameter RECORD_BYTES = 128,
@@ -173,7 +173,7 @@ module replay_executor #
      */
     output wire                     mul_valid,
     output wire [37:0]              mul_a,
-    output wire [47:0]              mul_b,
+    output wire [SUM_W-1:0]         mul_b,
     output wire [SMP_USER_W-1:0]    mul_user,
 
     /*
@@ -322,7 +322,7 @@ reg rec_we_int;
 reg [REC_ADDR_W-1:0] rec_wa;
 reg mul_in_valid;
 reg [37:0] mul_in_a;
-reg [47:0] mul_in_b;
+reg [SUM_W-1:0] mul_in_b;
 reg [SMP_USER_W-1:0] mul_in_user;
 reg rq_push_int;
 reg [RESP_ENTRY_W-1:0] rq_push_data_int;
@@ -478,7 +478,7 @@ always @* begin
     stat_empty_int = 1'b0;
     mul_in_valid = 1'b0;
     mul_in_a = {6'd0, xorshift32(rng_reg)};
-    mul_in_b = {{48-SUM_W{1'b0}}, y_reg};
+    mul_in_b = y_reg;
     mul_in_user = {ctx_wr_reg, smp_i_reg[5:0], 1'b0, !m_prio};
 
     case (state_reg)

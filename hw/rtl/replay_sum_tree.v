@@ -64,7 +64,7 @@ THE SOFTWARE.
  */
 module replay_sum_tree #
 (
-    // Number of leaves C (power of two, 4 .. 65536)
+    // Number of leaves C (power of two, 4 .. 131072)
     parameter CAPACITY = 16384,
     // Width of the query side band
     parameter USER_WIDTH = 16,
@@ -123,8 +123,8 @@ localparam PRIO_LANE1_W = 32 - LANE0_W;       // lane 1 width of a leaf priority
 localparam DELTA_LANE1_W = PRIO_LANE1_W + 1;  // lane 1 of delta = new - old (signed)
 
 initial begin
-    if (CAPACITY < 4 || CAPACITY > 65536 || (CAPACITY & (CAPACITY - 1)) != 0) begin
-        $error("Error: CAPACITY must be a power of two in 4 .. 65536 (instance %m)");
+    if (CAPACITY < 4 || CAPACITY > 131072 || (CAPACITY & (CAPACITY - 1)) != 0) begin
+        $error("Error: CAPACITY must be a power of two in 4 .. 131072 (instance %m)");
         $finish;
     end
     if (INDEX_WIDTH != $clog2(CAPACITY) || SUM_WIDTH != 32 + INDEX_WIDTH) begin

@@ -17,6 +17,8 @@ Environment (set by ``tests/test_replay_ddr.py``):
     ``RPL_RD_LAT``      clocks from an AR to its first R beat (default 20)
     ``RPL_WR_LAT``      clocks before a write burst's first beat is stored (default 10)
     ``RPL_LARGE``       1: only the large-configuration test runs
+    ``RPL_BEYOND``      PUSHes of 16 records for ``test_ddr_beyond_2p16`` (C = 2^17);
+                        when set, only that test runs
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam
 
-from sim.common.tb import STRESS, high
+from hostdrv.protocol import Opcode
+from sim.common.tb import STRESS, LeanStream, high
 from sim.replay_engine.test_replay_engine import ACTORS, LEARNERS, TB, Member, random_workload
 
 MEM_BYTES = int(os.environ.get("RPL_MEM_BYTES", str(1 << 20)))
@@ -40,6 +43,7 @@ RD_LAT = int(os.environ.get("RPL_RD_LAT", "20"))
 WR_LAT = int(os.environ.get("RPL_WR_LAT", "10"))
 SCALE = float(os.environ.get("RPL_SCALE", "1"))
 LARGE = os.environ.get("RPL_LARGE") == "1"
+BEYOND = int(os.environ.get("RPL_BEYOND", "0"))
 
 
 def axi_pauses(rng: random.Random, p: float) -> Iterator[int]:
@@ -106,11 +110,21 @@ class DdrTB(TB):
     """The replay engine testbench with the AXI RAM model on ``m_axi``."""
 
     def __init__(self, dut: HierarchyObject, seed: int = 1, rd_lat: int = RD_LAT,
-                 wr_lat: int = WR_LAT) -> None:
-        super().__init__(dut, seed=seed)
+                 wr_lat: int = WR_LAT, lean: bool = False) -> None:
+        super().__init__(dut, seed=seed, lean=lean)
+        self.seed = seed
+        if self.lean is not None:
+            # the record store's m_axis_tvalid is X until the reset (Icarus): start after it
+            self.lean.stop()
         self.ram = LatencyRam(dut, MEM_BYTES, rd_lat, wr_lat)
         self.slots: dict[int, bytes] = {}  # record slot -> the record last pushed there
         self._made: list[bytes] = []
+
+    async def reset(self, cycles: int = 8, after: int = 4) -> None:
+        """The stream testbench's reset; then (lean driver) a fresh driver on the reset DUT."""
+        await super().reset(cycles, after)
+        if self.lean is not None:
+            self.lean = LeanStream(self.dut, self.clk, rand=random.Random(self.seed).random)
 
     def records(self, k: int) -> list[bytes]:
         out = super().records(k)
@@ -162,7 +176,7 @@ def _seed(idle: bool, backpressure: bool, base: int) -> int:
     return int(os.environ.get("RPL_SEED", "1")) * 1000 + base + 2 * idle + backpressure
 
 
-@cocotb.test(skip=LARGE)
+@cocotb.test(skip=LARGE or BEYOND > 0)
 @cocotb.parametrize(idle=STRESS, backpressure=STRESS)
 async def test_ddr_basic(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
     """PUSH, uniform and prioritized SAMPLE, UPDATE with the records in AXI memory."""
@@ -181,7 +195,7 @@ async def test_ddr_basic(dut: HierarchyObject, idle: bool, backpressure: bool) -
     await tb.finish()
 
 
-@cocotb.test(skip=LARGE)
+@cocotb.test(skip=LARGE or BEYOND > 0)
 @cocotb.parametrize(idle=STRESS, backpressure=STRESS)
 async def test_ddr_ordering(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
     """SAMPLE then PUSH over the sampled slots then SAMPLE: reads and writes stay in order."""
@@ -204,7 +218,7 @@ async def test_ddr_ordering(dut: HierarchyObject, idle: bool, backpressure: bool
     await tb.finish()
 
 
-@cocotb.test(skip=LARGE)
+@cocotb.test(skip=LARGE or BEYOND > 0)
 @cocotb.parametrize(backpressure=STRESS)
 async def test_ddr_hazards(dut: HierarchyObject, backpressure: bool) -> None:
     """Samples aimed at the records a PUSH touches, with the memory slow on one side.
@@ -240,7 +254,7 @@ async def test_ddr_hazards(dut: HierarchyObject, backpressure: bool) -> None:
     await tb.finish()
 
 
-@cocotb.test(skip=LARGE)
+@cocotb.test(skip=LARGE or BEYOND > 0)
 @cocotb.parametrize(idle=STRESS, backpressure=STRESS)
 async def test_ddr_random_workload(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
     """Random PUSH / SAMPLE / UPDATE mix past ring wrap-around, all AXI channels paused."""
@@ -252,7 +266,7 @@ async def test_ddr_random_workload(dut: HierarchyObject, idle: bool, backpressur
     await tb.finish(memory=False)  # its malformed frames bypass DdrTB.push
 
 
-@cocotb.test(skip=LARGE)
+@cocotb.test(skip=LARGE or BEYOND > 0)
 async def test_ddr_throughput(dut: HierarchyObject) -> None:
     """With a memory that keeps up (no latency, no pauses) the replies leave back to back.
 
@@ -286,7 +300,7 @@ async def test_ddr_throughput(dut: HierarchyObject) -> None:
     await tb.check_memory()
 
 
-@cocotb.test(skip=not LARGE)
+@cocotb.test(skip=not LARGE or BEYOND > 0)
 async def test_ddr_large(dut: HierarchyObject) -> None:
     """A large configuration (e.g. C = 65536, R = 4032): few records written, samples
     and an UPDATE compared with the model, stream and AXI channels paused."""
@@ -300,3 +314,59 @@ async def test_ddr_large(dut: HierarchyObject) -> None:
     await tb.update(LEARNERS[0], [0, 4], [1 << 30, 0])
     await tb.sample(LEARNERS[0], 4, True)
     await tb.finish()
+
+
+@cocotb.test(skip=BEYOND == 0)
+async def test_ddr_beyond_2p16(dut: HierarchyObject) -> None:
+    """C = 2^17 records: ``RPL_BEYOND`` PUSHes of 16 records (past 2^16 when it is above 4096,
+    round the ring above 8192) through the lean beat driver, then uniform and prioritized SAMPLEs and UPDATEs in the
+    upper half of the ring, every frame compared with the model, the records' place in the
+    AXI RAM checked.
+
+    Nearly every priority is 2^32 - 1, so once more than 2^16 records are in, the tree
+    total (the draw scale of a prioritized batch of one) needs its 49th bit: the fourth
+    limb of ``replay_mul``'s operand b and the top bit of its result."""
+    tb = DdrTB(dut, seed=_seed(False, False, 40), lean=True)
+    await tb.reset()
+    c, rng = tb.capacity, tb.rng
+    assert c == 1 << 17, f"RPL_CAPACITY {c}: build with CAPACITY = 2^17"
+    top = 0xFFFFFFFF
+    tb.stress_all(False, False, axi=0.05)
+    for n in range(BEYOND):
+        prios = [top if rng.random() < 0.98 else rng.getrandbits(32) for _ in range(16)]
+        await tb.push(ACTORS[n % 2], 16, prios)
+        if n % 1024 == 1023:
+            await tb.check_outputs()  # keep the expected queue short
+            tb.log.info("%d records pushed", tb.records_pushed)
+    await tb.check_outputs()
+    size = tb.m.read("RPL_SIZE")
+    total = tb.m.read("RPL_TOTAL_LO") | tb.m.read("RPL_TOTAL_HI") << 32
+    if BEYOND > 4096:
+        assert size > 1 << 16, f"only {size} records in"
+        assert total >> 48, f"total {total:#x} does not reach bit 48"
+    tb.log.info("size %d, total %#x", size, total)
+    lean = tb.lean
+    assert lean is not None
+    lean.idle, lean.backpressure = 0.3, 0.3
+    tb.ram.set_pauses(random.Random(rng.getrandbits(32)), 0.2)
+    lrn = LEARNERS
+    for batch, prio in ((1, True), (64, False), (1, True), (2, True), (64, True), (1, False),
+                        (32, True), (1, True)):
+        await tb.sample(lrn[rng.randrange(2)], batch, prio)
+    # the upper half: a hot record, some zeroed, one out of range
+    hot = [size - 1 - rng.randrange(min(size, 1 << 10)) for _ in range(4)]
+    cold = [(1 << 16) + rng.randrange(max(1, size - (1 << 16))) for _ in range(8)]
+    await tb.update(lrn[0], hot + cold + [size + 3], [top] * 4 + [0] * 8 + [5])
+    for batch in (1, 16, 64):
+        await tb.sample(lrn[1], batch, True)
+    await tb.update(lrn[1], hot, [1 << 31] * 4)
+    await tb.push(ACTORS[0], 16)
+    for batch, prio in ((64, False), (1, True), (8, True)):
+        await tb.sample(lrn[0], batch, prio)
+    await tb.finish()
+    upper = sum(1 for e in tb.expected if e.frame[43] == Opcode.SAMPLE_RESP
+                and int.from_bytes(e.frame[64:68], "little") >= 1 << 16)
+    tb.log.info("%d SAMPLE_RESPs of %d from the upper half", upper,
+                tb.m.counters()["CNT_TX_SAMPLE_RESP"])
+    if BEYOND > 4096:
+        assert upper > 0, "no sample came from index 2^16 or above"
