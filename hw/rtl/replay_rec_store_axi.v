@@ -38,7 +38,7 @@ THE SOFTWARE.
  * Layout: record i at AXI_BASE_ADDR + i * S, S = RECORD_BYTES rounded up to
  * a power of two (at most 4096), so a record is one INCR burst of
  * RECORD_BYTES/64 beats of 512 bits that never crosses a 4 KB boundary.
- * Memory used: CAPACITY * S bytes (65536 * 4096 = 256 MiB at most).
+ * Memory used: CAPACITY * S bytes (131072 * 4096 = 512 MiB at most).
  *
  * Write side: the executor's record beats (wr_valid, wr_addr = {index,
  * beat}, wr_data; two 256-bit beats are packed into one 512-bit word) enter

@@ -69,7 +69,7 @@ module replay_responder #
     parameter KEEP_WIDTH = DATA_WIDTH/8,
     // Width of AXI stream tuser in bits (SUME layout)
     parameter USER_WIDTH = 128,
-    // Replay capacity C in records (power of two, 4 .. 65536)
+    // Replay capacity C in records (power of two, 4 .. 131072)
     parameter CAPACITY = 16384,
     // Record size R in bytes (multiple of 64)
     parameter RECORD_BYTES = 128,
