@@ -256,6 +256,10 @@ class BoardClient:
         body = self._call(_OP_GET, self.version)
         return np.frombuffer(body, dtype=np.float32) if body else None
 
+    def poll(self) -> None:
+        """Refresh :attr:`stop`, :attr:`window` and :attr:`env_steps` (no weights)."""
+        self._call(_OP_GET, 1 << 62)
+
     def episode(self, ret: float, steps: int) -> None:
         """Report a finished episode and the env steps since the last report."""
         self._call(_OP_EPISODE, steps, ret)
@@ -437,13 +441,18 @@ def learner_main(task: ApexTask, ctx: WorkerContext) -> WorkerResult:
         board.put(1, _flat(parts.policy))
     updates = 0
     loss_v = 0.0
+    beta0 = float(getattr(cfg, "beta", 0.4))
     while True:
-        if j == 0 and updates % apex.publish_every == 0:
-            board.put(updates + 1, _flat(parts.policy))
-            if board.stop:
-                # the actors are done: every learner stops after the next round
-                exchange.board.propose(exchange.next_round + 1)
-        beta = getattr(cfg, "beta", 0.4)
+        if updates % apex.publish_every == 0:
+            if j == 0:
+                board.put(updates + 1, _flat(parts.policy))
+                if board.stop:
+                    # the actors are done: every learner stops after the next round
+                    exchange.board.propose(exchange.next_round + 1)
+            else:
+                board.poll()
+        # importance exponent annealed to 1 over the actors' budget (as rl.dqn does)
+        beta = beta0 + (1.0 - beta0) * min(1.0, board.env_steps / max(1, cfg.total_timesteps))
         batch = replay.sample(b, prioritized=prioritized, beta=beta)  # waits on the limiter
         obs = torch.from_numpy(batch.obs.reshape(b, -1).astype(np.float32))
         nxt = torch.from_numpy(batch.next_obs.reshape(b, -1).astype(np.float32))

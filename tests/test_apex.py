@@ -107,11 +107,12 @@ def test_dqn_actors_and_learner_kept_in_step_by_the_switch(tmp_path: Path) -> No
     assert summary.env_steps == 1600  # every actor spent its budget
     assert summary.iterations > 0
     _check_limiter(apex_json)
-    # a learner update of 64 samples per 4 inserts; the records the actors pushed are
-    # the records the switch accepted (nothing lost to a refused PUSH)
+    # a learner update of 64 samples per 4 inserts; every record the actors pushed was
+    # accepted (nothing lost to a refused PUSH); a PUSH whose PUSH_ACK came after the
+    # client's timeout is sent again and may be stored twice (at least once, ReplayClient)
     rate = apex_json["rate"]
     assert rate["target_samples_per_insert"] == cfg.batch_size / cfg.train_frequency
-    assert rate["inserts"] == summary.env_steps == rate["size"]
+    assert summary.env_steps <= rate["inserts"] == rate["size"]
     episodes = (tmp_path / "episodes.csv").read_text().splitlines()
     ranks = {line.split(",")[1] for line in episodes[1:]}
     assert ranks <= {"1", "2"} and ranks  # episodes come from the actors only
