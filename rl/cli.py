@@ -275,6 +275,10 @@ def _train_apex(args: argparse.Namespace, cfg: Any, dist: Any, replay: Any,
     if dist.launcher != "process":
         raise SystemExit("netrl: --topology apex runs actor and learner processes "
                          "(--launcher process)")
+    if getattr(args, "workload", "demo") == "paper":
+        raise SystemExit("netrl: --topology apex keeps its replay in the switch, whose records "
+                         "(RPL_RECORD_BYTES, 128 by default) are smaller than the paper "
+                         "workloads' transitions (Atari 56 KB, HalfCheetah 192 bytes)")
     apex = ApexConfig(actors=args.actors, learners=args.learners,
                       samples_per_insert=args.samples_per_insert)
     dist.replay, dist.workers = "innet", args.learners

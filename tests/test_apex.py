@@ -140,3 +140,17 @@ def test_apex_two_learners_sum_gradients_in_the_switch(tmp_path: Path) -> None:
     for k in results[0].params:  # the same sums applied: the same weights
         assert np.array_equal(results[0].params[k], results[1].params[k]), k
     _check_limiter(apex_json)
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--algo", "ppo"], "runs dqn, ddpg"),
+    (["--algo", "dqn", "--replay", "server"], "needs --replay innet"),
+    (["--algo", "dqn", "--workload", "paper"], "RPL_RECORD_BYTES"),
+])
+def test_cli_refuses_what_apex_cannot_run(argv: list[str], says: str, tmp_path: Path) -> None:
+    from rl import cli
+
+    with pytest.raises(SystemExit, match=says):
+        cli.main(["train", "--topology", "apex", "--no-progress", "--runs-dir", str(tmp_path),
+                  *argv])
+    assert not any(tmp_path.iterdir())  # refused before a run folder was made
