@@ -403,8 +403,6 @@ def actor_main(task: ApexTask, ctx: WorkerContext) -> WorkerResult:
 
 def learner_main(task: ApexTask, ctx: WorkerContext) -> WorkerResult:
     """A learner: sample, learn (gradients summed over the learners), update priorities."""
-    import torch.nn.functional as F
-
     cfg, apex, j = task.cfg, task.apex, task.index
     env = EnvPool(cfg.env_id, 1, cfg.seed)
     parts = _Parts(task.algo, cfg, env)
@@ -454,37 +452,16 @@ def learner_main(task: ApexTask, ctx: WorkerContext) -> WorkerResult:
         # importance exponent annealed to 1 over the actors' budget (as rl.dqn does)
         beta = beta0 + (1.0 - beta0) * min(1.0, board.env_steps / max(1, cfg.total_timesteps))
         batch = replay.sample(b, prioritized=prioritized, beta=beta)  # waits on the limiter
-        obs = torch.from_numpy(batch.obs.reshape(b, -1).astype(np.float32))
-        nxt = torch.from_numpy(batch.next_obs.reshape(b, -1).astype(np.float32))
-        rew = torch.from_numpy(batch.rewards)
-        done = torch.from_numpy(batch.dones)
+        td = None
         if task.algo == "dqn":
-            act = torch.from_numpy(batch.actions.astype(np.int64))
-            with torch.no_grad():
-                if cfg.double_q:
-                    next_a = parts.q(nxt).argmax(-1, keepdim=True)
-                    next_q = parts.target(nxt).gather(1, next_a).squeeze(1)
-                else:
-                    next_q = parts.target(nxt).max(-1).values
-                td_target = rew + cfg.gamma * next_q * (1.0 - done)
-            q = parts.q(obs).gather(1, act.view(-1, 1)).squeeze(1)
-            td = (td_target - q).detach()
-            loss = (torch.from_numpy(batch.weights)
-                    * F.smooth_l1_loss(q, td_target, reduction="none")).mean()
-            opts.zero_grad()
-            loss.backward()
+            from rl.dqn import td_backward
+
+            loss, td = td_backward(parts.q, parts.target, opts, batch, cfg)
         else:
-            act = torch.from_numpy(batch.actions.reshape(b, -1).astype(np.float32))
-            with torch.no_grad():
-                q_next = parts.critic_target(nxt, parts.actor_target(nxt))
-                td_target = rew + cfg.gamma * q_next * (1.0 - done)
-            for o in opts:
-                o.zero_grad()
-            (-parts.critic(obs, parts.actor(obs)).mean()).backward()
-            opts[1].zero_grad()
-            loss = F.mse_loss(parts.critic(obs, act), td_target)
-            loss.backward()
-            td = None
+            from rl.ddpg import ddpg_backward
+
+            _, loss = ddpg_backward(parts.actor, parts.critic, parts.actor_target,
+                                    parts.critic_target, opts[0], opts[1], batch, cfg)
         stats = board.window if j == 0 else (0.0, 0)
         if not exchange.step(*stats):
             break
@@ -529,27 +506,26 @@ def rate_limits(algo: str, cfg: Any, apex: ApexConfig) -> tuple[int, float, floa
     return max(1, int(min_size)), float(spi), float(err)
 
 
-RATE_REGISTERS = ("RPL_RATE_DIFF_LO", "RPL_RATE_DIFF_HI", "CNT_TX_SAMPLE_RESP",
-                  "CNT_TX_PUSH_ACK", "CNT_TX_PUSH_NOT_YET", "CNT_TX_SAMPLE_NOT_YET", "RPL_SIZE")
-"""The registers :func:`run_apex` reads when the first side finishes (before the limit is
-lifted); counters are read-to-clear."""
+RATE_COUNTERS = ("CNT_TX_SAMPLE_RESP", "CNT_TX_PUSH_ACK", "CNT_TX_PUSH_NOT_YET",
+                 "CNT_TX_SAMPLE_NOT_YET", "RPL_SIZE")
+"""What :func:`run_apex` reads, beside :meth:`hostdrv.SwitchControl.rate_limiter`, when the
+first side finishes (before the limit is lifted)."""
 
 
-def rate_report(snap: dict[str, int], min_size: int, spi: float, err: float) -> dict[str, float]:
-    """What the rate limiter did: samples served, records inserted (from the accumulator
+def rate_report(snap: dict[str, float]) -> dict[str, float]:
+    """What the rate limiter did, from a snapshot of :meth:`SwitchControl.rate_limiter` and
+    :data:`RATE_COUNTERS`: samples served, records inserted (from the accumulator
     ``diff = inserts * SPI - samples``), the achieved samples per insert, the NOT_YET answers
-    and whether ``diff`` stayed within Reverb's bounds around ``SPI * min_size``."""
+    and Reverb's bounds around ``SPI * min_size`` that ``diff`` must stay within."""
     if not snap:
         return {}
-    diff = ((snap["RPL_RATE_DIFF_HI"] << 32) | snap["RPL_RATE_DIFF_LO"])
-    diff = (diff - (1 << 64) if diff >> 63 else diff) / 65536.0
+    diff, spi, err = snap["diff"], snap["samples_per_insert"], snap["error_buffer"]
     samples = snap["CNT_TX_SAMPLE_RESP"]
-    q16 = round(spi * 65536) / 65536.0  # the ratio as the register holds it
-    inserts = (diff + samples) / q16 if q16 else float("nan")
-    offset = q16 * min_size
+    inserts = (diff + samples) / spi if spi else float("nan")
+    offset = spi * snap["min_size"]
     return {"samples": samples, "inserts": inserts, "diff": diff,
             "samples_per_insert": samples / inserts if inserts else float("nan"),
-            "target_samples_per_insert": q16, "error_buffer": err, "min_diff": offset - err,
+            "target_samples_per_insert": spi, "error_buffer": err, "min_diff": offset - err,
             "max_diff": offset + err, "push_not_yet": snap["CNT_TX_PUSH_NOT_YET"],
             "sample_not_yet": snap["CNT_TX_SAMPLE_NOT_YET"], "size": snap["RPL_SIZE"]}
 
@@ -615,12 +591,13 @@ def run_apex(algo: str, cfg: Any, apex: ApexConfig, dist: DistConfig, replay: Re
         ctl.configure_rate_limiter(min_size=min_size, samples_per_insert=spi,
                                    error_buffer=err)
         url = rspec.url
-        snapshot: dict[str, int] = {}
+        snapshot: dict[str, float] = {}
 
         def release() -> None:
             """One side is done: record the limiter's state, then let the other side run free."""
             c = hostdrv.SwitchControl(url)
-            for name in RATE_REGISTERS:
+            snapshot.update(c.rate_limiter())
+            for name in RATE_COUNTERS:
                 snapshot[name] = c.read(name)
             c.configure_rate_limiter(min_size=1, samples_per_insert=0.0, error_buffer=0.0)
             c.close()
@@ -648,7 +625,7 @@ def run_apex(algo: str, cfg: Any, apex: ApexConfig, dist: DistConfig, replay: Re
         iters = max(1, learners[0].iterations)
         summary.mean_compute_s = float(np.mean([r.compute_seconds / iters for r in learners]))
         summary.mean_comm_s = float(np.mean([r.comm_seconds / iters for r in learners]))
-        rate = rate_report(snapshot, min_size, spi, err)
+        rate = rate_report(snapshot)
         if out is not None:
             (out / "summary.json").write_text(json.dumps(
                 {**summary.to_json(), "apex": {**asdict(apex), "rate": rate}}, indent=2))
@@ -671,5 +648,5 @@ def run_apex(algo: str, cfg: Any, apex: ApexConfig, dist: DistConfig, replay: Re
     return summary
 
 
-__all__ = ["ALGOS", "ApexConfig", "ApexTask", "BoardClient", "ParamBoard", "RATE_REGISTERS",
+__all__ = ["ALGOS", "ApexConfig", "ApexTask", "BoardClient", "ParamBoard", "RATE_COUNTERS",
            "actor_epsilon", "actor_main", "apex_main", "learner_main", "rate_limits", "rate_report", "run_apex"]

@@ -32,7 +32,7 @@ from rl.common import (
     torch_generator,
     uniform_layer,
 )
-from rl.replay import RecordLayout, make_replay
+from rl.replay import RecordLayout, ReplayBatch, make_replay
 from rl.sync import GradientExchange, make_sync
 
 
@@ -102,6 +102,34 @@ def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
             t.mul_(1.0 - tau).add_(s, alpha=tau)
 
 
+def ddpg_backward(actor: Actor, critic: Critic, actor_target: Actor, critic_target: Critic,
+                  actor_opt: torch.optim.Optimizer, critic_opt: torch.optim.Optimizer,
+                  batch: ReplayBatch, cfg: Config) -> tuple[torch.Tensor, torch.Tensor]:
+    """The actor's and the critic's losses of ``batch``, each backpropagated into its own
+    network's zeroed gradients (the actor's pass leaves nothing in the critic's).
+
+    Returns
+    -------
+    (actor_loss, critic_loss)
+    """
+    b = cfg.batch_size
+    b_obs = torch.from_numpy(batch.obs.reshape(b, -1).astype(np.float32))
+    b_next = torch.from_numpy(batch.next_obs.reshape(b, -1).astype(np.float32))
+    b_act = torch.from_numpy(batch.actions.reshape(b, -1).astype(np.float32))
+    with torch.no_grad():
+        q_next = critic_target(b_next, actor_target(b_next))
+        td_target = (torch.from_numpy(batch.rewards)
+                     + cfg.gamma * q_next * (1.0 - torch.from_numpy(batch.dones)))
+    actor_opt.zero_grad()
+    critic_opt.zero_grad()
+    actor_loss = -critic(b_obs, actor(b_obs)).mean()
+    actor_loss.backward()
+    critic_opt.zero_grad()  # keep only the actor's part of that backward pass
+    critic_loss = F.mse_loss(critic(b_obs, b_act), td_target)
+    critic_loss.backward()
+    return actor_loss, critic_loss
+
+
 def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
     """Run one DDPG actor-learner until the budget is spent or the workers agree it is solved."""
     assert ctx.replay is not None, "DDPG needs a replay strategy"
@@ -162,20 +190,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
 
         # -- learn: one batch, actor and critic gradients in one round -------------------
         batch = replay.sample(cfg.batch_size, prioritized=cfg.prioritized)
-        b_obs = torch.from_numpy(batch.obs.reshape(cfg.batch_size, -1).astype(np.float32))
-        b_next = torch.from_numpy(batch.next_obs.reshape(cfg.batch_size, -1).astype(np.float32))
-        b_act = torch.from_numpy(batch.actions.reshape(cfg.batch_size, -1).astype(np.float32))
-        with torch.no_grad():
-            q_next = critic_target(b_next, actor_target(b_next))
-            td_target = (torch.from_numpy(batch.rewards)
-                         + cfg.gamma * q_next * (1.0 - torch.from_numpy(batch.dones)))
-        actor_opt.zero_grad()
-        critic_opt.zero_grad()
-        actor_loss = -critic(b_obs, actor(b_obs)).mean()
-        actor_loss.backward()
-        critic_opt.zero_grad()  # keep only the actor's part of that backward pass
-        critic_loss = F.mse_loss(critic(b_obs, b_act), td_target)
-        critic_loss.backward()
+        actor_loss, critic_loss = ddpg_backward(actor, critic, actor_target, critic_target,
+                                                actor_opt, critic_opt, batch, cfg)
         if not exchange.step(*window.stats):
             break
         updates += 1

@@ -33,7 +33,7 @@ from rl.common import (
     uniform_layer,
 )
 from rl.common.nets import CNNQNetwork, is_image
-from rl.replay import RecordLayout, make_replay
+from rl.replay import RecordLayout, ReplayBatch, make_replay
 from rl.sync import GradientExchange, make_sync
 
 
@@ -98,6 +98,37 @@ def build_q_network(obs_shape: tuple[int, ...], n_actions: int, hidden: int,
 def linear_schedule(start: float, end: float, duration: int, t: int) -> float:
     """Linear interpolation from ``start`` to ``end`` over ``duration`` steps."""
     return max(end, start + (end - start) * t / max(1, duration))
+
+
+def td_backward(q_net: nn.Module, target: nn.Module, optimizer: torch.optim.Optimizer,
+                batch: ReplayBatch, cfg: Config) -> tuple[torch.Tensor, torch.Tensor]:
+    """The importance-weighted Huber TD loss of ``batch`` (double DQN when
+    ``cfg.double_q``), backpropagated into ``q_net``'s zeroed gradients.
+
+    Returns
+    -------
+    (loss, td)
+        The loss and the TD errors (detached), from which the new priorities come.
+    """
+    b = cfg.batch_size
+    b_obs = torch.from_numpy(batch.obs.reshape(b, -1).astype(np.float32))
+    b_next = torch.from_numpy(batch.next_obs.reshape(b, -1).astype(np.float32))
+    b_act = torch.from_numpy(batch.actions.astype(np.int64))
+    with torch.no_grad():
+        if cfg.double_q:
+            next_a = q_net(b_next).argmax(-1, keepdim=True)
+            next_q = target(b_next).gather(1, next_a).squeeze(1)
+        else:
+            next_q = target(b_next).max(-1).values
+        td_target = (torch.from_numpy(batch.rewards)
+                     + cfg.gamma * next_q * (1.0 - torch.from_numpy(batch.dones)))
+    q = q_net(b_obs).gather(1, b_act.view(-1, 1)).squeeze(1)
+    td = td_target - q
+    weights = torch.from_numpy(batch.weights)
+    loss = (weights * F.smooth_l1_loss(q, td_target, reduction="none")).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    return loss, td.detach()
 
 
 def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
@@ -167,28 +198,12 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
         # -- learn: prioritized sample, TD loss, gradient exchange, new priorities -------
         beta = cfg.beta + (1.0 - cfg.beta) * min(1.0, step / steps_per_worker)
         batch = replay.sample(cfg.batch_size, prioritized=cfg.prioritized, beta=beta)
-        b_obs = torch.from_numpy(batch.obs.reshape(cfg.batch_size, -1).astype(np.float32))
-        b_next = torch.from_numpy(batch.next_obs.reshape(cfg.batch_size, -1).astype(np.float32))
-        b_act = torch.from_numpy(batch.actions.astype(np.int64))
-        with torch.no_grad():
-            if cfg.double_q:
-                next_a = q_net(b_next).argmax(-1, keepdim=True)
-                next_q = target(b_next).gather(1, next_a).squeeze(1)
-            else:
-                next_q = target(b_next).max(-1).values
-            td_target = (torch.from_numpy(batch.rewards)
-                         + cfg.gamma * next_q * (1.0 - torch.from_numpy(batch.dones)))
-        q = q_net(b_obs).gather(1, b_act.view(-1, 1)).squeeze(1)
-        td = td_target - q
-        weights = torch.from_numpy(batch.weights)
-        loss = (weights * F.smooth_l1_loss(q, td_target, reduction="none")).mean()
-        optimizer.zero_grad()
-        loss.backward()
+        loss, td = td_backward(q_net, target, optimizer, batch, cfg)
         if not exchange.step(*window.stats):
             break
         if cfg.prioritized:
             replay.update_priorities(
-                batch.indices, (td.detach().abs().numpy() + cfg.prio_eps) ** cfg.alpha)
+                batch.indices, (td.abs().numpy() + cfg.prio_eps) ** cfg.alpha)
         updates += 1
 
         if updates % cfg.log_every == 0:
