@@ -100,17 +100,26 @@ def test_refused_push_is_resent_whole(switch: SoftSwitch, client_loop: str) -> N
     time.sleep(0.3)
     assert t.is_alive()  # the third batch of 16 waits for samples
     assert ctl.read("CNT_TX_PUSH_NOT_YET") > 0
-    samples = 0
-    while t.is_alive() and samples < 200:
-        samples += len(learner.sample(16, prioritized=False).indices)
+    # exactly the samples the three PUSHes allow: diff may fall to min_diff = S*M - E, so
+    # (48*S - min_diff) / 16 batches; each batch the learner asks for is served once the
+    # actor's next PUSH passes, and the last PUSH passes before the last batch is served.
+    # (Sampling "while the actor is alive" raced: a batch asked for just after the last
+    # PUSH_ACK, before the thread ended, waited for a PUSH that never came.)
+    lim = ctl.rate_limiter()
+    min_diff = lim["samples_per_insert"] * lim["min_size"] - lim["error_buffer"]
+    batches = int(48 * lim["samples_per_insert"] - min_diff) // 16
+    for _ in range(batches):
+        assert len(learner.sample(16, prioritized=False).indices) == 16
     t.join(10)
     assert not t.is_alive()
     np.testing.assert_array_equal(done[0], np.arange(48))
     c = _counters(ctl)
     assert (c["RPL_SIZE"], c["CNT_TX_PUSH_ACK"]) == (48, 3)  # each batch stored once
     assert c["CNT_RX_PUSH"] == 3 + c["CNT_TX_PUSH_NOT_YET"]
+    assert c["CNT_TX_SAMPLE_RESP"] == 16 * batches
     lim = ctl.rate_limiter()
     assert lim["diff"] == 48 * 2.0 - c["CNT_TX_SAMPLE_RESP"]
+    assert lim["diff"] == min_diff  # the limiter's floor, reached exactly
     for x in (learner, actor, ctl):
         x.close()
 
