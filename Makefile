@@ -32,10 +32,10 @@ cxx:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq g++; }
 
-$(STAMP): pyproject.toml setup.py hostdrv/native/*.cpp hostdrv/native/*.h | cxx
+$(STAMP): pyproject.toml constraints.txt setup.py hostdrv/native/*.cpp hostdrv/native/*.h | cxx
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[all]'
 	@touch $(STAMP)
 
 demo: setup

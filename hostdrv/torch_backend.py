@@ -74,7 +74,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
+
+from hostdrv.extras import EXTRAS, MissingExtraError
+
+try:
+    import torch
+except ModuleNotFoundError as e:  # the core install: name the extra that brings torch
+    raise MissingExtraError("torch", "torch", EXTRAS["torch"]) from e
 import torch.distributed as dist
 from torch._C._distributed_c10d import (
     AllreduceCoalescedOptions,

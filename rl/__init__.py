@@ -5,3 +5,9 @@ shared pieces are the gradient-sync strategies (``rl.sync``), the replay
 strategies (``rl.replay``) and env/logging/launch helpers (``rl.common``).
 The ``netrl`` command line is ``rl.cli``; ``python -m rl.demo`` is the demo.
 """
+
+from hostdrv.extras import check as _check
+
+# torch, gymnasium, matplotlib and tensorboard come with the extra "rl"; without them the
+# first import of the package says which line installs them
+_check("rl", "torch", "gymnasium", "matplotlib", "tensorboard")

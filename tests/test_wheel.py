@@ -12,7 +12,16 @@ outside the repository, so the checkout is not importable:
 * ``netrl --help`` works;
 * ``netfpga-softswitch`` serves a ``soft://`` all-reduce;
 * a ``sim://`` all-reduce runs the RTL that Verilator builds from the packaged
-  sources into a temporary build folder (about 25-60 s).
+  sources into a temporary build folder (about 25-60 s), in an environment that holds
+  the wheel, the core dependencies and the ``sim`` extra only.
+
+Installing in parts (the extras of ``pyproject.toml``): the wheel's metadata asks for
+numpy and pyserial only, every other dependency under an extra. An environment with the
+wheel and nothing but the dependencies of the extras asked for is built without a
+download: a fresh venv (no pip, no site-packages of its own) whose site-packages links
+the distributions this venv holds, the closure of the wheel's requirements for those
+extras. There the core imports the driver, talks to a soft switch started from the full
+install, and every feature of a missing extra raises an error naming it.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,6 +37,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
 from toolcheck import require_module, require_tool
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,6 +136,70 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return wheel, site
 
 
+def _closure(wheel: Path, extras: set[str]) -> set[str]:
+    """Distributions (canonical names) an install of ``wheel[extras]`` brings: the wheel's
+    requirements for those extras (its self-references expanded), then theirs, as this
+    venv resolved them."""
+    own = _requirements(wheel)
+    env = default_environment()
+    asked: set[str] = set()
+    todo = set(extras)
+    while todo:  # "all" = "netfpga-rl[torch,rl,...]", "rl" = "netfpga-rl[torch]" + ...
+        e = todo.pop()
+        asked.add(e)
+        for r in own:
+            if _canon(r.name) == "netfpga-rl" and r.marker is not None \
+                    and r.marker.evaluate({**env, "extra": e}):
+                todo |= set(r.extras) - asked
+    dists = {_canon(r.name) for r in own if _canon(r.name) != "netfpga-rl" and (
+        r.marker is None or any(r.marker.evaluate({**env, "extra": e}) for e in asked))}
+    stack = list(dists)
+    while stack:
+        for line in importlib.metadata.distribution(stack.pop()).requires or []:
+            r = Requirement(line)
+            # a dependency's own extras are not asked for (they evaluate with extra "")
+            if r.marker is not None and not r.marker.evaluate({**env, "extra": ""}):
+                continue
+            if _canon(r.name) not in dists:
+                dists.add(_canon(r.name))
+                stack.append(_canon(r.name))
+    return dists
+
+
+def _requirements(wheel: Path) -> list[Requirement]:
+    """The ``Requires-Dist`` lines of the wheel's metadata."""
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        text = z.read(meta).decode()
+    return [Requirement(line.split(":", 1)[1].strip()) for line in text.splitlines()
+            if line.startswith("Requires-Dist:")]
+
+
+def _canon(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _isolated(wheel: Path, extras: set[str], base: Path) -> Path:
+    """A fresh venv holding the wheel and the distributions of ``extras`` only (linked from
+    this venv); returns its python."""
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv",
+                    "--without-pip", str(base)], check=True, capture_output=True, timeout=120)
+    py = base / "bin" / "python"
+    site = Path(subprocess.run([str(py), "-c", "import sysconfig; "
+                                "print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                        str(site), str(wheel)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for name in sorted(_closure(wheel, extras)):
+        dist = importlib.metadata.distribution(name)
+        root = Path(str(dist.locate_file("")))
+        for top in sorted({f.parts[0] for f in dist.files or [] if f.parts[0] != ".."}):
+            if not (site / top).exists():
+                (site / top).symlink_to(root / top)
+    return py
+
+
 def _env(site: Path, **extra: str) -> dict[str, str]:
     """The environment of a child that sees the installed package and not the checkout."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -175,16 +251,118 @@ def test_softswitch_console_script_serves_an_allreduce(installed: tuple[Path, Pa
     assert r.returncode == 0 and "ALLREDUCE-OK soft" in r.stdout, r.stdout + r.stderr
 
 
-def test_sim_allreduce_builds_the_packaged_rtl(installed: tuple[Path, Path],
-                                               tmp_path: Path) -> None:
+def test_sim_extra_alone_builds_the_packaged_rtl(installed: tuple[Path, Path],
+                                                 tmp_path: Path) -> None:
+    """``netfpga-rl[sim]`` and nothing else (no torch, no gymnasium) runs ``sim://``."""
     require_tool("verilator", "the Verilator build of the packaged RTL")
     require_module("pyverilator", "the Verilator build of the packaged RTL")
-    _wheel, site = installed
+    wheel, _site = installed
+    py = _isolated(wheel, {"sim"}, tmp_path / "venv")
+    site = Path(subprocess.run([str(py), "-c", "import sysconfig; "
+                                "print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    r = subprocess.run([str(py), "-c", "import torch"], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert r.returncode != 0 and "No module named 'torch'" in r.stderr, r.stderr
     build = tmp_path / "sim_build"
     (tmp_path / "child.py").write_text(CHILD)
-    r = _run(site, tmp_path, [sys.executable, "child.py", "sim", str(site.resolve()),
-                              str(site / "bin")], timeout=900, NRL_SIM_BUILD=str(build))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VERILATOR_ROOT", "VIRTUAL_ENV")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if not Path(p).resolve().is_relative_to(REPO))
+    r = subprocess.run([str(py), "child.py", "sim", str(site.resolve()), str(site / "bin")],
+                       capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                       env={**env, "NRL_SIM_BUILD": str(build), "PYTHONUNBUFFERED": "1"})
     assert r.returncode == 0 and "ALLREDUCE-OK sim" in r.stdout, r.stdout + r.stderr[-4000:]
     (stamp,) = build.glob("nrl_switch_*/build.json")
     sources = [Path(s) for s in json.loads(stamp.read_text())["sources"]]
     assert sources and all(s.is_relative_to(site.resolve()) for s in sources), sources
+
+
+CORE_CHILD = '''\
+"""Run by the core install's python: the driver against a soft switch of the full install."""
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import hostdrv
+from hostdrv import Aggregator, ReplayClient, SwitchControl
+from hostdrv.extras import MissingExtraError
+
+url, site = sys.argv[1], Path(sys.argv[2])
+assert Path(hostdrv.__file__).resolve().is_relative_to(site), hostdrv.__file__
+with SwitchControl(url) as ctl:
+    ident = ctl.identity()
+    ctl.configure_aggregation(members=1, slots=4, elems=32)
+    with Aggregator(url, worker=0) as agg:
+        x = np.arange(100, dtype=np.float32)
+        np.testing.assert_array_equal(agg.allreduce(x), x)
+    with ReplayClient(url, worker=1, obs_shape=(4,), action_shape=()) as rc:
+        recs = np.arange(8 * rc.record_bytes, dtype=np.uint32).astype(np.uint8)
+        recs = recs.reshape(8, rc.record_bytes)
+        first = rc.push_records(recs, np.full(8, 1 << 16, dtype=np.uint32))
+        got = rc.sample(4, prioritized=True)
+        np.testing.assert_array_equal(got.records, recs[np.asarray(got.indices) - first[0]])
+print("CORE-OK", hex(ident.magic))
+for mod in ("torch", "gymnasium", "cocotb", "pyverilator", "matplotlib", "yaml"):
+    try:
+        __import__(mod)
+    except ImportError:
+        continue
+    raise SystemExit(f"{mod} is importable in the core install")
+for stmt, extra in (("import hostdrv.torch_backend", "torch"), ("import rl", "rl"),
+                    ("from hostdrv.backends.rtl_server import SimSwitch; "
+                     "SimSwitch('127.0.0.1:0')", "sim")):
+    try:
+        exec(stmt)
+    except MissingExtraError as e:
+        assert e.extra == extra and f"pip install 'netfpga-rl[{extra}]'" in str(e), str(e)
+        print("EXTRA-NAMED", extra)
+    else:
+        raise SystemExit(f"{stmt!r} worked without the extra {extra!r}")
+'''
+
+
+def test_wheel_metadata_core_is_numpy_and_pyserial(installed: tuple[Path, Path]) -> None:
+    wheel, _site = installed
+    reqs = _requirements(wheel)
+    assert {_canon(r.name) for r in reqs if r.marker is None} == {"numpy", "pyserial"}
+    with zipfile.ZipFile(wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        text = z.read(meta).decode()
+    extras = {line.split(":", 1)[1].strip() for line in text.splitlines()
+              if line.startswith("Provides-Extra:")}
+    assert extras == {"torch", "rl", "atari", "mujoco", "sim", "dev", "all"}
+    from hostdrv.extras import EXTRAS
+
+    assert set(EXTRAS) | {"all"} == extras  # every extra the errors may name exists
+    assert "torch" in _closure(wheel, {"rl"}) and "torch" not in _closure(wheel, {"sim"})
+    assert "imageio" not in _closure(wheel, {"all"})  # imported nowhere
+
+
+def test_core_install_talks_to_a_soft_switch(installed: tuple[Path, Path],
+                                             tmp_path: Path) -> None:
+    """The wheel with numpy and pyserial only: the driver talks to a soft switch started
+    from the full install, and each feature of an extra names the extra."""
+    wheel, _site = installed
+    py = _isolated(wheel, set(), tmp_path / "venv")
+    site = Path(subprocess.run([str(py), "-c", "import sysconfig; "
+                                "print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+    assert {p.name.split("-")[0].lower() for p in site.glob("*.dist-info")} == \
+        {"netfpga_rl", "numpy", "pyserial"}
+    switch = subprocess.Popen([sys.executable, "-m", "hostdrv.backends.soft_server", "--listen",
+                               "127.0.0.1:0"], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        line = switch.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("listening soft://"), line
+        (tmp_path / "child.py").write_text(CORE_CHILD)
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        r = subprocess.run([str(py), "child.py", line.split()[1], str(site)],
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+        assert r.returncode == 0 and "CORE-OK" in r.stdout, r.stdout + r.stderr[-4000:]
+        assert r.stdout.count("EXTRA-NAMED") == 3, r.stdout
+    finally:
+        switch.terminate()
+        switch.communicate(timeout=30)

