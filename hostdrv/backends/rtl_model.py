@@ -572,10 +572,9 @@ class RtlSwitch:
         """Write a register over AXI4-Lite.
 
         Values are checked first exactly as :meth:`SwitchModel.write` checks
-        them (the hardware itself refuses only ``MEMBER_PORT`` and
-        ``AGG_UPLINK_PORT`` values that are not 0 or one-hot, with SLVERR, and
-        keeps the low bits of anything else), so a caller sees the same
-        ``ValueError`` from the RTL as from the model.
+        them (the hardware refuses the same values with SLVERR, except the
+        replay registers' widths: it keeps the low bit of ``RPL_RESET``), so a
+        caller sees the same ``ValueError`` from the RTL as from the model.
 
         Raises
         ------

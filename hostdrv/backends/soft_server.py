@@ -66,8 +66,13 @@ of ``CTRL`` bit 31 clears them with the model's counters.
 By default only requests from loopback addresses are executed; any other
 source is answered with status 5 and counted in ``SRV_CTRL_REFUSED``. With a
 control key (``--control-key FILE``, ``SoftSwitch(control_key=...)``) only
-requests signed with it are executed, from any address, loopback included
-(``docs/protocol.md`` section 9).
+requests signed with it are executed, from any address, loopback included,
+each at most once: a replayed send (from any address), a request signed for
+another session (this switch draws one per start, so nothing signed before a
+restart runs after it) or an expired one is refused with status 5 and counted;
+a retry (a new attempt of a request) is answered from the reply cache
+(:class:`~hostdrv.protocol_control.ControlReplayGuard`, ``docs/protocol.md``
+section 9).
 
 Command line
 ------------

@@ -1004,8 +1004,8 @@ async def test_short_frames(dut: Any) -> None:
 
 @cocotb.test()
 async def test_register_edges(dut: Any) -> None:
-    """Aggregation register values the model refuses answer SLVERR and change nothing;
-    reads of addresses with no register.
+    """Register values the model refuses answer SLVERR and change nothing; reads of
+    addresses with no register.
 
     Every value the model refuses (wider than the register, AGG_MEMBERS below
     AGG_THRESHOLD or above 8, AGG_THRESHOLD 0 or above AGG_MEMBERS, AGG_SLOTS /
@@ -1029,7 +1029,10 @@ async def test_register_edges(dut: Any) -> None:
            "AGG_ELEMS": [0, 8, 24, tb.max_elems + 16, 0x3FF0, 0x10000],
            "AGG_DTYPE": [2, 0x101], "AGG_MODE": [3], "AGG_ROLE": [0x80000000],
            "AGG_LEAF_ID": [8, 0xF], "AGG_PARENT_UDP": [0x10000, 0x12345678],
-           "AGG_EPOCH": [1, 0x00800000, 0x12345678, 0xFFFFFFFF, 0x00FFFFFF]}
+           "AGG_EPOCH": [1, 0x00800000, 0x12345678, 0xFFFFFFFF, 0x00FFFFFF],
+           # the control block and the member table (nrl_common_regs): widths
+           "JOB_ID": [0x100], "UDP_PORT": [0x10000], "SWITCH_MAC_HI": [0x10000],
+           "CTRL": [0x4, 0x80000007], "MEMBER_UDP_3": [0x10000], "MEMBER_ROLE_3": [8]}
     refused = 0
     for name, values in bad.items():
         addr = regmap.REGISTERS[name].addr
