@@ -307,7 +307,9 @@ class SwitchControl:
         """Configure (and enable) the aggregation engine for a job.
 
         Writing any of these registers invalidates every slot, so this starts
-        a fresh job; the member entries are left as they are.
+        a fresh job; the member entries are left as they are. The switch keeps
+        ``AGG_THRESHOLD`` within 1 … ``AGG_MEMBERS`` at every write, so the
+        threshold is written first when the members shrink below the current one.
 
         Parameters
         ----------

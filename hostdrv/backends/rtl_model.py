@@ -572,8 +572,7 @@ class RtlSwitch:
         """Write a register over AXI4-Lite.
 
         Values are checked first exactly as :meth:`SwitchModel.write` checks
-        them (the hardware refuses the same values with SLVERR, except the
-        replay registers' widths: it keeps the low bit of ``RPL_RESET``), so a
+        them (the hardware refuses the same values itself, with SLVERR), so a
         caller sees the same ``ValueError`` from the RTL as from the model.
 
         Raises
