@@ -17,22 +17,16 @@ and the reply is::
 
 with ``status`` one of :class:`ControlStatus` and ``text`` (UTF-8) saying
 why when it is not ``OK``. A message starting with ``NRLC`` is never a
-protocol message (its version byte would be ``N``, not 1). The switch caches
-the last reply per client address, so a request retried with the same tag is
-answered again, not executed twice.
+protocol message (its version byte would be ``N``, not 1). Without a control
+key the switch caches the last reply per client address, so a request retried
+with the same 16 bytes is answered again, not executed twice.
 
 Who may use it (``docs/protocol.md`` section 9): by default the switch executes
 requests from loopback addresses only. A switch started with
-``--control-key FILE`` executes only signed requests, from any address: the
-16-byte request is followed by an 8-byte big-endian timestamp (milliseconds
-since the Unix epoch) and a 32-byte HMAC-SHA256 over request and timestamp,
-keyed with the file's contents (surrounding whitespace stripped)::
-
-    request (16) | timestamp_ms u64 | HMAC-SHA256(key, request | timestamp) (32)
-
-Signed requests execute at most once (``docs/protocol.md`` section 9). The
-16-byte request is followed by a 24-byte trailer and an HMAC-SHA256 over both,
-keyed with the file's contents (surrounding whitespace stripped)::
+``--control-key FILE`` executes only signed requests, from any address, each at
+most once. The 16-byte request is followed by a 24-byte trailer and an
+HMAC-SHA256 over both, keyed with the file's contents (surrounding whitespace
+stripped)::
 
     request (16) | session u32 | timestamp_ms u64 | nonce u64 | attempt u32
                  | HMAC-SHA256(key, bytes 0 .. 39) (32)                    = 72 bytes
@@ -48,7 +42,8 @@ restart) and a timestamp more than 30 s from its clock.
 
 A request refused for want of authentication is answered with status 5
 (:attr:`ControlStatus.UNAUTHENTICATED`); ``value`` is the switch's session when
-the request was signed for another one, else 0. A client raises :class:`~hostdrv.transport.ControlAuthError` for it.
+the request was signed for another one, else 0. A client raises
+:class:`~hostdrv.transport.ControlAuthError` for it.
 """
 
 from __future__ import annotations

@@ -44,7 +44,9 @@ from hostdrv.protocol_control import (
     CONTROL_MAGIC,
     CONTROL_READ,
     CONTROL_WRITE,
+    ControlReplayGuard,
     ControlStatus,
+    SignedRequest,
     sign_control,
 )
 from hostdrv.transport import CONTROL_KEY_ENV, ControlAuthError, TransportError
@@ -261,6 +263,28 @@ def test_signed_requests_execute_at_most_once(make_switch: Callable[..., SoftSwi
         ctl.write("AGG_SLOTS", 3)
         assert ctl.read("AGG_SLOTS") == 3
         assert ctl.read("SRV_CTRL_REFUSED") == refused == sw.stats["ctrl_refused"]
+
+
+def test_replay_guard_bounds_its_memory_without_a_hole() -> None:
+    """The guard forgets requests whose timestamp left the window, and beyond its capacity
+    the oldest, raising its floor: nothing forgotten is ever executed again."""
+    g = ControlReplayGuard(session=5, capacity=2)
+    now = 1_000_000_000
+    reqs = [SignedRequest(b"", 5, now + i, 100 + i, 0) for i in range(3)]
+    for r in reqs:
+        assert g.check(r, now) == ("", None)
+        g.remember(r, b"reply%d" % r.nonce)
+    assert len(g) == 2 and g.floor == now  # the first was forgotten: its timestamp is the floor
+    why, cached = g.check(reqs[0], now)
+    assert "expired" in why and cached is None
+    why, _ = g.check(SignedRequest(b"", 5, now, 999, 0), now)  # unknown, not after the floor
+    assert "expired" in why
+    assert g.check(SignedRequest(b"", 5, now + 1, 101, 1), now) == ("", b"reply101")  # a retry
+    assert g.check(SignedRequest(b"", 5, now + 1, 101, 1), now)[0].startswith("replayed")
+    assert g.check(SignedRequest(b"", 6, now + 1, 101, 2), now)[0].startswith("session")
+    # 30 s later every remembered request is forgotten, and refused as expired
+    later = now + CONTROL_AUTH_WINDOW_MS + 10
+    assert "expired" in g.check(reqs[2], later)[0] and len(g) == 0
 
 
 class _LossyRelay:
