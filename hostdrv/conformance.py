@@ -202,6 +202,7 @@ class _Gen:
         self.mode = 0
         self.staleness = 0
         self._threshold = 0
+        self._written_threshold = 0  # the last AGG_THRESHOLD written
         self.size = 0  # replay records (what the generator believes)
         self.ip = [0x0A000100 + i for i in range(C.MAX_MEMBERS)]
         self.udp = [0] * C.MAX_MEMBERS
@@ -212,6 +213,8 @@ class _Gen:
     # -- operations ---------------------------------------------------------
     def write(self, name: str, value: int) -> None:
         self.v.ops.append(("write", regmap.REGISTERS[name].addr, value))
+        if name == "AGG_THRESHOLD":
+            self._written_threshold = value
 
     def read(self, name: str) -> None:
         self.v.ops.append(("read", regmap.REGISTERS[name].addr))
@@ -244,9 +247,14 @@ class _Gen:
             self.write(f"MEMBER_IP_{i}", self.ip[i])
             self.write(f"MEMBER_UDP_{i}", self.udp[i])
             self.write(f"MEMBER_ROLE_{i}", self.role[i])
+        # AGG_THRESHOLD is 1 .. AGG_MEMBERS after every write (0: members, ignored in sync
+        # mode); lowered first when the members shrink below the threshold written before
+        h = threshold or members
+        if members < self._written_threshold:
+            self.write("AGG_THRESHOLD", h)
         for name, value in (("JOB_ID", job), ("AGG_MEMBERS", members), ("AGG_SLOTS", slots),
                             ("AGG_ELEMS", elems), ("AGG_DTYPE", dtype), ("AGG_MODE", mode),
-                            ("AGG_THRESHOLD", threshold), ("AGG_STALENESS", staleness)):
+                            ("AGG_THRESHOLD", h), ("AGG_STALENESS", staleness)):
             self.write(name, value)
 
     # -- frames ----------------------------------------------------------------
@@ -570,7 +578,7 @@ def _async(seed: int) -> Vector:
     g = _Gen("async", seed, _params())
     g.configure(members=5, slots=3, elems=16, mode=1, threshold=3, staleness=2)
     g.aggregation(30, loss=0.1, dup=0.1, late=0.05)
-    g.write("AGG_THRESHOLD", 0)  # 0 acts as 1
+    g.write("AGG_THRESHOLD", 1)  # every contribution completes a round
     g.aggregation(5)
     return g.v
 

@@ -307,7 +307,9 @@ class SwitchControl:
         """Configure (and enable) the aggregation engine for a job.
 
         Writing any of these registers invalidates every slot, so this starts
-        a fresh job; the member entries are left as they are.
+        a fresh job; the member entries are left as they are. The switch keeps
+        ``AGG_THRESHOLD`` within 1 … ``AGG_MEMBERS`` at every write, so the
+        threshold is written first when the members shrink below the current one.
 
         Parameters
         ----------
@@ -378,12 +380,16 @@ class SwitchControl:
                 raise RegisterError("leaf_id", leaf_id, f"must be 0..{MAX_MEMBERS - 1}")
         if job is not None:
             self.write("JOB_ID", job)
+        # AGG_THRESHOLD <= AGG_MEMBERS holds after every write (the switch refuses a
+        # write that breaks it): lower the threshold first when the members shrink below it
+        if members < self.read("AGG_THRESHOLD"):
+            self.write("AGG_THRESHOLD", h)
         self.write("AGG_MEMBERS", members)
+        self.write("AGG_THRESHOLD", h)
         self.write("AGG_SLOTS", slots)
         self.write("AGG_ELEMS", elems)
         self.write("AGG_DTYPE", dtypes[dtype])
         self.write("AGG_MODE", 1 if mode == "async" else 0)
-        self.write("AGG_THRESHOLD", h)
         self.write("AGG_STALENESS", staleness)
         self.write("AGG_ROLE", 1 if role == "leaf" else 0)
         self.write("AGG_UPLINK_PORT", uplink_port if role == "leaf" else 0)

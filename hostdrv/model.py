@@ -474,6 +474,13 @@ class SwitchModel:
             return "only bits 0, 1 and 31 are defined"
         if name in ("AGG_MEMBERS", "AGG_THRESHOLD") and value > MAX_MEMBERS:
             return f"at most {MAX_MEMBERS}"
+        if name == "AGG_THRESHOLD" and not 1 <= value <= self._regs["AGG_MEMBERS"]:
+            return f"must be 1 .. AGG_MEMBERS ({self._regs['AGG_MEMBERS']})"
+        if name == "AGG_MEMBERS" and value < self._regs["AGG_THRESHOLD"]:
+            return (f"below AGG_THRESHOLD ({self._regs['AGG_THRESHOLD']}): lower "
+                    "AGG_THRESHOLD first")
+        if name == "AGG_EPOCH" and value % C.EPOCH_ROUNDS:
+            return f"must be a multiple of 2^24 ({C.EPOCH_ROUNDS:#x})"
         if name == "AGG_SLOTS" and not 1 <= value <= self._params["AGG_MAX_SLOTS"]:
             return f"must be 1 .. AGG_MAX_SLOTS ({self._params['AGG_MAX_SLOTS']})"
         if name == "AGG_ELEMS" and not (

@@ -17,21 +17,32 @@ and the reply is::
 
 with ``status`` one of :class:`ControlStatus` and ``text`` (UTF-8) saying
 why when it is not ``OK``. A message starting with ``NRLC`` is never a
-protocol message (its version byte would be ``N``, not 1). The switch caches
-the last reply per client address, so a request retried with the same tag is
-answered again, not executed twice.
+protocol message (its version byte would be ``N``, not 1). Without a control
+key the switch caches the last reply per client address, so a request retried
+with the same 16 bytes is answered again, not executed twice.
 
 Who may use it (``docs/protocol.md`` section 9): by default the switch executes
 requests from loopback addresses only. A switch started with
-``--control-key FILE`` executes only signed requests, from any address: the
-16-byte request is followed by an 8-byte big-endian timestamp (milliseconds
-since the Unix epoch) and a 32-byte HMAC-SHA256 over request and timestamp,
-keyed with the file's contents (surrounding whitespace stripped)::
+``--control-key FILE`` executes only signed requests, from any address, each at
+most once. The 16-byte request is followed by a 24-byte trailer and an
+HMAC-SHA256 over both, keyed with the file's contents (surrounding whitespace
+stripped)::
 
-    request (16) | timestamp_ms u64 | HMAC-SHA256(key, request | timestamp) (32)
+    request (16) | session u32 | timestamp_ms u64 | nonce u64 | attempt u32
+                 | HMAC-SHA256(key, bytes 0 .. 39) (32)                    = 72 bytes
+
+``session`` is the switch's (a random nonzero number it draws when it starts,
+learned from the ``value`` of a status-5 reply; 0 before that), ``timestamp``
+(ms since the Unix epoch) and ``nonce`` (random) name the request and stay the
+same in every retry of it, ``attempt`` counts its sends (0, 1, …). The switch
+(:class:`ControlReplayGuard`) executes a request once, answers a later attempt
+of it from its reply cache, and refuses with status 5 an attempt it has seen
+(a replay, from any address), another session's request (a replay across a
+restart) and a timestamp more than 30 s from its clock.
 
 A request refused for want of authentication is answered with status 5
-(:attr:`ControlStatus.UNAUTHENTICATED`); a client raises
+(:attr:`ControlStatus.UNAUTHENTICATED`); ``value`` is the switch's session when
+the request was signed for another one, else 0. A client raises
 :class:`~hostdrv.transport.ControlAuthError` for it.
 """
 
@@ -42,6 +53,8 @@ import hmac
 import os
 import struct
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
 from enum import IntEnum
 
 from hostdrv.net import TransportError
@@ -53,14 +66,18 @@ CONTROL = struct.Struct("!4sBBHII")
 CONTROL_READ = 1
 CONTROL_WRITE = 2
 CONTROL_REPLY = 0x80
-CONTROL_TIMESTAMP = struct.Struct("!Q")
-"""Timestamp after a signed request: milliseconds since the Unix epoch, big-endian."""
+CONTROL_TRAILER = struct.Struct("!IQQI")
+"""After a signed request: session, timestamp (ms since the Unix epoch), nonce, attempt."""
 CONTROL_MAC_BYTES = 32
-"""HMAC-SHA256 length after the timestamp of a signed request."""
-CONTROL_SIGNED_BYTES = CONTROL.size + CONTROL_TIMESTAMP.size + CONTROL_MAC_BYTES
-"""Length of a signed control request (56 bytes)."""
+"""HMAC-SHA256 length after the trailer of a signed request."""
+CONTROL_SIGNED_BYTES = CONTROL.size + CONTROL_TRAILER.size + CONTROL_MAC_BYTES
+"""Length of a signed control request (72 bytes)."""
 CONTROL_AUTH_WINDOW_MS = 30_000
 """Largest difference between a signed request's timestamp and the switch's clock."""
+CONTROL_REPLAY_CACHE = 65536
+"""Requests a switch remembers (within the window) to refuse their replays."""
+REPLAYED = "replayed"
+"""First word of the reason of a status-5 reply refusing a replayed attempt."""
 
 
 class ControlStatus(IntEnum):
@@ -72,7 +89,8 @@ class ControlStatus(IntEnum):
     ILLEGAL_VALUE = 3
     READ_ONLY = 4
     UNAUTHENTICATED = 5
-    """Not from loopback without a control key, or a missing, wrong or expired HMAC."""
+    """Not from loopback without a control key; or a missing or wrong HMAC, another
+    session, an expired timestamp or a replayed attempt."""
     INTERNAL = 0xFF
     """Never sent by a switch: a host-side failure (the board's register tool) or a
     status byte this driver does not know."""
@@ -97,9 +115,35 @@ def load_control_key(path: str | os.PathLike[str]) -> bytes:
     return key
 
 
-def sign_control(request: bytes | bytearray | memoryview, key: bytes,
-                 now_ms: int | None = None) -> bytes:
-    """``request`` (16 bytes) followed by its timestamp and HMAC-SHA256 under ``key``.
+@dataclass(frozen=True)
+class SignedRequest:
+    """The fields of a signed control request (``docs/protocol.md`` section 9).
+
+    Attributes
+    ----------
+    request:
+        The 16-byte request.
+    session:
+        The switch session it was signed for (0: not known yet).
+    timestamp:
+        Milliseconds since the Unix epoch when the request was first sent.
+    nonce:
+        Random 64-bit number naming the request (with ``timestamp``).
+    attempt:
+        0 for the first send, one more for each retry.
+    """
+
+    request: bytes
+    session: int
+    timestamp: int
+    nonce: int
+    attempt: int
+
+
+def sign_control(request: bytes | bytearray | memoryview, key: bytes, *, session: int = 0,
+                 timestamp: int | None = None, nonce: int | None = None,
+                 attempt: int = 0) -> bytes:
+    """``request`` (16 bytes) followed by its trailer and HMAC-SHA256 under ``key`` (72 bytes).
 
     Parameters
     ----------
@@ -107,37 +151,118 @@ def sign_control(request: bytes | bytearray | memoryview, key: bytes,
         The 16-byte control request.
     key:
         The control key (:func:`load_control_key`).
-    now_ms:
-        Timestamp to sign (default: the clock, ms since the Unix epoch).
+    session:
+        The switch's session (0 when not known: the switch then refuses the
+        request and names its session).
+    timestamp:
+        When the request was first sent, ms since the Unix epoch (default: now).
+    nonce:
+        Random request name (default: 8 random bytes). A retry passes the
+        first send's ``timestamp`` and ``nonce`` and the next ``attempt``.
+    attempt:
+        0 for the first send, +1 per retry.
     """
-    ts = int(time.time() * 1000) if now_ms is None else now_ms
-    body = bytes(request[:CONTROL.size]) + CONTROL_TIMESTAMP.pack(ts & 0xFFFFFFFFFFFFFFFF)
+    ts = int(time.time() * 1000) if timestamp is None else timestamp
+    n = int.from_bytes(os.urandom(8), "big") if nonce is None else nonce
+    body = bytes(request[:CONTROL.size]) + CONTROL_TRAILER.pack(
+        session & 0xFFFFFFFF, ts & 0xFFFFFFFFFFFFFFFF, n & 0xFFFFFFFFFFFFFFFF,
+        attempt & 0xFFFFFFFF)
     return body + hmac.new(key, body, hashlib.sha256).digest()
 
 
-def check_control_signature(data: bytes | bytearray | memoryview, key: bytes,
-                            now_ms: int | None = None) -> str:
-    """Why a control request is not authentic under ``key`` ('' when it is).
+def parse_signed(data: bytes | bytearray | memoryview, key: bytes) -> SignedRequest | str:
+    """The fields of a signed request whose HMAC under ``key`` is right, else why not.
 
-    Parameters
-    ----------
-    data:
-        The whole request datagram.
-    key:
-        The switch's control key.
-    now_ms:
-        The switch's clock (default: now, ms since the Unix epoch).
+    Bytes after the HMAC are ignored (they are not signed).
     """
     if len(data) < CONTROL_SIGNED_BYTES:
         return (f"no HMAC: a {len(data)}-byte request; this switch needs signed requests "
-                f"({CONTROL_SIGNED_BYTES} bytes: request, timestamp, HMAC-SHA256)")
-    body = bytes(data[:CONTROL.size + CONTROL_TIMESTAMP.size])
+                f"({CONTROL_SIGNED_BYTES} bytes: request, session, timestamp, nonce, attempt, "
+                "HMAC-SHA256)")
+    body = bytes(data[:CONTROL.size + CONTROL_TRAILER.size])
     mac = bytes(data[len(body):len(body) + CONTROL_MAC_BYTES])
     if not hmac.compare_digest(hmac.new(key, body, hashlib.sha256).digest(), mac):
         return "wrong HMAC: the request is not signed with this switch's control key"
-    ts = CONTROL_TIMESTAMP.unpack_from(body, CONTROL.size)[0]
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    if abs(now - ts) > CONTROL_AUTH_WINDOW_MS:
-        return (f"expired: timestamp {(ts - now) / 1000:+.1f} s from the switch's clock "
-                f"(limit {CONTROL_AUTH_WINDOW_MS // 1000} s; a replay, or clocks apart)")
-    return ""
+    session, ts, nonce, attempt = CONTROL_TRAILER.unpack_from(body, CONTROL.size)
+    return SignedRequest(body[:CONTROL.size], session, ts, nonce, attempt)
+
+
+class ControlReplayGuard:
+    """A switch's memory of the signed requests it executed: each executes at most once.
+
+    The rules, in order (``docs/protocol.md`` section 9), for a request whose
+    HMAC is right:
+
+    1. its ``session`` is not this switch's: refused (a request signed for an
+       earlier run of the switch, or a client that has not learned the session);
+    2. its timestamp is more than :data:`CONTROL_AUTH_WINDOW_MS` from the clock,
+       or not after :attr:`floor` and not remembered: refused (expired);
+    3. its (timestamp, nonce) was executed: an ``attempt`` above every one seen
+       is a retry, answered with the cached reply and not executed; any other is
+       a replay, refused;
+    4. otherwise it is executed and remembered (:meth:`remember`) until its
+       timestamp leaves the window.
+
+    At most :data:`CONTROL_REPLAY_CACHE` requests are remembered: beyond that
+    the oldest is forgotten and :attr:`floor` rises to its timestamp, so
+    nothing forgotten can run again.
+
+    Parameters
+    ----------
+    session:
+        This run's session (default: a random nonzero 32-bit number).
+    capacity:
+        Requests remembered at most.
+    """
+
+    def __init__(self, session: int | None = None, capacity: int = CONTROL_REPLAY_CACHE) -> None:
+        while session is None or not 0 < session <= 0xFFFFFFFF:
+            session = int.from_bytes(os.urandom(4), "big")
+        self.session = session
+        """The session clients must sign for (a status-5 reply's ``value``)."""
+        self.capacity = capacity
+        self.floor = -1
+        """Largest timestamp forgotten for want of room: older unknown requests are refused."""
+        self._seen: OrderedDict[tuple[int, int], list[object]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def check(self, req: SignedRequest, now_ms: int | None = None) -> tuple[str, bytes | None]:
+        """(why it is refused or '', the cached reply of a retry or None)."""
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        self._expire(now)
+        if req.session != self.session:
+            return (f"session {req.session:#x} is not this switch's ({self.session:#x}): "
+                    "signed for an earlier run of the switch, or not yet learned "
+                    "(the reply's value is the session)"), None
+        if abs(now - req.timestamp) > CONTROL_AUTH_WINDOW_MS:
+            return (f"expired: timestamp {(req.timestamp - now) / 1000:+.1f} s from the "
+                    f"switch's clock (limit {CONTROL_AUTH_WINDOW_MS // 1000} s; a replay, or "
+                    "clocks apart)"), None
+        entry = self._seen.get((req.timestamp, req.nonce))
+        if entry is None:
+            if req.timestamp <= self.floor:
+                return ("expired: older than the requests this switch still remembers "
+                        "(too many control requests in the window)"), None
+            return "", None
+        if req.attempt <= entry[0]:  # type: ignore[operator]
+            return (f"{REPLAYED}: attempt {req.attempt} of this request was already "
+                    "received; nothing executed"), None
+        entry[0] = req.attempt
+        return "", entry[1]  # type: ignore[return-value]
+
+    def remember(self, req: SignedRequest, reply: bytes) -> None:
+        """Record an executed request and its reply."""
+        self._seen[(req.timestamp, req.nonce)] = [req.attempt, reply]
+        while len(self._seen) > self.capacity:
+            (ts, _n), _e = self._seen.popitem(last=False)
+            self.floor = max(self.floor, ts)
+
+    def _expire(self, now: int) -> None:
+        seen = self._seen
+        while seen:
+            ts, _n = next(iter(seen))
+            if now - ts <= CONTROL_AUTH_WINDOW_MS:
+                break
+            seen.popitem(last=False)

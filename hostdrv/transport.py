@@ -65,10 +65,12 @@ from hostdrv.net import (
 )
 from hostdrv.protocol_control import (
     CONTROL,
+    CONTROL_AUTH_WINDOW_MS,
     CONTROL_MAGIC,
     CONTROL_READ,
     CONTROL_REPLY,
     CONTROL_WRITE,
+    REPLAYED,
     ControlStatus,
     load_control_key,
     sign_control,
@@ -393,9 +395,13 @@ class UdpRegisterTransport(RegisterTransport):
     retries:
         Requests sent before giving up.
     key:
-        Control key: sign every request with it (timestamp and HMAC-SHA256,
-        ``docs/protocol.md`` section 9). ``None``: send plain requests, which a
-        switch executes only from a loopback address and without ``--control-key``.
+        Control key: sign every request with it (session, timestamp, nonce, attempt
+        and HMAC-SHA256, ``docs/protocol.md`` section 9). ``None``: send plain
+        requests, which a switch executes only from a loopback address and without
+        ``--control-key``. A signing client learns the switch's session from its
+        first request's refusal (one more round trip) and again after the switch
+        restarts; it ignores a refusal of a replayed attempt (a duplicate of one of
+        its sends) and waits for the answer to its own.
     """
 
     def __init__(self, url: str, switch: tuple[str, int], *, timeout: float = 0.25,
@@ -412,6 +418,8 @@ class UdpRegisterTransport(RegisterTransport):
             raise TransportError(f"cannot open control socket to {url}: {e}") from e
         self._tag = int.from_bytes(os.urandom(2), "little")
         self._buf = bytearray(2048)
+        self._session = 0
+        """The switch's session this client signs for (learned from its first refusal)."""
 
     @property
     def signed(self) -> bool:
@@ -425,13 +433,26 @@ class UdpRegisterTransport(RegisterTransport):
         key = self._key
         what = (f"read of register 0x{addr:03X}" if op == CONTROL_READ
                 else f"write of register 0x{addr:03X}")
-        for attempt in range(self.retries):
+        # a signed request keeps its timestamp and nonce in every retry; each send is a
+        # new attempt, which the switch answers from its reply cache once it executed
+        # the request (a resent attempt would be refused as a replay)
+        first = int(time.time() * 1000)
+        nonce = int.from_bytes(os.urandom(8), "big")
+        sends = 0
+        relearned = 0
+        attempt = 0
+        while attempt < self.retries:
+            if key is not None and int(time.time() * 1000) - first > CONTROL_AUTH_WINDOW_MS:
+                break  # the switch would refuse this request as expired: give up
             try:
-                # a retry is signed afresh: the switch answers it from its reply cache
-                # (same request bytes) without executing it twice
-                self.sock.send(req if key is None else sign_control(req, key))
+                self.sock.send(req if key is None else sign_control(
+                    req, key, session=self._session, timestamp=first, nonce=nonce,
+                    attempt=sends))
             except ConnectionRefusedError:
                 pass
+            sends += 1
+            session = self._session
+            resend = False
             deadline = time.monotonic() + self.timeout * (1 << min(attempt, 3))
             while True:
                 left = deadline - time.monotonic()
@@ -452,6 +473,16 @@ class UdpRegisterTransport(RegisterTransport):
                     continue
                 if status != ControlStatus.OK:
                     text = bytes(self._buf[CONTROL.size:n]).decode("utf-8", "replace")
+                    if key is not None and status == ControlStatus.UNAUTHENTICATED:
+                        if text.split(": ", 1)[-1].startswith(REPLAYED):
+                            continue  # a duplicate of one of our sends: wait for its answer
+                        if rvalue and rvalue != session and relearned < 3:
+                            # the switch runs another session (it restarted, or this is
+                            # our first request): sign again for it
+                            self._session = rvalue
+                            relearned += 1
+                            resend = True
+                            break
                     try:
                         st = ControlStatus(status)
                     except ValueError:
@@ -460,6 +491,8 @@ class UdpRegisterTransport(RegisterTransport):
                     raise RegisterAccessError.for_status(
                         f"0x{addr:03X}", value if op == CONTROL_WRITE else None, st, text)
                 return int(rvalue)
+            if not resend:
+                attempt += 1
         raise SwitchTimeoutError(self.url, what, self.retries,
                                  "is the soft switch running at that address?")
 

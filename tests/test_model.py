@@ -63,7 +63,8 @@ def make_switch(n: int = 4, p: int = 32, slots: int = 4, *, dtype: int = 0, mode
     sw.write("AGG_SLOTS", slots)
     sw.write("AGG_DTYPE", dtype)
     sw.write("AGG_MODE", mode)
-    sw.write("AGG_THRESHOLD", threshold)
+    if threshold:  # 1 .. N; 0: left at its reset value 0 (acts as 1)
+        sw.write("AGG_THRESHOLD", threshold)
     sw.write("AGG_STALENESS", staleness)
     return sw
 
@@ -336,7 +337,9 @@ def test_async_threshold_staleness_late() -> None:
 
 
 def test_async_threshold_zero_acts_as_one() -> None:
+    """AGG_THRESHOLD at its reset value 0 (a write of 0 is refused) completes at 1."""
     sw = make_switch(n=2, p=16, mode=1, threshold=0, staleness=0)
+    assert sw.read("AGG_THRESHOLD") == 0
     assert len(send(sw, grad(np.ones(16, np.float32), 1), 1)) == 1
 
 
@@ -756,6 +759,8 @@ def test_register_read_write() -> None:
     ("AGG_MEMBERS", 9), ("AGG_THRESHOLD", 9), ("JOB_ID", 256), ("UDP_PORT", 1 << 16),
     ("MEMBER_PORT_0", 0x100), ("AGG_UPLINK_PORT", 3), ("CTRL", 4), ("AGG_LEAF_ID", 8),
     ("SWITCH_IP", -1), ("RPL_SEED", 1 << 32), ("AGG_DTYPE", 2),
+    ("AGG_THRESHOLD", 0), ("AGG_THRESHOLD", 1), ("AGG_EPOCH", 1), ("AGG_EPOCH", 0x00FFFFFF),
+    ("AGG_EPOCH", 0x12345678), ("AGG_PARENT_UDP", 1 << 16),
 ])
 def test_register_range_errors(reg: str, value: int) -> None:
     sw = SwitchModel(max_slots=8, max_elems=64)
@@ -763,6 +768,33 @@ def test_register_range_errors(reg: str, value: int) -> None:
     with pytest.raises(ValueError, match=reg):
         sw.write(reg, value)
     assert sw.read(reg) == old
+
+
+def test_threshold_within_members() -> None:
+    """AGG_THRESHOLD is 1 .. AGG_MEMBERS after every write (0 only at reset); AGG_EPOCH a
+    multiple of 2^24. A refused write changes nothing and invalidates no slot."""
+    sw = make_switch(4, mode=1, threshold=3)
+    for w in (0, 1):  # two of three contributions: the copy stays OPEN
+        assert send(sw, grad(np.ones(32, np.float32), w, slot=0), w) == []
+    for reg, value, why in (("AGG_THRESHOLD", 5, "1 .. AGG_MEMBERS"),
+                            ("AGG_THRESHOLD", 0, "1 .. AGG_MEMBERS"),
+                            ("AGG_MEMBERS", 2, "below AGG_THRESHOLD"),
+                            ("AGG_MEMBERS", 0, "below AGG_THRESHOLD"),
+                            ("AGG_EPOCH", (3 << 24) + 1, "multiple of 2\\^24")):
+        old = sw.read(reg)
+        with pytest.raises(ValueError, match=why):
+            sw.write(reg, value)
+        assert sw.read(reg) == old
+    (res,) = send(sw, grad(np.ones(32, np.float32), 2, slot=0), 2)  # nothing invalidated
+    assert parse(res).message.aux & 0xF == 3
+    # the order that keeps H <= N: threshold first when the members shrink below it
+    sw.write("AGG_THRESHOLD", 2)
+    sw.write("AGG_MEMBERS", 2)
+    sw.write("AGG_MEMBERS", 8)
+    sw.write("AGG_THRESHOLD", 8)
+    sw.write("AGG_EPOCH", 0xFF000000)
+    assert (sw.read("AGG_MEMBERS"), sw.read("AGG_THRESHOLD"), sw.read("AGG_EPOCH")) == \
+        (8, 8, 0xFF000000)
 
 
 @pytest.mark.parametrize("reg", ["MAGIC", "BUILD_HASH", "RPL_CAPACITY", "RPL_SIZE",

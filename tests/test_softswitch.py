@@ -133,7 +133,9 @@ def test_unregistered_and_spoofed_workers_are_dropped_and_counted(switch: SoftSw
     c = ctl.counters()
     assert c["CNT_DROP_UNKNOWN_WORKER"] == 3 and c["CNT_DROP_SPOOFED"] == 3
     assert c["CNT_TX_RESULT"] == 0
-    # the real members are unaffected once worker 2 is out of the job
+    # the real members are unaffected once worker 2 is out of the job (the threshold
+    # first: AGG_THRESHOLD <= AGG_MEMBERS holds after every write)
+    ctl.write("AGG_THRESHOLD", 2)
     ctl.write("AGG_MEMBERS", 2)
     xs = [np.arange(32, dtype=np.float32), np.ones(32, dtype=np.float32)]
     got = _allreduce_threads([a, b], xs)

@@ -434,6 +434,9 @@ class RtlSwitch:
             fn.argtypes = argt
         self._lib = lib
         self._h: int | None = lib.nrl_create()
+        self._late: list[Egress] = []
+        """Frames that left during :meth:`drain` (none expected), returned by the next call."""
+        self._undrained = False
         self.latencies: list[int] = []
         """Clocks from the last input beat to the last beat of each frame of the last call."""
         self.tuser_length_errors = 0
@@ -456,9 +459,14 @@ class RtlSwitch:
         self._validator = self._new_validator()
         self._settle_replay()
         self._take()
+        cap = self._read_param("RPL_CAPACITY")
         if self._auto_idle:
-            cap = self._read_param("RPL_CAPACITY")
             self.idle_cycles = 96 + 3 * max(cap - 1, 1).bit_length()
+        self.drain_cycles = 256 + 4 * max(cap - 1, 1).bit_length()
+        """Clocks :meth:`drain` runs: longer than any work a frame leaves behind without an
+        output (an UPDATE's 128 pairs, one per clock, and the sum tree's update pipeline)."""
+        self._undrained = False
+        self._late = []
 
     def _read_param(self, name: str) -> int:
         """A parameter register, 0 when this top does not answer it."""
@@ -565,10 +573,8 @@ class RtlSwitch:
         """Write a register over AXI4-Lite.
 
         Values are checked first exactly as :meth:`SwitchModel.write` checks
-        them (the hardware itself refuses only ``MEMBER_PORT`` and
-        ``AGG_UPLINK_PORT`` values that are not 0 or one-hot, with SLVERR, and
-        keeps the low bits of anything else), so a caller sees the same
-        ``ValueError`` from the RTL as from the model.
+        them (the hardware refuses the same values itself, with SLVERR), so a
+        caller sees the same ``ValueError`` from the RTL as from the model.
 
         Raises
         ------
@@ -651,11 +657,14 @@ class RtlSwitch:
         if not blobs:
             return host
         count = len(blobs)
+        self._undrained = True
         lens_a = (ctypes.c_uint32 * count)(*lens)
         ports_a = (ctypes.c_uint32 * count)(*ports)
         used = self._lib.nrl_process(self._handle, b"".join(blobs), lens_a, ports_a, count, gap,
                                      self.idle_cycles, self.max_cycles)
         outs = self._take()
+        if self._late:
+            outs, self._late = self._late + outs, []
         if used < 0:
             raise RtlSimError(f"{self.top}: {count} frame(s) not processed within "
                               f"{self.max_cycles} clocks (input stalled or output never quiet); "
@@ -677,6 +686,20 @@ class RtlSwitch:
             if d:
                 counts[name] = (counts.get(name, 0) + d) & _M32
         return out
+
+    def drain(self) -> None:
+        """Let every frame given so far take effect before a register access.
+
+        :meth:`process` returns once the outputs have been quiet for
+        :attr:`idle_cycles`, which can be before the work that makes no output
+        is done (the pairs of an UPDATE still entering the sum tree). This
+        clocks :attr:`drain_cycles` more, once after any frame; a frame that
+        leaves meanwhile (none is expected) is returned by the next :meth:`process`.
+        """
+        if self._undrained:
+            self._undrained = False
+            self._lib.nrl_step(self._handle, self.drain_cycles)
+            self._late += self._take()
 
     def step(self, cycles: int) -> list[Egress]:
         """Clock ``cycles`` times with idle inputs; returns any frames that left meanwhile."""

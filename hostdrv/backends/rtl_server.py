@@ -6,7 +6,10 @@ cannot tell it from the soft switch (``soft://``) except by speed: every
 datagram becomes a frame driven into ``s_axis`` of ``hw/rtl/nrl_switch.v`` beat
 by beat, and every frame the RTL emits on ``m_axis`` goes back out as a
 datagram. Register reads and writes on the control channel are AXI4-Lite
-transactions on the simulated pins.
+transactions on the simulated pins, served once every datagram received before
+them has taken effect (the RTL is clocked until the work that makes no output,
+such as an UPDATE's pairs, is done: ``RtlSwitch.drain``), so a read reflects
+every datagram the switch received before it (``docs/protocol.md`` section 9).
 
 :class:`SimSwitch` is :class:`~hostdrv.backends.soft_server.SoftSwitch` serving an
 :class:`~hostdrv.backends.rtl_model.RtlSwitch` instead of the reference model, so
@@ -131,6 +134,13 @@ class SimSwitch(SoftSwitch):
         return {"cycles": cycles, "beats_in": beats_in, "beats_out": beats_out,
                 "busy_s": round(busy, 3),
                 "cycles_per_s": round(cycles / busy) if busy > 0 else 0.0}
+
+    def _control(self, data: memoryview, addr: tuple[str, int]) -> bytes:
+        """A control request, served after every datagram received before it has taken
+        effect (:meth:`~hostdrv.backends.rtl_model.RtlSwitch.drain`): the ordering rule of
+        ``docs/protocol.md`` section 9."""
+        self.rtl.drain()
+        return super()._control(data, addr)
 
     def close(self) -> None:
         """Stop serving, release the socket and the simulation (closing the waveform)."""

@@ -66,8 +66,13 @@ of ``CTRL`` bit 31 clears them with the model's counters.
 By default only requests from loopback addresses are executed; any other
 source is answered with status 5 and counted in ``SRV_CTRL_REFUSED``. With a
 control key (``--control-key FILE``, ``SoftSwitch(control_key=...)``) only
-requests signed with it are executed, from any address, loopback included
-(``docs/protocol.md`` section 9).
+requests signed with it are executed, from any address, loopback included,
+each at most once: a replayed send (from any address), a request signed for
+another session (this switch draws one per start, so nothing signed before a
+restart runs after it) or an expired one is refused with status 5 and counted;
+a retry (a new attempt of a request) is answered from the reply cache
+(:class:`~hostdrv.protocol_control.ControlReplayGuard`, ``docs/protocol.md``
+section 9).
 
 Command line
 ------------
@@ -133,9 +138,11 @@ from hostdrv.protocol_control import (
     CONTROL_READ,
     CONTROL_REPLY,
     CONTROL_WRITE,
+    ControlReplayGuard,
     ControlStatus,
-    check_control_signature,
+    SignedRequest,
     load_control_key,
+    parse_signed,
 )
 
 _IN = struct.Struct("!6s6sHBBHHHBBHIIHHHH")  # Ethernet + IPv4 + UDP header of an input frame
@@ -292,6 +299,7 @@ class SoftSwitch:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._replies: dict[tuple[str, int], tuple[bytes, bytes]] = {}
+        self._guard = ControlReplayGuard()
         self._poll = select.poll()
         self._poll.register(sock, select.POLLIN)
         self._rbuf = bytearray(_RECV_BYTES)
@@ -509,36 +517,51 @@ class SoftSwitch:
         return dict(self._stats)
 
     # -- serving -----------------------------------------------------------------
-    def _refusal(self, data: memoryview, addr: tuple[str, int]) -> str:
-        """Why a control request from ``addr`` must not be executed ('' when it may)."""
-        key = self._control_key
-        if key is None:
-            if _is_loopback(addr[0]):
-                return ""
-            return (f"request from {addr[0]}: this switch executes control requests from "
-                    "loopback addresses only (started with --control-key FILE it executes "
-                    "signed requests from any address)")
-        why = check_control_signature(data, key)
-        return f"request from {addr[0]}: {why}" if why else ""
-
     def _control(self, data: memoryview, addr: tuple[str, int]) -> bytes:
-        """Execute one control request and return the reply datagram."""
+        """Execute one control request and return the reply datagram.
+
+        Without a control key: executed when from loopback, a retry (the same 16
+        bytes from the same address as the last request) answered from the
+        per-address cache. With a key: the :class:`~hostdrv.protocol_control.ControlReplayGuard`
+        rules (``docs/protocol.md`` section 9).
+        """
         self._stats["control"] += 1
         short = len(data) < CONTROL.size
         _m, op, _z, tag, reg, value = (CONTROL_MAGIC, 0, 0, 0, 0, 0) if short \
             else CONTROL.unpack_from(data)
-        why = self._refusal(data, addr)
+        ckey = self._control_key
+        signed: SignedRequest | None = None
+        cached: bytes | None = None
+        if ckey is None:
+            why = "" if _is_loopback(addr[0]) else (
+                "this switch executes control requests from loopback addresses only (started "
+                "with --control-key FILE it executes signed requests from any address)")
+        else:
+            parsed = parse_signed(data, ckey)
+            if isinstance(parsed, str):
+                why = parsed
+            else:
+                signed = parsed
+                why, cached = self._guard.check(parsed)
         if why:  # nothing executed, nothing cached
-            self._stats["ctrl_refused"] += 1
+            if signed is None or signed.session != 0:  # session 0: a client learning it
+                self._stats["ctrl_refused"] += 1
+            # a request signed for another session learns this one from the reply's value
+            session = self._guard.session
+            named = session if signed is not None and signed.session != session else 0
             return CONTROL.pack(CONTROL_MAGIC, (op | CONTROL_REPLY) & 0xFF,
-                                ControlStatus.UNAUTHENTICATED, tag, reg, 0) + why.encode()
+                                ControlStatus.UNAUTHENTICATED, tag, reg, named) \
+                + f"request from {addr[0]}: {why}".encode()
+        if cached is not None:
+            return cached  # a retry: answer again, do not execute twice
         if short:
             return CONTROL.pack(CONTROL_MAGIC, CONTROL_REPLY, ControlStatus.BAD_REQUEST, 0, 0, 0) \
                 + b"request shorter than 16 bytes"
         key = bytes(data[:CONTROL.size])
-        cached = self._replies.get(addr)
-        if cached is not None and cached[0] == key:
-            return cached[1]  # a retried request: answer again, do not execute twice
+        if signed is None:
+            hit = self._replies.get(addr)
+            if hit is not None and hit[0] == key:
+                return hit[1]  # a retried request: answer again, do not execute twice
         status, text, out = ControlStatus.OK, "", 0
         name = regmap.BY_ADDR[reg].name if reg in regmap.BY_ADDR else None
         if name is None:
@@ -558,6 +581,9 @@ class SoftSwitch:
             status, text = ControlStatus.BAD_REQUEST, f"unknown op {op} (1 read, 2 write)"
         reply = CONTROL.pack(CONTROL_MAGIC, op | CONTROL_REPLY, status, tag, reg, out & 0xFFFFFFFF) \
             + text.encode()
+        if signed is not None:
+            self._guard.remember(signed, reply)
+            return reply
         if len(self._replies) > 4096:
             self._replies.clear()
         self._replies[addr] = (key, reply)

@@ -166,6 +166,17 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
                value > NRL_MAX_MEMBERS) {
         std::snprintf(buf, sizeof buf, "at most %u", NRL_MAX_MEMBERS);
         *why = buf;
+    } else if (addr == NRL_REG_AGG_THRESHOLD &&
+               !(1 <= value && value <= R(NRL_REG_AGG_MEMBERS))) {
+        std::snprintf(buf, sizeof buf, "must be 1 .. AGG_MEMBERS (%u)", R(NRL_REG_AGG_MEMBERS));
+        *why = buf;
+    } else if (addr == NRL_REG_AGG_MEMBERS && value < R(NRL_REG_AGG_THRESHOLD)) {
+        std::snprintf(buf, sizeof buf, "below AGG_THRESHOLD (%u): lower AGG_THRESHOLD first",
+                      R(NRL_REG_AGG_THRESHOLD));
+        *why = buf;
+    } else if (addr == NRL_REG_AGG_EPOCH && value % NRL_EPOCH_ROUNDS) {
+        std::snprintf(buf, sizeof buf, "must be a multiple of 2^24 (0x%x)", NRL_EPOCH_ROUNDS);
+        *why = buf;
     } else if (addr == NRL_REG_AGG_SLOTS && !(1 <= value && value <= max_slots_)) {
         std::snprintf(buf, sizeof buf, "must be 1 .. AGG_MAX_SLOTS (%u)", max_slots_);
         *why = buf;

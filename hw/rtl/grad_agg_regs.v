@@ -36,14 +36,16 @@ THE SOFTWARE.
  * hw/regs.yaml and the counters the aggregation engine increments
  * (CNT_RX_GRADIENT, CNT_RX_RESULT, CNT_TX_RESULT/RESEND/UP and the drop
  * reasons BAD_LENGTH ... LATE and MISMATCH). Every other address of the map
- * reads 0 and ignores writes. Writes honour wstrb; values are masked to the
- * register width, AGG_MEMBERS/AGG_THRESHOLD are clamped to 8, AGG_SLOTS to
- * 1..MAX_SLOTS and AGG_ELEMS to a multiple of 16 in 16..MAX_ELEMS (the
- * golden model rejects such writes; the hardware keeps itself safe).
+ * reads 0 and ignores writes. Writes honour wstrb.
  *
- * AGG_UPLINK_PORT and MEMBER_PORT[i] hold 0 or one port bit: a write whose
- * value (wstrb applied) is anything else is refused, the register keeps its
- * value (and no slot is invalidated) and the write answers SLVERR.
+ * An aggregation register write whose value (wstrb applied) is outside the
+ * register's range is refused as the golden model refuses it: the register
+ * keeps its value, no slot is invalidated and the write answers SLVERR.
+ * The ranges: wider than the register; AGG_MEMBERS above 8 or below
+ * AGG_THRESHOLD; AGG_THRESHOLD 0 or above AGG_MEMBERS; AGG_SLOTS 0 or above
+ * MAX_SLOTS; AGG_ELEMS not a multiple of 16 in 16..MAX_ELEMS; AGG_EPOCH not a
+ * multiple of 2^24. AGG_UPLINK_PORT and MEMBER_PORT[i] hold 0 or one port
+ * bit, refused the same way.
  *
  * AGG_EPOCH is a 32-bit mailbox for the members: it reads back what was
  * written and has no other effect.
@@ -283,8 +285,10 @@ wire [11:0] waddr = {wr_addr, 2'b00};
 
 // a refused port register write answers SLVERR
 wire uplink_refuse = waddr == REG_AGG_UPLINK_PORT && !common_port_ok;
+// an out-of-range aggregation register write answers SLVERR (set below)
+reg agg_refuse;
 
-assign wr_refuse = common_refuse || uplink_refuse;
+assign wr_refuse = common_refuse || uplink_refuse || agg_refuse;
 
 reg [31:0] wv;
 
@@ -304,57 +308,78 @@ always @* begin
     epoch_next = epoch_reg;
     invalidate_next = 1'b0;
     clear_next = 1'b0;
+    agg_refuse = 1'b0;
     wv = 32'd0;
 
     if (do_write) begin
         case (waddr)
             REG_AGG_MEMBERS: begin
                 wv = merge({28'd0, members_reg}, wr_data, wr_strb);
-                members_next = wv[3:0] > 4'd8 ? 4'd8 : wv[3:0];
-                invalidate_next = 1'b1;
+                if (wv > 32'd8 || wv[3:0] < threshold_reg) begin
+                    agg_refuse = 1'b1;
+                end else begin
+                    members_next = wv[3:0];
+                    invalidate_next = 1'b1;
+                end
             end
             REG_AGG_THRESHOLD: begin
                 wv = merge({28'd0, threshold_reg}, wr_data, wr_strb);
-                threshold_next = wv[3:0] > 4'd8 ? 4'd8 : wv[3:0];
-                invalidate_next = 1'b1;
+                if (wv[31:4] != 28'd0 || wv[3:0] == 4'd0 || wv[3:0] > members_reg) begin
+                    agg_refuse = 1'b1;
+                end else begin
+                    threshold_next = wv[3:0];
+                    invalidate_next = 1'b1;
+                end
             end
             REG_AGG_SLOTS: begin
                 wv = merge({25'd0, slots_reg}, wr_data, wr_strb);
-                if (wv[6:0] == 7'd0) begin
-                    slots_next = 7'd1;
-                end else if (wv[6:0] > SLOTS_MAX) begin
-                    slots_next = SLOTS_MAX;
+                if (wv[31:7] != 25'd0 || wv[6:0] == 7'd0 || wv[6:0] > SLOTS_MAX) begin
+                    agg_refuse = 1'b1;
                 end else begin
                     slots_next = wv[6:0];
+                    invalidate_next = 1'b1;
                 end
-                invalidate_next = 1'b1;
             end
             REG_AGG_ELEMS: begin
                 wv = merge({23'd0, elems_reg}, wr_data, wr_strb);
-                if (wv[13:4] == 10'd0) begin
-                    elems_next = 9'd16;
-                end else if (wv[13:0] > {5'd0, ELEMS_MAX}) begin
-                    elems_next = ELEMS_MAX;
+                if (wv[31:14] != 18'd0 || wv[3:0] != 4'd0 || wv[13:4] == 10'd0 ||
+                        wv[13:0] > {5'd0, ELEMS_MAX}) begin
+                    agg_refuse = 1'b1;
                 end else begin
                     elems_next = {wv[8:4], 4'd0};
+                    invalidate_next = 1'b1;
                 end
-                invalidate_next = 1'b1;
             end
             REG_AGG_DTYPE: begin
-                if (wr_strb[0]) dtype_next = wr_data[0];
-                invalidate_next = 1'b1;
+                wv = merge({31'd0, dtype_reg}, wr_data, wr_strb);
+                if (wv[31:1] != 31'd0) begin
+                    agg_refuse = 1'b1;
+                end else begin
+                    dtype_next = wv[0];
+                    invalidate_next = 1'b1;
+                end
             end
             REG_AGG_MODE: begin
-                if (wr_strb[0]) mode_next = wr_data[0];
-                invalidate_next = 1'b1;
+                wv = merge({31'd0, mode_reg}, wr_data, wr_strb);
+                if (wv[31:1] != 31'd0) begin
+                    agg_refuse = 1'b1;
+                end else begin
+                    mode_next = wv[0];
+                    invalidate_next = 1'b1;
+                end
             end
             REG_AGG_STALENESS: begin
                 staleness_next = merge(staleness_reg, wr_data, wr_strb);
                 invalidate_next = 1'b1;
             end
             REG_AGG_ROLE: begin
-                if (wr_strb[0]) role_next = wr_data[0];
-                invalidate_next = 1'b1;
+                wv = merge({31'd0, role_reg}, wr_data, wr_strb);
+                if (wv[31:1] != 31'd0) begin
+                    agg_refuse = 1'b1;
+                end else begin
+                    role_next = wv[0];
+                    invalidate_next = 1'b1;
+                end
             end
             REG_AGG_UPLINK_PORT: begin
                 // 0 or one-hot, else refused (and nothing is invalidated)
@@ -369,16 +394,30 @@ always @* begin
             end
             REG_AGG_PARENT_UDP: begin
                 wv = merge({16'd0, parent_udp_reg}, wr_data, wr_strb);
-                parent_udp_next = wv[15:0];
-                invalidate_next = 1'b1;
+                if (wv[31:16] != 16'd0) begin
+                    agg_refuse = 1'b1;
+                end else begin
+                    parent_udp_next = wv[15:0];
+                    invalidate_next = 1'b1;
+                end
             end
             REG_AGG_LEAF_ID: begin
-                if (wr_strb[0]) leaf_id_next = wr_data[2:0];
-                invalidate_next = 1'b1;
+                wv = merge({29'd0, leaf_id_reg}, wr_data, wr_strb);
+                if (wv[31:3] != 29'd0) begin
+                    agg_refuse = 1'b1;
+                end else begin
+                    leaf_id_next = wv[2:0];
+                    invalidate_next = 1'b1;
+                end
             end
             REG_AGG_EPOCH: begin
-                // a mailbox: no slot is invalidated
-                epoch_next = merge(epoch_reg, wr_data, wr_strb);
+                // a mailbox: no slot is invalidated; a multiple of 2^24
+                wv = merge(epoch_reg, wr_data, wr_strb);
+                if (wv[23:0] != 24'd0) begin
+                    agg_refuse = 1'b1;
+                end else begin
+                    epoch_next = wv;
+                end
             end
             default: begin
                 // control block and member table: nrl_common_regs
@@ -556,7 +595,7 @@ always @* begin
 end
 
 // verilator lint_off UNUSEDSIGNAL
-wire unused_rd = &{1'b0, rd_stage, wv[31:16]};
+wire unused_rd = &{1'b0, rd_stage};
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule

@@ -359,14 +359,17 @@ always @* begin
                 wait_next = wr_route(s_axil_awaddr);
                 state_next = STATE_WRITE;
                 // registers of the switch top, taken from the forwarded write
-                if (s_waddr == REG_UDP_PORT) begin
+                // (unless the engines refuse the value: bits beyond the register's width)
+                if (s_waddr == REG_UDP_PORT &&
+                        (s_axil_wdata & s_wmask32 & 32'hFFFF0000) == 32'd0) begin
                     udp_port_next = (udp_port_reg & ~s_wmask) | (s_axil_wdata[15:0] & s_wmask);
                 end
                 if (s_waddr == REG_L2_AGE_FRAMES) begin
                     l2_age_next = (l2_age_reg & ~s_wmask32) | (s_axil_wdata & s_wmask32);
                     l2_age_load_next = 1'b1;
                 end
-                if (s_waddr == REG_CTRL && s_axil_wstrb[3] && s_axil_wdata[31]) begin
+                if (s_waddr == REG_CTRL && s_axil_wstrb[3] && s_axil_wdata[31] &&
+                        (s_axil_wdata & s_wmask32 & 32'h7FFFFFFC) == 32'd0) begin
                     cnt_lo_next = 16'd0;
                     cnt_carry_next = 1'b0;
                     cnt_hi_next = 16'd0;

@@ -39,7 +39,11 @@ THE SOFTWARE.
  * file owns the AXI4-Lite handshake (nrl_axil_regif): it presents one
  * accepted write per wr_en pulse (address, data, byte strobes) and selects
  * the read words.
- * Writes honour wr_strb and keep only each register's width.
+ * Writes honour wr_strb. A write whose value (wr_strb applied) does not fit
+ * the register (JOB_ID 8 bits, UDP_PORT, SWITCH_MAC_HI and MEMBER_UDP 16,
+ * MEMBER_ROLE 3; CTRL bits 30:2 set) is refused like a bad port value below:
+ * the register keeps its value, CTRL bit 31 clears nothing, JOB_ID
+ * invalidates nothing, and wr_refuse asks for SLVERR.
  *
  * wr_clear flags a write setting CTRL bit 31 (clear all counters; the bit
  * reads back 0), wr_job_id a write to JOB_ID; both are combinational, in
@@ -163,7 +167,9 @@ wire [23:0] wr_hi = wr_data[31:8] & {{8{wr_strb[3]}}, {8{wr_strb[2]}}, {8{wr_str
 wire port_ok = wr_hi == 24'd0 && (!wr_strb[0] || at_most_one(wr_data[7:0]));
 
 assign wr_port_ok = port_ok;
-assign wr_refuse = wr_en && wmember && waddr[3:0] == 4'h0 && !port_ok;
+// a value wider than its register (set below, combinational)
+reg width_refuse;
+assign wr_refuse = wr_en && ((wmember && waddr[3:0] == 4'h0 && !port_ok) || width_refuse);
 
 reg [31:0] wv;
 
@@ -183,28 +189,45 @@ always @* begin
     end
     clear_c = 1'b0;
     job_id_c = 1'b0;
+    width_refuse = 1'b0;
     wv = 32'd0;
 
     if (wr_en) begin
         case (waddr)
             REG_CTRL: begin
                 wv = merge({30'd0, ctrl_reg}, wr_data, wr_strb);
-                ctrl_next = wv[1:0];
-                clear_c = wv[31];
+                if (wv[30:2] != 29'd0) begin
+                    width_refuse = 1'b1;
+                end else begin
+                    ctrl_next = wv[1:0];
+                    clear_c = wv[31];
+                end
             end
             REG_JOB_ID: begin
                 wv = merge({24'd0, job_id_reg}, wr_data, wr_strb);
-                job_id_next = wv[7:0];
-                job_id_c = 1'b1;
+                if (wv[31:8] != 24'd0) begin
+                    width_refuse = 1'b1;
+                end else begin
+                    job_id_next = wv[7:0];
+                    job_id_c = 1'b1;
+                end
             end
             REG_UDP_PORT: begin
                 wv = merge({16'd0, udp_port_reg}, wr_data, wr_strb);
-                udp_port_next = wv[15:0];
+                if (wv[31:16] != 16'd0) begin
+                    width_refuse = 1'b1;
+                end else begin
+                    udp_port_next = wv[15:0];
+                end
             end
             REG_SWITCH_IP: switch_ip_next = merge(switch_ip_reg, wr_data, wr_strb);
             REG_SWITCH_MAC_HI: begin
                 wv = merge({16'd0, mac_hi_reg}, wr_data, wr_strb);
-                mac_hi_next = wv[15:0];
+                if (wv[31:16] != 16'd0) begin
+                    width_refuse = 1'b1;
+                end else begin
+                    mac_hi_next = wv[15:0];
+                end
             end
             REG_SWITCH_MAC_LO: mac_lo_next = merge(mac_lo_reg, wr_data, wr_strb);
             REG_MCAST_IP: mcast_ip_next = merge(mcast_ip_reg, wr_data, wr_strb);
@@ -215,9 +238,20 @@ always @* begin
                         4'h4: mip_next[widx] = merge(mip_reg[widx], wr_data, wr_strb);
                         4'h8: begin
                             wv = merge({16'd0, mudp_reg[widx]}, wr_data, wr_strb);
-                            mudp_next[widx] = wv[15:0];
+                            if (wv[31:16] != 16'd0) begin
+                                width_refuse = 1'b1;
+                            end else begin
+                                mudp_next[widx] = wv[15:0];
+                            end
                         end
-                        default: if (wr_strb[0]) mrole_next[widx] = wr_data[2:0];
+                        default: begin
+                            wv = merge({29'd0, mrole_reg[widx]}, wr_data, wr_strb);
+                            if (wv[31:3] != 29'd0) begin
+                                width_refuse = 1'b1;
+                            end else begin
+                                mrole_next[widx] = wv[2:0];
+                            end
+                        end
                     endcase
                 end
             end

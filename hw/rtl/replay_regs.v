@@ -37,8 +37,7 @@ THE SOFTWARE.
  * member table (MEMBER_PORT/IP/UDP/ROLE, 8 entries) and the counters the
  * replay engine increments (CNT_RX_PUSH/SAMPLE/UPDATE, CNT_TX_PUSH_ACK,
  * CNT_TX_SAMPLE_RESP, the NOT_YET answers and the drop reasons a replay
- * request can hit). Every other address reads 0 and ignores writes. rw
- * registers keep only their declared width; CTRL bit 31 clears every counter
+ * request can hit). Every other address reads 0 and ignores writes. CTRL bit 31 clears every counter
  * and reads 0; a write to RPL_SEED pulses seed_wr; writing 1 to RPL_RESET
  * pulses rpl_reset; a write to RPL_SPI pulses spi_wr (the executor clears
  * the rate limiter's accumulator, read back as RPL_RATE_DIFF_LO/HI).
@@ -46,8 +45,9 @@ THE SOFTWARE.
  * The AXI4-Lite handshake is nrl_axil_regif (ready in the clock a request
  * is taken); the identity, control and member-table registers live in
  * nrl_common_regs; this file owns the replay registers, the counters and
- * the read pipeline. A MEMBER_PORT write that nrl_common_regs refuses
- * (neither 0 nor one-hot) answers SLVERR.
+ * the read pipeline. A write nrl_common_regs refuses (a MEMBER_PORT value
+ * neither 0 nor one-hot, a value wider than its register) and an RPL_RESET
+ * value above 1 answer SLVERR and change nothing.
  *
  * Counters are 32-bit, split into two 16-bit halves with a registered carry
  * so no carry chain is longer than 16 bits; a read adds the pending carry
@@ -223,6 +223,10 @@ wire [31:0] rst_w = merge_bytes(32'd0, wr_data, wr_mask);
 // verilator lint_on UNUSEDSIGNAL
 
 // identity, control and member-table registers
+wire common_refuse;
+// RPL_RESET is one bit: a wider value is refused (SLVERR) and resets nothing
+wire reset_refuse = wr_addr == REG_RPL_RESET && rst_w[31:1] != 31'd0;
+assign wr_refuse = common_refuse || reset_refuse;
 wire wr_clear;
 // verilator lint_off UNUSEDSIGNAL
 wire [1:0] ctrl;
@@ -247,7 +251,7 @@ common_regs_inst (
     .wr_strb(wr_strb),
     .wr_clear(wr_clear),
     .wr_job_id(wr_job_id),
-    .wr_refuse(wr_refuse),
+    .wr_refuse(common_refuse),
     .wr_port_ok(wr_port_ok),
     .cfg_ctrl(ctrl),
     .cfg_job_id(job_id),
@@ -296,7 +300,7 @@ always @(posedge clk) begin
                 seed_reg <= merge_bytes(seed_reg, wr_data, wr_mask);
                 seed_wr_reg <= 1'b1;
             end
-            REG_RPL_RESET: rpl_reset_reg <= rst_w[0];
+            REG_RPL_RESET: if (!reset_refuse) rpl_reset_reg <= rst_w[0];
             REG_RPL_MIN_SIZE: min_size_reg <= merge_bytes(min_size_reg, wr_data, wr_mask);
             REG_RPL_SPI: begin
                 spi_reg <= merge_bytes(spi_reg, wr_data, wr_mask);

@@ -33,9 +33,10 @@ Tests:
   0 or one-hot answer SLVERR and change nothing;
 * ``test_short_frames``: every length 42..63 with every opcode class,
   counted exactly as the model counts it;
-* ``test_register_edges``: AGG_SLOTS / AGG_ELEMS values the model refuses
-  (the engine keeps a value the model takes and then behaves like it) and
-  reads of addresses with no register;
+* ``test_register_edges``: aggregation register values the model refuses
+  (ranges, AGG_THRESHOLD <= AGG_MEMBERS, AGG_EPOCH a multiple of 2^24, byte
+  strobes) answer SLVERR and change nothing; reads of addresses with no
+  register;
 * ``test_counter_carry`` (Verilator): counters past 2**16 (the carry into
   their high half), with the lean driver;
 * ``test_soak`` (``GRAD_AGG_SOAK=1``): >= 100k packets with the lean
@@ -134,9 +135,12 @@ class AggConfig:
     mcast_ip: int = 0xEF004E52
     epoch: int = 0
 
-    def writes(self) -> list[tuple[str, int]]:
-        """Register writes, in order."""
-        out = [("CTRL", 0x3), ("UDP_PORT", self.udp_port), ("SWITCH_IP", self.switch_ip),
+    def writes(self, threshold_now: int = 0) -> list[tuple[str, int]]:
+        """Register writes, in order (``threshold_now``: the AGG_THRESHOLD they follow; it is
+        lowered first when the new members are fewer, as AGG_THRESHOLD <= AGG_MEMBERS holds
+        after every write)."""
+        first = [("AGG_THRESHOLD", self.threshold)] if self.members < threshold_now else []
+        out = first + [("CTRL", 0x3), ("UDP_PORT", self.udp_port), ("SWITCH_IP", self.switch_ip),
                ("SWITCH_MAC_HI", self.mac_hi), ("SWITCH_MAC_LO", self.mac_lo),
                ("MCAST_IP", self.mcast_ip), ("JOB_ID", self.job_id),
                ("AGG_MEMBERS", self.members), ("AGG_THRESHOLD", self.threshold),
@@ -163,7 +167,7 @@ def random_config(rng: np.random.Generator, *, max_slots: int, max_elems: int,
     """A random but legal job configuration."""
     n = members if members is not None else int(rng.choice([1, 2, 3, 4, 4, 5, 8]))
     mode = bool(rng.random() < 0.4) if mode_async is None else mode_async
-    thr = int(rng.integers(0, n + 1)) if mode else int(rng.integers(0, 9))
+    thr = int(rng.integers(1, n + 1))  # 1 .. N (ignored in sync mode)
     s = slots if slots is not None else int(rng.integers(1, min(12, max_slots) + 1))
     p = elems if elems is not None else int(rng.choice([16, 16, 32, 32, 48, 64]))
     p = min(p, max_elems)
@@ -587,7 +591,7 @@ class TB(StreamTB):
 
     async def configure(self, cfg: AggConfig) -> None:
         """Write every register of ``cfg`` into the DUT and the model."""
-        for name, value in cfg.writes():
+        for name, value in cfg.writes(self.model.read("AGG_THRESHOLD")):
             await self.write(name, value)
 
     def random_config(self, rng: np.random.Generator, **kw: Any) -> AggConfig:
@@ -897,12 +901,12 @@ async def test_epoch(dut: Any) -> None:
                 await tb.send(*wl.gradient(w, s, 0))
         await tb.send(*wl.gradient(2, 0, 0))
         await tb.settle()
-        for v in (0x01000000, 0xFFFFFFFF, int(rng.integers(0, 1 << 32)), 0x7F000000):
+        for v in (0x01000000, 0xFF000000, int(rng.integers(0, 256)) << 24, 0x7F000000):
             await tb.write("AGG_EPOCH", v)
             assert await tb.read("AGG_EPOCH") == tb.model.read("AGG_EPOCH") == v
-        # byte writes merge into it
-        assert await tb.write_resp(regmap.AGG_EPOCH + 2, b"\x5a") == AxiResp.OKAY
-        tb.model.write("AGG_EPOCH", (tb.model.read("AGG_EPOCH") & ~0xFF0000) | 0x5A0000)
+        # byte writes merge into it (bits 31:24; a byte in 23:0 is refused, test_register_edges)
+        assert await tb.write_resp(regmap.AGG_EPOCH + 3, b"\x5a") == AxiResp.OKAY
+        tb.model.write("AGG_EPOCH", 0x5A000000)
         assert await tb.read("AGG_EPOCH") == tb.model.read("AGG_EPOCH")
         # the rounds complete with three contributions (an invalidated copy would
         # restart at one), and slot 0 answers a duplicate from its DONE or UP copy
@@ -1000,29 +1004,75 @@ async def test_short_frames(dut: Any) -> None:
 
 @cocotb.test()
 async def test_register_edges(dut: Any) -> None:
-    """Values the model refuses for AGG_SLOTS / AGG_ELEMS, and addresses with no register.
+    """Register values the model refuses answer SLVERR and change nothing; reads of
+    addresses with no register.
 
-    The model refuses an AGG_SLOTS or AGG_ELEMS value out of its range; the
-    engine keeps a value it can run with. Whatever it keeps must be a value
-    the model takes, and a job configured with it must then behave exactly as
-    the model configured with the same value. Reads of addresses the register
-    map does not define (the model has no register there) complete and
-    change nothing."""
+    Every value the model refuses (wider than the register, AGG_MEMBERS below
+    AGG_THRESHOLD or above 8, AGG_THRESHOLD 0 or above AGG_MEMBERS, AGG_SLOTS /
+    AGG_ELEMS out of range, AGG_EPOCH not a multiple of 2^24), written whole or
+    by byte strobes, answers SLVERR; the register keeps its value and no slot
+    copy is invalidated (the open rounds then complete as the model's). Legal
+    edge values answer OKAY. Reads of addresses the register map does not
+    define complete and change nothing."""
     tb, rng = await TB.start(dut, SEED + 120)
-    cfg = await tb.configure_random(rng, leaf=False, mode_async=False, members=2, slots=2,
+    cfg = await tb.configure_random(rng, leaf=False, mode_async=True, members=4, slots=2,
                                     elems=16)
-    bad = {"AGG_SLOTS": [0, tb.max_slots + 1, 0x7F, 0x80],
-           "AGG_ELEMS": [0, 8, tb.max_elems + 16, 0x3FF0, 0x10000]}
+    await tb.write("AGG_THRESHOLD", 3)
+    cfg.threshold = 3
+    wl = Workload(rng, cfg, noise=0.0)
+    for s in range(cfg.slots):  # one contribution each: every copy OPEN
+        await tb.send(*wl.gradient(0, s, 0))
+    await tb.settle()
+    bad = {"AGG_MEMBERS": [9, 15, 16, 0x100, 2, 0],
+           "AGG_THRESHOLD": [0, 5, 8, 9, 0x13, 0x100],
+           "AGG_SLOTS": [0, tb.max_slots + 1, 0x7F, 0x80],
+           "AGG_ELEMS": [0, 8, 24, tb.max_elems + 16, 0x3FF0, 0x10000],
+           "AGG_DTYPE": [2, 0x101], "AGG_MODE": [3], "AGG_ROLE": [0x80000000],
+           "AGG_LEAF_ID": [8, 0xF], "AGG_PARENT_UDP": [0x10000, 0x12345678],
+           "AGG_EPOCH": [1, 0x00800000, 0x12345678, 0xFFFFFFFF, 0x00FFFFFF],
+           # the control block and the member table (nrl_common_regs): widths
+           "JOB_ID": [0x100], "UDP_PORT": [0x10000], "SWITCH_MAC_HI": [0x10000],
+           "CTRL": [0x4, 0x80000007], "MEMBER_UDP_3": [0x10000], "MEMBER_ROLE_3": [8]}
+    refused = 0
     for name, values in bad.items():
+        addr = regmap.REGISTERS[name].addr
+        old = await tb.read(name)
+        assert old == tb.model.read(name), name
         for v in values:
             model_refuses(tb.model, name, v)
-            await tb.write_resp(regmap.REGISTERS[name].addr, v)
-            kept = await tb.read(name)
-            tb.model.write(name, kept)  # a legal value, or ValueError fails the test
-            setattr(cfg, "slots" if name == "AGG_SLOTS" else "elems", kept)
-            wl = Workload(rng, cfg, noise=0.1)
-            await tb.run(wl, 12)
-            await tb.check()
+            resp = await tb.write_resp(addr, v)
+            assert resp == AxiResp.SLVERR, f"{name} = {v:#x} answered {resp!r}"
+            assert await tb.read(name) == old, f"{name} changed by a refused write of {v:#x}"
+            refused += 1
+    # byte strobes: the byte lands on the old value and the merged value is judged
+    for name, lane, byte in (("AGG_EPOCH", 0, 0x01), ("AGG_EPOCH", 2, 0x80),
+                             ("AGG_THRESHOLD", 0, 0x00), ("AGG_THRESHOLD", 1, 0x01),
+                             ("AGG_MEMBERS", 0, 0x09), ("AGG_SLOTS", 3, 0x01)):
+        old = await tb.read(name)
+        merged = (old & ~(0xFF << 8 * lane)) | byte << 8 * lane
+        model_refuses(tb.model, name, merged)
+        addr = regmap.REGISTERS[name].addr
+        assert await tb.write_resp(addr + lane, bytes([byte])) == AxiResp.SLVERR, name
+        assert await tb.read(name) == old, name
+        refused += 1
+    # nothing was invalidated: the open rounds complete at the threshold
+    for s in range(cfg.slots):
+        for w in (1, 2):
+            await tb.send(*wl.gradient(w, s, 0))
+    await tb.check()
+    # legal edges are taken: H = N, H = 1, N = H, AGG_EPOCH's top byte alone
+    for name, value in (("AGG_THRESHOLD", 4), ("AGG_THRESHOLD", 1), ("AGG_MEMBERS", 1),
+                        ("AGG_MEMBERS", 8), ("AGG_THRESHOLD", 8), ("AGG_MEMBERS", 8),
+                        ("AGG_EPOCH", 0xFF000000), ("AGG_SLOTS", tb.max_slots),
+                        ("AGG_ELEMS", tb.max_elems)):
+        await tb.write(name, value)
+        assert await tb.read(name) == tb.model.read(name) == value, name
+    assert await tb.write_resp(regmap.REGISTERS["AGG_EPOCH"].addr + 3, b"\x01") == AxiResp.OKAY
+    tb.model.write("AGG_EPOCH", 0x01000000)
+    assert await tb.read("AGG_EPOCH") == tb.model.read("AGG_EPOCH")
+    tb.log.info("%d refused writes", refused)
+    cfg = await tb.configure_random(rng, leaf=False, mode_async=False, members=2, slots=2,
+                                    elems=16)
     for addr in (0x080, 0x0FC, 0x180, 0x1C0, 0x280, 0x2C0, 0x300, 0x380, 0x4F0, 0xFFC):
         if addr in regmap.BY_ADDR:
             continue

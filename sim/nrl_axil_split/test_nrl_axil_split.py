@@ -227,7 +227,8 @@ async def test_error_responses(dut: HierarchyObject) -> None:
 
 @cocotb.test()
 async def test_cnt_pass_and_udp_port(dut: HierarchyObject) -> None:
-    """CNT_PASS counts pass_inc pulses, a CTRL bit 31 write clears it; UDP_PORT is shadowed."""
+    """CNT_PASS counts pass_inc pulses, a CTRL bit 31 write clears it; UDP_PORT is shadowed;
+    a refused value (wider than the register) changes neither."""
     master, slaves = await setup(dut)
     assert int(dut.udp_port.value) == regmap.REGISTERS["UDP_PORT"].reset
     rng = random.Random(SEED + 3)
@@ -247,6 +248,18 @@ async def test_cnt_pass_and_udp_port(dut: HierarchyObject) -> None:
     assert int(dut.udp_port.value) == (regmap.REGISTERS["UDP_PORT"].reset & 0xFF00) | 0x34
     await master.write_dword(regmap.UDP_PORT, 0x5678)
     assert int(dut.udp_port.value) == 0x5678
+    # values the engines refuse (SLVERR: wider than the register, CTRL bits 30:2) move
+    # neither the shadow nor CNT_PASS
+    await FallingEdge(dut.clk)
+    dut.pass_inc.value = 1
+    await FallingEdge(dut.clk)
+    dut.pass_inc.value = 0
+    assert await master.read_dword(regmap.CNT_PASS) == 1
+    await master.write(regmap.UDP_PORT, (0x00011234).to_bytes(4, "little"))
+    await master.write(regmap.UDP_PORT + 2, bytes([0x01]))
+    assert int(dut.udp_port.value) == 0x5678
+    await master.write(regmap.CTRL, (0x80000007).to_bytes(4, "little"))
+    assert await master.read_dword(regmap.CNT_PASS) == 1
 
 
 @cocotb.test()

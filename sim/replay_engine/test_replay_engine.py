@@ -367,6 +367,16 @@ async def test_registers(dut: HierarchyObject) -> None:
         resp = await tb.write_resp(addr + 1, b"\x02")  # byte 1 alone: 0x200 | old
         assert resp == AxiResp.SLVERR
         assert await tb.read(name) == old, name
+    # a value wider than its register (or CTRL's undefined bits, RPL_RESET above 1):
+    # SLVERR, value kept, as the model refuses it
+    for name, bad in (("JOB_ID", 0x100), ("UDP_PORT", 0x10000), ("SWITCH_MAC_HI", 0x12345),
+                      ("MEMBER_UDP_6", 0x10000), ("MEMBER_ROLE_7", 8), ("CTRL", 0x80000004),
+                      ("RPL_RESET", 2), ("RPL_RESET", 0x80000001)):
+        old = await tb.read(name)
+        model_refuses(tb.m, name, bad)
+        resp = await tb.write_resp(regs[name].addr, bad.to_bytes(4, "little"))
+        assert resp == AxiResp.SLVERR, f"{name} = {bad:#x} answered {resp!r}"
+        assert await tb.read(name) == tb.m.read(name) == old, name
     # addresses with no register (the model refuses them): the engine answers OKAY with 0
     assert tb.axil is not None
     for addr in (0x0FC, 0x180, 0x1C0, 0x2FC, 0x4F0, 0x800, 0xFFC):
