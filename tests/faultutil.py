@@ -2,9 +2,11 @@
 
 Run as ``python -m tests.faultutil URL WORKER OUT [options]``. The worker
 all-reduces calls ``--start`` … ``--stop − 1``; call ``c`` reduces
-``make_input(seed, worker, c)`` (int32 or fp32). A call that fails
+``make_input(seed, worker, c)`` (int32 or fp32) as step id ``c`` (the
+:class:`~hostdrv.Aggregator` starts at ``step=--start``). A call that fails
 (:class:`~hostdrv.errors.AllreduceError` or a timeout) is retried with the
-same input, as a training loop that repeats its step would, up to
+same input and step id (the default: a failed call does not advance
+``Aggregator.step``), as a training loop that repeats its step would, up to
 ``--attempts`` times. With ``--die-at K`` the worker sends only the first
 chunk of call ``K`` and exits at once (``os._exit``), like a process killed
 in the middle of an all-reduce. Everything the worker saw is pickled to
@@ -39,7 +41,7 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
     from hostdrv.errors import AllreduceError
 
     agg = Aggregator(url, worker=worker, timeout=timeout, retries=retries,
-                     max_backoff=max(timeout, 0.1))
+                     max_backoff=max(timeout, 0.1), step=start)
     records: list[dict[str, Any]] = []
     jitter = np.random.default_rng([seed, worker, os.getpid()])
 
@@ -53,7 +55,8 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
             break
         x = make_input(seed, worker, call, size, dtype)
         if call == die_at:
-            agg.send_chunks(np.resize(x, agg.elems), round_=agg.rounds[0], total=x.size)
+            agg.send_chunks(np.resize(x, agg.elems), round_=agg.rounds[0], total=x.size,
+                            aux=None if agg.async_mode else agg.step)
             dump()
             os._exit(9)
         failures: list[str] = []
