@@ -50,7 +50,7 @@ GROUPS = _groups(K.vectors(SCALE))
 DEFAULT_GROUP = max(GROUPS, key=lambda tag: len(GROUPS[tag]))
 """The parameter set run by default (Verilator)."""
 KINDS = ("sync_fp32", "sync_int32", "async", "hierarchy_leaf", "replay", "mixed", "registers", "l2",
-         "rate", "async_catchup")
+         "rate", "async_catchup", "step_flat", "step_leaf", "step_root", "ahead")
 
 CASES = [pytest.param("verilator", tag, id=f"verilator-{tag}",
                       marks=() if tag == DEFAULT_GROUP else pytest.mark.slow)
