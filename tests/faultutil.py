@@ -50,8 +50,17 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
         tmp.write_bytes(pickle.dumps(records))
         tmp.replace(out)
 
+    def stop_at() -> int | None:
+        # the test writes the file whole (a rename); an empty read is a file not yet there
+        try:
+            text = stop_file.read_text() if stop_file is not None else ""
+        except FileNotFoundError:
+            return None
+        return int(text) if text.strip() else None
+
     for call in range(start, stop):
-        if stop_file is not None and stop_file.exists() and call >= int(stop_file.read_text()):
+        limit = stop_at()
+        if limit is not None and call >= limit:
             break
         x = make_input(seed, worker, call, size, dtype)
         if call == die_at:
@@ -70,7 +79,7 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
             records.append({"call": call, "input": x, "result": y, "rounds": agg.last_rounds.copy(),
                             "aux": agg.last_aux.copy(), "stale": agg.stale_chunks,
                             "failures": failures, "seconds": time.monotonic() - t0,
-                            "epochs": agg.epochs, "time": time.time()})
+                            "epochs": agg.epochs, "epoch": agg.epoch, "time": time.time()})
             break
         else:
             records.append({"call": call, "failures": failures, "result": None})
