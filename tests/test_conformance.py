@@ -38,7 +38,7 @@ from hostdrv.protocol import Flags, Opcode
 REPO = Path(__file__).resolve().parents[1]
 NATIVE = REPO / "hostdrv" / "native"
 VECTORS = K.vectors()
-PLANTED_BUGS = (1, 2, 3, 4, 5, 6)  # nrl_engine.cpp's list
+PLANTED_BUGS = (1, 2, 3, 4, 5, 6, 7, 8, 9)  # nrl_engine.cpp's list
 
 
 @functools.cache

@@ -10,6 +10,9 @@
 //   4: a RESEND RESULT lacks the RESEND flag
 //   5: an UPDATE accepts index == size
 //   6: the MAC table's replacement pointer never advances (every new MAC replaces entry 0)
+//   7: a step mismatch on a DONE copy gets the plain RESEND (no forced ERROR)
+//   8: the far-ahead bound is off by one (a round exactly AGG_AHEAD_ROUNDS ahead passes)
+//   9: a sync leaf sends its round, not its step, up
 // The normal build has none of this code.
 #include "nrl_engine.h"
 
@@ -362,7 +365,7 @@ void Engine::process(const uint8_t* f, size_t n, uint8_t src_port) {
         // 11. a GRADIENT's round too far ahead of the epoch (behind it: processed)
         if (op == NRL_OP_GRADIENT) {
             const uint32_t ahead = seq - R(NRL_REG_AGG_EPOCH);
-            if (ahead >= NRL_AGG_AHEAD_ROUNDS && ahead < 0x80000000u)
+            if (ahead >= NRL_AGG_AHEAD_ROUNDS + (NRL_BUG(8) ? 1 : 0) && ahead < 0x80000000u)
                 return inc(NRL_REG_CNT_DROP_AHEAD);
         }
         if (op == NRL_OP_GRADIENT) return gradient(f, worker, slot, seq, aux, total, rx);
@@ -413,7 +416,7 @@ void Engine::gradient(const uint8_t* f, uint32_t w, uint32_t slot, uint32_t r, u
             c.aux = total;
             return multicast(slot, q);
         }
-        return resend(slot, q, rx, !c.error, w);
+        return resend(slot, q, rx, !c.error && !NRL_BUG(7), w);
     }
     const uint32_t bit = 1u << w;
     if ((c.bitmap & bit) || c.state != OPEN) {
@@ -504,7 +507,7 @@ void Engine::up(uint32_t slot, uint32_t q) {
     const uint32_t udp = R(NRL_REG_AGG_PARENT_UDP) ? R(NRL_REG_AGG_PARENT_UDP) : R(NRL_REG_UDP_PORT);
     uint8_t* pl = frame(kBroadcast, R(NRL_REG_AGG_PARENT_IP), udp, NRL_OP_GRADIENT, agg_flags(nullptr),
                         R(NRL_REG_AGG_LEAF_ID), slot, c.round, p,
-                        R(NRL_REG_AGG_MODE) ? c.round : c.step, 4 * p, c.total,
+                        R(NRL_REG_AGG_MODE) || NRL_BUG(9) ? c.round : c.step, 4 * p, c.total,
                         uint8_t(R(NRL_REG_AGG_UPLINK_PORT)));
     std::memcpy(pl, acc(slot, q), size_t(4) * p);
 }
