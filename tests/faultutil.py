@@ -60,7 +60,11 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
 
     for call in range(start, stop):
         limit = stop_at()
-        if limit is not None and call >= limit:
+        # async: a member that caught up (jumped iterations) made fewer calls for the same
+        # iteration, so the members stop by iteration: none is left alone in one the others
+        # never reach
+        position = agg.last_iteration + 1 if agg.async_mode and records else call
+        if limit is not None and position >= limit:
             break
         x = make_input(seed, worker, call, size, dtype)
         if call == die_at:
@@ -79,7 +83,8 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
             records.append({"call": call, "input": x, "result": y, "rounds": agg.last_rounds.copy(),
                             "aux": agg.last_aux.copy(), "stale": agg.stale_chunks,
                             "failures": failures, "seconds": time.monotonic() - t0,
-                            "epochs": agg.epochs, "epoch": agg.epoch, "time": time.time()})
+                            "epochs": agg.epochs, "epoch": agg.epoch, "time": time.time(),
+                            "iteration": agg.last_iteration})
             break
         else:
             records.append({"call": call, "failures": failures, "result": None})
@@ -112,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--retries", type=int, default=6)
     ap.add_argument("--pace", type=float, default=0.0,
                     help="mean seconds between calls (uniformly jittered)")
-    ap.add_argument("--stop-file", type=Path, default=None, help="stop before the call number this file holds, once it exists")
+    ap.add_argument("--stop-file", type=Path, default=None, help="stop before the call number (async: the iteration) this file holds, once it exists")
     a = ap.parse_args(argv)
     run(a.url, a.worker, a.out, start=a.start, stop=a.stop, size=a.size, dtype=a.dtype,
         seed=a.seed, die_at=a.die_at, attempts=a.attempts, timeout=a.timeout,
