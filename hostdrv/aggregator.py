@@ -452,7 +452,10 @@ class Aggregator(Endpoint):
         Raises
         ------
         AllreduceTimeoutError
-            A chunk got no RESULT after ``retries`` retransmissions.
+            A chunk got no RESULT after ``retries`` retransmissions. The call's
+            state is kept: the next call with the same step id and tensor length
+            resumes it (unless another member started a newer epoch, or, in sync
+            mode, this member is a newcomer that leads one).
         TensorMismatchError
             A member all-reduced a tensor of another length in this call.
         StepMismatchError

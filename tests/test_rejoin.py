@@ -14,6 +14,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hostdrv import SoftSwitch, SwitchControl
+from hostdrv import Aggregator, SoftSwitch, SwitchControl
 from hostdrv.protocol import result_order
 from tests.faultutil import expected_sum
 from tests.netutil import ordered_sum
@@ -172,3 +173,39 @@ def test_async_others_train_while_one_is_down(kind: str, tmp_path: Path) -> None
     # (``contributed`` counts the chunks where it was among the first three)
     assert any(r["stale"] == 0 for r in back[1:]), [r["stale"] for r in back]
     print(f"{kind}: rejoined member summed into {contributed} chunks")
+
+
+@pytest.mark.parametrize("kind", ["soft", "sim"])
+def test_rounds_crossing_into_the_next_block_move_agg_epoch(kind: str) -> None:
+    """Before a call whose rounds reach the next epoch block, the members write AGG_EPOCH =
+    that block, so the far-ahead bound (AGG_EPOCH + 2**25) stays ahead of the job: calls
+    that cross three blocks are all summed, nothing is dropped AHEAD (without the writes
+    the third would be: its rounds 2**25 ahead of AGG_EPOCH)."""
+    block = 1 << 24
+    with switch(kind) as sw, SwitchControl(sw.url) as ctl:
+        ctl.configure_aggregation(members=2, slots=SLOTS, elems=ELEMS, dtype="int32")
+        aggs = [Aggregator(sw.url, worker=w, timeout=0.05, retries=8) for w in range(2)]
+        seen = []
+        for k in range(1, 4):  # k = 3 without the writes: 2**25 ahead of AGG_EPOCH
+            for a in aggs:  # as after 2**24 - 1 calls of one chunk per slot in the block
+                a._rounds = [k * block - 1] * SLOTS
+            xs = [np.arange(2 * SLOTS * ELEMS, dtype=np.int32) * (w + 1) + k for w in range(2)]
+            ys = [None, None]
+
+            def call(w: int, xs: list[np.ndarray] = xs, ys: list[Any] = ys) -> None:
+                ys[w] = aggs[w].allreduce(xs[w])
+
+            run = [threading.Thread(target=call, args=(w,)) for w in range(2)]
+            for t in run:
+                t.start()
+            for t in run:
+                t.join(30)
+            for w in range(2):
+                np.testing.assert_array_equal(ys[w], xs[0] + xs[1])
+                assert aggs[w].last_rounds.tolist() == [k * block - 1] * SLOTS + [k * block] * SLOTS
+                assert aggs[w].epoch == k * block
+            seen.append(ctl.read("AGG_EPOCH"))
+        assert seen == [block, 2 * block, 3 * block]
+        assert ctl.read("CNT_DROP_AHEAD") == 0
+        for a in aggs:
+            a.close()

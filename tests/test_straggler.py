@@ -383,3 +383,49 @@ def test_async_straggler(kind: str) -> None:
     assert checked >= steps * 7  # most chunks were summed (a few may be given up)
     print(f"{kind}: {checked} chunks checked, naps {napper.naps}, others' errors "
           f"{[len(m.errors) for m in team[:-1]]}")
+
+
+# -- the first call of a job, a member late: the newcomer rule -----------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_member_late_for_the_first_call(kind: str) -> None:
+    """Member 1 starts its first call well after member 0's timeout. Member 0, a newcomer
+    (no RESULT yet in the epoch it read), leads a new epoch and withdraws its round-0
+    chunks; member 1 then reaches a withdrawn round: an error (StepMismatchError), never a
+    sum with member 0's abandoned chunks; it starts a new epoch, meets member 0 there, and
+    both get step 0's exact sum, then step 1's."""
+    size = 40
+    with serve(kind) as sw, SwitchControl(sw.url) as ctl:
+        ctl.configure_aggregation(members=2, slots=4, elems=16, dtype="int32")
+        aggs = [Aggregator(sw.url, worker=w, timeout=0.02, retries=3, max_backoff=0.05)
+                for w in range(2)]
+        got: list[list[tuple[int, np.ndarray]]] = [[], []]
+        errors: list[list[BaseException]] = [[], []]
+
+        def member(w: int) -> Callable[[], None]:
+            def body() -> None:
+                if w == 1:
+                    time.sleep(0.6)  # member 0 gives up after ~0.2 s and leads
+                for step in range(2):
+                    for _ in range(60):
+                        try:
+                            got[w].append((step, aggs[w].allreduce(tagged(1, w, step, size))))
+                            break
+                        except (AllreduceError, AllreduceTimeoutError) as e:
+                            errors[w].append(e)
+            return body
+
+        try:
+            run_threads([member(0), member(1)], timeout=120)
+            epoch = ctl.read("AGG_EPOCH")
+        finally:
+            for a in aggs:
+                a.close()
+    for w in range(2):
+        assert [s for s, _ in got[w]] == [0, 1], (w, errors[w][:3])
+        for step, y in got[w]:
+            np.testing.assert_array_equal(y, tagged(1, 0, step, size) + tagged(1, 1, step, size))
+    assert errors[0] and all(type(e) is AllreduceTimeoutError for e in errors[0])
+    assert [type(e).__name__ for e in errors[1]] == ["StepMismatchError"], errors[1]
+    assert aggs[0].epoch == aggs[1].epoch == epoch == 1 << 24
