@@ -429,3 +429,39 @@ def test_member_late_for_the_first_call(kind: str) -> None:
     assert errors[0] and all(type(e) is AllreduceTimeoutError for e in errors[0])
     assert [type(e).__name__ for e in errors[1]] == ["StepMismatchError"], errors[1]
     assert aggs[0].epoch == aggs[1].epoch == epoch == 1 << 24
+
+
+# -- the RL exchange --------------------------------------------------------------------------
+
+
+def test_rl_inswitch_round_retried_with_the_same_vector() -> None:
+    """rl.sync's in-switch strategy: worker 1 is late for round 1 beyond worker 0's timeout;
+    worker 0's round times out and is retried with the same vector (SyncSpec.attempts), which
+    resumes it: both get every round's exact sum, nobody a round apart."""
+    from rl.sync import SyncSpec
+    from rl.sync.strategies import InSwitchSync
+
+    rounds, size = 4, 40
+    with SoftSwitch("127.0.0.1:0") as sw, SwitchControl(sw.url) as ctl:
+        ctl.configure_aggregation(members=2, slots=4, elems=16, dtype="int32")
+        spec = SyncSpec(kind="inswitch", world=2, dtype="int32", url=sw.url, timeout=0.01,
+                        retries=3, attempts=20)
+        syncs = [InSwitchSync(spec, w) for w in range(2)]
+        got: list[list[np.ndarray]] = [[], []]
+
+        def worker(w: int) -> Callable[[], None]:
+            def body() -> None:
+                for r in range(rounds):
+                    if w == 1 and r == 1:
+                        time.sleep(0.5)
+                    got[w].append(syncs[w].allreduce(tagged(2, w, r, size)))
+            return body
+
+        try:
+            run_threads([worker(0), worker(1)], timeout=60)
+        finally:
+            for s in syncs:
+                s.close()
+    for w in range(2):
+        for r in range(rounds):
+            np.testing.assert_array_equal(got[w][r], tagged(2, 0, r, size) + tagged(2, 1, r, size))
