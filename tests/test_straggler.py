@@ -360,14 +360,26 @@ def test_async_straggler(kind: str) -> None:
     """N = 3, H = 2 async, the last member asleep beyond the others' timeout in a third of
     the steps: every RESULT anyone took is the ordered sum of the logged contributions it
     names, within the staleness bound; the straggler sees no error."""
+    run_async(kind, steps=8 if kind == "sim" else 16, share=0.35)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [f"soft-{e}" for e in ENGINES])
+def test_async_straggler_soak(kind: str) -> None:
+    """The same over 150 steps, half of them with a nap."""
+    run_async(kind, steps=150, share=0.5, seed=13)
+
+
+def run_async(kind: str, *, steps: int, share: float, seed: int = 9) -> None:
+    """N = 3, H = 2 async members, the last one a straggler; checks every RESULT."""
     members, threshold, staleness, slots, elems = 3, 2, 3, 4, 16
-    steps, size, seed, nap = (8 if kind == "sim" else 16), 100, 9, 0.35
+    size, nap = 100, 0.35
     with serve(kind) as sw, SwitchControl(sw.url) as ctl:
         ctl.configure_aggregation(members=members, slots=slots, elems=elems, dtype="int32",
                                   mode="async", threshold=threshold, staleness=staleness)
         aggs = [Aggregator(sw.url, worker=w, **_FAST) for w in range(members)]
         napper = Napper(aggs[-1])
-        plans = nap_plans(np.random.default_rng([seed, 19]), steps, -(-size // elems), 0.35)
+        plans = nap_plans(np.random.default_rng([seed, 19]), steps, -(-size // elems), share)
         team = [Member(aggs[w], w, steps, size, seed) for w in range(members - 1)]
         team.append(Member(aggs[-1], members - 1, steps, size, seed, napper, plans, nap))
         try:
