@@ -19,6 +19,7 @@ from hostdrv.errors import (
     RateLimitTimeoutError,
     ReplayEmptyError,
     ReplayTimeoutError,
+    StepMismatchError,
     TensorMismatchError,
 )
 from hostdrv.model import Egress, SwitchModel
@@ -95,6 +96,7 @@ __all__ = [
     "SwitchIdentity",
     "SwitchModel",
     "SwitchTimeoutError",
+    "StepMismatchError",
     "TensorMismatchError",
     "Transitions",
     "TransportError",

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from hostdrv.errors import (
     WHY_NO_RESULT,
     AllreduceDesyncError,
     AllreduceTimeoutError,
+    StepMismatchError,
     TensorMismatchError,
 )
 from hostdrv.protocol import (
@@ -54,6 +56,11 @@ _EPOCH_MASK = _M32 & ~(EPOCH_ROUNDS - 1)
 def _newer(a: int, b: int) -> bool:
     """Whether round ``a`` is newer than round ``b`` (mod 2**32, half-range window)."""
     return 0 < ((a - b) & _M32) < 1 << 31
+
+
+def _block(r: int) -> int:
+    """The epoch block (a multiple of 2**24) round ``r`` is in."""
+    return r & _EPOCH_MASK
 
 
 def _newest(rounds: list[int]) -> int:
@@ -123,6 +130,9 @@ class Aggregator(Endpoint):
         Control URL or :class:`SwitchControl` (default: ``url``).
     max_backoff:
         Largest retransmission timeout in seconds.
+    step:
+        Step id of the first call (:attr:`step`): a member that joins a running job
+        passes the step it joins at.
 
     Raises
     ------
@@ -149,12 +159,22 @@ class Aggregator(Endpoint):
     zeros (:attr:`missing_chunks`) rather than waited for or timed out
     (``docs/protocol.md`` section 4, "Async at any size").
 
-    Rounds start at the job's epoch base (``AGG_EPOCH``). After a failed
-    call (timeout, mismatch, or in sync mode a member found out of step) the
-    next call restarts every slot in a new epoch, so members that failed
-    together, and a restarted member, meet again (protocol section 4,
-    "Epochs, failures and rejoin"); a restarted member simply constructs a
-    new :class:`Aggregator` with the same ``worker``.
+    Every call has a **step id** (:attr:`step` by default, a counter advanced
+    by each successful call only), sent as every chunk's ``aux`` in sync mode:
+    the switch never sums chunks of different steps (:class:`StepMismatchError`).
+    Rounds start at the job's epoch base (``AGG_EPOCH``). What the next call
+    does after a failed one (protocol section 4, "Epochs, failures and
+    rejoin"): after a timeout (:class:`AllreduceTimeoutError`) the member keeps
+    the failed call's state and, with the same step id and tensor length (the
+    default retry), **resumes** it: the same rounds, only the chunks not yet
+    answered; if ``AGG_EPOCH`` is newer than its epoch (another member
+    restarted) it **follows** (restarts the call there); in sync mode a
+    **newcomer** (no RESULT yet in an epoch it took from ``AGG_EPOCH``) that
+    timed out **leads** a new epoch and writes ``AGG_EPOCH``. After a mismatch,
+    an out-of-step RESEND (sync), or a call with another step id or length than
+    the one that timed out, the next call starts a new epoch (:meth:`resync`).
+    A restarted member constructs a new :class:`Aggregator` with the same
+    ``worker`` (and the ``step`` it resumes at).
 
     With ``AGG_DTYPE`` = int32, float tensors are quantized with a shared
     ``scale``: each element is sent as ``round(x * scale)`` (saturated to the
@@ -167,7 +187,9 @@ class Aggregator(Endpoint):
                  retries: int = 10, window: int | None = None, register: bool = True,
                  port: int | None = None, member_address: tuple[str, int] | None = None,
                  control: str | SwitchControl | None = None, max_backoff: float = 1.0,
-                 backends: Mapping[str, Backend] | None = None) -> None:
+                 backends: Mapping[str, Backend] | None = None, step: int = 0) -> None:
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise ValueError(f"bad step={step!r}: a step id is an integer >= 0")
         super().__init__(url, worker=worker, job=job, register=False, roles=ROLE_WORKER,
                          port=port, member_address=member_address, control=control,
                          backends=backends)
@@ -215,8 +237,19 @@ class Aggregator(Endpoint):
         self._flags = _INT32 if self.int32 else 0
         self._rounds = [base] * s
         self._resync = False
+        self._epoch = base  # the epoch this member runs in (AGG_EPOCH as it knows it)
+        self._own_epoch = False  # it started that epoch itself (not taken from AGG_EPOCH)
+        self._had_result = False  # a RESULT in that epoch
+        self._pending: _Pending | None = None  # the call that timed out (resumable)
+        self._last_used = base  # the newest round the last call used
+        self.step = step
+        """Step id of the next call by default: the constructor's ``step``, plus one for
+        each successful call (a call with an explicit ``step=k`` sets it to k + 1); a failed
+        call leaves it, so the next call retries the same step."""
         self.epochs = 0
-        """New epochs this member started (after failed calls)."""
+        """New epochs this member started or followed (after failed calls)."""
+        self.resumed = 0
+        """Chunks the last call took from the timed-out call it resumed (0: not a resume)."""
         self.last_aux = np.zeros(0, dtype=np.uint32)
         """RESULT ``aux`` of each chunk of the last call: contributor count and order of
         addition (:func:`hostdrv.protocol.result_order` decodes it)."""
@@ -256,6 +289,12 @@ class Aggregator(Endpoint):
             return -1
         return int(self.last_rounds[0]) // self.last_rounds_per_call
 
+    @property
+    def epoch(self) -> int:
+        """The epoch base this member runs in: ``AGG_EPOCH`` as it read it (at construction
+        or on a follow), wrote it, or computed it (:meth:`resync`)."""
+        return self._epoch
+
     def resync(self) -> int:
         """Restart every slot's rounds in a new epoch (protocol section 4).
 
@@ -263,29 +302,123 @@ class Aggregator(Endpoint):
         newest round this member used; it is written to ``AGG_EPOCH`` when
         newer, so every member that fails the same call, and a member that
         (re)joins later, lands on the same base. :meth:`allreduce` calls this
-        itself after a failed call.
+        itself after a mismatch or an out-of-step RESEND, and when the call after
+        a timeout has another step id or tensor length. A timed-out call's state
+        is dropped (no resume).
 
         Returns
         -------
         int
             The new epoch base (every slot's next round).
         """
-        newest = _newest(self._rounds)
-        own = ((newest & _EPOCH_MASK) + EPOCH_ROUNDS) & _M32
-        try:
-            shared = self.control.read("AGG_EPOCH")
-        except (SwitchTimeoutError, OSError):
+        own = self._next_block()
+        shared = self._read_epoch()
+        if shared is None:
             shared = own  # registers unreachable: the members' own arithmetic still agrees
         base = shared if _newer(shared, own) else own
         if base != shared:
             self.control.write("AGG_EPOCH", base)
-        self._rounds = [base] * self.slots
-        self._resync = False
-        self.epochs += 1
+        self._start_epoch(base, own=base == own)
         return base
 
+    def _next_block(self) -> int:
+        """The block after the newest round this member used or is about to use."""
+        newest = _newest([*self._rounds, self._last_used])
+        return (_block(newest) + EPOCH_ROUNDS) & _M32
+
+    def _read_epoch(self) -> int | None:
+        """``AGG_EPOCH``, or ``None`` when the registers cannot be read."""
+        try:
+            return int(self.control.read("AGG_EPOCH"))
+        except (SwitchTimeoutError, OSError):
+            return None
+
+    def _start_epoch(self, base: int, *, own: bool) -> None:
+        """Every slot's next round becomes ``base``; a timed-out call is forgotten."""
+        self._rounds = [base] * self.slots
+        self._last_used = base
+        self._resync = False
+        self._pending = None
+        self._epoch = base
+        self._own_epoch = own
+        self._had_result = False
+        self.epochs += 1
+
+    def _begin(self, step: int, total: int) -> _Pending | None:
+        """How a call starts (protocol section 4, "Epochs, failures and rejoin"): the
+        timed-out call to resume, or ``None`` (every chunk, from :attr:`rounds`, after a
+        new epoch, a follow or a lead when the last call failed)."""
+        pend, self._pending = self._pending, None
+        if self._resync:  # a mismatch, an out-of-step RESEND, or anything but a timeout
+            self.resync()
+            return None
+        if pend is None:
+            return None
+        shared = self._read_epoch()
+        if shared is not None and _newer(shared, self._epoch):
+            self._start_epoch(shared, own=False)  # follow: another member restarted
+            return None
+        if (not self.async_mode and shared == self._epoch and not self._had_result
+                and not self._own_epoch):
+            # newcomer: the slots may be ahead of the epoch it took (it restarted): lead a
+            # new epoch the others follow after their timeout (once per AGG_EPOCH value)
+            self._withdraw(pend)
+            base = self._next_block()
+            self.control.write("AGG_EPOCH", base)
+            self._start_epoch(base, own=True)
+            return None
+        if pend.step == step and pend.total == total:
+            self._rounds[:] = pend.rounds  # resume: the same rounds, unanswered chunks
+            return pend
+        self.resync()
+        return None
+
+    def _withdraw(self, pend: _Pending) -> None:
+        """Sync, before a newcomer leads a new epoch: make the rounds it leaves unusable.
+
+        Its unanswered chunks may sit in OPEN copies (it was not behind: the others were
+        late, e.g. one member slow to start). A member arriving later would complete them
+        with the contributions this member abandoned and move on a step ahead of it. So
+        each slot's first unanswered round gets a zero GRADIENT of another step id
+        (``step + 2**31``): an OPEN copy of that round becomes an error copy (everyone
+        still in it gets :class:`StepMismatchError` and starts a new epoch, meeting this
+        member there); a copy holding a newer round drops it as ``STALE``; a DONE copy
+        only answers this member (ignored)."""
+        s_count, p, L = self.slots, self.elems, self._msg_len
+        aux = (pend.step + (1 << 31)) & _M32
+        buf = bytearray(L)
+        for s in range(min(s_count, len(pend.taken))):
+            c = s
+            while c < len(pend.taken) and pend.taken[c]:
+                c += s_count
+            if c >= len(pend.taken):
+                continue
+            r = (pend.rounds[s] + c // s_count) & _M32
+            HEADER.pack_into(buf, 0, VERSION, _GRADIENT, self._flags, self.job, self.worker, s,
+                             r, p, aux, pend.total)
+            try:
+                self.transport.send(buf)
+            except OSError:
+                return
+
+    def _cross_blocks(self, newest: int) -> None:
+        """Before a call whose rounds reach ``newest``: when that is in a block after this
+        member's epoch, write ``AGG_EPOCH`` = that block (if newer), so the switch's
+        far-ahead bound (``AGG_EPOCH`` + 2**25) stays ahead of the job."""
+        self._last_used = newest
+        blk = _block(newest)
+        if not _newer(blk, self._epoch):
+            return
+        try:
+            shared = self.control.read("AGG_EPOCH")
+            if _newer(blk, shared):
+                self.control.write("AGG_EPOCH", blk)
+        except (SwitchTimeoutError, OSError):
+            return  # the bound leaves a block of slack: the next call tries again
+        self._epoch = blk
+
     def allreduce(self, x: Any, *, scale: float | None = None,
-                  version: int | None = None) -> Any:
+                  version: int | None = None, step: int | None = None) -> Any:
         """Sum ``x`` over every member.
 
         Parameters
@@ -305,7 +438,12 @@ class Aggregator(Endpoint):
             ``iteration − version``, so the switch drops it as ``STALE`` when the
             lag exceeds ``AGG_STALENESS``, and the call still returns (the
             switch answers with the round's result). By default fresh (lag 0).
-            Sync mode: sent as every chunk's ``aux`` as it is.
+            Sync mode: not used.
+        step:
+            The call's step id (default :attr:`step`): every member uses the same
+            one for the same call. Sync mode: every chunk's ``aux``, so the switch
+            never sums chunks of different steps. After a timeout, a call with the
+            same step id and tensor length resumes the failed one.
 
         Returns
         -------
@@ -314,9 +452,14 @@ class Aggregator(Endpoint):
         Raises
         ------
         AllreduceTimeoutError
-            A chunk got no RESULT after ``retries`` retransmissions.
+            A chunk got no RESULT after ``retries`` retransmissions. The call's
+            state is kept: the next call with the same step id and tensor length
+            resumes it (unless another member started a newer epoch, or, in sync
+            mode, this member is a newcomer that leads one).
         TensorMismatchError
             A member all-reduced a tensor of another length in this call.
+        StepMismatchError
+            Sync mode: a member all-reduced another step in this call's rounds.
         AllreduceDesyncError
             Sync mode: the slots were ahead of this member even after it
             started a new epoch.
@@ -339,6 +482,9 @@ class Aggregator(Endpoint):
         dt = arr.dtype
         if dt not in (np.float32, np.float64, np.int32):
             raise TypeError(f"bad dtype={dt}: allreduce takes float32, float64 or int32")
+        step_id = self.step if step is None else step
+        if isinstance(step_id, bool) or not isinstance(step_id, int) or step_id < 0:
+            raise ValueError(f"bad step={step!r}: a step id is an integer >= 0")
         e = arr.size
         if e > _M32:
             raise ValueError(f"bad size={e}: a tensor has at most 2**32 - 1 elements")
@@ -361,27 +507,47 @@ class Aggregator(Endpoint):
                 raise TypeError("bad dtype=int32: the switch sums fp32 (AGG_DTYPE=0); "
                                 "configure dtype='int32' to reduce integers")
             flat[:e] = arr.reshape(-1)
-        out = np.empty(n * p, dtype=self.wire_dtype)
+        self.resumed = 0
         if n:
-            if self._resync:
-                self.resync()
+            pend = self._begin(step_id, e)
+            if pend is not None:  # resume: answered chunks keep their results
+                out, taken, aux_of, got_round = pend.out, pend.taken, pend.aux, pend.rounds_got
+                self.resumed = int(np.count_nonzero(taken))
+            else:
+                out = np.empty(n * p, dtype=self.wire_dtype)
+                taken = np.zeros(n, dtype=np.uint8)
+                aux_of = np.zeros(n, dtype=np.uint32)
+                got_round = np.zeros(n, dtype=np.uint32)
             restarted = False
             while True:
                 try:
-                    self._run(flat.reshape(n, p), out.reshape(n, p), n, e, version)
+                    self._run(flat.reshape(n, p), out.reshape(n, p), n, e, version, step_id,
+                              taken, aux_of, got_round)
                     break
                 except _OutOfStep as oos:
                     # sync: the slots moved on without us (we restarted, or were cut off):
-                    # start the new epoch the others will start after their timeout
+                    # start the new epoch the others will follow after their timeout
                     self.resync()
                     if restarted:
                         raise AllreduceDesyncError(
                             f"slot {oos.slot} is at round {oos.round} ahead of this member "
                             "even after a new epoch") from None
                     restarted = True
+                    taken[:] = 0
+                except AllreduceTimeoutError:
+                    # kept: the next call with this step id and length resumes it
+                    self._pending = _Pending(step_id, e, list(self._rounds), out, taken,
+                                             aux_of, got_round)
+                    if taken.any():
+                        self._had_result = True  # answered: the slots are where we are
+                    raise
                 except BaseException:
                     self._resync = True
                     raise
+            self._had_result = True
+        else:
+            out = np.empty(0, dtype=self.wire_dtype)
+        self.step = step_id + 1
         res = out[:e]
         if quantized:
             res = (res.astype(np.float64) / scale).astype(dt)
@@ -392,7 +558,8 @@ class Aggregator(Endpoint):
             return torch.from_numpy(np.ascontiguousarray(res)).to(device)
         return res
 
-    def send_chunks(self, x: np.ndarray, *, round_: int = 0, total: int | None = None) -> int:
+    def send_chunks(self, x: np.ndarray, *, round_: int = 0, total: int | None = None,
+                    aux: int | None = None) -> int:
         """Send every chunk of ``x`` once as GRADIENTs, without waiting for results.
 
         The send path of :meth:`allreduce` alone (headers packed into the
@@ -408,6 +575,8 @@ class Aggregator(Endpoint):
             Round number written into every header.
         total:
             Tensor length written into every header (default: the elements sent).
+        aux:
+            ``aux`` written into every header (default ``round_``; sync mode: the step id).
 
         Returns
         -------
@@ -423,7 +592,8 @@ class Aggregator(Endpoint):
             k = min(s_count, n - a)
             for s in range(k):
                 pack(self._sbuf, s * L, VERSION, _GRADIENT, self._flags, self.job, self.worker,
-                     s, round_ & _M32, p, round_ & _M32, n * p if total is None else total)
+                     s, round_ & _M32, p, (round_ if aux is None else aux) & _M32,
+                     n * p if total is None else total)
             self._spay[:k] = chunks[a:a + k]
             self.transport.send_segments(self._smv[:k * L], L)
         return n * p * 4
@@ -441,20 +611,19 @@ class Aggregator(Endpoint):
         return seen
 
     def _run_native(self, native: Any, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
-                    version: int | None, rpc: int) -> None:
+                    version: int | None, rpc: int, step: int, taken: np.ndarray,
+                    aux_of: np.ndarray, got_round: np.ndarray) -> None:
         """:meth:`_run` in ``hostdrv/native/nrl_client.cpp``: the same decisions, the same
         exceptions."""
         tr = self.transport
         rounds = np.array(self._rounds, dtype=np.uint32)
-        aux_of = np.zeros(n, dtype=np.uint32)
-        got_round = np.zeros(n, dtype=np.uint32)
         try:
             code, v, stale, resent, retrans, jumps, missing, tr._gso = native.agg_run(
-                tr.sock.fileno(), self._sbuf, chunks, out, rounds, aux_of, got_round, n, total,
-                None if version is None else version & _M32, self.slots, self.window,
-                self.elems, self._flags, self.job, self.worker, self.async_mode, rpc,
-                self._poll_lag, self.timeout, self.max_backoff, self.retries, tr._gro, tr._gso,
-                len(self._rbuf))
+                tr.sock.fileno(), self._sbuf, chunks, out, rounds, aux_of, got_round, taken, n,
+                total, None if version is None else version & _M32, step & _M32, self.slots,
+                self.window, self.elems, self._flags, self.job, self.worker, self.async_mode,
+                rpc, self._poll_lag, self.timeout, self.max_backoff, self.retries, tr._gro,
+                tr._gso, len(self._rbuf))
         finally:
             self._rounds[:] = rounds.tolist()
         if code == 0:
@@ -464,6 +633,8 @@ class Aggregator(Endpoint):
         elif code == 1:
             raise _OutOfStep(v[0], v[1])
         elif code == 2:
+            if v[1] == v[0]:  # an ERROR RESULT whose aux is its total: a step mismatch
+                raise StepMismatchError(step, v[2], v[3], v[4])
             raise TensorMismatchError(total, v[0], v[1], v[2], v[3], v[4])
         elif code == 3:
             raise TensorMismatchError(total, v[0], v[0], None, v[3], v[4])
@@ -474,14 +645,19 @@ class Aggregator(Endpoint):
             raise OSError(v[0], os.strerror(v[0]))
 
     def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
-             version: int | None) -> None:
-        """Send ``n`` chunks of a ``total``-element tensor, collect their results into ``out``.
+             version: int | None, step: int, taken: np.ndarray, aux_of: np.ndarray,
+             got_round: np.ndarray) -> None:
+        """Send the chunks of a ``total``-element tensor not yet ``taken`` (all but those a
+        resumed call already has), collect their results into ``out``.
 
-        Sync: chunk ``c`` takes slot ``c mod S``'s next round. Async: every slot
-        advances by ``R`` = :func:`rounds_per_call` rounds per call from a base (its
-        own) that is a multiple of ``R``; chunk ``c`` = ``j·S + s`` takes round
-        ``base + j`` of slot ``s``, and a RESEND of a newer round of another chunk
-        moves the slot's base on by whole iterations (section 4, "Async at any size").
+        Every slot's rounds for the call start at its base (:attr:`rounds`). Sync:
+        chunk ``c`` = ``j·S + s`` takes round ``base + j`` of slot ``s``, and the slot's
+        next call starts after its last chunk's round. Async: every slot advances by
+        ``R`` = :func:`rounds_per_call` rounds per call from a base (its own) that is a
+        multiple of ``R``, chunk ``j·S + s`` taking round ``base + j``, and a RESEND of a
+        newer round of another chunk moves the slot's base on by whole iterations
+        (section 4, "Async at any size"). On a failure the bases are left as they were
+        (a resumed call uses them again).
         """
         rpc = 1
         if self.async_mode:
@@ -492,19 +668,27 @@ class Aggregator(Endpoint):
             # each slot from the iteration of its own last result: a slot's next round is
             # then one the slot has reached or is about to reach, never one ahead of it
             self._rounds[:] = [((b + rpc - 1) & ~(rpc - 1)) & _M32 for b in self._rounds]
+            per_slot = [rpc] * self.slots
+        else:
+            s_count = self.slots
+            per_slot = [(n - s + s_count - 1) // s_count if s < n else 0 for s in range(s_count)]
+        self._cross_blocks(_newest([(b + max(k, 1) - 1) & _M32
+                                    for b, k in zip(self._rounds, per_slot, strict=True)]))
         native = self._native()
         if native is not None:
-            self._run_native(native, chunks, out, n, total, version, rpc)
+            self._run_native(native, chunks, out, n, total, version, rpc, step, taken, aux_of,
+                             got_round)
         else:
-            self._run_python(chunks, out, n, total, version, rpc)
-        if self.async_mode:
-            self._rounds[:] = [(b + rpc) & _M32 for b in self._rounds]
+            self._run_python(chunks, out, n, total, version, rpc, step, taken, aux_of,
+                             got_round)
+        self._rounds[:] = [(b + k) & _M32 for b, k in zip(self._rounds, per_slot, strict=True)]
 
     def _run_python(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
-                    version: int | None, rpc: int) -> None:
+                    version: int | None, rpc: int, step: int, taken_arr: np.ndarray,
+                    aux_of: np.ndarray, got_round: np.ndarray) -> None:
         """The per-packet loop of :meth:`_run` (the reference ``agg_run`` follows)."""
         s_count, window, p = self.slots, self.window, self.elems
-        rounds = self._rounds  # sync: each slot's next round; async: its call base
+        rounds = self._rounds  # each slot's call base
         pack = HEADER.pack_into
         unpack = HEADER.unpack_from
         L = self._msg_len
@@ -524,11 +708,11 @@ class Aggregator(Endpoint):
         waiting = [False] * s_count  # async: behind; the target round is not sent yet
         deadline = [0.0] * s_count
         tries = [0] * s_count
-        aux_of = np.zeros(n, dtype=np.uint32)
-        got_round = np.zeros(n, dtype=np.uint32)
-        taken = bytearray(n)  # chunks whose result is in out
+        taken = memoryview(taken_arr)  # chunks whose result is in out (a resumed call: some)
         stale = resent = retrans = jumps = missing = 0
-        nxt = done = inflight = 0
+        nxt = inflight = 0
+        done = int(np.count_nonzero(taken_arr))
+        step_aux = step & _M32
         timeout, max_backoff, retries = self.timeout, self.max_backoff, self.retries
         to_send: list[int] = []
         next_scan = float("inf")  # no deadline of an in-flight chunk is earlier
@@ -572,18 +756,17 @@ class Aggregator(Endpoint):
             now = time.monotonic()
             # launch what the window and the slots allow
             while nxt < n and inflight < window:
-                if taken[nxt]:  # async: its result came before it was sent
+                if taken[nxt]:  # answered in the call it resumes, or (async) before it was sent
                     nxt += 1
                     continue
                 s = nxt % s_count
                 if chunk_of[s] >= 0:
                     break
-                r = (rounds[s] + nxt // s_count) & _M32 if catch_up else rounds[s]
+                r = (rounds[s] + nxt // s_count) & _M32
                 chunk_of[s] = nxt
                 cur_round[s] = first_round[s] = sent_round[s] = seen[s] = r
                 waiting[s] = False
-                aux = _lag_aux(r, rounds[s], version, rpc) if catch_up else \
-                    (r if version is None else version) & _M32
+                aux = _lag_aux(r, rounds[s], version, rpc) if catch_up else step_aux
                 pack(sbuf, s * L, VERSION, _GRADIENT, flags, job, worker, s, r & _M32, p,
                      aux, total)
                 spay[s] = chunks[nxt]
@@ -666,6 +849,8 @@ class Aggregator(Endpoint):
                                   and (seq - first_round[s]) & _M32 < 1 << 31):
                             continue
                     if fl & _ERROR:
+                        if aux == tot:  # an ERROR RESULT whose aux is its total: another step
+                            raise StepMismatchError(step, w & 0x7, s, seq)
                         raise TensorMismatchError(total, tot, aux, w & 0x7, s, seq)
                     if tot != total:
                         raise TensorMismatchError(total, tot, tot, None, s, seq)
@@ -682,8 +867,6 @@ class Aggregator(Endpoint):
                         if seq != first_round[s]:
                             stale += 1  # answered by a newer iteration (straggler catch-up)
                         rounds[s] = (seq - c // s_count) & _M32
-                    else:
-                        rounds[s] = (seq + 1) & _M32
                     chunk_of[s] = -1
                     inflight -= 1
                 now = time.monotonic()
@@ -724,6 +907,19 @@ class Aggregator(Endpoint):
         self.last_aux, self.last_rounds = aux, rounds
         self.last_contributors = aux & AUX_COUNT_MASK
         self.last_rounds_per_call = rpc
+
+
+@dataclass
+class _Pending:
+    """A call that timed out, kept so that the next call of the same step resumes it."""
+
+    step: int
+    total: int
+    rounds: list[int]  # each slot's call base
+    out: np.ndarray  # the results of the answered chunks
+    taken: np.ndarray  # uint8 per chunk: answered
+    aux: np.ndarray
+    rounds_got: np.ndarray
 
 
 class _OutOfStep(Exception):

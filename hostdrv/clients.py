@@ -17,6 +17,7 @@ from hostdrv.errors import (
     RateLimitTimeoutError,
     ReplayEmptyError,
     ReplayTimeoutError,
+    StepMismatchError,
     TensorMismatchError,
 )
 from hostdrv.records import (
@@ -41,6 +42,7 @@ __all__ = [
     "ReplayEmptyError",
     "ReplayTimeoutError",
     "SampleBatch",
+    "StepMismatchError",
     "TensorMismatchError",
     "Transitions",
     "check_priorities",

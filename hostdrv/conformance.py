@@ -209,6 +209,7 @@ class _Gen:
         self.role = [0] * C.MAX_MEMBERS
         self.sent: list[Op] = []  # frames the network may retransmit or deliver late
         self.stations: list[list[Any]] = []  # [MAC, port] of the hosts behind the switch
+        self.unstreamable = 0  # frames of 0 or over MAX_STREAM_FRAME bytes so far
 
     # -- operations ---------------------------------------------------------
     def write(self, name: str, value: int) -> None:
@@ -222,6 +223,9 @@ class _Gen:
     def frame(self, port: int, data: bytes) -> None:
         op = ("frame", port, data)
         self.v.ops.append(op)
+        if not 0 < len(data) <= MAX_STREAM_FRAME:
+            self.unstreamable += 1
+            return  # sent once (the RTL leg leaves such frames out: keep them few)
         self.sent.append(op)
         if len(self.sent) > 400:
             del self.sent[:200]
@@ -286,10 +290,17 @@ class _Gen:
         out = np.where(pick > 0.9, specials[g.integers(0, len(specials), n)], out)
         return out.astype("<u4").tobytes()
 
-    def gradient(self, w: int, slot: int, rnd: int, total: int, aux: int | None = None) -> bytes:
-        return self.build(w, Opcode.GRADIENT, flags=self.dtype, slot=slot, seq=rnd,
+    def gradient(self, w: int, slot: int, rnd: int, total: int, aux: int | None = None,
+                 flags: int = 0) -> bytes:
+        """A GRADIENT of member ``w``; ``aux`` (sync: the step id) defaults to the round."""
+        return self.build(w, Opcode.GRADIENT, flags=self.dtype | flags, slot=slot, seq=rnd,
                           count=self.elems, aux=rnd if aux is None else aux,
                           payload=self.elements(self.elems), total=total)
+
+    def other_step(self, step: int) -> int:
+        """A step id other than ``step``: the previous or next call, or any other."""
+        rng = self.rng
+        return (step + rng.choice([-1, 1, 1, 2, rng.randrange(3, 1 << 32)])) & M32
 
     def push(self, w: int, k: int | None = None) -> bytes:
         rng = self.rng
@@ -354,23 +365,38 @@ class _Gen:
     # -- traffic patterns ------------------------------------------------------
     def aggregation(self, rounds: int, *, loss: float = 0.05, dup: float = 0.05,
                     reorder: float = 0.5, late: float = 0.03, mismatch: float = 0.02,
-                    wrap: bool = False, jump: float = 0.03) -> None:
-        """``rounds`` rounds of every slot, two rounds in flight per slot (shadow copies)."""
+                    wrap: bool = False, jump: float = 0.03, step_mismatch: float = 0.02,
+                    start: int | None = None) -> None:
+        """``rounds`` rounds of every slot, two rounds in flight per slot (shadow copies).
+
+        Round ``k`` of every slot is call ``k``: in sync mode its GRADIENTs carry the call's
+        step id (``aux``), the same for every member, but for ``step_mismatch`` of them
+        (another call's). ``start``: the slots' rounds begin at or just after it (default:
+        anywhere below 2**20, or just below 2**32 for every other slot with ``wrap``)."""
         rng = self.rng
-        base = [(M32 - 3 + s) & M32 if wrap and s % 2 else rng.randrange(1 << 20)
-                for s in range(self.slots)]
+        if start is None:
+            base = [(M32 - 3 + s) & M32 if wrap and s % 2 else rng.randrange(1 << 20)
+                    for s in range(self.slots)]
+        else:
+            base = [(start + rng.randrange(4)) & M32 for _ in range(self.slots)]
         totals = [self.elems * rng.randint(1, 50) for _ in range(self.slots)]
+        first_step = rng.randrange(1 << 32)
         pending: list[tuple[int, bytes]] = []
         for k in range(rounds):
+            step = (first_step + k) & M32
             for s in range(self.slots):
                 rnd = (base[s] + k) & M32
-                if rng.random() < jump:
+                jumped = rng.random() < jump
+                if jumped:
                     rnd = (rnd + 2) & M32  # reuses the copy of a round still in flight
                 for w in range(self.members):
                     total = totals[s] if rng.random() >= mismatch else totals[s] + self.elems
-                    aux = None
                     if self.mode:
                         aux = (rnd - rng.randint(0, self.staleness + 2)) & M32
+                    else:  # the call of that round (a jump: two calls later)
+                        aux = (step + 2) & M32 if jumped else step
+                        if rng.random() < step_mismatch:
+                            aux = self.other_step(aux)
                     pending.append((self.port(w), self.gradient(w, s, rnd, total, aux)))
             cut = len(pending) // 2 if k < rounds - 1 else len(pending)
             self.deliver(pending[:cut], loss=loss, dup=dup, reorder=reorder, late=late)
@@ -479,8 +505,15 @@ def _relen(data: bytearray) -> None:
     data[38:40] = (n - 34).to_bytes(2, "big")
 
 
+_UNSTREAMABLE = 3
+"""Frames per vector the SUME stream cannot carry (empty, oversize): at most this many, so the
+RTL leg plays nearly all of a vector (tests/test_conformance_rtl.py)."""
+
+
 def _truncate(g: _Gen, port: int, d: bytearray) -> tuple[int, bytearray]:
     n = g.rng.choice([0, 14, 41, 42, 43, 44, 63, len(d) - 1, len(d) - 4])
+    if n <= 0 and g.unstreamable >= _UNSTREAMABLE:
+        n = 1
     return port, d[:max(n, 0)]
 
 
@@ -498,6 +531,8 @@ def _extend(g: _Gen, port: int, d: bytearray) -> tuple[int, bytearray]:
 
 
 def _oversize(g: _Gen, port: int, d: bytearray) -> tuple[int, bytearray]:
+    if g.unstreamable >= _UNSTREAMABLE:
+        return _extend(g, port, d)
     d += bytes(70000 - len(d))  # lengths keep their low 16 bits, as a soft switch builds them
     d[16:18] = ((len(d) - 14) & 0xFFFF).to_bytes(2, "big")
     d[38:40] = ((len(d) - 34) & 0xFFFF).to_bytes(2, "big")
@@ -616,10 +651,14 @@ def _leaf(seed: int) -> Vector:
                         ("AGG_LEAF_ID", 5)):
         g.write(name, value)
     rng = g.rng
+    first_step = rng.randrange(1 << 32)
     for k in range(40):
         s = rng.randrange(g.slots)
         rnd = 100 + k
-        frames = [(g.port(w), g.gradient(w, s, rnd, g.elems * 3)) for w in range(g.members)]
+        step = (first_step + k) & M32
+        frames = [(g.port(w), g.gradient(w, s, rnd, g.elems * 3,
+                                         step if rng.random() >= 0.03 else g.other_step(step)))
+                  for w in range(g.members)]
         g.deliver(frames, dup=0.15, reorder=0.5, late=0.05)
         for _ in range(rng.choice([0, 1, 1, 2])):  # the parent's RESULT (maybe twice, maybe late)
             err = rng.random() < 0.1
@@ -632,6 +671,182 @@ def _leaf(seed: int) -> Vector:
                            udp_src=parent_udp)
             g.frame(rng.choice([_UPLINK] * 5 + [g.port(0)]), data)
     g.malformed(40)
+    return g.v
+
+
+_STEP_CASES = ("clean", "clean", "open", "done", "error", "length", "straggler")
+"""What happens to one round of the step vectors (:func:`_step_round`)."""
+
+
+def _step_round(g: _Gen, s: int, rnd: int, step: int, total: int, case: str,
+                flags: int = 0) -> tuple[list[tuple[int, bytes]], list[tuple[int, bytes]]]:
+    """One sync round of call ``step`` (protocol section 4 step 4): the members' GRADIENTs,
+    and what comes after them. ``case``: ``clean``; ``open``, a member of another step among
+    them (an error copy, or a wrong step opens the copy and the others are refused);
+    ``error``, that and more mismatches on the error copy; ``done``, members of other steps
+    after the round completed (the ERROR-forced RESEND) and a retransmission of the right
+    step; ``length``, a member of another length and step (a length mismatch: tested
+    first); ``straggler``, member 0 one call behind (issue 19); ``up`` (a leaf), as
+    ``done``, before or after the parent's RESULT."""
+    rng = g.rng
+    n = g.members
+    m = rng.randrange(n)
+    steps = [step] * n
+    if case in ("open", "error"):
+        steps[m] = g.other_step(step)
+    elif case == "straggler":
+        steps[0] = (step - 1) & M32
+    first = [(g.port(w), g.gradient(w, s, rnd, total, steps[w], flags)) for w in range(n)]
+    after: list[tuple[int, bytes]] = []
+    if case == "length":
+        first[m] = (g.port(m), g.gradient(m, s, rnd, total + g.elems, g.other_step(step), flags))
+    elif case in ("done", "up"):
+        after = [(g.port(w), g.gradient(w, s, rnd, total, g.other_step(step), flags))
+                 for w in rng.sample(range(n), rng.randint(1, min(2, n)))]
+        w = rng.randrange(n)
+        after.append((g.port(w), g.gradient(w, s, rnd, total, step, flags)))
+    elif case == "error":
+        w = rng.randrange(n)
+        after = [(g.port(m), g.gradient(m, s, rnd, total, steps[m], flags)),
+                 (g.port(w), g.gradient(w, s, rnd, total, g.other_step(step), flags))]
+    return first, after
+
+
+def _step_traffic(g: _Gen, calls: int, flags: int = 0) -> None:
+    """``calls`` sync calls, one round of every slot each, every round a :data:`_STEP_CASES`
+    case; a lossy, duplicating, reordering network."""
+    rng = g.rng
+    base = [rng.randrange(1 << 20) for _ in range(g.slots)]
+    totals = [g.elems * rng.randint(1, 50) for _ in range(g.slots)]
+    first_step = rng.randrange(1 << 32)
+    for k in range(calls):
+        step = (first_step + k) & M32
+        for s in range(g.slots):
+            first, after = _step_round(g, s, (base[s] + k) & M32, step, totals[s],
+                                       rng.choice(_STEP_CASES), flags)
+            g.deliver(first, loss=0.03, dup=0.1, reorder=0.5, late=0.03)
+            g.deliver(after, dup=0.1, reorder=0.5)
+
+
+def _step_flat(seed: int) -> Vector:
+    """Step identity on a flat switch (sync): step mismatches on OPEN, DONE and error copies,
+    a length mismatch with another step, a straggler one call behind; then mixed traffic."""
+    g = _Gen("step_flat", seed, _params())
+    g.configure(members=3, slots=2, elems=16, dtype=seed % 2)
+    _step_traffic(g, 30)
+    g.aggregation(8, step_mismatch=0.1)
+    g.malformed(20)
+    return g.v
+
+
+def _step_root(seed: int) -> Vector:
+    """Step identity at a root: its members are leaves, whose upward GRADIENTs (from their
+    ``UDP_PORT``, ``FROM_SWITCH`` set) carry their members' step id."""
+    g = _Gen("step_root", seed, _params())
+    g.configure(members=3, slots=3, elems=16, dtype=seed % 2)
+    for i in range(g.members):
+        g.udp[i] = _UDP_PORT
+        g.write(f"MEMBER_UDP_{i}", _UDP_PORT)
+    _step_traffic(g, 25, flags=int(Flags.FROM_SWITCH))
+    return g.v
+
+
+def _step_leaf(seed: int) -> Vector:
+    """Step identity at a leaf: its upward GRADIENT carries the copy's step (sync; async
+    the round), a member of another step refused while OPEN, UP (waiting for the parent)
+    or DONE (the parent's RESULT relayed), the parent's ERROR RESULTs of a step mismatch
+    (aux = total) relayed down."""
+    g = _Gen("step_leaf", seed, _params())
+    g.configure(members=3, slots=2, elems=16, dtype=seed % 2)
+    parent_ip, parent_udp = 0x0A0001FE, 0x4E60
+    for name, value in (("AGG_ROLE", 1), ("AGG_UPLINK_PORT", _UPLINK),
+                        ("AGG_PARENT_IP", parent_ip), ("AGG_PARENT_UDP", parent_udp),
+                        ("AGG_LEAF_ID", 2)):
+        g.write(name, value)
+    rng = g.rng
+    total = g.elems * 5
+    first_step = rng.randrange(1 << 32)
+
+    def parent_result(s: int, rnd: int) -> None:
+        err = rng.random() < 0.3
+        data = g.build(rng.randrange(8), Opcode.RESULT,
+                       flags=g.dtype | int(Flags.FROM_SWITCH) | (int(Flags.ERROR) if err else 0),
+                       slot=s, seq=rnd, count=g.elems,
+                       aux=total if err and rng.random() < 0.7 else rng.randrange(1 << 32),
+                       payload=g.elements(g.elems), total=total, ip_src=parent_ip,
+                       udp_src=parent_udp)
+        g.frame(_UPLINK, data)
+
+    for k in range(24):
+        step = (first_step + k) & M32
+        for s in range(g.slots):
+            rnd = (200 + k) & M32
+            first, after = _step_round(g, s, rnd, step, total,
+                                       rng.choice(_STEP_CASES + ("up", "up")))
+            g.deliver(first, loss=0.03, dup=0.1, reorder=0.5)
+            answered = rng.random() < 0.5
+            if answered:  # the parent's RESULT before the late members: DONE at the leaf
+                parent_result(s, rnd)
+            g.deliver(after, dup=0.1, reorder=0.5)
+            if not answered and rng.random() < 0.8:
+                parent_result(s, rnd)
+    # async: the upward aux is the round, and steps are not checked
+    g.write("AGG_MODE", 1)
+    g.write("AGG_THRESHOLD", 2)
+    g.write("AGG_STALENESS", 2)
+    g.mode, g.staleness, g._threshold = 1, 2, 2
+    for k in range(10):
+        s = rng.randrange(g.slots)
+        rnd = (500 + k) & M32
+        frames = [(g.port(w), g.gradient(w, s, rnd, total, (rnd - rng.randint(0, 3)) & M32))
+                  for w in range(g.members)]
+        g.deliver(frames, dup=0.1, reorder=0.5)
+        parent_result(s, rnd)
+    return g.v
+
+
+def _ahead(seed: int) -> Vector:
+    """The far-ahead bound (protocol section 6, check 11): for several ``AGG_EPOCH`` values
+    (0, a block, one that wraps), sync and async, full rounds exactly 2**25 - 1 ahead
+    (accepted), 2**25 and more ahead up to 2**31 - 1 (dropped as AHEAD), and behind (2**31
+    and more: processed); ordinary traffic crossing the bound; stragglers of an old epoch
+    after ``AGG_EPOCH`` moves on (processed: STALE/RESEND) and after it moves back (their
+    rounds are now far ahead)."""
+    g = _Gen("ahead", seed, _params())
+    g.configure(members=3, slots=2, elems=16, dtype=seed % 2)
+    rng = g.rng
+    ahead, half = C.AGG_AHEAD_ROUNDS, 1 << 31
+    epochs = [0, rng.randrange(1, 255) * C.EPOCH_ROUNDS, 0xFF000000]
+    for mode in (0, 1):
+        if mode:
+            g.write("AGG_MODE", 1)
+            g.write("AGG_THRESHOLD", 2)
+            g.write("AGG_STALENESS", 1)
+            g.mode, g.staleness, g._threshold = 1, 1, 2
+        rng.shuffle(epochs)
+        for epoch in epochs:
+            g.write("AGG_EPOCH", epoch)
+            probes = [ahead - 1, ahead, ahead + 1, half - 1, half, half + 1, M32, 0, 1,
+                      rng.randrange(ahead, half), rng.randrange(half, 1 << 32),
+                      rng.randrange(ahead)]
+            rng.shuffle(probes)
+            for d in probes:
+                rnd = (epoch + d) & M32
+                s = rng.randrange(g.slots)
+                step = rng.randrange(1 << 32)
+                frames = [(g.port(w), g.gradient(w, s, rnd, g.elems * 3,
+                                                 (rnd - rng.randint(0, 2)) & M32 if mode else step))
+                          for w in range(g.members)]
+                g.deliver(frames, dup=0.1, reorder=0.3)
+            g.aggregation(6, start=(epoch + ahead - 3) & M32)  # crossing the bound
+            g.aggregation(4, start=(epoch - 2) & M32)  # around the epoch
+            g.write("AGG_EPOCH", (epoch + C.EPOCH_ROUNDS) & M32)  # the job moved on
+            for op in rng.sample(g.sent[-40:], 12):  # stragglers of the old epoch
+                g.frame(op[1], op[2])
+            g.write("AGG_EPOCH", (epoch - ahead) & M32)  # moved back: the rounds are ahead
+            for op in rng.sample(g.sent[-40:], 8):
+                g.frame(op[1], op[2])
+            g.read("AGG_EPOCH")
     return g.v
 
 
@@ -733,8 +948,11 @@ def _registers(seed: int) -> Vector:
     g = _Gen("registers", seed, _params())
     g.registers(600)
     g.configure(members=3, slots=2, elems=16)
+    g.write("UDP_PORT", _UDP_PORT)  # the random writes may have moved it: protocol frames again
     g.write("CTRL", 0)  # both engines off
     g.malformed(20)
+    for _ in range(4):  # legal frames of every engine: DISABLED
+        g.frame(*g.valid_frame())
     g.replay(10)
     g.write("CTRL", 0x80000003)  # clear the counters, engines on
     g.aggregation(4)
@@ -751,7 +969,9 @@ def vectors(scale: int = 1) -> list[Vector]:
                 _leaf(s + 5), _leaf(s + 6), _replay(s + 7, 64, 64), _replay(s + 8, 128, 192),
                 _replay(s + 9, 4, 64), _mixed(s + 10), _mixed(s + 11), _registers(s + 12),
                 _l2(s + 13), _l2(s + 14), _rate(s + 15), _rate(s + 16),
-                _async_catchup(s + 17)]
+                _async_catchup(s + 17), _step_flat(s + 18), _step_flat(s + 19),
+                _step_leaf(s + 20), _step_leaf(s + 21), _step_root(s + 22), _ahead(s + 23),
+                _ahead(s + 24)]
     return out
 
 

@@ -19,15 +19,19 @@ ones (section 6 of the protocol)."""
 
 
 class AllreduceError(RuntimeError):
-    """An all-reduce call failed; the next call restarts the rounds (protocol section 4)."""
+    """An all-reduce call failed; the next call starts a new epoch of rounds (protocol
+    section 4, "Epochs, failures and rejoin")."""
 
 
 class AllreduceTimeoutError(SwitchTimeoutError):
     """No RESULT for a chunk after every retransmission.
 
-    The next :meth:`Aggregator.allreduce` restarts the rounds in a new epoch,
-    so a job carries on once every member is back (protocol section 4,
-    "Epochs, failures and rejoin").
+    The member keeps the failed call's state: the next :meth:`Aggregator.allreduce`
+    with the same step id and tensor length (the default: a failed call does not
+    advance :attr:`Aggregator.step`) resumes it, sending only the chunks not yet
+    answered in the same rounds, unless another member started a newer epoch
+    (``AGG_EPOCH``; then it restarts there) (protocol section 4, "Epochs, failures
+    and rejoin").
 
     Attributes
     ----------
@@ -81,6 +85,35 @@ class TensorMismatchError(AllreduceError, ValueError):
             f"{round_total}-element tensors (slot {slot}, round {round_}); every member must "
             "all-reduce tensors of the same length in the same order. Nothing was summed "
             "across lengths; the next call starts a new epoch")
+
+
+class StepMismatchError(AllreduceError):
+    """Sync mode: the members of a round sent chunks of different steps (``aux`` = step id).
+
+    The switch never adds a contribution of another step: the round became an error
+    for every member (``ERROR`` RESULT with ``aux`` equal to its ``total``), or it was
+    already complete with another step's contributions and this member alone got its
+    RESULT flagged ``ERROR``. The next call starts a new epoch.
+
+    Attributes
+    ----------
+    step:
+        This member's step id in the failed call.
+    culprit:
+        Member whose chunk the switch refused (this member itself when the round was
+        already complete with another step).
+    slot, round:
+        Where it was detected.
+    """
+
+    def __init__(self, step: int, culprit: int, slot: int, round_: int) -> None:
+        self.step, self.culprit, self.slot, self.round = step, culprit, slot, round_
+        super().__init__(
+            f"step mismatch: this member all-reduced step {step}, but member {culprit} sent a "
+            f"chunk of another step to the same round (slot {slot}, round {round_}); every "
+            "member must all-reduce the same steps in the same order (Aggregator.step counts "
+            "successful calls; a failed call is retried with the same step id). Nothing was "
+            "summed across steps; the next call starts a new epoch")
 
 
 class AllreduceDesyncError(AllreduceError):
@@ -165,5 +198,6 @@ __all__ = [
     "RateLimitTimeoutError",
     "ReplayEmptyError",
     "ReplayTimeoutError",
+    "StepMismatchError",
     "TensorMismatchError",
 ]

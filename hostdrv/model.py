@@ -107,6 +107,8 @@ _AGG_CONFIG = frozenset(
 _CTRL_BITS = C.CTRL_AGG_ENABLE | C.CTRL_RPL_ENABLE
 _INT32 = int(Flags.INT32)
 _ERROR = int(Flags.ERROR)
+_RESEND = int(Flags.RESEND)
+_AHEAD = C.AGG_AHEAD_ROUNDS  # (seq - AGG_EPOCH) mod 2**32 in [_AHEAD, 2**31): dropped as AHEAD
 _PRIORITIZED = int(Flags.PRIORITIZED)
 _CTRL_CLEAR = C.CTRL_CLEAR_COUNTERS
 
@@ -280,9 +282,10 @@ class _Copy:
     count: int = 0  # contributions added
     aux: int = 0  # RESULT aux: order and count; a leaf's DONE copy: the parent's; error: bad total
     total: int = 0  # tensor length of the round (the GRADIENT that opened it)
-    error: bool = False  # DONE by a length mismatch: RESULTs carry Flags.ERROR
+    error: bool = False  # DONE by a length or step mismatch: RESULTs carry Flags.ERROR
     culprit: int = 0  # error: the member whose contribution was refused
     state: int = _OPEN
+    step: int = 0  # the aux of the GRADIENT that opened it: the step id (sync; never read in async)
 
 
 @dataclass(frozen=True, slots=True)
@@ -600,6 +603,9 @@ class SwitchModel:
                 return self._drop("BAD_DTYPE")
             if slot >= regs["AGG_SLOTS"]:
                 return self._drop("BAD_SLOT")
+            # 11. a GRADIENT's round too far ahead of the epoch (behind it: processed)
+            if op == Opcode.GRADIENT and _AHEAD <= ((seq - regs["AGG_EPOCH"]) & M32) < 1 << 31:
+                return self._drop("AHEAD")
             if op == Opcode.GRADIENT:
                 return self._gradient(frame, worker, slot, seq, aux, total, rx_addr)
             return self._result(frame, slot, seq, aux, total, flags, worker)
@@ -632,13 +638,21 @@ class SwitchModel:
                 c.valid = False
         if not c.valid:
             c.valid, c.round, c.bitmap, c.count, c.state = True, r, 0, 0, _OPEN
-            c.aux, c.total, c.error, c.culprit = 0, total, False, 0
+            c.aux, c.total, c.error, c.culprit, c.step = 0, total, False, 0, aux
         if total != c.total:  # a tensor of another length: never added
             self._inc("CNT_DROP_MISMATCH")
             if c.state == _DONE:
                 return [self._resend(slot, q, rx)]
             c.state, c.error, c.culprit, c.aux = _DONE, True, w, total
             return [self._multicast(slot, q)]
+        if not regs["AGG_MODE"] and aux != c.step:  # another call's chunk: never added
+            self._inc("CNT_DROP_MISMATCH")
+            if c.state != _DONE:  # an error copy whose aux (= total) tells a step mismatch
+                c.state, c.error, c.culprit, c.aux = _DONE, True, w, total
+                return [self._multicast(slot, q)]
+            if c.error:
+                return [self._resend(slot, q, rx)]
+            return [self._resend(slot, q, rx, step_error=w)]
         bit = 1 << w
         if c.bitmap & bit or c.state != _OPEN:
             self._inc("CNT_DROP_DUPLICATE" if c.bitmap & bit else "CNT_DROP_LATE")
@@ -704,12 +718,18 @@ class SwitchModel:
                         regs["AGG_ELEMS"], c.aux, self._payload(slot, q), c.total)
         return Egress(f, ports)
 
-    def _resend(self, slot: int, q: int, rx: _Rx) -> Egress:
+    def _resend(self, slot: int, q: int, rx: _Rx, step_error: int | None = None) -> Egress:
+        """The copy's RESULT to one member (``RESEND``); with ``step_error`` = w, the answer to
+        w's step mismatch on a DONE copy: ``ERROR`` forced on, ``worker`` = w, ``aux`` = the
+        copy's ``total`` (the copy itself is unchanged)."""
         c = self._copies[slot][q]
         self._inc("CNT_TX_RESEND")
-        f = self._frame(rx.eth_src, rx.ip_src, rx.udp_src, Opcode.RESULT,
-                        self._agg_flags(c) | Flags.RESEND, c.culprit if c.error else 0, slot,
-                        c.round, self._regs["AGG_ELEMS"], c.aux, self._payload(slot, q), c.total)
+        flags = self._agg_flags(c) | _RESEND
+        worker, aux = (c.culprit if c.error else 0), c.aux
+        if step_error is not None:
+            flags, worker, aux = flags | _ERROR, step_error, c.total
+        f = self._frame(rx.eth_src, rx.ip_src, rx.udp_src, Opcode.RESULT, flags, worker, slot,
+                        c.round, self._regs["AGG_ELEMS"], aux, self._payload(slot, q), c.total)
         return Egress(f, rx.port)
 
     def _up(self, slot: int, q: int) -> Egress:
@@ -719,7 +739,8 @@ class SwitchModel:
         f = self._frame(BROADCAST_MAC, regs["AGG_PARENT_IP"],
                         regs["AGG_PARENT_UDP"] or regs["UDP_PORT"], Opcode.GRADIENT,
                         self._agg_flags(), regs["AGG_LEAF_ID"], slot, c.round,
-                        regs["AGG_ELEMS"], c.round, self._payload(slot, q), c.total)
+                        regs["AGG_ELEMS"], c.round if regs["AGG_MODE"] else c.step,
+                        self._payload(slot, q), c.total)
         return Egress(f, regs["AGG_UPLINK_PORT"])
 
     # -- replay (sampler arithmetic: hostdrv.sampler) ------------------------------

@@ -165,6 +165,8 @@ MAC_PORTS = 0x55
 """SUME port bitmap of the four 10G MAC ports (even bits; odd bits are DMA)."""
 EPOCH_ROUNDS = 0x1000000
 """Rounds per slot in one epoch: AGG_EPOCH is a multiple of it."""
+AGG_AHEAD_ROUNDS = 0x2000000
+"""A GRADIENT whose round is this many or more (below 2^31) ahead of AGG_EPOCH is dropped as AHEAD (two epoch blocks)."""
 
 # The learning switch of ordinary (non-protocol) traffic (docs/architecture.md, L2 switching).
 L2_ENTRIES = 16

@@ -48,7 +48,7 @@ REGISTERS: dict[str, Register] = {
     'AGG_LEAF_ID': Register('AGG_LEAF_ID', 0x06C, 'rw', 0x0, 3, False, "leaf: this switch's member id in the parent job"),
     'AGG_MAX_SLOTS': Register('AGG_MAX_SLOTS', 0x070, 'ro', 0x40, 32, True, 'slot memory depth (RTL parameter)'),
     'AGG_MAX_ELEMS': Register('AGG_MAX_ELEMS', 0x074, 'ro', 0x160, 32, True, 'largest P the slot memory holds (RTL parameter; up to 16352 on a loopback soft switch)'),
-    'AGG_EPOCH': Register('AGG_EPOCH', 0x078, 'rw', 0x0, 32, False, "round base of the job's current epoch, a multiple of 2^24 (any other value is refused): a mailbox the members write when they restart their rounds and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); no effect on the datapath, a write clears no slot"),
+    'AGG_EPOCH': Register('AGG_EPOCH', 0x078, 'rw', 0x0, 32, False, "round base of the job's current epoch, a multiple of 2^24 (any other value is refused): a mailbox the members write when they restart their rounds or cross into the next epoch block, and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); also bounds how far ahead a GRADIENT's round may be: (seq - AGG_EPOCH) mod 2^32 in [AGG_AHEAD_ROUNDS, 2^31) is dropped as AHEAD (CNT_DROP_AHEAD; rounds behind AGG_EPOCH are processed). A write clears no slot"),
     'RPL_CAPACITY': Register('RPL_CAPACITY', 0x080, 'ro', 0x4000, 32, True, 'C, records (power of two); build parameter: 16384 in the SUME bitstream, 1024 by default in the soft switch (--capacity) and the sim switch'),
     'RPL_RECORD_BYTES': Register('RPL_RECORD_BYTES', 0x084, 'ro', 0x80, 32, True, 'R, bytes per record (multiple of 64, RTL parameter)'),
     'RPL_SEED': Register('RPL_SEED', 0x088, 'rw', 0x2545F491, 32, False, 'xorshift32 seed; a write resets the generator (0 is replaced by 0x2545F491)'),
@@ -121,7 +121,8 @@ REGISTERS: dict[str, Register] = {
     'CNT_DROP_LATE': Register('CNT_DROP_LATE', 0x26C, 'rc', 0x0, 32, False, 'drops: async contribution after completion'),
     'CNT_DROP_EMPTY': Register('CNT_DROP_EMPTY', 0x270, 'rc', 0x0, 32, False, 'SAMPLE_REQs that found nothing to sample (size 0, or tree total 0 for a prioritized one); no longer dropped: answered NOT_YET (reason EMPTY) and counted in CNT_TX_SAMPLE_NOT_YET too'),
     'CNT_DROP_BAD_INDEX': Register('CNT_DROP_BAD_INDEX', 0x274, 'rc', 0x0, 32, False, 'UPDATE pairs skipped: index >= size'),
-    'CNT_DROP_MISMATCH': Register('CNT_DROP_MISMATCH', 0x278, 'rc', 0x0, 32, False, "drops: GRADIENT whose tensor length (total) differs from its round's"),
+    'CNT_DROP_MISMATCH': Register('CNT_DROP_MISMATCH', 0x278, 'rc', 0x0, 32, False, "drops: GRADIENT whose tensor length (total) differs from its round's, or in sync mode whose step id (aux) differs from its round's"),
+    'CNT_DROP_AHEAD': Register('CNT_DROP_AHEAD', 0x27C, 'rc', 0x0, 32, False, 'drops: GRADIENT whose round is too far ahead of the epoch: (seq - AGG_EPOCH) mod 2^32 in [AGG_AHEAD_ROUNDS, 2^31), AGG_AHEAD_ROUNDS = 2^25'),
     'L2_AGE_FRAMES': Register('L2_AGE_FRAMES', 0x300, 'rw', 0x100000, 32, False, 'aging period in received frames (every frame, protocol or not): at the end of each period, MAC table entries that taught or refreshed nothing during it are removed, so an entry lives 1 to 2 periods after its last frame; 0 = no aging. A write restarts the period'),
     'SRV_RX_OVERFLOW': Register('SRV_RX_OVERFLOW', 0xF00, 'rc', 0x0, 32, False, 'datagrams the kernel dropped before the switch read them (socket receive buffer full, SO_RXQ_OVFL)', server=True),
     'SRV_CTRL_REFUSED': Register('SRV_CTRL_REFUSED', 0xF04, 'rc', 0x0, 32, False, "control requests refused: from a non-loopback address without --control-key; or with a missing or wrong HMAC, an expired timestamp, a replayed attempt or another run's session (a request signed for session 0, a client learning the session, is refused but not counted)", server=True),
@@ -166,6 +167,7 @@ COUNTERS: tuple[str, ...] = (
     'CNT_DROP_EMPTY',
     'CNT_DROP_BAD_INDEX',
     'CNT_DROP_MISMATCH',
+    'CNT_DROP_AHEAD',
 )
 """The switch's counters (RTL and model), register map order."""
 
@@ -273,6 +275,7 @@ CNT_DROP_LATE = 0x26C
 CNT_DROP_EMPTY = 0x270
 CNT_DROP_BAD_INDEX = 0x274
 CNT_DROP_MISMATCH = 0x278
+CNT_DROP_AHEAD = 0x27C
 L2_AGE_FRAMES = 0x300
 SRV_RX_OVERFLOW = 0xF00
 SRV_CTRL_REFUSED = 0xF04

@@ -56,6 +56,15 @@ Environment (read when a group is created):
     Chunks in flight per rank (default :func:`default_window`: all the slots,
     unless every rank's window together would overflow a 4 MiB socket buffer).
 
+Failures: a switch all-reduce that fails (a rank died or stopped calling, a length
+mismatch, ...) raises ``DistBackendError`` on that rank and is not retried: the
+backend numbers its switch calls in issue order (the same on every rank) and sends
+call ``k`` as step id ``k − 1`` (:meth:`hostdrv.Aggregator.allreduce`'s ``step``),
+so the next collective is the next step. A rank whose call timed out then starts it
+in a new epoch; a peer that did complete the failed call (it came late, after this
+rank gave up) follows that epoch after its own timeout, and the switch never sums
+chunks of two steps (``docs/protocol.md`` section 4, "Epochs, failures and rejoin").
+
 Limits: one switch aggregates at most :data:`~hostdrv.protocol.MAX_MEMBERS`
 ranks; a larger world raises :class:`ValueError` naming the limit
 (hierarchical leaf/root aggregation is not done by this backend).
@@ -487,7 +496,10 @@ class NetrlProcessGroup(ProcessGroup):
             self._counts[key] += n
 
     def _sum(self, tensors: list[torch.Tensor], avg: bool, call: int) -> list[torch.Tensor]:
-        """Sum ``tensors`` (one dtype, float32 or int32) through the switch, in place."""
+        """Sum ``tensors`` (one dtype, float32 or int32) through the switch, in place.
+
+        ``call`` (from 1) numbers the switch calls in issue order; the call is step
+        ``call − 1``, so a failed call is not retried: the next one is the next step."""
         agg = self._agg
         arrays = [t.detach().numpy() for t in tensors]
         sizes = [a.size for a in arrays]
@@ -499,7 +511,7 @@ class NetrlProcessGroup(ProcessGroup):
         else:
             flat = np.concatenate([a.reshape(-1) for a in arrays])
         try:
-            out = np.asarray(agg.allreduce(flat)).reshape(-1)
+            out = np.asarray(agg.allreduce(flat, step=call - 1)).reshape(-1)
         except Exception as e:
             raise dist.DistBackendError(
                 f"netrl: all_reduce #{call} ({sum(sizes)} {tensors[0].dtype} elements) through "

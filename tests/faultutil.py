@@ -2,9 +2,11 @@
 
 Run as ``python -m tests.faultutil URL WORKER OUT [options]``. The worker
 all-reduces calls ``--start`` … ``--stop − 1``; call ``c`` reduces
-``make_input(seed, worker, c)`` (int32 or fp32). A call that fails
+``make_input(seed, worker, c)`` (int32 or fp32) as step id ``c`` (the
+:class:`~hostdrv.Aggregator` starts at ``step=--start``). A call that fails
 (:class:`~hostdrv.errors.AllreduceError` or a timeout) is retried with the
-same input, as a training loop that repeats its step would, up to
+same input and step id (the default: a failed call does not advance
+``Aggregator.step``), as a training loop that repeats its step would, up to
 ``--attempts`` times. With ``--die-at K`` the worker sends only the first
 chunk of call ``K`` and exits at once (``os._exit``), like a process killed
 in the middle of an all-reduce. Everything the worker saw is pickled to
@@ -39,7 +41,7 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
     from hostdrv.errors import AllreduceError
 
     agg = Aggregator(url, worker=worker, timeout=timeout, retries=retries,
-                     max_backoff=max(timeout, 0.1))
+                     max_backoff=max(timeout, 0.1), step=start)
     records: list[dict[str, Any]] = []
     jitter = np.random.default_rng([seed, worker, os.getpid()])
 
@@ -48,12 +50,26 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
         tmp.write_bytes(pickle.dumps(records))
         tmp.replace(out)
 
+    def stop_at() -> int | None:
+        # the test writes the file whole (a rename); an empty read is a file not yet there
+        try:
+            text = stop_file.read_text() if stop_file is not None else ""
+        except FileNotFoundError:
+            return None
+        return int(text) if text.strip() else None
+
     for call in range(start, stop):
-        if stop_file is not None and stop_file.exists() and call >= int(stop_file.read_text()):
+        limit = stop_at()
+        # async: a member that caught up (jumped iterations) made fewer calls for the same
+        # iteration, so the members stop by iteration: none is left alone in one the others
+        # never reach
+        position = agg.last_iteration + 1 if agg.async_mode and records else call
+        if limit is not None and position >= limit:
             break
         x = make_input(seed, worker, call, size, dtype)
         if call == die_at:
-            agg.send_chunks(np.resize(x, agg.elems), round_=agg.rounds[0], total=x.size)
+            agg.send_chunks(np.resize(x, agg.elems), round_=agg.rounds[0], total=x.size,
+                            aux=None if agg.async_mode else agg.step)
             dump()
             os._exit(9)
         failures: list[str] = []
@@ -67,7 +83,8 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
             records.append({"call": call, "input": x, "result": y, "rounds": agg.last_rounds.copy(),
                             "aux": agg.last_aux.copy(), "stale": agg.stale_chunks,
                             "failures": failures, "seconds": time.monotonic() - t0,
-                            "epochs": agg.epochs, "time": time.time()})
+                            "epochs": agg.epochs, "epoch": agg.epoch, "time": time.time(),
+                            "iteration": agg.last_iteration})
             break
         else:
             records.append({"call": call, "failures": failures, "result": None})
@@ -100,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--retries", type=int, default=6)
     ap.add_argument("--pace", type=float, default=0.0,
                     help="mean seconds between calls (uniformly jittered)")
-    ap.add_argument("--stop-file", type=Path, default=None, help="stop before the call number this file holds, once it exists")
+    ap.add_argument("--stop-file", type=Path, default=None, help="stop before the call number (async: the iteration) this file holds, once it exists")
     a = ap.parse_args(argv)
     run(a.url, a.worker, a.out, start=a.start, stop=a.stop, size=a.size, dtype=a.dtype,
         seed=a.seed, die_at=a.die_at, attempts=a.attempts, timeout=a.timeout,

@@ -28,13 +28,17 @@ from engines import switch_class
 from toolcheck import require_module
 
 from hostdrv import conformance as K
+from hostdrv import protocol as P
+from hostdrv import protocol_consts as C
 from hostdrv import regmap
+from hostdrv.model import _AGG_CONFIG as AGG_CONFIG
 from hostdrv.model import SwitchModel
+from hostdrv.protocol import Flags, Opcode
 
 REPO = Path(__file__).resolve().parents[1]
 NATIVE = REPO / "hostdrv" / "native"
 VECTORS = K.vectors()
-PLANTED_BUGS = (1, 2, 3, 4, 5, 6)  # nrl_engine.cpp's list
+PLANTED_BUGS = (1, 2, 3, 4, 5, 6, 7, 8, 9)  # nrl_engine.cpp's list
 
 
 @functools.cache
@@ -70,6 +74,67 @@ def test_vectors_reach_every_counter_and_refusal() -> None:
                 accepted += not r
     assert [k for k, x in top.items() if not x] == []
     assert refused > 50 and accepted > 100
+
+
+def _step_cases(v: K.Vector, t: K.Trace) -> set[str]:
+    """The cases of issue 19's protocol change that the model's trace of ``v`` shows."""
+    seen: set[str] = set()
+    epoch = 0
+    done: set[tuple[int, int]] = set()  # (slot, round) multicast without ERROR
+    for op, res, before, after in zip(v.ops, t.results, [None, *t.counters[:-1]], t.counters,
+                                      strict=True):
+        if op[0] == "write" and op[1] == regmap.AGG_EPOCH and res == "":
+            epoch = op[2]
+        if op[0] == "write" and res == "" and regmap.BY_ADDR[op[1]].name in AGG_CONFIG:
+            done.clear()
+        if op[0] != "frame":
+            continue
+        if len(op[2]) >= 64 and op[2][C.OFF_OPCODE] == C.OP_GRADIENT:
+            d = (int.from_bytes(op[2][C.OFF_SEQ:C.OFF_SEQ + 4], "big") - epoch) & 0xFFFFFFFF
+            dropped = before is not None and after["CNT_DROP_AHEAD"] != before["CNT_DROP_AHEAD"]
+            if d == C.AGG_AHEAD_ROUNDS and dropped:
+                seen.add("ahead_2^25_dropped")
+            if d == C.AGG_AHEAD_ROUNDS - 1 and res:
+                seen.add("ahead_2^25-1_accepted")
+            if d >= 1 << 31 and res:
+                seen.add("behind_processed")
+        for fr, _ in res:
+            try:
+                m = P.parse_frame(fr, udp_port=int.from_bytes(fr[36:38], "big")).message
+            except P.ProtocolError:  # ordinary traffic switched at L2
+                continue
+            key = (m.slot, m.seq)
+            err = bool(m.flags & Flags.ERROR)
+            if m.opcode == Opcode.GRADIENT and m.aux != m.seq:
+                seen.add("leaf_up_step")
+            if m.opcode != Opcode.RESULT:
+                continue
+            if not m.flags & Flags.RESEND:
+                if err and m.aux == m.total:
+                    seen.add("step_error_copy")
+                if not err:
+                    done.add(key)
+            elif err and key in done and m.aux == m.total:
+                seen.add("step_forced_error_resend")
+            elif err and m.aux == m.total:
+                seen.add("step_error_copy_resend")
+    return seen
+
+
+def test_step_and_ahead_vectors_reach_every_case() -> None:
+    """Issue 19 parts 1-2: step mismatches making an error copy, the ERROR-forced RESEND of a
+    DONE copy, an error copy's RESEND, a leaf's upward step, a root refusing a leaf; far-ahead
+    rounds dropped exactly from 2**25 on, 2**25 - 1 accepted, rounds behind processed."""
+    want = {"step_flat": {"step_error_copy", "step_forced_error_resend", "step_error_copy_resend"},
+            "step_root": {"step_error_copy", "step_forced_error_resend", "step_error_copy_resend"},
+            "step_leaf": {"step_error_copy", "step_forced_error_resend", "step_error_copy_resend",
+                          "leaf_up_step"},
+            "ahead": {"ahead_2^25_dropped", "ahead_2^25-1_accepted", "behind_processed"}}
+    for kind, cases in want.items():
+        vs = [v for v in VECTORS if v.name.startswith(kind)]
+        assert vs, kind
+        for v in vs:
+            assert cases - _step_cases(v, expected(v.name)) == set(), v.name
 
 
 def test_save_and_load_a_vector_for_the_rtl(tmp_path: Path) -> None:

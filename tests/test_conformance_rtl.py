@@ -13,7 +13,8 @@ vector and its first differing operation.
 By default the parameter set most vectors share (``DEFAULT_GROUP``: one
 Verilator build) runs all of its vectors on Verilator; they cover every kind of
 vector (sync fp32 and int32, async, a leaf of a hierarchy, replay, mixed traffic
-with malformed frames, registers; ``test_the_default_run_covers_every_kind``).
+with malformed frames, registers, step mismatches on a flat switch, a leaf and a
+root, rounds far ahead of AGG_EPOCH; ``test_the_default_run_covers_every_kind``).
 The other parameter sets (wider packets, other replay memories: a build each)
 and every set on Icarus (about 12 times slower) run with the slow tests.
 ``NRL_CONF_SCALE`` = *n* plays *n* seeds of every vector (1 by default).
@@ -50,7 +51,7 @@ GROUPS = _groups(K.vectors(SCALE))
 DEFAULT_GROUP = max(GROUPS, key=lambda tag: len(GROUPS[tag]))
 """The parameter set run by default (Verilator)."""
 KINDS = ("sync_fp32", "sync_int32", "async", "hierarchy_leaf", "replay", "mixed", "registers", "l2",
-         "rate", "async_catchup")
+         "rate", "async_catchup", "step_flat", "step_leaf", "step_root", "ahead")
 
 CASES = [pytest.param("verilator", tag, id=f"verilator-{tag}",
                       marks=() if tag == DEFAULT_GROUP else pytest.mark.slow)

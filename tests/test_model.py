@@ -630,12 +630,15 @@ def bad(reason: str) -> list[tuple[str, bytes, int]]:
         ],
         "BAD_DTYPE": [("int32", frame_from(base_msg(flags=int(Flags.INT32)), 1), 2)],
         "BAD_SLOT": [("slot", frame_from(base_msg(slot=2), 1), 2)],
+        # AGG_EPOCH 0: rounds 2**25 .. 2**31 - 1 are too far ahead
+        "AHEAD": [("ahead", frame_from(base_msg(seq=1 << 25, aux=1 << 25), 1), 2),
+                  ("far_ahead", frame_from(base_msg(seq=(1 << 31) - 1), 1), 2)],
     }
     return cases[reason]
 
 
 REASONS = ["BAD_LENGTH", "BAD_HEADER", "BAD_JOB", "UNKNOWN_WORKER", "SPOOFED", "BAD_COUNT",
-           "BAD_DTYPE", "BAD_SLOT"]
+           "BAD_DTYPE", "BAD_SLOT", "AHEAD"]
 
 
 def drop_switch() -> SwitchModel:
@@ -680,7 +683,7 @@ def test_member_udp_zero_accepts_any_port() -> None:
 def test_check_order() -> None:
     """A frame failing two checks is counted under the earlier one (section 6)."""
     order = ["BAD_LENGTH", "BAD_HEADER", "BAD_JOB", "DISABLED", "UNKNOWN_WORKER", "SPOOFED",
-             "BAD_COUNT", "BAD_LENGTH", "BAD_DTYPE", "BAD_SLOT"]
+             "BAD_COUNT", "BAD_LENGTH", "BAD_DTYPE", "BAD_SLOT", "AHEAD"]
 
     def msg_and_frame(fails: set[int]) -> tuple[bytes, int, bool]:
         ch: dict[str, object] = {}
@@ -704,6 +707,8 @@ def test_check_order() -> None:
             ch["flags"] = int(Flags.INT32)
         if 9 in fails:
             ch["slot"] = 5
+        if 10 in fails:
+            ch["seq"] = 1 << 25
         f = bytearray(frame_from(base_msg(**ch), 1, validate=False, **over))
         if 0 in fails:
             f[17] ^= 1
@@ -969,7 +974,8 @@ def test_member_port_must_be_one_hot(value: int) -> None:
 
 
 def test_agg_epoch_is_a_mailbox() -> None:
-    """AGG_EPOCH reads back what was written and leaves every slot as it was."""
+    """AGG_EPOCH reads back what was written and leaves every slot as it was (round 0 is
+    behind the new epoch: processed; the far-ahead bound is tests/test_model_step.py's)."""
     p = 16
     sw = make_switch(n=2, p=p)
     send(sw, grad(np.ones(p, np.float32), 0), 0)

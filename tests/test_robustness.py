@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from hostdrv import Aggregator, AllreduceTimeoutError, SwitchControl
-from hostdrv.errors import TensorMismatchError
+from hostdrv.errors import StepMismatchError, TensorMismatchError
 from hostdrv.protocol import result_order
 from tests.netutil import ordered_sum, switch_of_kind
 from tests.toolcheck import require_module
@@ -71,6 +71,35 @@ def test_tensor_length_mismatch_is_an_error_for_everyone(kind: str) -> None:
                 want = ordered_sum([chunks[v][lo:hi] for v in result_order(int(aux))])
                 np.testing.assert_array_equal(g[lo:hi].view(np.uint32), want.view(np.uint32))
             assert aggs[w].epochs == 1
+        for a in aggs:
+            a.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_step_mismatch_is_an_error_for_everyone(kind: str) -> None:
+    """Sync: worker 1 all-reduces step 5 where worker 0 all-reduces step 0 (the same
+    rounds). Both get StepMismatchError at once (an ERROR RESULT whose aux is its total),
+    nothing of either step is summed; the step counters do not advance, and the next
+    call (both at step 0 by default) gives the exact sum in a new epoch."""
+    with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
+        ctl.configure_aggregation(members=2, slots=4, elems=16, dtype="int32")
+        aggs = [Aggregator(sw.url, worker=w, timeout=0.05, retries=8) for w in range(2)]
+        xs = [np.arange(40, dtype=np.int32) + 1000 * w for w in range(2)]
+        t0 = time.monotonic()
+        got = in_threads([lambda: aggs[0].allreduce(xs[0]),
+                          lambda: aggs[1].allreduce(xs[1], step=5)])
+        assert time.monotonic() - t0 < 5.0  # an error, not a timeout
+        for w, g in enumerate(got):
+            assert isinstance(g, StepMismatchError), (w, g)
+            assert g.step == (0, 5)[w] and g.culprit in (0, 1)
+            assert f"step {g.step}" in str(g)
+            assert aggs[w].step == 0
+        assert ctl.read("CNT_DROP_MISMATCH") >= 1
+        got = in_threads([lambda w=w: aggs[w].allreduce(xs[w]) for w in range(2)])
+        for w, g in enumerate(got):
+            assert not isinstance(g, BaseException), g
+            np.testing.assert_array_equal(g, xs[0] + xs[1])
+            assert aggs[w].epochs == 1 and aggs[w].step == 1
         for a in aggs:
             a.close()
 

@@ -151,7 +151,8 @@ bool newer(uint32_t a, uint32_t b) {
 }  // namespace
 
 AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8_t* out,
-                   uint32_t* rounds, uint32_t* aux_of, uint32_t* got_round, bool* gso) {
+                   uint32_t* rounds, uint32_t* aux_of, uint32_t* got_round, uint8_t* taken,
+                   bool* gso) {
     AggOutcome res;
     const uint32_t s_count = a.slots, p = a.elems;
     const size_t L = NRL_HEADER_LEN + size_t(4) * p;
@@ -161,12 +162,12 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
     std::vector<uint32_t> cur_round(s_count, 0), tries(s_count, 0), first_round(s_count, 0),
         sent_round(s_count, 0), seen(s_count, 0);
     std::vector<char> waiting(s_count, 0);
-    std::vector<char> taken(a.n, 0);  // chunks whose result is in out
     std::vector<double> deadline(s_count, 0.0);
     std::vector<uint32_t> to_send;
     std::vector<uint8_t> rbuf(a.recv_bytes);
     const double inf = std::numeric_limits<double>::infinity();
     uint64_t nxt = 0, done = 0, inflight = 0;
+    for (uint64_t c = 0; c < a.n; ++c) done += taken[c] != 0;  // a resumed call's answered chunks
     double next_scan = inf;
     // async: a GRADIENT for round r that is never added (too stale), answered when round r, or a
     // newer one in its copy, is DONE
@@ -208,19 +209,19 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
         double now = monotonic();
         // launch what the window and the slots allow
         while (nxt < a.n && inflight < a.window) {
-            if (taken[nxt]) {  // async: its result came before it was sent
+            if (taken[nxt]) {  // answered in the call it resumes, or (async) before it was sent
                 ++nxt;
                 continue;
             }
             const uint32_t s = uint32_t(nxt % s_count);
             if (chunk_of[s] >= 0) break;
-            const uint32_t r = catch_up ? rounds[s] + uint32_t(nxt / s_count) : rounds[s];
+            const uint32_t r = rounds[s] + uint32_t(nxt / s_count);
             chunk_of[s] = int64_t(nxt);
             cur_round[s] = first_round[s] = sent_round[s] = seen[s] = r;
             waiting[s] = 0;
             uint8_t* h = sbuf + s * L;
             const uint32_t aux = catch_up ? lag_aux(r, rounds[s], a.has_version, a.version, rpc)
-                                          : (a.has_version ? a.version : r);
+                                          : a.step;
             header(h, NRL_OP_GRADIENT, a.flags, a.job, a.worker, s, r, p, aux, a.total);
             std::memcpy(h + NRL_HEADER_LEN, chunks + nxt * 4 * p, size_t(4) * p);
             deadline[s] = now + a.timeout;
@@ -354,8 +355,6 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
                     if (later) continue;  // the round it would have been sent with: not stale
                     if (seq != first_round[s]) ++res.stale;  // a newer iteration (catch-up)
                     rounds[s] = seq - uint32_t(uint64_t(c) / s_count);
-                } else {
-                    rounds[s] = seq + 1;
                 }
                 chunk_of[s] = -1;
                 --inflight;

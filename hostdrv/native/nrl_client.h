@@ -12,8 +12,9 @@ struct AggArgs {
     int fd;            // connected, non-blocking UDP socket (UdpDatagramTransport.sock)
     uint64_t n;        // chunks
     uint32_t total;    // tensor elements
-    bool has_version;  // async staleness: every chunk's aux (else its own round)
+    bool has_version;  // async staleness: the iteration the weights are current to (else fresh)
     uint32_t version;
+    uint32_t step;     // sync: the call's step id, every chunk's aux
     uint32_t slots, window, elems, flags, job, worker;
     bool catch_up;     // async: rounds per call, a newer iteration's result (catch-up)
     uint32_t rpc;      // async: rounds every slot advances by per call (a power of two)
@@ -35,11 +36,14 @@ struct AggOutcome {
 };
 
 /// sbuf: slots * (22 + 4P) bytes of GRADIENT messages (headers rewritten here); chunks and
-/// out: n * P words; rounds: per slot (sync: its next round; async: its call base, a
-/// multiple of rpc), updated; aux_of, got_round: per chunk; gso: the
-/// transport's GSO flag (cleared when the path refuses GSO).
+/// out: n * P words; rounds: per slot, its call base (chunk j*S + s takes round base + j;
+/// async: a multiple of rpc, moved on by whole iterations); aux_of, got_round: per chunk;
+/// taken: per chunk, nonzero when its result is in out (a resumed call: the chunks the
+/// timed-out call had), updated; gso: the transport's GSO flag (cleared when the path
+/// refuses GSO).
 AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8_t* out,
-                   uint32_t* rounds, uint32_t* aux_of, uint32_t* got_round, bool* gso);
+                   uint32_t* rounds, uint32_t* aux_of, uint32_t* got_round, uint8_t* taken,
+                   bool* gso);
 
 struct SampleArgs {
     int fd;

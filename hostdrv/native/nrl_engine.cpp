@@ -10,6 +10,9 @@
 //   4: a RESEND RESULT lacks the RESEND flag
 //   5: an UPDATE accepts index == size
 //   6: the MAC table's replacement pointer never advances (every new MAC replaces entry 0)
+//   7: a step mismatch on a DONE copy gets the plain RESEND (no forced ERROR)
+//   8: the far-ahead bound is off by one (a round exactly AGG_AHEAD_ROUNDS ahead passes)
+//   9: a sync leaf sends its round, not its step, up
 // The normal build has none of this code.
 #include "nrl_engine.h"
 
@@ -71,7 +74,7 @@ constexpr uint8_t kBroadcast[6] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
 constexpr uint32_t kCanonicalNan = 0x7FC00000u;
 constexpr uint32_t kCtrlBits = NRL_CTRL_AGG_ENABLE | NRL_CTRL_RPL_ENABLE;
 constexpr uint32_t kCounterFirst = NRL_REG_CNT_RX_GRADIENT;
-constexpr uint32_t kCounterLast = NRL_REG_CNT_DROP_MISMATCH;
+constexpr uint32_t kCounterLast = NRL_REG_CNT_DROP_AHEAD;
 
 inline uint32_t le32(const uint8_t* p) {
     uint32_t v;
@@ -370,6 +373,12 @@ void Engine::process(const uint8_t* f, size_t n, uint8_t src_port) {
         // 9. dtype, 10. slot
         if ((flags & NRL_FLAG_INT32) != R(NRL_REG_AGG_DTYPE)) return inc(NRL_REG_CNT_DROP_BAD_DTYPE);
         if (slot >= R(NRL_REG_AGG_SLOTS)) return inc(NRL_REG_CNT_DROP_BAD_SLOT);
+        // 11. a GRADIENT's round too far ahead of the epoch (behind it: processed)
+        if (op == NRL_OP_GRADIENT) {
+            const uint32_t ahead = seq - R(NRL_REG_AGG_EPOCH);
+            if (ahead >= NRL_AGG_AHEAD_ROUNDS + (NRL_BUG(8) ? 1 : 0) && ahead < 0x80000000u)
+                return inc(NRL_REG_CNT_DROP_AHEAD);
+        }
         if (op == NRL_OP_GRADIENT) return gradient(f, worker, slot, seq, aux, total, rx);
         return result(f, slot, seq, aux, total, flags, worker);
     }
@@ -399,7 +408,7 @@ void Engine::gradient(const uint8_t* f, uint32_t w, uint32_t slot, uint32_t r, u
         }
         if (d) c.valid = false;
     }
-    if (!c.valid) c = Copy{true, r, 0, 0, 0, total, false, 0, OPEN};
+    if (!c.valid) c = Copy{true, r, 0, 0, 0, total, false, 0, OPEN, aux};
     if (total != c.total) {  // a tensor of another length: never added
         inc(NRL_REG_CNT_DROP_MISMATCH);
         if (c.state == DONE) return resend(slot, q, rx);
@@ -408,6 +417,17 @@ void Engine::gradient(const uint8_t* f, uint32_t w, uint32_t slot, uint32_t r, u
         c.culprit = w;
         c.aux = total;
         return multicast(slot, q);
+    }
+    if (!R(NRL_REG_AGG_MODE) && aux != c.step) {  // another call's chunk: never added
+        inc(NRL_REG_CNT_DROP_MISMATCH);
+        if (c.state != DONE) {  // an error copy whose aux (= total) tells a step mismatch
+            c.state = DONE;
+            c.error = true;
+            c.culprit = w;
+            c.aux = total;
+            return multicast(slot, q);
+        }
+        return resend(slot, q, rx, !c.error && !NRL_BUG(7), w);
     }
     const uint32_t bit = 1u << w;
     if ((c.bitmap & bit) || c.state != OPEN) {
@@ -475,13 +495,19 @@ void Engine::multicast(uint32_t slot, uint32_t q) {
     std::memcpy(pl, acc(slot, q), size_t(4) * p);
 }
 
-void Engine::resend(uint32_t slot, uint32_t q, const Rx& rx) {
+void Engine::resend(uint32_t slot, uint32_t q, const Rx& rx, bool step_error, uint32_t w) {
     const Copy& c = copies_[size_t(slot) * 2 + q];
     inc(NRL_REG_CNT_TX_RESEND);
     const uint32_t p = R(NRL_REG_AGG_ELEMS);
-    uint8_t* pl = frame(rx.eth_src, rx.ip_src, rx.udp_src, NRL_OP_RESULT,
-                        agg_flags(&c) | (NRL_BUG(4) ? 0 : NRL_FLAG_RESEND), c.error ? c.culprit : 0, slot, c.round,
-                        p, c.aux, 4 * p, c.total, rx.port);
+    uint32_t flags = agg_flags(&c) | (NRL_BUG(4) ? 0 : NRL_FLAG_RESEND);
+    uint32_t worker = c.error ? c.culprit : 0, aux = c.aux;
+    if (step_error) {
+        flags |= NRL_FLAG_ERROR;
+        worker = w;
+        aux = c.total;
+    }
+    uint8_t* pl = frame(rx.eth_src, rx.ip_src, rx.udp_src, NRL_OP_RESULT, flags, worker, slot,
+                        c.round, p, aux, 4 * p, c.total, rx.port);
     std::memcpy(pl, acc(slot, q), size_t(4) * p);
 }
 
@@ -491,7 +517,8 @@ void Engine::up(uint32_t slot, uint32_t q) {
     const uint32_t p = R(NRL_REG_AGG_ELEMS);
     const uint32_t udp = R(NRL_REG_AGG_PARENT_UDP) ? R(NRL_REG_AGG_PARENT_UDP) : R(NRL_REG_UDP_PORT);
     uint8_t* pl = frame(kBroadcast, R(NRL_REG_AGG_PARENT_IP), udp, NRL_OP_GRADIENT, agg_flags(nullptr),
-                        R(NRL_REG_AGG_LEAF_ID), slot, c.round, p, c.round, 4 * p, c.total,
+                        R(NRL_REG_AGG_LEAF_ID), slot, c.round, p,
+                        R(NRL_REG_AGG_MODE) || NRL_BUG(9) ? c.round : c.step, 4 * p, c.total,
                         uint8_t(R(NRL_REG_AGG_UPLINK_PORT)));
     std::memcpy(pl, acc(slot, q), size_t(4) * p);
 }

@@ -95,6 +95,7 @@ private:
         bool error = false;
         uint32_t culprit = 0;
         State state = OPEN;
+        uint32_t step = 0;  // aux of the GRADIENT that opened it: the step id (sync only)
     };
     /// One entry of the learning switch's MAC table (hostdrv.model.L2Table).
     struct L2Entry {
@@ -139,7 +140,9 @@ private:
 
     uint32_t agg_flags(const Copy* c) const;
     void multicast(uint32_t slot, uint32_t q);
-    void resend(uint32_t slot, uint32_t q, const Rx& rx);
+    /// The copy's RESULT to one member; step_error: w's step mismatch on a DONE copy (ERROR
+    /// forced on, worker = w, aux = the copy's total).
+    void resend(uint32_t slot, uint32_t q, const Rx& rx, bool step_error = false, uint32_t w = 0);
     void up(uint32_t slot, uint32_t q);
     uint8_t* frame(const uint8_t* eth_dst, uint32_t ip_dst, uint32_t udp_dst, uint32_t op,
                    uint32_t flags, uint32_t worker, uint32_t slot, uint32_t seq, uint32_t count,

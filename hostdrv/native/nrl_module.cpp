@@ -108,14 +108,14 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
     m.def(
         "agg_run",
         [](int fd, py::buffer sbuf, py::buffer chunks, py::buffer out, py::buffer rounds,
-           py::buffer aux_of, py::buffer got_round, uint64_t n, uint32_t total, py::object version,
-           uint32_t slots, uint32_t window, uint32_t elems, uint32_t flags, uint32_t job,
+           py::buffer aux_of, py::buffer got_round, py::buffer taken, uint64_t n, uint32_t total,
+           py::object version, uint32_t step, uint32_t slots, uint32_t window, uint32_t elems, uint32_t flags, uint32_t job,
            uint32_t worker, bool catch_up, uint32_t rpc, uint32_t poll_lag, double timeout,
            double max_backoff, uint32_t retries, bool gro, bool gso, size_t recv_bytes) {
             if (rpc == 0 || (rpc & (rpc - 1)))
                 throw py::value_error("agg_run: bad rpc (rounds per call: a power of two)");
             nrl::AggArgs a{fd, n, total, !version.is_none(),
-                           version.is_none() ? 0u : version.cast<uint32_t>(), slots, window,
+                           version.is_none() ? 0u : version.cast<uint32_t>(), step, slots, window,
                            elems, flags, job, worker, catch_up, rpc, poll_lag, timeout, max_backoff,
                            retries, gro, recv_bytes};
             const size_t words = size_t(n) * elems;
@@ -126,23 +126,25 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
             };
             py::buffer_info sb = sbuf.request(true), cb = chunks.request(), ob = out.request(true),
                             rb = rounds.request(true), ab = aux_of.request(true),
-                            gb = got_round.request(true);
+                            gb = got_round.request(true), tb = taken.request(true);
             uint8_t* sp = need(sb, size_t(slots) * (NRL_HEADER_LEN + 4 * size_t(elems)), true, "sbuf");
             const uint8_t* cp = need(cb, 4 * words, false, "chunks");
             uint8_t* op = need(ob, 4 * words, true, "out");
             auto* rp = reinterpret_cast<uint32_t*>(need(rb, 4 * size_t(slots), true, "rounds"));
             auto* ap = reinterpret_cast<uint32_t*>(need(ab, 4 * size_t(n), true, "aux_of"));
             auto* gp = reinterpret_cast<uint32_t*>(need(gb, 4 * size_t(n), true, "got_round"));
+            uint8_t* tp = need(tb, size_t(n), true, "taken");
             nrl::AggOutcome r;
             {
                 py::gil_scoped_release nogil;
-                r = nrl::agg_run(a, sp, cp, op, rp, ap, gp, &gso);
+                r = nrl::agg_run(a, sp, cp, op, rp, ap, gp, tp, &gso);
             }
             return py::make_tuple(r.code, py::make_tuple(r.v[0], r.v[1], r.v[2], r.v[3], r.v[4]),
                                   r.stale, r.resent, r.retrans, r.jumps, r.missing, gso);
         },
-        "Aggregator._run's loop (nrl_client.cpp); returns (code, values, stale, resent, "
-        "retransmissions, jumps, missing, gso)");
+        "Aggregator._run's loop (nrl_client.cpp); taken (uint8 per chunk: answered) is read "
+        "and updated; returns (code, values, stale, resent, retransmissions, jumps, missing, "
+        "gso)");
 
     m.def(
         "replay_sample",

@@ -91,6 +91,7 @@
 #define NRL_ROLE_LEARNER 0x4u /* MEMBER_ROLE bit 2: learner (SAMPLE_REQ, UPDATE) */
 #define NRL_MAC_PORTS 0x55u /* SUME port bitmap of the four 10G MAC ports (even bits; odd bits are DMA) */
 #define NRL_EPOCH_ROUNDS 0x1000000u /* rounds per slot in one epoch: AGG_EPOCH is a multiple of it */
+#define NRL_AGG_AHEAD_ROUNDS 0x2000000u /* a GRADIENT whose round is this many or more (below 2^31) ahead of AGG_EPOCH is dropped as AHEAD (two epoch blocks) */
 
 /* The learning switch of ordinary (non-protocol) traffic (docs/architecture.md, L2 switching). */
 #define NRL_L2_ENTRIES 0x10u /* MAC table entries (the SUME reference output_port_lookup's LUT depth) */
@@ -194,6 +195,7 @@
 #define NRL_REG_CNT_DROP_EMPTY 0x270u
 #define NRL_REG_CNT_DROP_BAD_INDEX 0x274u
 #define NRL_REG_CNT_DROP_MISMATCH 0x278u
+#define NRL_REG_CNT_DROP_AHEAD 0x27Cu
 #define NRL_REG_L2_AGE_FRAMES 0x300u
 #define NRL_REG_SRV_RX_OVERFLOW 0xF00u
 #define NRL_REG_SRV_CTRL_REFUSED 0xF04u
@@ -236,7 +238,7 @@
 #define NRL_RST_RPL_RATE_DIFF_LO 0x0u
 #define NRL_RST_RPL_RATE_DIFF_HI 0x0u
 #define NRL_RST_L2_AGE_FRAMES 0x100000u
-#define NRL_COUNTER_COUNT 28u
+#define NRL_COUNTER_COUNT 29u
 
 /* Every register, address order of hw/regs.yaml:
    X(name, address, access, reset, width, param, server); access NRL_ACCESS_* */
@@ -342,6 +344,7 @@
     X(CNT_DROP_EMPTY, 0x270u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
     X(CNT_DROP_BAD_INDEX, 0x274u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
     X(CNT_DROP_MISMATCH, 0x278u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
+    X(CNT_DROP_AHEAD, 0x27Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
     X(L2_AGE_FRAMES, 0x300u, NRL_ACCESS_RW, 0x100000u, 32u, 0, 0) \
     X(SRV_RX_OVERFLOW, 0xF00u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1) \
     X(SRV_CTRL_REFUSED, 0xF04u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1) \

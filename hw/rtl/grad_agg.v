@@ -40,13 +40,18 @@ THE SOFTWARE.
  * bitmap in TUSER[31:24].
  *
  * Each slot copy holds its round, contributor bitmap, tensor length (total,
- * from the GRADIENT that opened it), the RESULT aux (contribution count in
- * bits 3:0, member id of the j-th contribution added in bits 8+3j..10+3j;
- * a leaf's DONE copy: the parent's aux; an error copy: the refused length),
- * an error flag and culprit, and its state. A GRADIENT whose total differs
- * from its round's is dropped as MISMATCH: an OPEN or UP copy becomes an
- * error copy (ERROR RESULT multicast, worker = culprit), a DONE copy
- * re-sends its RESULT to the sender.
+ * from the GRADIENT that opened it), step id (step: the aux of that
+ * GRADIENT), the RESULT aux (contribution count in bits 3:0, member id of
+ * the j-th contribution added in bits 8+3j..10+3j; a leaf's DONE copy: the
+ * parent's aux; an error copy: the refused length, or its total for a step
+ * mismatch), an error flag and culprit, and its state. A GRADIENT whose
+ * total differs from its round's, or in sync mode whose aux (step id)
+ * differs from the round's step, is dropped as MISMATCH: an OPEN or UP
+ * copy becomes an error copy (ERROR RESULT multicast, worker = culprit), a
+ * DONE copy re-sends its RESULT to the sender (for a step mismatch on a
+ * copy that is no error copy: with ERROR forced on, worker = the sender,
+ * aux = total). A GRADIENT whose round is AGG_AHEAD_ROUNDS or more (below
+ * 2^31) ahead of AGG_EPOCH is dropped as AHEAD.
  *
  *   grad_agg_regs     AXI4-Lite register map, configuration, counters
  *   grad_agg_ingress  header capture, checks of section 6, slot state RAM
@@ -192,19 +197,20 @@ wire [7:0]      cfg_uplink_port;
 wire [31:0]     cfg_parent_ip;
 wire [15:0]     cfg_parent_udp;
 wire [2:0]      cfg_leaf_id;
+wire [31:0]     cfg_epoch;
 wire [8*8-1:0]  cfg_member_port;
 wire [8*32-1:0] cfg_member_ip;
 wire [8*16-1:0] cfg_member_udp;
 wire [8*3-1:0]  cfg_member_role;
 wire            cfg_invalidate;
 
-wire [17:0] cnt_inc;
+wire [18:0] cnt_inc;
 
 grad_agg_regs #(
     .MAX_SLOTS(MAX_SLOTS),
     .MAX_ELEMS(MAX_ELEMS),
     .BUILD_HASH(BUILD_HASH),
-    .CNT_COUNT(18)
+    .CNT_COUNT(19)
 )
 regs_inst (
     .clk(clk),
@@ -246,6 +252,7 @@ regs_inst (
     .cfg_parent_ip(cfg_parent_ip),
     .cfg_parent_udp(cfg_parent_udp),
     .cfg_leaf_id(cfg_leaf_id),
+    .cfg_epoch(cfg_epoch),
     .cfg_member_port(cfg_member_port),
     .cfg_member_ip(cfg_member_ip),
     .cfg_member_udp(cfg_member_udp),
@@ -304,6 +311,7 @@ ingress_inst (
     .cfg_role(cfg_role),
     .cfg_uplink_port(cfg_uplink_port),
     .cfg_parent_ip(cfg_parent_ip),
+    .cfg_epoch(cfg_epoch),
     .cfg_member_port(cfg_member_port),
     .cfg_member_ip(cfg_member_ip),
     .cfg_member_udp(cfg_member_udp),

@@ -36,7 +36,8 @@ THE SOFTWARE.
  * in bytes, [23:16] one-hot source port) at one beat per clock, checks each
  * in the order of docs/protocol.md section 6 (one delimited block below),
  * looks up and updates the slot copy {slot, seq[0]} (state RAM of round,
- * contributor bitmap, tensor total, aux, error, culprit, state; section 4),
+ * contributor bitmap, tensor total, step id, aux, error, culprit, state;
+ * section 4),
  * and adds or stores the payload into the slot copy's beats of the
  * accumulator RAM (one fp32_add or int32 adder per 32-bit lane).
  *
@@ -44,7 +45,7 @@ THE SOFTWARE.
  *   P0  input beat; header bytes captured; at the last header beat the slot
  *       state RAM is read and the accumulator base address loaded
  *   D1  header checks and state compares (registered flags); the copy's aux
- *       with this contribution added
+ *       with this contribution added; the far-ahead bound against AGG_EPOCH
  *   D2  verdict: drop reason, state write (with forwarding to the next D1),
  *       payload mode (add / store / pass accumulator / none), counters
  *   HP1 (D2 + 1) reply request: what the engine sends for this frame
@@ -67,7 +68,7 @@ THE SOFTWARE.
  *                   source and ingress port (the RESEND destination)
  *   pay_*           the reply's payload beats, in the order of the replies,
  *                   pay_last on the last; no backpressure (out_stall)
- *   cnt_inc         one pulse per counter of grad_agg_regs (CNT_COUNT 18)
+ *   cnt_inc         one pulse per counter of grad_agg_regs (CNT_COUNT 19)
  */
 module grad_agg_ingress #
 (
@@ -111,6 +112,7 @@ module grad_agg_ingress #
     input  wire                    cfg_role,
     input  wire [7:0]              cfg_uplink_port,
     input  wire [31:0]             cfg_parent_ip,
+    input  wire [31:0]             cfg_epoch,
     input  wire [8*8-1:0]          cfg_member_port,
     input  wire [8*32-1:0]         cfg_member_ip,
     input  wire [8*16-1:0]         cfg_member_udp,
@@ -148,7 +150,7 @@ module grad_agg_ingress #
     /*
      * Counter pulses (grad_agg_regs cnt_inc)
      */
-    output wire [17:0]             cnt_inc
+    output wire [18:0]             cnt_inc
 );
 
 localparam BYTES = DATA_WIDTH/8;
@@ -167,10 +169,11 @@ localparam ACC_AW = $clog2(ACC_DEPTH);
 localparam PIDX_W = $clog2(MAX_PAY_BEATS+1);
 // fp32_add latency (checked against the adder's out_valid in simulation)
 localparam FP_LAT = 6;
-// slot state word: state[109:108], error[107], culprit[106:104], total[103:72],
-// aux[71:40] (RESULT aux; bits 3:0 the contribution count while OPEN),
-// bitmap[39:32], round[31:0]
-localparam ST_W = 110;
+// slot state word: step[141:110] (the aux of the GRADIENT that opened the
+// copy: the step id in sync mode), state[109:108], error[107],
+// culprit[106:104], total[103:72], aux[71:40] (RESULT aux; bits 3:0 the
+// contribution count while OPEN), bitmap[39:32], round[31:0]
+localparam ST_W = 142;
 localparam [1:0] HDR_BEAT_CNT = HDR_BEATS[1:0];
 localparam [1:0] HDR_BEAT_LAST = HDR_BEAT_CNT - 2'd1;
 
@@ -190,6 +193,11 @@ localparam OFF_IP_SRC = NRL_IP_OFFSET + 12;     // IPv4 source address
 localparam FLAGS_DEFINED = $clog2(NRL_FLAGS_MASK + 1);
 // frame bytes before the payload, as a 16-bit frame length (TUSER arithmetic)
 localparam [15:0] LEN_PAYLOAD = NRL_PAYLOAD_OFFSET[15:0];
+// far-ahead bound: (seq - AGG_EPOCH) mod 2^32 in [2^AHEAD_SHIFT, 2^31) is
+// AHEAD, i.e. bit 31 of the difference clear and a bit of 30:AHEAD_SHIFT set
+localparam AHEAD_SHIFT = $clog2(NRL_AGG_AHEAD_ROUNDS);
+// bits of the difference's high half that decide it (31:AHEAD_SHIFT)
+localparam AHEAD_W = 32 - AHEAD_SHIFT;
 
 // bad parameter check
 initial begin
@@ -211,6 +219,11 @@ initial begin
     end
     if (MAX_ELEMS < 16 || MAX_ELEMS > 352 || MAX_ELEMS % 16 != 0) begin
         $error("Error: MAX_ELEMS must be a multiple of 16 in 16..352 (instance %m)");
+        $finish;
+    end
+    // the check below looks at the high half of seq - AGG_EPOCH only
+    if (NRL_AGG_AHEAD_ROUNDS != (1 << AHEAD_SHIFT) || AHEAD_SHIFT < 16 || AHEAD_SHIFT > 30) begin
+        $error("Error: NRL_AGG_AHEAD_ROUNDS must be a power of two in 2^16..2^30 (instance %m)");
         $finish;
     end
 end
@@ -344,6 +357,14 @@ reg [COPY_W-1:0] hd_copy_reg;
 reg [16:0]     hd_lag_lo_reg;
 reg [15:0]     hd_lag_hi0_reg;
 reg [15:0]     hd_lag_hi1_reg;
+// seq - AGG_EPOCH (far-ahead bound) the same way: the borrow out of the low
+// half and bits 31:AHEAD_SHIFT of the high half without and with it
+reg            hd_ah_borrow_reg;
+reg [AHEAD_W-1:0] hd_ah_hi0_reg;
+reg [AHEAD_W-1:0] hd_ah_hi1_reg;
+
+wire [15:0] hn_ah_hi0 = hn_seq[31:16] - cfg_epoch[31:16];
+wire [15:0] hn_ah_hi1 = hn_seq[31:16] + ~cfg_epoch[31:16];
 
 always @(posedge clk) begin
     d1_valid_reg <= in_hdr_end;
@@ -366,6 +387,9 @@ always @(posedge clk) begin
         hd_lag_lo_reg <= {1'b0, hn_seq[15:0]} - {1'b0, hn_aux[15:0]};
         hd_lag_hi0_reg <= hn_seq[31:16] - hn_aux[31:16];
         hd_lag_hi1_reg <= hn_seq[31:16] + ~hn_aux[31:16];
+        hd_ah_borrow_reg <= hn_seq[15:0] < cfg_epoch[15:0];
+        hd_ah_hi0_reg <= hn_ah_hi0[15 -: AHEAD_W];
+        hd_ah_hi1_reg <= hn_ah_hi1[15 -: AHEAD_W];
     end
     if (rst) begin
         d1_valid_reg <= 1'b0;
@@ -458,15 +482,18 @@ wire fail_cnt = hd_count_reg != {7'd0, cfg_elems} || (is_grad && hd_total0_reg);
 wire fail_len2 = pay_len_reg != {hd_count_reg[13:0], 2'b00} || hd_trunc_reg;
 wire fail_dtype = hd_flags_reg[0] != cfg_dtype;
 wire fail_slot = hd_slot_reg[15:7] != 9'd0 || hd_slot_reg[6:0] >= cfg_slots;
+// GRADIENT round too far ahead of AGG_EPOCH (after BAD_SLOT, before STALE)
+wire [AHEAD_W-1:0] ah_hi = hd_ah_borrow_reg ? hd_ah_hi1_reg : hd_ah_hi0_reg;
+wire fail_ahead = is_grad && !ah_hi[AHEAD_W-1] && ah_hi[AHEAD_W-2:0] != {AHEAD_W-1{1'b0}};
 
 /*
  * ---- end of header checks ------------------------------------------------
  */
 
 /*
- * Slot state: RAM of {state, error, culprit, total, aux, bitmap, round} per
- * copy, valid bits in registers (cleared by reset and by configuration
- * writes)
+ * Slot state: RAM of {step, state, error, culprit, total, aux, bitmap,
+ * round} per copy, valid bits in registers (cleared by reset and by
+ * configuration writes)
  */
 reg [ST_W-1:0] st_mem[0:COPY_N-1];
 reg [ST_W-1:0] st_rdata_reg;
@@ -521,6 +548,7 @@ wire [31:0] st_total = st_cur[103:72];
 wire [2:0]  st_culprit = st_cur[106:104];
 wire        st_error = st_cur[107];
 wire [1:0]  st_state = st_cur[109:108];
+wire [31:0] st_step = st_cur[141:110];
 // contributions added so far (an OPEN copy's aux bits 3:0)
 wire [3:0]  st_count = st_aux[3:0];
 
@@ -559,6 +587,7 @@ reg            d2_fail_cnt_reg;
 reg            d2_fail_len2_reg;
 reg            d2_fail_dtype_reg;
 reg            d2_fail_slot_reg;
+reg            d2_fail_ahead_reg;
 reg            d2_is_grad_reg;
 reg            d2_lag_gt_hi_reg;
 reg            d2_lag_eq_hi_reg;
@@ -571,6 +600,9 @@ reg            d2_rdiff_neg1_reg;   // the same with the borrow
 reg            d2_has_worker_reg;
 reg            d2_add_completes_reg;
 reg            d2_total_differs_reg;  // packet total != copy total
+reg            d2_step_differs_reg;   // packet aux != copy step
+reg [31:0]     d2_st_step_reg;
+reg [31:0]     d2_aux_reg;            // the packet's aux (GRADIENT: its step id in sync mode)
 reg [1:0]      d2_state_reg;
 reg            d2_st_error_reg;
 reg [2:0]      d2_st_culprit_reg;
@@ -594,7 +626,7 @@ reg [7:0]      d2_port_reg;
 always @(posedge clk) begin
     d2_valid_reg <= d1_valid_reg;
     d2_cfg_ok_reg <= !(fail_job || fail_dis || fail_unk || fail_spoof || fail_cnt || fail_len2
-                       || fail_dtype || fail_slot);
+                       || fail_dtype || fail_slot || fail_ahead);
     d2_fail_job_reg <= fail_job;
     d2_fail_dis_reg <= fail_dis;
     d2_fail_unk_reg <= fail_unk;
@@ -603,6 +635,7 @@ always @(posedge clk) begin
     d2_fail_len2_reg <= fail_len2;
     d2_fail_dtype_reg <= fail_dtype;
     d2_fail_slot_reg <= fail_slot;
+    d2_fail_ahead_reg <= fail_ahead;
     d2_is_grad_reg <= is_grad;
     d2_lag_gt_hi_reg <= lag_gt_hi;
     d2_lag_eq_hi_reg <= lag_eq_hi;
@@ -615,6 +648,9 @@ always @(posedge clk) begin
     d2_has_worker_reg <= st_bitmap[worker];
     d2_add_completes_reg <= count_p1 >= {1'b0, cfg_needed_reg};
     d2_total_differs_reg <= hd_total_reg != st_total;
+    d2_step_differs_reg <= hd_aux_reg != st_step;
+    d2_st_step_reg <= st_step;
+    d2_aux_reg <= hd_aux_reg;
     d2_state_reg <= st_state;
     d2_st_error_reg <= st_error;
     d2_st_culprit_reg <= st_culprit;
@@ -663,18 +699,23 @@ wire pass_to_dtype = pass_to_len2 && !d2_fail_len2_reg;
 wire drop_dtype = pass_to_dtype && d2_fail_dtype_reg;
 wire pass_to_slot = pass_to_dtype && !d2_fail_dtype_reg;
 wire drop_slot = pass_to_slot && d2_fail_slot_reg;
-// (checks 3..10 all passed: one register, so the reply logic sees a short chain)
+wire pass_to_ahead = pass_to_slot && !d2_fail_slot_reg;
+wire drop_ahead = pass_to_ahead && d2_fail_ahead_reg;
+// (checks 3..10 and AHEAD all passed: one register, so the reply logic sees a
+// short chain)
 wire checks_ok = pass_to_job && d2_cfg_ok_reg;
 
-// GRADIENT, section 4 steps 1-7
+// GRADIENT, section 4 steps 1-7 (AHEAD, a header-only check, is above)
 wire stale_lag = cfg_mode && (d2_lag_gt_hi_reg || (d2_lag_eq_hi_reg && d2_lag_gt_lo_reg));
 wire rdiff_neg = d2_rdiff_borrow_reg ? d2_rdiff_neg1_reg : d2_rdiff_neg0_reg;
 // the copy holds a newer round than the packet's
 wire copy_newer = d2_copy_valid_reg && !d2_same_round_reg && !rdiff_neg;
 wire g_open = !d2_copy_valid_reg || !d2_same_round_reg;
-// the copy holds this round and another tensor length (a newly opened copy
-// takes the packet's)
+// the copy holds this round and another tensor length, or (sync mode) another
+// step id: a newly opened copy takes the packet's
 wire total_mismatch = !g_open && d2_total_differs_reg;
+wire step_mismatch = !cfg_mode && !g_open && d2_step_differs_reg;
+wire mismatch = total_mismatch || step_mismatch;
 wire has_worker = !g_open && d2_has_worker_reg;
 wire [1:0] copy_state = g_open ? ST_OPEN : d2_state_reg;
 wire g_stale = stale_lag || copy_newer;
@@ -682,15 +723,19 @@ wire g_stale = stale_lag || copy_newer;
 // a DONE copy of this round answers too (the async catch-up beyond the bound)
 wire g_stale_resend = d2_state_reg == ST_DONE &&
                       (copy_newer || (stale_lag && d2_copy_valid_reg && d2_same_round_reg));
-wire g_mis = !g_stale && total_mismatch;
+wire g_mis = !g_stale && mismatch;
 // MISMATCH on a DONE copy re-sends its RESULT; on an OPEN or UP copy it
 // makes an error copy (ERROR RESULT to every member)
 wire g_mis_resend = g_mis && d2_state_reg == ST_DONE;
 wire g_err = g_mis && d2_state_reg != ST_DONE;
-wire g_dup = !g_stale && !total_mismatch && (has_worker || copy_state != ST_OPEN);
+// a step mismatch (same length) on a DONE copy that is no error copy: its
+// RESULT goes to the sender with ERROR forced on, worker = the sender and
+// aux = total (the copy is unchanged)
+wire g_step_resend = g_mis_resend && !total_mismatch && !d2_st_error_reg;
+wire g_dup = !g_stale && !mismatch && (has_worker || copy_state != ST_OPEN);
 wire g_resend = g_dup && copy_state == ST_DONE;
 wire g_upre = g_dup && copy_state == ST_UP && has_worker;
-wire g_add = !g_stale && !total_mismatch && !g_dup;
+wire g_add = !g_stale && !mismatch && !g_dup;
 wire complete = g_open ? cfg_first_completes_reg : d2_add_completes_reg;
 // aux with this contribution added: the first one is the worker alone
 wire [31:0] aux_new = g_open ? {21'd0, d2_worker_reg, 4'd0, 4'd1} : d2_aux_add_reg;
@@ -710,11 +755,13 @@ wire out_up = ok_grad && ((g_add && complete && cfg_role) || g_upre);
 wire out_any = out_mcast || out_resend || out_up;
 
 // written: GRADIENT add, GRADIENT error copy (mismatch), accepted RESULT;
-// the round is the packet's (the copy's own unless the copy is opened now)
-wire wr_add = d2_is_grad_reg && !total_mismatch;
-wire wr_err = d2_is_grad_reg && total_mismatch;
+// the round is the packet's (the copy's own unless the copy is opened now),
+// the step the packet's aux when the copy is opened now, else the copy's
+wire wr_add = d2_is_grad_reg && !mismatch;
+wire wr_err = d2_is_grad_reg && mismatch;
 assign st_we = d2_valid_reg && ((ok_grad && (g_add || g_err)) || (ok_res && r_replace));
 assign st_wdata = {
+    (d2_is_grad_reg && g_open) ? d2_aux_reg : d2_st_step_reg,
     wr_add ? (complete ? (cfg_role ? ST_UP : ST_DONE) : ST_OPEN) : ST_DONE,
     d2_is_grad_reg ? wr_err : d2_flag_err_reg,
     d2_worker_reg,
@@ -751,10 +798,11 @@ always @(posedge clk) begin
 end
 
 // counters
-reg [17:0] cnt_inc_reg;
+reg [18:0] cnt_inc_reg;
 
 always @(posedge clk) begin
-    cnt_inc_reg <= {18{d2_valid_reg}} & {
+    cnt_inc_reg <= {19{d2_valid_reg}} & {
+        drop_ahead,                                                // 18 AHEAD
         ok_grad && g_mis,                                          // 17 MISMATCH
         ok_grad && g_dup && !has_worker,                           // 16 LATE
         (ok_grad && g_dup && has_worker) || (ok_res && r_dup),     // 15 DUPLICATE
@@ -775,7 +823,7 @@ always @(posedge clk) begin
         hc_rx && d2_is_grad_reg                                    //  0 RX_GRADIENT
     };
     if (rst) begin
-        cnt_inc_reg <= 18'd0;
+        cnt_inc_reg <= 19'd0;
     end
 end
 
@@ -803,23 +851,25 @@ always @(posedge clk) begin
     req_slot_reg <= d2_slot_reg;
     req_seq_reg <= (d2_is_grad_reg && copy_newer) ? d2_round_reg : d2_seq_reg;
     // RESULTs carry the copy's aux, total, ERROR flag and culprit (the
-    // copy as it is written now for a multicast); an upward GRADIENT its
-    // round as aux and the total
+    // copy as it is written now for a multicast; a step mismatch re-sent
+    // from a DONE copy: ERROR, the sender, aux = total); an upward GRADIENT
+    // the copy's step as aux in sync mode (every GRADIENT that leads to one
+    // carries it: a differing one is a mismatch), its round in async mode
     if (out_resend) begin
-        req_aux_reg <= d2_st_aux_reg;
+        req_aux_reg <= g_step_resend ? d2_st_total_reg : d2_st_aux_reg;
     end else if (out_up) begin
-        req_aux_reg <= d2_seq_reg;
+        req_aux_reg <= cfg_mode ? d2_seq_reg : d2_aux_reg;
     end else if (wr_add) begin
         req_aux_reg <= aux_new;
     end else begin
         req_aux_reg <= d2_aux_alt_reg;
     end
     if (out_resend) begin
-        req_error_reg <= d2_st_error_reg;
-        req_worker_reg <= d2_st_error_reg ? d2_st_culprit_reg : 3'd0;
+        req_error_reg <= d2_st_error_reg || g_step_resend;
+        req_worker_reg <= g_step_resend ? d2_worker_reg : (d2_st_error_reg ? d2_st_culprit_reg : 3'd0);
     end else begin
-        req_error_reg <= d2_is_grad_reg ? total_mismatch : d2_flag_err_reg;
-        req_worker_reg <= (d2_is_grad_reg ? total_mismatch : d2_flag_err_reg) ? d2_worker_reg : 3'd0;
+        req_error_reg <= d2_is_grad_reg ? mismatch : d2_flag_err_reg;
+        req_worker_reg <= (d2_is_grad_reg ? mismatch : d2_flag_err_reg) ? d2_worker_reg : 3'd0;
     end
     req_total_reg <= (d2_is_grad_reg && use_copy_total) ? d2_st_total_reg : d2_total_reg;
     req_eth_src_reg <= d2_eth_src_reg;
@@ -1123,7 +1173,8 @@ end
 // verilator lint_off UNUSEDSIGNAL
 wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], fp_out_valid,
                    hdr_now, cfg_pay_beats_full, hd_flags_reg[FLAGS_DEFINED-1:5], hd_flags_reg[3:1],
-                   worker_role[2:1], rdiff_lo[15:0], rdiff_hi0[14:0], rdiff_hi1[14:0]};
+                   worker_role[2:1], rdiff_lo[15:0], rdiff_hi0[14:0], rdiff_hi1[14:0],
+                   hn_ah_hi0[15-AHEAD_W:0], hn_ah_hi1[15-AHEAD_W:0]};
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule

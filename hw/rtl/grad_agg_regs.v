@@ -35,7 +35,7 @@ THE SOFTWARE.
  * Holds the identity, control, aggregation and member-table registers of
  * hw/regs.yaml and the counters the aggregation engine increments
  * (CNT_RX_GRADIENT, CNT_RX_RESULT, CNT_TX_RESULT/RESEND/UP and the drop
- * reasons BAD_LENGTH ... LATE and MISMATCH). Every other address of the map
+ * reasons BAD_LENGTH ... LATE, MISMATCH and AHEAD). Every other address of the map
  * reads 0 and ignores writes. Writes honour wstrb.
  *
  * An aggregation register write whose value (wstrb applied) is outside the
@@ -47,8 +47,10 @@ THE SOFTWARE.
  * multiple of 2^24. AGG_UPLINK_PORT and MEMBER_PORT[i] hold 0 or one port
  * bit, refused the same way.
  *
- * AGG_EPOCH is a 32-bit mailbox for the members: it reads back what was
- * written and has no other effect.
+ * AGG_EPOCH is a 32-bit mailbox for the members (it reads back what was
+ * written) that also bounds how far ahead a GRADIENT's round may be
+ * (cfg_epoch: the ingress drops (seq - AGG_EPOCH) mod 2^32 in
+ * [NRL_AGG_AHEAD_ROUNDS, 2^31) as AHEAD); a write clears no slot.
  *
  * A write to JOB_ID or to any register 0x040-0x06C pulses cfg_invalidate
  * (the engine clears every slot copy's valid bit). CTRL bit 31 clears all
@@ -72,7 +74,7 @@ module grad_agg_regs #
     // Value of the BUILD_HASH register
     parameter BUILD_HASH = 32'd0,
     // Number of counter increment inputs (fixed by the engine)
-    parameter CNT_COUNT = 18
+    parameter CNT_COUNT = 19
 )
 (
     input  wire                    clk,
@@ -122,6 +124,7 @@ module grad_agg_regs #
     output wire [31:0]             cfg_parent_ip,
     output wire [15:0]             cfg_parent_udp,
     output wire [2:0]              cfg_leaf_id,
+    output wire [31:0]             cfg_epoch,
     output wire [8*8-1:0]          cfg_member_port,
     output wire [8*32-1:0]         cfg_member_ip,
     output wire [8*16-1:0]         cfg_member_udp,
@@ -155,8 +158,8 @@ initial begin
         $error("Error: MAX_ELEMS must be a multiple of 16 in 16..352 (instance %m)");
         $finish;
     end
-    if (CNT_COUNT != 18) begin
-        $error("Error: CNT_COUNT must be 18 (instance %m)");
+    if (CNT_COUNT != 19) begin
+        $error("Error: CNT_COUNT must be 19 (instance %m)");
         $finish;
     end
 end
@@ -411,7 +414,8 @@ always @* begin
                 end
             end
             REG_AGG_EPOCH: begin
-                // a mailbox: no slot is invalidated; a multiple of 2^24
+                // a mailbox and the far-ahead bound: no slot is invalidated;
+                // a multiple of 2^24
                 wv = merge(epoch_reg, wr_data, wr_strb);
                 if (wv[23:0] != 24'd0) begin
                     agg_refuse = 1'b1;
@@ -476,6 +480,7 @@ assign cfg_uplink_port = uplink_reg;
 assign cfg_parent_ip = parent_ip_reg;
 assign cfg_parent_udp = parent_udp_reg;
 assign cfg_leaf_id = leaf_id_reg;
+assign cfg_epoch = epoch_reg;
 assign cfg_invalidate = invalidate_reg;
 
 /*
@@ -483,10 +488,10 @@ assign cfg_invalidate = invalidate_reg;
  * into hi. Counter i counts cnt_inc[i]; its word in the counter window, in
  * cnt_inc order from bit 0: RX_GRADIENT, RX_RESULT, TX_RESULT, TX_RESEND,
  * TX_UP, the seven shared drops (BAD_LENGTH .. BAD_COUNT), BAD_DTYPE,
- * BAD_SLOT, STALE, DUPLICATE, LATE, MISMATCH.
+ * BAD_SLOT, STALE, DUPLICATE, LATE, MISMATCH, AHEAD.
  */
 localparam [5*CNT_COUNT-1:0] CNT_WORDS = {
-    REG_CNT_DROP_MISMATCH[6:2], REG_CNT_DROP_LATE[6:2], REG_CNT_DROP_DUPLICATE[6:2],
+    REG_CNT_DROP_AHEAD[6:2], REG_CNT_DROP_MISMATCH[6:2], REG_CNT_DROP_LATE[6:2], REG_CNT_DROP_DUPLICATE[6:2],
     REG_CNT_DROP_STALE[6:2], REG_CNT_DROP_BAD_SLOT[6:2], REG_CNT_DROP_BAD_DTYPE[6:2],
     REG_CNT_DROP_BAD_COUNT[6:2], REG_CNT_DROP_SPOOFED[6:2], REG_CNT_DROP_UNKNOWN_WORKER[6:2],
     REG_CNT_DROP_DISABLED[6:2], REG_CNT_DROP_BAD_JOB[6:2], REG_CNT_DROP_BAD_HEADER[6:2],

@@ -89,6 +89,7 @@ localparam [2:0] NRL_ROLE_ACTOR = 3'h2; // MEMBER_ROLE bit 1: actor (PUSH)
 localparam [2:0] NRL_ROLE_LEARNER = 3'h4; // MEMBER_ROLE bit 2: learner (SAMPLE_REQ, UPDATE)
 localparam [7:0] NRL_MAC_PORTS = 8'h55; // SUME port bitmap of the four 10G MAC ports (even bits; odd bits are DMA)
 localparam [31:0] NRL_EPOCH_ROUNDS = 32'h01000000; // rounds per slot in one epoch: AGG_EPOCH is a multiple of it
+localparam [31:0] NRL_AGG_AHEAD_ROUNDS = 32'h02000000; // a GRADIENT whose round is this many or more (below 2^31) ahead of AGG_EPOCH is dropped as AHEAD (two epoch blocks)
 
 // The learning switch of ordinary (non-protocol) traffic (docs/architecture.md, L2 switching).
 localparam [31:0] NRL_L2_ENTRIES = 32'h00000010; // MAC table entries (the SUME reference output_port_lookup's LUT depth)

@@ -26,7 +26,7 @@ localparam [11:0] REG_AGG_PARENT_UDP = 12'h068; // leaf: parent's UDP port (0 = 
 localparam [11:0] REG_AGG_LEAF_ID = 12'h06C; // leaf: this switch's member id in the parent job
 localparam [11:0] REG_AGG_MAX_SLOTS = 12'h070; // slot memory depth (RTL parameter)
 localparam [11:0] REG_AGG_MAX_ELEMS = 12'h074; // largest P the slot memory holds (RTL parameter; up to 16352 on a loopback soft switch)
-localparam [11:0] REG_AGG_EPOCH = 12'h078; // round base of the job's current epoch, a multiple of 2^24 (any other value is refused): a mailbox the members write when they restart their rounds and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); no effect on the datapath, a write clears no slot
+localparam [11:0] REG_AGG_EPOCH = 12'h078; // round base of the job's current epoch, a multiple of 2^24 (any other value is refused): a mailbox the members write when they restart their rounds or cross into the next epoch block, and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); also bounds how far ahead a GRADIENT's round may be: (seq - AGG_EPOCH) mod 2^32 in [AGG_AHEAD_ROUNDS, 2^31) is dropped as AHEAD (CNT_DROP_AHEAD; rounds behind AGG_EPOCH are processed). A write clears no slot
 localparam [11:0] REG_RPL_CAPACITY = 12'h080; // C, records (power of two); build parameter: 16384 in the SUME bitstream, 1024 by default in the soft switch (--capacity) and the sim switch
 localparam [11:0] REG_RPL_RECORD_BYTES = 12'h084; // R, bytes per record (multiple of 64, RTL parameter)
 localparam [11:0] REG_RPL_SEED = 12'h088; // xorshift32 seed; a write resets the generator (0 is replaced by 0x2545F491)
@@ -67,7 +67,8 @@ localparam [11:0] REG_CNT_DROP_DUPLICATE = 12'h268; // drops: contribution alrea
 localparam [11:0] REG_CNT_DROP_LATE = 12'h26C; // drops: async contribution after completion
 localparam [11:0] REG_CNT_DROP_EMPTY = 12'h270; // SAMPLE_REQs that found nothing to sample (size 0, or tree total 0 for a prioritized one); no longer dropped: answered NOT_YET (reason EMPTY) and counted in CNT_TX_SAMPLE_NOT_YET too
 localparam [11:0] REG_CNT_DROP_BAD_INDEX = 12'h274; // UPDATE pairs skipped: index >= size
-localparam [11:0] REG_CNT_DROP_MISMATCH = 12'h278; // drops: GRADIENT whose tensor length (total) differs from its round's
+localparam [11:0] REG_CNT_DROP_MISMATCH = 12'h278; // drops: GRADIENT whose tensor length (total) differs from its round's, or in sync mode whose step id (aux) differs from its round's
+localparam [11:0] REG_CNT_DROP_AHEAD = 12'h27C; // drops: GRADIENT whose round is too far ahead of the epoch: (seq - AGG_EPOCH) mod 2^32 in [AGG_AHEAD_ROUNDS, 2^31), AGG_AHEAD_ROUNDS = 2^25
 localparam [11:0] REG_L2_AGE_FRAMES = 12'h300; // aging period in received frames (every frame, protocol or not): at the end of each period, MAC table entries that taught or refreshed nothing during it are removed, so an entry lives 1 to 2 periods after its last frame; 0 = no aging. A write restarts the period
 localparam [11:0] REG_MEMBER_PORT_BASE = 12'h100;
 localparam [11:0] REG_MEMBER_IP_BASE = 12'h104;
@@ -120,6 +121,6 @@ localparam [31:0] RST_L2_AGE_FRAMES = 32'h00100000;
 // REG_CNT_WINDOW + 4*i; `both` sets the bit in CNT_AGG and CNT_RPL (a read sums them).
 localparam [11:0] REG_CNT_WINDOW = 12'h200;
 localparam integer REG_CNT_WINDOW_WORDS = 32;
-localparam [31:0] CNT_AGG = 32'h4FFF00E3;
+localparam [31:0] CNT_AGG = 32'hCFFF00E3;
 localparam [31:0] CNT_RPL = 32'h307F1B1C;
 localparam [31:0] CNT_SWITCH = 32'h00000400;

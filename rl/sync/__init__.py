@@ -36,6 +36,11 @@ Round semantics (sync and async) follow ``docs/protocol.md`` section 4, and
   zeros with no contributor, ``docs/protocol.md`` section 4). gloo cannot complete a collective with fewer than N ranks, so ``allreduce``
   *emulates* async: stale contributions are replaced by zeros (their
   contributor flag too), but every round waits for all N ranks.
+* **a failed round** (``inswitch``): a round that times out is retried with
+  the same vector and step id (``SyncSpec.attempts`` calls), which resumes it
+  in the switch; a mismatch, or the last timeout, is raised. Under the
+  ``netrl`` backend a failed round raises at once (the backend's next
+  collective is the next step).
 
 On top sits :class:`GradientExchange`, what an algorithm calls instead of
 ``optimizer.step()``: it flattens the gradients, appends the episode

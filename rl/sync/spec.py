@@ -50,6 +50,15 @@ class SyncSpec:
         (:mod:`hostdrv.torch_backend`, the switch at ``url``; ``address`` is the
         TCPStore the group meets at; sync mode, one process per worker).
         ``None``: a :class:`hostdrv.Aggregator` of its own.
+    timeout, retries : float, int
+        ``inswitch``: the :class:`hostdrv.Aggregator`'s first retransmission
+        timeout and retransmissions of a chunk before a call times out.
+    attempts : int
+        ``inswitch`` with the Aggregator: calls of one round before its
+        timeout is raised. A round that timed out is retried with the same
+        vector and step id, which resumes it (the chunks not yet answered, in
+        the same rounds; ``docs/protocol.md`` section 4, "Epochs, failures and
+        rejoin").
     """
 
     kind: str
@@ -66,6 +75,7 @@ class SyncSpec:
     timeout: float = 0.05
     retries: int = 200
     backend: str | None = None
+    attempts: int = 3
 
     def __post_init__(self) -> None:
         if self.kind not in SYNC_KINDS:
@@ -76,6 +86,8 @@ class SyncSpec:
             raise ValueError(f"dtype {self.dtype!r} must be 'fp32' or 'int32'")
         if self.world < 1:
             raise ValueError(f"world {self.world} must be >= 1")
+        if self.attempts < 1:
+            raise ValueError(f"attempts {self.attempts} must be >= 1")
         if self.backend not in (None, "netrl") or (self.backend and self.kind != "inswitch"):
             raise ValueError(f"backend {self.backend!r}: only inswitch takes 'netrl'")
         if self.backend == "netrl" and self.mode != "sync":

@@ -67,7 +67,16 @@ class GradSync(ABC):
 
 
 class InSwitchSync(GradSync):
-    """Aggregation in the switch through :class:`hostdrv.Aggregator`."""
+    """Aggregation in the switch through :class:`hostdrv.Aggregator`.
+
+    A round is one call (one step id, :attr:`hostdrv.Aggregator.step`). A call that
+    times out is retried with the same vector, up to ``spec.attempts`` calls: the
+    retry has the same step id and resumes the failed call (only the chunks not yet
+    answered, in the same rounds; a peer that completed the round meanwhile answers
+    them), so a slow peer never leaves the workers a round apart
+    (``docs/protocol.md`` section 4, "Epochs, failures and rejoin"). Any other
+    failure (a mismatch) is raised at once.
+    """
 
     def __init__(self, spec: SyncSpec, rank: int) -> None:
         super().__init__(spec, rank)
@@ -78,6 +87,18 @@ class InSwitchSync(GradSync):
                                retries=spec.retries, register=True)
 
     def _allreduce(self, vec: np.ndarray, version: int) -> np.ndarray:
+        from hostdrv import AllreduceTimeoutError
+
+        attempt = 1
+        while True:
+            try:
+                return self._call(vec, version)
+            except AllreduceTimeoutError:
+                if attempt >= self.spec.attempts:
+                    raise
+                attempt += 1
+
+    def _call(self, vec: np.ndarray, version: int) -> np.ndarray:
         if self.spec.mode == "async":
             # any size: a call is one iteration of R rounds per slot, and versions count
             # iterations (hostdrv.Aggregator.allreduce, docs/protocol.md section 4)
@@ -159,6 +180,9 @@ class NetrlSync(GlooSync):
     ``NETRL_ELEMS``, ``NETRL_SLOTS``, ``NETRL_RTO``), so this sets them in the
     worker process from ``spec.url`` and the job the launcher configured
     there (``AGG_ELEMS``, ``AGG_SLOTS``) before it creates the group.
+
+    A round that fails raises (the backend does not retry a collective: its next
+    one is the next step, :mod:`hostdrv.torch_backend`).
     """
 
     backend = "netrl"

@@ -24,7 +24,8 @@ SLOTS = 2
 TENSOR = 40
 """Elements of the tensor the workers reduce: ``total`` (word 60) of every GRADIENT."""
 EPOCH = 0x03000000
-"""AGG_EPOCH the scenario writes (a mailbox: it changes nothing in the datapath)."""
+"""AGG_EPOCH the scenario writes (its rounds 0, 1, 2 are behind it: processed as ever; the
+far-ahead bound drops only rounds 2**25 .. 2**31 - 1 ahead of it)."""
 SWITCH_MAC = bytes.fromhex("024e524c0001")
 
 # SUME one-hot ports: MAC ports on even bits, DMA on odd bits

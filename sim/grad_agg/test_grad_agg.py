@@ -9,19 +9,22 @@ by hand.
 Tests:
 
 * ``test_stream``: a protocol-following workload with noise (duplicates,
-  stragglers, malformed frames, tensor length mismatches, parent RESULTs
-  with and without ERROR) in four jobs (root and leaf, sync and async,
-  fp32 and int32), the same jobs under each of the four combinations of
-  source idle insertion and sink backpressure (``sim.common.tb.StreamTB.set_stress``),
-  and an AGG_EPOCH write while each runs;
+  stragglers, malformed frames, tensor length and step mismatches, rounds
+  far ahead of AGG_EPOCH, parent RESULTs with and without ERROR) in four
+  jobs (root and leaf, sync and async, fp32 and int32), the same jobs under
+  each of the four combinations of source idle insertion and sink
+  backpressure (``sim.common.tb.StreamTB.set_stress``), and an AGG_EPOCH
+  write while each runs (sometimes one that puts the job's rounds beyond
+  the far-ahead bound);
 * ``test_workloads``: phases with different jobs (sync / async, root /
   leaf, fp32 / int32, round numbers wrapping at 2**32);
 * ``test_malformed``: every malformation and unauthorized class, alone and
   in pairs (the check order decides the counter), DISABLED, counter clear;
 * ``test_line_rate``: back-to-back packets for one slot at several packet
-  sizes, mismatches and error copies included: no input stall once a packet
-  has at least 7 beats, results exact (the read-after-write forwarding
-  paths of the accumulator and of the slot state);
+  sizes, length and step mismatches and error copies included: no input
+  stall once a packet has at least 7 beats, results exact (the
+  read-after-write forwarding paths of the accumulator and of the slot
+  state, its step id included);
 * ``test_reset_mid_frame``: reset while a frame streams in and a result
   streams out;
 * ``test_registers``: register read-back against the model;
@@ -29,6 +32,13 @@ Tests:
   DONE copies, ERROR RESULTs multicast, re-sent and relayed from a parent,
   the order of addition in RESULT aux (each kind must occur);
 * ``test_epoch``: AGG_EPOCH reads back and disturbs no slot copy;
+* ``test_steps_and_ahead``: step mismatches (sync mode, docs/protocol.md
+  section 4 step 4) on OPEN, UP, DONE and error copies, behind a length
+  mismatch, at a leaf (upward aux = the copy's step) and ignored in async
+  mode; the far-ahead bound of AGG_EPOCH at its edges (2^25 - 1 ahead taken,
+  2^25 and 2^31 - 1 dropped as AHEAD, 2^31 and one behind processed), after
+  BAD_SLOT and before STALE, with aligned and unaligned AGG_EPOCH values and
+  epoch writes between packets; under the four stress combinations;
 * ``test_port_refusal``: MEMBER_PORT / AGG_UPLINK_PORT writes that are not
   0 or one-hot answer SLVERR and change nothing;
 * ``test_short_frames``: every length 42..63 with every opcode class,
@@ -62,6 +72,7 @@ from cocotbext.axi import AxiResp
 from hostdrv import protocol as proto
 from hostdrv import regmap
 from hostdrv.model import Egress, SwitchModel
+from hostdrv.protocol_consts import AGG_AHEAD_ROUNDS, EPOCH_ROUNDS
 from sim.common.tb import STRESS, StallMonitor, StreamTB, cycle_pause, model_refuses
 
 M32 = 0xFFFFFFFF
@@ -160,11 +171,29 @@ class AggConfig:
         return b"\x02\x00\x00\x00\xfe\x01"
 
 
+def block_of(r: int) -> int:
+    """The epoch block (a multiple of 2**24) round ``r`` is in."""
+    return r & M32 & ~(EPOCH_ROUNDS - 1)
+
+
+def epoch_for(rng: np.random.Generator, start: int) -> int:
+    """An AGG_EPOCH under which rounds from ``start`` on are processed (within the far-ahead
+    bound, for the next 2**20 rounds at least): the block of ``start``, the block before it
+    (the rounds crossed into the next block) unless ``start`` is near its block's end, or a
+    block after it (the rounds are behind the epoch: processed as ever)."""
+    k = int(rng.choice([0, 0, -1, int(rng.integers(1, 128))]))
+    if k == -1 and (start & (EPOCH_ROUNDS - 1)) >= EPOCH_ROUNDS - (1 << 20):
+        k = 0
+    return (block_of(start) + k * EPOCH_ROUNDS) & M32
+
+
 def random_config(rng: np.random.Generator, *, max_slots: int, max_elems: int,
                   leaf: bool | None = None, mode_async: bool | None = None,
                   dtype_int: bool | None = None, elems: int | None = None,
-                  slots: int | None = None, members: int | None = None) -> AggConfig:
-    """A random but legal job configuration."""
+                  slots: int | None = None, members: int | None = None,
+                  start: int = 0) -> AggConfig:
+    """A random but legal job configuration whose AGG_EPOCH lets rounds from ``start`` on in
+    (:func:`epoch_for`)."""
     n = members if members is not None else int(rng.choice([1, 2, 3, 4, 4, 5, 8]))
     mode = bool(rng.random() < 0.4) if mode_async is None else mode_async
     thr = int(rng.integers(1, n + 1))  # 1 .. N (ignored in sync mode)
@@ -194,7 +223,7 @@ def random_config(rng: np.random.Generator, *, max_slots: int, max_elems: int,
         udp_port=int(rng.choice([proto.DEFAULT_UDP_PORT, 4791])),
         switch_ip=int(rng.integers(1, 1 << 32)), mcast_ip=int(rng.integers(1, 1 << 32)),
         mac_hi=int(rng.integers(0, 1 << 16)), mac_lo=int(rng.integers(0, 1 << 32)),
-        epoch=int(rng.integers(0, 256)) << 24)
+        epoch=epoch_for(rng, start))
 
 
 def rand_payload(rng: np.random.Generator, n: int, dtype_int: bool) -> bytes:
@@ -240,7 +269,9 @@ class Workload:
     result of round r-1 was seen (at most two rounds in flight per slot, one
     per copy); a slot blocked for long goes on anyway. On a leaf the parent
     answers upward GRADIENTs with RESULTs (sometimes late, twice, or
-    spoofed). Noise frames never replace a contribution.
+    spoofed). Noise frames never replace a contribution. In sync mode a
+    GRADIENT's aux is the step id of its round (:meth:`step_of`, the same
+    for every member); in async mode the round minus a lag.
     """
 
     def __init__(self, rng: np.random.Generator, cfg: AggConfig, *, noise: float = 0.3,
@@ -258,12 +289,28 @@ class Workload:
         self.up_wait: list[tuple[int, int]] = []
         self.history: list[tuple[bytes, int]] = []
         self.tensor = int(rng.integers(1, 1 << 32))
+        self.step0 = int(rng.integers(0, 1 << 32))
         # probability that a RESULT from the parent is an ERROR RESULT
         self.parent_error = 0.15
 
     def total_of(self, s: int, r: int) -> int:
         """The tensor length every member's GRADIENT of slot ``s``, round ``r`` carries (never 0)."""
         return (self.tensor + 0x9E3779B1 * s + 7919 * (r & M32)) % M32 + 1
+
+    def step_of(self, s: int, r: int) -> int:
+        """The step id (sync aux) every member's GRADIENT of slot ``s``, round ``r`` carries:
+        one per round number, as if a call used one round of every slot."""
+        del s
+        return (self.step0 + 0x10001 * (r & M32)) & M32
+
+    def bad_step(self, s: int, r: int) -> int:
+        """A step id other than the round's (a member in another call)."""
+        good = self.step_of(s, r)
+        bad = good
+        while bad == good:
+            bad = int(self.rng.choice([good + 1, good - 1, self.step_of(s, r + 1),
+                                       int(self.rng.integers(0, 1 << 32))])) & M32
+        return bad
 
     def bad_total(self, s: int, r: int) -> int:
         """A tensor length other than the round's (a member with another tensor)."""
@@ -307,26 +354,46 @@ class Workload:
         return proto.build_frame(fr, validate=False), ing if ingress is None else ingress
 
     def gradient(self, w: int, s: int, r: int, *, lag: int | None = None,
-                 total: int | None = None) -> tuple[bytes, int]:
+                 total: int | None = None, step: int | None = None) -> tuple[bytes, int]:
         """A well-formed GRADIENT of member ``w`` for slot ``s``, round ``r``.
 
-        Flag bits 1-4 (ignored on a GRADIENT) are sometimes set."""
+        aux: in sync mode ``step`` (default the round's, :meth:`step_of`), in
+        async mode ``r - lag`` (a random lag by default). Flag bits 1-4
+        (ignored on a GRADIENT) are sometimes set."""
         if lag is None:
             lag = 0
             if self.cfg.mode_async and self.rng.random() < 0.3:
                 lag = int(self.rng.integers(1, self.cfg.staleness + 3))
+        if self.cfg.mode_async:
+            aux = r - lag if step is None else step
+        else:
+            aux = self.step_of(s, r) if step is None else step
         flags = int(self.cfg.dtype_int)
         if self.rng.random() < 0.1:
             flags |= int(self.rng.integers(0, 16)) << 1 & FLAGS_IGNORED
-        return self.frame(worker=w, slot=s, seq=r, aux=r - lag, total=total, flags=flags)
+        return self.frame(worker=w, slot=s, seq=r, aux=aux, total=total, flags=flags)
 
     def mismatch(self) -> tuple[bytes, int]:
-        """A contribution with another tensor length, for a round that is open, done or next."""
+        """A contribution with another tensor length or (sync) step id, or both, for a round
+        that is open, done or next."""
         rng = self.rng
         s = int(rng.integers(0, self.cfg.slots))
         r = max(self.cur[s], self.start) + int(rng.choice([0, 0, 0, -1, 1]))
         w = int(rng.choice(self.contrib)) if self.contrib else 0
-        return self.gradient(w, s, r, lag=0, total=self.bad_total(s, r))
+        kind = rng.random() if not self.cfg.mode_async else 0.0
+        total = self.bad_total(s, r) if kind < 0.5 or kind > 0.85 else None
+        step = self.bad_step(s, r) if kind >= 0.5 else None
+        return self.gradient(w, s, r, lag=0, total=total, step=step)
+
+    def far_ahead(self) -> tuple[bytes, int]:
+        """A GRADIENT whose round is AGG_AHEAD_ROUNDS or more (below 2**31) ahead of the
+        epoch (``cfg.epoch``): dropped as AHEAD, whatever else it is."""
+        rng = self.rng
+        d = int(rng.choice([AGG_AHEAD_ROUNDS, AGG_AHEAD_ROUNDS + 1, 2**31 - 1,
+                            int(rng.integers(AGG_AHEAD_ROUNDS, 2**31))]))
+        s = int(rng.integers(0, self.cfg.slots))
+        w = int(rng.choice(self.contrib)) if self.contrib else 0
+        return self.gradient(w, s, (self.cfg.epoch + d) & M32)
 
     # -- the stream -------------------------------------------------------------
     def next(self) -> tuple[bytes, int]:
@@ -412,10 +479,12 @@ class Workload:
 
     def noise_frame(self) -> tuple[bytes, int]:
         rng = self.rng
-        kind = rng.choice(["dup", "old", "future", "malformed", "result", "mismatch"],
-                          p=[0.23, 0.18, 0.03, 0.40, 0.08, 0.08])
+        kind = rng.choice(["dup", "old", "future", "malformed", "result", "mismatch", "far"],
+                          p=[0.22, 0.17, 0.03, 0.38, 0.08, 0.08, 0.04])
         if kind == "mismatch":
             return self.mismatch()
+        if kind == "far":
+            return self.far_ahead()
         if kind == "dup" and self.history:
             return self.history[int(rng.integers(0, len(self.history)))]
         if kind in ("old", "future") and self.contrib:
@@ -478,7 +547,8 @@ class Workload:
             flags ^= 1
         if "flags" in kinds:
             flags |= 0x40 << int(rng.integers(0, 2))  # undefined bits 7:6 (bit 5 is NOT_YET)
-        frame, port = self.frame(worker=w, slot=s, seq=r, aux=r, flags=flags, **kw)
+        aux = r if self.cfg.mode_async else self.step_of(s, r)
+        frame, port = self.frame(worker=w, slot=s, seq=r, aux=aux, flags=flags, **kw)
         f = bytearray(frame)
         if "opcode" in kinds:
             f[43] = int(rng.choice([0, 8, 9, 0x41, 0xFF]))
@@ -495,21 +565,38 @@ class Workload:
 # what the traffic exercised (from the model's verdicts and output frames)
 
 
+@dataclass(frozen=True)
+class CopyBefore:
+    """The model's slot copy a GRADIENT names, as it was before the GRADIENT."""
+
+    state: int
+    """0 OPEN, 1 UP, 2 DONE."""
+    error: bool
+    step: int
+
+
 def classify(frame: bytes, outs: list[Egress], before: dict[str, int],
-             after: dict[str, int], pre_state: int = -1) -> list[str]:
+             after: dict[str, int], pre: CopyBefore | None = None) -> list[str]:
     """Names of the behaviours one input frame exercised in the model.
 
     ``mismatch_error`` (a MISMATCH that made an error copy: its ERROR RESULT
     multicast; ``mismatch_up`` when the copy was a leaf's waiting for its
-    parent, ``pre_state`` 1), ``mismatch_resend`` (a MISMATCH on a DONE copy: RESULT re-sent),
-    ``error_resend`` (an error copy's RESULT re-sent), ``error_relay`` (a leaf
-    relaying its parent's ERROR RESULT), ``order`` (a RESULT whose aux names
-    at least two contributions, not in ascending member order), ``total_hi``
-    (a RESULT or upward GRADIENT whose total has bit 31 set), ``up`` and
+    parent), ``mismatch_resend`` (a MISMATCH on a DONE copy: RESULT re-sent),
+    ``step_error`` / ``step_up`` / ``step_resend`` / ``step_error_resend``
+    (the same for a step mismatch: the ERROR RESULT's aux equals its total;
+    the RESULT of a DONE copy re-sent with ERROR forced on, or an error
+    copy's as it is), ``ahead`` (dropped as AHEAD), ``error_resend`` (an
+    error copy's RESULT re-sent), ``error_relay`` (a leaf relaying its
+    parent's ERROR RESULT), ``order`` (a RESULT whose aux names at least two
+    contributions, not in ascending member order), ``total_hi`` (a RESULT
+    or upward GRADIENT whose total has bit 31 set), ``up``, ``up_step`` (an
+    upward GRADIENT whose aux is not its round: a sync leaf's step id) and
     ``result``.
     """
     tags = []
     mism = after["CNT_DROP_MISMATCH"] != before["CNT_DROP_MISMATCH"]
+    if after["CNT_DROP_AHEAD"] != before["CNT_DROP_AHEAD"]:
+        tags.append("ahead")
     op_in = frame[43] if len(frame) > 43 else -1
     for e in outs:
         f = e.frame
@@ -518,13 +605,21 @@ def classify(frame: bytes, outs: list[Egress], before: dict[str, int],
             tags.append("total_hi")
         if f[43] == proto.Opcode.GRADIENT:
             tags.append("up")
+            if aux != _be32(f, 50):
+                tags.append("up_step")
             continue
         tags.append("result")
         err, resend = bool(flags & proto.Flags.ERROR), bool(flags & proto.Flags.RESEND)
         if mism:
+            # a step mismatch: the packet's total is the copy's (checked first)
+            step = pre is not None and _be32(frame, 60) == total
             tags.append("mismatch_resend" if resend else "mismatch_error")
-            if not resend and pre_state == 1:
+            if not resend and pre is not None and pre.state == 1:
                 tags.append("mismatch_up")
+            if step and not resend:
+                tags.append("step_up" if pre is not None and pre.state == 1 else "step_error")
+            elif step:
+                tags.append("step_error_resend" if pre is not None and pre.error else "step_resend")
         if err and resend:
             tags.append("error_resend")
         if err and op_in == proto.Opcode.RESULT:
@@ -607,23 +702,26 @@ class TB(StreamTB):
     async def send(self, frame: bytes, port: int) -> list[Egress]:
         """Queue a frame into the DUT and the model; returns the model's outputs."""
         before = self.model.counters()
-        pre_state = self._copy_state(frame)
+        pre = self._copy_before(frame)
         outs = self.model.process(frame, port)
-        self.tally.update(classify(frame, outs, before, self.model.counters(), pre_state))
+        self.tally.update(classify(frame, outs, before, self.model.counters(), pre))
         self.expected.extend(outs)
         self.sent += 1
         await self.send_frame(frame, port)
         return outs
 
-    def _copy_state(self, frame: bytes) -> int:
-        """State (0 OPEN, 1 UP, 2 DONE) of the model's copy a GRADIENT names, -1 if none."""
+    def _copy_before(self, frame: bytes) -> CopyBefore | None:
+        """The model's copy a GRADIENT names if it holds the GRADIENT's round, else None."""
         if len(frame) < 64 or frame[43] != proto.Opcode.GRADIENT:
-            return -1
+            return None
         copies = self.model._copies  # test introspection of the golden model
         slot, seq = _be16(frame, 48), _be32(frame, 50)
         if slot >= len(copies) or not copies[slot][seq & 1].valid:
-            return -1
-        return copies[slot][seq & 1].state
+            return None
+        c = copies[slot][seq & 1]
+        if c.round != seq:
+            return None
+        return CopyBefore(c.state, c.error, c.step)
 
     async def run(self, wl: Workload, n: int) -> None:
         for _ in range(n):
@@ -686,10 +784,16 @@ async def test_stream(dut: Any, idle: bool, backpressure: bool) -> None:
     tb.set_stress(idle, backpressure)
     for job in STREAM_JOBS:
         cfg = await tb.configure_random(rng, members=3, **job)
-        wl = Workload(rng, cfg, noise=0.3)
+        wl = Workload(rng, cfg, noise=0.3, mismatch=0.03)
         await tb.run(wl, 75)
-        # a member restarting its rounds writes the epoch mailbox while traffic flows
-        await tb.write("AGG_EPOCH", int(rng.integers(1, 256)) << 24)
+        # a member restarting its rounds writes AGG_EPOCH while traffic flows; now and
+        # then one that leaves the job's rounds beyond the far-ahead bound (AHEAD drops)
+        # (AGG_EPOCH now bounds the rounds: the frames before the write reach the
+        # engine first, as the model takes them)
+        cfg.epoch = (epoch_for(rng, max(wl.cur)) if rng.random() < 0.75
+                     else block_of(max(wl.cur)) - 2 * EPOCH_ROUNDS) & M32
+        await tb.settle()
+        await tb.write("AGG_EPOCH", cfg.epoch)
         await tb.run(wl, 75)
         await tb.check()
     tb.log.info("exercised: %s", dict(tb.tally))
@@ -712,8 +816,8 @@ async def test_workloads(dut: Any) -> None:
         ({"leaf": False, "mode_async": False, "slots": tb.max_slots, "elems": tb.max_elems}, 120),
     ]
     for k, (ph, n) in enumerate(phases):
-        cfg = tb.random_config(rng, **ph)
         start = int(rng.choice([0, 5, 2**31 - 2, 2**32 - 3]))
+        cfg = tb.random_config(rng, start=start, **ph)
         tb.log.info("phase %d: %s start round %d", k, ph, start)
         await tb.configure(cfg)
         await tb.run(Workload(rng, cfg, noise=0.3, start_round=start), n)
@@ -782,6 +886,18 @@ async def test_line_rate(dut: Any) -> None:
                            wl.gradient(1, 0, r, total=wl.bad_total(0, r))]
             # rounds reopened over error copies, completed back to back
             frames += [wl.gradient(w, 0, r) for r in (6, 7) for w in range(cfg.members)]
+            # another step id right behind an open round's contributions (the copy's
+            # step forwarded to the next packet): an ERROR RESULT (aux = total), its
+            # resends; a DONE copy answers another step with ERROR forced on, then
+            # its own step with its real result
+            for r in (8, 9):
+                frames += [wl.gradient(0, 0, r), wl.gradient(1, 0, r),
+                           wl.gradient(2, 0, r, step=wl.bad_step(0, r)),
+                           wl.gradient(0, 0, r), wl.gradient(2, 0, r, step=wl.bad_step(0, r))]
+            for r in (10, 11):
+                frames += [wl.gradient(w, 0, r) for w in range(cfg.members)]
+                frames += [wl.gradient(1, 0, r, step=wl.bad_step(0, r)), wl.gradient(2, 0, r),
+                           wl.gradient(0, 0, r, step=wl.bad_step(0, r))]
             mon = StallMonitor(dut)
             for fr in frames:
                 await tb.send(*fr)
@@ -865,10 +981,10 @@ async def test_mismatch_and_errors(dut: Any) -> None:
     phases = [{"leaf": False, "mode_async": False}, {"leaf": True, "mode_async": False},
               {"leaf": False, "mode_async": True}, {"leaf": True, "mode_async": True}]
     for ph in phases:
+        start = int(rng.choice([0, 2**32 - 5]))
         cfg = await tb.configure_random(rng, members=int(rng.choice([2, 3, 4])),
-                                        slots=int(rng.integers(1, 4)), **ph)
-        wl = Workload(rng, cfg, noise=0.3, mismatch=0.08,
-                      start_round=int(rng.choice([0, 2**32 - 5])))
+                                        slots=int(rng.integers(1, 4)), start=start, **ph)
+        wl = Workload(rng, cfg, noise=0.3, mismatch=0.08, start_round=start)
         wl.parent_error = 0.3
         await tb.run(wl, 250)
         await tb.check()
@@ -919,6 +1035,139 @@ async def test_epoch(dut: Any) -> None:
         for e in outs:
             if e.frame[43] == proto.Opcode.RESULT:
                 assert _be32(e.frame, 56) & 0xF == 3
+
+
+STEP_TAGS = ("step_error", "step_up", "step_resend", "step_error_resend", "mismatch_error",
+             "mismatch_resend", "ahead", "up_step")
+"""What ``test_steps_and_ahead`` must exercise (tags of :func:`classify`)."""
+
+
+async def steps_directed(tb: TB, wl: Workload, base: int) -> None:
+    """Step mismatches in every copy state, on slots 0 and 1, rounds from ``base`` on.
+
+    Sync mode: a step mismatch on an OPEN copy (error copy, aux = total), then
+    on that error copy (re-sent as it is) and a late contribution of the
+    right step; another length and another step at once (length first:
+    aux = the refused length); a complete round (root: DONE, leaf: UP, then
+    the parent's RESULT makes it DONE) answering another step with ERROR
+    forced on and the right step with its real result; a leaf's UP copy
+    becoming an error copy. Async mode: the same frames, where aux is a
+    version and no step is checked."""
+    cfg = wl.cfg
+    w0, w1 = wl.contrib[0], wl.contrib[-1]
+    r = base
+    # OPEN: w0 opens with the round's step, w1 another step
+    await tb.send(*wl.gradient(w0, 0, r, lag=0))
+    await tb.send(*wl.gradient(w1, 0, r, lag=0, step=wl.bad_step(0, r)))
+    await tb.send(*wl.gradient(w1, 0, r, lag=0, step=wl.bad_step(0, r)))  # error copy: resend
+    await tb.send(*wl.gradient(w1, 0, r, lag=0))                          # right step: resend
+    # another length and another step: the length decides (aux = refused length)
+    r += 1
+    await tb.send(*wl.gradient(w0, 0, r, lag=0))
+    await tb.send(*wl.gradient(w1, 0, r, lag=0, total=wl.bad_total(0, r),
+                               step=wl.bad_step(0, r)))
+    # a complete round: DONE (root) or UP (leaf)
+    r2 = base
+    for w in wl.contrib:
+        await tb.send(*wl.gradient(w, 1, r2, lag=0))
+    if cfg.leaf:
+        # UP: another step makes an error copy (ERROR RESULT to the members)
+        await tb.send(*wl.gradient(w0, 1, r2, lag=0, step=wl.bad_step(1, r2)))
+        # the next round goes UP, then DONE with the parent's RESULT
+        r2 += 1
+        for w in wl.contrib:
+            await tb.send(*wl.gradient(w, 1, r2, lag=0))
+        flags = int(proto.Flags.FROM_SWITCH) | int(cfg.dtype_int)
+        await tb.send(*wl.frame(op=proto.Opcode.RESULT, worker=0, slot=1, seq=r2,
+                                aux=proto.result_aux(wl.contrib), flags=flags))
+    # DONE: another step gets the result with ERROR forced on (worker = sender, aux = total);
+    # the copy is unchanged: the right step gets the real result, again another step the
+    # forced ERROR
+    await tb.send(*wl.gradient(w1, 1, r2, lag=0, step=wl.bad_step(1, r2)))
+    await tb.send(*wl.gradient(w0, 1, r2, lag=0))
+    await tb.send(*wl.gradient(w0, 1, r2, lag=0, step=wl.bad_step(1, r2)))
+    # another length on the DONE copy: resent as it is
+    await tb.send(*wl.gradient(w0, 1, r2, lag=0, total=wl.bad_total(1, r2)))
+
+
+async def ahead_directed(tb: TB, wl: Workload, rng: np.random.Generator) -> None:
+    """The far-ahead bound at its edges, on slot 2 (and a slot beyond AGG_SLOTS).
+
+    Rounds 2**25 - 1 ahead of AGG_EPOCH are taken (a copy opens), 2**25 and
+    2**31 - 1 ahead dropped as AHEAD, 2**31 ahead and one behind processed;
+    BAD_SLOT before AHEAD; AHEAD before STALE (async lag beyond the bound);
+    a leaf's RESULT is never AHEAD. Then AGG_EPOCH moves one block on
+    between packets: the round 2**25 ahead of the old epoch is taken."""
+    cfg = wl.cfg
+    e = cfg.epoch
+    w = wl.contrib[0]
+    s = 2 % cfg.slots
+    for d in (AGG_AHEAD_ROUNDS - 1, AGG_AHEAD_ROUNDS, AGG_AHEAD_ROUNDS + 1, 2**31 - 1,
+              2**31, M32, int(rng.integers(AGG_AHEAD_ROUNDS, 2**31))):
+        await tb.send(*wl.gradient(w, s, (e + d) & M32, lag=0))
+    # BAD_SLOT is checked first
+    await tb.send(*wl.frame(worker=w, slot=cfg.slots, seq=(e + AGG_AHEAD_ROUNDS) & M32, aux=0))
+    # AHEAD before STALE: a contribution far ahead and (async) far too stale
+    r = (e + AGG_AHEAD_ROUNDS + 2) & M32
+    await tb.send(*wl.gradient(w, s, r, lag=cfg.staleness + 1 if cfg.mode_async else 0))
+    if cfg.leaf:
+        flags = int(proto.Flags.FROM_SWITCH) | int(cfg.dtype_int)
+        await tb.send(*wl.frame(op=proto.Opcode.RESULT, worker=0, slot=s, aux=1, flags=flags,
+                                seq=(e + AGG_AHEAD_ROUNDS + 4) & M32))
+    # the epoch moves on one block: 2**25 ahead of the old one is 2**24 ahead now (the
+    # frames before the write reach the engine first: the model takes them in that order)
+    cfg.epoch = (e + EPOCH_ROUNDS) & M32
+    await tb.settle()
+    await tb.write("AGG_EPOCH", cfg.epoch)
+    await tb.send(*wl.gradient(w, s, (e + AGG_AHEAD_ROUNDS + 6) & M32, lag=0))
+    await tb.send(*wl.gradient(w, s, (e + EPOCH_ROUNDS + AGG_AHEAD_ROUNDS) & M32, lag=0))
+    cfg.epoch = e
+    await tb.settle()
+    await tb.write("AGG_EPOCH", e)
+
+
+STEP_JOBS: list[dict[str, Any]] = [
+    {"leaf": False, "mode_async": False, "dtype_int": False},
+    {"leaf": True, "mode_async": False, "dtype_int": True},
+    {"leaf": False, "mode_async": True, "dtype_int": True},
+    {"leaf": True, "mode_async": True, "dtype_int": False},
+]
+"""The jobs of ``test_steps_and_ahead`` (the same under every stress combination)."""
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=STRESS, backpressure=STRESS)
+async def test_steps_and_ahead(dut: Any, idle: bool, backpressure: bool) -> None:
+    """Step mismatches in every copy state and the far-ahead bound, then noisy traffic with both.
+
+    Each job: the directed step cases, the far-ahead edges (an AGG_EPOCH
+    aligned to a block, or any 32-bit value: the bound is (seq - AGG_EPOCH)
+    mod 2**32 whatever the register holds), then a workload with step and
+    length mismatches and far-ahead noise. Every output frame and counter
+    against the model; every kind of STEP_TAGS must occur."""
+    tb, rng = await TB.start(dut, SEED + 140 + 2 * int(idle) + int(backpressure))
+    tb.set_stress(idle, backpressure)
+    for k, job in enumerate(STEP_JOBS):
+        start = int(rng.choice([0, 2**31 - 3, 2**32 - 3]))
+        cfg = tb.random_config(rng, members=int(rng.choice([2, 3])),
+                               slots=int(rng.integers(3, 6)), start=start, **job)
+        # async: rounds complete with every member, as in sync
+        cfg.threshold = cfg.members
+        for m in cfg.table[:cfg.members]:
+            m.role |= 1
+        if k % 2:
+            cfg.epoch = (start - int(rng.integers(0, AGG_AHEAD_ROUNDS // 2))) & M32  # any value
+        await tb.configure(cfg)
+        wl = Workload(rng, cfg, noise=0.0, start_round=start)
+        await steps_directed(tb, wl, start)
+        await ahead_directed(tb, wl, rng)
+        await tb.check()
+        wl = Workload(rng, cfg, noise=0.25, mismatch=0.1, start_round=(start + 16) & M32)
+        await tb.run(wl, 60)
+        await tb.check()
+    tb.log.info("exercised: %s", dict(tb.tally))
+    for tag in STEP_TAGS:
+        assert tb.tally[tag] > 0, f"the traffic never exercised {tag}: {dict(tb.tally)}"
 
 
 @cocotb.test()
@@ -1157,11 +1406,12 @@ async def test_soak(dut: Any) -> None:
     sent = 0
     job = 0
     while sent < total:
+        start = int(rng.choice([0, 2**32 - 20]))
         cfg = await tb.configure_random(
             rng, elems=int(rng.choice([16, 16, 32, 48, 64, 96, 160, 352])),
-            slots=int(rng.choice([1, 2, 4, 8, 12, tb.max_slots])))
+            slots=int(rng.choice([1, 2, 4, 8, 12, tb.max_slots])), start=start)
         wl = Workload(rng, cfg, noise=float(rng.choice([0.05, 0.2, 0.4])),
-                      start_round=int(rng.choice([0, 2**32 - 20])))
+                      start_round=start, mismatch=float(rng.choice([0.0, 0.02])))
         frames = []
         want: list[Egress] = []
         for _ in range(min(chunk, total - sent)):
