@@ -503,7 +503,7 @@ def test_flash_uses_open_hw_and_prints_reload_steps(tmp_path: Path) -> None:
     (bindir / "vivado").chmod(0o755)
     bit = tmp_path / "nf_nrl.bit"
     bit.write_bytes(b"bit")
-    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "NRL_SYSFS": str(tmp_path / "sys")}
     r = subprocess.run(["bash", str(REPO / "scripts" / "sume_flash.sh"), str(bit), "--url", "lab:3121"],
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -514,8 +514,8 @@ def test_flash_uses_open_hw_and_prints_reload_steps(tmp_path: Path) -> None:
     assert "get_hw_targets */xilinx_tcf/Digilent/*" in tcl
     assert "program_hw_devices" in tcl and str(bit) in tcl
     out = r.stdout
-    # run_load_image.sh's steps, printed (no --reload)
-    assert "0x7028" in out and "/sys/bus/pci/rescan" in out
+    # run_load_image.sh's steps after programming, printed (no --reload, no driver loaded)
+    assert f"{tmp_path / 'sys'}/bus/pci/rescan" in out
     assert "rmmod sume_riffa" in out and "insmod" in out and "sume_riffa.ko" in out
     assert all(f"nf{i}" in out for i in range(4))
     assert "persistent" not in out.lower()
@@ -575,3 +575,63 @@ def test_rwaxi_write_is_checked(tmp_path: Path, mode: str) -> None:
         assert "lib/sw/std/apps/sume_riffa_v1_0_0/rwaxi.c" in str(e.value)
     else:
         assert "read back 0x00000000" in str(e.value) and "did not take effect" in str(e.value)
+
+
+FAKE_TOOL = '''#!/bin/sh
+echo "$(basename "$0") $*" >> {log}
+'''
+
+
+def _flash_env(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
+    """Fake vivado, rmmod, insmod and ip (each logs its call, in order) and a fake sysfs
+    with sume_riffa loaded and the SUME endpoint present."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = tmp_path / "calls.log"
+    for tool in ("vivado", "rmmod", "insmod", "ip"):
+        (bindir / tool).write_text(FAKE_TOOL.format(log=calls))
+        (bindir / tool).chmod(0o755)
+    sysfs = tmp_path / "sys"
+    (sysfs / "module" / "sume_riffa").mkdir(parents=True)
+    dev = sysfs / "bus" / "pci" / "devices" / "0000:03:00.0"
+    dev.mkdir(parents=True)
+    (dev / "device").write_text("0x7028\n")
+    other = sysfs / "bus" / "pci" / "devices" / "0000:00:1f.0"
+    other.mkdir(parents=True)
+    (other / "device").write_text("0x1234\n")
+    drv = tmp_path / "driver"
+    drv.mkdir()
+    (drv / "sume_riffa.ko").write_bytes(b"ko")
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "NRL_SYSFS": str(sysfs),
+           "DRIVER_FOLDER": str(drv)}
+    return env, calls, sysfs
+
+
+def test_flash_refuses_with_driver_bound(tmp_path: Path) -> None:
+    """Without --reload, a loaded sume_riffa stops the script before Vivado runs."""
+    env, calls, _ = _flash_env(tmp_path)
+    bit = tmp_path / "nf_nrl.bit"
+    bit.write_bytes(b"bit")
+    r = subprocess.run(["bash", str(REPO / "scripts" / "sume_flash.sh"), str(bit)],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 1 and "sume_riffa is loaded" in r.stderr, r.stdout + r.stderr
+    assert "rmmod sume_riffa" in r.stderr and "remove" in r.stderr
+    assert not calls.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="--reload checks for root")
+def test_flash_reload_unbinds_programs_rescans(tmp_path: Path) -> None:
+    """--reload: rmmod and PCI remove before programming, rescan and insmod after (the
+    blueswitch run_load_image.sh order)."""
+    env, calls, sysfs = _flash_env(tmp_path)
+    bit = tmp_path / "nf_nrl.bit"
+    bit.write_bytes(b"bit")
+    r = subprocess.run(["bash", str(REPO / "scripts" / "sume_flash.sh"), str(bit), "--reload"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    log = [ln.split()[0] for ln in calls.read_text().splitlines()]
+    assert log == ["rmmod", "vivado", "insmod", "ip", "ip", "ip", "ip"], log
+    assert (sysfs / "bus" / "pci" / "devices" / "0000:03:00.0" / "remove").read_text().strip() == "1"
+    assert not (sysfs / "bus" / "pci" / "devices" / "0000:00:1f.0" / "remove").exists()
+    assert (sysfs / "bus" / "pci" / "rescan").read_text().strip() == "1"
+    assert "sume_riffa unloaded" in r.stdout and "removed" in r.stdout
