@@ -125,6 +125,23 @@ proc get_property {name args} {
     }
     return ""
 }
+proc write_mem_info {args} {
+    set fh [open [lindex $args end] w]
+    puts $fh {<MemInfo Version="1" Minor="0">
+  <Processor Endianness="Little" InstPath="control_sub_i/nf_mbsys/mbsys/microblaze_0">
+  </Processor>
+</MemInfo>}
+    close $fh
+    step write_mem_info {*}$args
+}
+proc updatemem {args} {
+    array set a [lsearch -all -inline -not -exact $args -force]
+    set fh [open $a(-out) w]
+    puts -nonewline $fh "bitstream [file tail $a(-bit)] with $a(-data)"
+    close $fh
+    step updatemem {*}$args
+    return "updatemem: done"
+}
 proc write_bitstream {args} {
     set elfs [lsearch -all -inline -glob $::files *.elf]
     set fh [open [lindex $args end] w]
@@ -158,6 +175,7 @@ class Flow:
         self.run_dir = tmp / "runs" / "impl_1"
         self.run_dir.mkdir(parents=True)
         (self.run_dir / "top.sysdef").write_bytes(b"hardware export")
+        (self.run_dir / "top.bit").write_bytes(b"bitstream of impl_1")
         self.out = tmp / "out"
         self.bin = tmp / "bin"  # `python` for the identifier recipe
         self.bin.mkdir()
@@ -241,16 +259,20 @@ def test_full_flow_dry_run(flow: Flow) -> None:
     assert elf.read_bytes() == (out / "firmware" / "app.elf").read_bytes()
     assert not (flow.firmware / "app.elf").exists()  # BUILD_DIR: nothing built in the source folder
 
-    # load_elf.tcl's step: associate, rerun write_bitstream, write the bitstream
-    i_add = s.index(f"add_files {elf}")
-    assert f"set_property SCOPED_TO_REF control_sub {elf}" in s
-    i_scope = s.index(f"set_property SCOPED_TO_CELLS nf_mbsys/mbsys/microblaze_0 {elf}")
-    i_reset = s.index("reset_run impl_1 -prev_step")
-    i_launch = s.index("launch_runs impl_1 -to_step write_bitstream -jobs 2")
-    i_bit = s.index(f"write_bitstream -force {out / 'nf_nrl.bit'}")
-    assert i_add < i_scope < i_reset < i_launch < i_bit
-    assert s.index("launch_runs impl_1 -jobs 2 -to_step write_bitstream") < i_add  # the first implementation
-    assert (out / "nf_nrl.bit").read_text() == f"bitstream with {elf}"
+    # the ELF into the finished bitstream: write_mem_info, updatemem; one implementation only
+    mmi = out / "nf_nrl.mmi"
+    i_mmi = s.index(f"write_mem_info -force {mmi}")
+    i_um = s.index(f"updatemem -force -meminfo {mmi} -data {elf} -bit {flow.run_dir / 'top.bit'} "
+                   f"-proc control_sub_i/nf_mbsys/mbsys/microblaze_0 -out {out / 'nf_nrl.bit'}")
+    assert s.index("launch_runs impl_1 -jobs 2 -to_step write_bitstream") < i_mmi < i_um
+    assert (out / "nf_nrl.bit").read_text() == f"bitstream top.bit with {elf}"
+    assert [x for x in s if x.startswith("launch_runs")] == ["launch_runs impl_1 -jobs 2 -to_step write_bitstream"]
+    assert not any(x.startswith(("reset_run", "write_bitstream", "add_files")) and "elf" in x.lower() for x in s)
+    assert not any(x.startswith("reset_run") for x in s)
+    # the reference script's duplicate synthesis run is gone (impl_1 runs synth_1)
+    proj_text = (work / "tcl" / "nrl_reference_switch.tcl").read_text()
+    assert not re.search(r"^[ \t]*(create_run|launch_runs[ \t]+synth\b|wait_on_run[ \t]+synth\b)", proj_text, re.M)
+    assert len(re.findall(r"^# netfpga-rl: removed \(duplicate synthesis run\)", proj_text, re.M)) == 4
 
     # the datapath swap, as before
     top = (work / "hdl" / "top.v").read_text()
@@ -279,7 +301,7 @@ def test_full_flow_mb_regs(flow: Flow) -> None:
     assert seg == [f"create_bd_addr_seg -range {size} -offset {base} nf_mbsys/mbsys/microblaze_0/Data "
                    "M01_AXI/Reg SEG_nrl_M01_AXI_Reg"], seg
     i_seg = s.index(seg[0])
-    assert s.index("create_bd_design control_sub") < i_seg < s.index("launch_runs synth -jobs 2")
+    assert s.index("create_bd_design control_sub") < i_seg < s.index("launch_runs impl_1 -jobs 2 -to_step write_bitstream")
     assert "set_property -dict {CONFIG.NUM_MI 4} nf_mbsys/mbsys/microblaze_0_axi_periph" in s
     assert "set_property -dict {CONFIG.NUM_SI 2 CONFIG.S01_HAS_REGSLICE 3} dma_sub/axi_interconnect_0" in s
     assert "connect_bd_intf_net nf_mbsys/M_AXI_NRL dma_sub/S01_AXI" in s
@@ -295,7 +317,7 @@ def test_full_flow_with_given_elf(flow: Flow) -> None:
     r = flow.run("--elf", str(elf), "--firmware", str(flow.tmp / "nowhere"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert (flow.out / "app.elf").read_bytes() == elf.read_bytes()
-    assert f"set_property SCOPED_TO_CELLS nf_mbsys/mbsys/microblaze_0 {flow.out / 'app.elf'}" in steps(r)
+    assert any(x.startswith("updatemem") and f"-data {flow.out / 'app.elf'}" in x for x in steps(r))
 
 
 def test_identifier_without_python2(flow: Flow) -> None:
@@ -392,7 +414,7 @@ def test_full_flow_ddr(flow: Flow) -> None:
     assert any("CONFIG.XML_INPUT_FILE nrl_mig.prj" in x for x in s)
     assert any("CONFIG.DATA_WIDTH 512" in x and "CONFIG.ACLK_ASYNC 1" in x for x in s)
     i_ddr_v = s.index(f"read_verilog {SUME / 'nf_nrl_ddr.v'}")
-    assert s.index("create_bd_design control_sub") < i_mig < i_cc < i_ddr_v < s.index("launch_runs synth -jobs 2")
+    assert s.index("create_bd_design control_sub") < i_mig < i_cc < i_ddr_v < s.index("launch_runs impl_1 -jobs 2 -to_step write_bitstream")
     assert {"generate_target nrl_mig", "generate_target nrl_rpl_axi_cc"} <= set(s)
     proj = (work / "tcl" / "nrl_reference_switch.tcl").read_text()
     assert re.search(r"source \./tcl/control_sub\.tcl\nsource \"\S+/hw/boards/sume/mig\.tcl\"", proj)
