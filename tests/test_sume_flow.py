@@ -395,50 +395,101 @@ def ip_stubs(wrapper: Path) -> str:
     return "".join(out)
 
 
+IBUFDS_STUB = """module IBUFDS #(parameter DIFF_TERM = "FALSE", parameter IBUF_LOW_PWR = "TRUE")
+  (input I, input IB, output O);
+  assign O = I;
+endmodule
+"""
+
+
 def test_full_flow_ddr(flow: Flow) -> None:
-    """--ddr: mig.tcl after control_sub.tcl, the DDR3 pins and nf_nrl_ddr in top.v (which
-    elaborates on Icarus with the IPs stubbed); --ddr without --mig-prj stops with a message."""
-    r = flow.run("--firmware", str(flow.firmware), "--ddr")
-    assert r.returncode != 0 and "--ddr (full flow) needs --mig-prj FILE" in r.stderr, r.stderr
+    """--ddr: the MIG project derived from SUME's nf_sume_ddr3A.prj (512-bit AXI, 1-bit ID),
+    mig.tcl after control_sub.tcl, nrl_ddr.xdc (pins, period, BACKBONE) added, the DDR3 pins
+    and nf_nrl_ddr in top.v with clk_ref_i on the 200 MHz clock and the MIG's reset active
+    high; the patched top.v elaborates on Icarus with the IPs stubbed."""
     (flow.design / "hw" / "hdl" / "top.v").write_text(DDR_TOP_V)
-    prj = flow.tmp / "sume_ddr3.prj"
-    prj.write_text("<?xml version='1.0'?><Project>stand-in MIG project</Project>\n")
-    r = flow.run("--firmware", str(flow.firmware), "--ddr", "--mig-prj", str(prj))
+    r = flow.run("--firmware", str(flow.firmware), "--ddr")
     assert r.returncode == 0, r.stdout + r.stderr
     s = steps(r)
     work = flow.out / "sume_tree" / "projects" / "reference_switch" / "hw"
-    assert (work / "create_ip" / "nrl_mig.prj").read_text() == prj.read_text()
+    prj = (work / "create_ip" / "nrl_mig.prj").read_text()
+    ref = (flow.sume / "projects" / "acceptance_test" / "hw" / "xml" / "nf_sume_ddr3A.prj").read_text()
+    for name, value in [("ModuleName", "nrl_mig"), ("C0_S_AXI_DATA_WIDTH", "512"),
+                        ("C0_S_AXI_ID_WIDTH", "1"), ("C0_S_AXI_ADDR_WIDTH", "32"),
+                        ("SystemClock", "No Buffer"), ("ReferenceClock", "No Buffer"),
+                        ("SysResetPolarity", "ACTIVE HIGH"), ("InputClkFreq", "233.1")]:
+        assert f"<{name}>{value}</{name}>" in prj, name
+    # everything else as in SUME's file
+    strip = r"<(ModuleName|C0_S_AXI_DATA_WIDTH|C0_S_AXI_ID_WIDTH)>[^<]*<"
+    assert re.sub(strip, "", prj) == re.sub(strip, "", ref)
     i_mig = s.index("create_ip -name mig_7series -vendor xilinx.com -library ip -module_name nrl_mig")
     i_cc = s.index("create_ip -name axi_clock_converter -vendor xilinx.com -library ip "
                    "-module_name nrl_rpl_axi_cc")
     assert any("CONFIG.XML_INPUT_FILE nrl_mig.prj" in x for x in s)
     assert any("CONFIG.DATA_WIDTH 512" in x and "CONFIG.ACLK_ASYNC 1" in x for x in s)
     i_ddr_v = s.index(f"read_verilog {SUME / 'nf_nrl_ddr.v'}")
-    assert s.index("create_bd_design control_sub") < i_mig < i_cc < i_ddr_v < s.index("launch_runs impl_1 -jobs 2 -to_step write_bitstream")
+    i_xdc = s.index(f"add_files {SUME / 'nrl_ddr.xdc'}")
+    assert (s.index("create_bd_design control_sub") < i_mig < i_cc < i_ddr_v < i_xdc
+            < s.index("launch_runs impl_1 -jobs 2 -to_step write_bitstream"))
     assert {"generate_target nrl_mig", "generate_target nrl_rpl_axi_cc"} <= set(s)
+    xdc = (SUME / "nrl_ddr.xdc").read_text()
+    assert re.search(r"^set_property CLOCK_DEDICATED_ROUTE BACKBONE \[get_nets .*nrl_ddr_inst/sys_clk_ibufds/O",
+                     xdc, re.M)
+    assert "PACKAGE_PIN E34 [get_ports sys_clk_p]" in xdc and "-period 4.288 [get_ports sys_clk_p]" in xdc
     proj = (work / "tcl" / "nrl_reference_switch.tcl").read_text()
     assert re.search(r"source \./tcl/control_sub\.tcl\nsource \"\S+/hw/boards/sume/mig\.tcl\"", proj)
     top = (work / "hdl" / "top.v").read_text()
     assert re.search(r"nf_nrl_top\s*#\(\s*\n\s*\.BUILD_HASH\(32'h[0-9a-f]{8}\),\s*\.RPL_REC_STORE\(1\),", top)
     assert ".axis_aclk(clk_200)" in top and ".sys_rst_n(sys_rst_n_c)" in top
+    assert ".clk_ref_i(clk_200)" in top  # the IDELAY reference: the 200 MHz clock top.v has
+    wrapper = (SUME / "nf_nrl_ddr.v").read_text()
+    mig = wrapper.split("\nnrl_mig\n", 1)[1].split(");", 1)[0]
+    assert ".sys_clk_i(sys_clk_i)" in mig and ".clk_ref_i(clk_ref_i)" in mig
+    assert ".sys_rst(!sys_rst_n)" in mig  # active high, from the board's active-low reset
+    assert "sys_clk_p" not in mig
     # the patched top elaborates with the real wrappers and the IPs stubbed
     iverilog = require_tool("iverilog", "elaborating the --ddr top.v")
     stubs = flow.tmp / "ip_stubs.v"
-    stubs.write_text(ip_stubs(SUME / "nf_nrl_ddr.v"))
+    stubs.write_text(ip_stubs(SUME / "nf_nrl_ddr.v") + IBUFDS_STUB)
     srcs = [str(x) for x in wrapper_sources()]
     e = subprocess.run([iverilog, "-g2005", "-o", os.devnull, f"-I{REPO / 'hw' / 'rtl'}", "-s", "top",
                         str(work / "hdl" / "top.v"), str(SUME / "nf_nrl_ddr.v"), str(stubs), *srcs],
                        capture_output=True, text=True, timeout=300)
     assert e.returncode == 0, e.stdout + e.stderr
-    # the same under sume_build.sh --dry-run (hw/boards/sume/dryrun.tcl)
+    # the same under sume_build.sh --dry-run (hw/boards/sume/dryrun.tcl), with --mig-prj
+    given = flow.tmp / "sodimm.prj"
+    given.write_text(ref)
     env = {**os.environ, **flow.env}
     env.pop("FAKE_RUN_DIR")
     r = subprocess.run(["bash", str(REPO / "scripts" / "sume_build.sh"), "--dry-run", "--flow", "full",
                         "--out", str(flow.tmp / "dry"), "--firmware", str(flow.firmware), "--ddr",
-                        "--mig-prj", str(prj)], capture_output=True, text=True, env=env, cwd=flow.tmp,
+                        "--mig-prj", str(given)], capture_output=True, text=True, env=env, cwd=flow.tmp,
                        timeout=120)
     assert r.returncode == 0 and "dry run complete" in r.stdout, r.stdout + r.stderr
-    assert "mig.tcl: nrl_mig (from nrl_mig.prj), nrl_rpl_axi_cc and nf_nrl_ddr added" in r.stdout
+    assert "mig.tcl: nrl_mig (from nrl_mig.prj), nrl_rpl_axi_cc, nf_nrl_ddr and nrl_ddr.xdc added" in r.stdout
+
+
+@pytest.mark.parametrize("change, message", [
+    (("<SystemClock>No Buffer<", "<SystemClock>Differential<"),
+     r"<SystemClock> is 'Differential', not 'No Buffer': nf_nrl_ddr\.v buffers sys_clk_p/n itself"),
+    (("<ReferenceClock>No Buffer<", "<ReferenceClock>Differential<"),
+     r"<ReferenceClock> is 'Differential', not 'No Buffer'"),
+    (("<SysResetPolarity>ACTIVE HIGH<", "<SysResetPolarity>ACTIVE LOW<"),
+     r"<SysResetPolarity> is 'ACTIVE LOW', not 'ACTIVE HIGH'"),
+    (("<InputClkFreq>233.1<", "<InputClkFreq>200<"), r"<InputClkFreq> is '200', not '233\.1'"),
+    (("", ""), r"no \S+/nf_sume_ddr3A\.prj, SUME's MIG project"),
+])
+def test_full_flow_ddr_mig_project_checked(flow: Flow, change: tuple[str, str], message: str) -> None:
+    """A MIG project whose clocks or reset are not what nf_nrl_ddr.v drives stops the flow."""
+    (flow.design / "hw" / "hdl" / "top.v").write_text(DDR_TOP_V)
+    ref = flow.sume / "projects" / "acceptance_test" / "hw" / "xml" / "nf_sume_ddr3A.prj"
+    if change[0]:
+        ref.write_text(ref.read_text().replace(*change))
+    else:
+        ref.unlink()
+    r = flow.run("--firmware", str(flow.firmware), "--ddr")
+    assert r.returncode != 0 and re.search(message, r.stderr), r.stdout + r.stderr
+    assert not (flow.out / "nf_nrl.bit").exists()
 
 
 def _break_format_coe(flow: Flow, body: str) -> None:

@@ -69,8 +69,10 @@
 #                     mig.tcl creates the two IPs from --mig-prj. UNTESTED in
 #                     Vivado (docs/board.md)
 #   --mig-prj FILE    full flow with --ddr: the MIG project file (.prj) of the
-#                     board's DDR3 SODIMM (memory part, pins, system clock,
-#                     AXI4 512-bit slave, 32-bit address, 1-bit ID)
+#                     board's DDR3 SODIMM (default: SUME's own,
+#                     $SUME_FOLDER/projects/acceptance_test/hw/xml/nf_sume_ddr3A.prj);
+#                     mig_prj.tcl checks its clocks and reset and sets the
+#                     AXI4 slave (512-bit data, 32-bit address, 1-bit ID)
 
 set script_dir [file normalize [file dirname [info script]]]
 set repo [file normalize [file join $script_dir .. .. ..]]
@@ -127,7 +129,14 @@ if {$flow eq "full" && [info exists ::env(SUME_FOLDER)] && $::env(SUME_FOLDER) n
 }
 if {$ddr && $flow eq "full"} {
     if {$mig_prj eq ""} {
-        error "build.tcl: --ddr (full flow) needs --mig-prj FILE, the MIG project file of the SUME DDR3 SODIMM (pins, memory part, clocks; see docs/board.md)"
+        # SUME's own MIG project of SODIMM A (the acceptance test's)
+        if {![info exists ::env(SUME_FOLDER)] || $::env(SUME_FOLDER) eq ""} {
+            error "build.tcl: --ddr (full flow) takes the MIG project from \$SUME_FOLDER/projects/acceptance_test/hw/xml/nf_sume_ddr3A.prj, but \$SUME_FOLDER is not set; source \$SUME_FOLDER/tools/settings.sh, or pass --mig-prj FILE"
+        }
+        set mig_prj [file join $::env(SUME_FOLDER) projects acceptance_test hw xml nf_sume_ddr3A.prj]
+        if {![file isfile $mig_prj]} {
+            error "build.tcl: --ddr (full flow): no $mig_prj, SUME's MIG project of the DDR3 SODIMM A (NetFPGA-SUME-live's acceptance test); pass --mig-prj FILE"
+        }
     }
     set mig_prj [file normalize $mig_prj]
     if {![file isfile $mig_prj]} {
@@ -392,9 +401,19 @@ if {$ddr} {
     if {[catch {ddr_patch_top $top_v} top_v]} {
         fail "--ddr: cannot patch $design_dir/hw/hdl/top.v: $top_v"
     }
-    file copy -force $mig_prj [file join $work create_ip nrl_mig.prj]
+    source [file join $script_dir mig_prj.tcl]
+    set fh [open $mig_prj r]
+    set prj_text [read $fh]
+    close $fh
+    if {[catch {mig_prj_derive $prj_text} prj_text]} {
+        fail "--ddr: $mig_prj: $prj_text"
+    }
     set ::nrl_mig_prj [file join $work create_ip nrl_mig.prj]
+    set fh [open $::nrl_mig_prj w]
+    puts -nonewline $fh $prj_text
+    close $fh
     set ::nrl_ddr_v [file join $script_dir nf_nrl_ddr.v]
+    set ::nrl_ddr_xdc [file join $script_dir nrl_ddr.xdc]
     set ::nrl_axi_addr_width 32
     set ::nrl_axi_id_width 1
     puts "build.tcl: --ddr: top.v gets the DDR3 pins and nf_nrl_ddr; MIG project $mig_prj"
