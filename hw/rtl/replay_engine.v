@@ -256,6 +256,7 @@ wire [NCNT-1:0] cnt_inc;
 
 wire [INDEX_W:0] size;
 wire [INDEX_W-1:0] wptr;
+wire [31:0] rpl_axi_err;  // record store error responses (REC_STORE = 1)
 wire [SUM_W-1:0] tree_total;
 
 replay_regs #(
@@ -306,6 +307,7 @@ regs_inst (
     .rpl_size({{31-INDEX_W{1'b0}}, size}),
     .rpl_wptr({{32-INDEX_W{1'b0}}, wptr}),
     .rpl_total({{64-SUM_W{1'b0}}, tree_total}),
+    .rpl_axi_err(rpl_axi_err),
     .cnt_inc(cnt_inc)
 );
 
@@ -564,6 +566,7 @@ if (REC_STORE == 0) begin : g_rec_bram
     end
 
     assign rec_wr_ready = 1'b1;
+    assign rpl_axi_err = 32'd0;
     assign m_axis_tdata = rsp_tdata;
     assign m_axis_tkeep = rsp_tkeep;
     assign m_axis_tvalid = rsp_tvalid;
@@ -679,7 +682,9 @@ end else begin : g_rec_axi
         .m_axi_rresp(m_axi_rresp),
         .m_axi_rlast(m_axi_rlast),
         .m_axi_rvalid(m_axi_rvalid),
-        .m_axi_rready(m_axi_rready)
+        .m_axi_rready(m_axi_rready),
+        .err_clear(rpl_reset),
+        .axi_err(rpl_axi_err)
     );
 
     // verilator lint_off UNUSEDSIGNAL
