@@ -1,17 +1,30 @@
 #!/usr/bin/env python3
-"""Synthesize RTL tops with Yosys ``synth_xilinx -family xc7`` and report resources and logic depth.
+"""Synthesize RTL tops with Yosys ``synth_xilinx -family xc7`` and report resources, depth and delay.
 
 For each top (default: every one of fp32_add, grad_agg, replay_engine and
 nrl_switch that exists in ``hw/rtl``) the sources come from ``hw/rtl/<top>.f``
-(or ``hw/rtl/<top>.v`` alone), parameters from ``--param K=V`` (applied to a
-top only if it declares that parameter). The script prints the 7-series
-primitive counts (LUT, FF, RAMB36, RAMB18, DSP, CARRY4, plus LUT RAM and SRL)
-and the logic depth: ``ltp -noff`` on the flattened netlist with every
-sequential or memory primitive (FD*, RAMB*, DSP48*, SRL*, RAM*) removed, so
-the longest path counts the LUT/MUXF/CARRY4 cells between two registers.
-One ``key=value`` line per top ends the output, e.g.::
+(or ``hw/rtl/<top>.v`` alone), read with ``read_verilog -defer`` (every
+script in this repository that runs Yosys goes through :func:`synth`),
+parameters from ``--param K=V`` (applied to a top only if it declares that
+parameter). Mapping is ``synth_xilinx -abc9`` (delay-driven; plain abc for a
+design Yosys 0.23's abc9 flow aborts on, ``mapping=abc`` in the line). The
+script prints the 7-series primitive counts (LUT, FF, RAMB36, RAMB18, DSP,
+CARRY4, plus LUT RAM and SRL), the logic depth (``ltp -noff`` on the
+flattened netlist with every sequential or memory primitive removed: the
+LUT/MUXF/CARRY4 cells between two registers) and a delay-aware estimate of
+the worst register-to-register path in ns (:func:`estimate_timing`: the
+cell delays of Yosys's own xc7 timing model, DSP48E1 per its register
+configuration, carry chains per CARRY4 pin, block RAM with and without its
+output register; wires count zero, so this is the path before routing),
+overall and per first-level instance. One ``key=value`` line per top, then
+the worst of all, end the output, e.g.::
 
-    synth top=nrl_switch lut=1234 ff=2345 ramb36=4 ramb18=0 dsp=0 carry=56 lutram=8 srl=0 depth=9 seconds=42.0
+    synth top=nrl_switch lut=1234 ff=2345 ramb36=4 ramb18=0 dsp=0 carry=56 lutram=8 srl=0 depth=9 path_ns=3.21 mapping=abc9 seconds=42.0
+    worst_path_ns=3.21 module=nrl_switch
+
+The aim at the SUME datapath's 200 MHz (5 ns) is <= 3.5 ns per module,
+leaving 1.5 ns for routing; Vivado's out-of-context run
+(``scripts/sume_build.sh --flow ooc``) is the real check.
 
 ``--config NAME`` (repeatable) synthesizes a named configuration instead: a
 top with its own parameter overrides (``--param`` still applies on top), and
@@ -80,6 +93,7 @@ class Result:
     error: str = ""
     config: str = ""
     timing: Timing | None = None
+    mapping: str = "abc9"
 
     def line(self) -> str:
         """The ``key=value`` summary line of this top."""
@@ -88,7 +102,7 @@ class Result:
             return f"synth {name} status=fail seconds={self.seconds:.1f} error={self.error!r}"
         kv = " ".join(f"{k}={self.counts.get(k, 0)}" for k in CLASSES)
         ns = f" path_ns={self.timing.ns:.2f}" if self.timing is not None else ""
-        return f"synth {name} {kv} depth={self.depth}{ns} seconds={self.seconds:.1f}"
+        return f"synth {name} {kv} depth={self.depth}{ns} mapping={self.mapping} seconds={self.seconds:.1f}"
 
 # ---------------------------------------------------------------------------
 # delay-aware estimate: longest register-to-register path in ns
@@ -405,8 +419,9 @@ def declared_params(top: str, srcs: list[Path]) -> set[str]:
 
 
 def yosys_script(top: str, srcs: list[Path], params: dict[str, str], stat: Path, ltp: Path,
-                 netlist: Path | None = None) -> str:
-    """The Yosys command script for one top (``netlist``: also write the mapped netlist as JSON)."""
+                 netlist: Path | None = None, abc9: bool = True) -> str:
+    """The Yosys command script for one top (``netlist``: also write the mapped netlist as JSON;
+    ``abc9``: delay-driven LUT mapping, ``synth_xilinx -abc9``)."""
     files = " ".join(str(s) for s in srcs)
     # chparam on the deferred (abstract) top: Yosys 0.23 asserts on
     # `hierarchy -chparam` for a top with generate blocks (replay_engine)
@@ -415,7 +430,7 @@ def yosys_script(top: str, srcs: list[Path], params: dict[str, str], stat: Path,
         f"read_verilog -defer -I{RTL} {files}",
         *chparam,
         f"hierarchy -top {top}",
-        f"synth_xilinx -family xc7 -top {top} -flatten -noiopad -abc9",
+        f"synth_xilinx -family xc7 -top {top} -flatten -noiopad" + (" -abc9" if abc9 else ""),
         f"tee -q -o {stat} stat",
         *([f"write_json {netlist}"] if netlist is not None else []),
         f"delete {SEQUENTIAL}",
@@ -465,10 +480,22 @@ def synth(top: str, params: dict[str, str], timeout: float, keep_log: Path | Non
     declared = declared_params(top, srcs)
     use = {k: v for k, v in params.items() if k in declared}
     t0 = time.monotonic()
+    res = _synth_once(top, srcs, use, timeout, keep_log, config, t0, abc9=True)
+    if not res.ok and not res.error.startswith("timeout") and not res.error.startswith("timing"):
+        # Yosys 0.23's abc9 flow aborts on some designs (a std::vector range check in
+        # replay_engine): map those with plain abc; the delay estimate works on either netlist
+        print(f"   note: synth_xilinx -abc9 failed ({res.error}); mapping with abc instead", flush=True)
+        res = _synth_once(top, srcs, use, timeout, keep_log, config, t0, abc9=False)
+    return res
+
+
+def _synth_once(top: str, srcs: list[Path], use: dict[str, str], timeout: float, keep_log: Path | None,
+                config: str, t0: float, abc9: bool) -> Result:
+    mapping = "abc9" if abc9 else "abc"
     with tempfile.TemporaryDirectory(prefix=f"synth_{top}_") as tmp:
         d = Path(tmp)
         stat, ltp, script, net = d / "stat.txt", d / "ltp.txt", d / "synth.ys", d / "netlist.json"
-        script.write_text(yosys_script(top, srcs, use, stat, ltp, net))
+        script.write_text(yosys_script(top, srcs, use, stat, ltp, net, abc9))
         try:
             r = subprocess.run(["yosys", "-q", "-l", str(d / "yosys.log"), "-s", str(script)],
                                capture_output=True, text=True, timeout=timeout)
@@ -476,10 +503,10 @@ def synth(top: str, params: dict[str, str], timeout: float, keep_log: Path | Non
             return Result(top, False, time.monotonic() - t0, error=f"timeout after {timeout:.0f} s")
         if keep_log is not None and (d / "yosys.log").exists():
             keep_log.mkdir(parents=True, exist_ok=True)
-            shutil.copy(d / "yosys.log", keep_log / f"{config or top}.log")
+            shutil.copy(d / "yosys.log", keep_log / f"{config or top}.{mapping}.log")
         if r.returncode != 0 or not stat.exists():
             err = (r.stderr or r.stdout).strip().splitlines()
-            return Result(top, False, time.monotonic() - t0, error=err[-1] if err else "yosys failed")
+            return Result(top, False, time.monotonic() - t0, error=err[-1].strip() if err else "yosys failed")
         cells = parse_stat(stat.read_text())
         ltp_text = ltp.read_text() if ltp.exists() else ""
         depth = parse_ltp(ltp_text) if ltp_text else -1
@@ -488,7 +515,7 @@ def synth(top: str, params: dict[str, str], timeout: float, keep_log: Path | Non
         except (OSError, ValueError, KeyError) as e:
             return Result(top, False, time.monotonic() - t0, error=f"timing estimate: {e}")
     return Result(top, True, time.monotonic() - t0, classify(cells), cells, depth,
-                  ltp_endpoints(ltp_text), config=config, timing=timing)
+                  ltp_endpoints(ltp_text), config=config, timing=timing, mapping=mapping)
 
 
 def parse_params(items: list[str]) -> dict[str, str]:
