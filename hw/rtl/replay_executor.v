@@ -304,14 +304,19 @@ wire ctx_room = ctx_used_reg < 2**CTX_TAG_W;
 // responder has issued the frame's last beat
 reg [RESP_Q_ADDR_W+1:0] rq_used_reg;
 reg rq_take;
+// the responder's pop, registered: it is decoded from the queue head in the same clock,
+// and the release may come a clock late (a PUSH then waits one clock more)
+reg rq_pop_reg;
 // samples between issue and the tree output
 reg [7:0] inflight_reg;
 reg smp_issue;
 
 always @(posedge clk) begin
-    rq_used_reg <= rq_used_reg + {{RESP_Q_ADDR_W+1{1'b0}}, rq_take} - {{RESP_Q_ADDR_W+1{1'b0}}, rq_pop};
+    rq_pop_reg <= rq_pop;
+    rq_used_reg <= rq_used_reg + {{RESP_Q_ADDR_W+1{1'b0}}, rq_take} - {{RESP_Q_ADDR_W+1{1'b0}}, rq_pop_reg};
     inflight_reg <= inflight_reg + {7'd0, smp_issue} - {7'd0, r_valid};
     if (rst) begin
+        rq_pop_reg <= 1'b0;
         rq_used_reg <= {RESP_Q_ADDR_W+2{1'b0}};
         inflight_reg <= 8'd0;
     end
