@@ -13,13 +13,15 @@ JOBS   ?= 2
 .PHONY: setup cxx demo test test-slow lint bench regs synth coverage clean
 
 # Debian iverilog (simulation), yosys (synthesis estimates), tcl (tclsh, the
-# build.tcl dry run) and g++ (the native switch engine, built by pip) when missing;
-# under CI the tests fail if any is absent. g++ comes first: pip compiles hostdrv._native
+# build.tcl dry run), linux-headers-amd64 (Linux 6.1 on Debian 12: the kbuild test of
+# the patched sume_riffa driver) and g++ (the native switch engine, built by pip) when
+# missing; under CI the tests fail if any is absent. g++ comes first: pip compiles hostdrv._native
 setup: $(STAMP)
 	@missing=""; \
 	command -v iverilog >/dev/null 2>&1 || missing="$$missing iverilog"; \
 	command -v yosys >/dev/null 2>&1 || missing="$$missing yosys"; \
 	command -v tclsh >/dev/null 2>&1 || missing="$$missing tcl"; \
+	ls -d /usr/src/linux-headers-6.1*-amd64 >/dev/null 2>&1 || missing="$$missing linux-headers-amd64"; \
 	if [ -n "$$missing" ]; then \
 	  echo "[setup] installing Debian$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

@@ -62,6 +62,7 @@ REGISTERS: dict[str, Register] = {
     'RPL_SPI_ERROR': Register('RPL_SPI_ERROR', 0x0A8, 'rw', 0x0, 32, False, 'rate limiter: error buffer in samples, unsigned Q16.16; min_diff = RPL_SPI * RPL_MIN_SIZE - RPL_SPI_ERROR, max_diff = RPL_SPI * RPL_MIN_SIZE + RPL_SPI_ERROR'),
     'RPL_RATE_DIFF_LO': Register('RPL_RATE_DIFF_LO', 0x0AC, 'ro', 0x0, 32, False, "rate limiter accumulator diff = (records accepted) * RPL_SPI - (samples served) * 1.0 since the last RPL_SPI or RPL_RESET write, signed 64-bit Q16.16 (two's complement, wraps), bits 31:0"),
     'RPL_RATE_DIFF_HI': Register('RPL_RATE_DIFF_HI', 0x0B0, 'ro', 0x0, 32, False, 'rate limiter accumulator bits 63:32 (see RPL_RATE_DIFF_LO)'),
+    'RPL_AXI_ERR': Register('RPL_AXI_ERR', 0x0B4, 'ro', 0x0, 32, False, "records in external memory (RTL REC_STORE = 1, build.tcl --ddr): bit 31 is set, and stays set, at the first AXI4 response other than OKAY; bits 30:0 count them (each write burst's BRESP, each read beat's RRESP; saturating). Cleared by RPL_RESET. Always 0 with records in block RAM and in the soft and sim switches"),
     'MEMBER_PORT_0': Register('MEMBER_PORT_0', 0x100, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
     'MEMBER_PORT_1': Register('MEMBER_PORT_1', 0x110, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
     'MEMBER_PORT_2': Register('MEMBER_PORT_2', 0x120, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
@@ -215,6 +216,7 @@ RPL_SPI = 0x0A4
 RPL_SPI_ERROR = 0x0A8
 RPL_RATE_DIFF_LO = 0x0AC
 RPL_RATE_DIFF_HI = 0x0B0
+RPL_AXI_ERR = 0x0B4
 MEMBER_PORT_0 = 0x100
 MEMBER_PORT_1 = 0x110
 MEMBER_PORT_2 = 0x120

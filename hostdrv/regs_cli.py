@@ -7,13 +7,16 @@
     netrl regs udp://10.0.0.1?regs=rwaxi write AGG_SLOTS 8
     netrl regs sim://127.0.0.1:20051 dump [--json]
     netrl regs serial:///dev/ttyUSB1 watch [--interval 1] [--count N]
+    netrl regs serial:///dev/ttyUSB1 identity
 
 Names come from :mod:`hostdrv.regmap` (``docs/registers.md``); an address
 (``0x048``) works where no name does. ``dump`` prints every counter by name
 (and, on a soft or sim switch, the server's own ``SRV_*`` counters);
 ``watch`` samples them every ``--interval`` seconds and shows each counter's
 value and rate per second, redrawn in place like ``top`` on a terminal, one
-frame after the other otherwise.
+frame after the other otherwise. ``identity`` prints ``MAGIC``, ``VERSION`` and
+``BUILD_HASH`` and, over ``serial://``, what the firmware reports of the
+Si5324 that clocks the 10G ports: set-up acknowledged, locked or loss of lock.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ def add_regs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     write = action.add_parser("write", help="write one register, then read it back")
     write.add_argument("register", help="name (AGG_SLOTS) or byte address (0x048)")
     write.add_argument("value", help="value (decimal, 0x hex, 0b binary)")
+    action.add_parser("identity", help="MAGIC, VERSION, BUILD_HASH; over serial:// also the "
+                                       "Si5324 clock status (set-up, loss of lock)")
     dump = action.add_parser("dump", help="every counter by name")
     dump.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     watch = action.add_parser("watch", help="counter values and rates per second, refreshed")
@@ -225,6 +230,20 @@ def _action(args: argparse.Namespace, ctl: SwitchControl, transport: RegisterTra
                 transport.write(addr, value)
         value = ctl.read(name) if name is not None else transport.read(addr)
         print(f"{label} = 0x{value:08X} ({value})", file=out)
+        return 0
+    if args.action == "identity":
+        for name in ("MAGIC", "VERSION", "BUILD_HASH"):
+            value = ctl.read(name)
+            print(f"{name:<10}  0x{value:08X}", file=out)
+        firmware_identity = getattr(transport, "identity", None)
+        if callable(firmware_identity):  # serial://: the firmware's own identity reply
+            fw = firmware_identity()
+            print(f"{'FIRMWARE':<10}  line protocol {fw.firmware_protocol}", file=out)
+            print(f"{'SI5324':<10}  {fw.clock_text()}", file=out)
+            if fw.clock_status != 0 or fw.lol_status not in (0, None):
+                print("netrl regs: the Si5324 is not locked: the 10G ports have no reference clock "
+                      "(docs/board_uart.md)", file=sys.stderr)
+                return 1
         return 0
     names = counter_names(args.url)
     if args.action == "dump":

@@ -12,15 +12,19 @@
 # Edition is enough. The FPGA configuration is volatile: it is lost at power
 # off and has to be programmed again.
 #
-# Afterwards the host must find the board's PCIe endpoint again. These are
-# the steps of SUME's tools/scripts/run_load_image.sh: remove and rescan the
-# PCI device 0x7028 (its reconfigure/pci_rescan_run.sh), reload the
-# sume_riffa driver, bring nf0..nf3 up. With --reload (as root, with
-# $DRIVER_FOLDER set by SUME's tools/settings.sh) this script runs them;
-# otherwise it prints them.
+# The host side: the board's PCIe endpoint (device 0x7028) disappears while
+# the FPGA is reconfigured, so programming with sume_riffa still bound to it
+# can hang or crash the host. As SUME's blueswitch run_load_image.sh does,
+# the driver is unloaded and the PCI device removed first, then the FPGA
+# programmed, then the bus rescanned (SUME's reconfigure/pci_rescan_run.sh),
+# the driver loaded again and nf0..nf3 brought up. With --reload (as root,
+# with $DRIVER_FOLDER set by SUME's tools/settings.sh) this script does all
+# of it; without, it programs only when the driver is not loaded and prints
+# the steps before and after.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+sysfs="${NRL_SYSFS:-/sys}"  # another root only for tests
 repo="$(cd "$here/.." && pwd)"
 bit="$repo/build/sume/nf_nrl.bit"
 url="localhost:3121"
@@ -32,7 +36,7 @@ while [ $# -gt 0 ]; do
         --url) url="${2:?--url needs HOST:PORT}"; shift 2 ;;
         --device) device="${2:?--device needs the index on the JTAG chain}"; shift 2 ;;
         --reload) reload=1; shift ;;
-        -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) bit="$1"; shift ;;
     esac
 done
@@ -52,6 +56,55 @@ if head -c 40 "$bit" | grep -q "netfpga-rl dry run"; then
     exit 2
 fi
 bit="$(cd "$(dirname "$bit")" && pwd)/$(basename "$bit")"
+
+driver_ko="${DRIVER_FOLDER:-\$SUME_FOLDER/lib/sw/std/driver/sume_riffa_v1_0_0}/sume_riffa.ko"
+steps_before() {
+    cat <<EOF
+  # before programming: unload the driver, remove the SUME endpoint (0x7028)
+  rmmod sume_riffa
+  for d in $sysfs/bus/pci/devices/*; do
+      [ "\$(cat \$d/device)" = 0x7028 ] && echo 1 > \$d/remove
+  done
+EOF
+}
+steps_after() {
+    cat <<EOF
+  # after programming: rescan the bus (or reboot), reload the driver, interfaces up
+  echo 1 > $sysfs/bus/pci/rescan
+  insmod $driver_ko
+  ip link set nf0 up; ip link set nf1 up; ip link set nf2 up; ip link set nf3 up
+EOF
+}
+driver_loaded() { [ -d "$sysfs/module/sume_riffa" ]; }
+
+if [ "$reload" -eq 1 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "sume_flash.sh: error: --reload needs root (rmmod/insmod, PCI remove and rescan); the steps are:" >&2
+        steps_before >&2
+        echo "  # program: scripts/sume_flash.sh $bit" >&2
+        steps_after >&2
+        exit 1
+    fi
+    if [ -z "${DRIVER_FOLDER:-}" ] || [ ! -f "$DRIVER_FOLDER/sume_riffa.ko" ]; then
+        echo "sume_flash.sh: error: \$DRIVER_FOLDER/sume_riffa.ko not found: source \$SUME_FOLDER/tools/settings.sh and build the driver (make -C \$DRIVER_FOLDER)" >&2
+        exit 1
+    fi
+    if driver_loaded; then
+        rmmod sume_riffa
+        echo "sume_flash.sh: sume_riffa unloaded"
+    fi
+    for d in "$sysfs"/bus/pci/devices/*; do
+        if [ "$(cat "$d/device" 2>/dev/null)" = "0x7028" ]; then
+            echo 1 > "$d/remove"
+            echo "sume_flash.sh: PCI device $(basename "$d") (0x7028) removed"
+        fi
+    done
+elif driver_loaded; then
+    echo "sume_flash.sh: error: sume_riffa is loaded: programming under a bound driver can hang the host." >&2
+    echo "  Run with --reload as root (unload, program, rescan, reload), or first, as root:" >&2
+    steps_before >&2
+    exit 1
+fi
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -82,53 +135,22 @@ exit
 TCL
 vivado -mode batch -nojournal -nolog -source "$tmp/program.tcl"
 
-driver_ko="${DRIVER_FOLDER:-\$SUME_FOLDER/lib/sw/std/driver/sume_riffa_v1_0_0}/sume_riffa.ko"
-steps() {
-    cat <<EOF
-  # 1. PCIe: remove and rescan the SUME endpoint (device id 0x7028), as
-  #    SUME's tools/scripts/reconfigure/pci_rescan_run.sh does (or reboot)
-  for d in /sys/bus/pci/devices/*; do
-      [ "\$(cat \$d/device)" = 0x7028 ] && echo 1 > \$d/remove
-  done; sleep 1; echo 1 > /sys/bus/pci/rescan
-  # 2. reload the driver (built in \$DRIVER_FOLDER by SUME's tools/settings.sh + make)
-  rmmod sume_riffa; insmod $driver_ko
-  # 3. bring the four 10G interfaces up
-  ip link set nf0 up; ip link set nf1 up; ip link set nf2 up; ip link set nf3 up
-EOF
-}
-
 if [ "$reload" -eq 0 ]; then
-    echo "sume_flash.sh: programmed. Now, as root (what SUME's tools/scripts/run_load_image.sh does):"
-    steps
+    echo "sume_flash.sh: programmed. Now, as root (what SUME's run_load_image.sh does after programming):"
+    steps_after
     echo "  then: rwaxi -a 0x44010000 must print 0x4e524c31 (docs/board.md)"
     exit 0
 fi
-
-if [ "$(id -u)" -ne 0 ]; then
-    echo "sume_flash.sh: error: --reload needs root (PCI rescan, rmmod/insmod); the steps are:" >&2
-    steps >&2
-    exit 1
-fi
-if [ -z "${DRIVER_FOLDER:-}" ] || [ ! -f "$DRIVER_FOLDER/sume_riffa.ko" ]; then
-    echo "sume_flash.sh: error: \$DRIVER_FOLDER/sume_riffa.ko not found: source \$SUME_FOLDER/tools/settings.sh and build the driver (make -C \$DRIVER_FOLDER)" >&2
-    exit 1
-fi
+sleep 1
+echo 1 > "$sysfs/bus/pci/rescan"
 sleep 1
 found=0
-for d in /sys/bus/pci/devices/*; do
-    if [ "$(cat "$d/device" 2>/dev/null)" = "0x7028" ]; then
-        echo 1 > "$d/remove"
-        found=1
-    fi
+for d in "$sysfs"/bus/pci/devices/*; do
+    [ "$(cat "$d/device" 2>/dev/null)" = "0x7028" ] && found=1
 done
-sleep 1
-echo 1 > /sys/bus/pci/rescan
 if [ "$found" -eq 0 ]; then
-    echo "sume_flash.sh: warning: no PCI device 0x7028 was present before the rescan; if the board does not appear, reboot the host" >&2
+    echo "sume_flash.sh: warning: no PCI device 0x7028 after the rescan; if the board does not appear, reboot the host" >&2
 fi
-sleep 1
-rmmod sume_riffa 2>/dev/null || true
-sleep 1
 insmod "$DRIVER_FOLDER/sume_riffa.ko"
 sleep 1
 for i in 0 1 2 3; do

@@ -45,6 +45,9 @@ ENVIRONMENTAL_SKIPS = {
     "test_board.py": 4,  # AF_PACKET (Linux), root, util-linux unshare, network namespace
     "test_control_auth.py": 1,  # root, unshare and ip: a non-loopback address in a namespace
     "test_rack.py": 1,  # Linux, root, iproute2 and permission to create network namespaces
+    "test_scripts_smoke.py": 1,  # root: bench_rack.py's network namespaces (slow)
+    "test_sume_flow.py": 1,  # root: sume_flash.sh --reload refuses to run without it
+    "test_sume_riffa_patch.py": 1,  # a NetFPGA-SUME-live checkout in $SUME_FOLDER (optional input)
 }
 
 

@@ -79,14 +79,21 @@ class Firmware:
         return self.stderr_path.read_text()
 
 
-def start_firmware(binary: Path, tmp: Path, preload: dict[int, int] | None = None) -> Firmware:
+def start_firmware(binary: Path, tmp: Path, preload: dict[int, int] | None = None,
+                   lol: str | None = None) -> Firmware:
+    """Start the native firmware on a pty; ``lol``: the stub Si5324's LOL_INT ("1": not locked,
+    "N": the read is not acknowledged)."""
     args = [str(binary), "--pty"]
+    env = {**os.environ}
+    env.pop("NRL_FW_SI5324_LOL", None)
+    if lol is not None:
+        env["NRL_FW_SI5324_LOL"] = lol
     if preload:
         f = tmp / "preload.txt"
         f.write_text("".join(f"{a:x} {v:x}\n" for a, v in preload.items()))
         args += ["--preload", str(f)]
     err = tmp / "fw_stderr.txt"
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err.open("w"), text=True)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err.open("w"), text=True, env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("pty "), f"firmware did not start: {line!r}"
@@ -171,7 +178,7 @@ def test_identity(firmware: Firmware) -> None:
     assert fw.magic == regmap.REGISTERS["MAGIC"].reset
     assert fw.version == regmap.REGISTERS["VERSION"].reset
     assert fw.firmware_protocol == FIRMWARE_PROTOCOL
-    assert fw.clock_status == 0
+    assert fw.clock_status == 0 and fw.lol_status == 0
 
 
 def test_reads_give_reset_values(firmware: Firmware) -> None:
@@ -300,6 +307,42 @@ def test_si5324_sequence_matches_docs(firmware: Firmware) -> None:
     assert table, "no I2C table in docs/board_uart.md"
     documented = [(int(a, 16), [int(b, 16) for b in data.split()]) for _i, a, data in table]
     assert sent == documented
+
+
+def test_si5324_reset_timing_and_lol_readback(firmware: Firmware) -> None:
+    """The reset pulse is held at least 1 us and the parts get time before the first I2C
+    access; after the sequence the firmware reads the Si5324's LOL_INT (register 130)."""
+    with SwitchControl(firmware.url) as ctl:
+        ctl.read("MAGIC")  # the firmware has booted
+    log = firmware.log().splitlines()
+    assert log[:4] == ["gpo FF", log[1], "gpo 00", log[3]], log[:4]
+    hold, settle = (int(re.fullmatch(r"delay (\d+) us", x).group(1)) for x in (log[1], log[3]))  # type: ignore[union-attr]
+    assert hold >= 1 and settle >= 1000, (hold, settle)
+    assert log[4].startswith("i2c ")
+    last_write = max(i for i, x in enumerate(log) if x.startswith("i2c "))
+    assert log[last_write + 1].startswith("delay ")
+    assert log[last_write + 2] == "i2c-read 68: 82 -> 1 bytes"
+
+
+@pytest.mark.parametrize("lol, rc, text", [(None, 0, "configured, locked"),
+                                           ("1", 1, "configured, loss of lock"),
+                                           ("N", 1, "configured, not read")])
+def test_netrl_regs_identity_reports_lol(fw_binary: Path, tmp_path: Path, lol: str | None, rc: int,
+                                         text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``netrl regs URL identity`` shows the Si5324's lock and fails while it is not locked."""
+    fw = start_firmware(fw_binary, tmp_path, lol=lol)
+    try:
+        code, out, err = netrl(capsys, fw.url, "identity")
+        assert code == rc, out + err
+        assert f"SI5324      {text}" in out, out
+        assert f"MAGIC       0x{regmap.REGISTERS['MAGIC'].reset:08X}" in out
+        assert (rc == 0) == ("no reference clock" not in err), err
+        with SwitchControl(fw.url) as ctl:
+            ident = ctl._t.identity()  # type: ignore[attr-defined]
+        assert ident.lol_status == {None: 0, "1": 1, "N": 2}[lol]
+    finally:
+        fw.proc.terminate()
+        fw.proc.wait(timeout=10)
 
 
 # ---------------------------------------------------------------------------

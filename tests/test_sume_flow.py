@@ -125,6 +125,23 @@ proc get_property {name args} {
     }
     return ""
 }
+proc write_mem_info {args} {
+    set fh [open [lindex $args end] w]
+    puts $fh {<MemInfo Version="1" Minor="0">
+  <Processor Endianness="Little" InstPath="control_sub_i/nf_mbsys/mbsys/microblaze_0">
+  </Processor>
+</MemInfo>}
+    close $fh
+    step write_mem_info {*}$args
+}
+proc updatemem {args} {
+    array set a [lsearch -all -inline -not -exact $args -force]
+    set fh [open $a(-out) w]
+    puts -nonewline $fh "bitstream [file tail $a(-bit)] with $a(-data)"
+    close $fh
+    step updatemem {*}$args
+    return "updatemem: done"
+}
 proc write_bitstream {args} {
     set elfs [lsearch -all -inline -glob $::files *.elf]
     set fh [open [lindex $args end] w]
@@ -158,6 +175,7 @@ class Flow:
         self.run_dir = tmp / "runs" / "impl_1"
         self.run_dir.mkdir(parents=True)
         (self.run_dir / "top.sysdef").write_bytes(b"hardware export")
+        (self.run_dir / "top.bit").write_bytes(b"bitstream of impl_1")
         self.out = tmp / "out"
         self.bin = tmp / "bin"  # `python` for the identifier recipe
         self.bin.mkdir()
@@ -241,16 +259,20 @@ def test_full_flow_dry_run(flow: Flow) -> None:
     assert elf.read_bytes() == (out / "firmware" / "app.elf").read_bytes()
     assert not (flow.firmware / "app.elf").exists()  # BUILD_DIR: nothing built in the source folder
 
-    # load_elf.tcl's step: associate, rerun write_bitstream, write the bitstream
-    i_add = s.index(f"add_files {elf}")
-    assert f"set_property SCOPED_TO_REF control_sub {elf}" in s
-    i_scope = s.index(f"set_property SCOPED_TO_CELLS nf_mbsys/mbsys/microblaze_0 {elf}")
-    i_reset = s.index("reset_run impl_1 -prev_step")
-    i_launch = s.index("launch_runs impl_1 -to_step write_bitstream -jobs 2")
-    i_bit = s.index(f"write_bitstream -force {out / 'nf_nrl.bit'}")
-    assert i_add < i_scope < i_reset < i_launch < i_bit
-    assert s.index("launch_runs impl_1 -jobs 2 -to_step write_bitstream") < i_add  # the first implementation
-    assert (out / "nf_nrl.bit").read_text() == f"bitstream with {elf}"
+    # the ELF into the finished bitstream: write_mem_info, updatemem; one implementation only
+    mmi = out / "nf_nrl.mmi"
+    i_mmi = s.index(f"write_mem_info -force {mmi}")
+    i_um = s.index(f"updatemem -force -meminfo {mmi} -data {elf} -bit {flow.run_dir / 'top.bit'} "
+                   f"-proc control_sub_i/nf_mbsys/mbsys/microblaze_0 -out {out / 'nf_nrl.bit'}")
+    assert s.index("launch_runs impl_1 -jobs 2 -to_step write_bitstream") < i_mmi < i_um
+    assert (out / "nf_nrl.bit").read_text() == f"bitstream top.bit with {elf}"
+    assert [x for x in s if x.startswith("launch_runs")] == ["launch_runs impl_1 -jobs 2 -to_step write_bitstream"]
+    assert not any(x.startswith(("reset_run", "write_bitstream", "add_files")) and "elf" in x.lower() for x in s)
+    assert not any(x.startswith("reset_run") for x in s)
+    # the reference script's duplicate synthesis run is gone (impl_1 runs synth_1)
+    proj_text = (work / "tcl" / "nrl_reference_switch.tcl").read_text()
+    assert not re.search(r"^[ \t]*(create_run|launch_runs[ \t]+synth\b|wait_on_run[ \t]+synth\b)", proj_text, re.M)
+    assert len(re.findall(r"^# netfpga-rl: removed \(duplicate synthesis run\)", proj_text, re.M)) == 4
 
     # the datapath swap, as before
     top = (work / "hdl" / "top.v").read_text()
@@ -279,7 +301,7 @@ def test_full_flow_mb_regs(flow: Flow) -> None:
     assert seg == [f"create_bd_addr_seg -range {size} -offset {base} nf_mbsys/mbsys/microblaze_0/Data "
                    "M01_AXI/Reg SEG_nrl_M01_AXI_Reg"], seg
     i_seg = s.index(seg[0])
-    assert s.index("create_bd_design control_sub") < i_seg < s.index("launch_runs synth -jobs 2")
+    assert s.index("create_bd_design control_sub") < i_seg < s.index("launch_runs impl_1 -jobs 2 -to_step write_bitstream")
     assert "set_property -dict {CONFIG.NUM_MI 4} nf_mbsys/mbsys/microblaze_0_axi_periph" in s
     assert "set_property -dict {CONFIG.NUM_SI 2 CONFIG.S01_HAS_REGSLICE 3} dma_sub/axi_interconnect_0" in s
     assert "connect_bd_intf_net nf_mbsys/M_AXI_NRL dma_sub/S01_AXI" in s
@@ -295,7 +317,7 @@ def test_full_flow_with_given_elf(flow: Flow) -> None:
     r = flow.run("--elf", str(elf), "--firmware", str(flow.tmp / "nowhere"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert (flow.out / "app.elf").read_bytes() == elf.read_bytes()
-    assert f"set_property SCOPED_TO_CELLS nf_mbsys/mbsys/microblaze_0 {flow.out / 'app.elf'}" in steps(r)
+    assert any(x.startswith("updatemem") and f"-data {flow.out / 'app.elf'}" in x for x in steps(r))
 
 
 def test_identifier_without_python2(flow: Flow) -> None:
@@ -373,50 +395,101 @@ def ip_stubs(wrapper: Path) -> str:
     return "".join(out)
 
 
+IBUFDS_STUB = """module IBUFDS #(parameter DIFF_TERM = "FALSE", parameter IBUF_LOW_PWR = "TRUE")
+  (input I, input IB, output O);
+  assign O = I;
+endmodule
+"""
+
+
 def test_full_flow_ddr(flow: Flow) -> None:
-    """--ddr: mig.tcl after control_sub.tcl, the DDR3 pins and nf_nrl_ddr in top.v (which
-    elaborates on Icarus with the IPs stubbed); --ddr without --mig-prj stops with a message."""
-    r = flow.run("--firmware", str(flow.firmware), "--ddr")
-    assert r.returncode != 0 and "--ddr (full flow) needs --mig-prj FILE" in r.stderr, r.stderr
+    """--ddr: the MIG project derived from SUME's nf_sume_ddr3A.prj (512-bit AXI, 1-bit ID),
+    mig.tcl after control_sub.tcl, nrl_ddr.xdc (pins, period, BACKBONE) added, the DDR3 pins
+    and nf_nrl_ddr in top.v with clk_ref_i on the 200 MHz clock and the MIG's reset active
+    high; the patched top.v elaborates on Icarus with the IPs stubbed."""
     (flow.design / "hw" / "hdl" / "top.v").write_text(DDR_TOP_V)
-    prj = flow.tmp / "sume_ddr3.prj"
-    prj.write_text("<?xml version='1.0'?><Project>stand-in MIG project</Project>\n")
-    r = flow.run("--firmware", str(flow.firmware), "--ddr", "--mig-prj", str(prj))
+    r = flow.run("--firmware", str(flow.firmware), "--ddr")
     assert r.returncode == 0, r.stdout + r.stderr
     s = steps(r)
     work = flow.out / "sume_tree" / "projects" / "reference_switch" / "hw"
-    assert (work / "create_ip" / "nrl_mig.prj").read_text() == prj.read_text()
+    prj = (work / "create_ip" / "nrl_mig.prj").read_text()
+    ref = (flow.sume / "projects" / "acceptance_test" / "hw" / "xml" / "nf_sume_ddr3A.prj").read_text()
+    for name, value in [("ModuleName", "nrl_mig"), ("C0_S_AXI_DATA_WIDTH", "512"),
+                        ("C0_S_AXI_ID_WIDTH", "1"), ("C0_S_AXI_ADDR_WIDTH", "32"),
+                        ("SystemClock", "No Buffer"), ("ReferenceClock", "No Buffer"),
+                        ("SysResetPolarity", "ACTIVE HIGH"), ("InputClkFreq", "233.1")]:
+        assert f"<{name}>{value}</{name}>" in prj, name
+    # everything else as in SUME's file
+    strip = r"<(ModuleName|C0_S_AXI_DATA_WIDTH|C0_S_AXI_ID_WIDTH)>[^<]*<"
+    assert re.sub(strip, "", prj) == re.sub(strip, "", ref)
     i_mig = s.index("create_ip -name mig_7series -vendor xilinx.com -library ip -module_name nrl_mig")
     i_cc = s.index("create_ip -name axi_clock_converter -vendor xilinx.com -library ip "
                    "-module_name nrl_rpl_axi_cc")
     assert any("CONFIG.XML_INPUT_FILE nrl_mig.prj" in x for x in s)
     assert any("CONFIG.DATA_WIDTH 512" in x and "CONFIG.ACLK_ASYNC 1" in x for x in s)
     i_ddr_v = s.index(f"read_verilog {SUME / 'nf_nrl_ddr.v'}")
-    assert s.index("create_bd_design control_sub") < i_mig < i_cc < i_ddr_v < s.index("launch_runs synth -jobs 2")
+    i_xdc = s.index(f"add_files {SUME / 'nrl_ddr.xdc'}")
+    assert (s.index("create_bd_design control_sub") < i_mig < i_cc < i_ddr_v < i_xdc
+            < s.index("launch_runs impl_1 -jobs 2 -to_step write_bitstream"))
     assert {"generate_target nrl_mig", "generate_target nrl_rpl_axi_cc"} <= set(s)
+    xdc = (SUME / "nrl_ddr.xdc").read_text()
+    assert re.search(r"^set_property CLOCK_DEDICATED_ROUTE BACKBONE \[get_nets .*nrl_ddr_inst/sys_clk_ibufds/O",
+                     xdc, re.M)
+    assert "PACKAGE_PIN E34 [get_ports sys_clk_p]" in xdc and "-period 4.288 [get_ports sys_clk_p]" in xdc
     proj = (work / "tcl" / "nrl_reference_switch.tcl").read_text()
     assert re.search(r"source \./tcl/control_sub\.tcl\nsource \"\S+/hw/boards/sume/mig\.tcl\"", proj)
     top = (work / "hdl" / "top.v").read_text()
     assert re.search(r"nf_nrl_top\s*#\(\s*\n\s*\.BUILD_HASH\(32'h[0-9a-f]{8}\),\s*\.RPL_REC_STORE\(1\),", top)
     assert ".axis_aclk(clk_200)" in top and ".sys_rst_n(sys_rst_n_c)" in top
+    assert ".clk_ref_i(clk_200)" in top  # the IDELAY reference: the 200 MHz clock top.v has
+    wrapper = (SUME / "nf_nrl_ddr.v").read_text()
+    mig = wrapper.split("\nnrl_mig\n", 1)[1].split(");", 1)[0]
+    assert ".sys_clk_i(sys_clk_i)" in mig and ".clk_ref_i(clk_ref_i)" in mig
+    assert ".sys_rst(!sys_rst_n)" in mig  # active high, from the board's active-low reset
+    assert "sys_clk_p" not in mig
     # the patched top elaborates with the real wrappers and the IPs stubbed
     iverilog = require_tool("iverilog", "elaborating the --ddr top.v")
     stubs = flow.tmp / "ip_stubs.v"
-    stubs.write_text(ip_stubs(SUME / "nf_nrl_ddr.v"))
+    stubs.write_text(ip_stubs(SUME / "nf_nrl_ddr.v") + IBUFDS_STUB)
     srcs = [str(x) for x in wrapper_sources()]
     e = subprocess.run([iverilog, "-g2005", "-o", os.devnull, f"-I{REPO / 'hw' / 'rtl'}", "-s", "top",
                         str(work / "hdl" / "top.v"), str(SUME / "nf_nrl_ddr.v"), str(stubs), *srcs],
                        capture_output=True, text=True, timeout=300)
     assert e.returncode == 0, e.stdout + e.stderr
-    # the same under sume_build.sh --dry-run (hw/boards/sume/dryrun.tcl)
+    # the same under sume_build.sh --dry-run (hw/boards/sume/dryrun.tcl), with --mig-prj
+    given = flow.tmp / "sodimm.prj"
+    given.write_text(ref)
     env = {**os.environ, **flow.env}
     env.pop("FAKE_RUN_DIR")
     r = subprocess.run(["bash", str(REPO / "scripts" / "sume_build.sh"), "--dry-run", "--flow", "full",
                         "--out", str(flow.tmp / "dry"), "--firmware", str(flow.firmware), "--ddr",
-                        "--mig-prj", str(prj)], capture_output=True, text=True, env=env, cwd=flow.tmp,
+                        "--mig-prj", str(given)], capture_output=True, text=True, env=env, cwd=flow.tmp,
                        timeout=120)
     assert r.returncode == 0 and "dry run complete" in r.stdout, r.stdout + r.stderr
-    assert "mig.tcl: nrl_mig (from nrl_mig.prj), nrl_rpl_axi_cc and nf_nrl_ddr added" in r.stdout
+    assert "mig.tcl: nrl_mig (from nrl_mig.prj), nrl_rpl_axi_cc, nf_nrl_ddr and nrl_ddr.xdc added" in r.stdout
+
+
+@pytest.mark.parametrize("change, message", [
+    (("<SystemClock>No Buffer<", "<SystemClock>Differential<"),
+     r"<SystemClock> is 'Differential', not 'No Buffer': nf_nrl_ddr\.v buffers sys_clk_p/n itself"),
+    (("<ReferenceClock>No Buffer<", "<ReferenceClock>Differential<"),
+     r"<ReferenceClock> is 'Differential', not 'No Buffer'"),
+    (("<SysResetPolarity>ACTIVE HIGH<", "<SysResetPolarity>ACTIVE LOW<"),
+     r"<SysResetPolarity> is 'ACTIVE LOW', not 'ACTIVE HIGH'"),
+    (("<InputClkFreq>233.1<", "<InputClkFreq>200<"), r"<InputClkFreq> is '200', not '233\.1'"),
+    (("", ""), r"no \S+/nf_sume_ddr3A\.prj, SUME's MIG project"),
+])
+def test_full_flow_ddr_mig_project_checked(flow: Flow, change: tuple[str, str], message: str) -> None:
+    """A MIG project whose clocks or reset are not what nf_nrl_ddr.v drives stops the flow."""
+    (flow.design / "hw" / "hdl" / "top.v").write_text(DDR_TOP_V)
+    ref = flow.sume / "projects" / "acceptance_test" / "hw" / "xml" / "nf_sume_ddr3A.prj"
+    if change[0]:
+        ref.write_text(ref.read_text().replace(*change))
+    else:
+        ref.unlink()
+    r = flow.run("--firmware", str(flow.firmware), "--ddr")
+    assert r.returncode != 0 and re.search(message, r.stderr), r.stdout + r.stderr
+    assert not (flow.out / "nf_nrl.bit").exists()
 
 
 def _break_format_coe(flow: Flow, body: str) -> None:
@@ -503,7 +576,7 @@ def test_flash_uses_open_hw_and_prints_reload_steps(tmp_path: Path) -> None:
     (bindir / "vivado").chmod(0o755)
     bit = tmp_path / "nf_nrl.bit"
     bit.write_bytes(b"bit")
-    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "NRL_SYSFS": str(tmp_path / "sys")}
     r = subprocess.run(["bash", str(REPO / "scripts" / "sume_flash.sh"), str(bit), "--url", "lab:3121"],
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -514,9 +587,9 @@ def test_flash_uses_open_hw_and_prints_reload_steps(tmp_path: Path) -> None:
     assert "get_hw_targets */xilinx_tcf/Digilent/*" in tcl
     assert "program_hw_devices" in tcl and str(bit) in tcl
     out = r.stdout
-    # run_load_image.sh's steps, printed (no --reload)
-    assert "0x7028" in out and "/sys/bus/pci/rescan" in out
-    assert "rmmod sume_riffa" in out and "insmod" in out and "sume_riffa.ko" in out
+    # run_load_image.sh's steps after programming, printed (no --reload, no driver loaded)
+    assert f"{tmp_path / 'sys'}/bus/pci/rescan" in out
+    assert "rmmod" not in out and "insmod" in out and "sume_riffa.ko" in out
     assert all(f"nf{i}" in out for i in range(4))
     assert "persistent" not in out.lower()
 
@@ -575,3 +648,63 @@ def test_rwaxi_write_is_checked(tmp_path: Path, mode: str) -> None:
         assert "lib/sw/std/apps/sume_riffa_v1_0_0/rwaxi.c" in str(e.value)
     else:
         assert "read back 0x00000000" in str(e.value) and "did not take effect" in str(e.value)
+
+
+FAKE_TOOL = '''#!/bin/sh
+echo "$(basename "$0") $*" >> {log}
+'''
+
+
+def _flash_env(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
+    """Fake vivado, rmmod, insmod and ip (each logs its call, in order) and a fake sysfs
+    with sume_riffa loaded and the SUME endpoint present."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = tmp_path / "calls.log"
+    for tool in ("vivado", "rmmod", "insmod", "ip"):
+        (bindir / tool).write_text(FAKE_TOOL.format(log=calls))
+        (bindir / tool).chmod(0o755)
+    sysfs = tmp_path / "sys"
+    (sysfs / "module" / "sume_riffa").mkdir(parents=True)
+    dev = sysfs / "bus" / "pci" / "devices" / "0000:03:00.0"
+    dev.mkdir(parents=True)
+    (dev / "device").write_text("0x7028\n")
+    other = sysfs / "bus" / "pci" / "devices" / "0000:00:1f.0"
+    other.mkdir(parents=True)
+    (other / "device").write_text("0x1234\n")
+    drv = tmp_path / "driver"
+    drv.mkdir()
+    (drv / "sume_riffa.ko").write_bytes(b"ko")
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "NRL_SYSFS": str(sysfs),
+           "DRIVER_FOLDER": str(drv)}
+    return env, calls, sysfs
+
+
+def test_flash_refuses_with_driver_bound(tmp_path: Path) -> None:
+    """Without --reload, a loaded sume_riffa stops the script before Vivado runs."""
+    env, calls, _ = _flash_env(tmp_path)
+    bit = tmp_path / "nf_nrl.bit"
+    bit.write_bytes(b"bit")
+    r = subprocess.run(["bash", str(REPO / "scripts" / "sume_flash.sh"), str(bit)],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 1 and "sume_riffa is loaded" in r.stderr, r.stdout + r.stderr
+    assert "rmmod sume_riffa" in r.stderr and "remove" in r.stderr
+    assert not calls.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="--reload checks for root")
+def test_flash_reload_unbinds_programs_rescans(tmp_path: Path) -> None:
+    """--reload: rmmod and PCI remove before programming, rescan and insmod after (the
+    blueswitch run_load_image.sh order)."""
+    env, calls, sysfs = _flash_env(tmp_path)
+    bit = tmp_path / "nf_nrl.bit"
+    bit.write_bytes(b"bit")
+    r = subprocess.run(["bash", str(REPO / "scripts" / "sume_flash.sh"), str(bit), "--reload"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    log = [ln.split()[0] for ln in calls.read_text().splitlines()]
+    assert log == ["rmmod", "vivado", "insmod", "ip", "ip", "ip", "ip"], log
+    assert (sysfs / "bus" / "pci" / "devices" / "0000:03:00.0" / "remove").read_text().strip() == "1"
+    assert not (sysfs / "bus" / "pci" / "devices" / "0000:00:1f.0" / "remove").exists()
+    assert (sysfs / "bus" / "pci" / "rescan").read_text().strip() == "1"
+    assert "sume_riffa unloaded" in r.stdout and "removed" in r.stdout

@@ -207,8 +207,36 @@ def test_synth_yosys_tiny_top() -> None:
                         "--param", "DATA_WIDTH=16", "--param", "USER_WIDTH=4", "--param", "NOT_A_PARAM=1",
                         "--timeout", "120"], capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
-    last = r.stdout.strip().splitlines()[-1]
-    kv = dict(item.split("=", 1) for item in last.split()[1:])
+    *_, line, last = r.stdout.strip().splitlines()
+    kv = dict(item.split("=", 1) for item in line.split()[1:])
     assert kv["top"] == "nrl_axis_merge"
     assert int(kv["lut"]) > 0 and int(kv["ff"]) > 0 and int(kv["depth"]) > 0
     assert {"ramb36", "ramb18", "dsp", "carry"} <= kv.keys()
+    # the delay-aware estimate: one figure per top, and the final worst_path_ns line
+    assert 0.3 < float(kv["path_ns"]) < 5.0
+    m = re.fullmatch(r"worst_path_ns=(\d+\.\d\d) module=nrl_axis_merge", last)
+    assert m and m.group(1) == kv["path_ns"], last
+
+
+def test_timing_estimate_counts_dsp_and_carry() -> None:
+    """A chain of two flip-flops around an unregistered DSP48E1 multiply and a CARRY4:
+    clock to Q, the DSP's A -> P delay, the carry's CI -> CO[3] delay and nothing else."""
+    cells = {
+        "a_reg": {"type": "FDRE", "port_directions": {"Q": "output", "D": "input"},
+                  "connections": {"Q": [2], "D": [9], "C": [1], "CE": ["1"], "R": ["0"]}},
+        "mul": {"type": "DSP48E1", "parameters": {"AREG": "0", "BREG": "0", "MREG": "0", "PREG": "0"},
+                "port_directions": {"A": "input", "P": "output"},
+                "connections": {"A": [2], "P": [3]}},
+        "cy": {"type": "CARRY4", "port_directions": {"CI": "input", "CO": "output"},
+               "connections": {"CI": [3], "CO": [4, 5, 6, 7]}},
+        "b_reg": {"type": "FDRE", "port_directions": {"Q": "output", "D": "input"},
+                  "connections": {"Q": [8], "D": [7], "C": [1], "CE": ["1"], "R": ["0"]}},
+    }
+    netlist = {"modules": {"t": {"cells": cells, "ports": {}, "netnames": {
+        "a": {"bits": [2]}, "b": {"bits": [8]}}}}}
+    tm = synth_yosys.estimate_timing(netlist, "t")
+    assert tm.ns == pytest.approx((synth_yosys.FF_CLK_Q_PS + 2823 + 114) / 1000)
+    assert (tm.start, tm.end, tm.levels) == ("a", "b", 2)
+    with pytest.raises(ValueError, match="no timing model"):
+        synth_yosys.estimate_timing({"modules": {"t": {"cells": {"x": {"type": "WEIRD", "connections": {}}},
+                                                       "ports": {}}}}, "t")

@@ -43,8 +43,11 @@ from hostdrv.transport import (
 SCHEME = "serial://"
 DEFAULT_BAUD = 115200
 """The SUME reference design's AXI UART Lite runs at 115200 8N1."""
-FIRMWARE_PROTOCOL = 1
-"""Line protocol version this driver speaks (the identity reply's ``FW`` field)."""
+FIRMWARE_PROTOCOL = 2
+"""Line protocol version this driver speaks (the identity reply's ``FW`` field); version 1
+firmware (no ``LOL`` field) is still understood."""
+LOL_STATUS = {0: "locked", 1: "loss of lock", 2: "not read"}
+"""The identity reply's ``LOL`` field: the Si5324's loss-of-lock flag after calibration."""
 REG_WINDOW = 0x1000
 """The register window the firmware serves: 4 KB."""
 REPLY_MAX = 400
@@ -95,6 +98,11 @@ class FirmwareIdentity:
     clock_status:
         0 when the Si5324 set-up was acknowledged at boot, else 1 + the index
         of the first I2C step that was not (``docs/board_uart.md``).
+    lol_status:
+        The Si5324's loss of lock after calibration (:data:`LOL_STATUS`): 0
+        locked, 1 still not locked after the firmware's wait (the 10G ports
+        have no reference clock), 2 not read; ``None`` from a protocol 1
+        firmware, which does not read it.
     """
 
     magic: int
@@ -102,6 +110,15 @@ class FirmwareIdentity:
     build_hash: int
     firmware_protocol: int
     clock_status: int
+    lol_status: int | None = None
+
+    def clock_text(self) -> str:
+        """The Si5324 status in words (for ``netrl regs URL identity``)."""
+        setup = ("configured" if self.clock_status == 0
+                 else f"I2C step {self.clock_status - 1} not acknowledged")
+        if self.lol_status is None:
+            return f"{setup}, lock not read (firmware protocol {self.firmware_protocol})"
+        return f"{setup}, {LOL_STATUS.get(self.lol_status, f'LOL status {self.lol_status}')}"
 
 
 def _names() -> dict[int, str]:
@@ -333,15 +350,18 @@ class SerialRegisterTransport(RegisterTransport):
         """
         fields = self.request("I", what="identity")
         try:
-            magic, version, build, fw, clk = (int(f, 16) for f in fields)
+            values = [int(f, 16) for f in fields]
         except ValueError:
+            values = []
+        if len(values) < 5 or len(values) != {1: 5, 2: 6}.get(values[3], len(values)):
             raise RegisterAccessError("identity", None, ControlStatus.INTERNAL,
-                                      f"malformed identity reply {fields!r}") from None
-        if fw != FIRMWARE_PROTOCOL:
+                                      f"malformed identity reply {fields!r}")
+        magic, version, build, fw, clk = values[:5]
+        if fw not in (1, FIRMWARE_PROTOCOL):
             raise RegisterAccessError("identity", None, ControlStatus.INTERNAL,
                                       f"firmware speaks line protocol {fw}, this driver "
                                       f"{FIRMWARE_PROTOCOL}: rebuild app.elf or update netfpga-rl")
-        return FirmwareIdentity(magic, version, build, fw, clk)
+        return FirmwareIdentity(magic, version, build, fw, clk, values[5] if fw >= 2 else None)
 
     def counters(self) -> dict[str, int]:
         """Every RTL counter by name (:data:`hostdrv.regmap.COUNTERS`), in one request.

@@ -40,6 +40,7 @@ localparam [11:0] REG_RPL_SPI = 12'h0A4; // rate limiter: target samples per ins
 localparam [11:0] REG_RPL_SPI_ERROR = 12'h0A8; // rate limiter: error buffer in samples, unsigned Q16.16; min_diff = RPL_SPI * RPL_MIN_SIZE - RPL_SPI_ERROR, max_diff = RPL_SPI * RPL_MIN_SIZE + RPL_SPI_ERROR
 localparam [11:0] REG_RPL_RATE_DIFF_LO = 12'h0AC; // rate limiter accumulator diff = (records accepted) * RPL_SPI - (samples served) * 1.0 since the last RPL_SPI or RPL_RESET write, signed 64-bit Q16.16 (two's complement, wraps), bits 31:0
 localparam [11:0] REG_RPL_RATE_DIFF_HI = 12'h0B0; // rate limiter accumulator bits 63:32 (see RPL_RATE_DIFF_LO)
+localparam [11:0] REG_RPL_AXI_ERR = 12'h0B4; // records in external memory (RTL REC_STORE = 1, build.tcl --ddr): bit 31 is set, and stays set, at the first AXI4 response other than OKAY; bits 30:0 count them (each write burst's BRESP, each read beat's RRESP; saturating). Cleared by RPL_RESET. Always 0 with records in block RAM and in the soft and sim switches
 localparam [11:0] REG_CNT_RX_GRADIENT = 12'h200; // GRADIENT frames received
 localparam [11:0] REG_CNT_RX_RESULT = 12'h204; // RESULT frames received (leaf, from the parent)
 localparam [11:0] REG_CNT_RX_PUSH = 12'h208; // PUSH frames received
@@ -115,6 +116,7 @@ localparam [31:0] RST_RPL_SPI = 32'h00000000;
 localparam [31:0] RST_RPL_SPI_ERROR = 32'h00000000;
 localparam [31:0] RST_RPL_RATE_DIFF_LO = 32'h00000000;
 localparam [31:0] RST_RPL_RATE_DIFF_HI = 32'h00000000;
+localparam [31:0] RST_RPL_AXI_ERR = 32'h00000000;
 localparam [31:0] RST_L2_AGE_FRAMES = 32'h00100000;
 
 // Counter owners (engine: in hw/regs.yaml): bit i of a mask stands for the counter at

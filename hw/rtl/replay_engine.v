@@ -199,6 +199,11 @@ localparam SMP_USER_W = CTX_TAG_W + 6 + 1 + 1;  // sample side band: tag, i, las
 localparam RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 6 + INDEX_W + 32;
 localparam CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1);
 localparam NCNT = 16;
+// record memory column groups (block RAM record store): width and count
+localparam REC_COL_W = 32;
+localparam REC_COLS = DATA_WIDTH / REC_COL_W;
+// clocks from the responder's record address to its data
+localparam REC_RD_LAT = REC_STORE == 0 ? 3 : 1;
 
 initial begin
     if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
@@ -251,6 +256,7 @@ wire [NCNT-1:0] cnt_inc;
 
 wire [INDEX_W:0] size;
 wire [INDEX_W-1:0] wptr;
+wire [31:0] rpl_axi_err;  // record store error responses (REC_STORE = 1)
 wire [SUM_W-1:0] tree_total;
 
 replay_regs #(
@@ -301,6 +307,7 @@ regs_inst (
     .rpl_size({{31-INDEX_W{1'b0}}, size}),
     .rpl_wptr({{32-INDEX_W{1'b0}}, wptr}),
     .rpl_total({{64-SUM_W{1'b0}}, tree_total}),
+    .rpl_axi_err(rpl_axi_err),
     .cnt_inc(cnt_inc)
 );
 
@@ -521,19 +528,45 @@ wire [USER_WIDTH-1:0] rsp_tuser;
 generate
 if (REC_STORE == 0) begin : g_rec_bram
 
-    // block RAM, C * R bytes: the responder reads a record beat per clock
-    reg [DATA_WIDTH-1:0] rec_mem[(2**REC_ADDR_W)-1:0];
-    reg [DATA_WIDTH-1:0] rec_rd_reg;
+    // block RAM, C * R bytes (2 MiB by default: about 460 RAMB36 spread over
+    // the die), cut into REC_COLS column groups of REC_COL_W bits. Each group
+    // has its own registered copy of the write enable, write address, write
+    // data and read address (kept apart: one copy would fan out to every
+    // RAMB36), and an output register after the registered read, so the
+    // record data reaches the responder REC_RD_LAT = 3 clocks after its
+    // address. Writes land one clock later too, so a record read before a
+    // PUSH overwrites it still returns the old one (the PUSH waits for the
+    // response queue to empty, several clocks after the last read address).
+    genvar gc;
+    for (gc = 0; gc < REC_COLS; gc = gc + 1) begin : g_col
+        (* keep = "true" *) reg we_reg;
+        (* keep = "true" *) reg [REC_ADDR_W-1:0] wa_reg;
+        (* keep = "true" *) reg [REC_ADDR_W-1:0] ra_reg;
+        reg [REC_COL_W-1:0] wd_reg;
+        reg [REC_COL_W-1:0] mem[(2**REC_ADDR_W)-1:0];
+        reg [REC_COL_W-1:0] rd_reg;
+        reg [REC_COL_W-1:0] rd_out_reg;
 
-    always @(posedge clk) begin
-        if (rec_we) begin
-            rec_mem[rec_wa] <= pl_data;
+        always @(posedge clk) begin
+            we_reg <= rec_we;
+            wa_reg <= rec_wa;
+            wd_reg <= pl_data[gc*REC_COL_W +: REC_COL_W];
+            ra_reg <= rec_ra;
+            if (we_reg) begin
+                mem[wa_reg] <= wd_reg;
+            end
+            rd_reg <= mem[ra_reg];
+            rd_out_reg <= rd_reg;
+            if (rst) begin
+                we_reg <= 1'b0;
+            end
         end
-        rec_rd_reg <= rec_mem[rec_ra];
+
+        assign rec_rd[gc*REC_COL_W +: REC_COL_W] = rd_out_reg;
     end
 
-    assign rec_rd = rec_rd_reg;
     assign rec_wr_ready = 1'b1;
+    assign rpl_axi_err = 32'd0;
     assign m_axis_tdata = rsp_tdata;
     assign m_axis_tkeep = rsp_tkeep;
     assign m_axis_tvalid = rsp_tvalid;
@@ -649,7 +682,9 @@ end else begin : g_rec_axi
         .m_axi_rresp(m_axi_rresp),
         .m_axi_rlast(m_axi_rlast),
         .m_axi_rvalid(m_axi_rvalid),
-        .m_axi_rready(m_axi_rready)
+        .m_axi_rready(m_axi_rready),
+        .err_clear(rpl_reset),
+        .axi_err(rpl_axi_err)
     );
 
     // verilator lint_off UNUSEDSIGNAL
@@ -708,6 +743,7 @@ replay_responder #(
     .CAPACITY(CAPACITY),
     .RECORD_BYTES(RECORD_BYTES),
     .CTX_TAG_W(CTX_TAG_W),
+    .REC_RD_LAT(REC_RD_LAT),
     .REC_ADDR_W(REC_ADDR_W),
     .CTX_WIDTH(CTX_WIDTH),
     .RESP_ENTRY_W(RESP_ENTRY_W)

@@ -57,7 +57,11 @@ THE SOFTWARE.
  * a write to RPL_SPI (spi_wr) or RPL_RESET clears it. The decisions use
  * registered terms (offset = SPI * MIN_SIZE, min/max_diff, diff + count *
  * SPI, diff - B * 1.0, exact in 67-bit signed arithmetic) of the meta head,
- * settled RATE_SETTLE clocks after the request leaves S_IDLE.
+ * settled RATE_SETTLE clocks after the request leaves S_IDLE. Both products
+ * are pipelined for 200 MHz: the configuration (SPI, MIN_SIZE, SPI_ERROR)
+ * is registered first, SPI * MIN_SIZE is four registered 16 x 16 products
+ * summed over two clocks (min/max_diff follow a new register value 5 clocks
+ * later, 2 before), count * SPI two registered 16 x 5 products summed in one.
  *
  * Ordering: the sum tree is either updating or descending, never both. A
  * SAMPLE_REQ waits until the updates before it have left the update
@@ -300,14 +304,19 @@ wire ctx_room = ctx_used_reg < 2**CTX_TAG_W;
 // responder has issued the frame's last beat
 reg [RESP_Q_ADDR_W+1:0] rq_used_reg;
 reg rq_take;
+// the responder's pop, registered: it is decoded from the queue head in the same clock,
+// and the release may come a clock late (a PUSH then waits one clock more)
+reg rq_pop_reg;
 // samples between issue and the tree output
 reg [7:0] inflight_reg;
 reg smp_issue;
 
 always @(posedge clk) begin
-    rq_used_reg <= rq_used_reg + {{RESP_Q_ADDR_W+1{1'b0}}, rq_take} - {{RESP_Q_ADDR_W+1{1'b0}}, rq_pop};
+    rq_pop_reg <= rq_pop;
+    rq_used_reg <= rq_used_reg + {{RESP_Q_ADDR_W+1{1'b0}}, rq_take} - {{RESP_Q_ADDR_W+1{1'b0}}, rq_pop_reg};
     inflight_reg <= inflight_reg + {7'd0, smp_issue} - {7'd0, r_valid};
     if (rst) begin
+        rq_pop_reg <= 1'b0;
         rq_used_reg <= {RESP_Q_ADDR_W+2{1'b0}};
         inflight_reg <= 8'd0;
     end
@@ -376,7 +385,10 @@ reg stat_empty_int;
 // rate limiter terms (registered; see the header)
 
 localparam RW = 67;  // offset + error < 2**65, diff + count * SPI < 2**63 + 2**37: 67 signed bits
-localparam [1:0] RATE_SETTLE = 2'd3;
+// clocks from leaving S_IDLE until the head's terms are registered: count (1), its two
+// partial products (2), gain (3), push_sum (4), push_ok (5); one more as margin for the
+// accumulator written as the previous request ends
+localparam [2:0] RATE_SETTLE = 3'd5;
 localparam [1:0] NY_EMPTY = NRL_NOT_YET_EMPTY[1:0];
 localparam [1:0] NY_MIN_SIZE = NRL_NOT_YET_MIN_SIZE[1:0];
 localparam [1:0] NY_RATE = NRL_NOT_YET_RATE[1:0];
@@ -385,12 +397,22 @@ localparam [1:0] NY_RATE = NRL_NOT_YET_RATE[1:0];
 localparam [16:0] CSUM_SHORT_D = 17'd64 + RECORD_BYTES;
 
 reg [63:0] diff_reg, diff_next;
+// configuration, registered once here (the register file may sit far away)
+reg [31:0] spi_q_reg, min_size_q_reg, spi_error_q_reg;
+reg spi_zero_reg;
+// SPI * MIN_SIZE: 16 x 16 partial products, then the middle pair summed, then the whole
+reg [31:0] off_ll_reg, off_lh_reg, off_hl_reg, off_hh_reg;
+reg [32:0] off_mid_reg;
+reg [63:0] off_lohi_reg;
 reg [63:0] offset_reg;
 reg signed [RW-1:0] min_diff_reg, max_diff_reg;
+// count * SPI: the head's count registered, two 16 x 5 partial products, their sum
+reg [4:0] cnt5_reg;
+reg [20:0] gain_lo_reg, gain_hi_reg;
 reg [36:0] gain_reg;
 reg signed [RW-1:0] push_sum_reg, smp_left_reg;
 reg push_ok_reg, smp_rate_ok_reg, min_ok_reg;
-reg [1:0] settle_reg;
+reg [2:0] settle_reg;
 wire settled = settle_reg == RATE_SETTLE;
 wire signed [RW-1:0] diff_s = {{RW-64{diff_reg[63]}}, diff_reg};
 wire [16:0] csum_sum = {1'b0, m_csum} + CSUM_SHORT_D;
@@ -680,24 +702,37 @@ always @* begin
 end
 
 always @(posedge clk) begin
-    offset_reg <= {32'd0, spi} * {32'd0, min_size};
-    min_diff_reg <= $signed({3'b000, offset_reg}) - $signed({35'd0, spi_error});
-    max_diff_reg <= $signed({3'b000, offset_reg}) + $signed({35'd0, spi_error});
-    gain_reg <= {5'd0, spi} * {32'd0, m_count[4:0]};
+    spi_q_reg <= spi;
+    min_size_q_reg <= min_size;
+    spi_error_q_reg <= spi_error;
+    spi_zero_reg <= spi == 32'd0;
+    off_ll_reg <= spi_q_reg[15:0] * min_size_q_reg[15:0];
+    off_lh_reg <= spi_q_reg[15:0] * min_size_q_reg[31:16];
+    off_hl_reg <= spi_q_reg[31:16] * min_size_q_reg[15:0];
+    off_hh_reg <= spi_q_reg[31:16] * min_size_q_reg[31:16];
+    off_mid_reg <= {1'b0, off_lh_reg} + {1'b0, off_hl_reg};
+    off_lohi_reg <= {off_hh_reg, off_ll_reg};
+    offset_reg <= off_lohi_reg + {15'd0, off_mid_reg, 16'd0};
+    min_diff_reg <= $signed({3'b000, offset_reg}) - $signed({35'd0, spi_error_q_reg});
+    max_diff_reg <= $signed({3'b000, offset_reg}) + $signed({35'd0, spi_error_q_reg});
+    cnt5_reg <= m_count[4:0];
+    gain_lo_reg <= spi_q_reg[15:0] * cnt5_reg;
+    gain_hi_reg <= spi_q_reg[31:16] * cnt5_reg;
+    gain_reg <= {gain_hi_reg, 16'd0} + {16'd0, gain_lo_reg};
     push_sum_reg <= diff_s + $signed({30'd0, gain_reg});
     smp_left_reg <= diff_s - $signed({44'd0, m_count[6:0], 16'd0});
-    push_ok_reg <= spi == 32'd0 || size_add32 <= min_size || push_sum_reg <= max_diff_reg;
-    smp_rate_ok_reg <= spi == 32'd0 || smp_left_reg >= min_diff_reg;
-    min_ok_reg <= {{31-INDEX_W{1'b0}}, size_reg} >= min_size;
+    push_ok_reg <= spi_zero_reg || size_add32 <= min_size_q_reg || push_sum_reg <= max_diff_reg;
+    smp_rate_ok_reg <= spi_zero_reg || smp_left_reg >= min_diff_reg;
+    min_ok_reg <= {{31-INDEX_W{1'b0}}, size_reg} >= min_size_q_reg;
     if (state_reg == S_IDLE) begin
-        settle_reg <= 2'd0;
+        settle_reg <= 3'd0;
     end else if (!settled) begin
-        settle_reg <= settle_reg + 2'd1;
+        settle_reg <= settle_reg + 3'd1;
     end
     diff_reg <= diff_next;
     if (rst) begin
         diff_reg <= 64'd0;
-        settle_reg <= 2'd0;
+        settle_reg <= 3'd0;
     end
 end
 

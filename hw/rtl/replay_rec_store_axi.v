@@ -177,7 +177,15 @@ module replay_rec_store_axi #
     input  wire [1:0]                 m_axi_rresp,
     input  wire                       m_axi_rlast,
     input  wire                       m_axi_rvalid,
-    output wire                       m_axi_rready
+    output wire                       m_axi_rready,
+
+    /*
+     * Error responses (RPL_AXI_ERR): bit 31 sticky, bits 30:0 a saturating
+     * count of BRESP (per burst) and RRESP (per beat) other than OKAY;
+     * err_clear (RPL_RESET) zeroes both
+     */
+    input  wire                       err_clear,
+    output wire [31:0]                axi_err
 );
 
 localparam BEAT_BYTES = DATA_WIDTH / 8;
@@ -371,6 +379,27 @@ reg [OB_W-1:0] rd_out_reg;     // AR bursts accepted, RLAST not yet seen
 wire ar_hs = ar_valid_reg && m_axi_arready;
 wire r_hs = m_axi_rvalid && m_axi_rready;
 wire r_last_hs = r_hs && m_axi_rlast;
+
+// error responses: a memory that answers SLVERR / DECERR loses records
+// silently otherwise (the data path carries on either way)
+reg err_sticky_reg;
+reg [30:0] err_cnt_reg;
+wire b_err = b_hs && m_axi_bresp != 2'b00;
+wire r_err = r_hs && m_axi_rresp != 2'b00;
+wire [31:0] err_sum = {1'b0, err_cnt_reg} + {31'd0, b_err} + {31'd0, r_err};
+
+assign axi_err = {err_sticky_reg, err_cnt_reg};
+
+always @(posedge clk) begin
+    if (b_err || r_err) begin
+        err_sticky_reg <= 1'b1;
+        err_cnt_reg <= err_sum[31] ? {31{1'b1}} : err_sum[30:0];
+    end
+    if (rst || err_clear) begin
+        err_sticky_reg <= 1'b0;
+        err_cnt_reg <= 31'd0;
+    end
+end
 wire rd_pop;  // a 512-bit word leaves the read data FIFO
 
 assign arq_pop = arq_valid && (!ar_valid_reg || m_axi_arready) && !wr_pending_reg &&
@@ -475,8 +504,8 @@ end
 
 // verilator lint_off UNUSEDSIGNAL
 wire unused_ok = unused_w_in_ready | unused_aw_in_ready | unused_arq_in_ready |
-                 unused_rd_in_ready | (|rd_count) | (|m_axi_bid) | (|m_axi_bresp) |
-                 (|m_axi_rid) | (|m_axi_rresp) | (|wr_lo_reg);
+                 unused_rd_in_ready | (|rd_count) | (|m_axi_bid) |
+                 (|m_axi_rid) | (|wr_lo_reg);
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule

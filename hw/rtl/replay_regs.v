@@ -118,6 +118,7 @@ module replay_regs #
     input  wire [31:0]      rpl_size,
     input  wire [31:0]      rpl_wptr,
     input  wire [63:0]      rpl_total,
+    input  wire [31:0]      rpl_axi_err,
     input  wire [NCNT-1:0]  cnt_inc
 );
 
@@ -355,6 +356,7 @@ always @* begin
         REG_RPL_SPI_ERROR: rd_ctl = spi_error_reg;
         REG_RPL_RATE_DIFF_LO: rd_ctl = rate_diff[31:0];
         REG_RPL_RATE_DIFF_HI: rd_ctl = rate_diff[63:32];
+        REG_RPL_AXI_ERR: rd_ctl = rpl_axi_err;
         // identity and control block: word address[6:2] of 0x000-0x07C
         default: rd_ctl = rd_addr[11:7] != 5'd0 ? 32'd0 : ctl_words[32*rd_addr[6:2] +: 32];
     endcase

@@ -50,8 +50,9 @@ THE SOFTWARE.
  * is little endian (frame byte 0 in bits 7:0).
  *
  * Pipeline: the header and descriptor beats are formed from the queue head
- * in G1 while the record memory read (rec_raddr, registered read, data one
- * clock later on rec_rdata) runs alongside; G1 then enters the output FIFO
+ * in G1 while the record memory read (rec_raddr, data REC_RD_LAT clocks
+ * later on rec_rdata) runs alongside; G1, delayed by REC_RD_LAT - 1 more
+ * register stages to meet the record data, then enters the output FIFO
  * (nrl_fifo, 16 beats). Beats are issued only with room in the output FIFO
  * (a registered credit count), so m_axis_tready backpressure stops the
  * responder without a combinational path to the queue. When a frame's last
@@ -75,6 +76,9 @@ module replay_responder #
     parameter RECORD_BYTES = 128,
     // log2 of the number of request contexts
     parameter CTX_TAG_W = 2,
+    // Clocks from rec_raddr to its data on rec_rdata (1: a registered block RAM
+    // read; 3 with registered, replicated addresses and an output register)
+    parameter REC_RD_LAT = 1,
     // log2(C) (computed; do not override)
     parameter INDEX_W = $clog2(CAPACITY),
     // Width of sums, 32 + log2(C) (computed; do not override)
@@ -113,7 +117,7 @@ module replay_responder #
     output wire                     ctx_free,
 
     /*
-     * Record memory read port (data one clock after the address)
+     * Record memory read port (data REC_RD_LAT clocks after the address)
      */
     output wire [REC_ADDR_W-1:0]    rec_raddr,
     input  wire [DATA_WIDTH-1:0]    rec_rdata,
@@ -154,6 +158,10 @@ localparam [7:0] HDR_BEATS_B = HDR_BEATS[7:0];
 localparam [7:0] REC_START_B = REC_START[7:0];
 
 initial begin
+    if (REC_RD_LAT < 1 || REC_RD_LAT > 8) begin
+        $error("Error: REC_RD_LAT must be 1 .. 8 (instance %m)");
+        $finish;
+    end
     if (KEEP_WIDTH * 8 != DATA_WIDTH) begin
         $error("Error: AXI stream interface requires byte (8-bit) granularity (instance %m)");
         $finish;
@@ -332,6 +340,39 @@ always @(posedge clk) begin
     end
 end
 
+// G1 delayed to meet the record data: valid, last, user, record beat, data
+localparam G_W = 1 + 32 + 1 + DATA_WIDTH;
+wire g_v;
+wire [G_W-1:0] g_bus;
+
+generate
+if (REC_RD_LAT > 1) begin : g_rd_delay
+    reg [REC_RD_LAT-2:0] dly_v_reg;
+    reg [G_W-1:0] dly_reg[REC_RD_LAT-2:0];
+    integer k;
+
+    always @(posedge clk) begin
+        dly_v_reg[0] <= g1_v_reg;
+        dly_reg[0] <= {g1_last_reg, g1_user_reg, g1_rec_reg, g1_data_reg};
+        for (k = 1; k < REC_RD_LAT - 1; k = k + 1) begin
+            dly_v_reg[k] <= dly_v_reg[k-1];
+            dly_reg[k] <= dly_reg[k-1];
+        end
+        if (rst) begin
+            dly_v_reg <= {REC_RD_LAT-1{1'b0}};
+        end
+    end
+
+    assign g_v = dly_v_reg[REC_RD_LAT-2];
+    assign g_bus = dly_reg[REC_RD_LAT-2];
+end else begin : g_rd_direct
+    assign g_v = g1_v_reg;
+    assign g_bus = {g1_last_reg, g1_user_reg, g1_rec_reg, g1_data_reg};
+end
+endgenerate
+
+wire g_rec = g_bus[DATA_WIDTH];
+
 wire [DATA_WIDTH+32:0] out_data;
 wire out_in_ready;
 
@@ -342,8 +383,8 @@ nrl_fifo #(
 out_inst (
     .clk(clk),
     .rst(rst),
-    .in_data({g1_last_reg, g1_user_reg, g1_rec_reg ? rec_rdata : g1_data_reg}),
-    .in_valid(g1_v_reg),
+    .in_data({g_bus[G_W-1 -: 33], g_rec ? rec_rdata : g_bus[DATA_WIDTH-1:0]}),
+    .in_valid(g_v),
     .in_ready(out_in_ready),
     .out_data(out_data),
     .out_valid(m_axis_tvalid),

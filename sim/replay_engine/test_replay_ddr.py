@@ -300,6 +300,57 @@ async def test_ddr_throughput(dut: HierarchyObject) -> None:
     await tb.check_memory()
 
 
+@cocotb.test(skip=LARGE or BEYOND > 0)
+async def test_ddr_error_responses(dut: HierarchyObject) -> None:
+    """A memory that answers SLVERR: RPL_AXI_ERR counts each failed write burst (BRESP) and
+    each failed read beat (RRESP), bit 31 sticky; RPL_RESET clears it.
+
+    The upper half of the record slots lies beyond the memory: PUSHes fill three quarters
+    of them (a burst per record), then a uniform SAMPLE reads some of the failing ones (the
+    replies still leave, with whatever the memory returned: only counted here)."""
+    tb = DdrTB(dut, seed=9, rd_lat=0, wr_lat=0)
+    await tb.reset()
+    c, r = tb.capacity, tb.record_bytes
+    size = 1 << (r - 1).bit_length()  # the record stride
+    beats = -(-r // 64)  # 512-bit beats per record
+    limit = (c // 2) * size
+    rd, wr = tb.ram.read_if, tb.ram.write_if
+    assert rd is not None and wr is not None
+    orig_read, orig_write = rd._read, wr._write
+
+    async def read(address: int, length: int) -> bytes:
+        if address >= limit:
+            raise ValueError("beyond the test memory")
+        return await orig_read(address, length)
+
+    async def write(address: int, data: bytes) -> None:
+        if address >= limit:
+            raise ValueError("beyond the test memory")
+        await orig_write(address, data)
+
+    rd._read = read  # type: ignore[method-assign]
+    wr._write = write  # type: ignore[method-assign]
+    logging.getLogger(f"cocotb.{dut._name}.m_axi").setLevel(logging.ERROR)
+    assert await tb.read("RPL_AXI_ERR") == 0
+    while tb.records_pushed < 3 * c // 4:
+        await tb.push(ACTORS[0], 16)
+    await tb.check_outputs()  # the PUSH_ACKs do not depend on the memory
+    bad_writes = tb.records_pushed - c // 2
+    assert await tb.read("RPL_AXI_ERR") == (1 << 31) | bad_writes
+    await tb.sample(LEARNERS[0], 32, False)
+    bad_reads = 0
+    while tb.received < len(tb.expected):
+        index = int.from_bytes(tb.expected[tb.received].frame[64:68], "little")
+        assert index < tb.records_pushed
+        bad_reads += beats * (index >= c // 2)
+        await tb._recv(400_000)
+        tb.received += 1
+    assert bad_reads > 0
+    assert await tb.read("RPL_AXI_ERR") == (1 << 31) | (bad_writes + bad_reads)
+    await tb.write("RPL_RESET", 1)
+    assert await tb.read("RPL_AXI_ERR") == 0
+
+
 @cocotb.test(skip=not LARGE or BEYOND > 0)
 async def test_ddr_large(dut: HierarchyObject) -> None:
     """A large configuration (e.g. C = 65536, R = 4032): few records written, samples

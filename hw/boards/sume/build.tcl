@@ -40,11 +40,13 @@
 #              the MicroBlaze firmware: make -C hw/boards/sume/firmware
 #              app.elf SUME_HW_EXPORT=<hdf> BUILD_DIR=OUT/firmware (Xilinx
 #              SDK 2016.4: mb-gcc, xsdk), or --elf FILE;
-#           6. load_elf.tcl's step: the ELF associated with
-#              nf_mbsys/mbsys/microblaze_0, write_bitstream rerun, the
-#              bitstream written to OUT/nf_nrl.bit with the firmware in the
-#              MicroBlaze's BRAM (it sets up the Si5324 that clocks the 10G
-#              ports, and serves the register protocol on the USB-UART).
+#           6. the ELF into the bitstream without a second place and route:
+#              write_mem_info (the routed design's .mmi), then updatemem
+#              writes the ELF into nf_mbsys/mbsys/microblaze_0's block RAM of
+#              impl_1's top.bit, giving OUT/nf_nrl.bit (the firmware sets up
+#              the Si5324 that clocks the 10G ports and serves the register
+#              protocol on the USB-UART). The reference script's duplicate
+#              synthesis run (its own `synth` besides synth_1) is dropped.
 #
 # Options (after -tclargs):
 #   --flow ooc|full   default: full when $SUME_FOLDER is set, else ooc
@@ -67,8 +69,10 @@
 #                     mig.tcl creates the two IPs from --mig-prj. UNTESTED in
 #                     Vivado (docs/board.md)
 #   --mig-prj FILE    full flow with --ddr: the MIG project file (.prj) of the
-#                     board's DDR3 SODIMM (memory part, pins, system clock,
-#                     AXI4 512-bit slave, 32-bit address, 1-bit ID)
+#                     board's DDR3 SODIMM (default: SUME's own,
+#                     $SUME_FOLDER/projects/acceptance_test/hw/xml/nf_sume_ddr3A.prj);
+#                     mig_prj.tcl checks its clocks and reset and sets the
+#                     AXI4 slave (512-bit data, 32-bit address, 1-bit ID)
 
 set script_dir [file normalize [file dirname [info script]]]
 set repo [file normalize [file join $script_dir .. .. ..]]
@@ -125,7 +129,14 @@ if {$flow eq "full" && [info exists ::env(SUME_FOLDER)] && $::env(SUME_FOLDER) n
 }
 if {$ddr && $flow eq "full"} {
     if {$mig_prj eq ""} {
-        error "build.tcl: --ddr (full flow) needs --mig-prj FILE, the MIG project file of the SUME DDR3 SODIMM (pins, memory part, clocks; see docs/board.md)"
+        # SUME's own MIG project of SODIMM A (the acceptance test's)
+        if {![info exists ::env(SUME_FOLDER)] || $::env(SUME_FOLDER) eq ""} {
+            error "build.tcl: --ddr (full flow) takes the MIG project from \$SUME_FOLDER/projects/acceptance_test/hw/xml/nf_sume_ddr3A.prj, but \$SUME_FOLDER is not set; source \$SUME_FOLDER/tools/settings.sh, or pass --mig-prj FILE"
+        }
+        set mig_prj [file join $::env(SUME_FOLDER) projects acceptance_test hw xml nf_sume_ddr3A.prj]
+        if {![file isfile $mig_prj]} {
+            error "build.tcl: --ddr (full flow): no $mig_prj, SUME's MIG project of the DDR3 SODIMM A (NetFPGA-SUME-live's acceptance test); pass --mig-prj FILE"
+        }
     }
     set mig_prj [file normalize $mig_prj]
     if {![file isfile $mig_prj]} {
@@ -390,9 +401,19 @@ if {$ddr} {
     if {[catch {ddr_patch_top $top_v} top_v]} {
         fail "--ddr: cannot patch $design_dir/hw/hdl/top.v: $top_v"
     }
-    file copy -force $mig_prj [file join $work create_ip nrl_mig.prj]
+    source [file join $script_dir mig_prj.tcl]
+    set fh [open $mig_prj r]
+    set prj_text [read $fh]
+    close $fh
+    if {[catch {mig_prj_derive $prj_text} prj_text]} {
+        fail "--ddr: $mig_prj: $prj_text"
+    }
     set ::nrl_mig_prj [file join $work create_ip nrl_mig.prj]
+    set fh [open $::nrl_mig_prj w]
+    puts -nonewline $fh $prj_text
+    close $fh
     set ::nrl_ddr_v [file join $script_dir nf_nrl_ddr.v]
+    set ::nrl_ddr_xdc [file join $script_dir nrl_ddr.xdc]
     set ::nrl_axi_addr_width 32
     set ::nrl_axi_id_width 1
     puts "build.tcl: --ddr: top.v gets the DDR3 pins and nf_nrl_ddr; MIG project $mig_prj"
@@ -434,6 +455,13 @@ if {$ddr} {
     }
 }
 regsub -all -line {^\s*exit\s*$} $proj_tcl "" proj_tcl
+# the reference script synthesizes twice: its own run `synth` (create_run,
+# launch_runs synth) and then synth_1, which impl_1 depends on; keep synth_1
+set n [regsub -all -line {^[ \t]*(create_run[ \t].*|launch_runs[ \t]+synth[ \t]*|wait_on_run[ \t]+synth[ \t]*)$} \
+    $proj_tcl "# netfpga-rl: removed (duplicate synthesis run): &" proj_tcl]
+if {$n != 4} {
+    fail "expected the reference script's 4 lines of its extra synthesis run (create_run synth, create_run impl, launch_runs synth, wait_on_run synth) in reference_switch.tcl, found $n"
+}
 regsub -all -line {^\s*(launch_runs\s+\S+)} $proj_tcl "\\1 -jobs $jobs" proj_tcl
 write_text [file join $work tcl nrl_reference_switch.tcl] $proj_tcl
 
@@ -527,32 +555,51 @@ if {$elf_src ne $elf} {
     file copy -force $elf_src $elf
 }
 
-# 6. the ELF into the MicroBlaze's BRAM (load_elf.tcl) ----------------------------
+# 6. the ELF into the MicroBlaze's block RAM of the finished bitstream --------------
+#
+# No second place and route (the reference load_elf.tcl associates the ELF and
+# reruns the implementation): the routed design's memory map (write_mem_info,
+# .mmi) tells updatemem which block RAMs hold the MicroBlaze's memory, and
+# updatemem writes the ELF into a copy of impl_1's bitstream.
 
-open_bd_design $bd_file
-if {[llength [get_files -quiet app.elf]]} {
-    cd $old_dir
-    fail "an app.elf is already associated with the project"
-}
-add_files -norecurse -force $elf
-set elf_obj [get_files -all -of_objects [get_fileset sources_1] $elf]
-set_property SCOPED_TO_REF [current_bd_design] $elf_obj
-set_property SCOPED_TO_CELLS nf_mbsys/mbsys/microblaze_0 $elf_obj
-puts "build.tcl: $elf associated with nf_mbsys/mbsys/microblaze_0"
-
-reset_run $impl -prev_step
-launch_runs $impl -to_step write_bitstream -jobs $jobs
-wait_on_run $impl
-if {[get_property PROGRESS $impl] ne "100%"} {
-    cd $old_dir
-    fail "write_bitstream with the ELF did not complete; see $impl_dir/runme.log"
-}
 open_run $impl
-set wns [write_reports $out_dir full]
+set mmi [file join $out_dir nf_nrl.mmi]
+write_mem_info -force $mmi
+if {![file exists $mmi]} {
+    cd $old_dir
+    fail "write_mem_info wrote no $mmi"
+}
+set procs [regexp -all -inline {InstPath="([^"]*microblaze_0)"} [read_text $mmi]]
+if {[llength $procs] != 2} {
+    cd $old_dir
+    fail "$mmi names [expr {[llength $procs] / 2}] MicroBlaze processors (InstPath ending in microblaze_0), not one"
+}
+set mb_inst [lindex $procs 1]
+set base_bit [file join $impl_dir top.bit]
+if {![file exists $base_bit]} {
+    cd $old_dir
+    fail "no bitstream $base_bit after implementation (the run's write_bitstream step)"
+}
 set bit [file join $out_dir nf_nrl.bit]
-write_bitstream -force $bit
+file delete -force $bit
+set um_args [list -force -meminfo $mmi -data $elf -bit $base_bit -proc $mb_inst -out $bit]
+puts "build.tcl: updatemem $um_args"
+if {[llength [info commands updatemem]]} {
+    set rc [catch {updatemem {*}$um_args} log]
+} elseif {[auto_execok updatemem] ne ""} {
+    set rc [catch {exec {*}[auto_execok updatemem] {*}$um_args 2>@1} log]
+} else {
+    set rc 1
+    set log "updatemem not found on PATH (it comes with Vivado: source settings64.sh)"
+}
+if {$rc || ![file exists $bit]} {
+    cd $old_dir
+    fail "updatemem could not put $elf into $base_bit: $log"
+}
+puts $log
+set wns [write_reports $out_dir full]
 cd $old_dir
 if {$wns < 0} {
     puts "build.tcl: WARNING: timing not met (WNS $wns ns); the bitstream may not work"
 }
-puts "build.tcl: bitstream $bit (firmware $elf, ID ROM $out_dir/id_rom16x32.coe)"
+puts "build.tcl: bitstream $bit (firmware $elf written into $mb_inst's block RAM by updatemem, memory map $mmi, ID ROM $out_dir/id_rom16x32.coe)"

@@ -9,7 +9,8 @@
 #   * with wires nrl_rpl_* declared before the nf_nrl_top instance and
 #     connected to its m_axi_rpl_* ports;
 #   * with an nf_nrl_ddr instance after it, clocked and reset like
-#     nf_nrl_top (the nets on its .axis_aclk and .axis_resetn).
+#     nf_nrl_top (the nets on its .axis_aclk and .axis_resetn); the same
+#     200 MHz clock is the MIG's IDELAY reference clock (clk_ref_i).
 # Errors (no instance, no clock or reset connection, no module top) are Tcl
 # errors with a message. UNTESTED in Vivado (docs/board.md).
 
@@ -97,7 +98,7 @@ proc ddr_patch_top {text} {
         lappend dconns "    .$name\($name\)"
     }
     set ddr_inst "\n\nnf_nrl_ddr\nnrl_ddr_inst (\n    .axis_aclk($clk),\n    .axis_resetn($rstn),\n"
-    append ddr_inst "    .sys_rst_n($rstn),\n    .init_calib_complete(nrl_ddr_calib_done),\n"
+    append ddr_inst "    .clk_ref_i($clk),\n    .sys_rst_n($rstn),\n    .init_calib_complete(nrl_ddr_calib_done),\n"
     append ddr_inst [join $dconns ",\n"] "\n);\n"
     set conn_text [join $conns ",\n"]
     if {[string trim $ports] eq ""} {

@@ -13,7 +13,8 @@
 # nothing is written into the checkout. It proves nothing about Vivado.
 #
 # The version is 2016.4 unless NRL_DRYRUN_VIVADO_VERSION says otherwise;
-# "bitstream" and "reports" are text files saying they are dry-run output.
+# "bitstream", "memory map" and "reports" are text files saying they are
+# dry-run output; updatemem is stubbed too.
 
 set ::dryrun_files {}
 set ::dryrun_bd ""
@@ -32,10 +33,12 @@ proc get_timing_paths {args} { return dryrun_path }
 proc dryrun_run_dir {} {
     set d [file join [pwd] project dryrun.runs impl_1]
     file mkdir $d
-    if {![file exists [file join $d top.sysdef]]} {
-        set fh [open [file join $d top.sysdef] w]
-        puts $fh "netfpga-rl dry run: not a hardware export"
-        close $fh
+    foreach {f what} {top.sysdef "a hardware export" top.bit "a bitstream"} {
+        if {![file exists [file join $d $f]]} {
+            set fh [open [file join $d $f] w]
+            puts $fh "netfpga-rl dry run: not $what"
+            close $fh
+        }
     }
     return $d
 }
@@ -120,6 +123,21 @@ foreach c {report_timing_summary report_utilization report_clock_utilization} {
     }
 }
 proc write_checkpoint {args} { dryrun_note [lindex $args end] checkpoint }
+# the routed design's memory map: the reference block design's one MicroBlaze
+proc write_mem_info {args} {
+    set fh [open [lindex $args end] w]
+    puts $fh "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!-- netfpga-rl dry run: not a memory map -->"
+    puts $fh "<MemInfo Version=\"1\" Minor=\"0\">\n  <Processor Endianness=\"Little\" InstPath=\"control_sub_i/nf_mbsys/mbsys/microblaze_0\">\n  </Processor>\n</MemInfo>"
+    close $fh
+}
+# updatemem (a program that comes with Vivado): the "bitstream" names the ELF it holds
+proc updatemem {args} {
+    array set a [lsearch -all -inline -not -exact $args -force]
+    set fh [open $a(-out) w]
+    puts $fh "netfpga-rl dry run: not a bitstream ($a(-bit) with $a(-data) in $a(-proc))"
+    close $fh
+    return "updatemem (dry run): $a(-out)"
+}
 
 # everything else Vivado would do (Tcl's own auto-loaded commands still load)
 proc unknown {args} {

@@ -6,18 +6,20 @@
 # the commands are issued, not that Vivado accepts them.
 #
 #   1. nrl_mig: Xilinx mig_7series from the MIG project file $::nrl_mig_prj
-#      (build.tcl --mig-prj FILE: the SUME DDR3 SODIMM's memory part, pins,
-#      system clock, AXI4 slave with 512-bit data and the address / ID
-#      widths nf_nrl_ddr.v expects). The file is copied into the IP folder
+#      (by default derived from SUME's nf_sume_ddr3A.prj by mig_prj.tcl: the
+#      SODIMM's memory part and pins, unbuffered system and reference
+#      clocks, active-high reset, AXI4 slave with 512-bit data and the
+#      address / ID widths nf_nrl_ddr.v expects). The file is copied into the IP folder
 #      and named by CONFIG.XML_INPUT_FILE, as the MIG's own Tcl does;
 #   2. nrl_rpl_axi_cc: Xilinx axi_clock_converter (AXI4, 512-bit data,
 #      $::nrl_axi_addr_width-bit address, $::nrl_axi_id_width-bit ID,
 #      asynchronous clocks): the replay engine's 200 MHz datapath clock on
 #      its slave side, the MIG's UI clock on its master side;
 #   3. nf_nrl_ddr.v ($::nrl_ddr_v), the wrapper build.tcl instantiates in
-#      the patched top.v, read into the project.
+#      the patched top.v, read into the project, and nrl_ddr.xdc
+#      ($::nrl_ddr_xdc) added to its constraints.
 
-foreach var {nrl_mig_prj nrl_ddr_v nrl_axi_addr_width nrl_axi_id_width} {
+foreach var {nrl_mig_prj nrl_ddr_v nrl_ddr_xdc nrl_axi_addr_width nrl_axi_id_width} {
     if {![info exists ::$var]} {
         error "mig.tcl: \$::$var is not set: this script is sourced by build.tcl --ddr"
     }
@@ -43,6 +45,9 @@ set_property -dict [list CONFIG.PROTOCOL {AXI4} CONFIG.DATA_WIDTH {512} \
     CONFIG.ACLK_ASYNC {1} CONFIG.SYNCHRONIZATION_STAGES {3}] [get_ips nrl_rpl_axi_cc]
 generate_target all [get_ips nrl_rpl_axi_cc]
 
-# 3. the wrapper
+# 3. the wrapper and its constraints (the unbuffered system clock's pins, its
+#    period and the BACKBONE route to the MIG's PLL), in the reference
+#    project's constraint set
 read_verilog $::nrl_ddr_v
-puts "mig.tcl: nrl_mig (from [file tail $::nrl_mig_prj]), nrl_rpl_axi_cc and nf_nrl_ddr added"
+add_files -fileset constraints -norecurse $::nrl_ddr_xdc
+puts "mig.tcl: nrl_mig (from [file tail $::nrl_mig_prj]), nrl_rpl_axi_cc, nf_nrl_ddr and [file tail $::nrl_ddr_xdc] added"

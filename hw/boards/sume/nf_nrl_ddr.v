@@ -38,10 +38,12 @@ THE SOFTWARE.
  * nrl_rpl_axi_cc (Xilinx axi_clock_converter, asynchronous) and reaches
  * nrl_mig (Xilinx mig_7series, DDR3, AXI4 slave with 512-bit data: a 64-bit
  * SODIMM at a 4:1 PHY ratio), whose UI clock (ui_clk, a quarter of the
- * memory clock: 233 MHz at DDR3-1866) runs the converter's master side.
- * Both IPs are created by mig.tcl from the MIG project file given with
- * --mig-prj (memory part, pins, clocks and AXI widths come from there; the
- * widths below must match it). init_calib_complete goes out for an LED or
+ * memory clock: 189 MHz with SUME's 1.32 ns DDR3 clock) runs the converter's
+ * master side. Both IPs are created by mig.tcl; the MIG project is SUME's
+ * own nf_sume_ddr3A.prj (or --mig-prj), its AXI widths set by mig_prj.tcl
+ * (the widths below must match): no-buffer system clock (the IBUFDS here),
+ * no-buffer reference clock (clk_ref_i), active-high reset, XADC enabled
+ * (device_temp left open). init_calib_complete goes out for an LED or
  * a status bit; until calibration the MIG holds AWREADY / ARREADY low, so
  * a PUSH simply waits.
  */
@@ -104,10 +106,14 @@ module nf_nrl_ddr #
     output wire                          s_axi_rvalid,
     input  wire                          s_axi_rready,
 
-    // Memory controller system clock (differential, from the MIG project) and
-    // reset (active low, as the MIG project must configure it)
+    // Memory controller system clock (differential, 233.1 MHz on E34/E35,
+    // buffered here: the MIG project's system clock is "No Buffer"), its
+    // IDELAY reference clock (200 MHz: the datapath clock, from the same
+    // fpga_sysclk pins) and the board reset (active low; the MIG's is active
+    // high, inverted here)
     input  wire                          sys_clk_p,
     input  wire                          sys_clk_n,
+    input  wire                          clk_ref_i,
     input  wire                          sys_rst_n,
     output wire                          init_calib_complete,
 
@@ -129,8 +135,21 @@ module nf_nrl_ddr #
     output wire [RANKS-1:0]              ddr3_odt
 );
 
+wire sys_clk_i;
 wire ui_clk;
 wire ui_clk_sync_rst;
+
+// the MIG's system clock, unbuffered in its project: the IBUFDS is here
+// (nrl_ddr.xdc routes its output to the MIG's PLL over the backbone)
+IBUFDS #(
+    .DIFF_TERM("FALSE"),
+    .IBUF_LOW_PWR("FALSE")
+)
+sys_clk_ibufds (
+    .I(sys_clk_p),
+    .IB(sys_clk_n),
+    .O(sys_clk_i)
+);
 wire mmcm_locked;
 reg ui_resetn_reg;
 
@@ -265,9 +284,10 @@ cc_inst (
 
 nrl_mig
 mig_inst (
-    .sys_clk_p(sys_clk_p),
-    .sys_clk_n(sys_clk_n),
-    .sys_rst(sys_rst_n),
+    .sys_clk_i(sys_clk_i),
+    .clk_ref_i(clk_ref_i),
+    .sys_rst(!sys_rst_n),
+    .device_temp(),
     .ddr3_dq(ddr3_dq),
     .ddr3_dqs_p(ddr3_dqs_p),
     .ddr3_dqs_n(ddr3_dqs_n),

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * hal.h - the firmware's hardware abstraction: everything the command loop
- * (nrl_cmd.c) and the Si5324 set-up (si5324.c) touch goes through these five
+ * (nrl_cmd.c) and the Si5324 set-up (si5324.c) touch goes through these
  * calls, so the same sources build for the MicroBlaze (hal_microblaze.c,
  * AXI UART Lite + AXI IIC + the datapath's AXI4-Lite register window) and
  * natively with gcc (hal_host.c: a 4 KB register array, stdin/stdout or a pty).
@@ -30,8 +30,16 @@ void hal_uart_putc(char c);
  * 0 when every byte was acknowledged. */
 int hal_i2c_write(uint8_t addr7, const uint8_t *buf, unsigned len);
 
+/* I2C read: write `wlen` bytes of `wbuf` (the device's register address) to
+ * 7-bit address `addr7`, then a repeated START and `rlen` bytes read into
+ * `rbuf`, with a STOP at the end; 0 when the device acknowledged. */
+int hal_i2c_read(uint8_t addr7, const uint8_t *wbuf, unsigned wlen, uint8_t *rbuf, unsigned rlen);
+
 /* Drive the AXI IIC core's general purpose outputs (the PCA9548 reset lines
  * on SUME). */
 void hal_i2c_gpo(uint32_t value);
+
+/* Wait at least `us` microseconds (busy wait). */
+void hal_delay_us(uint32_t us);
 
 #endif /* NRL_HAL_H */

@@ -11,7 +11,10 @@
  * Nothing else (no datapath): counters only change through --preload.
  * UART: stdin/stdout, or with --pty a new pseudo-terminal whose slave path is
  * printed on stdout as "pty PATH". I2C: every write is logged on stderr as
- * "i2c AA: BB CC ..." (hex) and acknowledged.
+ * "i2c AA: BB CC ..." (hex) and acknowledged; reads as "i2c-read AA: BB ->
+ * N bytes", answered with the Si5324's LOL_INT set to $NRL_FW_SI5324_LOL
+ * (0 by default, 1; "N" for no acknowledge). Delays are logged ("delay N us"),
+ * not waited.
  *
  * Usage: nrl_fw_host [--pty] [--preload FILE]
  *   FILE: lines "ADDR VALUE" (hex, '#' comments) loaded into the array after
@@ -178,9 +181,28 @@ int hal_i2c_write(uint8_t addr7, const uint8_t *buf, unsigned len)
     return 0;
 }
 
+int hal_i2c_read(uint8_t addr7, const uint8_t *wbuf, unsigned wlen, uint8_t *rbuf, unsigned rlen)
+{
+    unsigned i;
+    const char *lol = getenv("NRL_FW_SI5324_LOL");  /* the stub's LOL_INT: 0 (default) or 1 */
+
+    fprintf(stderr, "i2c-read %02X:", addr7);
+    for (i = 0; i < wlen; i++)
+        fprintf(stderr, " %02X", wbuf[i]);
+    fprintf(stderr, " -> %u bytes\n", rlen);
+    for (i = 0; i < rlen; i++)
+        rbuf[i] = (lol != NULL && lol[0] == '1') ? 0x01u : 0x00u;
+    return (lol != NULL && lol[0] == 'N') ? -1 : 0;  /* "N": no acknowledge */
+}
+
 void hal_i2c_gpo(uint32_t value)
 {
     fprintf(stderr, "gpo %02X\n", (unsigned)value);
+}
+
+void hal_delay_us(uint32_t us)
+{
+    fprintf(stderr, "delay %u us\n", (unsigned)us);  /* logged, not waited: tests stay fast */
 }
 
 int main(int argc, char **argv)

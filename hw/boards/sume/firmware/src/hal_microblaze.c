@@ -60,9 +60,26 @@ int hal_i2c_write(uint8_t addr7, const uint8_t *buf, unsigned len)
     return sent == len ? 0 : -1;
 }
 
+int hal_i2c_read(uint8_t addr7, const uint8_t *wbuf, unsigned wlen, uint8_t *rbuf, unsigned rlen)
+{
+    if (XIic_Send(IIC_BASE, addr7, (u8 *)wbuf, wlen, XIIC_REPEATED_START) != wlen)
+        return -1;
+    return XIic_Recv(IIC_BASE, addr7, rbuf, rlen, XIIC_STOP) == rlen ? 0 : -1;
+}
+
 void hal_i2c_gpo(uint32_t value)
 {
     XIic_WriteReg(IIC_BASE, XIIC_GPO_REG_OFFSET, value);
+}
+
+void hal_delay_us(uint32_t us)
+{
+    /* one loop iteration takes several clocks (a volatile load and store, a
+       branch), so counting clocks gives at least `us` */
+    volatile uint32_t n = us * (uint32_t)(XPAR_CPU_CORE_CLOCK_FREQ_HZ / 1000000u);
+
+    while (n != 0u)
+        n = n - 1u;
 }
 
 int main(void)

@@ -142,7 +142,8 @@ static unsigned error_reply(struct out *o, const char *tag, const char *code, co
 
 /* -- one request ------------------------------------------------------------ */
 
-unsigned nrl_cmd_line(const char *line, unsigned len, uint32_t clock_status, char *reply)
+unsigned nrl_cmd_line(const char *line, unsigned len, uint32_t clock_status, uint32_t lol_status,
+                      char *reply)
 {
     struct out o = {reply, 0};
     const char *star = 0;
@@ -191,6 +192,7 @@ unsigned nrl_cmd_line(const char *line, unsigned len, uint32_t clock_status, cha
         put_hex(&o, hal_reg_read(NRL_REG_BUILD_HASH), 8);
         put_hex(&o, NRL_FW_PROTOCOL, 0);
         put_hex(&o, clock_status, 0);
+        put_hex(&o, lol_status, 0);
         return finish(&o);
     case 'R':
     case 'W':
@@ -238,7 +240,7 @@ static void send(const char *s, unsigned n)
         hal_uart_putc(s[i]);
 }
 
-void nrl_cmd_loop(uint32_t clock_status)
+void nrl_cmd_loop(uint32_t clock_status, uint32_t lol_status)
 {
     static char line[NRL_FW_LINE_MAX + 1u];
     static char reply[NRL_FW_REPLY_MAX];
@@ -260,7 +262,7 @@ void nrl_cmd_loop(uint32_t clock_status)
                 overflow = 1;
             continue;
         }
-        n = nrl_cmd_line(line, overflow ? NRL_FW_LINE_MAX + 1u : len, clock_status, reply);
+        n = nrl_cmd_line(line, overflow ? NRL_FW_LINE_MAX + 1u : len, clock_status, lol_status, reply);
         send(reply, n);
         len = 0;
         overflow = 0;
@@ -276,15 +278,24 @@ static void send_text(const char *s)
 int nrl_firmware_main(void)
 {
     uint32_t clock_status;
+    uint32_t lol_status = SI5324_LOL_UNREAD;
     char step[3];
 
     if (hal_init() != 0)
         return 1;
     clock_status = si5324_configure();
     /* banner lines start with '#': hosts skip them */
-    send_text("# netfpga-rl firmware, register line protocol 1 (docs/board_uart.md)\r\n");
+    send_text("# netfpga-rl firmware, register line protocol 2 (docs/board_uart.md)\r\n");
     if (clock_status == 0) {
-        send_text("# si5324: configured for 156.25 MHz, calibration started\r\n");
+        send_text("# si5324: configured for 156.25 MHz, calibrating\r\n");
+        lol_status = si5324_wait_lock();
+        if (lol_status == SI5324_LOCKED)
+            send_text("# si5324: locked (LOL clear)\r\n");
+        else if (lol_status == SI5324_NO_LOCK)
+            send_text("# si5324: LOSS OF LOCK: LOL still set after 3 s; the 10G ports have no "
+                      "reference clock\r\n");
+        else
+            send_text("# si5324: the LOL register read was not acknowledged\r\n");
     } else {
         step[0] = HEX[((clock_status - 1u) >> 4) & 0xFu];
         step[1] = HEX[(clock_status - 1u) & 0xFu];
@@ -300,6 +311,6 @@ int nrl_firmware_main(void)
     else
         send_text("# registers: MAGIC does not read NRL1: no netfpga-rl register window at "
                   "NRL_REG_BASE\r\n");
-    nrl_cmd_loop(clock_status);
+    nrl_cmd_loop(clock_status, lol_status);
     return 0;
 }

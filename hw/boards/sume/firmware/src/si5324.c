@@ -25,6 +25,8 @@
 #define PCA9548_ADDR   0x74u  /* the SUME board's I2C switch */
 #define PCA9548_CH_SI  0x10u  /* channel 4: Si5324 (and the DDR3 SPDs) */
 #define SI5324_ADDR    0x68u
+#define SI5324_REG_LOL 130u   /* LOL_INT (bit 0): the DSPLL is not locked */
+#define SI5324_LOL_INT 0x01u
 
 const struct si5324_step SI5324_STEPS[] = {
     /* route the I2C bus to the Si5324 */
@@ -55,14 +57,33 @@ uint32_t si5324_configure(void)
 {
     unsigned i;
 
-    /* pulse the PCA9548 reset (the AXI IIC core's GPO lines), as the
-       reference firmware's IicInitPost() does */
+    /* reset pulse on the GPO lines, as the reference firmware's IicInitPost()
+       does, held for at least 1 us, then time for the parts to come out of
+       reset before the first transaction */
     hal_i2c_gpo(0xFFu);
+    hal_delay_us(SI5324_RESET_US);
     hal_i2c_gpo(0x00u);
+    hal_delay_us(SI5324_SETTLE_US);
     for (i = 0; i < SI5324_STEP_COUNT; i++) {
         const struct si5324_step *s = &SI5324_STEPS[i];
         if (hal_i2c_write(s->addr7, s->bytes, s->len) != 0)
             return 1u + i;
     }
     return 0;
+}
+
+uint32_t si5324_wait_lock(void)
+{
+    const uint8_t reg = SI5324_REG_LOL;
+    uint8_t v = 0;
+    unsigned n;
+
+    for (n = 0; n < SI5324_LOCK_POLLS; n++) {
+        hal_delay_us(SI5324_POLL_US);
+        if (hal_i2c_read(SI5324_ADDR, &reg, 1u, &v, 1u) != 0)
+            return SI5324_LOL_UNREAD;
+        if ((v & SI5324_LOL_INT) == 0u)
+            return SI5324_LOCKED;
+    }
+    return SI5324_NO_LOCK;
 }

@@ -1,0 +1,117 @@
+"""Every script under ``scripts/`` runs somewhere in the test suite, in its smallest configuration.
+
+A script nobody runs rots unnoticed (``bench_replay.py``'s Yosys step crashed for
+a while: it read the RTL its own way). :data:`COVERED` names, for each script,
+the test that runs it already; :data:`SMOKE` gives the others a command line
+here. ``test_every_script_is_covered`` fails when a script is added to
+``scripts/`` without either.
+
+The smoke runs that take seconds run in every ``make test``; those that build
+an RTL simulation, train RL workers or need root are marked ``slow`` (``make
+test-slow``), with the time they took when this was written (2 shared cores).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "scripts"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from toolcheck import require_tool  # noqa: E402
+
+# script -> the test that runs it
+COVERED = {
+    "gen_regs.py": "tests/test_regmap.py (regeneration changes nothing)",
+    "lint_rtl.py": "tests/test_lint.py",
+    "synth_yosys.py": "tests/test_synth_scripts.py::test_synth_yosys_tiny_top",
+    "rack.py": "tests/test_rack.py",
+    "sume_build.sh": "tests/test_sume_flow.py::test_sume_build_dry_run",
+    "sume_flash.sh": "tests/test_sume_flow.py::test_flash_*",
+    "sume_riffa_patch.py": "tests/test_sume_riffa_patch.py",
+}
+
+# script -> (arguments, seconds allowed, slow?, needs root?, what it needs on PATH)
+SMOKE: dict[str, tuple[list[str], int, bool, bool, tuple[str, ...]]] = {
+    # about 2 s
+    "cluster_model.py": ([], 120, False, False, ()),
+    # the rest take minutes (measured here under load): make test-slow
+    # Yosys only, C = 64 records: the step that used to crash (over 10 min: the abc9 mapping of
+    # the engine's 256-bit paths; test_bench_replay_synthesizes_through_synth_yosys below is quick)
+    "bench_replay.py": (["--smoke", "--no-sim", "--workdir", "{tmp}"], 3600, True, False, ("yosys",)),
+    "bench_host.py": (["--seconds", "0.1", "--iters", "1", "--reps", "2", "--engines", "native"],
+                      600, True, False, ()),  # 134 s
+    "bench_replay_host.py": (["--quick", "--reps", "5", "--seconds", "0.05", "--json", "", "--plot", ""],
+                             600, True, False, ()),  # 40 s
+    "bench_rl.py": (["--quick"], 900, True, False, ()),  # 265 s
+    "bench_workloads.py": (["--algos", "ppo", "--strategies", "inswitch/sync", "--workers", "2",
+                            "--iterations", "2", "--out", "{tmp}/workloads.json"], 900, True, False, ()),  # 95 s
+    "bench_grad_agg.py": (["--no-synth", "--slots", "4"], 900, True, False, ("verilator",)),  # 279 s
+    "coverage.py": (["-n", "1", "--tests", "tests/test_replay_mul.py"], 1800, True, False, ("verilator",)),
+    "bench_rack.py": (["--algos", "ppo", "--hosts", "2", "--iterations", "1", "--delays", "0"],
+                      1800, True, True, ("ip",)),
+}
+
+
+def test_every_script_is_covered() -> None:
+    scripts = {p.name for p in SCRIPTS.iterdir() if p.is_file() and p.suffix in (".py", ".sh")}
+    missing = sorted(scripts - COVERED.keys() - SMOKE.keys())
+    assert not missing, f"scripts without a test or a smoke run here: {missing}"
+    stale = sorted((COVERED.keys() | SMOKE.keys()) - scripts)
+    assert not stale, f"entries for scripts that are gone: {stale}"
+    for name, where in COVERED.items():
+        test_file = REPO / where.split("::")[0].split(" ")[0]
+        assert test_file.exists(), (name, where)
+        assert name in test_file.read_text() or name.removesuffix(".py") in test_file.read_text(), (name, where)
+
+
+def _params() -> list[object]:
+    out = []
+    for name, (_args, _t, slow, _root, _tools) in SMOKE.items():
+        out.append(pytest.param(name, id=name, marks=[pytest.mark.slow] if slow else []))
+    return out
+
+
+@pytest.mark.parametrize("name", _params())
+def test_smoke(name: str, tmp_path: Path) -> None:
+    args, timeout, _slow, root, tools = SMOKE[name]
+    if root and os.geteuid() != 0:
+        pytest.skip(f"{name} needs root")
+    for tool in tools:
+        require_tool(tool, f"the smoke run of scripts/{name}")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    r = subprocess.run([sys.executable, str(SCRIPTS / name), *argv], capture_output=True, text=True,
+                       cwd=REPO, timeout=timeout)
+    assert r.returncode == 0, (r.stdout[-3000:] + r.stderr[-3000:])
+    last = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+    assert "=" in last, f"no key=value line at the end of {name}'s output: {last!r}"
+
+
+def test_bench_replay_synthesizes_through_synth_yosys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench_replay.py's Yosys step is synth_yosys.synth (one way of reading the RTL), with the
+    bench's size as parameters; its figures come from that result."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_replay", SCRIPTS / "bench_replay.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    calls = []
+
+    def fake_synth(top: str, params: dict[str, str], timeout: float, log_dir: Path | None,
+                   config: str = "") -> object:
+        calls.append((top, params))
+        counts = {k: i + 1 for i, k in enumerate(bench.synth_yosys.CLASSES)}
+        return bench.synth_yosys.Result(top, True, 1.0, counts, {"RAMB36E1": 3, "RAMB18E1": 2}, 7,
+                                        timing=bench.synth_yosys.Timing(2.5, "a", "b", 4))
+
+    monkeypatch.setattr(bench.synth_yosys, "synth", fake_synth)
+    monkeypatch.setattr(bench.shutil, "which", lambda _name: "/usr/bin/yosys")
+    res = bench.synthesize(64, 128, 256, tmp_path)
+    assert calls == [("replay_engine", {"CAPACITY": "64", "RECORD_BYTES": "128", "DATA_WIDTH": "256"})]
+    assert res["ramb36"] == 4 and res["logic_levels"] == 7 and res["path_ns"] == 2.5
