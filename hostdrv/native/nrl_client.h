@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The all-reduce client's per-packet loop (hostdrv.aggregator.Aggregator._run) in C++.
+// The all-reduce client's per-packet loop (hostdrv.client.aggregator.Aggregator._run) in C++.
 #ifndef NRL_CLIENT_H
 #define NRL_CLIENT_H
 

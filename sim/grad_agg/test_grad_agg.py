@@ -58,9 +58,9 @@ import numpy as np
 from cocotb.triggers import RisingEdge, with_timeout
 from cocotbext.axi import AxiResp
 
-from hostdrv import protocol as proto
-from hostdrv import regmap
-from hostdrv.model import Egress, SwitchModel
+from hostdrv.switch.reference import Egress, SwitchModel
+from hostdrv.wire import protocol as proto
+from hostdrv.wire import regmap
 from sim.common.tb import STRESS, StallMonitor, StreamTB, cycle_pause, model_refuses
 
 M32 = 0xFFFFFFFF

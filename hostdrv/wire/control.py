@@ -1,9 +1,9 @@
 """The control channel's wire format: register reads and writes on a switch's UDP socket.
 
-Both ends use this module: the switch servers (:mod:`hostdrv.backends.soft_server`,
+Both ends use this module: the switch servers (:mod:`hostdrv.switch.soft`,
 which the sim switch shares) parse requests and build replies with it, the
-client (:class:`hostdrv.transport.UdpRegisterTransport`) builds requests and
-parses replies. It sits next to :mod:`hostdrv.protocol`, the protocol
+client (:class:`hostdrv.client.transport.UdpRegisterTransport`) builds requests and
+parses replies. It sits next to :mod:`hostdrv.wire.protocol`, the protocol
 messages' format.
 
 A soft or sim switch answers register accesses on its protocol socket. A request
@@ -32,7 +32,7 @@ keyed with the file's contents (surrounding whitespace stripped)::
 
 A request refused for want of authentication is answered with status 5
 (:attr:`ControlStatus.UNAUTHENTICATED`); a client raises
-:class:`~hostdrv.transport.ControlAuthError` for it.
+:class:`~hostdrv.client.transport.ControlAuthError` for it.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import struct
 import time
 from enum import IntEnum
 
-from hostdrv.net import TransportError
+from hostdrv.wire.net import TransportError
 
 CONTROL_MAGIC = b"NRLC"
 """First four bytes of every control-channel datagram."""
