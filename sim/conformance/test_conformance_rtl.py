@@ -19,7 +19,7 @@ cocotb test: a reset switch, then the vector's operations in order, one at a tim
   *refusal* is compared, not its text: an SLVERR stands for the model's message,
   an OKAY for ``""``. Every other write the model refuses (read-only registers,
   values wider than the register or out of its range, undefined ``CTRL`` bits) is
-  refused by the host before the bus (``SwitchControl``, ``rtl_model``): it is not
+  refused by the host before the bus (``SwitchControl``, ``hostdrv.switch.rtl``): it is not
   driven and its outcome is the model's; every write the model takes is driven and
   must answer OKAY.
 * ``read``: an AXI4-Lite read (OKAY) of the address.
@@ -29,7 +29,7 @@ over AXI4-Lite (about 26 reads of 4 clocks each: affordable, so the counters are
 compared after every operation, not only at frame bursts); after the last one,
 every register of the map. After ``RPL_RESET`` (and reset) the clocks of the
 replay sum tree's clearing sweep (capacity / 2 + 64) pass before the next
-operation, as on ``rtl_model``.
+operation, as on ``hostdrv.switch.rtl``.
 
 What the RTL did becomes a :class:`hostdrv.switch.conformance.Trace` and is compared,
 with :func:`hostdrv.switch.conformance.compare`, with the trace of
