@@ -224,6 +224,8 @@ def test_wheel_holds_every_module_the_rtl_and_the_harness(
            if p.suffix in (".v", ".vh", ".f")}
     assert rtl and rtl - names == set()
     assert "hostdrv/switch/rtl_harness.cpp" in names
+    # the native sources and the generated header they (and the SUME firmware) include
+    assert {"hostdrv/native/nrl_engine.cpp", "hostdrv/wire/nrl_protocol.h"} <= names
     # the native engine, compiled by the wheel build
     assert any(n.startswith("hostdrv/_native.") and n.endswith(".so") for n in names), names
 
