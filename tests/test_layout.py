@@ -177,3 +177,18 @@ def test_console_scripts_name_existing_functions() -> None:
     for name, target in scripts.items():
         module, _, attr = target.partition(":")
         assert callable(getattr(importlib.import_module(module), attr)), name
+
+
+def test_every_engine_is_an_engine() -> None:
+    """The servers take an :class:`~hostdrv.switch.engine.Engine`; the three switches are one."""
+    from hostdrv.switch.engine import Engine
+    from hostdrv.switch.native import NativeSwitchModel, available, native_error
+    from hostdrv.switch.reference import SwitchModel
+    from hostdrv.switch.rtl import RtlSwitch
+
+    assert isinstance(SwitchModel(), Engine)
+    assert available(), native_error
+    assert isinstance(NativeSwitchModel(), Engine)
+    # RtlSwitch needs a Verilator build to exist: its class has the methods
+    assert all(callable(getattr(RtlSwitch, m, None))
+               for m in ("read", "write", "counters", "process"))
