@@ -34,7 +34,7 @@ cxx:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq g++; }
 
-$(STAMP): pyproject.toml constraints.txt setup.py hostdrv/native/*.cpp hostdrv/native/*.h | cxx
+$(STAMP): pyproject.toml constraints.txt setup.py hostdrv/native/*.cpp hostdrv/native/*.h hostdrv/wire/nrl_protocol.h | cxx
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[all]'

@@ -9,6 +9,7 @@ from pybind11.setup_helpers import Pybind11Extension, build_ext
 from setuptools import setup
 
 NATIVE = "hostdrv/native/"
+WIRE = "hostdrv/wire/"  # the generated nrl_protocol.h, shared with the SUME firmware
 
 setup(
     ext_modules=[
@@ -16,9 +17,9 @@ setup(
             "hostdrv._native",
             [NATIVE + "nrl_engine.cpp", NATIVE + "nrl_server.cpp", NATIVE + "nrl_client.cpp",
              NATIVE + "nrl_module.cpp"],
-            include_dirs=[NATIVE],
+            include_dirs=[NATIVE, WIRE],
             depends=[NATIVE + "nrl_engine.h", NATIVE + "nrl_server.h", NATIVE + "nrl_client.h",
-                     NATIVE + "nrl_protocol.h"],
+                     WIRE + "nrl_protocol.h"],
             cxx_std=17,
             # IEEE 754 fp32 as numpy computes it: no fast-math, no FMA contraction
             extra_compile_args=["-O2", "-fno-fast-math", "-ffp-contract=off"],

@@ -1,67 +1,113 @@
-"""netfpga-rl host driver: protocol, reference switch model, soft switch and clients."""
+"""netfpga-rl host driver: the wire format, the switch implementations and their clients.
 
+The package is three rooms along the wire: :mod:`hostdrv.wire` (protocol,
+register map, records: what both ends agree on), :mod:`hostdrv.switch` (the
+reference switch, the native engine, the soft and sim switches) and
+:mod:`hostdrv.client` (transports, :class:`SwitchControl`, :class:`Aggregator`,
+:class:`ReplayClient`, the board, the torch backend). The public names below are
+imported on first use (PEP 562), so ``import hostdrv`` or ``import
+hostdrv.wire.regmap`` loads neither the switch nor the compiled extension.
+"""
+
+from __future__ import annotations
+
+import importlib
 from typing import TYPE_CHECKING
 
-from hostdrv.aggregator import Aggregator
-from hostdrv.control import (
-    ROLE_ACTOR,
-    ROLE_LEARNER,
-    ROLE_WORKER,
-    IdentityError,
-    RegisterError,
-    SwitchControl,
-    SwitchIdentity,
-)
-from hostdrv.errors import (
-    AllreduceDesyncError,
-    AllreduceError,
-    AllreduceTimeoutError,
-    RateLimitTimeoutError,
-    ReplayEmptyError,
-    ReplayTimeoutError,
-    StepMismatchError,
-    TensorMismatchError,
-)
-from hostdrv.model import Egress, SwitchModel
-from hostdrv.protocol import (
-    Flags,
-    Frame,
-    Message,
-    Opcode,
-    ProtocolError,
-    build_frame,
-    decode_message,
-    encode_message,
-    parse_frame,
-    result_aux,
-    result_order,
-)
-from hostdrv.records import SampleBatch, Transitions, from_fixed, records_from_bytes, to_fixed
-from hostdrv.replay_client import ReplayClient
-from hostdrv.transport import (
-    BACKENDS,
-    Backend,
-    DatagramTransport,
-    RegisterAccessError,
-    RegisterTransport,
-    SwitchTimeoutError,
-    TransportError,
-    open_datagram,
-    open_registers,
-)
-
 if TYPE_CHECKING:
-    from hostdrv.backends.soft_server import SoftSwitch, SoftSwitchProcess
+    from hostdrv.client.aggregator import Aggregator
+    from hostdrv.client.control import (
+        ROLE_ACTOR,
+        ROLE_LEARNER,
+        ROLE_WORKER,
+        IdentityError,
+        RegisterError,
+        SwitchControl,
+        SwitchIdentity,
+    )
+    from hostdrv.client.replay import ReplayClient
+    from hostdrv.client.transport import (
+        BACKENDS,
+        Backend,
+        DatagramTransport,
+        RegisterAccessError,
+        RegisterTransport,
+        SwitchTimeoutError,
+        TransportError,
+        open_datagram,
+        open_registers,
+    )
+    from hostdrv.errors import (
+        AllreduceDesyncError,
+        AllreduceError,
+        AllreduceTimeoutError,
+        RateLimitTimeoutError,
+        ReplayEmptyError,
+        ReplayTimeoutError,
+        StepMismatchError,
+        TensorMismatchError,
+    )
+    from hostdrv.switch.reference import Egress, SwitchModel
+    from hostdrv.switch.soft import SoftSwitch, SoftSwitchProcess
+    from hostdrv.wire.protocol import (
+        Flags,
+        Frame,
+        Message,
+        Opcode,
+        ProtocolError,
+        build_frame,
+        decode_message,
+        encode_message,
+        parse_frame,
+        result_aux,
+        result_order,
+    )
+    from hostdrv.wire.records import (
+        SampleBatch,
+        Transitions,
+        from_fixed,
+        records_from_bytes,
+        to_fixed,
+    )
+
+_WHERE: dict[str, str] = {
+    "Aggregator": "hostdrv.client.aggregator",
+    **dict.fromkeys(("ROLE_ACTOR", "ROLE_LEARNER", "ROLE_WORKER", "IdentityError",
+                     "RegisterError", "SwitchControl", "SwitchIdentity"),
+                    "hostdrv.client.control"),
+    "ReplayClient": "hostdrv.client.replay",
+    # TransportError is defined in hostdrv.wire.net; transport re-exports it
+    **dict.fromkeys(("BACKENDS", "Backend", "DatagramTransport", "RegisterAccessError",
+                     "RegisterTransport", "SwitchTimeoutError", "TransportError",
+                     "open_datagram", "open_registers"), "hostdrv.client.transport"),
+    **dict.fromkeys(("AllreduceDesyncError", "AllreduceError", "AllreduceTimeoutError",
+                     "RateLimitTimeoutError", "ReplayEmptyError", "ReplayTimeoutError",
+                     "StepMismatchError", "TensorMismatchError"), "hostdrv.errors"),
+    **dict.fromkeys(("Egress", "SwitchModel"), "hostdrv.switch.reference"),
+    **dict.fromkeys(("SoftSwitch", "SoftSwitchProcess"), "hostdrv.switch.soft"),
+    **dict.fromkeys(("Flags", "Frame", "Message", "Opcode", "ProtocolError", "build_frame",
+                     "decode_message", "encode_message", "parse_frame", "result_aux",
+                     "result_order"), "hostdrv.wire.protocol"),
+    **dict.fromkeys(("SampleBatch", "Transitions", "from_fixed", "records_from_bytes",
+                     "to_fixed"), "hostdrv.wire.records"),
+}
+"""Each public name → the module that defines it."""
 
 
 def __getattr__(name: str) -> object:
-    # The soft switch is imported on first use so that ``python -m
-    # hostdrv.backends.soft_server`` does not find it already imported by the package.
-    if name in ("SoftSwitch", "SoftSwitchProcess"):
-        from hostdrv.backends import soft_server
+    # PEP 562: a public name is imported on first use and then kept in the package,
+    # so the next access does not come here. The soft switch in particular is not
+    # imported by the package, so ``python -m hostdrv.switch.soft`` runs it once.
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hostdrv' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return getattr(soft_server, name)
-    raise AttributeError(f"module 'hostdrv' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [
@@ -92,11 +138,11 @@ __all__ = [
     "SampleBatch",
     "SoftSwitch",
     "SoftSwitchProcess",
+    "StepMismatchError",
     "SwitchControl",
     "SwitchIdentity",
     "SwitchModel",
     "SwitchTimeoutError",
-    "StepMismatchError",
     "TensorMismatchError",
     "Transitions",
     "TransportError",

@@ -1,16 +1,16 @@
-"""Errors of the clients (:mod:`hostdrv.aggregator`, :mod:`hostdrv.replay_client`).
+"""Errors of the clients (:mod:`hostdrv.client.aggregator`, :mod:`hostdrv.client.replay`).
 
 All-reduce failures derive from :class:`AllreduceError` or, for a chunk that
-got no answer, :class:`~hostdrv.transport.SwitchTimeoutError`; replay failures
-from :class:`~hostdrv.transport.SwitchTimeoutError` (protocol sections 4 and 5).
+got no answer, :class:`~hostdrv.client.transport.SwitchTimeoutError`; replay failures
+from :class:`~hostdrv.client.transport.SwitchTimeoutError` (protocol sections 4 and 5).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hostdrv import regmap
-from hostdrv.transport import SwitchTimeoutError
+from hostdrv.client.transport import SwitchTimeoutError
+from hostdrv.wire import regmap
 
 WHY_NO_RESULT = tuple(n for n in regmap.COUNTERS if n.startswith("CNT_DROP_")
                       and n not in ("CNT_DROP_EMPTY", "CNT_DROP_BAD_INDEX"))
@@ -132,7 +132,7 @@ NOT_YET_REASONS = {1: "EMPTY", 2: "MIN_SIZE", 3: "RATE"}
 class RateLimitTimeoutError(ReplayTimeoutError):
     """The switch's rate limiter kept answering NOT_YET for longer than ``rate_timeout``.
 
-    Raised by :class:`~hostdrv.replay_client.ReplayClient` (PUSH and SAMPLE_REQ, protocol
+    Raised by :class:`~hostdrv.client.replay.ReplayClient` (PUSH and SAMPLE_REQ, protocol
     section 5, "Rate limiting"). A refused PUSH wrote nothing and a refused SAMPLE_REQ drew
     nothing, so no record was lost: the call can be repeated once the other side (the
     learners for a PUSH, the actors for a SAMPLE_REQ) has made progress.

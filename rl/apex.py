@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from hostdrv.protocol import MAX_MEMBERS
+from hostdrv.wire.protocol import MAX_MEMBERS
 from rl.common import (
     DistConfig,
     EnvPool,

@@ -9,7 +9,7 @@ Examples
     netrl train --algo ppo --mode async --threshold 3 --staleness 1
     netrl train --algo ppo --help          # PPO's hyper-parameters as options
     netrl compare --algo ppo --workers 4   # inswitch vs ps vs allreduce, same seed
-    netrl regs serial:///dev/ttyUSB1 dump   # registers by name (hostdrv.regs_cli)
+    netrl regs serial:///dev/ttyUSB1 dump   # registers by name (hostdrv.client.regs_cli)
     # the papers' workloads (DQN/A2C on Pong, PPO/DDPG on HalfCheetah), bounded:
     netrl train --workload paper --algo dqn --iterations 20 --sync inswitch
     # one worker per rank on N hosts (the same command on every host):
@@ -161,7 +161,7 @@ def build_parser(algo: str | None = None) -> argparse.ArgumentParser:
     compare.add_argument("--syncs", default=",".join(STRATEGIES),
                          help="comma-separated strategies to compare")
     add_common_options(compare)
-    from hostdrv.regs_cli import add_regs_parser
+    from hostdrv.client.regs_cli import add_regs_parser
 
     add_regs_parser(sub)
     if algo is not None:
@@ -415,7 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(algo if algo in ALGOS else None)
     args = parser.parse_args(argv)
     if args.command == "regs":  # register access: no launcher, no workers
-        from hostdrv.regs_cli import run_regs
+        from hostdrv.client.regs_cli import run_regs
 
         return run_regs(args)
     args.store = None

@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rl import cli
     from rl.replay import DEFAULT_CAPACITY
 
-    switch = hostdrv.SoftSwitch(max_elems=hostdrv.protocol.MAX_JUMBO_ELEMS,
+    switch = hostdrv.SoftSwitch(max_elems=hostdrv.wire.protocol.MAX_JUMBO_ELEMS,
                                 capacity=DEFAULT_CAPACITY).start()
     print(f"soft switch listening at {switch.url}")
     stamp = time.strftime("%Y%m%d-%H%M%S")

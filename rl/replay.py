@@ -14,7 +14,7 @@ Three strategies, picked by name (``ReplaySpec.kind``):
 
 :class:`PrioritizedStore` implements the switch's replay semantics exactly
 (``docs/protocol.md`` section 5) with the switch model's own sampler
-(:mod:`hostdrv.sampler`): Q16.16 integer priorities, a 64-bit sum tree, the
+(:mod:`hostdrv.wire.sampler`): Q16.16 integer priorities, a 64-bit sum tree, the
 xorshift32 generator with one draw per sample in batch order, the uniform
 rule ``index = (u * size) >> 32`` and the stratified prioritized rule
 ``target = i * seg + ((u * seg) >> 32)`` with ``seg = total >> log2(B)``. So
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hostdrv.protocol import MAX_BATCH
-from hostdrv.records import check_priorities, from_fixed, record_dtype, to_fixed
-from hostdrv.regmap import REGISTERS
-from hostdrv.sampler import DEFAULT_SEED, SumTree, XorShift32, draw_indices, sample_total
+from hostdrv.wire.protocol import MAX_BATCH
+from hostdrv.wire.records import check_priorities, from_fixed, record_dtype, to_fixed
+from hostdrv.wire.regmap import REGISTERS
+from hostdrv.wire.sampler import DEFAULT_SEED, SumTree, XorShift32, draw_indices, sample_total
 from rl.tcp import recv_exact
 
 REPLAY_KINDS = ("local", "innet", "server")
@@ -79,7 +79,7 @@ class RecordLayout:
     @property
     def dtype(self) -> np.dtype:
         """The numpy structured dtype of one record: the switch client's layout
-        (:func:`hostdrv.records.record_dtype`), padded to ``record_bytes``."""
+        (:func:`hostdrv.wire.records.record_dtype`), padded to ``record_bytes``."""
         return record_dtype(self.obs_shape, self.obs_dtype, self.action_shape,
                             self.action_dtype, self.record_bytes)
 
@@ -134,7 +134,7 @@ def _batch(layout: RecordLayout, indices: np.ndarray, prio_q: np.ndarray, record
 
 
 # --------------------------------------------------------------------------------------------
-# The store: storage + writer (ring) + the switch's sampler (hostdrv.sampler)
+# The store: storage + writer (ring) + the switch's sampler (hostdrv.wire.sampler)
 # --------------------------------------------------------------------------------------------
 
 
@@ -152,9 +152,9 @@ class PrioritizedStore:
 
     Attributes
     ----------
-    sum_tree : hostdrv.sampler.SumTree
+    sum_tree : hostdrv.wire.sampler.SumTree
         The Q16.16 priorities and their sums.
-    rng : hostdrv.sampler.XorShift32
+    rng : hostdrv.wire.sampler.XorShift32
         The sampler's generator.
     """
 

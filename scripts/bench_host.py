@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from hostdrv import Aggregator, SoftSwitch, SoftSwitchProcess, SwitchControl  # noqa: E402
-from hostdrv.net import (  # noqa: E402
+from hostdrv.wire.net import (  # noqa: E402
     GSO_MAX_BYTES,
     GSO_MAX_SEGMENTS,
     SOL_UDP,
@@ -61,7 +61,7 @@ from hostdrv.net import (  # noqa: E402
     UDP_SEGMENT,
     tune_socket,
 )
-from hostdrv.protocol import MAX_JUMBO_ELEMS  # noqa: E402
+from hostdrv.wire.protocol import MAX_JUMBO_ELEMS  # noqa: E402
 
 TENSOR_ELEMS = 1 << 20  # 4 MB of float32
 WORKERS = 4
@@ -274,8 +274,8 @@ def _recv_count(socks: list[socket.socket], want: int, timeout: float, buf: byte
 
 def bench_softswitch(engine: str, seconds: float) -> dict[str, float]:
     """Packets in + out per second through a soft switch child at P = 352, 4 members."""
-    from hostdrv.control import ROLE_WORKER
-    from hostdrv.protocol import encode_message, gradient
+    from hostdrv.client.control import ROLE_WORKER
+    from hostdrv.wire.protocol import encode_message, gradient
 
     proc = SoftSwitchProcess(args=["--engine", engine])
     socks = []
@@ -363,7 +363,7 @@ def bench_rl_rtts(engine: str, reps: int, ps: bool) -> dict[str, float]:
 def bench_model(packets: int = 8000) -> float:
     """Microseconds :meth:`SwitchModel.process` takes per fp32 GRADIENT (P = 352), in-process."""
     from hostdrv import Frame, SwitchModel, build_frame
-    from hostdrv.protocol import gradient
+    from hostdrv.wire.protocol import gradient
 
     m = SwitchModel()
     m.write("AGG_MEMBERS", WORKERS)

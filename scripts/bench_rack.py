@@ -3,7 +3,7 @@
 
 For each link delay (default 0, 10 and 50 µs one way) a 4-host rack is built
 with ``scripts/rack.py`` (10 Gbit/s ``tbf`` links, the delay line of
-``hostdrv.backends.delay_line``, the soft switch in the switch namespace),
+``hostdrv.rack.delay_line``, the soft switch in the switch namespace),
 and for each algorithm ``torchrun`` starts one node per host namespace
 (c10d rendezvous on host 0's rack address) running ``netrl compare``: the
 same seed with ``inswitch`` (the ``netrl`` backend on the rack's soft

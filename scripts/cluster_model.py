@@ -92,8 +92,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from hostdrv.protocol_consts import MAX_ELEMS, MAX_MEMBERS, PAYLOAD_OFFSET  # noqa: E402
-from hostdrv.regmap import REGISTERS  # noqa: E402
+from hostdrv.wire.consts import MAX_ELEMS, MAX_MEMBERS, PAYLOAD_OFFSET  # noqa: E402
+from hostdrv.wire.regmap import REGISTERS  # noqa: E402
 
 STRATEGIES = ("ps", "allreduce", "inswitch", "iswitch")
 HOST_STRATEGY = {"ps": "ps", "allreduce": "allreduce", "inswitch": "inswitch",

@@ -23,7 +23,7 @@ Topology (``docs/rack.md``)
   top-of-rack switch), so torchrun rendezvous, gloo and the switch's
   datagrams all cross the same links.
 * ``switch="rtl"``: no bridge, no address in the switch namespace; the ports
-  are the MAC ports of the RTL (``hostdrv.backends.rtl_eth_bridge``: frames
+  are the MAC ports of the RTL (``hostdrv.switch.rtl_bridge``: frames
   read from ``p{i}`` enter the Verilator model as SUME MAC port ``i``, TUSER
   bit ``2i``, and leave on the ports of their ``dst_ports``), so every frame,
   ARP and ping included, crosses the RTL. Hosts use the board's ``eth://``
@@ -34,7 +34,7 @@ Topology (``docs/rack.md``)
   egress and switch ``p{i}`` egress), default 10 Gbit/s.
 * Link delay (``netem`` is not available): with ``delay_us > 0`` each port
   gets a second veth pair ``q{i}``/``b{i}`` and the delay line
-  (:mod:`hostdrv.backends.delay_line`) forwards every frame between ``p{i}``
+  (:mod:`hostdrv.rack.delay_line`) forwards every frame between ``p{i}``
   and ``q{i}`` ``delay_us`` later; ``b{i}`` joins the bridge. A link's delay
   is thus added once per direction; host to host crosses two links.
 
@@ -330,22 +330,22 @@ class Rack:
             else:
                 self._ip(sw, "link", "set", p, "master", BRIDGE)
         if pairs:
-            args = ["-m", "hostdrv.backends.delay_line", "--delay-us", str(cfg.delay_us)]
+            args = ["-m", "hostdrv.rack.delay_line", "--delay-us", str(cfg.delay_us)]
             for a, b in pairs:
                 args += ["--pair", f"{a}:{b}"]
             self._start(sw, "delay_line", args, "ready", wait)
         if cfg.switch == "rtl":
-            from hostdrv.backends.rtl_eth_bridge import write_rwaxi_tool
+            from hostdrv.switch.rtl_bridge import write_rwaxi_tool
 
             sock = self.state_dir / "rtl.sock"
             write_rwaxi_tool(self.rwaxi_tool, sock)
-            args = ["-m", "hostdrv.backends.rtl_eth_bridge", "--socket", str(sock),
+            args = ["-m", "hostdrv.switch.rtl_bridge", "--socket", str(sock),
                     "--switch-ip", self.switch_ip]
             for i in range(cfg.hosts):
                 args += ["--port", f"p{i}"]
             self._start(sw, "rtl_eth_bridge", args, "ready", max(wait, 900.0))
         if cfg.switch == "soft":
-            args = ["-m", "hostdrv.backends.soft_server",
+            args = ["-m", "hostdrv.switch.soft",
                     "--listen", f"{self.switch_ip}:{cfg.switch_port}",
                     "--control-key", str(self.key_file), "--max-elems", str(cfg.max_elems)]
             if cfg.engine:

@@ -2,7 +2,7 @@
 
 ``tests/test_model.py`` and ``tests/test_model_replay.py`` run every test on both
 (:func:`use_engine`, an autouse fixture per module); the soft switch tests pick the
-server's engine with ``NRL_SOFTSWITCH_ENGINE`` (``hostdrv.backends.soft_server``).
+server's engine with ``NRL_SOFTSWITCH_ENGINE`` (``hostdrv.switch.soft``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from hostdrv.model import SwitchModel
+from hostdrv.switch.reference import SwitchModel
 
 ENGINES = ("model", "native")
 
@@ -21,7 +21,7 @@ def switch_class(engine: str) -> type:
     ``pip install``), it is never skipped."""
     if engine == "model":
         return SwitchModel
-    from hostdrv.native_engine import NativeSwitchModel, available, native_error
+    from hostdrv.switch.native import NativeSwitchModel, available, native_error
 
     if not available():
         pytest.fail(native_error)

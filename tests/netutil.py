@@ -45,17 +45,17 @@ def make_input(seed: int, worker: int, call: int, size: int, dtype: str) -> np.n
 
 
 def build_sim_rtl() -> None:
-    """Build (or find) the RTL a :class:`~hostdrv.backends.rtl_server.SimSwitch` serves by default.
+    """Build (or find) the RTL a :class:`~hostdrv.switch.sim.SimSwitch` serves by default.
 
     Without Verilator or pyverilator the test is skipped, or fails under CI
     (:mod:`toolcheck`).
     """
     from toolcheck import require_module, require_tool
 
-    from hostdrv.backends.rtl_model import build_rtl
-    from hostdrv.backends.rtl_server import DEFAULT_PARAMS
+    from hostdrv.switch.rtl import build_rtl
+    from hostdrv.switch.sim import DEFAULT_PARAMS
 
-    why = "the sim switch (hostdrv.backends.rtl_model's Verilator build of the switch)"
+    why = "the sim switch (hostdrv.switch.rtl's Verilator build of the switch)"
     require_tool("verilator", why)
     require_module("pyverilator", why)
     build_rtl("nrl_switch", dict(DEFAULT_PARAMS["nrl_switch"]))
@@ -81,9 +81,9 @@ def datagram_frame(datagram: bytes, *, ip_src: int, udp_src: int, ip_dst: int = 
 
 def send_datagrams(datagrams: Iterable[bytes], address: tuple[str, int], model: Any) -> None:
     """Send ``datagrams`` to ``address`` from one UDP socket, and feed ``model`` (a
-    :class:`~hostdrv.model.SwitchModel`) the frame the switch makes of each, from the
+    :class:`~hostdrv.switch.reference.SwitchModel`) the frame the switch makes of each, from the
     ingress port of a source no member entry names (0x80)."""
-    from hostdrv.net import ip_to_int
+    from hostdrv.wire.net import ip_to_int
 
     raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
@@ -122,7 +122,7 @@ def switch_of_kind(kind: str) -> Iterator[SoftSwitch]:
 
     require_tool("verilator", "the sim switch runs the RTL in Verilator")
     require_module("pyverilator", "the sim switch runs the RTL in Verilator")
-    from hostdrv.backends.rtl_server import SimSwitch
+    from hostdrv.switch.sim import SimSwitch
 
     with SimSwitch("127.0.0.1:0") as sw:
         yield sw
@@ -279,7 +279,7 @@ def any_port_allreduce(url: str, *, size: int = 100, elems: int = 32, slots: int
     the worker threads and the switch's ``counters`` afterwards.
     """
     from hostdrv import Aggregator, SwitchControl
-    from hostdrv.control import ROLE_WORKER
+    from hostdrv.client.control import ROLE_WORKER
 
     rng = np.random.default_rng(7)
     inputs = [[(rng.standard_normal(size) * 10).astype(np.float32) for _ in range(calls)]
@@ -318,9 +318,9 @@ def any_port_allreduce(url: str, *, size: int = 100, elems: int = 32, slots: int
 
 def check_any_port_allreduce(run: dict[str, Any]) -> None:
     """What :func:`any_port_allreduce` must have seen: no error, both members' results the
-    fp32 sum (:func:`hostdrv.model.fp32_add`) bit for bit, a RESULT per chunk to each, and
+    fp32 sum (:func:`hostdrv.switch.reference.fp32_add`) bit for bit, a RESULT per chunk to each, and
     nothing dropped as spoofed or from an unknown worker."""
-    from hostdrv.model import fp32_add
+    from hostdrv.switch.reference import fp32_add
 
     assert not run["errors"], run["errors"]
     for call in range(2):

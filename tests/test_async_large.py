@@ -1,6 +1,6 @@
 """Async in-switch all-reduce at any model size (issue 14 item 2).
 
-A call of ``n`` chunks advances every slot by R = :func:`hostdrv.aggregator.rounds_per_call`
+A call of ``n`` chunks advances every slot by R = :func:`hostdrv.client.aggregator.rounds_per_call`
 rounds from a base that is a multiple of R, so round ``r`` of slot ``s`` is chunk
 ``(r mod R)·S + s`` of iteration ``r // R`` for every member; versions count
 iterations (``docs/protocol.md`` section 4, "Async at any size"). Against a soft
@@ -9,7 +9,7 @@ switch on both engines (golden model and native) and with both client loops
 
 * a 2,000,000-element fp32 (and int32) async all-reduce by 4 members with H = 3
   completes, every RESULT equals the contributions its ``aux`` names, added with
-  the model's :func:`~hostdrv.model.fp32_add` in that order (int32: their exact
+  the model's :func:`~hostdrv.switch.reference.fp32_add` in that order (int32: their exact
   wrapping sum), and every contribution the switch saw for a round was the chunk
   that round names;
 * a member lagging more than ``AGG_STALENESS`` iterations is dropped (``STALE``)
@@ -22,7 +22,7 @@ switch on both engines (golden model and native) and with both client loops
   contributor (``missing_chunks``), the others as the slot's iteration's results, and
   its next call is in step; the same when the others have stopped.
 
-Expected values come from the inputs and :mod:`hostdrv.model`, never typed in.
+Expected values come from the inputs and :mod:`hostdrv.switch.reference`, never typed in.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ import pytest
 from engines import ENGINES, switch_class
 
 from hostdrv import Aggregator, SoftSwitch, SwitchControl
-from hostdrv import protocol as P
-from hostdrv.aggregator import rounds_per_call
-from hostdrv.model import fp32_add
-from hostdrv.protocol import Flags, Opcode, result_order
+from hostdrv.client.aggregator import rounds_per_call
+from hostdrv.switch.reference import fp32_add
+from hostdrv.wire import protocol as P
+from hostdrv.wire.protocol import Flags, Opcode, result_order
 
 CLIENTS = ("native", "python")
 """The client loops: ``agg_run`` (nrl_client.cpp) and ``Aggregator._run_python``."""
@@ -53,7 +53,7 @@ CLIENTS = ("native", "python")
 def client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run the test with the native client loop, then with the Python one."""
     if request.param == "native":
-        from hostdrv.native_engine import available, native_error
+        from hostdrv.switch.native import available, native_error
 
         if not available():
             pytest.fail(native_error)

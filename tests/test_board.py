@@ -1,6 +1,6 @@
 """Board backends (``udp://``, ``eth://``) without a board.
 
-* registers: :class:`hostdrv.backends.board.RwaxiRegisterTransport` against a fake
+* registers: :class:`hostdrv.client.board.RwaxiRegisterTransport` against a fake
   ``rwaxi`` (same CLI and output as NetFPGA SUME's ``sw/driver`` tool) that
   keeps registers in a JSON file;
 * data: the ``udp://`` and ``eth://`` channels against the soft switch, which
@@ -34,15 +34,15 @@ from hostdrv import (
     open_registers,
     regmap,
 )
-from hostdrv.backends.board import (
+from hostdrv.client.board import (
     SUME_S0_AXI_BASE,
     RwaxiRegisterTransport,
     build_udp_frame,
     parse_mac,
     udp_payload_span,
 )
-from hostdrv.control import ROLE_WORKER
-from hostdrv.protocol import Frame, build_frame, encode_message, gradient, parse_frame
+from hostdrv.client.control import ROLE_WORKER
+from hostdrv.wire.protocol import Frame, build_frame, encode_message, gradient, parse_frame
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = 0x44010000
@@ -271,8 +271,8 @@ ETH_CHILD = '''\
 import fcntl, socket, struct, sys, threading
 import numpy as np
 from hostdrv import Aggregator, SoftSwitch, SwitchControl, open_datagram
-from hostdrv.control import ROLE_WORKER
-from hostdrv.protocol import decode_message, encode_message, gradient
+from hostdrv.client.control import ROLE_WORKER
+from hostdrv.wire.protocol import decode_message, encode_message, gradient
 
 fake_query, slots_key, elems_key, dtype_key, state = sys.argv[1:6]
 # lo comes up down in a new namespace; frames injected on lo with 127.0.0.1
@@ -301,7 +301,7 @@ assert bytes(buf[:n]) == msg[::-1] and seg == n, n
 assert t.recv_into(buf, 0.05) == (0, 0)
 # a UDP GSO batch (as the soft switch sends RESULTs): on lo the packet socket sees one
 # frame before segmentation; the transport hands out one datagram per segment
-from hostdrv.net import SOL_UDP, UDP_SEGMENT
+from hostdrv.wire.net import SOL_UDP, UDP_SEGMENT
 parts = [bytes([k]) * 100 for k in range(3)] + [b"\x07" * 40]
 srv.sendmsg([b"".join(parts)], [(SOL_UDP, UDP_SEGMENT, struct.pack("H", 100))], 0, peer)
 for p in parts:

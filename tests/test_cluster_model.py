@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from hostdrv.protocol_consts import MAX_MEMBERS
+from hostdrv.wire.consts import MAX_MEMBERS
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "data"

@@ -1,6 +1,6 @@
 """One conformance suite for every implementation of the switch (issue 10).
 
-The vectors of :mod:`hostdrv.conformance` (random mixed traffic, every malformed
+The vectors of :mod:`hostdrv.switch.conformance` (random mixed traffic, every malformed
 class, loss/duplication/reorder, async, a leaf of a hierarchy, replay with
 prioritized sampling and updates, register writes including refused ones) run
 through the golden model and the native engine; every emitted frame must agree
@@ -9,7 +9,7 @@ byte for byte, every counter after every operation, every register at the end.
 A second copy of the native module, compiled with ``-DNRL_PLANT_BUG``, plants one
 known bug at a time (``plant_bug(n)``): the suite must catch each of them, and
 agree with the model when none is planted. The RTL leg (the same vectors saved with
-:func:`hostdrv.conformance.save` and replayed on nrl_switch in cocotb) is
+:func:`hostdrv.switch.conformance.save` and replayed on nrl_switch in cocotb) is
 ``tests/test_conformance_rtl.py``.
 """
 
@@ -27,16 +27,17 @@ import pytest
 from engines import switch_class
 from toolcheck import require_module
 
-from hostdrv import conformance as K
-from hostdrv import protocol as P
-from hostdrv import protocol_consts as C
-from hostdrv import regmap
-from hostdrv.model import _AGG_CONFIG as AGG_CONFIG
-from hostdrv.model import SwitchModel
-from hostdrv.protocol import Flags, Opcode
+from hostdrv.switch import conformance as K
+from hostdrv.switch.reference import _AGG_CONFIG as AGG_CONFIG
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import consts as C
+from hostdrv.wire import protocol as P
+from hostdrv.wire import regmap
+from hostdrv.wire.protocol import Flags, Opcode
 
 REPO = Path(__file__).resolve().parents[1]
 NATIVE = REPO / "hostdrv" / "native"
+WIRE = REPO / "hostdrv" / "wire"  # nrl_protocol.h
 VECTORS = K.vectors()
 PLANTED_BUGS = (1, 2, 3, 4, 5, 6, 7, 8, 9)  # nrl_engine.cpp's list
 
@@ -155,7 +156,7 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> object:
     cmd = [os.environ.get("CXX", "g++"), "-O1", "-std=c++17", "-shared", "-fPIC",
            "-fvisibility=hidden", "-fno-fast-math", "-ffp-contract=off",
            "-DNRL_PLANT_BUG", "-DNRL_MODULE_NAME=_native_planted",
-           f"-I{NATIVE}", f"-I{pybind11.get_include()}",
+           f"-I{NATIVE}", f"-I{WIRE}", f"-I{pybind11.get_include()}",
            f"-I{sysconfig.get_paths()['include']}",
            *(str(NATIVE / f) for f in ("nrl_engine.cpp", "nrl_server.cpp", "nrl_client.cpp",
                                                   "nrl_module.cpp")),
@@ -171,7 +172,7 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> object:
 
 
 def _first_difference(module: object) -> str:
-    from hostdrv.native_engine import NativeSwitchModel
+    from hostdrv.switch.native import NativeSwitchModel
 
     for v in VECTORS:
         diff = K.compare(v, expected(v.name), K.run(v, NativeSwitchModel(**v.params,

@@ -1,12 +1,12 @@
 """The RTL leg of the conformance suite (issue 10): the vectors on nrl_switch in cocotb.
 
-The vectors of :mod:`hostdrv.conformance` are written with
-:func:`hostdrv.conformance.save`, grouped by parameters (one Verilator build of
+The vectors of :mod:`hostdrv.switch.conformance` are written with
+:func:`hostdrv.switch.conformance.save`, grouped by parameters (one Verilator build of
 nrl_switch per parameter set, :func:`sim.conformance.rtl_parameters`, in a build
 directory of its own) and replayed by ``sim/conformance/test_conformance_rtl.py``
 (one cocotb test per vector, a reset switch each): every emitted frame and egress
 bitmap byte for byte, every counter after every operation, every register at the
-end, against :class:`hostdrv.model.SwitchModel` (the cocotb test's docstring says
+end, against :class:`hostdrv.switch.reference.SwitchModel` (the cocotb test's docstring says
 how register refusals and frames over 65535 bytes are handled). A difference fails naming the
 vector and its first differing operation.
 
@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 from toolcheck import require_simulator
 
-from hostdrv import conformance as K
+from hostdrv.switch import conformance as K
 from sim.common.runner import RTL, read_filelist, run_cocotb
 from sim.conformance import CORRUPT_ENV, RESULTS_ENV, VECTORS_ENV, build_tag, rtl_parameters
 
@@ -45,7 +45,7 @@ def _groups(vectors: list[K.Vector]) -> dict[str, list[K.Vector]]:
 
 
 SCALE = int(os.environ.get("NRL_CONF_SCALE", "1"))
-"""Seeds of every kind (:func:`hostdrv.conformance.vectors`): ``NRL_CONF_SCALE=3`` plays
+"""Seeds of every kind (:func:`hostdrv.switch.conformance.vectors`): ``NRL_CONF_SCALE=3`` plays
 three times as many vectors."""
 GROUPS = _groups(K.vectors(SCALE))
 DEFAULT_GROUP = max(GROUPS, key=lambda tag: len(GROUPS[tag]))

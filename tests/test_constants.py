@@ -15,11 +15,11 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 GENERATED = {
-    REPO / "hostdrv" / "protocol_consts.py",
-    REPO / "hostdrv" / "regmap.py",
+    REPO / "hostdrv" / "wire" / "consts.py",
+    REPO / "hostdrv" / "wire" / "regmap.py",
     REPO / "hw" / "rtl" / "nrl_protocol.vh",
     REPO / "hw" / "rtl" / "nrl_regs.vh",
-    REPO / "hostdrv" / "native" / "nrl_protocol.h",
+    REPO / "hostdrv" / "wire" / "nrl_protocol.h",
 }
 PY_DIRS = ("hostdrv", "rl", "scripts")
 V_DIRS = ("hw/rtl", "hw/boards/sume")
@@ -58,7 +58,7 @@ def test_no_python_module_redefines_a_constant() -> None:
     for p in sources(PY_DIRS, "*.py"):
         for m in assign.finditer(strip_py(p.read_text())):
             bad.append(f"{p.relative_to(REPO)}: {m.group(0).strip()}")
-    assert not bad, "typed by hand instead of taken from hostdrv.protocol_consts:\n" + "\n".join(bad)
+    assert not bad, "typed by hand instead of taken from hostdrv.wire.consts:\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize(("what", "value"), [("RPL_SEED reset", 0x2545F491),

@@ -35,10 +35,11 @@ from typing import Any
 import pytest
 from netutil import build_sim_rtl
 
-from hostdrv import regmap
-from hostdrv.backends.soft_server import SoftSwitch, SoftSwitchProcess
-from hostdrv.control import SwitchControl
-from hostdrv.protocol_control import (
+from hostdrv.client.control import SwitchControl
+from hostdrv.client.transport import CONTROL_KEY_ENV, ControlAuthError, TransportError
+from hostdrv.switch.soft import SoftSwitch, SoftSwitchProcess
+from hostdrv.wire import regmap
+from hostdrv.wire.control import (
     CONTROL,
     CONTROL_AUTH_WINDOW_MS,
     CONTROL_MAGIC,
@@ -49,7 +50,6 @@ from hostdrv.protocol_control import (
     SignedRequest,
     sign_control,
 )
-from hostdrv.transport import CONTROL_KEY_ENV, ControlAuthError, TransportError
 
 REPO = Path(__file__).resolve().parents[1]
 REMOTE_IP = "10.77.0.1"
@@ -63,7 +63,7 @@ def make_switch(request: pytest.FixtureRequest) -> Iterator[Callable[..., SoftSw
 
     def make(listen: str = "127.0.0.1:0", **kw: Any) -> SoftSwitch:
         if request.param == "sim":
-            from hostdrv.backends.rtl_server import SimSwitch
+            from hostdrv.switch.sim import SimSwitch
 
             sw: SoftSwitch = SimSwitch(listen, **kw)
         else:
@@ -382,16 +382,16 @@ def test_no_replay_across_a_restart(make_switch: Callable[..., SoftSwitch],
 REMOTE_CHILD = '''\
 """Run in a private network namespace (unshare -n): control requests from 10.77.0.1."""
 import json, subprocess, sys
-from hostdrv.control import SwitchControl
-from hostdrv.transport import ControlAuthError
+from hostdrv.client.control import SwitchControl
+from hostdrv.client.transport import ControlAuthError
 
 kind, key_file, remote_ip = sys.argv[1:4]
 subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
 subprocess.run(["ip", "addr", "add", remote_ip + "/32", "dev", "lo"], check=True)
 if kind == "sim":
-    from hostdrv.backends.rtl_server import SimSwitch as Switch
+    from hostdrv.switch.sim import SimSwitch as Switch
 else:
-    from hostdrv.backends.soft_server import SoftSwitch as Switch
+    from hostdrv.switch.soft import SoftSwitch as Switch
 
 
 def attempt(fn):
@@ -490,7 +490,7 @@ def test_non_loopback_requests_are_refused_unless_signed(kind: str, key_file: Pa
 def test_cli_control_key_and_exit_statistics(kind: str, key_file: Path) -> None:
     if kind == "sim":
         build_sim_rtl()
-        from hostdrv.backends.rtl_server import SimSwitchProcess
+        from hostdrv.switch.sim import SimSwitchProcess
 
         proc: SoftSwitchProcess = SimSwitchProcess(args=["--control-key", str(key_file)])
     else:

@@ -8,7 +8,7 @@ the counters add up to what was sent::
 
 (every GRADIENT/RESULT/PUSH/SAMPLE_REQ/UPDATE is counted on arrival, every other message is
 dropped and counted by its first failing check). The stateless drop counters are also
-checked one by one against the verdicts of a :class:`~hostdrv.model.SwitchModel` holding
+checked one by one against the verdicts of a :class:`~hostdrv.switch.reference.SwitchModel` holding
 the switch's own register values, fed the same junk, unless the kernel dropped some.
 """
 
@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hostdrv import Aggregator, ReplayClient, SwitchControl, regmap
-from hostdrv.model import SwitchModel
-from hostdrv.protocol import HEADER, HEADER_OFFSET, MAX_MEMBERS, Opcode
+from hostdrv import Aggregator, ReplayClient, SwitchControl
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import regmap
+from hostdrv.wire.protocol import HEADER, HEADER_OFFSET, MAX_MEMBERS, Opcode
 from tests.netutil import switch_of_kind
 
 pytestmark = pytest.mark.slow

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from engines import ENGINES, use_engine
 
-from hostdrv import protocol as P
-from hostdrv import regmap
-from hostdrv.model import Egress, SwitchModel, fp32_add, xorshift32
-from hostdrv.protocol import Flags, Frame, Message, Opcode
+from hostdrv.switch.reference import Egress, SwitchModel, fp32_add, xorshift32
+from hostdrv.wire import protocol as P
+from hostdrv.wire import regmap
+from hostdrv.wire.protocol import Flags, Frame, Message, Opcode
 
 
 @pytest.fixture(autouse=True, params=ENGINES)
@@ -845,7 +845,7 @@ def test_constructor_validation(kw: dict[str, object], word: str) -> None:
 
 def test_fp32_add_inplace_matches_reference() -> None:
     """The in-place hot path equals fp32_add_bits, NaNs and all."""
-    from hostdrv.fp32 import fp32_add_bits, fp32_add_inplace
+    from hostdrv.wire.fp32 import fp32_add_bits, fp32_add_inplace
 
     rng = np.random.default_rng(5)
     a = rng.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32)

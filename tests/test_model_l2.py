@@ -13,10 +13,10 @@ from __future__ import annotations
 import pytest
 from engines import ENGINES, use_engine
 
-from hostdrv import protocol as P
-from hostdrv import protocol_consts as C
-from hostdrv import regmap
-from hostdrv.model import MAC_PORTS, Egress, SwitchModel
+from hostdrv.switch.reference import MAC_PORTS, Egress, SwitchModel
+from hostdrv.wire import consts as C
+from hostdrv.wire import protocol as P
+from hostdrv.wire import regmap
 
 
 @pytest.fixture(autouse=True, params=ENGINES)

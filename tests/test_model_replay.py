@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from engines import ENGINES, use_engine
 
-from hostdrv import protocol as P
-from hostdrv import protocol_consts as C
-from hostdrv.model import Egress, SwitchModel
-from hostdrv.protocol import Flags, Frame, Message, Opcode
+from hostdrv.switch.reference import Egress, SwitchModel
+from hostdrv.wire import consts as C
+from hostdrv.wire import protocol as P
+from hostdrv.wire.protocol import Flags, Frame, Message, Opcode
 
 
 @pytest.fixture(autouse=True, params=ENGINES)

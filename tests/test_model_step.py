@@ -34,11 +34,11 @@ from test_model import (
     w_udp,
 )
 
-from hostdrv import protocol as P
-from hostdrv import regmap
-from hostdrv.model import Egress, SwitchModel
-from hostdrv.protocol import Flags, Opcode
-from hostdrv.protocol_consts import AGG_AHEAD_ROUNDS, EPOCH_ROUNDS
+from hostdrv.switch.reference import Egress, SwitchModel
+from hostdrv.wire import protocol as P
+from hostdrv.wire import regmap
+from hostdrv.wire.consts import AGG_AHEAD_ROUNDS, EPOCH_ROUNDS
+from hostdrv.wire.protocol import Flags, Opcode
 
 
 @pytest.fixture(autouse=True, params=ENGINES)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from toolcheck import require_simulator
 
-from hostdrv import regmap
+from hostdrv.wire import regmap
 from sim.common.runner import REPO, RTL, SIMULATORS, run_cocotb
 
 TB = REPO / "sim" / "nrl_counter_bank" / "tb_nrl_counter_bank.v"

@@ -1,5 +1,5 @@
 """Build ``hw/rtl/nrl_l2_learn.v`` (the learning switch's MAC table) and check it against
-:class:`hostdrv.model.L2Table` on both simulators, at the switch's table size and a
+:class:`hostdrv.switch.reference.L2Table` on both simulators, at the switch's table size and a
 small one."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from toolcheck import require_simulator
 
-from hostdrv import protocol_consts as C
+from hostdrv.wire import consts as C
 from sim.common.runner import RTL, SIMULATORS, run_cocotb
 
 

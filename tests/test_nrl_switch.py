@@ -1,7 +1,7 @@
 """Build and run the switch datapath testbench (sim/nrl_switch) on Icarus and Verilator.
 
 The whole switch (classifier, both engines, output merge, register split) is
-checked against ``hostdrv.model.SwitchModel`` with mixed L2, aggregation and
+checked against ``hostdrv.switch.reference.SwitchModel`` with mixed L2, aggregation and
 replay traffic. The 256-bit bus (SUME) runs on every simulator; the 512-bit
 bus on Verilator only, marked slow (its own Verilator build). The SUME
 wrapper (hw/boards/sume/nf_nrl_top.v) gets a smoke test of its own on Icarus.

@@ -1,4 +1,4 @@
-"""hostdrv.protocol: round trips, typed errors, and a fuzz of arbitrary bytes."""
+"""hostdrv.wire.protocol: round trips, typed errors, and a fuzz of arbitrary bytes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hostdrv import protocol as p
+from hostdrv.wire import protocol as p
 
 
 @settings(max_examples=2000, deadline=None)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hostdrv import protocol as p
+from hostdrv.wire import protocol as p
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "protocol.md"
 EXAMPLE = re.compile(r"```hex\n(?P<hex>.*?)```\s*\ndecodes: `(?P<fields>[^`]*)`", re.S)

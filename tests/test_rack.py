@@ -241,7 +241,7 @@ RTL_ALLREDUCE = textwrap.dedent("""
     import os, sys
     import numpy as np
     from hostdrv import Aggregator
-    from hostdrv.backends.rtl_eth_bridge import mac_port_bit
+    from hostdrv.switch.rtl_bridge import mac_port_bit
     i = int(os.environ["RACK_HOST"])
     x = np.random.default_rng([9, i]).integers(-(1 << 24), 1 << 24, size=int(sys.argv[2]),
                                                dtype=np.int32)

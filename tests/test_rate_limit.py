@@ -22,11 +22,11 @@ from test_model_replay import (
     sample,
 )
 
-from hostdrv import protocol as P
-from hostdrv import protocol_consts as C
-from hostdrv import regmap
-from hostdrv.model import SwitchModel
-from hostdrv.protocol import Flags, Opcode
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import consts as C
+from hostdrv.wire import protocol as P
+from hostdrv.wire import regmap
+from hostdrv.wire.protocol import Flags, Opcode
 
 ONE = C.SPI_ONE
 

@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 from netutil import build_sim_rtl
 
-from hostdrv.backends.soft_server import SoftSwitch
-from hostdrv.control import RegisterError, SwitchControl
-from hostdrv.model import SwitchModel
-from hostdrv.protocol_control import ControlStatus
-from hostdrv.replay_client import ReplayClient
-from hostdrv.transport import RegisterAccessError
+from hostdrv.client.control import RegisterError, SwitchControl
+from hostdrv.client.replay import ReplayClient
+from hostdrv.client.transport import RegisterAccessError
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.switch.soft import SoftSwitch
+from hostdrv.wire.control import ControlStatus
 
 
 @pytest.fixture(params=["native", "model", "sim"])
@@ -39,7 +39,7 @@ def make_switch(request: pytest.FixtureRequest) -> Iterator[Callable[..., SoftSw
 
     def make(**kw: Any) -> SoftSwitch:
         if request.param == "sim":
-            from hostdrv.backends.rtl_server import SimSwitch
+            from hostdrv.switch.sim import SimSwitch
 
             sw: SoftSwitch = SimSwitch("127.0.0.1:0", **kw)
         else:

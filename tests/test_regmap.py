@@ -19,7 +19,7 @@ def test_python_map_matches_yaml() -> None:
     sys.path.insert(0, str(REPO / "scripts"))
     import gen_regs
 
-    from hostdrv import regmap
+    from hostdrv.wire import regmap
 
     spec = gen_regs.load()
     assert {r["name"]: r["addr"] for r in spec["flat"]} == {n: r.addr for n, r in regmap.REGISTERS.items()}

@@ -2,7 +2,7 @@
 
 The ``serial://`` leg, against the firmware's native build, is in
 ``tests/test_serial_regs.py``. Expected values come from the switch's
-reference model (:class:`hostdrv.model.SwitchModel`) and :mod:`hostdrv.regmap`.
+reference model (:class:`hostdrv.switch.reference.SwitchModel`) and :mod:`hostdrv.wire.regmap`.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 from netutil import switch_of_kind, wait_for
 
-from hostdrv import SoftSwitch, SwitchControl, open_registers, regmap
-from hostdrv import protocol as P
-from hostdrv.regs_cli import counter_names, read_counters, resolve, watch_frames
+from hostdrv import SoftSwitch, SwitchControl, open_registers
+from hostdrv.client.regs_cli import counter_names, read_counters, resolve, watch_frames
+from hostdrv.wire import protocol as P
+from hostdrv.wire import regmap
 
 
 @pytest.fixture
@@ -165,8 +166,8 @@ else:
 
 def test_udp_rwaxi(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``udp://...?regs=rwaxi`` with a stand-in rwaxi holding the model's reset register values."""
-    from hostdrv.backends.board import SUME_S0_AXI_BASE
-    from hostdrv.model import SwitchModel
+    from hostdrv.switch.reference import SwitchModel
+    from hostdrv.wire.sume import SUME_S0_AXI_BASE
 
     model = SwitchModel()
     state = tmp_path / "regs.json"

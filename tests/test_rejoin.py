@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from hostdrv import Aggregator, SoftSwitch, SwitchControl
-from hostdrv.protocol import result_order
+from hostdrv.wire.protocol import result_order
 from tests.faultutil import expected_sum
 from tests.netutil import ordered_sum
 
@@ -43,7 +43,7 @@ def switch(kind: str, **kw: Any) -> Iterator[SoftSwitch]:
 
     require_tool("verilator", "the sim switch runs the RTL in Verilator")
     require_module("pyverilator", "the sim switch runs the RTL in Verilator")
-    from hostdrv.backends.rtl_server import SimSwitch
+    from hostdrv.switch.sim import SimSwitch
 
     with SimSwitch("127.0.0.1:0", **kw) as sw:
         yield sw

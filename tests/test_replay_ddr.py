@@ -3,7 +3,7 @@
 The cocotb tests of ``sim/replay_engine/test_replay_ddr.py`` run with a
 cocotbext-axi ``AxiRam`` (read and write latency, random pauses on every AXI
 channel) on Icarus and Verilator, checked frame for frame against
-``hostdrv.model``: C = 64 records of R = 128 bytes on a 256-bit bus and
+``hostdrv.switch.reference``: C = 64 records of R = 128 bytes on a 256-bit bus and
 C = 32 of R = 192 on a 512-bit bus (three 512-bit beats per record, a
 256-byte stride; on Verilator under ``slow``). The large configuration
 (C = 65536 records of R = 4032 bytes, a 256 MiB memory) runs on Icarus by

@@ -1,4 +1,4 @@
-"""Build ``hw/rtl/replay_engine.v`` and check it against ``hostdrv.model`` with cocotb.
+"""Build ``hw/rtl/replay_engine.v`` and check it against ``hostdrv.switch.reference`` with cocotb.
 
 The default suite runs every cocotb test of ``sim/replay_engine`` on Icarus and
 Verilator for 256 and 512-bit buses with C = 64 records of R = 128 bytes (ring

@@ -24,7 +24,7 @@ from hostdrv import (
     SoftSwitch,
     SwitchControl,
 )
-from hostdrv import protocol_consts as C
+from hostdrv.wire import consts as C
 
 ONE = C.SPI_ONE
 

@@ -1,4 +1,4 @@
-"""Build ``hw/rtl/replay_sum_tree.v`` and check it against ``hostdrv.sampler.SumTree``.
+"""Build ``hw/rtl/replay_sum_tree.v`` and check it against ``hostdrv.wire.sampler.SumTree``.
 
 Random update and draw bursts on Icarus and Verilator, for C = 4, 16 and 64
 leaves; under ``slow`` the largest tree the replay engine takes, C = 2^17

@@ -1,14 +1,14 @@
-"""The switch RTL in Verilator (hostdrv.backends.rtl_model, hostdrv.backends.rtl_server) against
+"""The switch RTL in Verilator (hostdrv.switch.rtl, hostdrv.switch.sim) against
 the reference model.
 
-* :class:`~hostdrv.backends.rtl_model.RtlSwitch` and :class:`~hostdrv.model.SwitchModel`
+* :class:`~hostdrv.switch.rtl.RtlSwitch` and :class:`~hostdrv.switch.reference.SwitchModel`
   get the same register writes and the same few dozen frames (the traffic of
   ``sim/common/switch_scenario.py`` that the cocotb switch testbench sends too:
   L2 traffic, gradient rounds with resends, drops, fp32 special values and a
   tensor length mismatch, replay pushes, uniform and prioritized samples, an
   update, malformed requests): every frame's outputs, every counter and the
   replay state registers must be identical.
-* Two :class:`~hostdrv.aggregator.Aggregator` workers all-reduce through
+* Two :class:`~hostdrv.client.aggregator.Aggregator` workers all-reduce through
   ``sim://`` (the soft switch's server running the RTL) and get the model's
   sum bit for bit.
 
@@ -26,13 +26,13 @@ import numpy as np
 import pytest
 from toolcheck import require_module, require_tool
 
-from hostdrv import regmap
-from hostdrv.aggregator import Aggregator
-from hostdrv.backends.rtl_model import RtlSwitch, build_rtl
-from hostdrv.backends.rtl_server import DEFAULT_PARAMS, SimSwitch
-from hostdrv.control import SwitchControl
-from hostdrv.model import SwitchModel, fp32_add
-from hostdrv.replay_client import ReplayClient
+from hostdrv.client.aggregator import Aggregator
+from hostdrv.client.control import SwitchControl
+from hostdrv.client.replay import ReplayClient
+from hostdrv.switch.reference import SwitchModel, fp32_add
+from hostdrv.switch.rtl import RtlSwitch, build_rtl
+from hostdrv.switch.sim import DEFAULT_PARAMS, SimSwitch
+from hostdrv.wire import regmap
 from sim.common.switch_scenario import (
     SWITCH_MAC,
     agg_frames,
@@ -51,8 +51,8 @@ RECORD_BYTES = 128
 
 @pytest.fixture(scope="module")
 def rtl() -> Iterator[RtlSwitch]:
-    require_tool("verilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
-    require_module("pyverilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
+    require_tool("verilator", "hostdrv.switch.rtl's Verilator build of the switch")
+    require_module("pyverilator", "hostdrv.switch.rtl's Verilator build of the switch")
     build_rtl(TOP, PARAMS)  # a missing RTL file raises FileNotFoundError: a failure
     sw = RtlSwitch(TOP, PARAMS)
     try:
@@ -130,8 +130,8 @@ def test_burst_at_line_rate_keeps_each_engines_order(rtl: RtlSwitch) -> None:
 
 
 def test_allreduce_through_sim_url_equals_model_sum() -> None:
-    require_tool("verilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
-    require_module("pyverilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
+    require_tool("verilator", "hostdrv.switch.rtl's Verilator build of the switch")
+    require_module("pyverilator", "hostdrv.switch.rtl's Verilator build of the switch")
     build_rtl(TOP, PARAMS)  # a missing RTL file raises FileNotFoundError: a failure
     size, slots, elems = 200, 4, 32
     rng = np.random.default_rng(21)
@@ -178,8 +178,8 @@ def test_allreduce_through_sim_url_equals_model_sum() -> None:
 
 
 def test_replay_client_through_sim_url() -> None:
-    require_tool("verilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
-    require_module("pyverilator", "hostdrv.backends.rtl_model's Verilator build of the switch")
+    require_tool("verilator", "hostdrv.switch.rtl's Verilator build of the switch")
+    require_module("pyverilator", "hostdrv.switch.rtl's Verilator build of the switch")
     build_rtl(TOP, PARAMS)  # a missing RTL file raises FileNotFoundError: a failure
     with SimSwitch("127.0.0.1:0") as sw:
         ctl = SwitchControl(sw.url)

@@ -1,4 +1,4 @@
-"""hostdrv.sampler: the replay sampler arithmetic against docs/protocol.md section 5 written out.
+"""hostdrv.wire.sampler: the replay sampler arithmetic against docs/protocol.md section 5 written out.
 
 The switch model and rl.replay.PrioritizedStore both draw through this module;
 tests/test_model_replay.py and tests/test_rl.py check them end to end.
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hostdrv import sampler
-from hostdrv.sampler import SumTree, XorShift32
+from hostdrv.wire import sampler
+from hostdrv.wire.sampler import SumTree, XorShift32
 
 
 def xs32(x: int) -> int:

@@ -3,11 +3,11 @@
 The firmware in ``hw/boards/sume/firmware`` is built with its ``host`` target
 (gcc, the same command loop as ``app.elf`` against a stub register space made
 from the generated ``nrl_protocol.h``), started on a pseudo-terminal, and
-driven from pyserial through :mod:`hostdrv.backends.serial_regs`: identity,
+driven from pyserial through :mod:`hostdrv.client.serial`: identity,
 reads, writes read back, the counter dump, damaged lines, bad commands,
 timeouts. ``socket://`` goes through a TCP bridge that can damage lines on the
-way. Expected values come from :mod:`hostdrv.regmap` and
-:class:`hostdrv.model.SwitchModel`, never from numbers written here.
+way. Expected values come from :mod:`hostdrv.wire.regmap` and
+:class:`hostdrv.switch.reference.SwitchModel`, never from numbers written here.
 """
 
 from __future__ import annotations
@@ -26,10 +26,8 @@ import pytest
 import serial
 import toolcheck
 
-from hostdrv import SwitchControl, TransportError, open_datagram, open_registers, regmap
-from hostdrv import protocol as P
-from hostdrv.backends.board import SUME_S0_AXI_BASE
-from hostdrv.backends.serial_regs import (
+from hostdrv import SwitchControl, TransportError, open_datagram, open_registers
+from hostdrv.client.serial import (
     FIRMWARE_PROTOCOL,
     SerialRegisterTransport,
     check_line,
@@ -37,9 +35,12 @@ from hostdrv.backends.serial_regs import (
     frame_line,
     parse_serial_url,
 )
-from hostdrv.model import SwitchModel
-from hostdrv.protocol_control import ControlStatus
-from hostdrv.transport import RegisterAccessError, SwitchTimeoutError
+from hostdrv.client.transport import RegisterAccessError, SwitchTimeoutError
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import protocol as P
+from hostdrv.wire import regmap
+from hostdrv.wire.control import ControlStatus
+from hostdrv.wire.sume import SUME_S0_AXI_BASE
 
 REPO = Path(__file__).resolve().parents[1]
 FIRMWARE = REPO / "hw" / "boards" / "sume" / "firmware"

@@ -20,18 +20,18 @@ import numpy as np
 import pytest
 from netutil import build_sim_rtl, wait_for
 
-from hostdrv import protocol as proto
-from hostdrv import regmap
-from hostdrv.backends.soft_server import SoftSwitch
-from hostdrv.control import ROLE_WORKER, SwitchControl
-from hostdrv.net import ip_to_int
+from hostdrv.client.control import ROLE_WORKER, SwitchControl
+from hostdrv.switch.soft import SoftSwitch
+from hostdrv.wire import protocol as proto
+from hostdrv.wire import regmap
+from hostdrv.wire.net import ip_to_int
 
 ELEMS, SLOTS = 16, 4
 
 
 def _make(kind: str) -> SoftSwitch:
     if kind == "sim":
-        from hostdrv.backends.rtl_server import SimSwitch
+        from hostdrv.switch.sim import SimSwitch
 
         build_sim_rtl()
         return SimSwitch("127.0.0.1:0")

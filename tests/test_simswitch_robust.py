@@ -6,7 +6,7 @@
   (status 3) and the register keeps its value.
 * An empty datagram (a 42-byte frame) and datagrams making frames over 65535
   bytes (which the AXI4-Stream cannot carry) move the counters the model
-  moves; :class:`~hostdrv.backends.rtl_model.RtlSwitch` counts the latter host-side and
+  moves; :class:`~hostdrv.switch.rtl.RtlSwitch` counts the latter host-side and
   ``CTRL`` bit 31 clears those counts too.
 * The server says ``netfpga-simswitch`` in what it prints.
 
@@ -30,13 +30,13 @@ from netutil import (
     wait_for,
 )
 
-from hostdrv import protocol as proto
-from hostdrv.backends.rtl_model import RtlSwitch
-from hostdrv.backends.rtl_server import DEFAULT_PARAMS, SimSwitch
-from hostdrv.control import ROLE_WORKER, RegisterError, SwitchControl
-from hostdrv.model import Egress, SwitchModel
-from hostdrv.protocol_control import ControlStatus
-from hostdrv.transport import RegisterAccessError
+from hostdrv.client.control import ROLE_WORKER, RegisterError, SwitchControl
+from hostdrv.client.transport import RegisterAccessError
+from hostdrv.switch.reference import Egress, SwitchModel
+from hostdrv.switch.rtl import RtlSwitch
+from hostdrv.switch.sim import DEFAULT_PARAMS, SimSwitch
+from hostdrv.wire import protocol as proto
+from hostdrv.wire.control import ControlStatus
 
 TOP = "nrl_switch"
 PARAMS = dict(DEFAULT_PARAMS[TOP])

@@ -24,9 +24,16 @@ from hostdrv import (
     open_datagram,
     regmap,
 )
-from hostdrv.control import ROLE_WORKER
-from hostdrv.protocol import HEADER_LEN, Flags, Opcode, decode_message, encode_message, gradient
-from hostdrv.protocol_control import CONTROL, CONTROL_MAGIC, CONTROL_READ, ControlStatus
+from hostdrv.client.control import ROLE_WORKER
+from hostdrv.wire.control import CONTROL, CONTROL_MAGIC, CONTROL_READ, ControlStatus
+from hostdrv.wire.protocol import (
+    HEADER_LEN,
+    Flags,
+    Opcode,
+    decode_message,
+    encode_message,
+    gradient,
+)
 
 
 @pytest.fixture()

@@ -31,7 +31,7 @@ from hostdrv import (
     SwitchControl,
     regmap,
 )
-from hostdrv.protocol import (
+from hostdrv.wire.protocol import (
     Flags,
     Opcode,
     encode_message,

@@ -42,7 +42,7 @@ from engines import ENGINES
 
 from hostdrv import Aggregator, AllreduceTimeoutError, SoftSwitch, SwitchControl
 from hostdrv.errors import AllreduceError
-from hostdrv.protocol import result_order
+from hostdrv.wire.protocol import result_order
 from tests.netutil import make_input, ordered_sum
 
 KINDS = [*(f"soft-{e}" for e in ENGINES), "sim"]
@@ -63,7 +63,7 @@ def serve(kind: str) -> Iterator[SoftSwitch]:
 
     require_tool("verilator", "the sim switch runs the RTL in Verilator")
     require_module("pyverilator", "the sim switch runs the RTL in Verilator")
-    from hostdrv.backends.rtl_server import SimSwitch
+    from hostdrv.switch.sim import SimSwitch
 
     with SimSwitch("127.0.0.1:0", log_arrivals=True) as sw:
         yield sw

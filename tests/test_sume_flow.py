@@ -12,7 +12,7 @@
 * ``scripts/sume_flash.sh`` programs with ``open_hw`` as SUME's
   ``download.tcl`` does (a fake ``vivado`` records the Tcl) and prints the
   steps of SUME's ``run_load_image.sh``;
-* :class:`hostdrv.backends.board.RwaxiRegisterTransport` refuses a write that
+* :class:`hostdrv.client.board.RwaxiRegisterTransport` refuses a write that
   did not take: a fake ``rwaxi`` that, like the per-project ``rwaxi.c`` of
   NetFPGA-SUME-live, issues the read ioctl for ``-w``.
 
@@ -32,10 +32,10 @@ from pathlib import Path
 
 import pytest
 
-from hostdrv import regmap
-from hostdrv.backends.board import RwaxiRegisterTransport
-from hostdrv.model import SwitchModel
-from hostdrv.transport import RegisterAccessError
+from hostdrv.client.board import RwaxiRegisterTransport
+from hostdrv.client.transport import RegisterAccessError
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import regmap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from toolcheck import require_tool  # noqa: E402

@@ -1,4 +1,4 @@
-"""The ``netrl`` torch.distributed backend (``hostdrv/torch_backend.py``, ``docs/torch.md``).
+"""The ``netrl`` torch.distributed backend (``hostdrv/client/torch_backend.py``, ``docs/torch.md``).
 
 Every distributed test starts 4 rank processes (``python -c`` importing this
 module and calling :func:`rank_main`) the way torchrun would, each with its
@@ -232,7 +232,7 @@ def _job_main(rank: int, world: int) -> dict[str, Any]:
 
 def _job_explicit(rank: int, world: int) -> dict[str, Any]:
     """NETRL_SWITCH given (env://, NETRL_STRICT=1): sums and DDP on that switch."""
-    from hostdrv.torch_backend import NetrlUnsupportedError
+    from hostdrv.client.torch_backend import NetrlUnsupportedError
 
     pg = dist.group.WORLD
     out: dict[str, Any] = {"url": pg.url}
@@ -281,7 +281,7 @@ def rank_main() -> None:
     """Entry point of a rank process: ``JOB``, ``RANK``, ``WORLD_SIZE``, ``INIT``,
     ``TIMEOUT`` and ``OUT`` come from the environment (``INIT=env://`` uses torchrun's
     ``MASTER_ADDR``/``MASTER_PORT``)."""
-    import hostdrv.torch_backend  # noqa: F401 - registers "netrl"
+    import hostdrv.client.torch_backend  # noqa: F401 - registers "netrl"
 
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # run_job's hang report
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -451,7 +451,7 @@ def test_fallbacks_give_the_gloo_result(main_job: list[dict[str, Any]]) -> None:
 
 def test_explicit_switch_env_init_strict(tmp_path: Path) -> None:
     from hostdrv import SoftSwitch
-    from hostdrv.protocol import MAX_JUMBO_ELEMS
+    from hostdrv.wire.protocol import MAX_JUMBO_ELEMS
 
     with SoftSwitch(("127.0.0.1", 0), max_elems=MAX_JUMBO_ELEMS) as sw:
         url = sw.url
@@ -503,7 +503,7 @@ def _groups_in_threads(world: int, config: Any, body: Callable[[Any], Any] = lam
 
     from torch._C._distributed_c10d import HashStore
 
-    from hostdrv.torch_backend import NetrlProcessGroup
+    from hostdrv.client.torch_backend import NetrlProcessGroup
 
     store = HashStore()
     results: list[Any] = [None] * world
@@ -527,7 +527,7 @@ def _groups_in_threads(world: int, config: Any, body: Callable[[Any], Any] = lam
 
 
 def test_in_process_group_sums() -> None:
-    from hostdrv.torch_backend import NetrlConfig
+    from hostdrv.client.torch_backend import NetrlConfig
 
     def body(pg: Any) -> tuple[list[Any], dict[str, int]]:
         r = pg.rank() + 1
@@ -567,7 +567,7 @@ def test_in_process_group_sums() -> None:
 
 
 def test_shutdown_with_calls_pending() -> None:
-    from hostdrv.torch_backend import SHUTDOWN_GRACE, NetrlConfig
+    from hostdrv.client.torch_backend import SHUTDOWN_GRACE, NetrlConfig
 
     def body(pg: Any) -> Any:
         if pg.rank() == 1:
@@ -595,7 +595,7 @@ def test_shutdown_with_calls_pending() -> None:
 
 
 def test_rank0_switch_failure_reaches_every_rank() -> None:
-    from hostdrv.torch_backend import NetrlConfig
+    from hostdrv.client.torch_backend import NetrlConfig
 
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
         silent.bind(("127.0.0.1", 0))
@@ -612,8 +612,8 @@ def test_rank0_switch_failure_reaches_every_rank() -> None:
 def test_world_above_switch_limit_names_it() -> None:
     from torch._C._distributed_c10d import HashStore, _DistributedBackendOptions
 
-    from hostdrv.protocol import MAX_MEMBERS
-    from hostdrv.torch_backend import create_process_group
+    from hostdrv.client.torch_backend import create_process_group
+    from hostdrv.wire.protocol import MAX_MEMBERS
 
     opts = _DistributedBackendOptions()
     opts.store = HashStore()
@@ -628,7 +628,7 @@ def test_world_above_switch_limit_names_it() -> None:
 
 
 def test_backend_registered() -> None:
-    import hostdrv.torch_backend as tb
+    import hostdrv.client.torch_backend as tb
 
     assert dist.Backend("netrl") == "netrl"
     assert "NETRL" in dist.Backend._plugins
@@ -638,7 +638,7 @@ def test_backend_registered() -> None:
 
 @pytest.mark.parametrize("members", [1, 2, 8])
 def test_int32_lanes_sum_exactly_in_any_fp32_order(members: int) -> None:
-    from hostdrv.torch_backend import _join_int32, _split_int32, _wrap_int32
+    from hostdrv.client.torch_backend import _join_int32, _split_int32, _wrap_int32
 
     rng = np.random.default_rng(members)
     xs = [rng.integers(-2**31, 2**31, size=4096, dtype=np.int64).astype(np.int32)
@@ -655,7 +655,7 @@ def test_int32_lanes_sum_exactly_in_any_fp32_order(members: int) -> None:
 
 
 def test_config_from_env_and_retries() -> None:
-    from hostdrv.torch_backend import NetrlConfig, retries_for
+    from hostdrv.client.torch_backend import NetrlConfig, retries_for
 
     cfg = NetrlConfig.from_env({"NETRL_SWITCH": "udp://10.0.0.1:9000", "NETRL_STRICT": "1",
                                 "NETRL_ELEMS": "352", "NETRL_RTO": "0.2"})
@@ -667,9 +667,9 @@ def test_config_from_env_and_retries() -> None:
         NetrlConfig.from_env({"NETRL_STRICT": "maybe"})
     # jumbo chunks: every rank's window together fits the soft switch's socket buffer;
     # the board's 352-element chunks: the window is every slot
-    from hostdrv.net import SOCKET_BUFFER
-    from hostdrv.protocol import HEADER_LEN, MAX_JUMBO_ELEMS
-    from hostdrv.torch_backend import default_window
+    from hostdrv.client.torch_backend import default_window
+    from hostdrv.wire.net import SOCKET_BUFFER
+    from hostdrv.wire.protocol import HEADER_LEN, MAX_JUMBO_ELEMS
 
     for members in (1, 2, 4, 8):
         w = default_window(MAX_JUMBO_ELEMS, 64, members)

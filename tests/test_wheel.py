@@ -1,7 +1,7 @@
 """``pip install .`` (not editable) gives a working package, RTL and harness included.
 
 The wheel is built from a fresh copy of what it is made of (``pyproject.toml``,
-``README.md``, ``hostdrv/``, ``rl/`` and ``hw/``, which ``hostdrv/backends/hw_rtl``
+``README.md``, ``hostdrv/``, ``rl/`` and ``hw/``, which ``hostdrv/switch/hw_rtl``
 links to), so that no ``build/`` left in the checkout can leak stale files into
 it, and installed with ``pip install --no-deps --target DIR``. Everything then
 runs with the venv's interpreter, ``PYTHONPATH=DIR`` and a working directory
@@ -54,7 +54,7 @@ import numpy as np
 
 import hostdrv
 from hostdrv import Aggregator, SwitchControl
-from hostdrv.backends import rtl_model
+from hostdrv.switch import rtl as rtl_model
 
 kind, site, bindir = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 assert Path(hostdrv.__file__).resolve().is_relative_to(site), hostdrv.__file__
@@ -91,7 +91,7 @@ if kind == "soft":
     rest = proc.communicate(timeout=30)[0]
     assert proc.returncode == 0 and "counters" in rest, (proc.returncode, rest)
 else:
-    from hostdrv.backends.rtl_server import SimSwitchProcess
+    from hostdrv.switch.sim import SimSwitchProcess
 
     with SimSwitchProcess(ready_timeout=600) as sw:
         allreduce(sw.url)
@@ -220,10 +220,12 @@ def test_wheel_holds_every_module_the_rtl_and_the_harness(
     modules = {p.relative_to(REPO).as_posix() for pkg in ("hostdrv", "rl")
                for p in (REPO / pkg).rglob("*.py") if "__pycache__" not in p.parts}
     assert modules - names == set()
-    rtl = {f"hostdrv/backends/hw_rtl/{p.name}" for p in RTL.iterdir()
+    rtl = {f"hostdrv/switch/hw_rtl/{p.name}" for p in RTL.iterdir()
            if p.suffix in (".v", ".vh", ".f")}
     assert rtl and rtl - names == set()
-    assert "hostdrv/backends/rtl_harness.cpp" in names
+    assert "hostdrv/switch/rtl_harness.cpp" in names
+    # the native sources and the generated header they (and the SUME firmware) include
+    assert {"hostdrv/native/nrl_engine.cpp", "hostdrv/wire/nrl_protocol.h"} <= names
     # the native engine, compiled by the wheel build
     assert any(n.startswith("hostdrv/_native.") and n.endswith(".so") for n in names), names
 
@@ -312,7 +314,7 @@ for mod in ("torch", "gymnasium", "cocotb", "pyverilator", "matplotlib", "yaml")
         continue
     raise SystemExit(f"{mod} is importable in the core install")
 for stmt, extra in (("import hostdrv.torch_backend", "torch"), ("import rl", "rl"),
-                    ("from hostdrv.backends.rtl_server import SimSwitch; "
+                    ("from hostdrv.switch.sim import SimSwitch; "
                      "SimSwitch('127.0.0.1:0')", "sim")):
     try:
         exec(stmt)
@@ -352,7 +354,7 @@ def test_core_install_talks_to_a_soft_switch(installed: tuple[Path, Path],
                                check=True, capture_output=True, text=True).stdout.strip())
     assert {p.name.split("-")[0].lower() for p in site.glob("*.dist-info")} == \
         {"netfpga_rl", "numpy", "pyserial"}
-    switch = subprocess.Popen([sys.executable, "-m", "hostdrv.backends.soft_server", "--listen",
+    switch = subprocess.Popen([sys.executable, "-m", "hostdrv.switch.soft", "--listen",
                                "127.0.0.1:0"], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         line = switch.stdout.readline()  # type: ignore[union-attr]

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The all-reduce client's per-packet loop in C++ (Aggregator._run, hostdrv/aggregator.py):
+// The all-reduce client's per-packet loop in C++ (Aggregator._run, hostdrv/client/aggregator.py):
 // launch chunks into free slots within the window, send runs of consecutive slots with
 // UDP GSO, receive RESULTs (UDP GRO) and scatter them, retransmit on the deadline with
 // exponential backoff. Same decisions, in the same order, as the Python loop; the
@@ -34,7 +34,7 @@ double monotonic() {
     return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
-// the 22-byte protocol header (hostdrv.protocol.HEADER), big-endian
+// the 22-byte protocol header (hostdrv.wire.protocol.HEADER), big-endian
 void header(uint8_t* h, uint32_t op, uint32_t flags, uint32_t job, uint32_t worker, uint32_t slot,
             uint32_t seq, uint32_t count, uint32_t aux, uint32_t total) {
     h[0] = NRL_VERSION;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The all-reduce client's per-packet loop (hostdrv.aggregator.Aggregator._run) in C++.
+// The all-reduce client's per-packet loop (hostdrv.client.aggregator.Aggregator._run) in C++.
 #ifndef NRL_CLIENT_H
 #define NRL_CLIENT_H
 
@@ -59,7 +59,7 @@ struct SampleArgs {
     double rate_timeout;  // seconds a request may be answered NOT_YET (ReplayClient.rate_timeout)
 };
 
-/// Backoff before resending a request after its n-th NOT_YET (n from 1): replay_client.rate_backoff.
+/// Backoff before resending a request after its n-th NOT_YET (n from 1): hostdrv.client.replay.rate_backoff.
 inline double rate_backoff(uint32_t n) {
     const double d = 0.0005 * double(1u << (n - 1 < 16 ? n - 1 : 16));
     return d < 0.02 ? d : 0.02;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// netfpga-rl native switch engine: hostdrv.model.SwitchModel in C++17, bit for bit.
+// netfpga-rl native switch engine: hostdrv.switch.reference.SwitchModel in C++17, bit for bit.
 //
 // Built with -DNRL_PLANT_BUG (only tests/test_conformance.py does, into a second copy of
 // the module) the engine can plant a known bug, chosen with plant_bug(n), so the
@@ -92,7 +92,7 @@ inline uint32_t ip_checksum(uint32_t total_len, uint32_t src, uint32_t dst) {
 }
 
 // IEEE 754 binary32 addition (round to nearest even, subnormals kept: no -ffast-math,
-// default MXCSR), every NaN result the canonical quiet NaN (hostdrv.fp32.fp32_add_bits)
+// default MXCSR), every NaN result the canonical quiet NaN (hostdrv.wire.fp32.fp32_add_bits)
 inline void fp32_add(uint32_t* acc, const uint8_t* x, uint32_t p) {
     for (uint32_t i = 0; i < p; ++i) {
         float a, b;
@@ -228,7 +228,7 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
     return 0;
 }
 
-// -- the learning switch (hostdrv.model.L2Table) ---------------------------------
+// -- the learning switch (hostdrv.switch.reference.L2Table) ---------------------------------
 
 namespace {
 inline uint64_t mac48(const uint8_t* p) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// netfpga-rl native switch engine: hostdrv.model.SwitchModel in C++17, bit for bit.
+// netfpga-rl native switch engine: hostdrv.switch.reference.SwitchModel in C++17, bit for bit.
 //
-// hostdrv/model.py is the specification (docs/protocol.md sections 4 to 7); every
+// hostdrv/switch/reference.py is the specification (docs/protocol.md sections 4 to 7); every
 // rule below names the step of SwitchModel.process it implements. Constants and the
 // register map come from the generated nrl_protocol.h (scripts/gen_regs.py).
 #ifndef NRL_ENGINE_H
@@ -61,7 +61,7 @@ const RegInfo* reg_table(size_t* n);
 
 class Engine {
 public:
-    /// Parameters as SwitchModel's (validated by the caller, hostdrv.native_engine).
+    /// Parameters as SwitchModel's (validated by the caller, hostdrv.switch.native).
     Engine(uint32_t capacity, uint32_t record_bytes, uint32_t max_slots, uint32_t max_elems,
            uint32_t build_hash);
 
@@ -97,7 +97,7 @@ private:
         State state = OPEN;
         uint32_t step = 0;  // aux of the GRADIENT that opened it: the step id (sync only)
     };
-    /// One entry of the learning switch's MAC table (hostdrv.model.L2Table).
+    /// One entry of the learning switch's MAC table (hostdrv.switch.reference.L2Table).
     struct L2Entry {
         uint64_t mac = 0;
         uint8_t port = 0;

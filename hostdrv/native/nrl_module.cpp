@@ -2,9 +2,9 @@
 // Python binding of the native switch engine, its UDP server loop and the all-reduce
 // client loop (hostdrv._native).
 //
-// hostdrv.native_engine.NativeSwitchModel wraps Engine with SwitchModel's Python
-// surface; hostdrv.backends.soft_server runs Server (nrl_server.cpp) in a thread;
-// hostdrv.aggregator.Aggregator._run calls agg_run (nrl_client.cpp).
+// hostdrv.switch.native.NativeSwitchModel wraps Engine with SwitchModel's Python
+// surface; hostdrv.switch.soft runs Server (nrl_server.cpp) in a thread;
+// hostdrv.client.aggregator.Aggregator._run calls agg_run (nrl_client.cpp).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -40,7 +40,7 @@ py::list egress_list(const nrl::Engine& e) {
 }  // namespace
 
 PYBIND11_MODULE(NRL_MODULE_NAME, m) {
-    m.doc() = "netfpga-rl native switch engine (hostdrv.model.SwitchModel in C++)";
+    m.doc() = "netfpga-rl native switch engine (hostdrv.switch.reference.SwitchModel in C++)";
 #ifdef NRL_PLANT_BUG
     // only in the copy tests/test_conformance.py builds: choose a planted bug (0: none)
     m.def("plant_bug", [](int n) { nrl::planted_bug = n; });

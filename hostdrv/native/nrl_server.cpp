@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The soft switch's data plane: recvmmsg/sendmmsg around the native engine, no Python
 // per packet (the GIL is only taken for a control datagram). Semantics and addressing
-// rules are SoftSwitch's (hostdrv/backends/soft_server.py: _process, _rebuild_tables,
+// rules are SoftSwitch's (hostdrv/switch/soft.py: _process, _rebuild_tables,
 // _source, _claimed_port, _flush); the control channel stays in Python.
 #include "nrl_server.h"
 
@@ -27,8 +27,8 @@ constexpr size_t kTxFlushBytes = 4 << 20;
 constexpr int kSolUdp = 17;
 constexpr int kUdpSegment = 103;        // linux/udp.h: UDP GSO
 constexpr int kUdpGro = 104;            // linux/udp.h
-constexpr size_t kGsoSegments = 64;     // hostdrv.net.GSO_MAX_SEGMENTS
-constexpr size_t kGsoBytes = 65507;     // hostdrv.net.GSO_MAX_BYTES
+constexpr size_t kGsoSegments = 64;     // hostdrv.wire.net.GSO_MAX_SEGMENTS
+constexpr size_t kGsoBytes = 65507;     // hostdrv.wire.net.GSO_MAX_BYTES
 constexpr int kSoRxqOvfl = 40;          // SO_RXQ_OVFL
 constexpr uint8_t kControlMagic[4] = {'N', 'R', 'L', 'C'};
 constexpr uint32_t kMemberStride = NRL_REG_MEMBER_PORT_1 - NRL_REG_MEMBER_PORT_0;

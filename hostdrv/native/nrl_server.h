@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The soft switch's data plane: a UDP socket loop around the native engine
-// (hostdrv.backends.soft_server, --engine native). Semantics: SoftSwitch._process.
+// (hostdrv.switch.soft, --engine native). Semantics: SoftSwitch._process.
 #ifndef NRL_SERVER_H
 #define NRL_SERVER_H
 

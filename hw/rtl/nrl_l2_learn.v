@@ -32,7 +32,7 @@ THE SOFTWARE.
 /*
  * MAC learning table of the netfpga-rl switch (ordinary L2 traffic).
  *
- * hostdrv.model.L2Table is the specification (docs/architecture.md, L2
+ * hostdrv.switch.reference.L2Table is the specification (docs/architecture.md, L2
  * switching). One request per received frame, in arrival order, protocol
  * frames included: req_dst / req_src are bytes 0..5 / 6..11 of the frame as
  * they lie on the bus (byte 0 in bits 7:0), req_port its one-hot source port,

@@ -65,7 +65,7 @@ THE SOFTWARE.
  * before it have left the descent pipeline (about 4 log2(C) + 14 clocks); a
  * PUSH also waits until the responder has read every record it will
  * overwrite. So every request sees exactly the state its predecessors left,
- * as in hostdrv.model.
+ * as in hostdrv.switch.reference.
  */
 module replay_engine #
 (

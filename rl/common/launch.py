@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from hostdrv.protocol import MAX_MEMBERS
-from hostdrv.regmap import REGISTERS
+from hostdrv.wire.protocol import MAX_MEMBERS
+from hostdrv.wire.regmap import REGISTERS
 from rl.common.runlog import EPISODE_FIELDS, ITER_FIELDS, ProgressBar, RunSummary
 from rl.common.tblog import TensorBoardLog
 from rl.common.worker import Reporter, WorkerContext, WorkerResult

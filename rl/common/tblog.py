@@ -78,7 +78,7 @@ class TensorBoardLog:
             return {}
         try:
             if self._ctl is None:
-                from hostdrv.control import SwitchControl
+                from hostdrv.client.control import SwitchControl
 
                 self._ctl = SwitchControl(self.switch_url)
             return self._ctl.counters()

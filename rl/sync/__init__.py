@@ -9,7 +9,7 @@ strategies, picked by name (``SyncSpec.kind``):
     NetFPGA board, by URL) sums the chunks packet by packet and multicasts the
     result; two network hops, no host in the reduction. Under torchrun the
     rounds go through ``torch.distributed``'s ``netrl`` backend
-    (:class:`NetrlSync`, :mod:`hostdrv.torch_backend`) in sync mode.
+    (:class:`NetrlSync`, :mod:`hostdrv.client.torch_backend`) in sync mode.
 ``ps``
     A parameter server over TCP (:class:`ParameterServer`): each worker sends
     its whole vector to a server process, which sums the N vectors and sends

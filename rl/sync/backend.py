@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hostdrv.regmap import REGISTERS
+from hostdrv.wire.regmap import REGISTERS
 from rl.sync.ps import ParameterServer
 from rl.sync.rounds import ReferenceHub
 from rl.sync.spec import SyncSpec
@@ -30,7 +30,7 @@ class SyncBackend:
     elems : int or None
         Elements per switch packet (P); ``None`` takes the switch's largest,
         ``AGG_MAX_ELEMS`` (a soft switch started here takes jumbo datagrams,
-        :data:`hostdrv.protocol.MAX_JUMBO_ELEMS`, as it runs on loopback).
+        :data:`hostdrv.wire.protocol.MAX_JUMBO_ELEMS`, as it runs on loopback).
     slots : int
         Switch slots (S); by default the RTL's slot memory depth (``AGG_MAX_SLOTS``, 64).
     capacity : int
@@ -69,7 +69,7 @@ class SyncBackend:
         s = self.spec
         if s.kind == "inswitch":
             import hostdrv
-            from hostdrv.protocol import MAX_JUMBO_ELEMS
+            from hostdrv.wire.protocol import MAX_JUMBO_ELEMS
 
             if s.url is None:
                 self.switch = hostdrv.SoftSwitch((self.host, 0), capacity=self.capacity,

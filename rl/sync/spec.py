@@ -47,7 +47,7 @@ class SyncSpec:
     backend : str or None
         ``inswitch`` only: ``"netrl"`` runs each round as a ``torch.distributed``
         all-reduce on a process group of the ``netrl`` backend
-        (:mod:`hostdrv.torch_backend`, the switch at ``url``; ``address`` is the
+        (:mod:`hostdrv.client.torch_backend`, the switch at ``url``; ``address`` is the
         TCPStore the group meets at; sync mode, one process per worker).
         ``None``: a :class:`hostdrv.Aggregator` of its own.
     timeout, retries : float, int

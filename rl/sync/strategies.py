@@ -174,7 +174,7 @@ class GlooSync(GradSync):
 class NetrlSync(GlooSync):
     """In-switch rounds as ``torch.distributed`` all-reduces on the ``netrl`` backend.
 
-    :mod:`hostdrv.torch_backend` sums float32 (and, split into exact halves,
+    :mod:`hostdrv.client.torch_backend` sums float32 (and, split into exact halves,
     int32) tensors in the switch; its rank 0 configures the job. The group reads
     the switch from ``NETRL_SWITCH`` (and P, S, the retransmission timeout from
     ``NETRL_ELEMS``, ``NETRL_SLOTS``, ``NETRL_RTO``), so this sets them in the
@@ -190,8 +190,8 @@ class NetrlSync(GlooSync):
     def __init__(self, spec: SyncSpec, rank: int) -> None:
         import os
 
-        import hostdrv.torch_backend  # noqa: F401 - registers the netrl backend
-        from hostdrv.control import SwitchControl
+        import hostdrv.client.torch_backend  # noqa: F401 - registers the netrl backend
+        from hostdrv.client.control import SwitchControl
 
         assert spec.url is not None, "netrl needs the switch URL"
         with SwitchControl(spec.url) as ctl:

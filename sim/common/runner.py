@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from hostdrv.backends.rtl_tools import read_filelist, setup_verilator_env  # noqa: F401 - re-exported
+from hostdrv.switch.rtl_tools import read_filelist, setup_verilator_env  # noqa: F401 - re-exported
 
 REPO = Path(__file__).resolve().parents[2]
 HW = REPO / "hw"

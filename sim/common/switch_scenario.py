@@ -6,8 +6,8 @@ elements, a round that fails on a tensor length mismatch, frames of every
 length below 64 bytes, ordinary L2 traffic, the aggregation engine's and the
 replay engine's traffic (:func:`agg_frames`, :func:`rpl_frames`), and a random
 merge of frame streams that keeps each stream's order. ``sim/nrl_switch/test_nrl_switch.py`` (cocotb) and
-``tests/test_rtlsim.py`` (Verilator via ``hostdrv.backends.rtl_model``) build their
-traffic from these and compare the RTL with ``hostdrv.model``.
+``tests/test_rtlsim.py`` (Verilator via ``hostdrv.switch.rtl``) build their
+traffic from these and compare the RTL with ``hostdrv.switch.reference``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import random
 
 import numpy as np
 
-from hostdrv import protocol as proto
+from hostdrv.wire import protocol as proto
 
 JOB = 7
 ELEMS = 16

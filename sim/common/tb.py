@@ -15,7 +15,7 @@
   over both with ``@cocotb.parametrize(idle=STRESS, backpressure=STRESS)``.
 
 Expected values never come from here: the testbenches compare with
-:mod:`hostdrv.model`. The traffic the switch tests share is in
+:mod:`hostdrv.switch.reference`. The traffic the switch tests share is in
 :mod:`sim.common.switch_scenario`.
 """
 
@@ -40,7 +40,7 @@ from cocotbext.axi import (
     AxiStreamSource,
 )
 
-from hostdrv import regmap
+from hostdrv.wire import regmap
 
 STRESS = [False, True]
 """Values of each stress axis for ``@cocotb.parametrize(idle=STRESS, backpressure=STRESS)``."""

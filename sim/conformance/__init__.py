@@ -1,4 +1,4 @@
-"""The RTL leg of the conformance suite: ``hostdrv.conformance`` vectors replayed on nrl_switch.
+"""The RTL leg of the conformance suite: ``hostdrv.switch.conformance`` vectors replayed on nrl_switch.
 
 ``test_conformance_rtl.py`` is the cocotb test; ``tests/test_conformance_rtl.py``
 writes the vectors, builds the switch once per parameter set

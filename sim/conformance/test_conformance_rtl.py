@@ -1,7 +1,7 @@
-"""cocotb: the conformance vectors (``hostdrv.conformance``) on nrl_switch, against the model.
+"""cocotb: the conformance vectors (``hostdrv.switch.conformance``) on nrl_switch, against the model.
 
 Each vector file named in ``$NRL_CONF_VECTORS`` (written by
-:func:`hostdrv.conformance.save`; ``tests/test_conformance_rtl.py`` builds the
+:func:`hostdrv.switch.conformance.save`; ``tests/test_conformance_rtl.py`` builds the
 switch with the vector's parameters, :func:`sim.conformance.rtl_parameters`) is one
 cocotb test: a reset switch, then the vector's operations in order, one at a time:
 
@@ -9,7 +9,7 @@ cocotb test: a reset switch, then the vector's operations in order, one at a tim
   length | source port << 16, ``m_axis_tready`` held high. The operation ends when
   the switch is idle: the model's count of frames for it has left (or 20000 clocks
   have passed) and neither stream has moved for a quiet window (96 clocks + 3 per
-  bit of a replay index, as ``hostdrv.backends.rtl_model``). Each frame that left
+  bit of a replay index, as ``hostdrv.switch.rtl``). Each frame that left
   in the meantime is taken with its bytes (``tkeep`` of the last beat) and its
   egress bitmap (TUSER[31:24]); TUSER[15:0] must be its length.
 * ``write``: the hardware checks only ``MEMBER_PORT_i`` and ``AGG_UPLINK_PORT``
@@ -19,7 +19,7 @@ cocotb test: a reset switch, then the vector's operations in order, one at a tim
   *refusal* is compared, not its text: an SLVERR stands for the model's message,
   an OKAY for ``""``. Every other write the model refuses (read-only registers,
   values wider than the register or out of its range, undefined ``CTRL`` bits) is
-  refused by the host before the bus (``SwitchControl``, ``rtl_model``): it is not
+  refused by the host before the bus (``SwitchControl``, ``hostdrv.switch.rtl``): it is not
   driven and its outcome is the model's; every write the model takes is driven and
   must answer OKAY.
 * ``read``: an AXI4-Lite read (OKAY) of the address.
@@ -29,12 +29,12 @@ over AXI4-Lite (about 26 reads of 4 clocks each: affordable, so the counters are
 compared after every operation, not only at frame bursts); after the last one,
 every register of the map. After ``RPL_RESET`` (and reset) the clocks of the
 replay sum tree's clearing sweep (capacity / 2 + 64) pass before the next
-operation, as on ``rtl_model``.
+operation, as on ``hostdrv.switch.rtl``.
 
-What the RTL did becomes a :class:`hostdrv.conformance.Trace` and is compared,
-with :func:`hostdrv.conformance.compare`, with the trace of
-:class:`hostdrv.model.SwitchModel` on the same operations, recomputed here: the
-vector as the RTL can take it (:func:`hostdrv.conformance.rtl_vector`, without
+What the RTL did becomes a :class:`hostdrv.switch.conformance.Trace` and is compared,
+with :func:`hostdrv.switch.conformance.compare`, with the trace of
+:class:`hostdrv.switch.reference.SwitchModel` on the same operations, recomputed here: the
+vector as the RTL can take it (:func:`hostdrv.switch.conformance.rtl_vector`, without
 frames over 65535 bytes). The comparison runs after every operation and stops at
 the first difference, which names the operation. Each test writes its outcome to
 ``$NRL_CONF_RESULTS/<name>.json`` (``diff`` empty when the traces agree, the
@@ -56,9 +56,9 @@ import cocotb
 from cocotb.handle import HierarchyObject
 from cocotb.triggers import RisingEdge
 
-from hostdrv import conformance as K
-from hostdrv import regmap
-from hostdrv.model import SwitchModel
+from hostdrv.switch import conformance as K
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import regmap
 from sim.common.tb import ClockReset, frame_beats
 from sim.conformance import CORRUPT_ENV, RESULTS_ENV, VECTORS_ENV
 

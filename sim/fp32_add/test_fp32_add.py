@@ -4,7 +4,7 @@ Operand pairs come from a seeded numpy generator: the cross product of
 TestFloat-style special values with each other, then random uniform bit
 patterns, close exponents (cancellation), ties to even, massive cancellation,
 exponent differences 0..40, subnormals and near-overflow values. Expected sums
-always come from :func:`hostdrv.fp32.fp32_add_bits`.
+always come from :func:`hostdrv.wire.fp32.fp32_add_bits`.
 
 The driver is lean on purpose: one ``FallingEdge`` await per clock, operands
 written straight to the ports (no bus functional model), outputs sampled every
@@ -27,7 +27,7 @@ import numpy.typing as npt
 from cocotb.handle import HierarchyObject
 from cocotb.triggers import FallingEdge
 
-from hostdrv.fp32 import CANONICAL_NAN, fp32_add_bits
+from hostdrv.wire.fp32 import CANONICAL_NAN, fp32_add_bits
 from sim.common.tb import ClockReset
 
 LATENCY = 6

@@ -1,5 +1,5 @@
 """cocotb testbench of the gradient aggregation engine (``hw/rtl/grad_agg.v``).
 
 Every expected output frame and counter value comes from
-:class:`hostdrv.model.SwitchModel` fed the same register writes and frames.
+:class:`hostdrv.switch.reference.SwitchModel` fed the same register writes and frames.
 """

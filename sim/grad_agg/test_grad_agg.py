@@ -69,10 +69,10 @@ import numpy as np
 from cocotb.triggers import RisingEdge, with_timeout
 from cocotbext.axi import AxiResp
 
-from hostdrv import protocol as proto
-from hostdrv import regmap
-from hostdrv.model import Egress, SwitchModel
-from hostdrv.protocol_consts import AGG_AHEAD_ROUNDS, EPOCH_ROUNDS
+from hostdrv.switch.reference import Egress, SwitchModel
+from hostdrv.wire import protocol as proto
+from hostdrv.wire import regmap
+from hostdrv.wire.consts import AGG_AHEAD_ROUNDS, EPOCH_ROUNDS
 from sim.common.tb import STRESS, StallMonitor, StreamTB, cycle_pause, model_refuses
 
 M32 = 0xFFFFFFFF

@@ -26,7 +26,7 @@ from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
-from hostdrv import regmap
+from hostdrv.wire import regmap
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import gen_regs  # noqa: E402

@@ -3,7 +3,7 @@
 Every frame the source sends must come out, whole and in order, on exactly one
 of the three outputs:
 
-* ``m_axis_l2`` when :meth:`hostdrv.model.SwitchModel.process` passes it
+* ``m_axis_l2`` when :meth:`hostdrv.switch.reference.SwitchModel.process` passes it
   (``CNT_PASS``): an ordinary frame, flooded to ``NRL_MAC_PORTS`` minus the
   source port (the model's egress ports land in TUSER[31:24]); ``stat_pass``
   pulses once per such frame;
@@ -35,8 +35,8 @@ from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from hostdrv import protocol_consts as C
-from hostdrv.model import SwitchModel
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import consts as C
 
 CLK_PERIOD_NS = 4
 UDP_PORT = 0x4E52

@@ -19,7 +19,7 @@ from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, FallingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from hostdrv import regmap
+from hostdrv.wire import regmap
 
 CLK_NS = 4
 SEED = int(os.environ.get("BANK_SEED", "1"))

@@ -2,7 +2,7 @@
 
 One header enters every clock, back to back (the module has no handshake);
 its three flags come out ``IN_REG + 2`` clocks later and must equal what
-:meth:`hostdrv.model.SwitchModel.process` says of the same bytes:
+:meth:`hostdrv.switch.reference.SwitchModel.process` says of the same bytes:
 
 * ``rx``: the frame moves a ``CNT_RX_*`` counter;
 * ``bad_length``: the frame with its version byte broken is dropped as
@@ -12,7 +12,7 @@ its three flags come out ``IN_REG + 2`` clocks later and must equal what
   with consistent IPv4 and UDP lengths (check 1 passes), are dropped as
   ``BAD_HEADER``.
 
-Frames come from :func:`hostdrv.protocol.build_frame` with random fields and
+Frames come from :func:`hostdrv.wire.protocol.build_frame` with random fields and
 payload lengths (up to the 16-bit TUSER limit), then at most a few faults:
 cut below 64 bytes, IPv4 or UDP length off, wrong beat count, version,
 an opcode of the engine's stream that is not the engine's (the classifier
@@ -39,9 +39,9 @@ from cocotb.clock import Clock
 from cocotb.handle import HierarchyObject
 from cocotb.triggers import FallingEdge
 
-from hostdrv import protocol_consts as C
-from hostdrv.model import SwitchModel
-from hostdrv.protocol import Frame, Message, build_frame
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import consts as C
+from hostdrv.wire.protocol import Frame, Message, build_frame
 
 CLK_PERIOD_NS = 4
 SRC_PORT = 1

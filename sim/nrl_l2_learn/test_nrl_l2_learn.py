@@ -1,4 +1,4 @@
-"""cocotb testbench for ``hw/rtl/nrl_l2_learn.v`` against :class:`hostdrv.model.L2Table`.
+"""cocotb testbench for ``hw/rtl/nrl_l2_learn.v`` against :class:`hostdrv.switch.reference.L2Table`.
 
 Requests (one per frame, as ``nrl_classifier`` makes them: destination and source MAC
 as they lie on the bus, one-hot source port, whether the frame holds an Ethernet
@@ -24,9 +24,9 @@ from cocotb.clock import Clock
 from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, FallingEdge
 
-from hostdrv import protocol_consts as C
-from hostdrv import regmap
-from hostdrv.model import L2Table
+from hostdrv.switch.reference import L2Table
+from hostdrv.wire import consts as C
+from hostdrv.wire import regmap
 
 CLK_PERIOD_NS = 4
 AGE_RESET = regmap.REGISTERS["L2_AGE_FRAMES"].reset

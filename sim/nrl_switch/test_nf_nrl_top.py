@@ -5,7 +5,7 @@ the five-input packet arbiter, the per-port output queues that fan frames
 out by ``TUSER[31:24]``, and the register window on ``S0_AXI``. Ordinary
 frames enter on all five inputs at once (4 MAC ports and DMA, each with its
 SUME source bit); every output port must deliver, per source, exactly the
-frames ``hostdrv.model.SwitchModel`` floods to it, in order, with sink
+frames ``hostdrv.switch.reference.SwitchModel`` floods to it, in order, with sink
 backpressure on. A read of ``MAGIC`` through ``S0_AXI`` must reach the
 switch's register map, and ``S1_AXI`` must answer with zero.
 """
@@ -22,8 +22,8 @@ from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from hostdrv import regmap
-from hostdrv.model import SwitchModel
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import regmap
 
 CLK_PERIOD_NS = 5
 # input i's SUME source bit: MAC port i on bit 2i, the DMA input on bit 1

@@ -17,7 +17,7 @@ out-of-range index, malformed protocol frames that each engine must drop
 length 1..63. The classes are interleaved at random (seeded) while
 each keeps its own order. The configuration writes AGG_EPOCH.
 
-Expected output comes from :class:`hostdrv.model.SwitchModel` fed the same
+Expected output comes from :class:`hostdrv.switch.reference.SwitchModel` fed the same
 frames with the same ingress ports and configured through the same register
 writes. Frames leave the switch through a round-robin merge, so the order
 *between* the classes (L2 flood, aggregation engine, replay engine) may
@@ -53,9 +53,9 @@ from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError
 from cocotbext.axi import AxiResp
 
-from hostdrv import protocol as proto
-from hostdrv import regmap
-from hostdrv.model import MAC_PORTS, SwitchModel
+from hostdrv.switch.reference import MAC_PORTS, SwitchModel
+from hostdrv.wire import protocol as proto
+from hostdrv.wire import regmap
 from sim.common.switch_scenario import (
     EPOCH,
     JOB,

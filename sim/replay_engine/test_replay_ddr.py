@@ -5,7 +5,7 @@ The replay engine keeps its records behind its AXI4 master
 :class:`~cocotbext.axi.AxiRam` with a read and a write latency per burst and
 random pauses on all five AXI channels, besides the source idle insertion and
 sink backpressure of the stream tests. Every frame the engine emits is
-compared byte for byte with :class:`hostdrv.model.SwitchModel` configured with
+compared byte for byte with :class:`hostdrv.switch.reference.SwitchModel` configured with
 the same capacity and record size (the testbench of
 ``sim/replay_engine/test_replay_engine.py``, whose checks are reused), and
 every test ends with the model's counters and replay registers.
@@ -34,7 +34,7 @@ from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam
 
-from hostdrv.protocol import Opcode
+from hostdrv.wire.protocol import Opcode
 from sim.common.tb import STRESS, LeanStream, high
 from sim.replay_engine.test_replay_engine import ACTORS, LEARNERS, TB, Member, random_workload
 

@@ -1,6 +1,6 @@
-"""cocotb testbench for ``hw/rtl/replay_engine.v``, checked against ``hostdrv.model``.
+"""cocotb testbench for ``hw/rtl/replay_engine.v``, checked against ``hostdrv.switch.reference``.
 
-Every frame sent to the engine is also given to :class:`hostdrv.model.SwitchModel`;
+Every frame sent to the engine is also given to :class:`hostdrv.switch.reference.SwitchModel`;
 the engine must emit exactly the frames the model emits (bytes and egress
 port), in order, and end every test with an empty sink, the model's counters
 and the model's ``RPL_SIZE`` / ``RPL_WPTR`` / ``RPL_TOTAL``. Expected values
@@ -33,9 +33,9 @@ from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiResp
 
-from hostdrv import regmap
-from hostdrv.model import Egress, SwitchModel
-from hostdrv.protocol import (
+from hostdrv.switch.reference import Egress, SwitchModel
+from hostdrv.wire import regmap
+from hostdrv.wire.protocol import (
     Frame,
     Message,
     Opcode,

@@ -6,7 +6,7 @@ edge); every pair must come out exactly ``LATENCY`` clocks later, in order,
 with its side band and with bits ``[32 +: OUT_WIDTH]`` of the product. When
 the operands have the engine's shape (``a = {i, u}``: a 6-bit sample number
 above a 32-bit xorshift32 draw) the result is also checked against the
-sampler's own formula ``i * y + (u * y >> 32)`` (``hostdrv.sampler.draw_indices``).
+sampler's own formula ``i * y + (u * y >> 32)`` (``hostdrv.wire.sampler.draw_indices``).
 
 Environment (set by ``tests/test_replay_mul.py``):
     ``MUL_SEED``    seed of the operand generator (default 1)

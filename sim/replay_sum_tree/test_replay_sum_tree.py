@@ -1,4 +1,4 @@
-"""cocotb testbench for ``hw/rtl/replay_sum_tree.v`` against ``hostdrv.sampler.SumTree``.
+"""cocotb testbench for ``hw/rtl/replay_sum_tree.v`` against ``hostdrv.wire.sampler.SumTree``.
 
 Bursts of random leaf updates (one per clock, with repeats of one leaf back to
 back, zero and full-scale priorities) alternate with bursts of queries (one
@@ -19,7 +19,7 @@ from cocotb.clock import Clock
 from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, FallingEdge
 
-from hostdrv.sampler import SumTree
+from hostdrv.wire.sampler import SumTree
 
 CLK_NS = 4
 SEED = int(os.environ.get("TREE_SEED", "1"))

@@ -4,7 +4,7 @@
  * protocol without a board.
  *
  * Registers: a 4 KB array holding the reset values of every register of the
- * generated map (hostdrv/native/nrl_protocol.h, NRL_REGISTER_TABLE). It
+ * generated map (hostdrv/wire/nrl_protocol.h, NRL_REGISTER_TABLE). It
  * behaves like the RTL register file where that matters to a host: writes to
  * ro and rc registers are ignored, rw registers keep only their width's bits,
  * CTRL bit 31 zeroes the counters and clears itself, RPL_RESET clears itself.

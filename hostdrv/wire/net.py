@@ -2,7 +2,7 @@
 
 Addresses (``host:port``, IPv4 as integers), socket buffers, Linux UDP
 segmentation offload (GSO/GRO) and :class:`TransportError`.
-:mod:`hostdrv.transport` (clients) and :mod:`hostdrv.backends.soft_server`
+:mod:`hostdrv.client.transport` (clients) and :mod:`hostdrv.switch.soft`
 (servers) both build on it; it knows nothing of either.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 
-from hostdrv.protocol import DEFAULT_UDP_PORT
+from hostdrv.wire.protocol import DEFAULT_UDP_PORT
 
 SOL_UDP = 17
 UDP_SEGMENT = 103

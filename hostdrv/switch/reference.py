@@ -10,7 +10,7 @@ is one vectorized numpy operation per packet and the replay sum tree costs
 O(log C) per update and per sample.
 
 Registers are addressed by name (``"AGG_SLOTS"``, ``"MEMBER_IP_3"``) or byte
-address, as in :mod:`hostdrv.regmap`; the model has no global state.
+address, as in :mod:`hostdrv.wire.regmap`; the model has no global state.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hostdrv import protocol_consts as C
-from hostdrv import regmap
-from hostdrv.fp32 import CANONICAL_NAN, fp32_add_bits, fp32_add_inplace
-from hostdrv.protocol import (
+from hostdrv.wire import consts as C
+from hostdrv.wire import regmap
+from hostdrv.wire.fp32 import CANONICAL_NAN, fp32_add_bits, fp32_add_inplace
+from hostdrv.wire.protocol import (
     AUX_COUNT_MASK,
     AUX_ORDER_BITS,
     AUX_ORDER_SHIFT,
@@ -43,7 +43,7 @@ from hostdrv.protocol import (
     Flags,
     Opcode,
 )
-from hostdrv.sampler import (
+from hostdrv.wire.sampler import (
     DEFAULT_SEED,
     SumTree,
     XorShift32,
@@ -114,7 +114,7 @@ _CTRL_CLEAR = C.CTRL_CLEAR_COUNTERS
 
 
 # ---------------------------------------------------------------------------
-# arithmetic shared with the RTL (the replay sampler's is in hostdrv.sampler)
+# arithmetic shared with the RTL (the replay sampler's is in hostdrv.wire.sampler)
 
 
 def fp32_add(acc: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -122,7 +122,7 @@ def fp32_add(acc: np.ndarray, x: np.ndarray) -> np.ndarray:
 
     numpy ``float32`` addition (round to nearest even, subnormals kept), then
     every NaN result is replaced by the quiet NaN ``0x7FC00000``: the
-    semantics of :func:`hostdrv.fp32.fp32_add_bits` on float32 values.
+    semantics of :func:`hostdrv.wire.fp32.fp32_add_bits` on float32 values.
 
     Parameters
     ----------
@@ -743,7 +743,7 @@ class SwitchModel:
                         self._payload(slot, q), c.total)
         return Egress(f, regs["AGG_UPLINK_PORT"])
 
-    # -- replay (sampler arithmetic: hostdrv.sampler) ------------------------------
+    # -- replay (sampler arithmetic: hostdrv.wire.sampler) ------------------------------
     def _rate_diff(self) -> int:
         """``RPL_RATE_DIFF`` as a signed integer (Q16.16)."""
         return self._diff - (1 << 64) if self._diff >> 63 else self._diff

@@ -6,7 +6,7 @@ The board is reached over two unrelated paths:
   ``SWITCH_IP:UDP_PORT``; the datapath intercepts them and answers from
   ``SWITCH_IP`` to the requester's source port (``docs/protocol.md``
   sections 1 and 7). ``udp://`` uses a kernel UDP socket for this (exactly
-  the soft switch's data channel, :class:`~hostdrv.transport.UdpDatagramTransport`);
+  the soft switch's data channel, :class:`~hostdrv.client.transport.UdpDatagramTransport`);
   ``eth://`` builds whole Ethernet frames on an ``AF_PACKET`` socket
   (:class:`EthDatagramTransport`), for hosts without a route to the board.
 * **registers**: the board has no control socket. The 4 KB register map sits
@@ -56,32 +56,19 @@ import time
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from hostdrv import regmap
-from hostdrv.model import SwitchModel
-from hostdrv.net import TransportError, ip_to_int, parse_hostport, tune_socket
-from hostdrv.protocol import BROADCAST_MAC, DEFAULT_UDP_PORT, ETH_LEN, HEADER_LEN, ip_checksum
-from hostdrv.protocol_control import ControlStatus
-from hostdrv.transport import (
+from hostdrv.client.transport import (
     DatagramTransport,
     RegisterAccessError,
     RegisterTransport,
     SwitchTimeoutError,
     UdpDatagramTransport,
 )
-
-SUME_S0_AXI_BASE = 0x44010000
-"""Default register base: the ``S0_AXI`` window of the SUME user datapath.
-
-In SUME's ``reference_switch`` address map
-(``projects/reference_switch/hw/tcl/reference_switch_defines.tcl`` in
-NetFPGA-SUME-live) the AXI-Lite interconnect slave ``M01`` (0x44010000) is
-the input arbiter, which is ``S0_AXI`` of ``nf_datapath``; ``M02``
-(0x44020000, also ``rwaxi``'s built-in default address) is the
-output_port_lookup (``S1_AXI``) and ``M03`` (0x44030000) the output queues
-(``S2_AXI``). ``nf_nrl_top`` decodes the whole netfpga-rl register map on
-``S0_AXI`` and answers zeros on ``S1_AXI``/``S2_AXI``
-(``hw/boards/sume/README.md``), hence 0x44010000.
-"""
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import regmap
+from hostdrv.wire.control import ControlStatus
+from hostdrv.wire.net import TransportError, ip_to_int, parse_hostport, tune_socket
+from hostdrv.wire.protocol import BROADCAST_MAC, DEFAULT_UDP_PORT, ETH_LEN, HEADER_LEN, ip_checksum
+from hostdrv.wire.sume import SUME_S0_AXI_BASE
 
 RWAXI_READ = re.compile(r"READ\s+0x([0-9a-fA-F]+)\s*=\s*0x([0-9a-fA-F]+)")
 """``rwaxi -a ADDR`` prints ``READ 0x%08x = 0x%04x``."""
@@ -263,7 +250,7 @@ class RwaxiRegisterTransport(RegisterTransport):
           ioctl (``SIOCDEVPRIVATE+1``) and echoes the value it sent;
         * for a read-write register of the map, a read back (``rwaxi -a``)
           must give the value written or what the reference model
-          (:class:`hostdrv.model.SwitchModel`) reads after that write
+          (:class:`hostdrv.switch.reference.SwitchModel`) reads after that write
           (``CTRL`` bit 31 and ``RPL_RESET`` self-clear). A value the switch
           refuses (out of range, ``docs/registers.md``) keeps the old value
           and fails this check.
@@ -362,7 +349,7 @@ def build_udp_frame(payload: bytes | bytearray | memoryview, *, eth_dst: bytes, 
                     ip_src: int, ip_dst: int, udp_src: int, udp_dst: int) -> bytes:
     """Ethernet II / IPv4 (no options, DF, TTL 64) / UDP (checksum 0) frame around ``payload``.
 
-    The same layout as :func:`hostdrv.protocol.build_frame` (``docs/protocol.md``
+    The same layout as :func:`hostdrv.wire.protocol.build_frame` (``docs/protocol.md``
     section 1) but for any payload, so that a message is sent byte for byte as
     the caller encoded it.
     """

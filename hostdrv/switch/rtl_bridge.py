@@ -1,6 +1,6 @@
 """The RTL as a rack's switch: raw Ethernet frames from interfaces into the simulated MAC ports.
 
-:class:`RtlEthBridge` runs :class:`~hostdrv.backends.rtl_model.RtlSwitch`
+:class:`RtlEthBridge` runs :class:`~hostdrv.switch.rtl.RtlSwitch`
 (``hw/rtl/nrl_switch.v`` under Verilator) and joins it to real interfaces:
 interface ``i`` of ``ports`` is SUME MAC port ``i``, whose one-hot bit in
 TUSER is ``1 << 2*i`` (``docs/board.md``: the odd bits are the DMA ports).
@@ -32,9 +32,9 @@ offload) cannot enter a MAC port: they are dropped and counted
 
 Command line::
 
-    python -m hostdrv.backends.rtl_eth_bridge --port p0 --port p1 --socket FILE \
+    python -m hostdrv.switch.rtl_bridge --port p0 --port p1 --socket FILE \
         --switch-ip 10.77.0.254
-    python -m hostdrv.backends.rtl_eth_bridge rwaxi --socket FILE -a 0x44010000 [-w 5]
+    python -m hostdrv.switch.rtl_bridge rwaxi --socket FILE -a 0x44010000 [-w 5]
 
 The first prints ``ready`` when the RTL is built and every socket bound, and
 on SIGTERM ``stats {...}`` and the RTL's nonzero counters.
@@ -55,10 +55,10 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from hostdrv.backends.board import SUME_S0_AXI_BASE
-from hostdrv.backends.rtl_model import RtlSwitch
-from hostdrv.backends.rtl_server import DEFAULT_PARAMS
-from hostdrv.net import ip_to_int
+from hostdrv.switch.rtl import RtlSwitch
+from hostdrv.switch.sim import DEFAULT_PARAMS
+from hostdrv.wire.net import ip_to_int
+from hostdrv.wire.sume import SUME_S0_AXI_BASE
 
 __all__ = ["RtlEthBridge", "main", "mac_port_bit", "write_rwaxi_tool"]
 
@@ -128,7 +128,7 @@ class RtlEthBridge:
         A built :class:`RtlSwitch` (default: the sim switch's, ``DEFAULT_PARAMS``).
     base:
         AXI address of register 0 as ``rwaxi`` callers see it (the board's
-        :data:`~hostdrv.backends.board.SUME_S0_AXI_BASE`).
+        :data:`~hostdrv.wire.sume.SUME_S0_AXI_BASE`).
     switch_ip:
         Written to ``SWITCH_IP`` (the source address of the switch's replies, which
         ``eth://`` clients match against their ``switch_ip``); None keeps the reset value.
@@ -271,7 +271,7 @@ def write_rwaxi_tool(path: str | Path, socket_path: str | Path) -> Path:
     path = Path(path)
     root = Path(__file__).resolve().parents[2]
     path.write_text(f"#!/bin/sh\nPYTHONPATH={root}${{PYTHONPATH:+:$PYTHONPATH}} exec "
-                    f"{sys.executable} -m hostdrv.backends.rtl_eth_bridge rwaxi "
+                    f"{sys.executable} -m hostdrv.switch.rtl_bridge rwaxi "
                     f"--socket {socket_path} \"$@\"\n")
     path.chmod(0o755)
     return path

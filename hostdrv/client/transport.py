@@ -3,12 +3,12 @@
 A switch is named by a URL and the scheme picks the backend; callers never
 change when the backend does::
 
-    soft://127.0.0.1:20050     the soft switch (``hostdrv.backends.soft_server``), over UDP
-    sim://127.0.0.1:20051      the RTL in simulation (``hostdrv.backends.rtl_server``), over UDP
-    udp://... / eth://...      the NetFPGA SUME board (``hostdrv.backends.board``)
+    soft://127.0.0.1:20050     the soft switch (``hostdrv.switch.soft``), over UDP
+    sim://127.0.0.1:20051      the RTL in simulation (``hostdrv.switch.sim``), over UDP
+    udp://... / eth://...      the NetFPGA SUME board (``hostdrv.client.board``)
 
 Every backend provides two channels, kept apart from the block drivers
-(:mod:`hostdrv.control`, :mod:`hostdrv.aggregator`, :mod:`hostdrv.replay_client`) that give
+(:mod:`hostdrv.client.control`, :mod:`hostdrv.client.aggregator`, :mod:`hostdrv.client.replay`) that give
 them meaning:
 
 * a :class:`DatagramTransport` carries protocol messages (a UDP payload:
@@ -24,7 +24,7 @@ Control channel
 ---------------
 A soft or sim switch answers register accesses on its protocol socket
 (``NRLC`` datagrams; the wire format, signing included, is
-:mod:`hostdrv.protocol_control`). :class:`UdpRegisterTransport` signs every
+:mod:`hostdrv.wire.control`). :class:`UdpRegisterTransport` signs every
 request when it has a key: from ``key_file=`` (``SwitchControl(url,
 key_file=...)``), else a ``?key=FILE`` query on the ``soft://``/``sim://``
 URL, else the file named by the :data:`CONTROL_KEY_ENV` environment variable
@@ -53,17 +53,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from urllib.parse import parse_qsl, urlsplit
 
-from hostdrv.net import (
-    GSO_MAX_BYTES,
-    GSO_MAX_SEGMENTS,
-    SOL_UDP,
-    UDP_GRO,
-    UDP_SEGMENT,
-    TransportError,
-    parse_hostport,
-    tune_socket,
-)
-from hostdrv.protocol_control import (
+from hostdrv.wire.control import (
     CONTROL,
     CONTROL_AUTH_WINDOW_MS,
     CONTROL_MAGIC,
@@ -74,6 +64,16 @@ from hostdrv.protocol_control import (
     ControlStatus,
     load_control_key,
     sign_control,
+)
+from hostdrv.wire.net import (
+    GSO_MAX_BYTES,
+    GSO_MAX_SEGMENTS,
+    SOL_UDP,
+    UDP_GRO,
+    UDP_SEGMENT,
+    TransportError,
+    parse_hostport,
+    tune_socket,
 )
 
 CONTROL_KEY_ENV = "NETRL_CONTROL_KEY"
@@ -582,16 +582,16 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType({
     "sim": Backend("sim", udp_switch_datagram, udp_switch_registers,
                    "RTL simulation (netfpga-simswitch) over UDP: "
                    "sim://host:port[?key=FILE]"),
-    "udp": Backend("udp", "hostdrv.backends.board:udp_datagram",
-                   "hostdrv.backends.board:udp_registers",
+    "udp": Backend("udp", "hostdrv.client.board:udp_datagram",
+                   "hostdrv.client.board:udp_registers",
                    "NetFPGA SUME board over UDP, registers with rwaxi: "
                    "udp://SWITCH_IP:PORT?regs=rwaxi&base=0x44010000"),
-    "eth": Backend("eth", "hostdrv.backends.board:eth_datagram",
-                   "hostdrv.backends.board:eth_registers",
+    "eth": Backend("eth", "hostdrv.client.board:eth_datagram",
+                   "hostdrv.client.board:eth_registers",
                    "NetFPGA SUME board over raw Ethernet (root), registers with rwaxi: "
                    "eth://IFNAME?switch_ip=A.B.C.D&regs=rwaxi"),
-    "serial": Backend("serial", "hostdrv.backends.serial_regs:serial_datagram",
-                      "hostdrv.backends.serial_regs:serial_registers",
+    "serial": Backend("serial", "hostdrv.client.serial:serial_datagram",
+                      "hostdrv.client.serial:serial_registers",
                       "NetFPGA SUME board's USB-UART (netfpga-rl firmware), registers only: "
                       "serial:///dev/ttyUSB1?baud=115200 (any pyserial port or URL)"),
 })

@@ -1,6 +1,6 @@
 """Verilator's environment and RTL file lists, shared by the RTL model and the testbenches.
 
-:mod:`hostdrv.backends.rtl_model` builds the switch with these, and so do the
+:mod:`hostdrv.switch.rtl` builds the switch with these, and so do the
 cocotb testbenches (``sim/common/runner.py``), which import them from here: the
 driver never reaches into the testbench folder.
 """

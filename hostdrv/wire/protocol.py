@@ -20,8 +20,8 @@ from enum import IntEnum, IntFlag
 
 import numpy as np
 
-from hostdrv import protocol_consts as C
-from hostdrv.protocol_consts import (  # noqa: F401 - re-exported: part of this module's API
+from hostdrv.wire import consts as C
+from hostdrv.wire.consts import (  # noqa: F401 - re-exported: part of this module's API
     AUX_COUNT_MASK,
     AUX_ORDER_BITS,
     AUX_ORDER_SHIFT,
@@ -43,7 +43,7 @@ from hostdrv.protocol_consts import (  # noqa: F401 - re-exported: part of this 
     UDP_OFFSET,
     VERSION,
 )
-from hostdrv.regmap import REGISTERS
+from hostdrv.wire.regmap import REGISTERS
 
 DEFAULT_UDP_PORT = REGISTERS["UDP_PORT"].reset
 """The ``UDP_PORT`` register's reset value: the port a protocol frame is sent to."""

@@ -1,7 +1,7 @@
 """What both clients share: control, transport, member registration, sequence ids.
 
-:class:`Endpoint` is the base of :class:`~hostdrv.aggregator.Aggregator` and
-:class:`~hostdrv.replay_client.ReplayClient`.
+:class:`Endpoint` is the base of :class:`~hostdrv.client.aggregator.Aggregator` and
+:class:`~hostdrv.client.replay.ReplayClient`.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from hostdrv import regmap
-from hostdrv.control import SwitchControl
-from hostdrv.net import ip_to_int
-from hostdrv.protocol import MAX_MEMBERS
-from hostdrv.transport import Backend, DatagramTransport, UdpDatagramTransport, open_datagram
+from hostdrv.client.control import SwitchControl
+from hostdrv.client.transport import Backend, DatagramTransport, UdpDatagramTransport, open_datagram
+from hostdrv.wire import regmap
+from hostdrv.wire.net import ip_to_int
+from hostdrv.wire.protocol import MAX_MEMBERS
 
 try:
     from hostdrv import _native

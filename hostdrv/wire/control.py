@@ -1,9 +1,9 @@
 """The control channel's wire format: register reads and writes on a switch's UDP socket.
 
-Both ends use this module: the switch servers (:mod:`hostdrv.backends.soft_server`,
+Both ends use this module: the switch servers (:mod:`hostdrv.switch.soft`,
 which the sim switch shares) parse requests and build replies with it, the
-client (:class:`hostdrv.transport.UdpRegisterTransport`) builds requests and
-parses replies. It sits next to :mod:`hostdrv.protocol`, the protocol
+client (:class:`hostdrv.client.transport.UdpRegisterTransport`) builds requests and
+parses replies. It sits next to :mod:`hostdrv.wire.protocol`, the protocol
 messages' format.
 
 A soft or sim switch answers register accesses on its protocol socket. A request
@@ -43,7 +43,7 @@ restart) and a timestamp more than 30 s from its clock.
 A request refused for want of authentication is answered with status 5
 (:attr:`ControlStatus.UNAUTHENTICATED`); ``value`` is the switch's session when
 the request was signed for another one, else 0. A client raises
-:class:`~hostdrv.transport.ControlAuthError` for it.
+:class:`~hostdrv.client.transport.ControlAuthError` for it.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from enum import IntEnum
 
-from hostdrv.net import TransportError
+from hostdrv.wire.net import TransportError
 
 CONTROL_MAGIC = b"NRLC"
 """First four bytes of every control-channel datagram."""

@@ -9,7 +9,7 @@
     netrl regs serial:///dev/ttyUSB1 watch [--interval 1] [--count N]
     netrl regs serial:///dev/ttyUSB1 identity
 
-Names come from :mod:`hostdrv.regmap` (``docs/registers.md``); an address
+Names come from :mod:`hostdrv.wire.regmap` (``docs/registers.md``); an address
 (``0x048``) works where no name does. ``dump`` prints every counter by name
 (and, on a soft or sim switch, the server's own ``SRV_*`` counters);
 ``watch`` samples them every ``--interval`` seconds and shows each counter's
@@ -30,15 +30,15 @@ from dataclasses import dataclass
 from typing import TextIO
 from urllib.parse import urlsplit
 
-from hostdrv import regmap
-from hostdrv.control import IdentityError, RegisterError, SwitchControl
-from hostdrv.net import TransportError
-from hostdrv.transport import (
+from hostdrv.client.control import IdentityError, RegisterError, SwitchControl
+from hostdrv.client.transport import (
     RegisterAccessError,
     RegisterTransport,
     SwitchTimeoutError,
     open_registers,
 )
+from hostdrv.wire import regmap
+from hostdrv.wire.net import TransportError
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
 """ANSI: cursor home, erase the screen (each ``watch`` frame on a terminal)."""
@@ -50,7 +50,7 @@ def add_regs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``regs`` command (and its ``read``/``write``/``dump``/``watch`` actions) to ``sub``."""
     regs = sub.add_parser(
         "regs", help="read, write, dump or watch switch registers",
-        description="Register access by name (hostdrv.regmap, docs/registers.md) over any "
+        description="Register access by name (hostdrv.wire.regmap, docs/registers.md) over any "
                     "register URL: soft://, sim://, udp://...?regs=rwaxi, serial://.")
     regs.add_argument("url", help="switch URL, e.g. soft://127.0.0.1:20050, "
                                   "serial:///dev/ttyUSB1?baud=115200")

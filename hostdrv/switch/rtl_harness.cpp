@@ -1,6 +1,6 @@
 // netfpga-rl RTL harness: drives the AXI4-Stream and AXI4-Lite pins of one
 // Verilated top (SUME TUSER layout) from C++, so Python pays one call per
-// frame instead of one per pin and clock. hostdrv/backends/rtl_model.py builds
+// frame instead of one per pin and clock. hostdrv/switch/rtl.py builds
 // it into the model's shared object (as nrl_harness.cpp in the build directory,
 // with @TOP@ replaced by the top module's name) and calls the extern "C" entry
 // points below through ctypes.

@@ -4,7 +4,7 @@ The MicroBlaze application in ``hw/boards/sume/firmware`` serves a line
 protocol on the board's UART (``docs/board_uart.md``): read, write (answered
 with the value read back), identity and a dump of every counter, each line
 protected by a CRC-16. This module is its host side, a
-:class:`~hostdrv.transport.RegisterTransport` built on
+:class:`~hostdrv.client.transport.RegisterTransport` built on
 :func:`serial.serial_for_url`, so any port pyserial opens works::
 
     serial:///dev/ttyUSB1?baud=115200     the board (its FT2232 USB-UART)
@@ -29,16 +29,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode
 
-from hostdrv import regmap
-from hostdrv.model import SwitchModel
-from hostdrv.net import TransportError
-from hostdrv.protocol_control import ControlStatus
-from hostdrv.transport import (
+from hostdrv.client.transport import (
     DatagramTransport,
     RegisterAccessError,
     RegisterTransport,
     SwitchTimeoutError,
 )
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import regmap
+from hostdrv.wire.control import ControlStatus
+from hostdrv.wire.net import TransportError
 
 SCHEME = "serial://"
 DEFAULT_BAUD = 115200
@@ -145,7 +145,7 @@ class SerialRegisterTransport(RegisterTransport):
     timeout:
         Seconds to wait for a reply, on top of the time its bytes take at ``baud``.
     retries:
-        Requests sent before :class:`~hostdrv.transport.SwitchTimeoutError`.
+        Requests sent before :class:`~hostdrv.client.transport.SwitchTimeoutError`.
 
     Raises
     ------
@@ -364,7 +364,7 @@ class SerialRegisterTransport(RegisterTransport):
         return FirmwareIdentity(magic, version, build, fw, clk, values[5] if fw >= 2 else None)
 
     def counters(self) -> dict[str, int]:
-        """Every RTL counter by name (:data:`hostdrv.regmap.COUNTERS`), in one request.
+        """Every RTL counter by name (:data:`hostdrv.wire.regmap.COUNTERS`), in one request.
 
         Raises
         ------
@@ -394,7 +394,7 @@ def readback_ok(addr: int, written: int, back: int, model: SwitchModel | None = 
     """Whether ``back``, read after writing ``written`` at ``addr``, shows the write took.
 
     Accepted: the value written, or what the reference model
-    (:class:`hostdrv.model.SwitchModel`, ``model`` or a fresh one) reads after
+    (:class:`hostdrv.switch.reference.SwitchModel`, ``model`` or a fresh one) reads after
     the same write (``CTRL`` bit 31 and ``RPL_RESET`` clear themselves).
     """
     if back == written:

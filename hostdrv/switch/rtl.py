@@ -1,15 +1,15 @@
-"""The switch RTL in Verilator, behind the :class:`~hostdrv.model.SwitchModel` API.
+"""The switch RTL in Verilator, behind the :class:`~hostdrv.switch.reference.SwitchModel` API.
 
 :class:`RtlSwitch` builds ``hw/rtl/<top>.v`` (and the sources of
 ``hw/rtl/<top>.f``) with Verilator through pyverilator, loads the model in
 this process and drives its pins: a frame goes in beat by beat on
 ``s_axis`` (TUSER length and one-hot source port), the clock runs until the
 switch has been quiet for :attr:`RtlSwitch.idle_cycles` clocks, and every
-frame that left on ``m_axis`` comes back as an :class:`~hostdrv.model.Egress`
+frame that left on ``m_axis`` comes back as an :class:`~hostdrv.switch.reference.Egress`
 with the TUSER destination bitmap. Registers are AXI4-Lite transactions on
 the ``s_axil`` pins. ``process``, ``read``, ``write`` and ``counters`` have the
 model's contract, so an ``RtlSwitch`` replaces the model anywhere (the
-``sim://`` server, :mod:`hostdrv.backends.rtl_server`, serves one over UDP).
+``sim://`` server, :mod:`hostdrv.switch.sim`, serves one over UDP).
 
 A frame longer than 65535 bytes cannot enter the RTL (TUSER carries a 16-bit
 length); only a soft/sim switch datagram can make one. :meth:`RtlSwitch.process`
@@ -64,10 +64,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hostdrv import regmap
-from hostdrv.backends.rtl_tools import read_filelist, setup_verilator_env
 from hostdrv.extras import MissingExtraError, require
-from hostdrv.model import Egress, SwitchModel
+from hostdrv.switch.reference import Egress, SwitchModel
+from hostdrv.switch.rtl_tools import read_filelist, setup_verilator_env
+from hostdrv.wire import regmap
 
 __all__ = [
     "BUILD_ROOT",
@@ -80,10 +80,10 @@ __all__ = [
     "param_tag",
 ]
 
-_DATA = importlib.resources.files("hostdrv.backends")
+_DATA = importlib.resources.files("hostdrv.switch")
 RTL_DIR = Path(str(_DATA.joinpath("hw_rtl"))).resolve()
 """The RTL sources (``*.v``, ``*.vh``, ``*.f``), package data found with importlib.resources:
-``hostdrv/backends/hw_rtl`` is a link to the checkout's ``hw/rtl`` (so this is ``hw/rtl``
+``hostdrv/switch/hw_rtl`` is a link to the checkout's ``hw/rtl`` (so this is ``hw/rtl``
 in a checkout or an editable install) and a copy of it in a wheel."""
 
 
@@ -123,7 +123,7 @@ class RtlSimError(RuntimeError):
 # C++ harness
 
 HARNESS_CPP = _DATA.joinpath("rtl_harness.cpp").read_text(encoding="utf-8")
-"""The harness source (``hostdrv/backends/rtl_harness.cpp``, package data); ``@TOP@`` stands
+"""The harness source (``hostdrv/switch/rtl_harness.cpp``, package data); ``@TOP@`` stands
 for the top module's name."""
 
 
@@ -360,7 +360,7 @@ def _register(reg: str | int) -> regmap.Register:
 
 
 class RtlSwitch:
-    """The switch RTL simulated by Verilator, with the :class:`~hostdrv.model.SwitchModel` API.
+    """The switch RTL simulated by Verilator, with the :class:`~hostdrv.switch.reference.SwitchModel` API.
 
     Parameters
     ----------
@@ -732,7 +732,7 @@ class RtlSwitch:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m hostdrv.backends.rtl_model [TOP] [K=V ...]``: build (or find) a model, print
+    """``python -m hostdrv.switch.rtl [TOP] [K=V ...]``: build (or find) a model, print
     where."""
     args = list(sys.argv[1:] if argv is None else argv)
     top = args.pop(0) if args and "=" not in args[0] else "nrl_switch"

@@ -1,7 +1,7 @@
 """In-network all-reduce client (:class:`Aggregator`).
 
 Speaks the GRADIENT/RESULT part of ``docs/protocol.md`` (section 4) over a
-:class:`~hostdrv.transport.DatagramTransport`: chunking, the per-slot rounds
+:class:`~hostdrv.client.transport.DatagramTransport`: chunking, the per-slot rounds
 and epochs, the send window and retransmission.
 
 Over UDP the per-packet loop (window, GSO sends, GRO receives, scatter of the
@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from hostdrv.control import ROLE_WORKER, SwitchControl
-from hostdrv.endpoint import Endpoint
+from hostdrv.client.control import ROLE_WORKER, SwitchControl
+from hostdrv.client.endpoint import Endpoint
+from hostdrv.client.transport import Backend, SwitchTimeoutError
 from hostdrv.errors import (
     WHY_NO_RESULT,
     AllreduceDesyncError,
@@ -32,7 +33,8 @@ from hostdrv.errors import (
     StepMismatchError,
     TensorMismatchError,
 )
-from hostdrv.protocol import (
+from hostdrv.wire.consts import EPOCH_ROUNDS
+from hostdrv.wire.protocol import (
     AUX_COUNT_MASK,
     HEADER,
     HEADER_LEN,
@@ -41,8 +43,6 @@ from hostdrv.protocol import (
     Flags,
     Opcode,
 )
-from hostdrv.protocol_consts import EPOCH_ROUNDS
-from hostdrv.transport import Backend, SwitchTimeoutError
 
 _RESULT = int(Opcode.RESULT)
 _GRADIENT = int(Opcode.GRADIENT)
@@ -252,7 +252,7 @@ class Aggregator(Endpoint):
         """Chunks the last call took from the timed-out call it resumed (0: not a resume)."""
         self.last_aux = np.zeros(0, dtype=np.uint32)
         """RESULT ``aux`` of each chunk of the last call: contributor count and order of
-        addition (:func:`hostdrv.protocol.result_order` decodes it)."""
+        addition (:func:`hostdrv.wire.protocol.result_order` decodes it)."""
         self.last_contributors = np.zeros(0, dtype=np.uint32)
         """Contributor count (RESULT ``aux`` bits 3:0) of each chunk of the last call."""
         self.last_rounds = np.zeros(0, dtype=np.uint32)

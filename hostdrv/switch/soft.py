@@ -1,6 +1,6 @@
 """Soft switch: the switch engine behind a UDP socket.
 
-Run it as ``python -m hostdrv.backends.soft_server --listen 127.0.0.1:20050`` (or the
+Run it as ``python -m hostdrv.switch.soft --listen 127.0.0.1:20050`` (or the
 ``netfpga-softswitch`` console script), in a thread with :class:`SoftSwitch`,
 or as a child process with :class:`SoftSwitchProcess`. Clients reach it as
 ``soft://host:port``.
@@ -8,11 +8,11 @@ or as a child process with :class:`SoftSwitchProcess`. Clients reach it as
 Engines
 -------
 ``engine="native"`` (``--engine native``) serves the compiled engine
-(:class:`~hostdrv.native_engine.NativeSwitchModel`) with its native socket loop
+(:class:`~hostdrv.switch.native.NativeSwitchModel`) with its native socket loop
 (``hostdrv/native/nrl_server.cpp``: ``recvmmsg``/``sendmmsg``, preallocated
 buffers, no Python per datagram, the GIL released; only control requests come
 back to Python). ``engine="model"`` (``--engine model``) serves the golden model
-(:class:`~hostdrv.model.SwitchModel`) with the Python loop below, for debugging.
+(:class:`~hostdrv.switch.reference.SwitchModel`) with the Python loop below, for debugging.
 The default is :data:`DEFAULT_ENGINE`, or the environment variable
 ``NRL_SOFTSWITCH_ENGINE`` (the golden model when the extension is not built).
 Both loops follow the rules of this section, and the conformance suite
@@ -24,7 +24,7 @@ Every datagram is one protocol message (the UDP payload). The switch wraps
 it into the frame the hardware would see: Ethernet (destination the switch
 MAC, source ``02:00`` + the sender's IPv4), IPv4 from the real source address
 to ``SWITCH_IP``, UDP from the real source port to ``UDP_PORT``, then hands it
-to :meth:`hostdrv.model.SwitchModel.process` with the ingress port of the
+to :meth:`hostdrv.switch.reference.SwitchModel.process` with the ingress port of the
 sender:
 
 * ``MEMBER_PORT[i]`` of the member whose ``MEMBER_IP``/``MEMBER_UDP`` match the
@@ -57,10 +57,10 @@ buffer was full (``SO_RXQ_OVFL``): the server keeps them in ``SRV_RX_OVERFLOW``.
 Control channel
 ---------------
 Register reads and writes arrive on the same socket as ``NRLC`` datagrams
-(format in :mod:`hostdrv.protocol_control`); they are executed in arrival order with
+(format in :mod:`hostdrv.wire.control`); they are executed in arrival order with
 the protocol traffic, so a write takes effect before every packet received
 after it. The server answers reads of its own registers (``SRV_RX_OVERFLOW``,
-``SRV_CTRL_REFUSED``; ``server=True`` in :mod:`hostdrv.regmap`) itself; a write
+``SRV_CTRL_REFUSED``; ``server=True`` in :mod:`hostdrv.wire.regmap`) itself; a write
 of ``CTRL`` bit 31 clears them with the model's counters.
 
 By default only requests from loopback addresses are executed; any other
@@ -71,12 +71,12 @@ each at most once: a replayed send (from any address), a request signed for
 another session (this switch draws one per start, so nothing signed before a
 restart runs after it) or an expired one is refused with status 5 and counted;
 a retry (a new attempt of a request) is answered from the reply cache
-(:class:`~hostdrv.protocol_control.ControlReplayGuard`, ``docs/protocol.md``
+(:class:`~hostdrv.wire.control.ControlReplayGuard`, ``docs/protocol.md``
 section 9).
 
 Command line
 ------------
-``python -m hostdrv.backends.soft_server`` (``netfpga-softswitch``) options:
+``python -m hostdrv.switch.soft`` (``netfpga-softswitch``) options:
 
 ``--listen HOST:PORT``
     Address to bind (default ``127.0.0.1:20050``; port 0 picks one). The
@@ -118,21 +118,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hostdrv import native_engine, regmap
-from hostdrv.model import SwitchModel
-from hostdrv.net import (
-    GSO_MAX_BYTES,
-    GSO_MAX_SEGMENTS,
-    SOL_UDP,
-    UDP_GRO,
-    UDP_SEGMENT,
-    int_to_ip,
-    ip_to_int,
-    parse_hostport,
-    tune_socket,
-)
-from hostdrv.protocol import HEADER, HEADER_LEN, HEADER_OFFSET, Opcode
-from hostdrv.protocol_control import (
+from hostdrv.switch import native as native_engine
+from hostdrv.switch.engine import Engine
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import regmap
+from hostdrv.wire.control import (
     CONTROL,
     CONTROL_MAGIC,
     CONTROL_READ,
@@ -144,6 +134,18 @@ from hostdrv.protocol_control import (
     load_control_key,
     parse_signed,
 )
+from hostdrv.wire.net import (
+    GSO_MAX_BYTES,
+    GSO_MAX_SEGMENTS,
+    SOL_UDP,
+    UDP_GRO,
+    UDP_SEGMENT,
+    int_to_ip,
+    ip_to_int,
+    parse_hostport,
+    tune_socket,
+)
+from hostdrv.wire.protocol import HEADER, HEADER_LEN, HEADER_OFFSET, Opcode
 
 _IN = struct.Struct("!6s6sHBBHHHBBHIIHHHH")  # Ethernet + IPv4 + UDP header of an input frame
 _LENGTHS_IP = 16
@@ -178,7 +180,7 @@ def default_engine() -> str:
     return engine if engine != "native" or native_engine.available() else "model"
 
 
-def make_model(engine: str, **params: int) -> SwitchModel:
+def make_model(engine: str, **params: int) -> Engine:
     """A new switch of ``engine`` ("native" or "model") with ``params``.
 
     Raises
@@ -191,7 +193,7 @@ def make_model(engine: str, **params: int) -> SwitchModel:
     if engine == "model":
         return SwitchModel(**params)
     if engine == "native":
-        return native_engine.NativeSwitchModel(**params)  # type: ignore[return-value]
+        return native_engine.NativeSwitchModel(**params)
     raise ValueError(f"bad engine={engine!r}: must be one of {', '.join(ENGINES)}")
 
 
@@ -215,7 +217,7 @@ class Arrival:
 
 
 class SoftSwitch:
-    """A :class:`~hostdrv.model.SwitchModel` served over UDP.
+    """A :class:`~hostdrv.switch.reference.SwitchModel` served over UDP.
 
     Parameters
     ----------
@@ -223,7 +225,7 @@ class SoftSwitch:
         ``"host:port"`` or (host, port) to bind; port 0 picks a free one
         (see :attr:`address`).
     capacity, record_bytes, max_slots, max_elems, build_hash:
-        Model parameters (see :class:`~hostdrv.model.SwitchModel`).
+        Model parameters (see :class:`~hostdrv.switch.reference.SwitchModel`).
     log_arrivals:
         Keep every GRADIENT datagram in :attr:`arrivals` (tests use it to
         recompute fp32 sums in arrival order).
@@ -244,7 +246,7 @@ class SoftSwitch:
     ------
     OSError
         When the address cannot be bound or the key file cannot be read
-        (:class:`~hostdrv.net.TransportError`).
+        (:class:`~hostdrv.wire.net.TransportError`).
     ValueError
         For an empty control key or a bad model parameter.
 
@@ -260,7 +262,7 @@ class SoftSwitch:
     def __init__(self, listen: str | tuple[str, int] = ("127.0.0.1", 0), *,
                  capacity: int = 1024, record_bytes: int = 128, max_slots: int = 64,
                  max_elems: int = 352, build_hash: int = 0, log_arrivals: bool = False,
-                 model: SwitchModel | None = None,
+                 model: Engine | None = None,
                  control_key: bytes | str | os.PathLike[str] | None = None,
                  engine: str | None = None) -> None:
         if isinstance(control_key, bytes | bytearray):
@@ -522,7 +524,7 @@ class SoftSwitch:
 
         Without a control key: executed when from loopback, a retry (the same 16
         bytes from the same address as the last request) answered from the
-        per-address cache. With a key: the :class:`~hostdrv.protocol_control.ControlReplayGuard`
+        per-address cache. With a key: the :class:`~hostdrv.wire.control.ControlReplayGuard`
         rules (``docs/protocol.md`` section 9).
         """
         self._stats["control"] += 1
@@ -781,7 +783,7 @@ def _is_loopback(host: str) -> bool:
 
 
 class SoftSwitchProcess:
-    """A soft switch in a child process (``python -m hostdrv.backends.soft_server``).
+    """A soft switch in a child process (``python -m hostdrv.switch.soft``).
 
     Parameters
     ----------
@@ -798,7 +800,7 @@ class SoftSwitchProcess:
         When the child exits or stays silent before it listens.
     """
 
-    module = "hostdrv.backends.soft_server"
+    module = "hostdrv.switch.soft"
     """The ``python -m`` module the child runs."""
     scheme = "soft"
     """URL scheme the child announces (``listening soft://host:port``)."""

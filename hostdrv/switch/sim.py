@@ -1,7 +1,7 @@
 """Simulated switch: the RTL (Verilator) behind the soft switch's UDP server.
 
 Run it as ``netfpga-simswitch --listen 127.0.0.1:20060`` (or ``python -m
-hostdrv.backends.rtl_server``); clients reach it as ``sim://host:port`` and
+hostdrv.switch.sim``); clients reach it as ``sim://host:port`` and
 cannot tell it from the soft switch (``soft://``) except by speed: every
 datagram becomes a frame driven into ``s_axis`` of ``hw/rtl/nrl_switch.v`` beat
 by beat, and every frame the RTL emits on ``m_axis`` goes back out as a
@@ -11,24 +11,24 @@ them has taken effect (the RTL is clocked until the work that makes no output,
 such as an UPDATE's pairs, is done: ``RtlSwitch.drain``), so a read reflects
 every datagram the switch received before it (``docs/protocol.md`` section 9).
 
-:class:`SimSwitch` is :class:`~hostdrv.backends.soft_server.SoftSwitch` serving an
-:class:`~hostdrv.backends.rtl_model.RtlSwitch` instead of the reference model, so
+:class:`SimSwitch` is :class:`~hostdrv.switch.soft.SoftSwitch` serving an
+:class:`~hostdrv.switch.rtl.RtlSwitch` instead of the reference model, so
 addressing, multicast fan-out, the control channel and batching are the soft
 switch's own code. :class:`SimSwitchProcess` runs one in a child process.
 
 URL scheme
 ----------
-``sim://host:port`` is a backend of :data:`hostdrv.transport.BACKENDS` (UDP,
+``sim://host:port`` is a backend of :data:`hostdrv.client.transport.BACKENDS` (UDP,
 as ``soft://``), so every client accepts it unchanged. The port is required
 and ``?key=FILE`` is the only option, as for ``soft://``.
 
 Frames the AXI4-Stream cannot carry (over 65535 bytes: a datagram of 65494
-bytes or more) are judged host-side by :class:`~hostdrv.backends.rtl_model.RtlSwitch`
+bytes or more) are judged host-side by :class:`~hostdrv.switch.rtl.RtlSwitch`
 exactly as the model judges them (``BAD_LENGTH``), so they are counted too.
 
 Command line
 ------------
-``netfpga-simswitch`` (``python -m hostdrv.backends.rtl_server``) options:
+``netfpga-simswitch`` (``python -m hostdrv.switch.sim``) options:
 
 ``--listen HOST:PORT``
     Address to bind (default ``127.0.0.1:20060``; port 0 picks one); prints
@@ -56,8 +56,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 
-from hostdrv.backends.rtl_model import RtlSwitch
-from hostdrv.backends.soft_server import SoftSwitch, SoftSwitchProcess
+from hostdrv.switch.rtl import RtlSwitch
+from hostdrv.switch.soft import SoftSwitch, SoftSwitchProcess
 
 __all__ = [
     "DEFAULT_PARAMS",
@@ -80,19 +80,19 @@ records) instead of the board's 16384, which also shortens the sum tree's cleari
 
 class SimSwitch(SoftSwitch):
     """The soft switch's UDP server running the RTL
-    (:class:`~hostdrv.backends.rtl_model.RtlSwitch`).
+    (:class:`~hostdrv.switch.rtl.RtlSwitch`).
 
     Parameters
     ----------
     listen:
         ``"host:port"`` or (host, port); port 0 picks a free one.
     top, params, build_dir, idle_cycles, trace:
-        Passed to :class:`~hostdrv.backends.rtl_model.RtlSwitch` (``params`` default:
+        Passed to :class:`~hostdrv.switch.rtl.RtlSwitch` (``params`` default:
         :data:`DEFAULT_PARAMS` of the top).
     switch:
-        Serve this already built :class:`~hostdrv.backends.rtl_model.RtlSwitch` instead.
+        Serve this already built :class:`~hostdrv.switch.rtl.RtlSwitch` instead.
     log_arrivals, control_key:
-        As :class:`~hostdrv.backends.soft_server.SoftSwitch`.
+        As :class:`~hostdrv.switch.soft.SoftSwitch`.
 
     Examples
     --------
@@ -137,7 +137,7 @@ class SimSwitch(SoftSwitch):
 
     def _control(self, data: memoryview, addr: tuple[str, int]) -> bytes:
         """A control request, served after every datagram received before it has taken
-        effect (:meth:`~hostdrv.backends.rtl_model.RtlSwitch.drain`): the ordering rule of
+        effect (:meth:`~hostdrv.switch.rtl.RtlSwitch.drain`): the ordering rule of
         ``docs/protocol.md`` section 9."""
         self.rtl.drain()
         return super()._control(data, addr)
@@ -149,7 +149,7 @@ class SimSwitch(SoftSwitch):
 
 
 class SimSwitchProcess(SoftSwitchProcess):
-    """A :class:`SimSwitch` in a child process (``python -m hostdrv.backends.rtl_server``).
+    """A :class:`SimSwitch` in a child process (``python -m hostdrv.switch.sim``).
 
     Parameters
     ----------
@@ -166,7 +166,7 @@ class SimSwitchProcess(SoftSwitchProcess):
         When the child exits or stays silent before it listens.
     """
 
-    module = "hostdrv.backends.rtl_server"
+    module = "hostdrv.switch.sim"
     scheme = "sim"
 
     def __init__(self, listen: str = "127.0.0.1:0", args: Sequence[str] = (), *,

@@ -2,7 +2,7 @@
 
 :class:`SwitchControl` is the block driver for the register file
 (``docs/registers.md``); how the accesses travel is the transport's business
-(:mod:`hostdrv.transport`), so the same code drives the soft switch, the RTL
+(:mod:`hostdrv.client.transport`), so the same code drives the soft switch, the RTL
 in simulation and the board.
 """
 
@@ -12,16 +12,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hostdrv import protocol_consts as C
-from hostdrv import regmap
-from hostdrv.net import int_to_ip, ip_to_int, parse_hostport
-from hostdrv.protocol import MAX_MEMBERS, VERSION
-from hostdrv.transport import (
+from hostdrv.client.transport import (
     Backend,
     RegisterAccessError,
     RegisterTransport,
     open_registers,
 )
+from hostdrv.wire import consts as C
+from hostdrv.wire import regmap
+from hostdrv.wire.net import int_to_ip, ip_to_int, parse_hostport
+from hostdrv.wire.protocol import MAX_MEMBERS, VERSION
 
 MAGIC_VALUE = regmap.REGISTERS["MAGIC"].reset
 """Value of the ``MAGIC`` register: ASCII ``NRL1``."""
@@ -102,15 +102,15 @@ class SwitchControl:
     Parameters
     ----------
     url:
-        Switch URL (``soft://127.0.0.1:20050``, see :mod:`hostdrv.transport`).
+        Switch URL (``soft://127.0.0.1:20050``, see :mod:`hostdrv.client.transport`).
     timeout:
         Seconds to wait for each register reply.
     retries:
-        Attempts before :class:`~hostdrv.transport.SwitchTimeoutError`.
+        Attempts before :class:`~hostdrv.client.transport.SwitchTimeoutError`.
     transport:
         An already open register transport (``url`` is then only a label).
     backends:
-        Backend table overriding :data:`hostdrv.transport.BACKENDS`.
+        Backend table overriding :data:`hostdrv.client.transport.BACKENDS`.
     key_file:
         File holding the control key of a soft or sim switch started with
         ``--control-key``: every request is signed with it (``docs/protocol.md``
@@ -156,7 +156,7 @@ class SwitchControl:
         RegisterError
             Unknown register name.
         RegisterAccessError
-            The switch refused the access (:class:`~hostdrv.transport.ControlAuthError`
+            The switch refused the access (:class:`~hostdrv.client.transport.ControlAuthError`
             when it is not authenticated).
         SwitchTimeoutError
             The switch did not answer.
@@ -178,7 +178,7 @@ class SwitchControl:
         RegisterAccessError
             The switch refused the value (e.g. ``AGG_ELEMS`` not a multiple of 16,
             ``MEMBER_PORT_i`` not 0 or one-hot: status 3), or the request
-            (:class:`~hostdrv.transport.ControlAuthError`, status 5: not from
+            (:class:`~hostdrv.client.transport.ControlAuthError`, status 5: not from
             loopback, or not signed with the switch's control key).
         SwitchTimeoutError
             The switch did not answer.

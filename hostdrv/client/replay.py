@@ -2,7 +2,7 @@
 
 Speaks the PUSH/PUSH_ACK, SAMPLE_REQ/SAMPLE_RESP and UPDATE part of
 ``docs/protocol.md`` (section 5) over a
-:class:`~hostdrv.transport.DatagramTransport`, with a window of requests in
+:class:`~hostdrv.client.transport.DatagramTransport`, with a window of requests in
 flight and retries.
 """
 
@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from hostdrv import protocol_consts as C
-from hostdrv.control import ROLE_ACTOR, ROLE_LEARNER, SwitchControl
-from hostdrv.endpoint import Endpoint
+from hostdrv.client.control import ROLE_ACTOR, ROLE_LEARNER, SwitchControl
+from hostdrv.client.endpoint import Endpoint
+from hostdrv.client.transport import Backend, SwitchTimeoutError
 from hostdrv.errors import RateLimitTimeoutError, ReplayEmptyError, ReplayTimeoutError
-from hostdrv.protocol import (
+from hostdrv.wire import consts as C
+from hostdrv.wire.protocol import (
     BLOCK,
     DESCRIPTOR,
     HEADER,
@@ -31,7 +32,7 @@ from hostdrv.protocol import (
     Flags,
     Opcode,
 )
-from hostdrv.records import (
+from hostdrv.wire.records import (
     FIXED_HINT,
     SampleBatch,
     Transitions,
@@ -42,7 +43,6 @@ from hostdrv.records import (
     records_from_bytes,
     to_fixed,
 )
-from hostdrv.transport import Backend, SwitchTimeoutError
 
 _PUSH_ACK = int(Opcode.PUSH_ACK)
 _SAMPLE_RESP = int(Opcode.SAMPLE_RESP)

@@ -1,9 +1,9 @@
-"""The native switch engine with :class:`hostdrv.model.SwitchModel`'s Python surface.
+"""The native switch engine with :class:`hostdrv.switch.reference.SwitchModel`'s Python surface.
 
 :class:`NativeSwitchModel` runs the compiled engine (``hostdrv/native/nrl_engine.cpp``,
 built into ``hostdrv._native`` by ``pip install``) behind the same methods as the
 golden model: :meth:`~NativeSwitchModel.process` returns the same
-:class:`~hostdrv.model.Egress` frames, :meth:`~NativeSwitchModel.read` and
+:class:`~hostdrv.switch.reference.Egress` frames, :meth:`~NativeSwitchModel.read` and
 :meth:`~NativeSwitchModel.write` take the same names or addresses and refuse the same
 values with the same messages, :meth:`~NativeSwitchModel.counters` returns the same
 dict. ``tests/test_conformance.py`` holds the two to byte-for-byte agreement.
@@ -17,8 +17,8 @@ import sys
 
 import numpy as np
 
-from hostdrv import regmap
-from hostdrv.model import Egress, _register, check_params, check_src_port
+from hostdrv.switch.reference import Egress, _register, check_params, check_src_port
+from hostdrv.wire import regmap
 
 try:
     from hostdrv import _native
@@ -39,12 +39,12 @@ def available() -> bool:
 
 
 class NativeSwitchModel:
-    """The compiled switch engine, a drop-in for :class:`~hostdrv.model.SwitchModel`.
+    """The compiled switch engine, a drop-in for :class:`~hostdrv.switch.reference.SwitchModel`.
 
     Parameters
     ----------
     capacity, record_bytes, max_slots, max_elems, build_hash:
-        As :class:`~hostdrv.model.SwitchModel` (same checks, same errors).
+        As :class:`~hostdrv.switch.reference.SwitchModel` (same checks, same errors).
     module:
         The extension module to use (tests pass a copy built with a planted bug).
 

@@ -26,7 +26,7 @@ time. ``docs/rack.md`` has the measured precision.
 
 Command line::
 
-    python -m hostdrv.backends.delay_line --pair p0:q0 --pair p1:q1 --delay-us 10
+    python -m hostdrv.rack.delay_line --pair p0:q0 --pair p1:q1 --delay-us 10
 
 runs until SIGTERM/SIGINT and prints ``ready`` once every socket is bound,
 then on exit ``stats {...}`` (frames forwarded, late frames and the largest
@@ -181,7 +181,7 @@ class DelayLine:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: ``python -m hostdrv.backends.delay_line --pair A:B ... --delay-us D``."""
+    """Entry point: ``python -m hostdrv.rack.delay_line --pair A:B ... --delay-us D``."""
     p = argparse.ArgumentParser(prog="delay_line", description=__doc__.splitlines()[0])
     p.add_argument("--pair", action="append", required=True, metavar="A:B",
                    help="interfaces to join through the delay line (repeat for more)")

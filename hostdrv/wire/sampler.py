@@ -1,6 +1,6 @@
 """Replay sampler arithmetic of ``docs/protocol.md`` section 5, in one place.
 
-The switch model (:class:`hostdrv.model.SwitchModel`) and the host replay
+The switch model (:class:`hostdrv.switch.reference.SwitchModel`) and the host replay
 stores (:class:`rl.replay.PrioritizedStore`, behind the local and server
 replay strategies) draw the same records for the same seed because they share
 this module:
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 __all__ = ["DEFAULT_SEED", "SumTree", "XorShift32", "draw_indices", "sample_total", "xorshift32"]
 
-from hostdrv.protocol_consts import XORSHIFT_A, XORSHIFT_B, XORSHIFT_C
-from hostdrv.regmap import REGISTERS
+from hostdrv.wire.consts import XORSHIFT_A, XORSHIFT_B, XORSHIFT_C
+from hostdrv.wire.regmap import REGISTERS
 
 _M32 = 0xFFFFFFFF
 

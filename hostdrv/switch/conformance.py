@@ -6,8 +6,8 @@ A :class:`Vector` is the switch's parameters and a list of operations, in order:
 * ``("write", addr, value)``: a register write (32-bit value; it may be refused);
 * ``("read", addr)``: a register read.
 
-:func:`run` plays a vector on anything with :class:`~hostdrv.model.SwitchModel`'s
-surface (the golden model, :class:`~hostdrv.native_engine.NativeSwitchModel`) and
+:func:`run` plays a vector on anything with :class:`~hostdrv.switch.reference.SwitchModel`'s
+surface (the golden model, :class:`~hostdrv.switch.native.NativeSwitchModel`) and
 returns its :class:`Trace`: per operation the frames emitted (bytes and egress
 bitmap, in order), the write's outcome (``""`` or the refusal message), the value
 read, the counters after it, and at the end every register. Two traces agree
@@ -28,7 +28,7 @@ recomputed without them (``sim/conformance``, ``tests/test_conformance_rtl.py``)
 Every vector's parameters are ones the RTL can be built with (a replay capacity
 is a power of two of at least 4, a record a multiple of 64 bytes).
 
-``python -m hostdrv.conformance DIR`` writes every vector of the suite to
+``python -m hostdrv.switch.conformance DIR`` writes every vector of the suite to
 ``DIR/<name>.json``.
 """
 
@@ -46,10 +46,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from hostdrv import protocol_consts as C
-from hostdrv import regmap
-from hostdrv.model import SwitchModel
-from hostdrv.protocol import Flags, Frame, Message, Opcode, build_frame
+from hostdrv.switch.reference import SwitchModel
+from hostdrv.wire import consts as C
+from hostdrv.wire import regmap
+from hostdrv.wire.protocol import Flags, Frame, Message, Opcode, build_frame
 
 __all__ = ["MAX_STREAM_FRAME", "Trace", "Vector", "compare", "describe", "load", "rtl_vector", "run",
            "save", "vectors"]
@@ -977,7 +977,7 @@ def vectors(scale: int = 1) -> list[Vector]:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the suite's vectors with the model's expected results, one JSON file each."""
-    ap = argparse.ArgumentParser(prog="python -m hostdrv.conformance",
+    ap = argparse.ArgumentParser(prog="python -m hostdrv.switch.conformance",
                                  description="Write the conformance vectors as JSON files.")
     ap.add_argument("out", type=Path, help="folder to write <name>.json into")
     ap.add_argument("--scale", type=int, default=1, help="seeds of every kind")

@@ -3,7 +3,7 @@
 A record is ``obs``, ``action``, ``reward`` (float32), ``next_obs``, ``done``
 (uint8), little-endian, padded to ``RPL_RECORD_BYTES`` (:func:`record_dtype`);
 priorities travel as Q16.16 ``uint32`` (:func:`to_fixed`, ``docs/protocol.md``
-section 3). Shared by :class:`~hostdrv.replay_client.ReplayClient` and the
+section 3). Shared by :class:`~hostdrv.client.replay.ReplayClient` and the
 host replay stores of :mod:`rl.replay`.
 """
 
