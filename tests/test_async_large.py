@@ -392,13 +392,19 @@ def _lag_run(switch: SoftSwitch, *, h: int, staleness: int, proxy: bool, size: i
             run.call(w, xs[w][1], version=aggs[w].last_iteration + 1)
 
         _threads([lagging, lambda: fresh(0), lambda: fresh(1)])
-        counters = ctl.counters()
     finally:
         for a in aggs:
             a.close()
-        ctl.close()
         if relay is not None:
             relay.close()
+    # the counters once nothing is in flight: the relay forwarded its last datagram (a
+    # retransmission sent just before the call returned) before it closed, and the switch
+    # handles the control read after every datagram already queued before it; read while
+    # the relay still forwarded, they missed a few STALE drops the arrival log then held
+    try:
+        counters = ctl.counters()
+    finally:
+        ctl.close()
     return run, counters, list(switch.arrivals or []), before
 
 
