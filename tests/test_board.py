@@ -32,7 +32,6 @@ from hostdrv import (
     TransportError,
     open_datagram,
     open_registers,
-    regmap,
 )
 from hostdrv.client.board import (
     SUME_S0_AXI_BASE,
@@ -42,6 +41,7 @@ from hostdrv.client.board import (
     udp_payload_span,
 )
 from hostdrv.client.control import ROLE_WORKER
+from hostdrv.wire import regmap
 from hostdrv.wire.protocol import Frame, build_frame, encode_message, gradient, parse_frame
 
 REPO = Path(__file__).resolve().parents[1]

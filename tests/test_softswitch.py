@@ -22,9 +22,9 @@ from hostdrv import (
     SwitchTimeoutError,
     TransportError,
     open_datagram,
-    regmap,
 )
 from hostdrv.client.control import ROLE_WORKER
+from hostdrv.wire import regmap
 from hostdrv.wire.control import CONTROL, CONTROL_MAGIC, CONTROL_READ, ControlStatus
 from hostdrv.wire.protocol import (
     HEADER_LEN,

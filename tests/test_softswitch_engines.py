@@ -29,8 +29,8 @@ from hostdrv import (
     SoftSwitch,
     SoftSwitchProcess,
     SwitchControl,
-    regmap,
 )
+from hostdrv.wire import regmap
 from hostdrv.wire.protocol import (
     Flags,
     Opcode,
