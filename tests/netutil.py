@@ -61,6 +61,34 @@ def build_sim_rtl() -> None:
     build_rtl("nrl_switch", dict(DEFAULT_PARAMS["nrl_switch"]))
 
 
+@contextlib.contextmanager
+def switch_factory(kind: str) -> Iterator[Callable[..., SoftSwitch]]:
+    """A factory of started switches on loopback, all closed on exit: the soft switch with
+    the ``native`` or ``model`` engine, or the ``sim`` switch (its RTL built first);
+    ``make(listen="127.0.0.1:0", **kw)``."""
+    from hostdrv.switch.soft import SoftSwitch
+
+    made: list[SoftSwitch] = []
+
+    def make(listen: str = f"{LOCAL}:0", **kw: Any) -> SoftSwitch:
+        if kind == "sim":
+            from hostdrv.switch.sim import SimSwitch
+
+            sw: SoftSwitch = SimSwitch(listen, **kw)
+        else:
+            sw = SoftSwitch(listen, engine=kind, **kw)
+        made.append(sw)
+        return sw.start()
+
+    if kind == "sim":
+        build_sim_rtl()
+    try:
+        yield make
+    finally:
+        for sw in made:
+            sw.close()
+
+
 # ---------------------------------------------------------------------------
 # frames as a soft or sim switch builds them
 

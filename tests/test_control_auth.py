@@ -30,10 +30,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from netutil import build_sim_rtl
+from netutil import build_sim_rtl, switch_factory
 
 from hostdrv.client.control import SwitchControl
 from hostdrv.client.transport import CONTROL_KEY_ENV, ControlAuthError, TransportError
@@ -59,25 +58,8 @@ REMOTE_IP = "10.77.0.1"
 def make_switch(request: pytest.FixtureRequest) -> Iterator[Callable[..., SoftSwitch]]:
     """A factory of started switches on loopback (the soft switch with either engine, or
     the sim switch), closed after the test; ``listen`` picks the address."""
-    made: list[SoftSwitch] = []
-
-    def make(listen: str = "127.0.0.1:0", **kw: Any) -> SoftSwitch:
-        if request.param == "sim":
-            from hostdrv.switch.sim import SimSwitch
-
-            sw: SoftSwitch = SimSwitch(listen, **kw)
-        else:
-            sw = SoftSwitch(listen, engine=request.param, **kw)
-        made.append(sw)
-        return sw.start()
-
-    if request.param == "sim":
-        build_sim_rtl()
-    try:
+    with switch_factory(request.param) as make:
         yield make
-    finally:
-        for sw in made:
-            sw.close()
 
 
 @pytest.fixture()

@@ -17,11 +17,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import numpy as np
 import pytest
-from netutil import build_sim_rtl
+from netutil import switch_factory
 
 from hostdrv.client.control import RegisterError, SwitchControl
 from hostdrv.client.replay import ReplayClient
@@ -35,25 +34,8 @@ from hostdrv.wire.control import ControlStatus
 def make_switch(request: pytest.FixtureRequest) -> Iterator[Callable[..., SoftSwitch]]:
     """A factory of started switches on loopback: the soft switch (either engine) or the
     sim switch; closed after the test."""
-    made: list[SoftSwitch] = []
-
-    def make(**kw: Any) -> SoftSwitch:
-        if request.param == "sim":
-            from hostdrv.switch.sim import SimSwitch
-
-            sw: SoftSwitch = SimSwitch("127.0.0.1:0", **kw)
-        else:
-            sw = SoftSwitch("127.0.0.1:0", engine=request.param, **kw)
-        made.append(sw)
-        return sw.start()
-
-    if request.param == "sim":
-        build_sim_rtl()
-    try:
+    with switch_factory(request.param) as make:
         yield make
-    finally:
-        for sw in made:
-            sw.close()
 
 
 # (register, value): legal and illegal writes in an order that exercises H <= N both ways

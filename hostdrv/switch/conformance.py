@@ -231,6 +231,16 @@ class _Gen:
             del self.sent[:200]
 
     # -- configuration -----------------------------------------------------
+    def make_leaf(self, leaf_id: int) -> tuple[int, int]:
+        """Turn the job into a leaf of a two-level tree (member ``leaf_id`` of its parent,
+        uplink port :data:`_UPLINK`); returns the parent's (IPv4, UDP port)."""
+        parent_ip, parent_udp = 0x0A0001FE, 0x4E60
+        for name, value in (("AGG_ROLE", 1), ("AGG_UPLINK_PORT", _UPLINK),
+                            ("AGG_PARENT_IP", parent_ip), ("AGG_PARENT_UDP", parent_udp),
+                            ("AGG_LEAF_ID", leaf_id)):
+            self.write(name, value)
+        return parent_ip, parent_udp
+
     def configure(self, *, members: int, slots: int, elems: int, dtype: int = 0, mode: int = 0,
                   threshold: int = 0, staleness: int = 0, job: int = 0, udp_zero: float = 0.3,
                   roles: Iterable[int] | None = None) -> None:
@@ -645,11 +655,7 @@ def _leaf(seed: int) -> Vector:
     """A leaf of a two-level tree: partial sums go up, the parent's RESULTs come down."""
     g = _Gen("hierarchy_leaf", seed, _params())
     g.configure(members=3, slots=4, elems=16, dtype=seed % 2)
-    parent_ip, parent_udp = 0x0A0001FE, 0x4E60
-    for name, value in (("AGG_ROLE", 1), ("AGG_UPLINK_PORT", _UPLINK),
-                        ("AGG_PARENT_IP", parent_ip), ("AGG_PARENT_UDP", parent_udp),
-                        ("AGG_LEAF_ID", 5)):
-        g.write(name, value)
+    parent_ip, parent_udp = g.make_leaf(5)
     rng = g.rng
     first_step = rng.randrange(1 << 32)
     for k in range(40):
@@ -758,11 +764,7 @@ def _step_leaf(seed: int) -> Vector:
     (aux = total) relayed down."""
     g = _Gen("step_leaf", seed, _params())
     g.configure(members=3, slots=2, elems=16, dtype=seed % 2)
-    parent_ip, parent_udp = 0x0A0001FE, 0x4E60
-    for name, value in (("AGG_ROLE", 1), ("AGG_UPLINK_PORT", _UPLINK),
-                        ("AGG_PARENT_IP", parent_ip), ("AGG_PARENT_UDP", parent_udp),
-                        ("AGG_LEAF_ID", 2)):
-        g.write(name, value)
+    parent_ip, parent_udp = g.make_leaf(2)
     rng = g.rng
     total = g.elems * 5
     first_step = rng.randrange(1 << 32)
