@@ -596,9 +596,15 @@ def run_apex(algo: str, cfg: Any, apex: ApexConfig, dist: DistConfig, replay: Re
         def release() -> None:
             """One side is done: record the limiter's state, then let the other side run free."""
             c = hostdrv.SwitchControl(url)
-            snapshot.update(c.rate_limiter())
-            for name in RATE_COUNTERS:
-                snapshot[name] = c.read(name)
+            # the other side still runs: a batch served between the reads of diff and of the
+            # counters made inserts = (diff + samples) / SPI count it twice (1604 for 1600);
+            # read until diff and the counters are from the same moment
+            for _ in range(100):
+                snapshot.update(c.rate_limiter())
+                for name in RATE_COUNTERS:
+                    snapshot[name] = c.read(name)
+                if c.rate_limiter()["diff"] == snapshot["diff"]:
+                    break
             c.configure_rate_limiter(min_size=1, samples_per_insert=0.0, error_buffer=0.0)
             c.close()
 
