@@ -2,8 +2,10 @@
 
 One file per algorithm (``rl.dqn``, ``rl.a2c``, ``rl.ppo``, ``rl.ddpg``); the
 shared pieces are the gradient-sync strategies (``rl.sync``), the replay
-strategies (``rl.replay``) and env/logging/launch helpers (``rl.common``).
-The ``netrl`` command line is ``rl.cli``; ``python -m rl.demo`` is the demo.
+strategies (``rl.replay``), the algorithms' parts (``rl.parts``: envs, networks,
+actor-critic arithmetic) and the run harness (``rl.run``: launching workers,
+timing, run logs). The ``netrl`` training commands are ``rl.cli``; ``python -m
+rl.demo`` is the demo.
 """
 
 from hostdrv.extras import check as _check

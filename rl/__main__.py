@@ -1,4 +1,5 @@
-"""``python -m rl``: the ``netrl`` command line (what ``torchrun ... -m rl train ...`` runs)."""
+"""``python -m rl``: ``netrl train`` and ``netrl compare`` (and ``regs``), what ``torchrun ...
+-m rl train ...`` runs on every rank. The whole ``netrl`` command is :mod:`netrl`."""
 
 from rl.cli import main
 

@@ -16,20 +16,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from rl.common import (
-    ActorCriticMLP,
-    EnvPool,
+from rl.parts import ActorCriticMLP, EnvPool, bootstrapped_rewards, gae, torch_generator
+from rl.parts.nets import ActorCriticCNN, is_image
+from rl.run import (
     EpisodeWindow,
     SplitTimer,
     WorkerContext,
     WorkerResult,
-    bootstrapped_rewards,
     finish_result,
-    gae,
     record_solved,
-    torch_generator,
 )
-from rl.common.nets import ActorCriticCNN, is_image
 from rl.sync import GradientExchange, make_sync
 
 

@@ -25,7 +25,7 @@ and Ape-X use:
 
 ``netrl train --algo dqn --topology apex --actors 4 --learners 1`` runs it
 (:func:`run_apex`); the replay strategy must be ``innet``. The CSV files, the
-summary and the plots are those of :func:`rl.common.run_workers`: actors
+summary and the plots are those of :func:`rl.run.run_workers`: actors
 report episodes (ranks L … L+A−1), learners iterations (ranks 0 … L−1).
 """
 
@@ -45,21 +45,13 @@ import numpy as np
 import torch
 
 from hostdrv.wire.protocol import MAX_MEMBERS
-from rl.common import (
-    DistConfig,
-    EnvPool,
-    SplitTimer,
-    WorkerContext,
-    WorkerResult,
-    finish_result,
-    record_solved,
-    torch_generator,
-)
-from rl.common.launch import Backends, _process_context, _worker_main
-from rl.common.launch import _collect as collect
-from rl.common.runlog import RunSummary
-from rl.common.worker import Reporter
+from rl.parts import EnvPool, torch_generator
 from rl.replay import InNetReplay, RecordLayout, ReplaySpec
+from rl.run import DistConfig, SplitTimer, WorkerContext, WorkerResult, finish_result, record_solved
+from rl.run.launch import Backends, _process_context, _worker_main
+from rl.run.launch import _collect as collect
+from rl.run.runlog import RunSummary
+from rl.run.worker import Reporter
 from rl.sync import GradientExchange, StopBoard, default_window, make_sync
 from rl.tcp import recv_exact
 
@@ -548,7 +540,7 @@ def run_apex(algo: str, cfg: Any, apex: ApexConfig, dist: DistConfig, replay: Re
     replay : ReplaySpec
         Must be ``innet``: the switch's rate limiter keeps the two sides in step.
     target_return, run_dir, progress, timeout :
-        As for :func:`rl.common.run_workers`.
+        As for :func:`rl.run.run_workers`.
 
     Raises
     ------

@@ -1,4 +1,10 @@
-"""``netrl``: train DQN, A2C, PPO and DDPG through the switch, compare sync strategies.
+"""``netrl train`` and ``netrl compare``: train DQN, A2C, PPO and DDPG through the switch,
+compare sync strategies.
+
+The ``netrl`` command (:mod:`netrl`) runs these two through :func:`main`, which
+is also ``python -m rl`` (what torchrun runs on every rank); ``python -m rl regs``
+is kept as an alias of ``netrl regs``. What ``--workload`` runs comes from
+:mod:`rl.workloads`.
 
 Examples
 --------
@@ -9,7 +15,6 @@ Examples
     netrl train --algo ppo --mode async --threshold 3 --staleness 1
     netrl train --algo ppo --help          # PPO's hyper-parameters as options
     netrl compare --algo ppo --workers 4   # inswitch vs ps vs allreduce, same seed
-    netrl regs serial:///dev/ttyUSB1 dump   # registers by name (hostdrv.client.regs_cli)
     # the papers' workloads (DQN/A2C on Pong, PPO/DDPG on HalfCheetah), bounded:
     netrl train --workload paper --algo dqn --iterations 20 --sync inswitch
     # one worker per rank on N hosts (the same command on every host):
@@ -38,16 +43,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rl.workloads import PAPER, WORKLOADS, apply_workload, env_spaces, replay_record_bytes
+from rl.workloads import WORKLOADS, Workload
 
-ALGOS = {"dqn": "CartPole-v1", "a2c": "CartPole-v1", "ppo": "CartPole-v1",
-         "ddpg": "Pendulum-v1"}
-"""Algorithm name → default environment."""
+ALGOS = {algo: task.env_id for algo, task in WORKLOADS["demo"].tasks.items()}
+"""Algorithm name → default environment (the ``demo`` workload's)."""
 TARGETS = {"CartPole-v1": 195.0, "Pendulum-v1": -400.0}
 """Mean return over the last 20 episodes that counts as solved."""
-REPLAY_FOR_SYNC = {"inswitch": "innet", "ps": "server", "allreduce": "local",
-                   "reference": "local"}
-"""``--replay auto``: the replay that goes with each sync strategy."""
 STRATEGIES = ("inswitch", "ps", "allreduce")
 
 
@@ -83,10 +84,8 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default=None,
                         help="gymnasium id (default CartPole-v1, Pendulum-v1 for ddpg; "
                              "with --workload paper ALE/Pong-v5 or HalfCheetah-v5)")
-    parser.add_argument("--workload", choices=WORKLOADS, default="demo",
-                        help="demo: CartPole/Pendulum networks; paper: the iSwitch paper's "
-                             "workloads (DQN, A2C on Atari Pong with the Nature CNN; PPO, DDPG "
-                             "on MuJoCo HalfCheetah), see rl/workloads.py")
+    parser.add_argument("--workload", choices=tuple(WORKLOADS), default="demo",
+                        help="; ".join(f"{w.name}: {w.summary}" for w in WORKLOADS.values()))
     parser.add_argument("--iterations", type=int, default=None,
                         help="stop every worker after N logged iterations (rows of "
                              "iterations.csv; one gradient update each for dqn/ddpg with "
@@ -180,22 +179,23 @@ def _algo_from_argv(argv: Sequence[str]) -> str | None:
     return None
 
 
+def workload_of(args: argparse.Namespace) -> Workload:
+    """The run's :class:`~rl.workloads.Workload` (``--workload``, ``demo`` when absent)."""
+    return WORKLOADS[getattr(args, "workload", "demo")]
+
+
 def env_of(args: argparse.Namespace) -> str:
-    """The run's environment: ``--env``, else the algorithm's default for the workload."""
+    """The run's environment: ``--env``, else the algorithm's in the workload."""
     if args.env:
         return str(args.env)
-    if getattr(args, "workload", "demo") == "paper":
-        return PAPER[args.algo].env_id
-    return ALGOS[args.algo]
+    return workload_of(args).env_id(args.algo)
 
 
 def make_config(args: argparse.Namespace) -> Any:
     """The algorithm's ``Config`` with the workload's settings, then the command-line
     overrides applied."""
     mod = algo_module(args.algo)
-    cfg = mod.Config()
-    if getattr(args, "workload", "demo") == "paper":
-        apply_workload(cfg, PAPER[args.algo])
+    cfg = workload_of(args).configure(mod.Config(), args.algo)
     cfg.env_id = env_of(args)
     cfg.seed = args.seed
     if args.total_steps is not None:
@@ -208,13 +208,11 @@ def make_config(args: argparse.Namespace) -> Any:
 
 
 def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
-    """One training run with strategy ``sync``; returns its :class:`rl.common.RunSummary`."""
-    from rl.common import DistConfig, config_dict, run_workers
-    from rl.replay import ReplaySpec
+    """One training run with strategy ``sync``; returns its :class:`rl.run.RunSummary`."""
+    from rl.run import DistConfig, config_dict, run_workers
 
     mod = algo_module(args.algo)
     cfg = make_config(args)
-    paper = getattr(args, "workload", "demo") == "paper"
     target = args.target if args.target is not None else TARGETS.get(cfg.env_id)
     if target is not None and target != target:  # nan: train the whole budget
         target = None
@@ -227,27 +225,17 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
                       launcher="thread" if sync == "reference" else launcher_of(args),
                       iterations=args.iterations,
                       tensorboard=not getattr(args, "no_tensorboard", False))
-    replay = None
-    if args.algo in ("dqn", "ddpg"):
-        kind = REPLAY_FOR_SYNC[sync] if args.replay == "auto" else args.replay
-        if paper and args.replay == "auto":
-            kind = "local"  # the paper workloads' records do not fit the switch's (128 B)
-        replay = ReplaySpec(kind=kind, seed=cfg.seed, url=args.switch if kind == "innet"
-                            else None)
-        if kind != "innet":  # the switch's record size is its own; host memories fit the env
-            obs_space, act_space = env_spaces(cfg.env_id)
-            replay.record_bytes = max(replay.record_bytes, replay_record_bytes(
-                tuple(obs_space.shape), tuple(act_space.shape or ()), act_space.shape == ()))
-            if paper and PAPER[args.algo].replay_capacity is not None:
-                replay.capacity = int(PAPER[args.algo].replay_capacity)
-        dist.replay = kind
+    replay = workload_of(args).replay_spec(args.algo, sync, args.replay, env_id=cfg.env_id,
+                                           seed=cfg.seed, url=args.switch)
+    if replay is not None:
+        dist.replay = replay.kind
     if getattr(args, "topology", "workers") == "apex":
         return _train_apex(args, cfg, dist, replay, target, run_dir)
     if dist.launcher == "torchrun":
         return _train_rank(args, mod, cfg, dist, replay, target, run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(
-        {"algo": args.algo, "workload": getattr(args, "workload", "demo"),
+        {"algo": args.algo, "workload": workload_of(args).name,
          "config": config_dict(cfg), "dist": dataclasses.asdict(dist),
          "target": target}, indent=2))
     print(f"netrl: {args.algo} on {cfg.env_id}, {args.workers} workers, sync={sync} "
@@ -263,7 +251,7 @@ def _train_apex(args: argparse.Namespace, cfg: Any, dist: Any, replay: Any,
     """``--topology apex``: dedicated actors and learners (:func:`rl.apex.run_apex`)."""
     from rl.apex import ALGOS as APEX_ALGOS
     from rl.apex import ApexConfig, run_apex
-    from rl.common import config_dict
+    from rl.run import config_dict
 
     if args.algo not in APEX_ALGOS or replay is None:
         raise SystemExit(f"netrl: --topology apex runs {', '.join(APEX_ALGOS)}, not {args.algo}")
@@ -275,10 +263,9 @@ def _train_apex(args: argparse.Namespace, cfg: Any, dist: Any, replay: Any,
     if dist.launcher != "process":
         raise SystemExit("netrl: --topology apex runs actor and learner processes "
                          "(--launcher process)")
-    if getattr(args, "workload", "demo") == "paper":
-        raise SystemExit("netrl: --topology apex keeps its replay in the switch, whose records "
-                         "(RPL_RECORD_BYTES, 128 by default) are smaller than the paper "
-                         "workloads' transitions (Atari 56 KB, HalfCheetah 192 bytes)")
+    if not workload_of(args).switch_replay:
+        raise SystemExit(f"netrl: --topology apex keeps its replay in the switch, but "
+                         f"{workload_of(args).too_large}")
     apex = ApexConfig(actors=args.actors, learners=args.learners,
                       samples_per_insert=args.samples_per_insert)
     dist.replay, dist.workers = "innet", args.learners
@@ -300,8 +287,8 @@ def _train_apex(args: argparse.Namespace, cfg: Any, dist: Any, replay: Any,
 def _train_rank(args: argparse.Namespace, mod: ModuleType, cfg: Any, dist: Any, replay: Any,
                 target: float | None, run_dir: Path) -> Any:
     """One torchrun rank's part of a run; rank 0 writes ``run_dir`` and returns the summary."""
-    from rl.common import config_dict
-    from rl.common.torchrun import RankInfo, job_store, run_torchrun
+    from rl.run import config_dict
+    from rl.run.torchrun import RankInfo, job_store, run_torchrun
 
     info = RankInfo.from_env()
     if args.store is None:
@@ -311,7 +298,7 @@ def _train_rank(args: argparse.Namespace, mod: ModuleType, cfg: Any, dist: Any, 
     if info.rank == 0:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(json.dumps(
-            {"algo": args.algo, "workload": getattr(args, "workload", "demo"),
+            {"algo": args.algo, "workload": workload_of(args).name,
              "config": config_dict(cfg), "dist": dataclasses.asdict(dist),
              "target": target}, indent=2))
         via = f" ({dist.inswitch_api})" if dist.sync == "inswitch" else ""
@@ -403,13 +390,14 @@ def launcher_of(args: argparse.Namespace) -> str:
 
 
 def _under_torchrun() -> bool:
-    from rl.common.torchrun import under_torchrun
+    from rl.run.torchrun import under_torchrun
 
     return under_torchrun()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``netrl`` console script."""
+    """``netrl train`` / ``netrl compare`` (and ``regs``) with ``argv`` after ``netrl``;
+    ``python -m rl``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     algo = _algo_from_argv(argv)
     parser = build_parser(algo if algo in ALGOS else None)

@@ -1,4 +1,4 @@
-"""``python -m rl.demo`` (``make demo``): agents trained through the soft switch.
+"""``netrl demo`` (``python -m rl.demo``, ``make demo``): agents trained through the soft switch.
 
 Starts a soft switch, then trains on CartPole with 4 worker processes until
 the mean return over the last 20 episodes reaches 195, with a progress bar:
@@ -20,7 +20,7 @@ from pathlib import Path
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; return 0 when CartPole was solved."""
-    parser = argparse.ArgumentParser(prog="python -m rl.demo", description=__doc__.split("\n")[2])
+    parser = argparse.ArgumentParser(prog="netrl demo", description=__doc__.split("\n")[2])
     parser.add_argument("--workers", type=int, default=4, help="worker processes")
     parser.add_argument("--runs-dir", default="runs", help="where the run folder goes")
     parser.add_argument("--seed", type=int, default=1, help="seed")

@@ -21,19 +21,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl.common import (
-    EnvPool,
+from rl.parts import EnvPool, torch_generator, uniform_layer
+from rl.parts.nets import CNNQNetwork, is_image
+from rl.replay import RecordLayout, ReplayBatch, make_replay
+from rl.run import (
     EpisodeWindow,
     SplitTimer,
     WorkerContext,
     WorkerResult,
     finish_result,
     record_solved,
-    torch_generator,
-    uniform_layer,
 )
-from rl.common.nets import CNNQNetwork, is_image
-from rl.replay import RecordLayout, ReplayBatch, make_replay
 from rl.sync import GradientExchange, make_sync
 
 

@@ -23,19 +23,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from rl.common import (
-    ActorCriticMLP,
-    EnvPool,
+from rl.parts import ActorCriticMLP, EnvPool, bootstrapped_rewards, gae, init_layer, torch_generator
+from rl.run import (
     EpisodeWindow,
     SplitTimer,
     WorkerContext,
     WorkerResult,
-    bootstrapped_rewards,
     finish_result,
-    gae,
-    init_layer,
     record_solved,
-    torch_generator,
 )
 from rl.sync import GradientExchange, make_sync
 
@@ -88,7 +83,7 @@ class Agent(ActorCriticMLP):
 class GaussianAgent(nn.Module):
     """Continuous actions: tanh MLPs for the action mean and the value, a learned log std.
 
-    Same construction order as :class:`rl.common.ActorCriticMLP` (critic, then actor,
+    Same construction order as :class:`rl.parts.ActorCriticMLP` (critic, then actor,
     from ``gen``), the same :meth:`evaluate` and :meth:`act` as :class:`Agent`; log
     probabilities and entropies are summed over the action's dimensions. Actions are
     not squashed: the caller clips them to the action space.

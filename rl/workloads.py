@@ -1,9 +1,20 @@
-"""The papers' workloads: DQN and A2C on an Atari game, PPO and DDPG on a MuJoCo task.
+"""What ``netrl train --workload NAME`` runs: the demo tasks and the papers' workloads.
+
+A :class:`Workload` (one entry of :data:`WORKLOADS`) holds a :class:`Task` per
+algorithm (environment and hyper-parameters) and answers what the command line
+asks of it: the environment of an algorithm, its ``Config``, the replay kind
+that goes with a sync strategy, the record size and capacity of a host replay
+memory, and whether the switch's replay records can hold its transitions. A new
+workload is one more entry of :data:`WORKLOADS`.
+
+``demo`` (the default) trains each algorithm's default networks on CartPole
+(DDPG on Pendulum). ``paper`` runs the iSwitch paper's workloads: DQN and A2C on
+an Atari game, PPO and DDPG on a MuJoCo task.
 
 iSwitch (ISCA'19) measures four workloads, named by their gradient size: DQN on
 Atari (about 6 MB), A2C on Atari (3 MB), PPO on MuJoCo (40 KB) and DDPG on MuJoCo
 (158 KB). ``netrl train --workload paper --algo X`` runs algorithm X on its
-workload here: :data:`PAPER` holds, per algorithm, the environment and the
+workload here: :data:`PAPER` (the tasks of ``WORKLOADS["paper"]``) holds, per algorithm, the environment and the
 hyper-parameters that give networks of those sizes (the rest are CleanRL's
 settings for the task, with replay warm-up short enough for bounded runs):
 
@@ -24,6 +35,7 @@ from the models.) Two CPUs cannot train these to the end: bound a run with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,13 +44,19 @@ import numpy as np
 if TYPE_CHECKING:  # torch and gymnasium load when a network or an env is built
     from torch import nn
 
-WORKLOADS = ("demo", "paper")
-"""``--workload`` choices: ``demo`` (CartPole / Pendulum, the default) or ``paper``."""
+    from rl.replay import ReplaySpec
+
+REPLAY_ALGOS = ("dqn", "ddpg")
+"""The algorithms that learn from a replay memory."""
+REPLAY_FOR_SYNC = {"inswitch": "innet", "ps": "server", "allreduce": "local",
+                   "reference": "local"}
+"""``--replay auto``: the replay that goes with each sync strategy (when the switch can hold
+the workload's records)."""
 
 
 @dataclass(frozen=True)
-class Workload:
-    """One paper workload: an algorithm on an environment with given hyper-parameters.
+class Task:
+    """One algorithm on one environment with given hyper-parameters.
 
     Attributes
     ----------
@@ -52,7 +70,7 @@ class Workload:
         Records of a local or server replay memory (None: the switch's default);
         Atari records are 56 KB each.
     paper_grad_bytes : int
-        The gradient size the iSwitch paper states for this workload.
+        The gradient size the iSwitch paper states for this task (0: not a paper task).
     """
 
     algo: str
@@ -61,36 +79,139 @@ class Workload:
     replay_capacity: int | None = None
     paper_grad_bytes: int = 0
 
+    def apply(self, cfg: Any) -> Any:
+        """Set :attr:`env_id` and :attr:`config` on an algorithm ``Config``; return it."""
+        cfg.env_id = self.env_id
+        for name, value in self.config.items():
+            if not hasattr(cfg, name):
+                raise AttributeError(f"{type(cfg).__module__}.Config has no field {name!r}")
+            setattr(cfg, name, value)
+        return cfg
 
-PAPER: dict[str, Workload] = {
-    "dqn": Workload("dqn", "ALE/Pong-v5", {
+
+@dataclass(frozen=True)
+class Workload:
+    """What ``netrl train --workload NAME`` runs: a :class:`Task` per algorithm and where
+    its transitions can be kept. The command line asks this object, so a new workload is
+    one more entry of :data:`WORKLOADS`.
+
+    Attributes
+    ----------
+    name : str
+        The ``--workload`` value.
+    summary : str
+        One line for ``--help``.
+    tasks : dict
+        Algorithm → :class:`Task`.
+    switch_replay : bool
+        Whether its transitions fit a record of the switch's replay memory
+        (``RPL_RECORD_BYTES``): if not, ``--replay auto`` keeps them in each worker's
+        memory and ``--topology apex`` (replay in the switch) is refused.
+    too_large : str
+        Why they do not fit (for the message), when ``switch_replay`` is False.
+    """
+
+    name: str
+    summary: str
+    tasks: Mapping[str, Task]
+    switch_replay: bool = True
+    too_large: str = ""
+
+    def task(self, algo: str) -> Task:
+        """The task of ``algo``; ``ValueError`` naming the algorithms when there is none."""
+        try:
+            return self.tasks[algo]
+        except KeyError:
+            raise ValueError(f"workload {self.name!r} has no task for algo={algo!r} "
+                             f"(it has {', '.join(self.tasks)})") from None
+
+    def env_id(self, algo: str) -> str:
+        """The environment ``algo`` runs on in this workload."""
+        return self.task(algo).env_id
+
+    def configure(self, cfg: Any, algo: str) -> Any:
+        """Apply ``algo``'s task (environment and hyper-parameters) to its ``Config``."""
+        return self.task(algo).apply(cfg)
+
+    def replay_kind(self, sync: str, requested: str = "auto") -> str:
+        """The replay memory of a run with sync strategy ``sync``: ``requested`` unless it
+        is ``auto``, then the one that goes with ``sync`` (:data:`REPLAY_FOR_SYNC`), or
+        ``local`` when the switch cannot hold this workload's records."""
+        if requested != "auto":
+            return requested
+        return REPLAY_FOR_SYNC[sync] if self.switch_replay else "local"
+
+    def replay_spec(self, algo: str, sync: str, requested: str = "auto", *,
+                    env_id: str | None = None, seed: int = 1,
+                    url: str | None = None) -> ReplaySpec | None:
+        """The replay of ``algo`` (None for an algorithm without one): its kind
+        (:meth:`replay_kind`), and for a host memory records sized for ``env_id``'s
+        spaces (default: the task's) and the task's capacity. A switch's records are
+        its own (``RPL_RECORD_BYTES``); ``url`` is the switch of an ``innet`` replay."""
+        from rl.replay import ReplaySpec
+
+        if algo not in REPLAY_ALGOS:
+            return None
+        kind = self.replay_kind(sync, requested)
+        spec = ReplaySpec(kind=kind, seed=seed, url=url if kind == "innet" else None)
+        if kind != "innet":
+            obs_space, act_space = env_spaces(env_id or self.env_id(algo))
+            spec.record_bytes = max(spec.record_bytes, replay_record_bytes(
+                tuple(obs_space.shape), tuple(act_space.shape or ()), act_space.shape == ()))
+            capacity = self.task(algo).replay_capacity
+            if capacity is not None:
+                spec.capacity = int(capacity)
+        return spec
+
+
+DEMO_TASKS: dict[str, Task] = {
+    "dqn": Task("dqn", "CartPole-v1"),
+    "a2c": Task("a2c", "CartPole-v1"),
+    "ppo": Task("ppo", "CartPole-v1"),
+    "ddpg": Task("ddpg", "Pendulum-v1"),
+}
+"""The demo task of each algorithm: its default hyper-parameters on CartPole (Pendulum for
+DDPG, which needs continuous actions)."""
+
+PAPER: dict[str, Task] = {
+    "dqn": Task("dqn", "ALE/Pong-v5", {
         "hidden": 512, "batch_size": 32, "learning_rate": 1e-4, "train_frequency": 4,
         "learning_starts": 1000, "target_network_frequency": 1000, "exploration_steps": 1_000_000,
         "end_e": 0.01, "total_timesteps": 10_000_000, "log_every": 1},
         replay_capacity=4096, paper_grad_bytes=6_000_000),
-    "a2c": Workload("a2c", "ALE/Pong-v5", {
+    "a2c": Task("a2c", "ALE/Pong-v5", {
         "hidden": 224, "num_envs": 4, "num_steps": 5, "learning_rate": 7e-4,
         "total_timesteps": 10_000_000}, paper_grad_bytes=3_000_000),
-    "ppo": Workload("ppo", "HalfCheetah-v5", {
+    "ppo": Task("ppo", "HalfCheetah-v5", {
         "hidden": 64, "num_envs": 1, "num_steps": 1024, "num_minibatches": 16,
         "update_epochs": 4, "learning_rate": 3e-4, "ent_coef": 0.0,
         "total_timesteps": 1_000_000}, paper_grad_bytes=40_000),
-    "ddpg": Workload("ddpg", "HalfCheetah-v5", {
+    "ddpg": Task("ddpg", "HalfCheetah-v5", {
         "hidden": 128, "actor_lr": 3e-4, "critic_lr": 3e-4, "gamma": 0.99, "tau": 0.005,
         "learning_starts": 1000, "total_timesteps": 1_000_000, "log_every": 1},
         paper_grad_bytes=158_000),
 }
-"""The paper workload of each algorithm."""
+"""The paper task of each algorithm (the four workloads iSwitch measures)."""
+
+WORKLOADS: dict[str, Workload] = {
+    "demo": Workload("demo", "CartPole/Pendulum networks", DEMO_TASKS),
+    "paper": Workload(
+        "paper", "the iSwitch paper's workloads (DQN, A2C on Atari Pong with the Nature CNN; "
+                 "PPO, DDPG on MuJoCo HalfCheetah), see rl/workloads.py", PAPER,
+        switch_replay=False,
+        too_large="the switch's records (RPL_RECORD_BYTES, 128 by default) are smaller than "
+                  "the paper workloads' transitions (Atari 56 KB, HalfCheetah 192 bytes)"),
+}
+"""``--workload`` choices: ``demo`` (the default) and ``paper``."""
 
 
-def apply_workload(cfg: Any, workload: Workload) -> Any:
-    """Set ``workload.env_id`` and ``workload.config`` on an algorithm ``Config``; return it."""
-    cfg.env_id = workload.env_id
-    for name, value in workload.config.items():
-        if not hasattr(cfg, name):
-            raise AttributeError(f"{type(cfg).__module__}.Config has no field {name!r}")
-        setattr(cfg, name, value)
-    return cfg
+def workload(name: str) -> Workload:
+    """The workload called ``name``; ``ValueError`` naming the choices when there is none."""
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        raise ValueError(f"unknown workload {name!r} (choose from {', '.join(WORKLOADS)})") \
+            from None
 
 
 def replay_record_bytes(obs_shape: tuple[int, ...], action_shape: tuple[int, ...],
@@ -105,7 +226,7 @@ def replay_record_bytes(obs_shape: tuple[int, ...], action_shape: tuple[int, ...
 
 def env_spaces(env_id: str) -> tuple[Any, Any]:
     """(observation space, action space) of an env (made, read and closed)."""
-    from rl.common.envs import make_env
+    from rl.parts.envs import make_env
 
     env = make_env(env_id)
     try:
@@ -118,7 +239,7 @@ def paper_networks(algo: str, seed: int = 1) -> list[nn.Module]:
     """The networks whose gradient one exchange of ``algo``'s paper workload carries,
     built as its worker builds them (DDPG: actor and critic)."""
     from rl import a2c, ddpg, dqn, ppo
-    from rl.common.envs import torch_generator
+    from rl.parts.envs import torch_generator
 
     wl = PAPER[algo]
     obs_space, act_space = env_spaces(wl.env_id)
@@ -139,7 +260,7 @@ def paper_networks(algo: str, seed: int = 1) -> list[nn.Module]:
 
 def gradient_size(algo: str) -> tuple[int, int]:
     """(parameters, fp32 gradient bytes) of ``algo``'s paper workload, from its networks."""
-    from rl.common.nets import param_count
+    from rl.parts.nets import param_count
 
     params = param_count(*paper_networks(algo))
     return params, 4 * params

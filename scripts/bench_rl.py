@@ -49,7 +49,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from rl import cli  # noqa: E402
-from rl.common import DistConfig, WorkerContext, WorkerResult, run_workers  # noqa: E402
 from rl.replay import (  # noqa: E402
     LocalReplay,
     RecordLayout,
@@ -59,6 +58,7 @@ from rl.replay import (  # noqa: E402
     ServerReplay,
     make_replay,
 )
+from rl.run import DistConfig, WorkerContext, WorkerResult, run_workers  # noqa: E402
 from rl.sync import make_sync  # noqa: E402
 
 ALGOS = ("ppo", "a2c", "dqn", "ddpg")

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from rl.apex import ApexConfig, BoardClient, ParamBoard, actor_epsilon, rate_limits, run_apex
-from rl.common import DistConfig
 from rl.dqn import Config as DQNConfig
 from rl.replay import ReplaySpec
+from rl.run import DistConfig
 
 
 def test_board_carries_weights_returns_and_stop() -> None:

@@ -31,7 +31,7 @@ def soft() -> Iterator[SoftSwitch]:
 
 
 def netrl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    from rl.cli import main
+    from netrl import main
 
     rc = main(["regs", *argv])
     out, err = capsys.readouterr()

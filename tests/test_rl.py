@@ -17,7 +17,6 @@ import pytest
 
 import hostdrv
 from rl import a2c, cli, ddpg, dqn, ppo
-from rl.common import DistConfig, RunSummary, run_workers
 from rl.replay import (
     LocalReplay,
     RecordLayout,
@@ -30,6 +29,7 @@ from rl.replay import (
     make_replay,
     to_q16,
 )
+from rl.run import DistConfig, RunSummary, run_workers
 from rl.sync import (
     GradientExchange,
     Quantizer,

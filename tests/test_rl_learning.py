@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from rl import a2c, ddpg, dqn, ppo
-from rl.common import DistConfig, run_workers
 from rl.replay import ReplaySpec
+from rl.run import DistConfig, run_workers
 
 CASES = [
     # (module, mode, replay, target)

@@ -501,7 +501,7 @@ def test_app_elf_without_toolchain_fails_clearly(tmp_path: Path) -> None:
 
 
 def netrl(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    from rl.cli import main
+    from netrl import main
 
     rc = main(["regs", *argv])
     out, err = capsys.readouterr()

@@ -1,4 +1,4 @@
-"""``netrl train`` writes TensorBoard event files beside its CSV files (rl.common.tblog).
+"""``netrl train`` writes TensorBoard event files beside its CSV files (rl.run.tblog).
 
 The expected values come from the same run's ``iterations.csv`` and
 ``episodes.csv`` (what the launcher also wrote), read back through

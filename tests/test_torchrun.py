@@ -1,4 +1,4 @@
-"""The RL trainers under torchrun (``rl.common.torchrun``): one worker per rank.
+"""The RL trainers under torchrun (``rl.run.torchrun``): one worker per rank.
 
 Each launch is ``python -m torch.distributed.run --standalone --nproc-per-node=4
 -m rl ...`` for a few iterations. Rank 0 must write the local launcher's files
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from rl.common.torchrun import (  # noqa: E402
+from rl.run.torchrun import (  # noqa: E402
     RankInfo,
     StoreBoard,
     _with_key,
@@ -83,7 +83,7 @@ def _check_run(run: Path, world: int = WORLD, identical: bool = True) -> list[di
 def _reference_digest(args: list[str], dtype: str) -> str:
     """Final parameters of the local launcher (reference strategy, worker threads)."""
     from rl.cli import algo_module, build_parser, make_config
-    from rl.common import DistConfig, run_workers
+    from rl.run import DistConfig, run_workers
 
     ns = build_parser(args[1]).parse_args(["train", *args])
     cfg = make_config(ns)

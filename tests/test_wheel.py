@@ -7,9 +7,12 @@ it, and installed with ``pip install --no-deps --target DIR``. Everything then
 runs with the venv's interpreter, ``PYTHONPATH=DIR`` and a working directory
 outside the repository, so the checkout is not importable:
 
-* the wheel holds every module of ``hostdrv`` and ``rl``, the RTL sources of
-  ``hw/rtl``, the C++ harness and the compiled native engine (``hostdrv._native``);
-* ``netrl --help`` works;
+* the wheel holds every module of ``hostdrv`` and ``rl`` and the ``netrl`` dispatcher,
+  the RTL sources of ``hw/rtl``, the C++ harness and the compiled native engine
+  (``hostdrv._native``);
+* the console scripts work: ``netrl --help`` and its subcommands' help, the aliases
+  ``netfpga-softswitch`` and ``netfpga-simswitch``; ``netrl bench`` says that the
+  benchmarks are scripts of a checkout;
 * ``netfpga-softswitch`` serves a ``soft://`` all-reduce;
 * a ``sim://`` all-reduce runs the RTL that Verilator builds from the packaged
   sources into a temporary build folder (about 25-60 s), in an environment that holds
@@ -21,7 +24,8 @@ wheel and nothing but the dependencies of the extras asked for is built without 
 download: a fresh venv (no pip, no site-packages of its own) whose site-packages links
 the distributions this venv holds, the closure of the wheel's requirements for those
 extras. There the core imports the driver, talks to a soft switch started from the full
-install, and every feature of a missing extra raises an error naming it.
+install, and every feature of a missing extra raises an error naming it (``netrl train``
+too, while ``netrl --help`` and ``netrl regs`` work).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from toolcheck import require_module, require_tool
 
 REPO = Path(__file__).resolve().parents[1]
 RTL = REPO / "hw" / "rtl"
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "hostdrv", "rl", "hw")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "netrl.py", "hostdrv", "rl", "hw")
 
 CHILD = '''\
 """Run with PYTHONPATH=<install>: an all-reduce of two workers through soft:// or sim://."""
@@ -226,6 +230,7 @@ def test_wheel_holds_every_module_the_rtl_and_the_harness(
     modules = {p.relative_to(REPO).as_posix() for pkg in ("hostdrv", "rl")
                for p in (REPO / pkg).rglob("*.py") if "__pycache__" not in p.parts}
     assert modules - names == set()
+    assert "netrl.py" in names  # the dispatcher, a top-level module above both packages
     rtl = {f"hostdrv/switch/hw_rtl/{p.name}" for p in RTL.iterdir()
            if p.suffix in (".v", ".vh", ".f")}
     assert rtl and rtl - names == set()
@@ -248,6 +253,18 @@ def test_netrl_help_from_the_installed_package(installed: tuple[Path, Path],
     r = _run(site, tmp_path, [str(site / "bin" / "netrl"), "--help"], timeout=120)
     assert r.returncode == 0, r.stderr
     assert "usage: netrl" in r.stdout and "train" in r.stdout
+    for argv, usage in ((["netrl", "switch"], "usage: netfpga-softswitch"),
+                        (["netfpga-softswitch"], "usage: netfpga-softswitch"),
+                        (["netrl", "simswitch"], "usage: netfpga-simswitch"),
+                        (["netfpga-simswitch"], "usage: netfpga-simswitch"),
+                        (["netrl", "regs"], "usage: netrl regs"),
+                        (["netrl", "train"], "usage: netrl train")):
+        r = _run(site, tmp_path, [str(site / "bin" / argv[0]), *argv[1:], "--help"],
+                 timeout=120)
+        assert r.returncode == 0 and r.stdout.startswith(usage), (argv, r.stdout, r.stderr)
+    # the benchmarks are scripts of a checkout, which the wheel is not
+    r = _run(site, tmp_path, [str(site / "bin" / "netrl"), "bench"], timeout=120)
+    assert r.returncode == 2 and "source checkout" in r.stderr, r.stderr
 
 
 def test_softswitch_console_script_serves_an_allreduce(installed: tuple[Path, Path],
@@ -372,6 +389,20 @@ def test_core_install_talks_to_a_soft_switch(installed: tuple[Path, Path],
                            capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
         assert r.returncode == 0 and "CORE-OK" in r.stdout, r.stdout + r.stderr[-4000:]
         assert r.stdout.count("EXTRA-NAMED") == 3, r.stdout
+        # the netrl command: the core's subcommands run, one of an extra names it
+        netrl = [str(py), str(site / "bin" / "netrl")]
+        for argv in (["--help"], ["regs", "--help"], ["switch", "--help"]):
+            r = subprocess.run([*netrl, *argv], capture_output=True, text=True, timeout=120,
+                               cwd=tmp_path, env=env)
+            assert r.returncode == 0 and "usage: " in r.stdout, (argv, r.stdout, r.stderr)
+        r = subprocess.run([*netrl, "regs", line.split()[1], "read", "MAGIC"],
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+        assert r.returncode == 0 and r.stdout.startswith("MAGIC "), r.stdout + r.stderr
+        r = subprocess.run([*netrl, "train", "--algo", "ppo"], capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path, env=env)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.startswith("netrl train: ") \
+            and "pip install 'netfpga-rl[rl]'" in r.stderr, r.stderr
     finally:
         switch.terminate()
         switch.communicate(timeout=30)

@@ -1,7 +1,9 @@
-"""The papers' workloads (``--workload paper``, :mod:`rl.workloads`) and ``--iterations``.
+"""The workloads (``--workload demo|paper``, :mod:`rl.workloads`) and ``--iterations``.
 
 Fast: every paper network's gradient size against what ``docs/rl.md`` states
-(parameters counted from the model built as the worker builds it), and
+(parameters counted from the model built as the worker builds it), what the
+command line asks a :class:`~rl.workloads.Workload` (environment, config, replay
+kind, record size and capacity; a new workload is one entry of ``WORKLOADS``), and
 ``--iterations`` stopping a CartPole run. Slow: each workload runs a few
 iterations through the soft switch (in-switch sync; PPO also async).
 """
@@ -17,9 +19,19 @@ import numpy as np
 import pytest
 
 from rl import cli
-from rl.common import RunSummary
-from rl.common.nets import param_count
-from rl.workloads import PAPER, paper_networks
+from rl.parts.nets import param_count
+from rl.replay import DEFAULT_RECORD_BYTES
+from rl.run import RunSummary
+from rl.workloads import (
+    PAPER,
+    REPLAY_FOR_SYNC,
+    WORKLOADS,
+    Task,
+    Workload,
+    env_spaces,
+    paper_networks,
+    replay_record_bytes,
+)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "rl.md"
 
@@ -52,6 +64,48 @@ def test_paper_networks_are_the_same_from_the_same_seed() -> None:
         for m, n in zip(a, b, strict=True):
             for p, q in zip(m.parameters(), n.parameters(), strict=True):
                 assert np.array_equal(p.detach().numpy(), q.detach().numpy())
+
+
+def test_the_command_line_asks_the_workload() -> None:
+    demo, paper = WORKLOADS["demo"], WORKLOADS["paper"]
+    assert cli.ALGOS == {a: t.env_id for a, t in demo.tasks.items()}
+    assert set(demo.tasks) == set(paper.tasks) == set(cli.ALGOS)
+    for algo in cli.ALGOS:
+        for wl in (demo, paper):
+            args = cli.build_parser(algo).parse_args(
+                ["train", "--algo", algo, "--workload", wl.name])
+            assert cli.env_of(args) == wl.env_id(algo)
+            cfg = cli.make_config(args)
+            assert cfg.env_id == wl.env_id(algo)
+            assert all(getattr(cfg, k) == v for k, v in wl.task(algo).config.items())
+    # --replay auto: the replay of the sync strategy, or local when the switch's records
+    # cannot hold the workload's transitions
+    assert demo.switch_replay and not paper.switch_replay and "RPL_RECORD_BYTES" in paper.too_large
+    for sync, kind in REPLAY_FOR_SYNC.items():
+        assert demo.replay_kind(sync) == kind and paper.replay_kind(sync) == "local"
+        assert paper.replay_kind(sync, "server") == "server"
+    assert demo.replay_spec("ppo", "inswitch") is None  # no replay memory
+    innet = demo.replay_spec("dqn", "inswitch", url="soft://127.0.0.1:1")
+    assert innet is not None and innet.kind == "innet" and innet.url == "soft://127.0.0.1:1"
+    assert innet.record_bytes == DEFAULT_RECORD_BYTES  # the switch's records are its own
+    local = paper.replay_spec("dqn", "inswitch", url="soft://127.0.0.1:1")
+    assert local is not None and local.kind == "local" and local.url is None
+    assert local.capacity == PAPER["dqn"].replay_capacity
+    obs, act = env_spaces(PAPER["dqn"].env_id)
+    assert local.record_bytes == replay_record_bytes(tuple(obs.shape), (), True) \
+        > DEFAULT_RECORD_BYTES
+
+
+def test_a_new_workload_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    tiny = Workload("tiny", "PPO with 8 hidden units", {
+        "ppo": Task("ppo", "CartPole-v1", {"hidden": 8, "num_envs": 3})})
+    monkeypatch.setitem(WORKLOADS, "tiny", tiny)
+    args = cli.build_parser("ppo").parse_args(["train", "--algo", "ppo", "--workload", "tiny"])
+    cfg = cli.make_config(args)
+    assert (cfg.env_id, cfg.hidden, cfg.num_envs) == ("CartPole-v1", 8, 3)
+    args.algo = "dqn"
+    with pytest.raises(ValueError, match="no task for algo='dqn'"):
+        cli.make_config(args)
 
 
 def iteration_rows(run: Path) -> list[dict[str, str]]:

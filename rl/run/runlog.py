@@ -9,7 +9,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
-from rl.common.worker import WorkerResult
+from rl.run.worker import WorkerResult
 
 
 class ProgressBar:

@@ -8,7 +8,7 @@
 Every rank is one worker. torchrun gives each its ``RANK``, ``WORLD_SIZE``,
 ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT``, and a c10d TCPStore all of
 them reach (``env://``, :func:`job_store`). Rank 0 starts what
-:func:`rl.common.run_workers` starts in its launcher (:class:`rl.common.Backends`:
+:func:`rl.run.run_workers` starts in its launcher (:class:`rl.run.Backends`:
 the soft switch or the job configuration of the switch given by
 ``--switch``/``NETRL_SWITCH``, the parameter server, the gloo TCPStore, the
 replay server or the in-network replay configuration) in a child process,
@@ -20,7 +20,7 @@ unsigned control requests from loopback only).
 
 Each rank then runs the algorithm's worker function exactly as a local worker
 process does; its reports (episodes, iterations, the final
-:class:`~rl.common.WorkerResult`) go back to rank 0 through the store at the
+:class:`~rl.run.WorkerResult`) go back to rank 0 through the store at the
 end, and rank 0 writes the same ``episodes.csv``, ``iterations.csv``,
 ``summary.json`` and plots as the local launcher, plus ``ranks.json`` (host
 and final parameter digest of every rank: equal digests, identical weights).
@@ -51,16 +51,16 @@ from typing import Any
 
 import numpy as np
 
-from rl.common.launch import (
+from rl.replay import ReplaySpec
+from rl.run.launch import (
     PRELOAD_MODULES,
     Backends,
     DistConfig,
     RunCollector,
     _worker_main,
 )
-from rl.common.runlog import ProgressBar, RunSummary
-from rl.common.worker import Reporter, WorkerContext, WorkerResult
-from rl.replay import ReplaySpec
+from rl.run.runlog import ProgressBar, RunSummary
+from rl.run.worker import Reporter, WorkerContext, WorkerResult
 from rl.sync import StopBoard, SyncSpec, default_window
 
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
@@ -337,7 +337,7 @@ def run_torchrun(fn: Callable[[Any, WorkerContext], WorkerResult], cfg: Any, dis
     ----------
     fn, cfg, algo, env_id, total_steps, target_return, replay, run_dir, progress, \
 record_digests
-        As for :func:`rl.common.run_workers`; ``run_dir`` is written by rank 0
+        As for :func:`rl.run.run_workers`; ``run_dir`` is written by rank 0
         only, on rank 0's host.
     dist : DistConfig
         Strategies and options; ``workers`` is replaced by ``WORLD_SIZE``, and a

@@ -1,6 +1,6 @@
 """TensorBoard event files of a run (``torch.utils.tensorboard``), beside its CSV files.
 
-:class:`TensorBoardLog` is fed by :class:`rl.common.RunCollector` with the same reports
+:class:`TensorBoardLog` is fed by :class:`rl.run.RunCollector` with the same reports
 that become ``episodes.csv`` and ``iterations.csv``. Scalars (CleanRL's tag names
 where CleanRL has one):
 

@@ -28,13 +28,13 @@ import torch
 
 from hostdrv.wire.protocol import MAX_MEMBERS
 from hostdrv.wire.regmap import REGISTERS
-from rl.common.runlog import EPISODE_FIELDS, ITER_FIELDS, ProgressBar, RunSummary
-from rl.common.tblog import TensorBoardLog
-from rl.common.worker import Reporter, WorkerContext, WorkerResult
 from rl.replay import ReplayBackend, ReplaySpec
+from rl.run.runlog import EPISODE_FIELDS, ITER_FIELDS, ProgressBar, RunSummary
+from rl.run.tblog import TensorBoardLog
+from rl.run.worker import Reporter, WorkerContext, WorkerResult
 from rl.sync import StopBoard, SyncBackend, SyncSpec, default_window
 
-PRELOAD_MODULES = ("torch", "torch._dynamo", "gymnasium", "rl.common")
+PRELOAD_MODULES = ("torch", "torch._dynamo", "gymnasium", "rl.parts", "rl.run")
 """Imported before a worker reports "start" (the forkserver's preload; under torchrun
 the rank imports them itself): creating an optimizer imports ``torch._dynamo``, which
 takes seconds, and should not count as training time."""
@@ -68,7 +68,7 @@ class DistConfig:
         Replay strategy for DQN and DDPG: ``local``, ``innet`` or ``server``.
     launcher : str
         ``process`` (spawn) or ``thread`` (one process; tests and ``reference``)
-        for :func:`run_workers`; ``torchrun`` when :func:`rl.common.torchrun.run_torchrun`
+        for :func:`run_workers`; ``torchrun`` when :func:`rl.run.torchrun.run_torchrun`
         runs this process as one rank.
     elems, slots : switch packet size P (``None``: the largest the switch takes,
         ``AGG_MAX_ELEMS``; a soft switch that ``netrl`` starts itself takes
@@ -125,7 +125,7 @@ class Backends:
     """The shared pieces of a run: the sync strategy's back end and the replay's.
 
     What :func:`run_workers` starts in the launcher and, under torchrun, rank 0
-    starts for every rank (:mod:`rl.common.torchrun`): the soft switch (or the
+    starts for every rank (:mod:`rl.run.torchrun`): the soft switch (or the
     job configuration of the switch at ``dist.switch``), the parameter server,
     the gloo TCPStore, the replay server or the in-network replay
     configuration. In-network replay takes the gradient sync's switch when no

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from rl.common.envs import PoolStep, init_layer
+from rl.parts.envs import PoolStep, init_layer
 
 
 class ActorCriticMLP(nn.Module):

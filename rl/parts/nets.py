@@ -7,7 +7,7 @@ the heads DQN and A2C put on it.
 * :class:`CNNQNetwork`: the torso and one Q-value per action (DQN; ``hidden``
   512 is the Nature network, about 1.7 M parameters, 6.7 MB of fp32 gradient);
 * :class:`ActorCriticCNN`: one torso shared by a policy head and a value head
-  (A2C), with the interface of :class:`rl.common.ActorCriticMLP`.
+  (A2C), with the interface of :class:`rl.parts.ActorCriticMLP`.
 
 All layers are initialised orthogonally from an explicit generator, so that two
 networks built from generators in the same state are identical.
