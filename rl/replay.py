@@ -586,9 +586,10 @@ class ReplayServer:
 class ServerReplay(Replay):
     """A client of a :class:`ReplayServer` (kernel TCP sockets).
 
-    A request the server's rate limiter refuses is sent again after a backoff
-    (:func:`hostdrv.client.replay.rate_backoff`, as the switch's client does) until it is
-    served or ``rate_timeout`` seconds have passed (then :class:`RateLimited`).
+    A request the server's rate limiter refuses, or a sample of an empty memory, is sent
+    again after a backoff (:func:`hostdrv.client.replay.rate_backoff`, as the switch's
+    client does) until it is served or ``rate_timeout`` seconds have passed (then
+    :class:`RateLimited`, or :class:`LookupError` for a memory that stayed empty).
     """
 
     def __init__(self, layout: RecordLayout, address: tuple[str, int],
@@ -602,13 +603,17 @@ class ServerReplay(Replay):
         (self.capacity,) = recv_struct(self._sock, _U32)
 
     def _wait(self, since: float | None, tries: int, what: str, reason: int,
-              size: int) -> float:
-        """A NOT_YET answer: sleep before asking again, or raise after ``rate_timeout``."""
+              size: int, empty: bool = False) -> float:
+        """A NOT_YET (or empty) answer: sleep before asking again, or raise after
+        ``rate_timeout`` (:class:`LookupError` when the memory stayed empty)."""
         from hostdrv.client.replay import rate_backoff
 
         now = time.monotonic()
         since = now if since is None else since
         if now - since > self.rate_timeout:
+            if empty:
+                raise LookupError(f"replay memory is empty ({what}, waited "
+                                  f"{now - since:.1f} s)")
             raise RateLimited(what, reason, size, waited=now - since)
         time.sleep(rate_backoff(tries))
         return since
@@ -637,10 +642,9 @@ class ServerReplay(Replay):
             status, total, size, b = recv_struct(self._sock, _SAMPLE_HDR)
             if status == _OK:
                 break
-            if status == _EMPTY:
-                raise LookupError("replay memory is empty")
             tries += 1
-            since = self._wait(since, tries, f"sample of {batch}", total, size)
+            since = self._wait(since, tries, f"sample of {batch}", total, size,
+                               empty=status == _EMPTY)
         body = recv_exact(self._sock, 8 * b + self.layout.record_bytes * b)
         idx = np.frombuffer(body, "<u4", b).astype(np.int64)
         prio = np.frombuffer(body, "<u4", b, offset=4 * b)
