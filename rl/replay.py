@@ -52,6 +52,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -103,7 +104,7 @@ class RecordLayout:
     action_dtype: str = "int64"
     record_bytes: int = DEFAULT_RECORD_BYTES
 
-    @property
+    @cached_property
     def dtype(self) -> np.dtype:
         """The numpy structured dtype of one record: the switch client's layout
         (:func:`hostdrv.wire.records.record_dtype`), padded to ``record_bytes``."""
@@ -131,7 +132,7 @@ def _batch(layout: RecordLayout, indices: np.ndarray, prio_q: np.ndarray, record
     prio_q = np.asarray(prio_q, np.uint32)
     weights = (importance_weights(prio_q, totals, size, beta) if prioritized
                else np.ones(b, np.float32))
-    t = records_from_bytes(records, layout.dtype)
+    t = records_from_bytes(records, records.dtype)
     return SampleBatch(t.obs, t.actions, t.rewards, t.next_obs, t.dones,
                        indices.astype(np.int64), prio_q, totals, size, weights,
                        np.ascontiguousarray(records).view(np.uint8).reshape(b, -1))
