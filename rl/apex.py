@@ -45,7 +45,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -353,13 +353,14 @@ def _replay(task: ApexTask, ctx: WorkerContext, layout: RecordLayout) -> Replay:
 class _Actor:
     """An actor's state: :meth:`act` one env step, :meth:`push` what it gathered."""
 
-    def __init__(self, task: ApexTask, replay: Replay, board: BoardClient,
-                 reporter: Reporter, rank: int) -> None:
+    def __init__(self, task: ApexTask, replay: Callable[[RecordLayout], Replay],
+                 board: BoardClient, reporter: Reporter, rank: int) -> None:
         cfg, apex, i = task.cfg, task.apex, task.index
-        self.task, self.replay, self.board, self.reporter = task, replay, board, reporter
+        self.task, self.board, self.reporter = task, board, reporter
         self.rng = np.random.default_rng(cfg.seed + 7919 * (i + 1))
         self.env = EnvPool(cfg.env_id, 1, cfg.seed + 1000 * (i + 1))
         self.parts = _Parts(task.algo, cfg, self.env)
+        self.replay = replay(self.parts.layout)
         self.result = WorkerResult(rank=rank)
         self.budget = max(1, cfg.total_timesteps // apex.actors)
         self.end_e = actor_epsilon(getattr(cfg, "end_e", 0.02), i, apex.actors)
@@ -434,12 +435,10 @@ class _Actor:
 
 def actor_main(task: ApexTask, ctx: WorkerContext) -> WorkerResult:
     """An actor: act with the newest weights, push, report episodes; nothing else."""
-    env = EnvPool(task.cfg.env_id, 1, task.cfg.seed)  # the layout's spaces
-    layout = _Parts(task.algo, task.cfg, env).layout
-    env.close()
-    replay = _replay(task, ctx, layout)
     board = BoardClient(task.board)
-    actor = _Actor(task, replay, board, ctx.reporter, ctx.rank)
+    actor = _Actor(task, lambda layout: _replay(task, ctx, layout), board, ctx.reporter,
+                   ctx.rank)
+    replay = actor.replay
     while actor.act():
         if actor.wants_push:
             actor.push()  # waits while the learners are behind
@@ -452,13 +451,14 @@ def actor_main(task: ApexTask, ctx: WorkerContext) -> WorkerResult:
 class _Learner:
     """A learner's state: :meth:`step` is one sample, learn, update round."""
 
-    def __init__(self, task: ApexTask, ctx: WorkerContext, replay: Replay,
-                 board: BoardClient) -> None:
+    def __init__(self, task: ApexTask, ctx: WorkerContext,
+                 replay: Callable[[RecordLayout], Replay], board: BoardClient) -> None:
         cfg, j = task.cfg, task.index
-        self.task, self.ctx, self.replay, self.board = task, ctx, replay, board
+        self.task, self.ctx, self.board = task, ctx, board
         env = EnvPool(cfg.env_id, 1, cfg.seed)
         self.parts = parts = _Parts(task.algo, cfg, env)
         env.close()
+        self.replay = replay(parts.layout)
         if task.algo == "dqn":
             params = list(parts.q.parameters())
             self.opts: Any = torch.optim.Adam(parts.q.parameters(), lr=cfg.learning_rate)
@@ -482,7 +482,7 @@ class _Learner:
                                          target_return=ctx.target_return, window=ctx.window,
                                          board=ctx.board, after_step=after)
         self.timer = SplitTimer(lambda: self.exchange.log.comm_seconds
-                                + replay.comm_seconds)
+                                + self.replay.comm_seconds)
         self.result = WorkerResult(rank=ctx.rank)
         self.prioritized = bool(getattr(cfg, "prioritized", False))
         self.updates = 0
@@ -545,12 +545,9 @@ class _Learner:
 
 def learner_main(task: ApexTask, ctx: WorkerContext) -> WorkerResult:
     """A learner: sample, learn (gradients summed over the learners), update priorities."""
-    env = EnvPool(task.cfg.env_id, 1, task.cfg.seed)
-    layout = _Parts(task.algo, task.cfg, env).layout
-    env.close()
-    replay = _replay(task, ctx, layout)
     board = BoardClient(task.board)
-    learner = _Learner(task, ctx, replay, board)
+    learner = _Learner(task, ctx, lambda layout: _replay(task, ctx, layout), board)
+    replay = learner.replay
     while learner.step():
         pass
     result = learner.finish()
@@ -571,18 +568,17 @@ def local_main(task: ApexTask, ctx: WorkerContext) -> WorkerResult:
     :func:`rate_report` goes to the board when the first side is done.
     """
     apex = task.apex
-    env = EnvPool(task.cfg.env_id, 1, task.cfg.seed)
-    layout = _Parts(task.algo, task.cfg, env).layout
-    env.close()
-    replay = _replay(task, ctx, layout)
-    assert isinstance(replay, LocalReplay)
     board = BoardClient(task.board)
-    learner = _Learner(replace(task, role="learner", index=0), ctx, replay, board)
+    learner = _Learner(replace(task, role="learner", index=0), ctx,
+                       lambda layout: _replay(task, ctx, layout), board)
+    replay = learner.replay
+    assert isinstance(replay, LocalReplay)
     actors = []
     for i in range(apex.actors):
         rep = Reporter(ctx.reporter.q, 1 + i)
         rep.start()
-        actors.append(_Actor(replace(task, role="actor", index=i), replay, board, rep, 1 + i))
+        actors.append(_Actor(replace(task, role="actor", index=i), lambda _: replay, board,
+                             rep, 1 + i))
     running = list(actors)
     learning, k = True, 0
     b = task.cfg.batch_size
