@@ -130,7 +130,7 @@ def _batch(layout: RecordLayout, indices: np.ndarray, prio_q: np.ndarray, record
     b = len(indices)
     totals = np.full(b, total, np.uint64)
     prio_q = np.asarray(prio_q, np.uint32)
-    weights = (importance_weights(prio_q, totals, size, beta) if prioritized
+    weights = (importance_weights(prio_q, total, size, beta) if prioritized
                else np.ones(b, np.float32))
     t = records_from_bytes(records, records.dtype)
     return SampleBatch(t.obs, t.actions, t.rewards, t.next_obs, t.dones,

@@ -121,9 +121,13 @@ def importance_weights(priorities_fixed: Any, totals: Any, sizes: Any,
     records when it was drawn (scalars or one per sample), as ``float32``. The
     Q16.16 values are used as they are: the scale cancels in ``p_i / total_i``.
     """
-    with np.errstate(divide="ignore"):
-        w = (np.asarray(sizes, np.float64) * np.asarray(priorities_fixed, np.float64)
-             / np.maximum(np.asarray(totals, np.float64), 1)) ** (-beta)
+    base = (np.asarray(sizes, np.float64) * np.asarray(priorities_fixed, np.float64)
+            / np.maximum(np.asarray(totals, np.float64), 1))
+    if base.size and base.min() > 0:
+        w = base ** (-beta)
+    else:  # a priority 0 weighs infinitely (never drawn by priority; only uniformly)
+        with np.errstate(divide="ignore"):
+            w = base ** (-beta)
     return (w / w.max()).astype(np.float32)
 
 
