@@ -132,7 +132,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology", choices=("workers", "apex"), default="workers",
                         help="dqn/ddpg: workers (each acts and learns) or apex (dedicated "
                              "actors that act and push, learners that sample and learn; "
-                             "needs --replay innet, rl/apex.py)")
+                             "--replay innet (default), server or local, rl/apex.py)")
     parser.add_argument("--actors", type=int, default=4, help="apex: actor processes")
     parser.add_argument("--learners", type=int, default=1,
                         help="apex: learner processes (their gradients summed by --sync)")
@@ -257,25 +257,22 @@ def _train_apex(args: argparse.Namespace, cfg: Any, dist: Any, replay: Any,
         raise SystemExit(f"netrl: --topology apex runs {', '.join(APEX_ALGOS)}, not {args.algo}")
     if args.replay == "auto":
         replay.kind, replay.url = "innet", args.switch
-    if replay.kind != "innet":
-        raise SystemExit(f"netrl: --topology apex needs --replay innet (the switch's rate "
-                         f"limiter keeps actors and learners in step), not {replay.kind}")
     if dist.launcher != "process":
         raise SystemExit("netrl: --topology apex runs actor and learner processes "
                          "(--launcher process)")
-    if not workload_of(args).switch_replay:
+    if not workload_of(args).switch_replay and replay.kind == "innet":
         raise SystemExit(f"netrl: --topology apex keeps its replay in the switch, but "
                          f"{workload_of(args).too_large}")
     apex = ApexConfig(actors=args.actors, learners=args.learners,
                       samples_per_insert=args.samples_per_insert)
-    dist.replay, dist.workers = "innet", args.learners
+    dist.replay, dist.workers = replay.kind, args.learners
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(
         {"algo": args.algo, "topology": "apex", "apex": dataclasses.asdict(apex),
          "config": config_dict(cfg), "dist": dataclasses.asdict(dist), "target": target},
         indent=2))
     print(f"netrl: {args.algo} on {cfg.env_id}, {apex.actors} actors + {apex.learners} "
-          f"learners (sync={dist.sync}), replay=innet with the switch's rate limiter "
+          f"learners (sync={dist.sync}), replay={replay.kind} with its rate limiter "
           f"-> {run_dir}", flush=True)
     try:
         return run_apex(args.algo, cfg, apex, dist, replay, target_return=target,

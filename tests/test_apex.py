@@ -68,8 +68,8 @@ def test_rate_limit_defaults_follow_the_algorithm() -> None:
 def test_bad_topologies_are_refused_before_anything_starts() -> None:
     cfg = DQNConfig(total_timesteps=100)
     dist = DistConfig(workers=1, sync="inswitch")
-    with pytest.raises(ValueError, match="innet"):
-        run_apex("dqn", cfg, ApexConfig(), dist, ReplaySpec(kind="server"),
+    with pytest.raises(ValueError, match="one learner"):
+        run_apex("dqn", cfg, ApexConfig(learners=2), dist, ReplaySpec(kind="local"),
                  target_return=None, progress=False)
     with pytest.raises(ValueError, match="actor/learner topology runs"):
         run_apex("ppo", cfg, ApexConfig(), dist, ReplaySpec(kind="innet"),
@@ -84,9 +84,9 @@ def test_bad_topologies_are_refused_before_anything_starts() -> None:
 
 
 def _apex_run(tmp_path: Path, algo: str, cfg: object, apex: ApexConfig, sync: str = "inswitch",
-              target: float | None = None) -> tuple[object, dict]:
+              target: float | None = None, replay: str = "innet") -> tuple[object, dict]:
     summary = run_apex(algo, cfg, apex, DistConfig(workers=apex.learners, sync=sync),
-                       ReplaySpec(kind="innet"), target_return=target, run_dir=tmp_path,
+                       ReplaySpec(kind=replay), target_return=target, run_dir=tmp_path,
                        progress=False, timeout=600)
     return summary, json.loads((tmp_path / "summary.json").read_text())["apex"]
 
@@ -118,6 +118,30 @@ def test_dqn_actors_and_learner_kept_in_step_by_the_switch(tmp_path: Path) -> No
     assert ranks <= {"1", "2"} and ranks  # episodes come from the actors only
 
 
+@pytest.mark.parametrize("replay", ["server", "local"])
+def test_dqn_actors_and_learner_kept_in_step_by_a_host_replay(tmp_path: Path,
+                                                             replay: str) -> None:
+    """The same run with the replay memory in a TCP server (actors and learner wait on its
+    not-yet answers) or in one local process (the limiter schedules acting and learning):
+    the host memory's RateLimiter holds the ratio as the switch's does."""
+    cfg = DQNConfig(total_timesteps=800, learning_starts=200, log_every=10)
+    apex = ApexConfig(actors=2, learners=1)
+    summary, apex_json = _apex_run(tmp_path, "dqn", cfg, apex, sync="ps",
+                                   replay=replay)
+    assert summary.env_steps == 800
+    assert summary.iterations > 0
+    _check_limiter(apex_json)
+    rate = apex_json["rate"]
+    min_size, spi, err = rate_limits("dqn", cfg, apex)
+    assert (rate["target_samples_per_insert"], rate["error_buffer"]) == (spi, err)
+    # samples per insert within the error buffer: |samples - inserts * SPI| = |diff|,
+    # diff in [SPI * min_size - err, SPI * min_size + err]
+    assert abs(rate["samples"] - rate["inserts"] * spi) <= spi * min_size + err
+    assert summary.env_steps <= rate["inserts"] == rate["size"]
+    episodes = (tmp_path / "episodes.csv").read_text().splitlines()
+    assert {line.split(",")[1] for line in episodes[1:]} <= {"1", "2"}
+
+
 @pytest.mark.slow
 def test_apex_dqn_solves_cartpole_through_the_switch(tmp_path: Path) -> None:
     cfg = DQNConfig(total_timesteps=150_000)
@@ -144,7 +168,6 @@ def test_apex_two_learners_sum_gradients_in_the_switch(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("argv", "says"), [
     (["--algo", "ppo"], "runs dqn, ddpg"),
-    (["--algo", "dqn", "--replay", "server"], "needs --replay innet"),
     (["--algo", "dqn", "--workload", "paper"], "RPL_RECORD_BYTES"),
 ])
 def test_cli_refuses_what_apex_cannot_run(argv: list[str], says: str, tmp_path: Path) -> None:

@@ -106,8 +106,8 @@ def test_refused_push_is_resent_whole(switch: SoftSwitch, client_loop: str) -> N
     # (Sampling "while the actor is alive" raced: a batch asked for just after the last
     # PUSH_ACK, before the thread ended, waited for a PUSH that never came.)
     lim = ctl.rate_limiter()
-    min_diff = lim["samples_per_insert"] * lim["min_size"] - lim["error_buffer"]
-    batches = int(48 * lim["samples_per_insert"] - min_diff) // 16
+    min_diff = lim.min_diff
+    batches = int(48 * lim.samples_per_insert - min_diff) // 16
     for _ in range(batches):
         assert len(learner.sample(16, prioritized=False).indices) == 16
     t.join(10)
@@ -118,8 +118,8 @@ def test_refused_push_is_resent_whole(switch: SoftSwitch, client_loop: str) -> N
     assert c["CNT_RX_PUSH"] == 3 + c["CNT_TX_PUSH_NOT_YET"]
     assert c["CNT_TX_SAMPLE_RESP"] == 16 * batches
     lim = ctl.rate_limiter()
-    assert lim["diff"] == 48 * 2.0 - c["CNT_TX_SAMPLE_RESP"]
-    assert lim["diff"] == min_diff  # the limiter's floor, reached exactly
+    assert lim.diff == 48 * 2.0 - c["CNT_TX_SAMPLE_RESP"]
+    assert lim.diff == min_diff  # the limiter's floor, reached exactly
     for x in (learner, actor, ctl):
         x.close()
 
@@ -199,7 +199,7 @@ def test_long_run_keeps_the_ratio() -> None:
             t.start()
         deadline = time.monotonic() + 300
         while any(t.is_alive() for t in actors) and time.monotonic() < deadline:
-            bounds.append(ctl.rate_limiter()["diff"])  # while the traffic runs
+            bounds.append(ctl.rate_limiter().diff)  # while the traffic runs
             time.sleep(0.05)
         stop.set()
         for t in learners:
@@ -212,18 +212,18 @@ def test_long_run_keeps_the_ratio() -> None:
     ops = c["CNT_RX_PUSH"] + c["CNT_RX_SAMPLE"]
     print(f"long run: {ins} records in {n_actors * pushes} PUSHes, {smp} samples, "
           f"{ops} requests ({c['CNT_TX_PUSH_NOT_YET']} PUSH and {c['CNT_TX_SAMPLE_NOT_YET']} "
-          f"SAMPLE_REQ NOT_YET), samples/inserts {smp / ins:.4f} (SPI {spi}), diff {lim['diff']}")
+          f"SAMPLE_REQ NOT_YET), samples/inserts {smp / ins:.4f} (SPI {spi}), diff {lim.diff}")
     # nothing lost: every record stored once, every sample counted, every request answered
     assert c["RPL_SIZE"] == ins and c["CNT_TX_PUSH_ACK"] == n_actors * pushes
     assert c["CNT_RX_PUSH"] == c["CNT_TX_PUSH_ACK"] + c["CNT_TX_PUSH_NOT_YET"]
     assert c["CNT_TX_SAMPLE_RESP"] == smp
     assert ops > 2000 and c["CNT_TX_PUSH_NOT_YET"] > 0 and c["CNT_TX_SAMPLE_NOT_YET"] > 0
     # the accumulator follows the served requests, within Reverb's bounds all along
-    assert lim["diff"] == ins * spi - smp
+    assert lim.diff == ins * spi - smp
     offset = spi * min_size
-    for d in [*bounds, lim["diff"]]:
+    for d in [*bounds, lim.diff]:
         assert min(0.0, offset - err) <= d <= max(0.0, offset + err)
     # Reverb's guarantee once past the minimum size: diff within offset +- error, that is
     # samples / inserts within (SPI - offset / inserts) +- error / inserts
-    assert offset - err <= lim["diff"] <= offset + err
+    assert offset - err <= lim.diff <= offset + err
     assert abs(smp / ins - (spi - offset / ins)) <= err / ins

@@ -22,6 +22,7 @@ from hostdrv.wire import consts as C
 from hostdrv.wire import regmap
 from hostdrv.wire.net import int_to_ip, ip_to_int, parse_hostport
 from hostdrv.wire.protocol import MAX_MEMBERS, VERSION
+from hostdrv.wire.ratelimit import RateLimiterConfig, RateLimiterState
 
 MAGIC_VALUE = regmap.REGISTERS["MAGIC"].reset
 """Value of the ``MAGIC`` register: ASCII ``NRL1``."""
@@ -455,28 +456,28 @@ class SwitchControl:
             if not 0 <= value <= 0xFFFFFFFF:
                 raise RegisterError(name, value, "must fit an unsigned 32-bit register "
                                     "(Q16.16 for the ratio and the error buffer)")
-        if spi and err < max(spi, C.SPI_ONE):
-            raise RegisterError("error_buffer", error_buffer,
-                                f"must be at least max(1, samples_per_insert) = "
-                                f"{max(samples_per_insert, 1.0):g} when the ratio is limited")
-        self.write("RPL_MIN_SIZE", min_size)
-        self.write("RPL_SPI_ERROR", err)
-        self.write("RPL_SPI", spi)
+        try:
+            cfg = RateLimiterConfig.from_ratio(min_size, samples_per_insert, error_buffer)
+        except ValueError as e:
+            raise RegisterError("error_buffer", error_buffer, str(e)) from None
+        self.write("RPL_MIN_SIZE", cfg.min_size)
+        self.write("RPL_SPI_ERROR", cfg.error)
+        self.write("RPL_SPI", cfg.spi)
 
-    def rate_limiter(self) -> dict[str, float]:
-        """The limiter's registers: ``min_size``, ``samples_per_insert``, ``error_buffer``
-        (floats from Q16.16) and ``diff`` (the signed ``RPL_RATE_DIFF`` in samples; its two
-        halves read as :meth:`replay_total` reads the tree total)."""
+    def rate_limiter(self) -> RateLimiterState:
+        """The limiter's registers: its :class:`~hostdrv.wire.ratelimit.RateLimiterConfig`
+        (``RPL_MIN_SIZE``, ``RPL_SPI``, ``RPL_SPI_ERROR``) and the signed accumulator
+        ``RPL_RATE_DIFF`` (Q16.16; its two halves read as :meth:`replay_total` reads the tree
+        total). ``state.samples_per_insert``, ``.error_buffer`` and ``.diff`` are in samples."""
         hi = self.read("RPL_RATE_DIFF_HI")
         lo = self.read("RPL_RATE_DIFF_LO")
         hi2 = self.read("RPL_RATE_DIFF_HI")
         if hi2 != hi:  # the low word wrapped between the reads: take the second high word's
             hi, lo = hi2, self.read("RPL_RATE_DIFF_LO")
         d = (hi << 32) | lo
-        return {"min_size": self.read("RPL_MIN_SIZE"),
-                "samples_per_insert": self.read("RPL_SPI") / C.SPI_ONE,
-                "error_buffer": self.read("RPL_SPI_ERROR") / C.SPI_ONE,
-                "diff": (d - (1 << 64) if d >> 63 else d) / C.SPI_ONE}
+        cfg = RateLimiterConfig(self.read("RPL_MIN_SIZE"), self.read("RPL_SPI"),
+                                self.read("RPL_SPI_ERROR"))
+        return RateLimiterState(cfg, d - (1 << 64) if d >> 63 else d)
 
     def replay_total(self) -> int:
         """Sum tree total (64 bits, read as two halves)."""

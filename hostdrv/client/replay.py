@@ -38,7 +38,8 @@ from hostdrv.wire.records import (
     Transitions,
     check_priorities,
     check_u32,
-    from_fixed,
+    importance_weights,
+    pack_records,
     record_dtype,
     records_from_bytes,
     to_fixed,
@@ -136,21 +137,7 @@ class ReplayClient(Endpoint):
 
         A single transition (``obs`` of shape ``obs_shape``) gives n = 1.
         """
-        obs_shape = self.record_dtype["obs"].shape
-        o = np.asarray(obs)
-        single = o.shape == obs_shape
-        n = 1 if single else len(o)
-        rec = np.zeros(n, dtype=self.record_dtype)
-        for name, value in (("obs", obs), ("action", action), ("reward", reward),
-                            ("next_obs", next_obs), ("done", done)):
-            v = np.asarray(value)
-            want = (n, *self.record_dtype[name].shape)
-            try:
-                rec[name] = v.reshape(want)
-            except ValueError:
-                raise ValueError(f"bad {name} shape={v.shape}: expected {want[1:]} per "
-                                 f"transition for {n} transitions") from None
-        return rec
+        return pack_records(self.record_dtype, obs, action, reward, next_obs, done)
 
     def unpack(self, records: Any) -> Transitions:
         """Records (bytes, ``uint8`` (n, R) or structured) back to :class:`Transitions`."""
@@ -330,15 +317,10 @@ class ReplayClient(Endpoint):
         else:
             self._sample_loop(reqs, flags, rb, idx, prio, totals, size_of, recs)
         t = self.unpack(recs)
-        size = int(size_of[-1])
-        if prioritized:
-            with np.errstate(divide="ignore"):
-                w = (size_of.astype(np.float64) * prio / np.maximum(totals, 1)) ** (-beta)
-            w /= w.max()
-        else:
-            w = np.ones(batch)
-        return SampleBatch(t.obs, t.actions, t.rewards, t.next_obs, t.dones, idx,
-                           from_fixed(prio), totals, size, w.astype(np.float32), recs)
+        w = (importance_weights(prio, totals, size_of, beta) if prioritized
+             else np.ones(batch, np.float32))
+        return SampleBatch(t.obs, t.actions, t.rewards, t.next_obs, t.dones, idx, prio, totals,
+                           int(size_of[-1]), w, recs)
 
     def _rate_wait(self, since: float, count: int, reason: int, size: int,
                    what: str) -> tuple[float, int, float]:

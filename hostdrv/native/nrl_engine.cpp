@@ -149,8 +149,8 @@ uint32_t Engine::read(uint32_t addr) const {
         case NRL_REG_RPL_TOTAL_LO: return uint32_t(tree_[1]);
         case NRL_REG_RPL_TOTAL_HI: return uint32_t(tree_[1] >> 32);
         case NRL_REG_RPL_RESET: return 0;
-        case NRL_REG_RPL_RATE_DIFF_LO: return uint32_t(diff_);
-        case NRL_REG_RPL_RATE_DIFF_HI: return uint32_t(diff_ >> 32);
+        case NRL_REG_RPL_RATE_DIFF_LO: return uint32_t(limiter_.word());
+        case NRL_REG_RPL_RATE_DIFF_HI: return uint32_t(limiter_.word() >> 32);
         default: return R(addr);
     }
 }
@@ -214,11 +214,15 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
             std::fill(tree_.begin(), tree_.end(), 0);
             wp_ = 0;
             size_ = 0;
-            diff_ = 0;
+            limiter_.reset();
         }
         return 0;
     } else if (addr == NRL_REG_RPL_SPI) {
-        diff_ = 0;
+        limiter_.set_spi(value);
+    } else if (addr == NRL_REG_RPL_MIN_SIZE) {
+        limiter_.set_min_size(value);
+    } else if (addr == NRL_REG_RPL_SPI_ERROR) {
+        limiter_.set_error(value);
     } else {
         for (uint32_t a : kAggConfig)
             if (a == addr)
@@ -555,11 +559,9 @@ void Engine::not_yet(uint32_t op, uint32_t w, uint32_t seq, uint32_t reason, con
 
 void Engine::push(const uint8_t* f, uint32_t w, uint32_t seq, uint32_t count, const Rx& rx) {
     // rate limiter (docs/protocol.md section 5): Reverb's CanInsert
-    const uint32_t spi = R(NRL_REG_RPL_SPI);
-    if (spi && uint64_t(size_) + count > R(NRL_REG_RPL_MIN_SIZE) &&
-        rate_diff() + static_cast<__int128>(count) * spi > rate_offset() + R(NRL_REG_RPL_SPI_ERROR))
+    if (!limiter_.can_insert(count, size_))
         return not_yet(NRL_OP_PUSH_ACK, w, seq, NRL_NOT_YET_RATE, rx);
-    diff_ += uint64_t(count) * spi;
+    limiter_.insert(count);
     const uint32_t mask = cap_ - 1, first = wp_;
     const uint8_t* src = f + NRL_PAYLOAD_OFFSET + NRL_BLOCK;
     for (uint32_t j = 0; j < count; ++j) {
@@ -580,12 +582,9 @@ void Engine::sample(uint32_t w, uint32_t seq, uint32_t batch, bool prioritized, 
         return not_yet(NRL_OP_SAMPLE_RESP, w, seq, NRL_NOT_YET_EMPTY, rx);
     }
     // rate limiter (docs/protocol.md section 5): Reverb's CanSample
-    if (size_ < R(NRL_REG_RPL_MIN_SIZE))
-        return not_yet(NRL_OP_SAMPLE_RESP, w, seq, NRL_NOT_YET_MIN_SIZE, rx);
-    if (R(NRL_REG_RPL_SPI) && rate_diff() - static_cast<__int128>(batch) * NRL_SPI_ONE <
-                                  rate_offset() - R(NRL_REG_RPL_SPI_ERROR))
-        return not_yet(NRL_OP_SAMPLE_RESP, w, seq, NRL_NOT_YET_RATE, rx);
-    diff_ -= uint64_t(batch) * NRL_SPI_ONE;
+    if (const uint32_t why = limiter_.sample_refusal(batch, size_))
+        return not_yet(NRL_OP_SAMPLE_RESP, w, seq, why, rx);
+    limiter_.sample(batch);
     int log2b = 0;
     while ((1u << log2b) < batch) ++log2b;
     const uint64_t seg = tree_[1] >> log2b;

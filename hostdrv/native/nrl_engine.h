@@ -59,6 +59,53 @@ const RegInfo* reg_info(uint32_t addr);
 /// Every register, in table order (count in *n).
 const RegInfo* reg_table(size_t* n);
 
+/// The replay rate limiter (docs/protocol.md section 5): hostdrv.wire.ratelimit.RateLimiter,
+/// Reverb's CanInsert / CanSample with their bookkeeping. Configuration as the registers hold
+/// it (RPL_MIN_SIZE; RPL_SPI and RPL_SPI_ERROR unsigned Q16.16), state the signed 64-bit
+/// Q16.16 accumulator RPL_RATE_DIFF = inserts * SPI - samples * 1.0; comparisons are exact.
+/// The caller owns the table and passes its size; a refused request changes nothing.
+class RateLimiter {
+public:
+    /// Register writes: RPL_MIN_SIZE and RPL_SPI_ERROR keep the accumulator, RPL_SPI clears it.
+    void set_min_size(uint32_t v) { min_size_ = v; }
+    void set_error(uint32_t v) { error_ = v; }
+    void set_spi(uint32_t v) {
+        spi_ = v;
+        word_ = 0;
+    }
+    /// RPL_RESET: the table was emptied.
+    void reset() { word_ = 0; }
+    /// RPL_RATE_DIFF as the unsigned 64-bit register.
+    uint64_t word() const { return word_; }
+
+    /// Whether n records may be inserted into a table holding size.
+    bool can_insert(uint32_t n, uint32_t size) const {
+        return !(spi_ && uint64_t(size) + n > min_size_ &&
+                 diff() + static_cast<__int128>(n) * spi_ > offset() + error_);
+    }
+    /// 0 when n samples may be served from a table holding size, else the NOT_YET reason
+    /// (NRL_NOT_YET_MIN_SIZE, NRL_NOT_YET_RATE).
+    uint32_t sample_refusal(uint32_t n, uint32_t size) const {
+        if (size < min_size_) return NRL_NOT_YET_MIN_SIZE;
+        if (spi_ && diff() - static_cast<__int128>(n) * NRL_SPI_ONE < offset() - error_)
+            return NRL_NOT_YET_RATE;
+        return 0;
+    }
+    bool can_sample(uint32_t n, uint32_t size) const { return sample_refusal(n, size) == 0; }
+    /// Bookkeeping after an allowed insert of n records / sample of n records.
+    void insert(uint32_t n) { word_ += uint64_t(n) * spi_; }
+    void sample(uint32_t n) { word_ -= uint64_t(n) * NRL_SPI_ONE; }
+
+private:
+    __int128 diff() const { return static_cast<__int128>(static_cast<int64_t>(word_)); }
+    __int128 offset() const { return static_cast<__int128>(spi_) * min_size_; }
+
+    uint32_t min_size_ = NRL_RST_RPL_MIN_SIZE;
+    uint32_t spi_ = NRL_RST_RPL_SPI;
+    uint32_t error_ = NRL_RST_RPL_SPI_ERROR;
+    uint64_t word_ = 0;
+};
+
 class Engine {
 public:
     /// Parameters as SwitchModel's (validated by the caller, hostdrv.switch.native).
@@ -132,11 +179,6 @@ private:
     void update(const uint8_t* f, uint32_t count);
     /// The NOT_YET answer to a refused PUSH (op PUSH_ACK) or SAMPLE_REQ (op SAMPLE_RESP).
     void not_yet(uint32_t op, uint32_t w, uint32_t seq, uint32_t reason, const Rx& rx);
-    /// RPL_RATE_DIFF as a signed value, and min_diff / max_diff of the limiter (exact).
-    __int128 rate_diff() const { return static_cast<__int128>(static_cast<int64_t>(diff_)); }
-    __int128 rate_offset() const {
-        return static_cast<__int128>(R(NRL_REG_RPL_SPI)) * R(NRL_REG_RPL_MIN_SIZE);
-    }
 
     uint32_t agg_flags(const Copy* c) const;
     void multicast(uint32_t slot, uint32_t q);
@@ -166,7 +208,7 @@ private:
     std::vector<uint8_t> records_;
     std::vector<uint64_t> tree_;  // node 1 the root, leaf i node cap + i
     uint32_t wp_ = 0, size_ = 0, rng_ = NRL_RST_RPL_SEED;
-    uint64_t diff_ = 0;  // rate limiter accumulator, two's complement Q16.16 (RPL_RATE_DIFF)
+    RateLimiter limiter_;  // its registers' copy and RPL_RATE_DIFF
     L2Entry l2_[NRL_L2_ENTRIES];
     uint32_t l2_victim_ = 0;                      // replacement pointer
     uint32_t l2_left_ = NRL_RST_L2_AGE_FRAMES;    // frames until the aging sweep

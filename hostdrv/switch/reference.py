@@ -43,6 +43,7 @@ from hostdrv.wire.protocol import (
     Flags,
     Opcode,
 )
+from hostdrv.wire.ratelimit import RateLimiter, RateLimiterConfig
 from hostdrv.wire.sampler import (
     DEFAULT_SEED,
     SumTree,
@@ -111,6 +112,9 @@ _RESEND = int(Flags.RESEND)
 _AHEAD = C.AGG_AHEAD_ROUNDS  # (seq - AGG_EPOCH) mod 2**32 in [_AHEAD, 2**31): dropped as AHEAD
 _PRIORITIZED = int(Flags.PRIORITIZED)
 _CTRL_CLEAR = C.CTRL_CLEAR_COUNTERS
+# the rate limiter's registers: a write reaches the limiter (RPL_SPI also clears RPL_RATE_DIFF)
+_LIMITER_WRITE = {"RPL_MIN_SIZE": RateLimiter.set_min_size, "RPL_SPI": RateLimiter.set_spi,
+                  "RPL_SPI_ERROR": RateLimiter.set_error}
 
 
 # ---------------------------------------------------------------------------
@@ -362,8 +366,9 @@ class SwitchModel:
         self._wp = 0
         self._size = 0
         self._rng = XorShift32(self._regs["RPL_SEED"])
-        # rate limiter accumulator (section 5): 64-bit two's complement Q16.16
-        self._diff = 0
+        # rate limiter (section 5): its registers' copy and the RPL_RATE_DIFF accumulator
+        self._limiter = RateLimiter(RateLimiterConfig(
+            self._regs["RPL_MIN_SIZE"], self._regs["RPL_SPI"], self._regs["RPL_SPI_ERROR"]))
         # ordinary traffic: the learning switch's MAC table
         self.l2 = L2Table(C.L2_ENTRIES, self._regs["L2_AGE_FRAMES"])
 
@@ -405,9 +410,9 @@ class SwitchModel:
         if name == "RPL_RESET":
             return 0
         if name == "RPL_RATE_DIFF_LO":
-            return self._diff & M32
+            return self._limiter.word & M32
         if name == "RPL_RATE_DIFF_HI":
-            return self._diff >> 32
+            return self._limiter.word >> 32
         if name in self._regs:
             return self._regs[name]
         return r.reset  # MAGIC, VERSION
@@ -457,10 +462,10 @@ class SwitchModel:
                 self._tree.clear()
                 self._wp = 0
                 self._size = 0
-                self._diff = 0
+                self._limiter.reset()
             return
-        elif name == "RPL_SPI":
-            self._diff = 0
+        elif name in _LIMITER_WRITE:
+            _LIMITER_WRITE[name](self._limiter, value)
         elif name == "L2_AGE_FRAMES":
             self.l2.set_age(value)
         elif name in _AGG_CONFIG:
@@ -744,17 +749,6 @@ class SwitchModel:
         return Egress(f, regs["AGG_UPLINK_PORT"])
 
     # -- replay (sampler arithmetic: hostdrv.wire.sampler) ------------------------------
-    def _rate_diff(self) -> int:
-        """``RPL_RATE_DIFF`` as a signed integer (Q16.16)."""
-        return self._diff - (1 << 64) if self._diff >> 63 else self._diff
-
-    def _rate_bounds(self) -> tuple[int, int, int]:
-        """``(SPI, min_diff, max_diff)`` of the rate limiter, exact integers in Q16.16."""
-        regs = self._regs
-        spi = regs["RPL_SPI"]
-        offset = spi * regs["RPL_MIN_SIZE"]
-        return spi, offset - regs["RPL_SPI_ERROR"], offset + regs["RPL_SPI_ERROR"]
-
     def _not_yet(self, op: int, w: int, seq: int, reason: int, rx: _Rx) -> list[Egress]:
         """The NOT_YET answer to a refused PUSH or SAMPLE_REQ (section 5)."""
         self._inc("CNT_TX_PUSH_NOT_YET" if op == Opcode.PUSH_ACK else "CNT_TX_SAMPLE_NOT_YET")
@@ -763,11 +757,9 @@ class SwitchModel:
         return [Egress(f, rx.port)]
 
     def _push(self, frame: bytes, w: int, seq: int, count: int, rx: _Rx) -> list[Egress]:
-        spi, _, max_diff = self._rate_bounds()
-        if (spi and self._size + count > self._regs["RPL_MIN_SIZE"]
-                and self._rate_diff() + count * spi > max_diff):
+        if not self._limiter.can_insert(count, self._size):
             return self._not_yet(Opcode.PUSH_ACK, w, seq, NOT_YET_RATE, rx)
-        self._diff = (self._diff + count * spi) & M64
+        self._limiter.insert(count)
         rb, mask = self._rb, self._cap - 1
         prios = struct.unpack_from(f"<{count}I", frame, PAYLOAD_OFFSET)
         first = self._wp
@@ -789,12 +781,10 @@ class SwitchModel:
         if size == 0 or total == 0:
             self._inc("CNT_DROP_EMPTY")
             return self._not_yet(Opcode.SAMPLE_RESP, w, seq, NOT_YET_EMPTY, rx)
-        if size < self._regs["RPL_MIN_SIZE"]:
-            return self._not_yet(Opcode.SAMPLE_RESP, w, seq, NOT_YET_MIN_SIZE, rx)
-        spi, min_diff, _ = self._rate_bounds()
-        if spi and self._rate_diff() - batch * SPI_ONE < min_diff:
-            return self._not_yet(Opcode.SAMPLE_RESP, w, seq, NOT_YET_RATE, rx)
-        self._diff = (self._diff - batch * SPI_ONE) & M64
+        why = self._limiter.sample_refusal(batch, size)
+        if why:
+            return self._not_yet(Opcode.SAMPLE_RESP, w, seq, why, rx)
+        self._limiter.sample(batch)
         nodes, cap = tree.nodes, self._cap
         out = []
         desc = bytearray(BLOCK)

@@ -112,16 +112,38 @@ class Transitions:
     dones: np.ndarray
 
 
+def importance_weights(priorities_fixed: Any, totals: Any, sizes: Any,
+                       beta: float) -> np.ndarray:
+    """Prioritized replay's importance weights, normalised by the batch maximum.
+
+    ``w_i = (size_i * p_i / total_i) ** -beta / max_j w_j`` with ``p_i`` the Q16.16
+    priority of sample i and ``total_i`` the sum tree total and ``size_i`` the valid
+    records when it was drawn (scalars or one per sample), as ``float32``. The
+    Q16.16 values are used as they are: the scale cancels in ``p_i / total_i``.
+    """
+    base = (np.asarray(sizes, np.float64) * np.asarray(priorities_fixed, np.float64)
+            / np.maximum(np.asarray(totals, np.float64), 1))
+    if base.size and base.min() > 0:
+        w = base ** (-beta)
+    else:  # a priority 0 weighs infinitely (never drawn by priority; only uniformly)
+        with np.errstate(divide="ignore"):
+            w = base ** (-beta)
+    return (w / w.max()).astype(np.float32)
+
+
 @dataclass
 class SampleBatch(Transitions):
-    """A sampled batch with what prioritized replay needs.
+    """A sampled batch with what prioritized replay needs: what
+    :meth:`hostdrv.ReplayClient.sample` and every :mod:`rl.replay` strategy return
+    (``rl.replay.ReplayBatch`` is this class).
 
     Attributes
     ----------
     indices:
         Replay index of each sample (``int64``).
-    priorities:
-        Priority of each sample when it was drawn (``float64``, from Q16.16).
+    priorities_fixed:
+        Priority of each sample when it was drawn, as stored: Q16.16 ``uint32``
+        (:attr:`priorities` is its float view).
     totals:
         Sum tree total (prioritized) or valid records (uniform) per sample.
     size:
@@ -134,11 +156,17 @@ class SampleBatch(Transitions):
     """
 
     indices: np.ndarray
-    priorities: np.ndarray
+    priorities_fixed: np.ndarray
     totals: np.ndarray
     size: int
     weights: np.ndarray
     records: np.ndarray
+
+    @property
+    def priorities(self) -> np.ndarray:
+        """Priority of each sample as ``float64`` (:func:`from_fixed` of
+        :attr:`priorities_fixed`)."""
+        return from_fixed(self.priorities_fixed)
 
     @property
     def total(self) -> int:
@@ -176,6 +204,33 @@ def record_dtype(obs_shape: tuple[int, ...], obs_dtype: Any, action_shape: tuple
                      "itemsize": record_bytes})
 
 
+def pack_records(dtype: np.dtype, obs: Any, action: Any, reward: Any, next_obs: Any,
+                 done: Any) -> np.ndarray:
+    """Transitions as structured records of ``dtype`` (:func:`record_dtype`), shape (n,).
+
+    A single transition (``obs`` of the record's obs shape) gives n = 1.
+
+    Raises
+    ------
+    ValueError
+        When a field's shape does not fit n transitions (the message names the field).
+    """
+    obs_shape = dtype["obs"].shape
+    o = np.asarray(obs)
+    n = 1 if o.shape == obs_shape else len(o)
+    rec = np.zeros(n, dtype=dtype)
+    for name, value in (("obs", obs), ("action", action), ("reward", reward),
+                        ("next_obs", next_obs), ("done", done)):
+        v = np.asarray(value)
+        want = (n, *dtype[name].shape)
+        try:
+            rec[name] = v.reshape(want)
+        except ValueError:
+            raise ValueError(f"bad {name} shape={v.shape}: expected {want[1:]} per "
+                             f"transition for {n} transitions") from None
+    return rec
+
+
 def records_from_bytes(records: Any, dtype: np.dtype) -> Transitions:
     """Parse records (bytes, ``uint8`` array or structured array) into :class:`Transitions`."""
     if isinstance(records, np.ndarray) and records.dtype == dtype:
@@ -196,6 +251,8 @@ __all__ = [
     "check_priorities",
     "check_u32",
     "from_fixed",
+    "importance_weights",
+    "pack_records",
     "record_dtype",
     "records_from_bytes",
     "to_fixed",

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from rl.sync.rounds import RoundTable
-from rl.tcp import recv_exact
+from rl.tcp import TcpServer, recv_exact, recv_struct
 
 PS_HELLO = struct.Struct("!I")
 """First message of a connection: the worker id."""
@@ -47,65 +47,35 @@ class ParameterServer:
                  host: str = "127.0.0.1", port: int = 0) -> None:
         self.table = RoundTable(world, mode, threshold, staleness)
         self._lock = threading.Lock()
-        self._listener = socket.create_server((host, port))
-        self.address: tuple[str, int] = self._listener.getsockname()[:2]
         self._conns: dict[int, socket.socket] = {}
         self._send_locks: dict[int, threading.Lock] = {}
-        self._threads: list[threading.Thread] = []
-        self._stop = threading.Event()
+        self._server = TcpServer(self._serve, host, port, name="ps")
+        self.address: tuple[str, int] = self._server.address
 
     def start(self) -> ParameterServer:
         """Start accepting workers in a background thread."""
-        t = threading.Thread(target=self._accept_loop, name="ps-accept", daemon=True)
-        t.start()
-        self._threads.append(t)
+        self._server.start()
         return self
 
     def stop(self) -> None:
         """Close every connection and the listener."""
-        self._stop.set()
-        try:
-            self._listener.close()
-        except OSError:
-            pass
-        for conn in list(self._conns.values()):
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-                conn.close()
-            except OSError:
-                pass
+        self._server.stop()
 
-    def _accept_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except OSError:
-                return
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            (worker,) = PS_HELLO.unpack(recv_exact(conn, PS_HELLO.size))
+    def _serve(self, conn: socket.socket) -> None:
+        (worker,) = recv_struct(conn, PS_HELLO)
+        with self._lock:
+            self._conns[worker] = conn
+            self._send_locks[worker] = threading.Lock()
+        while True:
+            round_, version, nbytes, code = recv_struct(conn, PS_MSG)
+            values = np.frombuffer(recv_exact(conn, nbytes), dtype=PS_DTYPES[code])
             with self._lock:
-                self._conns[worker] = conn
-                self._send_locks[worker] = threading.Lock()
-            t = threading.Thread(target=self._serve, args=(worker, conn),
-                                 name=f"ps-worker{worker}", daemon=True)
-            t.start()
-            self._threads.append(t)
-
-    def _serve(self, worker: int, conn: socket.socket) -> None:
-        try:
-            while True:
-                round_, version, nbytes, code = PS_MSG.unpack(recv_exact(conn, PS_MSG.size))
-                values = np.frombuffer(recv_exact(conn, nbytes), dtype=PS_DTYPES[code])
-                with self._lock:
-                    result = self.table.contribute(worker, round_, version, values)
-                    if result is not None:
-                        del self.table.rounds[round_]
-                        targets = list(self._conns.items())
+                result = self.table.contribute(worker, round_, version, values)
                 if result is not None:
-                    msg = PS_MSG.pack(round_, 0, result.nbytes, code) + result.tobytes()
-                    for w, c in targets:
-                        with self._send_locks[w]:
-                            c.sendall(msg)
-        except (ConnectionError, OSError):
-            return
-
+                    del self.table.rounds[round_]
+                    targets = list(self._conns.items())
+            if result is not None:
+                msg = PS_MSG.pack(round_, 0, result.nbytes, code) + result.tobytes()
+                for w, c in targets:
+                    with self._send_locks[w]:
+                        c.sendall(msg)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -11,7 +10,7 @@ import torch
 from rl.sync.ps import PS_DTYPES, PS_HELLO, PS_MSG
 from rl.sync.quantize import flatten_grads, unflatten_into
 from rl.sync.spec import SyncSpec
-from rl.tcp import recv_exact
+from rl.tcp import connect, recv_exact, recv_struct
 
 
 class GradSync(ABC):
@@ -122,15 +121,14 @@ class PSSync(GradSync):
     def __init__(self, spec: SyncSpec, rank: int) -> None:
         super().__init__(spec, rank)
         assert spec.address is not None, "ps needs the server address"
-        self._sock = socket.create_connection(spec.address)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = connect(spec.address)
         self._sock.sendall(PS_HELLO.pack(rank))
 
     def _allreduce(self, vec: np.ndarray, version: int) -> np.ndarray:
         code = 1 if vec.dtype == np.int32 else 0
         self._sock.sendall(PS_MSG.pack(self.round, version, vec.nbytes, code) + vec.tobytes())
         # Results arrive in round order; every round's sum goes to every worker.
-        round_, _, nbytes, rcode = PS_MSG.unpack(recv_exact(self._sock, PS_MSG.size))
+        round_, _, nbytes, rcode = recv_struct(self._sock, PS_MSG)
         payload = recv_exact(self._sock, nbytes)
         if round_ != self.round:
             raise RuntimeError(f"ps: expected round {self.round}, got {round_}")
