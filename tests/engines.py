@@ -1,8 +1,9 @@
 """The switch engines a test can run against: the golden model and the native engine.
 
-``tests/test_model.py`` and ``tests/test_model_replay.py`` run every test on both
-(:func:`use_engine`, an autouse fixture per module); the soft switch tests pick the
-server's engine with ``NRL_SOFTSWITCH_ENGINE`` (``hostdrv.switch.soft``).
+``tests/test_model_*.py`` run every test on both (:func:`use_engine`, an autouse
+fixture per module; ``tests/modelutil.py``'s helpers are pointed at the engine too);
+the soft switch tests pick the server's engine with ``NRL_SOFTSWITCH_ENGINE``
+(``hostdrv.switch.soft``).
 """
 
 from __future__ import annotations

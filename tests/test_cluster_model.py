@@ -1,4 +1,8 @@
-"""Properties of the cluster model (``scripts/cluster_model.py``): hops, tree, window, validation."""
+"""Properties of the cluster model (``scripts/cluster_model.py``): hops, tree, window, validation.
+
+The command re-exports its modules' names: the model (``cluster_analytic``), the
+calibration (``cluster_calibration``) and the report (``cluster_report``).
+"""
 
 from __future__ import annotations
 

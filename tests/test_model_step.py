@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from engines import ENGINES, use_engine
-from test_model import (
+from modelutil import (
     JOB,
     LEAF_N,
     LEAF_ON_ROOT,
@@ -44,7 +44,7 @@ from hostdrv.wire.protocol import Flags, Opcode
 @pytest.fixture(autouse=True, params=ENGINES)
 def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test runs on the golden model and on the native engine."""
-    use_engine("test_model", request, monkeypatch)  # make_switch lives there
+    use_engine("modelutil", request, monkeypatch)  # make_switch lives there
     return use_engine(__name__, request, monkeypatch)
 
 

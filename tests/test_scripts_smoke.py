@@ -31,6 +31,10 @@ COVERED = {
     "lint_rtl.py": "tests/test_lint.py",
     "synth_yosys.py": "tests/test_synth_scripts.py::test_synth_yosys_tiny_top",
     "rack.py": "tests/test_rack.py",
+    # the modules of cluster_model.py (model / calibration / report), run by its smoke run
+    "cluster_analytic.py": "tests/test_cluster_model.py",
+    "cluster_calibration.py": "tests/test_cluster_model.py",
+    "cluster_report.py": "tests/test_cluster_model.py",
     "sume_build.sh": "tests/test_sume_flow.py::test_sume_build_dry_run",
     "sume_flash.sh": "tests/test_sume_flow.py::test_flash_*",
     "sume_riffa_patch.py": "tests/test_sume_riffa_patch.py",

@@ -7,22 +7,32 @@ and epochs, the send window and retransmission.
 Over UDP the per-packet loop (window, GSO sends, GRO receives, scatter of the
 results, retransmission timers) runs in the native library
 (``hostdrv/native/nrl_client.cpp``, the GIL released) when it is built; the
-Python loop (:meth:`Aggregator._run`) is the reference it follows decision for
-decision, used for other transports, without the extension, or with
-``NRL_NATIVE_CLIENT=0``.
+Python loop (:class:`~hostdrv.client.aggregator_loop.CallLoop`) is the reference it
+follows decision for decision, used for other transports, without the extension, or
+with ``NRL_NATIVE_CLIENT=0``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from hostdrv.client.aggregator_loop import (
+    GRADIENT,
+    INT32,
+    M32,
+    CallLoop,
+    OutOfStep,
+    epoch_block,
+    is_newer,
+    newest_round,
+    rounds_per_call,
+)
 from hostdrv.client.control import ROLE_WORKER, SwitchControl
 from hostdrv.client.endpoint import Endpoint
 from hostdrv.client.transport import Backend, SwitchTimeoutError
@@ -40,57 +50,7 @@ from hostdrv.wire.protocol import (
     HEADER_LEN,
     MAX_JUMBO_ELEMS,
     VERSION,
-    Flags,
-    Opcode,
 )
-
-_RESULT = int(Opcode.RESULT)
-_GRADIENT = int(Opcode.GRADIENT)
-_INT32 = int(Flags.INT32)
-_RESEND = int(Flags.RESEND)
-_ERROR = int(Flags.ERROR)
-_M32 = 0xFFFFFFFF
-_EPOCH_MASK = _M32 & ~(EPOCH_ROUNDS - 1)
-
-
-def _newer(a: int, b: int) -> bool:
-    """Whether round ``a`` is newer than round ``b`` (mod 2**32, half-range window)."""
-    return 0 < ((a - b) & _M32) < 1 << 31
-
-
-def _block(r: int) -> int:
-    """The epoch block (a multiple of 2**24) round ``r`` is in."""
-    return r & _EPOCH_MASK
-
-
-def _newest(rounds: list[int]) -> int:
-    """The newest of ``rounds`` (:func:`_newer`)."""
-    newest = rounds[0]
-    for r in rounds[1:]:
-        if _newer(r, newest):
-            newest = r
-    return newest
-
-
-def rounds_per_call(chunks: int, slots: int) -> int:
-    """Rounds every slot advances by in one async call of ``chunks`` chunks.
-
-    The power of two at or above ⌈chunks / slots⌉ (1 for an empty call): a call's
-    base round is a multiple of it, so round ``r`` of slot ``s`` names iteration
-    ``r // R`` and chunk ``(r mod R)·S + s`` the same way for every member
-    (``docs/protocol.md`` section 4, "Async at any size").
-    """
-    k = -(-chunks // slots) if chunks else 1
-    return 1 << (k - 1).bit_length()
-
-
-def _lag_aux(r: int, base: int, version: int | None, rpc: int) -> int:
-    """GRADIENT ``aux`` of round ``r`` of a call based at ``base`` (a multiple of ``rpc``):
-    the round minus the lag in iterations, so the switch's ``r - aux`` is the lag."""
-    if version is None:
-        return r
-    d = (base - version * rpc) & _M32
-    return r if d >= 1 << 31 else (r - d // rpc) & _M32
 
 
 def _torch_module(x: object) -> Any:
@@ -230,11 +190,11 @@ class Aggregator(Endpoint):
         self._smv = memoryview(self._sbuf)
         # async: a GRADIENT the switch never adds (lag beyond AGG_STALENESS), answered by the
         # round's result once it is DONE (protocol section 4, step 1): a safe poll of any round
-        self._poll_lag = staleness + 1 if self.async_mode and staleness < _M32 else 0
+        self._poll_lag = staleness + 1 if self.async_mode and staleness < M32 else 0
         self._pbuf = bytearray(self._msg_len)
         self._spay = np.ndarray((s, p), dtype=self.wire_dtype, buffer=self._sbuf,
                                 offset=HEADER_LEN, strides=(self._msg_len, 4))
-        self._flags = _INT32 if self.int32 else 0
+        self._flags = INT32 if self.int32 else 0
         self._rounds = [base] * s
         self._resync = False
         self._epoch = base  # the epoch this member runs in (AGG_EPOCH as it knows it)
@@ -315,7 +275,7 @@ class Aggregator(Endpoint):
         shared = self._read_epoch()
         if shared is None:
             shared = own  # registers unreachable: the members' own arithmetic still agrees
-        base = shared if _newer(shared, own) else own
+        base = shared if is_newer(shared, own) else own
         if base != shared:
             self.control.write("AGG_EPOCH", base)
         self._start_epoch(base, own=base == own)
@@ -323,8 +283,8 @@ class Aggregator(Endpoint):
 
     def _next_block(self) -> int:
         """The block after the newest round this member used or is about to use."""
-        newest = _newest([*self._rounds, self._last_used])
-        return (_block(newest) + EPOCH_ROUNDS) & _M32
+        newest = newest_round([*self._rounds, self._last_used])
+        return (epoch_block(newest) + EPOCH_ROUNDS) & M32
 
     def _read_epoch(self) -> int | None:
         """``AGG_EPOCH``, or ``None`` when the registers cannot be read."""
@@ -355,7 +315,7 @@ class Aggregator(Endpoint):
         if pend is None:
             return None
         shared = self._read_epoch()
-        if shared is not None and _newer(shared, self._epoch):
+        if shared is not None and is_newer(shared, self._epoch):
             self._start_epoch(shared, own=False)  # follow: another member restarted
             return None
         if (not self.async_mode and shared == self._epoch and not self._had_result
@@ -385,7 +345,7 @@ class Aggregator(Endpoint):
         member there); a copy holding a newer round drops it as ``STALE``; a DONE copy
         only answers this member (ignored)."""
         s_count, p, L = self.slots, self.elems, self._msg_len
-        aux = (pend.step + (1 << 31)) & _M32
+        aux = (pend.step + (1 << 31)) & M32
         buf = bytearray(L)
         for s in range(min(s_count, len(pend.taken))):
             c = s
@@ -393,8 +353,8 @@ class Aggregator(Endpoint):
                 c += s_count
             if c >= len(pend.taken):
                 continue
-            r = (pend.rounds[s] + c // s_count) & _M32
-            HEADER.pack_into(buf, 0, VERSION, _GRADIENT, self._flags, self.job, self.worker, s,
+            r = (pend.rounds[s] + c // s_count) & M32
+            HEADER.pack_into(buf, 0, VERSION, GRADIENT, self._flags, self.job, self.worker, s,
                              r, p, aux, pend.total)
             try:
                 self.transport.send(buf)
@@ -406,12 +366,12 @@ class Aggregator(Endpoint):
         member's epoch, write ``AGG_EPOCH`` = that block (if newer), so the switch's
         far-ahead bound (``AGG_EPOCH`` + 2**25) stays ahead of the job."""
         self._last_used = newest
-        blk = _block(newest)
-        if not _newer(blk, self._epoch):
+        blk = epoch_block(newest)
+        if not is_newer(blk, self._epoch):
             return
         try:
             shared = self.control.read("AGG_EPOCH")
-            if _newer(blk, shared):
+            if is_newer(blk, shared):
                 self.control.write("AGG_EPOCH", blk)
         except (SwitchTimeoutError, OSError):
             return  # the bound leaves a block of slack: the next call tries again
@@ -486,7 +446,7 @@ class Aggregator(Endpoint):
         if isinstance(step_id, bool) or not isinstance(step_id, int) or step_id < 0:
             raise ValueError(f"bad step={step!r}: a step id is an integer >= 0")
         e = arr.size
-        if e > _M32:
+        if e > M32:
             raise ValueError(f"bad size={e}: a tensor has at most 2**32 - 1 elements")
         p = self.elems
         n = -(-e // p) if e else 0
@@ -524,7 +484,7 @@ class Aggregator(Endpoint):
                     self._run(flat.reshape(n, p), out.reshape(n, p), n, e, version, step_id,
                               taken, aux_of, got_round)
                     break
-                except _OutOfStep as oos:
+                except OutOfStep as oos:
                     # sync: the slots moved on without us (we restarted, or were cut off):
                     # start the new epoch the others will follow after their timeout
                     self.resync()
@@ -591,8 +551,8 @@ class Aggregator(Endpoint):
         for a in range(0, n, s_count):
             k = min(s_count, n - a)
             for s in range(k):
-                pack(self._sbuf, s * L, VERSION, _GRADIENT, self._flags, self.job, self.worker,
-                     s, round_ & _M32, p, (round_ if aux is None else aux) & _M32,
+                pack(self._sbuf, s * L, VERSION, GRADIENT, self._flags, self.job, self.worker,
+                     s, round_ & M32, p, (round_ if aux is None else aux) & M32,
                      n * p if total is None else total)
             self._spay[:k] = chunks[a:a + k]
             self.transport.send_segments(self._smv[:k * L], L)
@@ -620,7 +580,7 @@ class Aggregator(Endpoint):
         try:
             code, v, stale, resent, retrans, jumps, missing, tr._gso = native.agg_run(
                 tr.sock.fileno(), self._sbuf, chunks, out, rounds, aux_of, got_round, taken, n,
-                total, None if version is None else version & _M32, step & _M32, self.slots,
+                total, None if version is None else version & M32, step & M32, self.slots,
                 self.window, self.elems, self._flags, self.job, self.worker, self.async_mode,
                 rpc, self._poll_lag, self.timeout, self.max_backoff, self.retries, tr._gro,
                 tr._gso, len(self._rbuf))
@@ -631,7 +591,7 @@ class Aggregator(Endpoint):
             self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
             self.jumps, self.missing_chunks = jumps, missing
         elif code == 1:
-            raise _OutOfStep(v[0], v[1])
+            raise OutOfStep(v[0], v[1])
         elif code == 2:
             if v[1] == v[0]:  # an ERROR RESULT whose aux is its total: a step mismatch
                 raise StepMismatchError(step, v[2], v[3], v[4])
@@ -667,12 +627,12 @@ class Aggregator(Endpoint):
                                  f"more than an epoch holds ({EPOCH_ROUNDS})")
             # each slot from the iteration of its own last result: a slot's next round is
             # then one the slot has reached or is about to reach, never one ahead of it
-            self._rounds[:] = [((b + rpc - 1) & ~(rpc - 1)) & _M32 for b in self._rounds]
+            self._rounds[:] = [((b + rpc - 1) & ~(rpc - 1)) & M32 for b in self._rounds]
             per_slot = [rpc] * self.slots
         else:
             s_count = self.slots
             per_slot = [(n - s + s_count - 1) // s_count if s < n else 0 for s in range(s_count)]
-        self._cross_blocks(_newest([(b + max(k, 1) - 1) & _M32
+        self._cross_blocks(newest_round([(b + max(k, 1) - 1) & M32
                                     for b, k in zip(self._rounds, per_slot, strict=True)]))
         native = self._native()
         if native is not None:
@@ -681,227 +641,20 @@ class Aggregator(Endpoint):
         else:
             self._run_python(chunks, out, n, total, version, rpc, step, taken, aux_of,
                              got_round)
-        self._rounds[:] = [(b + k) & _M32 for b, k in zip(self._rounds, per_slot, strict=True)]
+        self._rounds[:] = [(b + k) & M32 for b, k in zip(self._rounds, per_slot, strict=True)]
 
     def _run_python(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
-                    version: int | None, rpc: int, step: int, taken_arr: np.ndarray,
+                    version: int | None, rpc: int, step: int, taken: np.ndarray,
                     aux_of: np.ndarray, got_round: np.ndarray) -> None:
-        """The per-packet loop of :meth:`_run` (the reference ``agg_run`` follows)."""
-        s_count, window, p = self.slots, self.window, self.elems
-        rounds = self._rounds  # each slot's call base
-        pack = HEADER.pack_into
-        unpack = HEADER.unpack_from
-        L = self._msg_len
-        sbuf, smv, spay = self._sbuf, self._smv, self._spay
-        rbuf = self._rbuf
-        recv = self.transport.recv_into
-        send, send_segments = self.transport.send, self.transport.send_segments
-        wire = self.wire_dtype
-        flags, job, worker = self._flags, self.job, self.worker
-        catch_up = self.async_mode
-        low = rpc - 1  # async: round & low is the chunk's row j (chunk j*S + s)
-        chunk_of = [-1] * s_count  # chunk in flight on each slot
-        cur_round = [0] * s_count  # the round the chunk is to be answered by
-        first_round = [0] * s_count  # the round the chunk was launched with
-        sent_round = [0] * s_count  # the round in the slot's GRADIENT (waiting: an old one)
-        seen = [0] * s_count  # async: the newest round heard of on the slot
-        waiting = [False] * s_count  # async: behind; the target round is not sent yet
-        deadline = [0.0] * s_count
-        tries = [0] * s_count
-        taken = memoryview(taken_arr)  # chunks whose result is in out (a resumed call: some)
-        stale = resent = retrans = jumps = missing = 0
-        nxt = inflight = 0
-        done = int(np.count_nonzero(taken_arr))
-        step_aux = step & _M32
-        timeout, max_backoff, retries = self.timeout, self.max_backoff, self.retries
-        to_send: list[int] = []
-        next_scan = float("inf")  # no deadline of an in-flight chunk is earlier
-
-        poll_lag, pbuf = self._poll_lag, self._pbuf
-
-        def poll(s: int, r: int) -> None:
-            # async: a GRADIENT for round r that is never added (too stale), answered when
-            # round r, or a newer one in its copy, is DONE
-            pack(pbuf, 0, VERSION, _GRADIENT, flags, job, worker, s, r, p, (r - poll_lag) & _M32,
-                 total)
-            send(pbuf)
-
-        def give_up(s: int, ib: int) -> None:
-            # async: the chunk's round is gone: zeros, no contributor (aux 0); the slot goes
-            # on from iteration base ib (the slot's)
-            nonlocal done, inflight, missing
-            c = chunk_of[s]
-            out[c] = 0
-            aux_of[c] = 0
-            got_round[c] = (ib + c // s_count) & _M32
-            taken[c] = 1
-            done += 1
-            missing += 1
-            rounds[s] = ib
-            chunk_of[s] = -1
-            waiting[s] = False
-            inflight -= 1
-
-        def contribute(s: int, r: int) -> float:
-            # async: the slot's GRADIENT now carries round r (the slot reached r - 1)
-            pack(sbuf, s * L, VERSION, _GRADIENT, flags, job, worker, s, r, p,
-                 _lag_aux(r, rounds[s], version, rpc), total)
-            sent_round[s] = r
-            waiting[s] = False
-            send(smv[s * L:(s + 1) * L])
-            deadline[s], tries[s] = time.monotonic() + timeout, 1
-            return deadline[s]
-
-        while done < n:
-            now = time.monotonic()
-            # launch what the window and the slots allow
-            while nxt < n and inflight < window:
-                if taken[nxt]:  # answered in the call it resumes, or (async) before it was sent
-                    nxt += 1
-                    continue
-                s = nxt % s_count
-                if chunk_of[s] >= 0:
-                    break
-                r = (rounds[s] + nxt // s_count) & _M32
-                chunk_of[s] = nxt
-                cur_round[s] = first_round[s] = sent_round[s] = seen[s] = r
-                waiting[s] = False
-                aux = _lag_aux(r, rounds[s], version, rpc) if catch_up else step_aux
-                pack(sbuf, s * L, VERSION, _GRADIENT, flags, job, worker, s, r & _M32, p,
-                     aux, total)
-                spay[s] = chunks[nxt]
-                deadline[s], tries[s] = now + timeout, 1
-                next_scan = min(next_scan, now + timeout)
-                to_send.append(s)
-                nxt += 1
-                inflight += 1
-            if to_send:
-                i = 0
-                while i < len(to_send):  # runs of consecutive slots: one GSO call each
-                    j = i + 1
-                    while j < len(to_send) and to_send[j] == to_send[j - 1] + 1:
-                        j += 1
-                    a, b = to_send[i], to_send[j - 1] + 1
-                    if b - a == 1:
-                        send(smv[a * L:b * L])
-                    else:
-                        send_segments(smv[a * L:b * L], L)
-                    i = j
-                to_send.clear()
-            # wait for results until the earliest deadline
-            nbytes, seg = recv(rbuf, max(0.0, next_scan - now))
-            if nbytes:
-                for off in range(0, nbytes, seg):
-                    if min(seg, nbytes - off) != L:
-                        continue
-                    (_v, op, fl, jb, w, s, seq, cnt, aux, tot) = unpack(rbuf, off)
-                    if op != _RESULT or jb != job or s >= s_count or cnt != p \
-                            or (fl & _INT32) != flags:
-                        continue
-                    c = chunk_of[s]
-                    later = False  # async: the result of a later chunk of the slot, not sent yet
-                    if catch_up:
-                        c2 = (seq & low) * s_count + s
-                        later = c2 != c and nxt <= c2 < n and not taken[c2] \
-                            and (seq - (seq & low)) & _M32 == rounds[s]
-                        if later:
-                            c = c2
-                    if c < 0:
-                        continue
-                    d = (seq - cur_round[s]) & _M32
-                    if d == 0 or later:
-                        pass
-                    elif not catch_up:
-                        if fl & _RESEND and d < 1 << 31:  # nobody completes a round without us
-                            raise _OutOfStep(s, seq)
-                        continue
-                    else:
-                        j = c // s_count
-                        newer = d < 1 << 31
-                        if newer and fl & _RESEND and _newer(seq, seen[s]):
-                            seen[s] = seq
-                            tries[s] = 1  # an answer showing the slot moved on: progress
-                        if newer and (waiting[s] or fl & _RESEND):
-                            if seq & low != j:  # another chunk: wait for ours, send it, or
-                                ib, jj = (seq & ~low) & _M32, seq & low  # give it up
-                                t = (ib + j) & _M32
-                                if j + 1 < jj or (t == cur_round[s] and not waiting[s]
-                                                  and tries[s] > 3):
-                                    # its round is gone from the slot (reused by a newer
-                                    # one; or unanswered while the round after it is DONE)
-                                    if rounds[s] != ib:
-                                        jumps += 1
-                                    give_up(s, ib)
-                                    continue
-                                # j > jj: ahead of the slot, wait; j = jj - 1: still held
-                                if t != cur_round[s]:
-                                    cur_round[s] = t
-                                    rounds[s] = ib
-                                    jumps += 1
-                                    waiting[s] = True
-                                if waiting[s] and ((t - seq) & _M32 == 1 or (seq - t) & _M32 == 1):
-                                    next_scan = min(next_scan, contribute(s, t))
-                                continue
-                        elif waiting[s] and d == _M32:  # the slot reached the round before ours
-                            next_scan = min(next_scan, contribute(s, cur_round[s]))
-                            continue
-                        elif not (waiting[s] and seq & low == j
-                                  and (seq - first_round[s]) & _M32 < 1 << 31):
-                            continue
-                    if fl & _ERROR:
-                        if aux == tot:  # an ERROR RESULT whose aux is its total: another step
-                            raise StepMismatchError(step, w & 0x7, s, seq)
-                        raise TensorMismatchError(total, tot, aux, w & 0x7, s, seq)
-                    if tot != total:
-                        raise TensorMismatchError(total, tot, tot, None, s, seq)
-                    out[c] = np.frombuffer(rbuf, dtype=wire, count=p, offset=off + HEADER_LEN)
-                    aux_of[c] = aux
-                    got_round[c] = seq
-                    if fl & _RESEND:
-                        resent += 1
-                    taken[c] = 1
-                    done += 1
-                    if catch_up:
-                        if later:  # the round it would have been sent with: not stale
-                            continue
-                        if seq != first_round[s]:
-                            stale += 1  # answered by a newer iteration (straggler catch-up)
-                        rounds[s] = (seq - c // s_count) & _M32
-                    chunk_of[s] = -1
-                    inflight -= 1
-                now = time.monotonic()
-                if now < next_scan:
-                    continue
-            else:
-                now = time.monotonic()
-            # retransmit what is due (a waiting slot polls the round before its own and its
-            # own, never added; without safe polls it repeats its old round, whose copy holds
-            # a newer one)
-            next_scan = float("inf")
-            for s in range(s_count):
-                if chunk_of[s] < 0:
-                    continue
-                if deadline[s] <= now:
-                    if tries[s] > retries:
-                        self._set_last(aux_of, got_round, rpc)
-                        raise AllreduceTimeoutError(self.url, s, cur_round[s], chunk_of[s],
-                                                    tries[s], self._counters_now())
-                    if waiting[s] and poll_lag:  # the round before ours, and ours
-                        poll(s, (cur_round[s] - 1) & _M32)
-                        poll(s, cur_round[s])
-                    else:
-                        send(smv[s * L:(s + 1) * L])
-                        if catch_up and poll_lag and tries[s] > 2:
-                            # unanswered: is the slot past our round (the round after it
-                            # DONE while ours is not answered: its copy was reused)?
-                            poll(s, (cur_round[s] + 1) & _M32)
-                    deadline[s] = now + min(timeout * (1 << tries[s]), max_backoff)
-                    tries[s] += 1
-                    retrans += 1
-                next_scan = min(next_scan, deadline[s])
+        """The per-packet loop of :meth:`_run` in Python (:class:`CallLoop`, the reference
+        ``agg_run`` follows)."""
+        loop = CallLoop(self, chunks, out, n, total, version, rpc, step, taken, aux_of,
+                        got_round)
+        loop.run()
         self._set_last(aux_of, got_round, rpc)
-        self.stale_chunks, self.resent_results, self.retransmissions = stale, resent, retrans
-        self.jumps, self.missing_chunks = jumps, missing
+        self.stale_chunks, self.resent_results, self.retransmissions = (loop.stale, loop.resent,
+                                                                        loop.retrans)
+        self.jumps, self.missing_chunks = loop.jumps, loop.missing
 
     def _set_last(self, aux: np.ndarray, rounds: np.ndarray, rpc: int = 1) -> None:
         self.last_aux, self.last_rounds = aux, rounds
@@ -920,14 +673,6 @@ class _Pending:
     taken: np.ndarray  # uint8 per chunk: answered
     aux: np.ndarray
     rounds_got: np.ndarray
-
-
-class _OutOfStep(Exception):
-    """Sync mode: a RESEND of a newer round than the chunk's (handled by a new epoch)."""
-
-    def __init__(self, slot: int, round_: int) -> None:
-        super().__init__(slot, round_)
-        self.slot, self.round = slot, round_
 
 
 __all__ = ["Aggregator", "rounds_per_call"]

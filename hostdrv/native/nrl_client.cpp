@@ -136,7 +136,7 @@ size_t recv_into(int fd, uint8_t* buf, size_t cap, double timeout, bool gro, siz
 }
 
 // GRADIENT aux of round r of a call based at `base` (a multiple of rpc): the round minus the
-// lag in iterations (Aggregator._lag_aux)
+// lag in iterations (hostdrv.client.aggregator_loop.lag_aux)
 uint32_t lag_aux(uint32_t r, uint32_t base, bool has_version, uint32_t version, uint32_t rpc) {
     if (!has_version) return r;
     const uint32_t d = base - version * rpc;
