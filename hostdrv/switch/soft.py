@@ -454,22 +454,17 @@ class SoftSwitch:
         elif name.startswith("MEMBER_"):
             self._last_addr.pop(int(name.rsplit("_", 1)[1]), None)
 
-    @staticmethod
-    def _name(reg: str | int) -> str | None:
-        r = regmap.REGISTERS.get(reg) if isinstance(reg, str) else regmap.BY_ADDR.get(reg)
-        return r.name if r is not None else None
-
     def read(self, reg: str | int) -> int:
         """Read a register (by name or address): the model's, or the server's ``SRV_*``.
 
         Raises
         ------
-        ValueError
-            For an unknown name or address.
+        UnknownRegisterError
+            For an unknown name or address (a ``ValueError``).
         """
+        name = regmap.lookup(reg).name
         with self.lock:
-            name = self._name(reg)
-            return self.model.read(reg) if name is None else self._reg_read(name)
+            return self._reg_read(name)
 
     def write(self, reg: str | int, value: int) -> None:
         """Write a model register (by name or address), as the control channel does.
@@ -481,14 +476,12 @@ class SoftSwitch:
         Raises
         ------
         ValueError
-            For an unknown or read-only register or an illegal value; nothing changed.
+            For an unknown (:class:`~hostdrv.errors.UnknownRegisterError`) or read-only
+            register or an illegal value; nothing changed.
         """
+        name = regmap.lookup(reg).name
         with self.lock:
-            name = self._name(reg)
-            if name is None:
-                self.model.write(reg, value)  # raises: no such register
-            else:
-                self._reg_write(name, value)
+            self._reg_write(name, value)
 
     def counters(self) -> dict[str, int]:
         """Every counter of the model by name."""
@@ -565,13 +558,14 @@ class SoftSwitch:
             if hit is not None and hit[0] == key:
                 return hit[1]  # a retried request: answer again, do not execute twice
         status, text, out = ControlStatus.OK, "", 0
-        name = regmap.BY_ADDR[reg].name if reg in regmap.BY_ADDR else None
-        if name is None:
+        r = regmap.find(reg)
+        name = r.name if r is not None else ""
+        if r is None:
             status, text = ControlStatus.UNKNOWN_REGISTER, f"no register at address 0x{reg:03X}"
         elif op == CONTROL_READ:
             out = self._reg_read(name)
         elif op == CONTROL_WRITE:
-            if regmap.REGISTERS[name].access != "rw":
+            if r.access != "rw":
                 status, text = ControlStatus.READ_ONLY, f"register {name} is read-only"
             else:
                 try:
