@@ -224,3 +224,24 @@ def test_every_exception_is_a_netrl_error() -> None:
     assert issubclass(RegisterError, ValueError)
     assert issubclass(transport.SwitchTimeoutError, TimeoutError)
     assert issubclass(transport.TransportError, OSError)
+
+
+def test_the_soft_switch_names_stay_importable() -> None:
+    """``hostdrv.switch.soft`` is split (control channel, datagram path, child process);
+    every name it offered before the split is still importable from it, and
+    ``netfpga-softswitch`` / ``python -m hostdrv.switch.soft`` run its ``main``."""
+    import hostdrv.switch.soft as soft
+    from hostdrv.switch import soft_control, soft_loop, soft_process
+
+    for name in ("Arrival", "DEFAULT_ENGINE", "ENGINES", "SO_RXQ_OVFL", "SoftSwitch",
+                 "SoftSwitchProcess", "build_parser", "default_engine", "main", "make_model",
+                 "_is_loopback"):
+        assert hasattr(soft, name), name
+    assert soft.Arrival is soft_loop.Arrival
+    assert soft.SoftSwitchProcess is soft_process.SoftSwitchProcess
+    assert issubclass(soft.SoftSwitch, soft_control.ControlServer)
+    assert issubclass(soft.SoftSwitch, soft_loop.DatagramLoop)
+    assert soft.SoftSwitchProcess.module == "hostdrv.switch.soft"
+    r = subprocess.run([sys.executable, "-m", "hostdrv.switch.soft", "--help"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0 and "netfpga-softswitch" in r.stdout, r.stderr
