@@ -427,6 +427,38 @@ class RegisterFile:
 '''.splitlines()[1:] + [""]
 
 
+def describe_rule(legal: dict[str, Any]) -> str:
+    """A ``legal:`` rule in words (docs/registers.md)."""
+    parts = []
+    if "bits" in legal:
+        bits = [str(i) for i in range(32) if legal["bits"] >> i & 1]
+        parts.append("only bits " + ", ".join(bits[:-1]) + " and " + bits[-1] + " set")
+    if "max" in legal:
+        parts.append(f"at most {legal['max']}")
+    m = legal.get("multiple")
+    if "range" in legal:
+        low, high = legal["range"]
+        parts.append((f"a multiple of {m} in " if m else "") + f"{low} .. `{high}`")
+    elif m:
+        parts.append(f"a multiple of 0x{m:X}")
+    if "at_least" in legal:
+        parts.append(f"at least `{legal['at_least']}`")
+    if legal.get("one_hot"):
+        parts.append("0 or one-hot")
+    return "; ".join(parts) or "(width only)"
+
+
+def describe_read_back(r: dict[str, Any]) -> str:
+    """What a register reads after a taken write, in words (docs/registers.md)."""
+    clear = r.get("self_clear", 0)
+    if not clear:
+        return "the value written"
+    if clear == (1 << r.get("width", 32)) - 1:
+        return "0 (self-clearing)"
+    bits = ", ".join(str(i) for i in range(32) if clear >> i & 1)
+    return f"the value written, bit {bits} cleared (self-clearing)"
+
+
 def render_md(spec: dict[str, Any]) -> str:
     out = [
         "# Register map",
@@ -441,7 +473,7 @@ def render_md(spec: dict[str, Any]) -> str:
         "outside the range its description gives) is refused and changes nothing",
         "(no slot is invalidated, no counter cleared): the soft and sim switches",
         "answer status 3 (out of range) on the control channel, naming the rule,",
-        "`SwitchControl.write` raises `RegisterAccessError`, and the RTL answers",
+        "`SwitchControl.write` raises `RegisterError` (`RegisterAccessError`), and the RTL answers",
         "AXI4-Lite `SLVERR`. A write whose strobes cover only some bytes is judged",
         "on the value it would leave. Ranges that depend on another register",
         "(`AGG_THRESHOLD` <= `AGG_MEMBERS`) are checked against that register's",
@@ -449,7 +481,24 @@ def render_md(spec: dict[str, Any]) -> str:
         "`AGG_THRESHOLD` first when the members shrink below it",
         "(`SwitchControl.configure_aggregation` does).",
         "",
+        "## Write rules",
+        "",
+        "`legal:` and `self_clear:` in `hw/regs.yaml`; `hostdrv.wire.regmap` carries them",
+        "(`WRITE_RULES`, `SELF_CLEARING`, `refusal`, `read_back`, `RegisterFile`), the reference",
+        "model judges every write by them, and the board and serial transports predict what",
+        "a register reads back after a write from them. Beyond its width, a write to these",
+        "registers is refused unless:",
+        "",
+        "| register | refused unless | reads back after a taken write |",
+        "|---|---|---|",
     ]
+    for block in spec["blocks"]:
+        for r in block["registers"]:
+            if r.get("legal") or r.get("self_clear"):
+                name = r["name"] + ("[i]" if block.get("array") else "")
+                out.append(f"| `{name}` | {describe_rule(r.get('legal') or {})} | "
+                           f"{describe_read_back(r)} |")
+    out.append("")
     for block in spec["blocks"]:
         out.append(f"## {block['name']}")
         out.append("")
