@@ -439,7 +439,7 @@ class SwitchModel:
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
             raise ValueError(f"register {name}: value {value!r} is not an integer")
         value = int(value)
-        why = self._illegal(name, r.width, value)
+        why = self._illegal(name, value)
         if why:
             raise ValueError(f"register {name}: value {value:#x} out of range: {why}")
         if name == "CTRL":
@@ -463,10 +463,10 @@ class SwitchModel:
                     c.valid = False
         self._regs[name] = regmap.read_back(r, value)  # self-clearing bits read 0
 
-    def _illegal(self, name: str, width: int, value: int) -> str:
-        """Why ``value`` is not legal for rw register ``name`` ('' when it is): the
-        register map's write rule (``legal:`` in ``hw/regs.yaml``), judged on the
-        registers' values now."""
+    def _illegal(self, name: str, value: int) -> str:
+        """Why ``value`` is not legal for rw register ``name`` ('' when it is): its width
+        and the register map's write rule (``legal:`` in ``hw/regs.yaml``), judged on
+        the registers' values now."""
         return regmap.refusal(name, value, self._value)
 
     def _value(self, name: str) -> int:
