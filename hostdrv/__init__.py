@@ -21,9 +21,18 @@ if TYPE_CHECKING:
         ROLE_LEARNER,
         ROLE_WORKER,
         IdentityError,
-        RegisterError,
         SwitchControl,
         SwitchIdentity,
+    )
+    from hostdrv.client.errors import (
+        AllreduceDesyncError,
+        AllreduceError,
+        AllreduceTimeoutError,
+        RateLimitTimeoutError,
+        ReplayEmptyError,
+        ReplayTimeoutError,
+        StepMismatchError,
+        TensorMismatchError,
     )
     from hostdrv.client.replay import ReplayClient
     from hostdrv.client.transport import (
@@ -37,16 +46,7 @@ if TYPE_CHECKING:
         open_datagram,
         open_registers,
     )
-    from hostdrv.errors import (
-        AllreduceDesyncError,
-        AllreduceError,
-        AllreduceTimeoutError,
-        RateLimitTimeoutError,
-        ReplayEmptyError,
-        ReplayTimeoutError,
-        StepMismatchError,
-        TensorMismatchError,
-    )
+    from hostdrv.errors import NetrlError, RegisterError
     from hostdrv.switch.reference import Egress, SwitchModel
     from hostdrv.switch.soft import SoftSwitch, SoftSwitchProcess
     from hostdrv.wire.protocol import (
@@ -73,8 +73,7 @@ if TYPE_CHECKING:
 _WHERE: dict[str, str] = {
     "Aggregator": "hostdrv.client.aggregator",
     **dict.fromkeys(("ROLE_ACTOR", "ROLE_LEARNER", "ROLE_WORKER", "IdentityError",
-                     "RegisterError", "SwitchControl", "SwitchIdentity"),
-                    "hostdrv.client.control"),
+                     "SwitchControl", "SwitchIdentity"), "hostdrv.client.control"),
     "ReplayClient": "hostdrv.client.replay",
     # TransportError is defined in hostdrv.wire.net; transport re-exports it
     **dict.fromkeys(("BACKENDS", "Backend", "DatagramTransport", "RegisterAccessError",
@@ -82,7 +81,9 @@ _WHERE: dict[str, str] = {
                      "open_datagram", "open_registers"), "hostdrv.client.transport"),
     **dict.fromkeys(("AllreduceDesyncError", "AllreduceError", "AllreduceTimeoutError",
                      "RateLimitTimeoutError", "ReplayEmptyError", "ReplayTimeoutError",
-                     "StepMismatchError", "TensorMismatchError"), "hostdrv.errors"),
+                     "StepMismatchError", "TensorMismatchError"), "hostdrv.client.errors"),
+    # every error derives from NetrlError; RegisterAccessError is RegisterError's other name
+    **dict.fromkeys(("NetrlError", "RegisterError"), "hostdrv.errors"),
     **dict.fromkeys(("Egress", "SwitchModel"), "hostdrv.switch.reference"),
     **dict.fromkeys(("SoftSwitch", "SoftSwitchProcess"), "hostdrv.switch.soft"),
     **dict.fromkeys(("Flags", "Frame", "Message", "Opcode", "ProtocolError", "build_frame",
@@ -126,6 +127,7 @@ __all__ = [
     "Frame",
     "IdentityError",
     "Message",
+    "NetrlError",
     "Opcode",
     "ProtocolError",
     "RegisterAccessError",

@@ -15,6 +15,8 @@ import importlib
 import importlib.util
 from types import ModuleType
 
+from hostdrv.errors import NetrlError
+
 PACKAGE = "netfpga-rl"
 
 EXTRAS: dict[str, str] = {
@@ -28,7 +30,7 @@ EXTRAS: dict[str, str] = {
 """Every extra of the package and what it is for."""
 
 
-class MissingExtraError(ImportError):
+class MissingExtraError(NetrlError, ImportError):
     """An optional dependency is not installed; the message names the extra to install.
 
     Attributes

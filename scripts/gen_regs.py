@@ -49,6 +49,31 @@ def counter_window(regs: list[dict[str, Any]]) -> int:
     return base
 
 
+RULE_KEYS = ("bits", "max", "range", "multiple", "at_least", "one_hot")
+"""The ``legal:`` keys of hw/regs.yaml (its header says what each means)."""
+
+
+def check_write_rule(r: dict[str, Any]) -> None:
+    """Refuse a malformed ``legal:`` / ``self_clear:`` on register ``r``."""
+    legal = r.get("legal")
+    if (legal is not None or "self_clear" in r) and r["access"] != "rw":
+        raise ValueError(f"register {r['name']}: write rules are for rw registers only")
+    top = (1 << r["width"]) - 1
+    if not 0 <= r.get("self_clear", 0) <= top:
+        raise ValueError(f"register {r['name']}: self_clear wider than the register")
+    if legal is None:
+        return
+    bad = set(legal) - set(RULE_KEYS)
+    if bad:
+        raise ValueError(f"register {r['name']}: unknown legal keys {sorted(bad)}")
+    rng = legal.get("range")
+    if rng is not None and not (len(rng) == 2 and isinstance(rng[0], int) and isinstance(rng[1], str)):
+        raise ValueError(f"register {r['name']}: range is [low, REGISTER]")
+    for key in ("bits", "max", "multiple"):
+        if key in legal and not 0 < legal[key] <= top:
+            raise ValueError(f"register {r['name']}: legal {key} must be 1 .. {top:#x}")
+
+
 def load(path: Path = SOURCE) -> dict[str, Any]:
     """Load and validate the YAML register map; expand arrays into flat registers."""
     spec = yaml.safe_load(path.read_text())
@@ -88,7 +113,15 @@ def load(path: Path = SOURCE) -> dict[str, Any]:
             raise ValueError(f"counter {r['name']}: engine must be one of {ENGINES}")
         if not rtl_counter and "engine" in r:
             raise ValueError(f"register {r['name']}: engine is for the RTL counters only")
+        check_write_rule(r)
         seen[a] = r["name"]
+    names = {r["name"] for r in regs}
+    for r in regs:
+        for key in ("range", "at_least"):
+            ref = r.get("legal", {}).get(key)
+            ref = ref[1] if key == "range" and ref else ref
+            if ref is not None and ref not in names:
+                raise ValueError(f"register {r['name']}: legal {key} names no register {ref!r}")
     spec["flat"] = regs
     spec["counter_window"] = counter_window(regs)
     spec["arrays"] = arrays
@@ -144,7 +177,10 @@ def render_py(spec: dict[str, Any]) -> str:
         "",
         "from __future__ import annotations",
         "",
+        "from collections.abc import Callable",
         "from dataclasses import dataclass",
+        "",
+        "from hostdrv.errors import UnknownRegisterError",
         "",
         "",
         "@dataclass(frozen=True)",
@@ -205,7 +241,222 @@ def render_py(spec: dict[str, Any]) -> str:
     out.append('        raise ValueError(f"member index {index} out of range 0..{MEMBER_COUNT - 1}")')
     out.append('    return f"{field}_{index}"')
     out.append("")
+    out.append("")
+    out += RULES_PY_HEAD
+    out.append("SELF_CLEARING: dict[str, int] = {")
+    for r in spec["flat"]:
+        if r.get("self_clear"):
+            out.append(f"    {r['name']!r}: 0x{r['self_clear']:X},")
+    out.append("}")
+    out.append('"""rw register -> its self-clearing bits: they act when written 1, and read 0."""')
+    out.append("")
+    out.append("WRITE_RULES: dict[str, WriteRule] = {")
+    for r in spec["flat"]:
+        legal = r.get("legal")
+        if not legal:
+            continue
+        args = []
+        for key in ("bits", "max", "multiple"):
+            if key in legal:
+                args.append(f"{key}=0x{legal[key]:X}" if key == "bits" else f"{key}={legal[key]:#x}"
+                            if legal[key] > 0xFFFF else f"{key}={legal[key]}")
+        if "range" in legal:
+            args.append(f"low={legal['range'][0]}, high={legal['range'][1]!r}")
+        if "at_least" in legal:
+            args.append(f"at_least={legal['at_least']!r}")
+        if legal.get("one_hot"):
+            args.append("one_hot=True")
+        out.append(f"    {r['name']!r}: WriteRule({', '.join(args)}),")
+    out.append("}")
+    out.append('"""rw register -> the rule a value written to it must keep (beyond its width)."""')
+    out.append("")
+    out += RULES_PY_TAIL
     return "\n".join(out)
+
+
+RULES_PY_HEAD = '''
+# -- lookup ---------------------------------------------------------------------------
+
+
+def find(reg: str | int) -> Register | None:
+    """The register named ``reg`` (``"AGG_SLOTS"``, ``"MEMBER_IP_3"``) or at byte address
+    ``reg``; ``None`` when there is none."""
+    if isinstance(reg, str):
+        return REGISTERS.get(reg)
+    if isinstance(reg, bool):
+        return None
+    try:
+        return BY_ADDR.get(reg.__index__())  # int, numpy integer
+    except (AttributeError, TypeError):
+        return None
+
+
+def lookup(reg: str | int) -> Register:
+    """The register named ``reg`` or at byte address ``reg``, member table entries included.
+
+    Raises
+    ------
+    UnknownRegisterError
+        No such register (a :class:`~hostdrv.errors.RegisterError`, a ``ValueError``).
+    """
+    r = find(reg)
+    if r is None:
+        raise UnknownRegisterError(reg)
+    return r
+
+
+def label(addr: int) -> str:
+    """The name of the register at ``addr``, or the address in hex when it has none."""
+    r = find(addr)
+    return r.name if r is not None else f"0x{addr:03X}"
+
+
+# -- write rules (hw/regs.yaml `legal:` and `self_clear:`) --------------------------
+
+
+@dataclass(frozen=True)
+class WriteRule:
+    """What a rw register takes beyond its width (``legal:`` in hw/regs.yaml).
+
+    ``high`` and ``at_least`` name registers whose value at the time of the write
+    bounds this one.
+    """
+
+    bits: int | None = None
+    """Only these bits are defined."""
+    max: int | None = None
+    """At most this."""
+    multiple: int | None = None
+    """A multiple of this."""
+    low: int = 0
+    """With ``high``: at least this."""
+    high: str | None = None
+    """At most this register's value."""
+    at_least: str | None = None
+    """Not below this register's value."""
+    one_hot: bool = False
+    """0 or one bit set (one SUME port)."""
+
+'''.splitlines()
+
+RULES_PY_TAIL = '''
+def _bit_list(mask: int) -> str:
+    bits = [str(i) for i in range(32) if mask >> i & 1]
+    return ", ".join(bits[:-1]) + " and " + bits[-1] if len(bits) > 1 else bits[0]
+
+
+def refusal(reg: str | int | Register, value: int, current: Callable[[str], int]) -> str:
+    """Why a switch refuses to write ``value`` to rw register ``reg``; ``""`` when it takes it.
+
+    Parameters
+    ----------
+    reg:
+        The register (name, address or :class:`Register`).
+    value:
+        The value written (an ``int``).
+    current:
+        The value another register holds now (``AGG_THRESHOLD`` is bounded by
+        ``AGG_MEMBERS``, ``AGG_SLOTS`` by ``AGG_MAX_SLOTS``, ...).
+
+    Raises
+    ------
+    UnknownRegisterError
+        No such register.
+    """
+    r = reg if isinstance(reg, Register) else lookup(reg)
+    if not 0 <= value < 1 << r.width:
+        return f"must be an unsigned {r.width}-bit value"
+    rule = WRITE_RULES.get(r.name)
+    if rule is None:
+        return ""
+    if rule.bits is not None and value & ~rule.bits:
+        return f"only bits {_bit_list(rule.bits)} are defined"
+    if rule.max is not None and value > rule.max:
+        return f"at most {rule.max}"
+    m = rule.multiple
+    if rule.high is not None:
+        high = current(rule.high)
+        if not rule.low <= value <= high or (m and value % m):
+            where = f"{rule.low} .. {rule.high} ({high})"
+            return f"must be a multiple of {m} in {where}" if m else f"must be {where}"
+    elif m and value % m:
+        k = m.bit_length() - 1
+        return f"must be a multiple of 2^{k} ({m:#x})" if m == 1 << k else f"must be a multiple of {m}"
+    if rule.at_least is not None and value < current(rule.at_least):
+        low = current(rule.at_least)
+        return f"below {rule.at_least} ({low}): lower {rule.at_least} first"
+    if rule.one_hot and value & (value - 1):
+        return "must be 0 or one-hot (one SUME port)"
+    return ""
+
+
+def read_back(reg: str | int | Register, value: int) -> int:
+    """What rw register ``reg`` reads after it took ``value``: the value without its
+    self-clearing bits (``CTRL`` bit 31, ``RPL_RESET``)."""
+    r = reg if isinstance(reg, Register) else lookup(reg)
+    return value & ~SELF_CLEARING.get(r.name, 0)
+
+
+class RegisterFile:
+    """The values a switch's registers hold after the writes made through this object,
+    by the write rules alone (no frames, no counters): what a register transport expects
+    to read back after a write.
+
+    Starts from the reset values (the build parameters at their defaults). ``read`` of a
+    register that is neither rw nor a parameter gives its reset value.
+    """
+
+    def __init__(self) -> None:
+        self._values = {r.name: r.reset for r in REGISTERS.values()
+                        if r.access == "rw" or r.param}
+
+    def read(self, reg: str | int) -> int:
+        """The value ``reg`` holds."""
+        r = lookup(reg)
+        return self._values.get(r.name, r.reset)
+
+    def write(self, reg: str | int, value: int) -> int | None:
+        """Write ``value``: what ``reg`` reads afterwards, or ``None`` when the switch
+        refuses the write (read-only register, or a value its rule refuses: the register
+        keeps its old value)."""
+        r = lookup(reg)
+        if r.access != "rw" or refusal(r, value, self.read):
+            return None
+        self._values[r.name] = read_back(r, value)
+        return self._values[r.name]
+'''.splitlines()[1:] + [""]
+
+
+def describe_rule(legal: dict[str, Any]) -> str:
+    """A ``legal:`` rule in words (docs/registers.md)."""
+    parts = []
+    if "bits" in legal:
+        bits = [str(i) for i in range(32) if legal["bits"] >> i & 1]
+        parts.append("only bits " + ", ".join(bits[:-1]) + " and " + bits[-1] + " set")
+    if "max" in legal:
+        parts.append(f"at most {legal['max']}")
+    m = legal.get("multiple")
+    if "range" in legal:
+        low, high = legal["range"]
+        parts.append((f"a multiple of {m} in " if m else "") + f"{low} .. `{high}`")
+    elif m:
+        parts.append(f"a multiple of 0x{m:X}")
+    if "at_least" in legal:
+        parts.append(f"at least `{legal['at_least']}`")
+    if legal.get("one_hot"):
+        parts.append("0 or one-hot")
+    return "; ".join(parts) or "(width only)"
+
+
+def describe_read_back(r: dict[str, Any]) -> str:
+    """What a register reads after a taken write, in words (docs/registers.md)."""
+    clear = r.get("self_clear", 0)
+    if not clear:
+        return "the value written"
+    if clear == (1 << r.get("width", 32)) - 1:
+        return "0 (self-clearing)"
+    bits = ", ".join(str(i) for i in range(32) if clear >> i & 1)
+    return f"the value written, bit {bits} cleared (self-clearing)"
 
 
 def render_md(spec: dict[str, Any]) -> str:
@@ -222,7 +473,7 @@ def render_md(spec: dict[str, Any]) -> str:
         "outside the range its description gives) is refused and changes nothing",
         "(no slot is invalidated, no counter cleared): the soft and sim switches",
         "answer status 3 (out of range) on the control channel, naming the rule,",
-        "`SwitchControl.write` raises `RegisterAccessError`, and the RTL answers",
+        "`SwitchControl.write` raises `RegisterError` (`RegisterAccessError`), and the RTL answers",
         "AXI4-Lite `SLVERR`. A write whose strobes cover only some bytes is judged",
         "on the value it would leave. Ranges that depend on another register",
         "(`AGG_THRESHOLD` <= `AGG_MEMBERS`) are checked against that register's",
@@ -230,7 +481,24 @@ def render_md(spec: dict[str, Any]) -> str:
         "`AGG_THRESHOLD` first when the members shrink below it",
         "(`SwitchControl.configure_aggregation` does).",
         "",
+        "## Write rules",
+        "",
+        "`legal:` and `self_clear:` in `hw/regs.yaml`; `hostdrv.wire.regmap` carries them",
+        "(`WRITE_RULES`, `SELF_CLEARING`, `refusal`, `read_back`, `RegisterFile`), the reference",
+        "model judges every write by them, and the board and serial transports predict what",
+        "a register reads back after a write from them. Beyond its width, a write to these",
+        "registers is refused unless:",
+        "",
+        "| register | refused unless | reads back after a taken write |",
+        "|---|---|---|",
     ]
+    for block in spec["blocks"]:
+        for r in block["registers"]:
+            if r.get("legal") or r.get("self_clear"):
+                name = r["name"] + ("[i]" if block.get("array") else "")
+                out.append(f"| `{name}` | {describe_rule(r.get('legal') or {})} | "
+                           f"{describe_read_back(r)} |")
+    out.append("")
     for block in spec["blocks"]:
         out.append(f"## {block['name']}")
         out.append("")

@@ -4,7 +4,7 @@ Run as ``python -m tests.faultutil URL WORKER OUT [options]``. The worker
 all-reduces calls ``--start`` … ``--stop − 1``; call ``c`` reduces
 ``make_input(seed, worker, c)`` (int32 or fp32) as step id ``c`` (the
 :class:`~hostdrv.Aggregator` starts at ``step=--start``). A call that fails
-(:class:`~hostdrv.errors.AllreduceError` or a timeout) is retried with the
+(:class:`~hostdrv.client.errors.AllreduceError` or a timeout) is retried with the
 same input and step id (the default: a failed call does not advance
 ``Aggregator.step``), as a training loop that repeats its step would, up to
 ``--attempts`` times. With ``--die-at K`` the worker sends only the first
@@ -38,7 +38,7 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
         pace: float, stop_file: Path | None = None) -> None:
     """Body of one worker (see the module docstring)."""
     from hostdrv import Aggregator, AllreduceTimeoutError
-    from hostdrv.errors import AllreduceError
+    from hostdrv.client.errors import AllreduceError
 
     agg = Aggregator(url, worker=worker, timeout=timeout, retries=retries,
                      max_backoff=max(timeout, 0.1), step=start)

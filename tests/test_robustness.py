@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from hostdrv import Aggregator, AllreduceTimeoutError, SwitchControl
-from hostdrv.errors import StepMismatchError, TensorMismatchError
+from hostdrv.client.errors import StepMismatchError, TensorMismatchError
 from hostdrv.wire.protocol import result_order
 from tests.netutil import ordered_sum, switch_of_kind
 from tests.toolcheck import require_module

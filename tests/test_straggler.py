@@ -41,7 +41,7 @@ import pytest
 from engines import ENGINES
 
 from hostdrv import Aggregator, AllreduceTimeoutError, SoftSwitch, SwitchControl
-from hostdrv.errors import AllreduceError
+from hostdrv.client.errors import AllreduceError
 from hostdrv.wire.protocol import result_order
 from tests.netutil import make_input, ordered_sum
 

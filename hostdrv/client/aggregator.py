@@ -35,14 +35,14 @@ from hostdrv.client.aggregator_loop import (
 )
 from hostdrv.client.control import ROLE_WORKER, SwitchControl
 from hostdrv.client.endpoint import Endpoint
-from hostdrv.client.transport import Backend, SwitchTimeoutError
-from hostdrv.errors import (
+from hostdrv.client.errors import (
     WHY_NO_RESULT,
     AllreduceDesyncError,
     AllreduceTimeoutError,
     StepMismatchError,
     TensorMismatchError,
 )
+from hostdrv.client.transport import Backend, SwitchTimeoutError
 from hostdrv.wire.consts import EPOCH_ROUNDS
 from hostdrv.wire.protocol import (
     AUX_COUNT_MASK,

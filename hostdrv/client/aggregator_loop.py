@@ -14,8 +14,8 @@ from typing import NoReturn, Protocol
 
 import numpy as np
 
+from hostdrv.client.errors import AllreduceTimeoutError, StepMismatchError, TensorMismatchError
 from hostdrv.client.transport import DatagramTransport
-from hostdrv.errors import AllreduceTimeoutError, StepMismatchError, TensorMismatchError
 from hostdrv.wire.consts import EPOCH_ROUNDS
 from hostdrv.wire.protocol import HEADER, HEADER_LEN, VERSION, Flags, Opcode
 
@@ -117,7 +117,7 @@ class CallLoop:
     deadline and :meth:`receive` them, :meth:`retransmit` what is due. The counters of the
     call (:attr:`stale`, :attr:`resent`, :attr:`retrans`, :attr:`jumps`, :attr:`missing`)
     become the owner's statistics; on a timeout the owner's last-call results are set
-    before :class:`~hostdrv.errors.AllreduceTimeoutError` is raised.
+    before :class:`~hostdrv.client.errors.AllreduceTimeoutError` is raised.
     """
 
     # fixed attributes: read faster than an instance dict's (each method binds what it uses to

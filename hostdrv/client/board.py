@@ -58,12 +58,11 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from hostdrv.client.transport import (
     DatagramTransport,
-    RegisterAccessError,
     RegisterTransport,
     SwitchTimeoutError,
     UdpDatagramTransport,
 )
-from hostdrv.switch.reference import SwitchModel
+from hostdrv.errors import RegisterError
 from hostdrv.wire import regmap
 from hostdrv.wire.control import ControlStatus
 from hostdrv.wire.net import TransportError, ip_to_int, parse_hostport, tune_socket
@@ -149,10 +148,6 @@ def parse_mac(text: str) -> bytes:
 # registers through rwaxi
 
 
-def _register_names() -> dict[int, str]:
-    return {reg.addr: name for name, reg in regmap.REGISTERS.items()}
-
-
 class RwaxiRegisterTransport(RegisterTransport):
     """Register access with NetFPGA SUME's ``rwaxi`` tool (one process per access).
 
@@ -196,11 +191,11 @@ class RwaxiRegisterTransport(RegisterTransport):
         self.base = base
         self.interface = interface
         self.call_timeout = call_timeout
-        self._names = _register_names()
-        self._model: SwitchModel | None = None
+        self._regs = regmap.RegisterFile()  # what a register reads back after a write
 
-    def _field(self, addr: int) -> str:
-        return self._names.get(addr, f"0x{addr:03X}")
+    @staticmethod
+    def _field(addr: int) -> str:
+        return regmap.label(addr)
 
     def _run(self, addr: int, value: int | None) -> int:
         absolute = (self.base + addr) & 0xFFFFFFFF
@@ -224,13 +219,14 @@ class RwaxiRegisterTransport(RegisterTransport):
         m = pattern.search(proc.stdout)
         if proc.returncode != 0 or m is None:
             detail = (proc.stderr.strip() or proc.stdout.strip() or "no output")
-            raise RegisterAccessError(field, value, ControlStatus.INTERNAL,
-                                      f"{' '.join(argv)} exited with {proc.returncode}: "
-                                      f"{detail}")
+            raise RegisterError(field, value,
+                                f"{' '.join(argv)} exited with {proc.returncode}: {detail}",
+                                ControlStatus.INTERNAL)
         echoed = int(m.group(1), 16)
         if echoed != absolute:
-            raise RegisterAccessError(field, value, ControlStatus.INTERNAL,
-                                      f"{' '.join(argv)} answered for address 0x{echoed:08x}")
+            raise RegisterError(field, value,
+                                f"{' '.join(argv)} answered for address 0x{echoed:08x}",
+                                ControlStatus.INTERNAL)
         return int(m.group(2), 16) & 0xFFFFFFFF
 
     def read(self, addr: int) -> int:
@@ -249,9 +245,9 @@ class RwaxiRegisterTransport(RegisterTransport):
           ``lib/sw/std/apps/sume_riffa_v1_0_0/`` issues ``sume_riffa``'s write
           ioctl (``SIOCDEVPRIVATE+1``) and echoes the value it sent;
         * for a read-write register of the map, a read back (``rwaxi -a``)
-          must give the value written or what the reference model
-          (:class:`hostdrv.switch.reference.SwitchModel`) reads after that write
-          (``CTRL`` bit 31 and ``RPL_RESET`` self-clear). A value the switch
+          must give the value written or what the register map's write rules
+          say it reads after that write (:class:`hostdrv.wire.regmap.RegisterFile`:
+          ``CTRL`` bit 31 and ``RPL_RESET`` self-clear). A value the switch
           refuses (out of range, ``docs/registers.md``) keeps the old value
           and fails this check.
         """
@@ -259,42 +255,30 @@ class RwaxiRegisterTransport(RegisterTransport):
         field = self._field(addr)
         echoed = self._run(addr, value)
         if echoed != value:
-            raise RegisterAccessError(
-                field, value, ControlStatus.INTERNAL,
+            raise RegisterError(
+                field, value,
                 f"{self.tool} -a 0x{(self.base + addr) & 0xFFFFFFFF:08x} -w 0x{value:08x} printed "
                 f"WROTE ... = 0x{echoed:08x}, not the value written: this rwaxi issues the read "
                 "ioctl for -w and wrote nothing (the copies in NetFPGA-SUME-live "
                 "projects/*/sw/host/apps/rwaxi.c do); build lib/sw/std/apps/sume_riffa_v1_0_0/"
-                "rwaxi.c instead and pass rwaxi=/path/to/it (docs/board.md)")
-        reg = regmap.REGISTERS.get(field)
+                "rwaxi.c instead and pass rwaxi=/path/to/it (docs/board.md)",
+                ControlStatus.INTERNAL)
+        reg = regmap.find(addr)
         if reg is None or reg.access != "rw":
             return
         accepted = {value}
-        expected = self._model_readback(field, value)
+        expected = self._regs.write(reg.name, value)  # None: the rules refuse it
         if expected is not None:
             accepted.add(expected)
         got = self._run(addr, None)
         if got not in accepted:
             want = " or ".join(f"0x{v:08x}" for v in sorted(accepted))
-            raise RegisterAccessError(
-                field, value, ControlStatus.INTERNAL if expected is not None
-                else ControlStatus.ILLEGAL_VALUE,
+            raise RegisterError(
+                field, value,
                 f"wrote 0x{value:08x} with {self.tool}, read back 0x{got:08x} (expected {want}): "
                 "the write did not take effect"
-                + ("" if expected is not None else " (the reference model refuses this value too)"))
-
-    def _model_readback(self, name: str, value: int) -> int | None:
-        """What the reference model reads from ``name`` after writing ``value``.
-
-        ``None`` when the model refuses the value.
-        """
-        if self._model is None:
-            self._model = SwitchModel()
-        try:
-            self._model.write(name, value)
-        except ValueError:
-            return None
-        return self._model.read(name)
+                + ("" if expected is not None else " (the register map's rules refuse this value too)"),
+                ControlStatus.INTERNAL if expected is not None else ControlStatus.ILLEGAL_VALUE)
 
     def close(self) -> None:
         """Nothing to release (one process per access)."""

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from hostdrv.client.transport import (
     Backend,
-    RegisterAccessError,
+    RegisterAccessError,  # noqa: F401 - re-exported: the same class as RegisterError
     RegisterTransport,
     open_registers,
 )
+from hostdrv.errors import NetrlError, RegisterError
 from hostdrv.wire import consts as C
 from hostdrv.wire import regmap
 from hostdrv.wire.net import int_to_ip, ip_to_int, parse_hostport
@@ -42,24 +43,7 @@ _PORT_VALUES = frozenset([0] + [1 << i for i in range(8)])
 """Legal ``MEMBER_PORT`` values: 0 (entry unused) or one port bit."""
 
 
-class RegisterError(ValueError):
-    """A register access rejected on the host side.
-
-    Attributes
-    ----------
-    field:
-        The register (or configuration argument) name.
-    value:
-        The offending value.
-    """
-
-    def __init__(self, field: str, value: object, reason: str) -> None:
-        self.field = field
-        self.value = value
-        super().__init__(f"bad {field}={value!r}: {reason}")
-
-
-class IdentityError(RuntimeError):
+class IdentityError(NetrlError, RuntimeError):
     """The device at the URL is not a netfpga-rl switch of a compatible version.
 
     Attributes
@@ -143,11 +127,7 @@ class SwitchControl:
     # -- raw access ------------------------------------------------------------
     @staticmethod
     def _reg(name: str) -> regmap.Register:
-        try:
-            return regmap.REGISTERS[name]
-        except KeyError:
-            raise RegisterError("register", name, "no register of that name in the register "
-                                "map") from None
+        return regmap.lookup(name)  # UnknownRegisterError, a RegisterError
 
     def read(self, name: str) -> int:
         """Read register ``name`` (e.g. ``"AGG_SLOTS"``, ``"MEMBER_IP_3"``).
@@ -165,8 +145,10 @@ class SwitchControl:
         reg = self._reg(name)
         try:
             return self._t.read(reg.addr)
-        except RegisterAccessError as e:  # name the register, not its address
-            raise type(e)(name, None, e.status, e.text) from None
+        except RegisterError as e:  # name the register, not its address
+            if e.status is None:
+                raise
+            raise type(e)(name, None, e.text, e.status) from None
 
     def write(self, name: str, value: int) -> None:
         """Write register ``name``.
@@ -193,8 +175,10 @@ class SwitchControl:
             raise RegisterError(name, value, f"must be an unsigned {reg.width}-bit value")
         try:
             self._t.write(reg.addr, value)
-        except RegisterAccessError as e:  # name the register, not its address
-            raise type(e)(name, value, e.status, e.text) from None
+        except RegisterError as e:  # name the register, not its address
+            if e.status is None:
+                raise
+            raise type(e)(name, value, e.text, e.status) from None
 
     def close(self) -> None:
         """Release the transport."""

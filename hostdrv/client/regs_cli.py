@@ -32,11 +32,11 @@ from urllib.parse import urlsplit
 
 from hostdrv.client.control import IdentityError, RegisterError, SwitchControl
 from hostdrv.client.transport import (
-    RegisterAccessError,
     RegisterTransport,
     SwitchTimeoutError,
     open_registers,
 )
+from hostdrv.errors import UnknownRegisterError
 from hostdrv.wire import regmap
 from hostdrv.wire.net import TransportError
 
@@ -98,19 +98,19 @@ def resolve(register: str) -> tuple[str | None, int]:
     Raises
     ------
     RegisterError
-        An unknown name, or an address outside the 4 KB window or unaligned.
+        An unknown name (:class:`~hostdrv.errors.UnknownRegisterError`), or an
+        address outside the 4 KB window or unaligned.
     """
-    name = register.upper()
-    reg = regmap.REGISTERS.get(name)
-    if reg is not None:
-        return name, reg.addr
     if not register[:1].isdigit():
-        raise RegisterError("register", register, "no register of that name in the register map "
-                            "(docs/registers.md)")
+        try:
+            reg = regmap.lookup(register.upper())
+        except UnknownRegisterError:
+            raise UnknownRegisterError(register) from None  # as the user spelt it
+        return reg.name, reg.addr
     addr = parse_int(register, "register")
     if not 0 <= addr < 0x1000 or addr % 4:
         raise RegisterError("register", register, "addresses are 0x000..0xFFC, multiples of 4")
-    known = regmap.BY_ADDR.get(addr)
+    known = regmap.find(addr)
     return (known.name if known else None), addr
 
 
@@ -209,8 +209,7 @@ def run_regs(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _action(args, ctl, transport, out)
     except KeyboardInterrupt:
         return 0
-    except (RegisterError, RegisterAccessError, SwitchTimeoutError, IdentityError,
-            TransportError) as e:
+    except (RegisterError, SwitchTimeoutError, IdentityError, TransportError) as e:
         print(f"netrl regs: {e}", file=sys.stderr)
         return 1
     finally:

@@ -17,8 +17,8 @@ import numpy as np
 
 from hostdrv.client.control import ROLE_ACTOR, ROLE_LEARNER, SwitchControl
 from hostdrv.client.endpoint import Endpoint
+from hostdrv.client.errors import RateLimitTimeoutError, ReplayEmptyError, ReplayTimeoutError
 from hostdrv.client.transport import Backend, SwitchTimeoutError
-from hostdrv.errors import RateLimitTimeoutError, ReplayEmptyError, ReplayTimeoutError
 from hostdrv.wire import consts as C
 from hostdrv.wire.protocol import (
     BLOCK,
@@ -92,7 +92,7 @@ class ReplayClient(Endpoint):
         Seconds a PUSH or SAMPLE_REQ may keep being answered NOT_YET by the switch's rate
         limiter (protocol section 5, "Rate limiting": ``RPL_MIN_SIZE``, ``RPL_SPI``,
         ``RPL_SPI_ERROR``, or an empty memory) before the call raises
-        :class:`~hostdrv.errors.RateLimitTimeoutError` (:class:`ReplayEmptyError` when the
+        :class:`~hostdrv.client.errors.RateLimitTimeoutError` (:class:`ReplayEmptyError` when the
         memory stayed empty). Meanwhile the request is resent after a backoff of
         :data:`RATE_BACKOFF_MIN` doubling up to :data:`RATE_BACKOFF_MAX` seconds; a refused
         PUSH wrote nothing and is resent whole, so no record is lost.

@@ -31,11 +31,10 @@ from urllib.parse import parse_qsl, urlencode
 
 from hostdrv.client.transport import (
     DatagramTransport,
-    RegisterAccessError,
     RegisterTransport,
     SwitchTimeoutError,
 )
-from hostdrv.switch.reference import SwitchModel
+from hostdrv.errors import RegisterError
 from hostdrv.wire import regmap
 from hostdrv.wire.control import ControlStatus
 from hostdrv.wire.net import TransportError
@@ -121,10 +120,6 @@ class FirmwareIdentity:
         return f"{setup}, {LOL_STATUS.get(self.lol_status, f'LOL status {self.lol_status}')}"
 
 
-def _names() -> dict[int, str]:
-    return {reg.addr: name for name, reg in regmap.REGISTERS.items()}
-
-
 class SerialRegisterTransport(RegisterTransport):
     """Register access through the netfpga-rl firmware's UART line protocol.
 
@@ -164,8 +159,7 @@ class SerialRegisterTransport(RegisterTransport):
         self.retries = max(1, retries)
         self._tag = 0
         self._rx = bytearray()
-        self._names = _names()
-        self._model: SwitchModel | None = None  # read-back expectations, made on first write
+        self._regs = regmap.RegisterFile()  # what a register reads back after a write
         try:
             self._port = serial.serial_for_url(port, baudrate=baud, timeout=0,
                                                write_timeout=max(1.0, 10 * timeout))
@@ -196,8 +190,9 @@ class SerialRegisterTransport(RegisterTransport):
                                      f"failed: {e}") from e
             self._rx += chunk
 
-    def _field(self, addr: int) -> str:
-        return self._names.get(addr, f"0x{addr:03X}")
+    @staticmethod
+    def _field(addr: int) -> str:
+        return regmap.label(addr)
 
     def request(self, cmd: str, args: tuple[int, ...] = (), *, what: str = "",
                 field: str = "", value: int | None = None) -> list[str]:
@@ -257,8 +252,9 @@ class SerialRegisterTransport(RegisterTransport):
                     if fields[1] != tag:
                         continue  # the answer to an earlier, timed-out request
                     status = _STATUS_OF_CODE.get(fields[2], ControlStatus.INTERNAL)
-                    raise RegisterAccessError(field or what, value, status,
-                                              f"firmware: {' '.join(fields[2:])}")
+                    raise RegisterError(field or what, value,
+                                        f"firmware: {' '.join(fields[2:])}",
+                                        status)
                 if len(fields) >= 3 and fields[0] == "OK":
                     if fields[1] != tag or fields[2] != cmd:
                         continue
@@ -287,19 +283,22 @@ class SerialRegisterTransport(RegisterTransport):
     @staticmethod
     def _check_addr(addr: int) -> None:
         if not 0 <= addr < REG_WINDOW or addr % 4:
-            raise RegisterAccessError(f"0x{addr:X}", None, ControlStatus.UNKNOWN_REGISTER,
-                                      "address outside the 4 KB register window or not a "
-                                      "multiple of 4")
+            raise RegisterError(f"0x{addr:X}", None,
+                                "address outside the 4 KB register window or not a "
+                                "multiple of 4",
+                                ControlStatus.UNKNOWN_REGISTER)
 
     def _reply_value(self, fields: list[str], addr: int, what: str) -> int:
         try:
             raddr, rvalue = int(fields[0], 16), int(fields[1], 16)
         except (IndexError, ValueError):
-            raise RegisterAccessError(self._field(addr), None, ControlStatus.INTERNAL,
-                                      f"malformed reply to {what}: {fields!r}") from None
+            raise RegisterError(self._field(addr), None,
+                                f"malformed reply to {what}: {fields!r}",
+                                ControlStatus.INTERNAL) from None
         if raddr != addr:
-            raise RegisterAccessError(self._field(addr), None, ControlStatus.INTERNAL,
-                                      f"reply to {what} is for address 0x{raddr:03X}")
+            raise RegisterError(self._field(addr), None,
+                                f"reply to {what} is for address 0x{raddr:03X}",
+                                ControlStatus.INTERNAL)
         return rvalue
 
     def read(self, addr: int) -> int:
@@ -317,28 +316,29 @@ class SerialRegisterTransport(RegisterTransport):
             The firmware refused the request, or the register reads back
             something else than was written (status ``READ_ONLY`` for ``ro``
             and ``rc`` registers, ``ILLEGAL_VALUE`` otherwise). What the
-            reference model reads back after the same write is accepted too
-            (self-clearing ``CTRL`` bit 31 and ``RPL_RESET``): :func:`readback_ok`.
+            register map's write rules say it reads after the same write is
+            accepted too (self-clearing ``CTRL`` bit 31 and ``RPL_RESET``):
+            :func:`readback_ok`.
         """
         self._check_addr(addr)
         if not 0 <= value <= 0xFFFFFFFF:
-            raise RegisterAccessError(self._field(addr), value, ControlStatus.ILLEGAL_VALUE,
-                                      "not an unsigned 32-bit value")
+            raise RegisterError(self._field(addr), value,
+                                "not an unsigned 32-bit value",
+                                ControlStatus.ILLEGAL_VALUE)
         field = self._field(addr)
         what = f"write of register {field}"
         back = self._reply_value(self.request("W", (addr, value), what=what, field=field,
                                               value=value), addr, what)
-        if self._model is None:
-            self._model = SwitchModel()
-        if not readback_ok(addr, value, back, self._model):
-            reg = regmap.BY_ADDR.get(addr)
+        if not readback_ok(addr, value, back, self._regs):
+            reg = regmap.find(addr)
             if reg is not None and reg.access != "rw":
-                raise RegisterAccessError(field, value, ControlStatus.READ_ONLY,
-                                          f"register is {reg.access}; it still reads "
-                                          f"0x{back:08X}")
-            raise RegisterAccessError(field, value, ControlStatus.ILLEGAL_VALUE,
-                                      f"reads back 0x{back:08X} after the write: the register "
-                                      "file refused or truncated the value")
+                raise RegisterError(field, value,
+                                    f"register is {reg.access}; it still reads 0x{back:08X}",
+                                    ControlStatus.READ_ONLY)
+            raise RegisterError(field, value,
+                                f"reads back 0x{back:08X} after the write: the register "
+                                "file refused or truncated the value",
+                                ControlStatus.ILLEGAL_VALUE)
 
     def identity(self) -> FirmwareIdentity:
         """The firmware's identity reply (one request).
@@ -354,13 +354,15 @@ class SerialRegisterTransport(RegisterTransport):
         except ValueError:
             values = []
         if len(values) < 5 or len(values) != {1: 5, 2: 6}.get(values[3], len(values)):
-            raise RegisterAccessError("identity", None, ControlStatus.INTERNAL,
-                                      f"malformed identity reply {fields!r}")
+            raise RegisterError("identity", None,
+                                f"malformed identity reply {fields!r}",
+                                ControlStatus.INTERNAL)
         magic, version, build, fw, clk = values[:5]
         if fw not in (1, FIRMWARE_PROTOCOL):
-            raise RegisterAccessError("identity", None, ControlStatus.INTERNAL,
-                                      f"firmware speaks line protocol {fw}, this driver "
-                                      f"{FIRMWARE_PROTOCOL}: rebuild app.elf or update netfpga-rl")
+            raise RegisterError("identity", None,
+                                f"firmware speaks line protocol {fw}, this driver "
+                                f"{FIRMWARE_PROTOCOL}: rebuild app.elf or update netfpga-rl",
+                                ControlStatus.INTERNAL)
         return FirmwareIdentity(magic, version, build, fw, clk, values[5] if fw >= 2 else None)
 
     def counters(self) -> dict[str, int]:
@@ -376,38 +378,37 @@ class SerialRegisterTransport(RegisterTransport):
         try:
             values = [int(f, 16) for f in fields]
         except ValueError:
-            raise RegisterAccessError("counters", None, ControlStatus.INTERNAL,
-                                      f"malformed counter dump {fields!r}") from None
+            raise RegisterError("counters", None,
+                                f"malformed counter dump {fields!r}",
+                                ControlStatus.INTERNAL) from None
         names = regmap.COUNTERS
         if not values or values[0] != len(values) - 1 or values[0] != len(names):
-            raise RegisterAccessError("counters", None, ControlStatus.INTERNAL,
-                                      f"the firmware dumps {values[0] if values else 0} counters, "
-                                      f"the register map has {len(names)}: rebuild app.elf "
-                                      "from this checkout")
+            raise RegisterError("counters", None,
+                                f"the firmware dumps {values[0] if values else 0} counters, "
+                                f"the register map has {len(names)}: rebuild app.elf "
+                                "from this checkout",
+                                ControlStatus.INTERNAL)
         return dict(zip(names, values[1:], strict=True))
 
     def close(self) -> None:
         self._port.close()
 
 
-def readback_ok(addr: int, written: int, back: int, model: SwitchModel | None = None) -> bool:
+def readback_ok(addr: int, written: int, back: int,
+                regs: regmap.RegisterFile | None = None) -> bool:
     """Whether ``back``, read after writing ``written`` at ``addr``, shows the write took.
 
-    Accepted: the value written, or what the reference model
-    (:class:`hostdrv.switch.reference.SwitchModel`, ``model`` or a fresh one) reads after
-    the same write (``CTRL`` bit 31 and ``RPL_RESET`` clear themselves).
+    Accepted: the value written, or what the register map's write rules say the
+    register reads after the same write (:class:`hostdrv.wire.regmap.RegisterFile`,
+    ``regs`` or a fresh one: ``CTRL`` bit 31 and ``RPL_RESET`` clear themselves).
     """
     if back == written:
         return True
-    reg = regmap.BY_ADDR.get(addr)
+    reg = regmap.find(addr)
     if reg is None or reg.access != "rw":
         return False
-    m = model if model is not None else SwitchModel()
-    try:
-        m.write(reg.name, written)
-    except ValueError:
-        return False  # the model refuses the value too
-    return back == m.read(reg.name)
+    expected = (regs if regs is not None else regmap.RegisterFile()).write(reg.name, written)
+    return expected is not None and back == expected  # None: the rules refuse it too
 
 
 # ---------------------------------------------------------------------------

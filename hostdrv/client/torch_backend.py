@@ -84,6 +84,7 @@ from typing import Any
 
 import numpy as np
 
+from hostdrv.errors import NetrlError
 from hostdrv.extras import EXTRAS, MissingExtraError
 
 try:
@@ -126,7 +127,7 @@ _MAX_BACKOFF = 1.0
 _HALF = 1 << 16
 
 
-class NetrlUnsupportedError(TypeError):
+class NetrlUnsupportedError(NetrlError, TypeError):
     """``NETRL_STRICT=1``: an all-reduce the switch cannot sum (op, dtype, device, group)."""
 
 

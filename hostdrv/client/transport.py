@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from urllib.parse import parse_qsl, urlsplit
 
+from hostdrv.errors import NetrlError, RegisterError
 from hostdrv.wire.control import (
     CONTROL,
     CONTROL_AUTH_WINDOW_MS,
@@ -80,7 +81,7 @@ CONTROL_KEY_ENV = "NETRL_CONTROL_KEY"
 """Environment variable naming the control key file clients sign requests with."""
 
 
-class SwitchTimeoutError(TimeoutError):
+class SwitchTimeoutError(NetrlError, TimeoutError):
     """The switch did not answer in time.
 
     Attributes
@@ -101,39 +102,19 @@ class SwitchTimeoutError(TimeoutError):
         super().__init__(msg + (f"; {hint}" if hint else ""))
 
 
-class RegisterAccessError(ValueError):
-    """The switch refused a register access.
-
-    Attributes
-    ----------
-    field:
-        Register name (or address in hex when it has no name).
-    value:
-        The value written (``None`` for a read).
-    status:
-        The :class:`ControlStatus` the switch answered.
-    """
-
-    def __init__(self, field: str, value: int | None, status: ControlStatus, text: str) -> None:
-        self.field = field
-        self.value = value
-        self.status = status
-        self.text = text
-        what = f"write {field}={value!r}" if value is not None else f"read {field}"
-        super().__init__(f"switch refused {what}: {status.name}: {text}{self.hint}")
-
-    hint = ""
-    """Appended to the message (what to do about it)."""
-
-    @staticmethod
-    def for_status(field: str, value: int | None, status: ControlStatus,
-                   text: str) -> RegisterAccessError:
-        """The exception for ``status``: :class:`ControlAuthError` for status 5, else this class."""
-        cls = ControlAuthError if status == ControlStatus.UNAUTHENTICATED else RegisterAccessError
-        return cls(field, value, status, text)
+def register_refusal(field: str, value: int | None, status: ControlStatus,
+                     text: str) -> RegisterError:
+    """The exception for a switch's refusal ``status``: :class:`ControlAuthError` for
+    status 5 (not authenticated), else :class:`~hostdrv.errors.RegisterError`."""
+    cls = ControlAuthError if status == ControlStatus.UNAUTHENTICATED else RegisterError
+    return cls(field, value, text, status)
 
 
-class ControlAuthError(RegisterAccessError):
+RegisterAccessError = RegisterError
+"""The name the switch's refusals had before they and the host's became one class."""
+
+
+class ControlAuthError(RegisterError):
     """The switch refused a register access as not authenticated (status 5); nothing was executed.
 
     A switch executes control requests only from loopback addresses, or, when
@@ -488,7 +469,7 @@ class UdpRegisterTransport(RegisterTransport):
                     except ValueError:
                         st = ControlStatus.INTERNAL
                         text = f"status {status}: {text}"
-                    raise RegisterAccessError.for_status(
+                    raise register_refusal(
                         f"0x{addr:03X}", value if op == CONTROL_WRITE else None, st, text)
                 return int(rvalue)
             if not resend:

@@ -11,7 +11,9 @@
     The vectors every implementation must agree on.
 ``soft``
     The soft switch (``soft://``): an engine behind a UDP server
-    (``netfpga-softswitch``, ``python -m hostdrv.switch.soft``).
+    (``netfpga-softswitch``, ``python -m hostdrv.switch.soft``), made of
+    ``soft_control`` (the control channel), ``soft_loop`` (the datagram path) and
+    ``soft_process`` (one in a child process).
 ``rtl``
     The switch RTL (``hw/rtl``) built with Verilator and driven pin by pin,
     with the model's API (:class:`~hostdrv.switch.rtl.RtlSwitch`); its C++ clock

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from hostdrv.switch.reference import Egress, _register, check_params, check_src_port
+from hostdrv.switch.reference import Egress, check_params, check_src_port
 from hostdrv.wire import regmap
 
 try:
@@ -68,7 +68,7 @@ class NativeSwitchModel:
     # -- registers -------------------------------------------------------------
     def read(self, reg: str | int) -> int:
         """Read a register by name or byte address (as :meth:`SwitchModel.read`)."""
-        return self.engine.read(_register(reg).addr)
+        return self.engine.read(regmap.lookup(reg).addr)
 
     def write(self, reg: str | int, value: int) -> None:
         """Write a register by name or byte address (as :meth:`SwitchModel.write`).
@@ -78,7 +78,7 @@ class NativeSwitchModel:
         ValueError
             For an unknown or read-only register, or an illegal value; nothing changed.
         """
-        r = _register(reg)
+        r = regmap.lookup(reg)
         name = r.name
         if r.access != _ACCESS_RW:
             raise ValueError(f"register {name} is read-only ({r.access})")

@@ -98,14 +98,12 @@ _M_IP = tuple(f"MEMBER_IP_{i}" for i in range(MAX_MEMBERS))
 _M_UDP = tuple(f"MEMBER_UDP_{i}" for i in range(MAX_MEMBERS))
 _M_ROLE = tuple(f"MEMBER_ROLE_{i}" for i in range(MAX_MEMBERS))
 _ONE_HOT = frozenset(1 << i for i in range(8))
-_PORT_REGS = frozenset(_M_PORT) | {"AGG_UPLINK_PORT"}  # 0 or one-hot
 # writes that invalidate every aggregation slot copy (a new job, section 4)
 _AGG_CONFIG = frozenset(
     ["JOB_ID", "AGG_MEMBERS", "AGG_THRESHOLD", "AGG_SLOTS", "AGG_ELEMS", "AGG_DTYPE", "AGG_MODE",
      "AGG_STALENESS", "AGG_ROLE", "AGG_UPLINK_PORT", "AGG_PARENT_IP", "AGG_PARENT_UDP",
      "AGG_LEAF_ID"]
 )
-_CTRL_BITS = C.CTRL_AGG_ENABLE | C.CTRL_RPL_ENABLE
 _INT32 = int(Flags.INT32)
 _ERROR = int(Flags.ERROR)
 _RESEND = int(Flags.RESEND)
@@ -393,7 +391,7 @@ class SwitchModel:
         ValueError
             For an unknown name or address.
         """
-        r = _register(reg)
+        r = regmap.lookup(reg)
         name = r.name
         if name in self._cnt:
             return self._cnt[name]
@@ -407,8 +405,6 @@ class SwitchModel:
             return self._tree.total & M32
         if name == "RPL_TOTAL_HI":
             return self._tree.total >> 32
-        if name == "RPL_RESET":
-            return 0
         if name == "RPL_RATE_DIFF_LO":
             return self._limiter.word & M32
         if name == "RPL_RATE_DIFF_HI":
@@ -441,20 +437,19 @@ class SwitchModel:
             For an unknown or read-only register, or a value out of the
             register's range (the message names both); nothing is changed.
         """
-        r = _register(reg)
+        r = regmap.lookup(reg)
         name = r.name
         if r.access != "rw":
             raise ValueError(f"register {name} is read-only ({r.access})")
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
             raise ValueError(f"register {name}: value {value!r} is not an integer")
         value = int(value)
-        why = self._illegal(name, r.width, value)
+        why = self._illegal(name, value)
         if why:
             raise ValueError(f"register {name}: value {value:#x} out of range: {why}")
         if name == "CTRL":
             if value & _CTRL_CLEAR:
                 self._cnt = dict.fromkeys(regmap.COUNTERS, 0)
-            value &= _CTRL_BITS
         elif name == "RPL_SEED":
             self._rng.seed(value)
         elif name == "RPL_RESET":
@@ -463,7 +458,6 @@ class SwitchModel:
                 self._wp = 0
                 self._size = 0
                 self._limiter.reset()
-            return
         elif name in _LIMITER_WRITE:
             _LIMITER_WRITE[name](self._limiter, value)
         elif name == "L2_AGE_FRAMES":
@@ -472,32 +466,17 @@ class SwitchModel:
             for pair in self._copies:
                 for c in pair:
                     c.valid = False
-        self._regs[name] = value
+        self._regs[name] = regmap.read_back(r, value)  # self-clearing bits read 0
 
-    def _illegal(self, name: str, width: int, value: int) -> str:
-        """Why ``value`` is not legal for rw register ``name`` ('' when it is)."""
-        if not 0 <= value < 1 << width:
-            return f"must be an unsigned {width}-bit value"
-        if name == "CTRL" and value & ~(_CTRL_BITS | _CTRL_CLEAR):
-            return "only bits 0, 1 and 31 are defined"
-        if name in ("AGG_MEMBERS", "AGG_THRESHOLD") and value > MAX_MEMBERS:
-            return f"at most {MAX_MEMBERS}"
-        if name == "AGG_THRESHOLD" and not 1 <= value <= self._regs["AGG_MEMBERS"]:
-            return f"must be 1 .. AGG_MEMBERS ({self._regs['AGG_MEMBERS']})"
-        if name == "AGG_MEMBERS" and value < self._regs["AGG_THRESHOLD"]:
-            return (f"below AGG_THRESHOLD ({self._regs['AGG_THRESHOLD']}): lower "
-                    "AGG_THRESHOLD first")
-        if name == "AGG_EPOCH" and value % C.EPOCH_ROUNDS:
-            return f"must be a multiple of 2^24 ({C.EPOCH_ROUNDS:#x})"
-        if name == "AGG_SLOTS" and not 1 <= value <= self._params["AGG_MAX_SLOTS"]:
-            return f"must be 1 .. AGG_MAX_SLOTS ({self._params['AGG_MAX_SLOTS']})"
-        if name == "AGG_ELEMS" and not (
-                ELEM_QUANTUM <= value <= self._params["AGG_MAX_ELEMS"] and value % ELEM_QUANTUM == 0):
-            return (f"must be a multiple of {ELEM_QUANTUM} in {ELEM_QUANTUM} .. "
-                    f"AGG_MAX_ELEMS ({self._params['AGG_MAX_ELEMS']})")
-        if name in _PORT_REGS and value and value not in _ONE_HOT:
-            return "must be 0 or one-hot (one SUME port)"
-        return ""
+    def _illegal(self, name: str, value: int) -> str:
+        """Why ``value`` is not legal for rw register ``name`` ('' when it is): its width
+        and the register map's write rule (``legal:`` in ``hw/regs.yaml``), judged on
+        the registers' values now."""
+        return regmap.refusal(name, value, self._value)
+
+    def _value(self, name: str) -> int:
+        """A rw or parameter register's value (what a write rule compares with)."""
+        return self._params[name] if name in self._params else self._regs[name]
 
     def counters(self) -> dict[str, int]:
         """Every ``CNT_*`` register by name.
@@ -827,20 +806,6 @@ class SwitchModel:
                        VERSION, op, int(flags), regs["JOB_ID"], worker, slot, seq & M32, count,
                        aux & M32, total & M32)
         return hdr + payload
-
-
-def _register(reg: str | int) -> regmap.Register:
-    if isinstance(reg, str):
-        r = regmap.REGISTERS.get(reg)
-        if r is None:
-            raise ValueError(f"unknown register name {reg!r}")
-        return r
-    if isinstance(reg, int) and not isinstance(reg, bool):
-        r = regmap.BY_ADDR.get(reg)
-        if r is None:
-            raise ValueError(f"no register at address {reg:#x}")
-        return r
-    raise ValueError(f"register must be a name or a byte address, not {reg!r}")
 
 
 def check_src_port(src_port: int) -> None:

@@ -62,8 +62,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-import numpy as np
-
+from hostdrv.errors import NetrlError
 from hostdrv.extras import MissingExtraError, require
 from hostdrv.switch.reference import Egress, SwitchModel
 from hostdrv.switch.rtl_tools import read_filelist, setup_verilator_env
@@ -114,7 +113,7 @@ _VERILATOR_FLAGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTITOP",
 _META = 4  # uint32 words per output frame: length, dst ports, TUSER length, clock of last beat
 
 
-class RtlSimError(RuntimeError):
+class RtlSimError(NetrlError, RuntimeError):
     """The simulated switch misbehaved (a handshake that never completes, a switch that
     never goes quiet, an error response), or its build failed."""
 
@@ -345,20 +344,6 @@ def build_rtl(top: str = "nrl_switch", params: Mapping[str, int | str] | None = 
 # the simulated switch
 
 
-def _register(reg: str | int) -> regmap.Register:
-    if isinstance(reg, str):
-        r = regmap.REGISTERS.get(reg)
-        if r is None:
-            raise ValueError(f"unknown register name {reg!r}")
-        return r
-    if isinstance(reg, int | np.integer) and not isinstance(reg, bool):
-        r = regmap.BY_ADDR.get(int(reg))
-        if r is None:
-            raise ValueError(f"no register at address {int(reg):#x}")
-        return r
-    raise ValueError(f"register must be a name or a byte address, not {reg!r}")
-
-
 class RtlSwitch:
     """The switch RTL simulated by Verilator, with the :class:`~hostdrv.switch.reference.SwitchModel` API.
 
@@ -559,7 +544,7 @@ class RtlSwitch:
         RtlSimError
             When the read never completes or answers an error response.
         """
-        r = _register(reg)
+        r = regmap.lookup(reg)
         v = int(self._lib.nrl_axil_read(self._handle, r.addr, 1000))
         if v < 0:
             raise RtlSimError(f"AXI4-Lite read of {r.name} (0x{r.addr:03X}) timed out")
@@ -583,7 +568,7 @@ class RtlSwitch:
         RtlSimError
             When the write never completes or answers an error response.
         """
-        r = _register(reg)
+        r = regmap.lookup(reg)
         self._validator.write(r.name, value)
         resp = int(self._lib.nrl_axil_write(self._handle, r.addr, int(value) & 0xFFFFFFFF, 1000))
         if resp < 0:

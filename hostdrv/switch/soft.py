@@ -5,6 +5,12 @@ Run it as ``python -m hostdrv.switch.soft --listen 127.0.0.1:20050`` (or the
 or as a child process with :class:`SoftSwitchProcess`. Clients reach it as
 ``soft://host:port``.
 
+:class:`SoftSwitch` is put together from its control channel
+(:class:`~hostdrv.switch.soft_control.ControlServer`, ``soft_control.py``) and its
+datagram path (:class:`~hostdrv.switch.soft_loop.DatagramLoop`, ``soft_loop.py``);
+:class:`SoftSwitchProcess` is in ``soft_process.py``. Every name is importable from
+here.
+
 Engines
 -------
 ``engine="native"`` (``--engine native``) serves the compiled engine
@@ -109,61 +115,23 @@ import os
 import select
 import signal
 import socket
-import struct
-import subprocess
 import sys
 import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 from hostdrv.switch import native as native_engine
 from hostdrv.switch.engine import Engine
 from hostdrv.switch.reference import SwitchModel
-from hostdrv.wire import regmap
-from hostdrv.wire.control import (
-    CONTROL,
-    CONTROL_MAGIC,
-    CONTROL_READ,
-    CONTROL_REPLY,
-    CONTROL_WRITE,
-    ControlReplayGuard,
-    ControlStatus,
-    SignedRequest,
-    load_control_key,
-    parse_signed,
+from hostdrv.switch.soft_control import (  # noqa: F401 - _is_loopback: importable here as before
+    _SERVER_STATS,
+    ControlServer,
+    _is_loopback,
 )
-from hostdrv.wire.net import (
-    GSO_MAX_BYTES,
-    GSO_MAX_SEGMENTS,
-    SOL_UDP,
-    UDP_GRO,
-    UDP_SEGMENT,
-    int_to_ip,
-    ip_to_int,
-    parse_hostport,
-    tune_socket,
-)
-from hostdrv.wire.protocol import HEADER, HEADER_LEN, HEADER_OFFSET, Opcode
-
-_IN = struct.Struct("!6s6sHBBHHHBBHIIHHHH")  # Ethernet + IPv4 + UDP header of an input frame
-_LENGTHS_IP = 16
-_LENGTHS_UDP = 38
-_U16 = struct.Struct("!H")
-_OUT = struct.Struct("!I2xH")  # at 30: IPv4 destination, UDP destination port
-_RECV_BYTES = 65536
-SO_RXQ_OVFL = getattr(socket, "SO_RXQ_OVFL", 40)
-"""Linux socket option: a cmsg with the socket's drop count on every received datagram."""
-_ANC = 2 * socket.CMSG_SPACE(4)  # UDP_GRO segment size and SO_RXQ_OVFL drop count
-_GRADIENT = int(Opcode.GRADIENT)
-_WORKER_AT = HEADER_OFFSET + 4  # the header's worker field (u16) in a frame
-_M32 = 0xFFFFFFFF
-_CTRL_CLEAR = 1 << 31
-_SERVER_STATS = {"SRV_RX_OVERFLOW": "rx_overflow", "SRV_CTRL_REFUSED": "ctrl_refused"}
-"""Server register → the :attr:`SoftSwitch.stats` figure it counts (since the last clear)."""
-assert set(_SERVER_STATS) == set(regmap.SERVER_COUNTERS)
-
+from hostdrv.switch.soft_loop import RECV_BYTES, SO_RXQ_OVFL, Arrival, DatagramLoop
+from hostdrv.switch.soft_process import SoftSwitchProcess
+from hostdrv.wire.control import ControlReplayGuard, load_control_key
+from hostdrv.wire.net import SOL_UDP, UDP_GRO, parse_hostport, tune_socket
+from hostdrv.wire.protocol import HEADER_OFFSET
 
 ENGINES = ("native", "model")
 """``--engine`` choices: the compiled engine and its socket loop, or the golden model."""
@@ -197,26 +165,7 @@ def make_model(engine: str, **params: int) -> Engine:
     raise ValueError(f"bad engine={engine!r}: must be one of {', '.join(ENGINES)}")
 
 
-@dataclass(frozen=True)
-class Arrival:
-    """One GRADIENT datagram as it reached the switch (logged when asked for).
-
-    Attributes
-    ----------
-    slot, seq, worker, aux:
-        Header fields.
-    payload:
-        The element bytes (little-endian fp32 or int32).
-    """
-
-    slot: int
-    seq: int
-    worker: int
-    aux: int
-    payload: bytes
-
-
-class SoftSwitch:
+class SoftSwitch(ControlServer, DatagramLoop):
     """A :class:`~hostdrv.switch.reference.SwitchModel` served over UDP.
 
     Parameters
@@ -304,8 +253,8 @@ class SoftSwitch:
         self._guard = ControlReplayGuard()
         self._poll = select.poll()
         self._poll.register(sock, select.POLLIN)
-        self._rbuf = bytearray(_RECV_BYTES)
-        self._frame = bytearray(HEADER_OFFSET + _RECV_BYTES)
+        self._rbuf = bytearray(RECV_BYTES)
+        self._frame = bytearray(HEADER_OFFSET + RECV_BYTES)
         self._tables_valid = False
         self._sources: dict[tuple[str, int], tuple[int, bytes, dict[int, int] | None]] = {}
         self._members: list[tuple[int, tuple[str, int]]] = []
@@ -351,155 +300,6 @@ class SoftSwitch:
         host, port = self.address
         return f"soft://{host}:{port}"
 
-    def _rebuild_tables(self) -> None:
-        """Recompute source → ingress port and egress port → address maps from the registers."""
-        rd = self.model.read
-        exact: dict[tuple[int, int], int] = {}
-        any_port: dict[int, dict[int, int]] = {}
-        used = 0
-        agg: list[tuple[int, int, tuple[str, int] | None]] = []
-        for i in range(regmap.MEMBER_COUNT):
-            port = rd(regmap.member_reg("MEMBER_PORT", i))
-            ip = rd(regmap.member_reg("MEMBER_IP", i))
-            udp = rd(regmap.member_reg("MEMBER_UDP", i))
-            role = rd(regmap.member_reg("MEMBER_ROLE", i))
-            if not port:
-                continue
-            used |= port
-            if udp:
-                exact.setdefault((ip, udp), port)
-            else:
-                any_port.setdefault(ip, {}).setdefault(i, port)
-            if role & 1 and ip:
-                agg.append((i, port, (int_to_ip(ip), udp) if udp else None))
-        self._agg_entries = agg
-        self._members = self._member_list()
-        if rd("AGG_ROLE") == 1 and rd("AGG_UPLINK_PORT"):
-            parent = (rd("AGG_PARENT_IP"), rd("AGG_PARENT_UDP") or rd("UDP_PORT"))
-            exact[parent] = rd("AGG_UPLINK_PORT")
-            used |= rd("AGG_UPLINK_PORT")
-        self._exact, self._any_port = exact, any_port
-        free = [1 << b for b in range(7, -1, -1) if not used & (1 << b)]
-        self._stranger_port = free[0] if free else 0x80
-        self._mcast_ip = rd("MCAST_IP")
-        self._switch_ip = rd("SWITCH_IP")
-        self._udp_port = rd("UDP_PORT")
-        mac = ((rd("SWITCH_MAC_HI") << 32) | rd("SWITCH_MAC_LO")).to_bytes(6, "big")
-        self._mac = mac
-        self._sources.clear()
-        self._tables_valid = True
-
-    def _member_list(self) -> list[tuple[int, tuple[str, int]]]:
-        """(port, address) of every aggregation member a multicast RESULT can reach."""
-        last = self._last_addr
-        return [(port, dst if dst is not None else last[i]) for i, port, dst in self._agg_entries
-                if dst is not None or i in last]
-
-    def _source(self, addr: tuple[str, int]) -> tuple[int, bytes, dict[int, int] | None]:
-        """(ingress port, 42-byte frame header template, any-port entries) for ``addr``.
-
-        The third item is ``None`` unless ``addr`` matches no ``MEMBER_IP``:``MEMBER_UDP``
-        pair but entries with ``MEMBER_UDP`` = 0 of its IP ({member id: port});
-        the ingress port is then the first of them, or the one the header names
-        (:meth:`_claimed_port`).
-        """
-        ip = ip_to_int(addr[0])
-        port = self._exact.get((ip, addr[1]))
-        anyp = None
-        if port is None:
-            anyp = self._any_port.get(ip)
-            port = next(iter(anyp.values())) if anyp else self._stranger_port
-        hdr = _IN.pack(self._mac, b"\x02\x00" + ip.to_bytes(4, "big"), 0x0800,
-                       0x45, 0, 0, 0, 0x4000, 64, 17, 0, ip, self._switch_ip,
-                       addr[1], self._udp_port, 0, 0)
-        entry = (port, hdr, anyp)
-        if len(self._sources) > 4096:
-            self._sources.clear()
-        self._sources[addr] = entry
-        return entry
-
-    def _claimed_port(self, frame: bytearray, size: int, anyp: dict[int, int],
-                      addr: tuple[str, int], default: int) -> int:
-        """Ingress port of a datagram from an address known only by ``MEMBER_UDP`` = 0 entries.
-
-        The entry the header's ``worker`` names, if it is one of them: the
-        datagram is then authentic for that member, so its source address
-        becomes where that member's multicast RESULTs go. Otherwise ``default``.
-        """
-        if size < HEADER_LEN:
-            return default
-        w = (frame[_WORKER_AT] << 8) | frame[_WORKER_AT + 1]
-        port = anyp.get(w)
-        if port is None:
-            return default
-        if self._last_addr.get(w) != addr:
-            self._last_addr[w] = addr
-            self._members[:] = self._member_list()  # in place: _process holds the list
-        return port
-
-    # -- register access (thread safe) ---------------------------------------------
-    def _reg_read(self, name: str) -> int:
-        stat = _SERVER_STATS.get(name)
-        if stat is not None:
-            self._sync_stats()
-            return (self._stats[stat] - self._srv_base[stat]) & _M32
-        return self.model.read(name)
-
-    def _reg_write(self, name: str, value: int) -> None:
-        self.model.write(name, value)  # ValueError: read-only or out of range, nothing changed
-        self._tables_valid = False
-        if name == "CTRL" and value & _CTRL_CLEAR:
-            self._sync_stats()
-            self._srv_base = {k: self._stats[k] for k in self._srv_base}
-        elif name.startswith("MEMBER_"):
-            self._last_addr.pop(int(name.rsplit("_", 1)[1]), None)
-
-    @staticmethod
-    def _name(reg: str | int) -> str | None:
-        r = regmap.REGISTERS.get(reg) if isinstance(reg, str) else regmap.BY_ADDR.get(reg)
-        return r.name if r is not None else None
-
-    def read(self, reg: str | int) -> int:
-        """Read a register (by name or address): the model's, or the server's ``SRV_*``.
-
-        Raises
-        ------
-        ValueError
-            For an unknown name or address.
-        """
-        with self.lock:
-            name = self._name(reg)
-            return self.model.read(reg) if name is None else self._reg_read(name)
-
-    def write(self, reg: str | int, value: int) -> None:
-        """Write a model register (by name or address), as the control channel does.
-
-        ``CTRL`` bit 31 also clears the server's ``SRV_*`` counters; a write to a
-        member entry's register forgets the address a ``MEMBER_UDP`` = 0 member
-        last sent from.
-
-        Raises
-        ------
-        ValueError
-            For an unknown or read-only register or an illegal value; nothing changed.
-        """
-        with self.lock:
-            name = self._name(reg)
-            if name is None:
-                self.model.write(reg, value)  # raises: no such register
-            else:
-                self._reg_write(name, value)
-
-    def counters(self) -> dict[str, int]:
-        """Every counter of the model by name."""
-        with self.lock:
-            return self.model.counters()
-
-    def server_counters(self) -> dict[str, int]:
-        """The server's own counters (``SRV_RX_OVERFLOW``, ``SRV_CTRL_REFUSED``) by name."""
-        with self.lock:
-            return {name: self._reg_read(name) for name in regmap.SERVER_COUNTERS}
-
     @property
     def stats(self) -> dict[str, int]:
         """Host-side figures since the switch started.
@@ -519,232 +319,6 @@ class SoftSwitch:
         return dict(self._stats)
 
     # -- serving -----------------------------------------------------------------
-    def _control(self, data: memoryview, addr: tuple[str, int]) -> bytes:
-        """Execute one control request and return the reply datagram.
-
-        Without a control key: executed when from loopback, a retry (the same 16
-        bytes from the same address as the last request) answered from the
-        per-address cache. With a key: the :class:`~hostdrv.wire.control.ControlReplayGuard`
-        rules (``docs/protocol.md`` section 9).
-        """
-        self._stats["control"] += 1
-        short = len(data) < CONTROL.size
-        _m, op, _z, tag, reg, value = (CONTROL_MAGIC, 0, 0, 0, 0, 0) if short \
-            else CONTROL.unpack_from(data)
-        ckey = self._control_key
-        signed: SignedRequest | None = None
-        cached: bytes | None = None
-        if ckey is None:
-            why = "" if _is_loopback(addr[0]) else (
-                "this switch executes control requests from loopback addresses only (started "
-                "with --control-key FILE it executes signed requests from any address)")
-        else:
-            parsed = parse_signed(data, ckey)
-            if isinstance(parsed, str):
-                why = parsed
-            else:
-                signed = parsed
-                why, cached = self._guard.check(parsed)
-        if why:  # nothing executed, nothing cached
-            if signed is None or signed.session != 0:  # session 0: a client learning it
-                self._stats["ctrl_refused"] += 1
-            # a request signed for another session learns this one from the reply's value
-            session = self._guard.session
-            named = session if signed is not None and signed.session != session else 0
-            return CONTROL.pack(CONTROL_MAGIC, (op | CONTROL_REPLY) & 0xFF,
-                                ControlStatus.UNAUTHENTICATED, tag, reg, named) \
-                + f"request from {addr[0]}: {why}".encode()
-        if cached is not None:
-            return cached  # a retry: answer again, do not execute twice
-        if short:
-            return CONTROL.pack(CONTROL_MAGIC, CONTROL_REPLY, ControlStatus.BAD_REQUEST, 0, 0, 0) \
-                + b"request shorter than 16 bytes"
-        key = bytes(data[:CONTROL.size])
-        if signed is None:
-            hit = self._replies.get(addr)
-            if hit is not None and hit[0] == key:
-                return hit[1]  # a retried request: answer again, do not execute twice
-        status, text, out = ControlStatus.OK, "", 0
-        name = regmap.BY_ADDR[reg].name if reg in regmap.BY_ADDR else None
-        if name is None:
-            status, text = ControlStatus.UNKNOWN_REGISTER, f"no register at address 0x{reg:03X}"
-        elif op == CONTROL_READ:
-            out = self._reg_read(name)
-        elif op == CONTROL_WRITE:
-            if regmap.REGISTERS[name].access != "rw":
-                status, text = ControlStatus.READ_ONLY, f"register {name} is read-only"
-            else:
-                try:
-                    self._reg_write(name, value)
-                    out = value
-                except ValueError as e:
-                    status, text = ControlStatus.ILLEGAL_VALUE, str(e)
-        else:
-            status, text = ControlStatus.BAD_REQUEST, f"unknown op {op} (1 read, 2 write)"
-        reply = CONTROL.pack(CONTROL_MAGIC, op | CONTROL_REPLY, status, tag, reg, out & 0xFFFFFFFF) \
-            + text.encode()
-        if signed is not None:
-            self._guard.remember(signed, reply)
-            return reply
-        if len(self._replies) > 4096:
-            self._replies.clear()
-        self._replies[addr] = (key, reply)
-        return reply
-
-    def _send(self, bufs: list[memoryview], dst: tuple[str, int], seg: int) -> None:
-        sock = self.sock
-        cmsg = [(SOL_UDP, UDP_SEGMENT, struct.pack("=H", seg))] if len(bufs) > 1 else []
-        for attempt in range(50):
-            try:
-                if cmsg:
-                    sock.sendmsg(bufs, cmsg, 0, dst)
-                else:
-                    sock.sendto(bufs[0], dst)
-            except BlockingIOError:  # send buffer full: wait for room
-                select.select([], [sock], [], 0.002 * (attempt + 1))
-                continue
-            except ConnectionRefusedError:  # ICMP error left by an earlier datagram
-                continue
-            except OSError:
-                if cmsg:  # no GSO on this path: one by one
-                    self._gso = False
-                    for b in bufs:
-                        self._send([b], dst, len(b))
-                return  # unreachable destination: lost, as on a wire
-            self._stats["send_calls"] += 1
-            self._stats["sent"] += len(bufs)
-            return
-
-    def _flush(self, pending: dict[tuple[str, int], list[memoryview]]) -> None:
-        for dst, bufs in pending.items():
-            if len(bufs) == 1 or not self._gso:
-                for b in bufs:
-                    self._send([b], dst, len(b))
-                continue
-            i, n = 0, len(bufs)
-            while i < n:
-                seg = len(bufs[i])
-                lim = min(GSO_MAX_SEGMENTS, GSO_MAX_BYTES // max(seg, 1))
-                j = i + 1
-                while j < n and j - i < lim and len(bufs[j]) == seg:
-                    j += 1
-                self._send(bufs[i:j], dst, seg)
-                i = j
-        pending.clear()
-
-    def _process(self, n: int, seg: int, addr: tuple[str, int],
-                 pending: dict[tuple[str, int], list[memoryview]]) -> None:
-        """Run ``n`` received bytes (messages of ``seg`` bytes) from ``addr`` through the model."""
-        rbuf = memoryview(self._rbuf)
-        if n >= 4 and rbuf[:4] == CONTROL_MAGIC:
-            reply = self._control(rbuf[:n], addr)
-            self._send([memoryview(reply)], addr, len(reply))
-            return
-        if not self._tables_valid:
-            self._rebuild_tables()
-        port, hdr, anyp = self._sources.get(addr) or self._source(addr)
-        frame = self._frame
-        fmv = memoryview(frame)
-        frame[:HEADER_OFFSET] = hdr
-        process = self.model.process
-        arrivals = self._arrivals
-        stats = self._stats
-        pack16 = _U16.pack_into
-        mcast, members = self._mcast_ip, self._members
-        unpack_out = _OUT.unpack_from
-        # n = 0 (an empty datagram) is one 42-byte frame; lengths past 16 bits (a frame
-        # over 65535 bytes, BAD_LENGTH in the model) keep their low 16 bits
-        for off in range(0, n or 1, seg):
-            size = min(seg, n - off)
-            flen = HEADER_OFFSET + size
-            frame[HEADER_OFFSET:flen] = rbuf[off:off + size]
-            pack16(frame, _LENGTHS_IP, (flen - 14) & 0xFFFF)
-            pack16(frame, _LENGTHS_UDP, (flen - 34) & 0xFFFF)
-            stats["datagrams"] += 1
-            p = port if anyp is None else self._claimed_port(frame, size, anyp, addr, port)
-            if arrivals is not None and size >= HEADER_LEN and frame[HEADER_OFFSET + 1] == _GRADIENT:
-                _v, _o, _f, _j, w, slot, seq, _c, aux, _r = HEADER.unpack_from(frame, HEADER_OFFSET)
-                arrivals.append(Arrival(slot, seq, w, aux, bytes(frame[64:flen])))
-            for eg in process(fmv[:flen], p):
-                out = eg.frame
-                ip_dst, udp_dst = unpack_out(out, 30)
-                body = memoryview(out)[HEADER_OFFSET:]
-                if ip_dst == mcast:
-                    ports = eg.dst_ports
-                    for mport, dst in members:
-                        if mport & ports:
-                            pending.setdefault(dst, []).append(body)
-                elif ip_dst and udp_dst:
-                    pending.setdefault((int_to_ip(ip_dst), udp_dst), []).append(body)
-
-    def _native_control(self, data: bytes, host: str, port: int) -> bytes:
-        """A control request the native loop hands back (it sends the reply)."""
-        with self.lock:
-            return self._control(memoryview(data), (host, port))
-
-    def _serve_native(self, poll_interval: float) -> None:
-        """The native loop in a thread of its own (GIL released), until :meth:`stop`."""
-        srv = native_engine.server(self.model, self.sock.fileno(), self._native_control,
-                                   log_arrivals=self._arrivals is not None)
-        self._native = srv
-        wait_ms = max(1, int(poll_interval * 1000))
-        t = threading.Thread(target=srv.serve, args=(wait_ms,), name="softswitch-native",
-                             daemon=True)
-        t.start()
-        try:
-            while not self._stop.wait(poll_interval):
-                if not t.is_alive():
-                    break
-        finally:
-            srv.stop()
-            t.join()
-
-    def serve_forever(self, poll_interval: float = 0.05) -> None:
-        """Serve until :meth:`stop` (or a signal handler calling it)."""
-        if self.engine == "native":
-            return self._serve_native(poll_interval)
-        sock, rbuf, stop = self.sock, self._rbuf, self._stop
-        pending: dict[tuple[str, int], list[memoryview]] = {}
-        use_msg = self._gro or self._ovfl
-        stats = self._stats
-        perf_counter = time.perf_counter
-        wait_ms = max(1, int(poll_interval * 1000))
-        sol_socket = socket.SOL_SOCKET
-        while not stop.is_set():
-            try:
-                if use_msg:
-                    n, anc, _fl, addr = sock.recvmsg_into([rbuf], _ANC)
-                    seg = n
-                    for level, kind, data in anc:  # empty unless coalesced or after drops
-                        if len(data) < 4:
-                            continue
-                        if kind == UDP_GRO and level == SOL_UDP:
-                            seg = struct.unpack_from("=i", data)[0] or n
-                        elif kind == SO_RXQ_OVFL and level == sol_socket:
-                            # the socket's drop count when this datagram was queued
-                            stats["rx_overflow"] = struct.unpack_from("=I", data)[0]
-                else:
-                    n, addr = sock.recvfrom_into(rbuf)
-                    seg = n
-            except BlockingIOError:
-                self._poll.poll(wait_ms)
-                continue
-            except ConnectionRefusedError:
-                continue
-            t0 = perf_counter()
-            with self.lock:
-                try:
-                    self._process(n, max(seg, 1), addr, pending)
-                except Exception as e:  # noqa: BLE001 - a bad datagram must not stop the switch
-                    stats["errors"] += 1
-                    if stats["errors"] == 1:
-                        print(f"{self.log_name}: datagram from {addr} raised "
-                              f"{type(e).__name__}: {e}", file=sys.stderr)
-                if pending:
-                    self._flush(pending)
-            stats["receives"] += 1
-            stats["busy_us"] += int((perf_counter() - t0) * 1e6)
-
     def start(self) -> SoftSwitch:
         """Serve in a daemon thread; returns ``self``."""
         if self._thread is None:
@@ -771,85 +345,6 @@ class SoftSwitch:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _is_loopback(host: str) -> bool:
-    """Whether ``host`` (as a socket reports a peer) is a loopback address."""
-    return host.startswith("127.") or host in ("::1", "localhost") or host.startswith("::ffff:127.")
-
-
-# ---------------------------------------------------------------------------
-# child process
-
-
-class SoftSwitchProcess:
-    """A soft switch in a child process (``python -m hostdrv.switch.soft``).
-
-    Parameters
-    ----------
-    listen:
-        Address to bind (port 0: a free one; the child reports it).
-    args:
-        Extra command-line options (``["--capacity", "4096"]``).
-    ready_timeout:
-        Seconds to wait for the child to report its address.
-
-    Raises
-    ------
-    RuntimeError
-        When the child exits or stays silent before it listens.
-    """
-
-    module = "hostdrv.switch.soft"
-    """The ``python -m`` module the child runs."""
-    scheme = "soft"
-    """URL scheme the child announces (``listening soft://host:port``)."""
-
-    def __init__(self, listen: str = "127.0.0.1:0", args: Sequence[str] = (), *,
-                 ready_timeout: float = 20.0) -> None:
-        root = str(Path(__file__).resolve().parents[2])  # the folder hostdrv was imported from
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        env["PYTHONUNBUFFERED"] = "1"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", self.module, "--listen", listen, *args],
-            stdout=subprocess.PIPE, text=True, env=env)
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + ready_timeout
-        line = ""
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.1)
-            if ready:
-                line = self.proc.stdout.readline()
-                break
-            if self.proc.poll() is not None:
-                break
-        if not line.startswith(f"listening {self.scheme}://"):
-            self.proc.kill()
-            self.proc.wait()
-            raise RuntimeError(f"{self.module} child did not start (exit {self.proc.returncode}, "
-                               f"said {line!r})")
-        self.url = line.split()[1]
-        self.address = parse_hostport(self.url.split("//", 1)[1])
-        self.output = ""
-
-    def stop(self, timeout: float = 10.0) -> str:
-        """SIGTERM the child, wait, and return what it printed after starting."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                out, _ = self.proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                out, _ = self.proc.communicate()
-            self.output = out or ""
-        return self.output
-
-    def __enter__(self) -> SoftSwitchProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 # ---------------------------------------------------------------------------
@@ -915,6 +410,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("counters " + json.dumps(counters), flush=True)
     print("stats " + json.dumps(sw.stats), flush=True)
     return 0
+
+
+__all__ = [
+    "DEFAULT_ENGINE",
+    "ENGINES",
+    "SO_RXQ_OVFL",
+    "Arrival",
+    "ControlServer",
+    "DatagramLoop",
+    "SoftSwitch",
+    "SoftSwitchProcess",
+    "build_parser",
+    "default_engine",
+    "main",
+    "make_model",
+]
 
 
 if __name__ == "__main__":

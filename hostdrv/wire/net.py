@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 
+from hostdrv.errors import NetrlError
 from hostdrv.wire.protocol import DEFAULT_UDP_PORT
 
 SOL_UDP = 17
@@ -25,7 +26,7 @@ SOCKET_BUFFER = 4 << 20
 DEFAULT_PORT = DEFAULT_UDP_PORT
 
 
-class TransportError(OSError):
+class TransportError(NetrlError, OSError):
     """A backend could not be opened or used (bad URL or address, unknown scheme, socket
     error, unreadable control key file)."""
 

@@ -20,6 +20,7 @@ from enum import IntEnum, IntFlag
 
 import numpy as np
 
+from hostdrv.errors import NetrlError
 from hostdrv.wire import consts as C
 from hostdrv.wire.consts import (  # noqa: F401 - re-exported: part of this module's API
     AUX_COUNT_MASK,
@@ -113,7 +114,7 @@ def result_order(aux: int) -> list[int]:
     return [(aux >> (AUX_ORDER_SHIFT + AUX_ORDER_BITS * j)) & 0x7 for j in range(k)]
 
 
-class ProtocolError(ValueError):
+class ProtocolError(NetrlError, ValueError):
     """A packet or field that violates the protocol.
 
     Attributes
