@@ -16,6 +16,7 @@ import numpy as np
 
 from hostdrv.client.errors import AllreduceTimeoutError, StepMismatchError, TensorMismatchError
 from hostdrv.client.transport import DatagramTransport
+from hostdrv.errors import NetrlError
 from hostdrv.wire.consts import EPOCH_ROUNDS
 from hostdrv.wire.protocol import HEADER, HEADER_LEN, VERSION, Flags, Opcode
 
@@ -68,7 +69,7 @@ def lag_aux(r: int, base: int, version: int | None, rpc: int) -> int:
     return r if d >= 1 << 31 else (r - d // rpc) & M32
 
 
-class OutOfStep(Exception):
+class OutOfStep(NetrlError):
     """Sync mode: a RESEND of a newer round than the chunk's (handled by a new epoch)."""
 
     def __init__(self, slot: int, round_: int) -> None:
