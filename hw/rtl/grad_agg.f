@@ -1,4 +1,6 @@
 grad_agg.v
+grad_agg_verdict.v
+grad_agg_accum.v
 grad_agg_ingress.v
 grad_agg_egress.v
 nrl_axil_regif.v

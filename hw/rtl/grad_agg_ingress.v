@@ -37,9 +37,11 @@ THE SOFTWARE.
  * in the order of docs/protocol.md section 6 (one delimited block below),
  * looks up and updates the slot copy {slot, seq[0]} (state RAM of round,
  * contributor bitmap, tensor total, step id, aux, error, culprit, state;
- * section 4),
+ * section 4: grad_agg_verdict),
  * and adds or stores the payload into the slot copy's beats of the
- * accumulator RAM (one fp32_add or int32 adder per 32-bit lane).
+ * accumulator RAM (one fp32_add or int32 adder per 32-bit lane:
+ * grad_agg_accum). This module holds the input framing, the header capture
+ * and the header checks, and connects the two.
  *
  * Pipeline (one input beat per clock):
  *   P0  input beat; header bytes captured; at the last header beat the slot
@@ -53,6 +55,8 @@ THE SOFTWARE.
  *       write when a beat of the same address is still in flight
  *   P2  operand registers into LANES fp32_add (LATENCY 6) and int32 adders
  *   X   (P2 + 6) result written back and out as a payload beat
+ * (P0 and the D1 header checks here; D1 state compares to HP1 in
+ * grad_agg_verdict; P1 to X in grad_agg_accum.)
  * A payload beat waits (s_axis_tready low) while a beat of the same address
  * is fewer than 7 clocks ahead (the read-modify-write loop), and every beat
  * waits while out_stall is high.
@@ -154,33 +158,13 @@ module grad_agg_ingress #
 );
 
 localparam BYTES = DATA_WIDTH/8;
-localparam LANES = DATA_WIDTH/32;
 // beats holding bytes 0..63 (Ethernet + IPv4 + UDP + protocol header)
 localparam HDR_BEATS = 64/BYTES;
-// beats per slot copy at MAX_ELEMS
-localparam MAX_PAY_BEATS = MAX_ELEMS*4/BYTES;
 localparam SLOT_W = MAX_SLOTS > 1 ? $clog2(MAX_SLOTS) : 1;
 // slot copy index {slot, round[0]}
 localparam COPY_W = SLOT_W + 1;
-localparam COPY_N = 2**COPY_W;
-localparam ACC_DEPTH = 2*MAX_SLOTS*MAX_PAY_BEATS;
-localparam ACC_AW = $clog2(ACC_DEPTH);
-// payload beat index, wide enough to saturate above MAX_PAY_BEATS
-localparam PIDX_W = $clog2(MAX_PAY_BEATS+1);
-// fp32_add latency (checked against the adder's out_valid in simulation)
-localparam FP_LAT = 6;
-// slot state word: step[141:110] (the aux of the GRADIENT that opened the
-// copy: the step id in sync mode), state[109:108], error[107],
-// culprit[106:104], total[103:72], aux[71:40] (RESULT aux; bits 3:0 the
-// contribution count while OPEN), bitmap[39:32], round[31:0]
-localparam ST_W = 142;
 localparam [1:0] HDR_BEAT_CNT = HDR_BEATS[1:0];
 localparam [1:0] HDR_BEAT_LAST = HDR_BEAT_CNT - 2'd1;
-
-localparam [1:0] ST_OPEN = 2'd0, ST_UP = 2'd1, ST_DONE = 2'd2;
-localparam [1:0] M_NONE = 2'd0, M_ADD = 2'd1, M_STORE = 2'd2, M_PASS = 2'd3;
-// reply kinds (req_kind; grad_agg_egress has the same)
-localparam [1:0] K_MCAST = 2'd0, K_RESEND = 2'd1, K_UP = 2'd2;
 
 // verilator lint_off UNUSEDPARAM
 `include "nrl_protocol.vh"
@@ -228,7 +212,6 @@ initial begin
     end
 end
 
-integer i;
 genvar gi;
 
 // byte swaps from network order fields in AXI4-Stream byte lanes
@@ -241,31 +224,13 @@ function [31:0] bswap32(input [31:0] v);
 endfunction
 
 /*
- * Values derived from the configuration (registered; the registers are
- * only written while the engine is idle)
- */
-reg [PIDX_W-1:0] cfg_pay_beats_reg;        // payload beats per packet
-reg [PIDX_W-1:0] cfg_pay_beats_m1_reg;
-reg [3:0]        cfg_needed_reg;           // contributions completing a round
-reg              cfg_first_completes_reg;  // one contribution completes
-
-wire [8:0] cfg_pay_beats_full = cfg_elems >> $clog2(BYTES/4);
-
-always @(posedge clk) begin
-    cfg_pay_beats_reg <= cfg_pay_beats_full[PIDX_W-1:0];
-    cfg_pay_beats_m1_reg <= cfg_pay_beats_reg - 1'b1;
-    cfg_needed_reg <= cfg_mode ? cfg_threshold : cfg_members;
-    cfg_first_completes_reg <= cfg_needed_reg <= 4'd1;
-end
-
-/*
  * P0: input framing and header capture
  */
 reg [1:0] in_cnt_reg, in_cnt_next;   // beats of this frame so far, saturating at HDR_BEATS
-reg in_hazard_reg;                   // the next payload beat must wait
+wire in_hazard;                      // the next payload beat must wait (grad_agg_accum)
 
 wire in_hdr = in_cnt_reg != HDR_BEAT_CNT;
-assign s_axis_tready = !out_stall && !(!in_hdr && in_hazard_reg);
+assign s_axis_tready = !out_stall && !(!in_hdr && in_hazard);
 wire in_beat = s_axis_tvalid && s_axis_tready;
 wire in_first = in_cnt_reg == 2'd0;
 // last header beat (or a frame ending inside the header): the verdict starts
@@ -490,691 +455,107 @@ wire fail_ahead = is_grad && !ah_hi[AHEAD_W-1] && ah_hi[AHEAD_W-2:0] != {AHEAD_W
  * ---- end of header checks ------------------------------------------------
  */
 
-/*
- * Slot state: RAM of {step, state, error, culprit, total, aux, bitmap,
- * round} per copy, valid bits in registers (cleared by reset and by
- * configuration writes)
- */
-reg [ST_W-1:0] st_mem[0:COPY_N-1];
-reg [ST_W-1:0] st_rdata_reg;
-reg [COPY_N-1:0] st_valid_reg;
-// the write of the cycle of the read, forwarded to D1
-reg [ST_W-1:0] st_hist_reg;
-reg            st_hist_we_reg;
-reg            st_match_reg;
-
-wire           st_we;
-wire [ST_W-1:0] st_wdata;
-reg [COPY_W-1:0] d2_copy_reg;
-
-always @(posedge clk) begin
-    if (st_we) begin
-        st_mem[d2_copy_reg] <= st_wdata;
-    end
-    st_rdata_reg <= st_mem[copy_now];
-end
-
-// decoded valid-bit set (no variable-index write: that costs a carry chain)
-wire [COPY_N-1:0] st_set;
-
-generate
-
-for (gi = 0; gi < COPY_N; gi = gi + 1) begin : g_vset
-    localparam [COPY_W-1:0] IDX = gi;
-    assign st_set[gi] = st_we && d2_copy_reg == IDX;
-end
-
-endgenerate
-
-always @(posedge clk) begin
-    st_hist_reg <= st_wdata;
-    st_hist_we_reg <= st_we;
-    st_match_reg <= d2_copy_reg == copy_now;
-    st_valid_reg <= st_valid_reg | st_set;
-    if (rst || cfg_invalidate) begin
-        st_valid_reg <= {COPY_N{1'b0}};
-        st_hist_we_reg <= 1'b0;
-    end
-end
 
 /*
- * D1: state compares
+ * D1 state compares, D2 verdict, HP1 reply request
  */
-wire [ST_W-1:0] st_cur = (st_match_reg && st_hist_we_reg) ? st_hist_reg : st_rdata_reg;
-wire [31:0] st_round = st_cur[31:0];
-wire [7:0]  st_bitmap = st_cur[39:32];
-wire [31:0] st_aux = st_cur[71:40];
-wire [31:0] st_total = st_cur[103:72];
-wire [2:0]  st_culprit = st_cur[106:104];
-wire        st_error = st_cur[107];
-wire [1:0]  st_state = st_cur[109:108];
-wire [31:0] st_step = st_cur[141:110];
-// contributions added so far (an OPEN copy's aux bits 3:0)
-wire [3:0]  st_count = st_aux[3:0];
+// the payload handling of the last verdict (for grad_agg_accum)
+wire [1:0] pay_mode;
+wire       pay_out;
+wire       pay_int;
 
-// (seq - aux) > AGG_STALENESS, in halves
-wire [15:0] lag_hi = hd_lag_lo_reg[16] ? hd_lag_hi1_reg : hd_lag_hi0_reg;
-wire lag_gt_hi = lag_hi > cfg_staleness[31:16];
-wire lag_eq_hi = lag_hi == cfg_staleness[31:16];
-wire lag_gt_lo = hd_lag_lo_reg[15:0] > cfg_staleness[15:0];
-
-// copy round - seq, in halves: the sign decides newer / older
-wire [16:0] rdiff_lo = {1'b0, st_round[15:0]} - {1'b0, hd_seq_reg[15:0]};
-wire [15:0] rdiff_hi0 = st_round[31:16] - hd_seq_reg[31:16];
-wire [15:0] rdiff_hi1 = st_round[31:16] + ~hd_seq_reg[31:16];
-wire [4:0] count_p1 = {1'b0, st_count} + 5'd1;
-
-// aux after adding worker to an OPEN copy: worker in order field st_count
-// (bits 8+3j, j = count), count + 1 in bits 3:0
-wire [23:0] order_add;
-
-generate
-
-for (gi = 0; gi < 8; gi = gi + 1) begin : g_ord
-    localparam [3:0] J = gi;
-    assign order_add[3*gi +: 3] = st_count == J ? worker : st_aux[8+3*gi +: 3];
-end
-
-endgenerate
-
-reg            d2_valid_reg;
-reg            d2_cfg_ok_reg;  // checks 3..10 pass
-reg            d2_fail_job_reg;
-reg            d2_fail_dis_reg;
-reg            d2_fail_unk_reg;
-reg            d2_fail_spoof_reg;
-reg            d2_fail_cnt_reg;
-reg            d2_fail_len2_reg;
-reg            d2_fail_dtype_reg;
-reg            d2_fail_slot_reg;
-reg            d2_fail_ahead_reg;
-reg            d2_is_grad_reg;
-reg            d2_lag_gt_hi_reg;
-reg            d2_lag_eq_hi_reg;
-reg            d2_lag_gt_lo_reg;
-reg            d2_copy_valid_reg;
-reg            d2_same_round_reg;
-reg            d2_rdiff_borrow_reg;
-reg            d2_rdiff_neg0_reg;   // round - seq < 0, high half without the borrow
-reg            d2_rdiff_neg1_reg;   // the same with the borrow
-reg            d2_has_worker_reg;
-reg            d2_add_completes_reg;
-reg            d2_total_differs_reg;  // packet total != copy total
-reg            d2_step_differs_reg;   // packet aux != copy step
-reg [31:0]     d2_st_step_reg;
-reg [31:0]     d2_aux_reg;            // the packet's aux (GRADIENT: its step id in sync mode)
-reg [1:0]      d2_state_reg;
-reg            d2_st_error_reg;
-reg [2:0]      d2_st_culprit_reg;
-reg [31:0]     d2_st_aux_reg;
-reg [31:0]     d2_st_total_reg;
-reg [31:0]     d2_aux_add_reg;  // copy aux with this contribution added
-reg [7:0]      d2_bitmap_reg;
-reg [31:0]     d2_round_reg;
-reg [7:0]      d2_worker_bit_reg;
-reg [2:0]      d2_worker_reg;
-reg            d2_flag_err_reg; // flags.ERROR (RESULT)
-reg [15:0]     d2_slot_reg;
-reg [31:0]     d2_seq_reg;
-reg [31:0]     d2_total_reg;
-reg [31:0]     d2_aux_alt_reg;  // GRADIENT: its total (an error copy's aux); RESULT: its aux
-reg [47:0]     d2_eth_src_reg;
-reg [31:0]     d2_ip_src_reg;
-reg [15:0]     d2_udp_src_reg;
-reg [7:0]      d2_port_reg;
-
-always @(posedge clk) begin
-    d2_valid_reg <= d1_valid_reg;
-    d2_cfg_ok_reg <= !(fail_job || fail_dis || fail_unk || fail_spoof || fail_cnt || fail_len2
-                       || fail_dtype || fail_slot || fail_ahead);
-    d2_fail_job_reg <= fail_job;
-    d2_fail_dis_reg <= fail_dis;
-    d2_fail_unk_reg <= fail_unk;
-    d2_fail_spoof_reg <= fail_spoof;
-    d2_fail_cnt_reg <= fail_cnt;
-    d2_fail_len2_reg <= fail_len2;
-    d2_fail_dtype_reg <= fail_dtype;
-    d2_fail_slot_reg <= fail_slot;
-    d2_fail_ahead_reg <= fail_ahead;
-    d2_is_grad_reg <= is_grad;
-    d2_lag_gt_hi_reg <= lag_gt_hi;
-    d2_lag_eq_hi_reg <= lag_eq_hi;
-    d2_lag_gt_lo_reg <= lag_gt_lo;
-    d2_copy_valid_reg <= st_valid_reg[hd_copy_reg];
-    d2_same_round_reg <= st_round == hd_seq_reg;
-    d2_rdiff_borrow_reg <= rdiff_lo[16];
-    d2_rdiff_neg0_reg <= rdiff_hi0[15];
-    d2_rdiff_neg1_reg <= rdiff_hi1[15];
-    d2_has_worker_reg <= st_bitmap[worker];
-    d2_add_completes_reg <= count_p1 >= {1'b0, cfg_needed_reg};
-    d2_total_differs_reg <= hd_total_reg != st_total;
-    d2_step_differs_reg <= hd_aux_reg != st_step;
-    d2_st_step_reg <= st_step;
-    d2_aux_reg <= hd_aux_reg;
-    d2_state_reg <= st_state;
-    d2_st_error_reg <= st_error;
-    d2_st_culprit_reg <= st_culprit;
-    d2_st_aux_reg <= st_aux;
-    d2_st_total_reg <= st_total;
-    d2_aux_add_reg <= {order_add, 4'd0, count_p1[3:0]};
-    d2_bitmap_reg <= st_bitmap;
-    d2_round_reg <= st_round;
-    d2_worker_bit_reg <= 8'd1 << worker;
-    d2_worker_reg <= worker;
-    d2_flag_err_reg <= hd_flags_reg[4];
-    d2_copy_reg <= hd_copy_reg;
-    d2_slot_reg <= hd_slot_reg;
-    d2_seq_reg <= hd_seq_reg;
-    d2_total_reg <= hd_total_reg;
-    d2_aux_alt_reg <= is_grad ? hd_total_reg : hd_aux_reg;
-    d2_eth_src_reg <= hd_eth_src_reg;
-    d2_ip_src_reg <= hd_ip_src_reg;
-    d2_udp_src_reg <= hd_udp_src_reg;
-    d2_port_reg <= port_reg;
-    if (rst) begin
-        d2_valid_reg <= 1'b0;
-    end
-end
+grad_agg_verdict #(
+    .MAX_SLOTS(MAX_SLOTS)
+)
+verdict_inst (
+    .clk(clk),
+    .rst(rst),
+    .cfg_members(cfg_members),
+    .cfg_threshold(cfg_threshold),
+    .cfg_dtype(cfg_dtype),
+    .cfg_mode(cfg_mode),
+    .cfg_staleness(cfg_staleness),
+    .cfg_role(cfg_role),
+    .cfg_invalidate(cfg_invalidate),
+    .copy_now(copy_now),
+    .d1_valid(d1_valid_reg),
+    .hd_is_grad(is_grad),
+    .hd_worker(worker),
+    .hd_flag_err(hd_flags_reg[4]),
+    .hd_copy(hd_copy_reg),
+    .hd_slot(hd_slot_reg),
+    .hd_seq(hd_seq_reg),
+    .hd_aux(hd_aux_reg),
+    .hd_total(hd_total_reg),
+    .hd_lag_lo(hd_lag_lo_reg),
+    .hd_lag_hi0(hd_lag_hi0_reg),
+    .hd_lag_hi1(hd_lag_hi1_reg),
+    .hd_eth_src(hd_eth_src_reg),
+    .hd_ip_src(hd_ip_src_reg),
+    .hd_udp_src(hd_udp_src_reg),
+    .hd_port(port_reg),
+    .fail_job(fail_job),
+    .fail_dis(fail_dis),
+    .fail_unk(fail_unk),
+    .fail_spoof(fail_spoof),
+    .fail_cnt(fail_cnt),
+    .fail_len2(fail_len2),
+    .fail_dtype(fail_dtype),
+    .fail_slot(fail_slot),
+    .fail_ahead(fail_ahead),
+    .hc_rx(hc_rx),
+    .hc_bad_length(hc_bad_length),
+    .hc_bad_header(hc_bad_header),
+    .req_valid(req_valid),
+    .req_kind(req_kind),
+    .req_slot(req_slot),
+    .req_seq(req_seq),
+    .req_aux(req_aux),
+    .req_error(req_error),
+    .req_worker(req_worker),
+    .req_total(req_total),
+    .req_eth_src(req_eth_src),
+    .req_ip_src(req_ip_src),
+    .req_udp_src(req_udp_src),
+    .req_port(req_port),
+    .pay_mode(pay_mode),
+    .pay_out(pay_out),
+    .pay_int(pay_int),
+    .cnt_inc(cnt_inc)
+);
 
 /*
- * D2: verdict
+ * Payload path: P1, P2, adder lanes, X
  */
-// checks 1-10, first failing one wins: drop_* the drop reason, pass_* all
-// checks before that one passed
-wire drop_len1 = hc_bad_length;
-wire drop_hdr = !drop_len1 && hc_bad_header;
-wire pass_to_job = !hc_bad_length && !hc_bad_header;
-wire drop_job = pass_to_job && d2_fail_job_reg;
-wire pass_to_dis = pass_to_job && !d2_fail_job_reg;
-wire drop_dis = pass_to_dis && d2_fail_dis_reg;
-wire pass_to_unk = pass_to_dis && !d2_fail_dis_reg;
-wire drop_unk = pass_to_unk && d2_fail_unk_reg;
-wire pass_to_spoof = pass_to_unk && !d2_fail_unk_reg;
-wire drop_spoof = pass_to_spoof && d2_fail_spoof_reg;
-wire pass_to_cnt = pass_to_spoof && !d2_fail_spoof_reg;
-wire drop_cnt = pass_to_cnt && d2_fail_cnt_reg;
-wire pass_to_len2 = pass_to_cnt && !d2_fail_cnt_reg;
-wire drop_len2 = pass_to_len2 && d2_fail_len2_reg;
-wire pass_to_dtype = pass_to_len2 && !d2_fail_len2_reg;
-wire drop_dtype = pass_to_dtype && d2_fail_dtype_reg;
-wire pass_to_slot = pass_to_dtype && !d2_fail_dtype_reg;
-wire drop_slot = pass_to_slot && d2_fail_slot_reg;
-wire pass_to_ahead = pass_to_slot && !d2_fail_slot_reg;
-wire drop_ahead = pass_to_ahead && d2_fail_ahead_reg;
-// (checks 3..10 and AHEAD all passed: one register, so the reply logic sees a
-// short chain)
-wire checks_ok = pass_to_job && d2_cfg_ok_reg;
 
-// GRADIENT, section 4 steps 1-7 (AHEAD, a header-only check, is above)
-wire stale_lag = cfg_mode && (d2_lag_gt_hi_reg || (d2_lag_eq_hi_reg && d2_lag_gt_lo_reg));
-wire rdiff_neg = d2_rdiff_borrow_reg ? d2_rdiff_neg1_reg : d2_rdiff_neg0_reg;
-// the copy holds a newer round than the packet's
-wire copy_newer = d2_copy_valid_reg && !d2_same_round_reg && !rdiff_neg;
-wire g_open = !d2_copy_valid_reg || !d2_same_round_reg;
-// the copy holds this round and another tensor length, or (sync mode) another
-// step id: a newly opened copy takes the packet's
-wire total_mismatch = !g_open && d2_total_differs_reg;
-wire step_mismatch = !cfg_mode && !g_open && d2_step_differs_reg;
-wire mismatch = total_mismatch || step_mismatch;
-wire has_worker = !g_open && d2_has_worker_reg;
-wire [1:0] copy_state = g_open ? ST_OPEN : d2_state_reg;
-wire g_stale = stale_lag || copy_newer;
-// a DONE copy of a newer round answers an old round; too stale (never added),
-// a DONE copy of this round answers too (the async catch-up beyond the bound)
-wire g_stale_resend = d2_state_reg == ST_DONE &&
-                      (copy_newer || (stale_lag && d2_copy_valid_reg && d2_same_round_reg));
-wire g_mis = !g_stale && mismatch;
-// MISMATCH on a DONE copy re-sends its RESULT; on an OPEN or UP copy it
-// makes an error copy (ERROR RESULT to every member)
-wire g_mis_resend = g_mis && d2_state_reg == ST_DONE;
-wire g_err = g_mis && d2_state_reg != ST_DONE;
-// a step mismatch (same length) on a DONE copy that is no error copy: its
-// RESULT goes to the sender with ERROR forced on, worker = the sender and
-// aux = total (the copy is unchanged)
-wire g_step_resend = g_mis_resend && !total_mismatch && !d2_st_error_reg;
-wire g_dup = !g_stale && !mismatch && (has_worker || copy_state != ST_OPEN);
-wire g_resend = g_dup && copy_state == ST_DONE;
-wire g_upre = g_dup && copy_state == ST_UP && has_worker;
-wire g_add = !g_stale && !mismatch && !g_dup;
-wire complete = g_open ? cfg_first_completes_reg : d2_add_completes_reg;
-// aux with this contribution added: the first one is the worker alone
-wire [31:0] aux_new = g_open ? {21'd0, d2_worker_reg, 4'd0, 4'd1} : d2_aux_add_reg;
-// a valid copy that holds this round (or a newer one): its total counts
-wire use_copy_total = copy_newer || !g_open;
-
-// RESULT (leaf)
-wire r_replace = d2_copy_valid_reg && d2_same_round_reg && d2_state_reg == ST_UP;
-wire r_dup = d2_copy_valid_reg && d2_same_round_reg && d2_state_reg == ST_DONE;
-
-wire ok_grad = checks_ok && d2_is_grad_reg;
-wire ok_res = checks_ok && !d2_is_grad_reg;
-
-wire out_mcast = (ok_grad && ((g_add && complete && !cfg_role) || g_err)) || (ok_res && r_replace);
-wire out_resend = ok_grad && (g_stale_resend || g_resend || g_mis_resend);
-wire out_up = ok_grad && ((g_add && complete && cfg_role) || g_upre);
-wire out_any = out_mcast || out_resend || out_up;
-
-// written: GRADIENT add, GRADIENT error copy (mismatch), accepted RESULT;
-// the round is the packet's (the copy's own unless the copy is opened now),
-// the step the packet's aux when the copy is opened now, else the copy's
-wire wr_add = d2_is_grad_reg && !mismatch;
-wire wr_err = d2_is_grad_reg && mismatch;
-assign st_we = d2_valid_reg && ((ok_grad && (g_add || g_err)) || (ok_res && r_replace));
-assign st_wdata = {
-    (d2_is_grad_reg && g_open) ? d2_aux_reg : d2_st_step_reg,
-    wr_add ? (complete ? (cfg_role ? ST_UP : ST_DONE) : ST_OPEN) : ST_DONE,
-    d2_is_grad_reg ? wr_err : d2_flag_err_reg,
-    d2_worker_reg,
-    wr_err ? d2_st_total_reg : d2_total_reg,
-    wr_add ? aux_new : d2_aux_alt_reg,
-    wr_add ? ((g_open ? 8'd0 : d2_bitmap_reg) | d2_worker_bit_reg) : d2_bitmap_reg,
-    d2_seq_reg
-};
-
-// payload handling of the packet, used by its beats at P2
-reg [1:0] pay_mode_reg;
-reg       pay_out_reg;
-reg       pay_int_reg;
-
-always @(posedge clk) begin
-    if (d2_valid_reg) begin
-        if (ok_grad && g_add) begin
-            pay_mode_reg <= g_open ? M_STORE : M_ADD;
-        end else if (ok_res && r_replace) begin
-            pay_mode_reg <= M_STORE;
-        end else if (out_any) begin
-            // resend, upward resend, error RESULT: the accumulator as it stands
-            pay_mode_reg <= M_PASS;
-        end else begin
-            pay_mode_reg <= M_NONE;
-        end
-        pay_out_reg <= out_any;
-        pay_int_reg <= cfg_dtype;
-    end
-    if (rst) begin
-        pay_mode_reg <= M_NONE;
-        pay_out_reg <= 1'b0;
-    end
-end
-
-// counters
-reg [18:0] cnt_inc_reg;
-
-always @(posedge clk) begin
-    cnt_inc_reg <= {19{d2_valid_reg}} & {
-        drop_ahead,                                                // 18 AHEAD
-        ok_grad && g_mis,                                          // 17 MISMATCH
-        ok_grad && g_dup && !has_worker,                           // 16 LATE
-        (ok_grad && g_dup && has_worker) || (ok_res && r_dup),     // 15 DUPLICATE
-        (ok_grad && g_stale) || (ok_res && !r_replace && !r_dup),  // 14 STALE
-        drop_slot,                                                 // 13 BAD_SLOT
-        drop_dtype,                                                // 12 BAD_DTYPE
-        drop_cnt,                                                  // 11 BAD_COUNT
-        drop_spoof,                                                // 10 SPOOFED
-        drop_unk,                                                  //  9 UNKNOWN_WORKER
-        drop_dis,                                                  //  8 DISABLED
-        drop_job,                                                  //  7 BAD_JOB
-        drop_hdr,                                                  //  6 BAD_HEADER
-        drop_len1 || drop_len2,                                    //  5 BAD_LENGTH
-        out_up,                                                    //  4 TX_UP
-        out_resend,                                                //  3 TX_RESEND
-        out_mcast,                                                 //  2 TX_RESULT
-        hc_rx && !d2_is_grad_reg,                                  //  1 RX_RESULT
-        hc_rx && d2_is_grad_reg                                    //  0 RX_GRADIENT
-    };
-    if (rst) begin
-        cnt_inc_reg <= 19'd0;
-    end
-end
-
-assign cnt_inc = cnt_inc_reg;
-
-/*
- * HP1: reply request (kind, header fields, the sender for a RESEND)
- */
-reg        req_valid_reg;
-reg [1:0]  req_kind_reg;
-reg [15:0] req_slot_reg;
-reg [31:0] req_seq_reg;
-reg [31:0] req_aux_reg;
-reg        req_error_reg;
-reg [2:0]  req_worker_reg;
-reg [31:0] req_total_reg;
-reg [47:0] req_eth_src_reg;
-reg [31:0] req_ip_src_reg;
-reg [15:0] req_udp_src_reg;
-reg [7:0]  req_port_reg;
-
-always @(posedge clk) begin
-    req_valid_reg <= d2_valid_reg && out_any;
-    req_kind_reg <= out_resend ? K_RESEND : (out_up ? K_UP : K_MCAST);
-    req_slot_reg <= d2_slot_reg;
-    req_seq_reg <= (d2_is_grad_reg && copy_newer) ? d2_round_reg : d2_seq_reg;
-    // RESULTs carry the copy's aux, total, ERROR flag and culprit (the
-    // copy as it is written now for a multicast; a step mismatch re-sent
-    // from a DONE copy: ERROR, the sender, aux = total); an upward GRADIENT
-    // the copy's step as aux in sync mode (every GRADIENT that leads to one
-    // carries it: a differing one is a mismatch), its round in async mode
-    if (out_resend) begin
-        req_aux_reg <= g_step_resend ? d2_st_total_reg : d2_st_aux_reg;
-    end else if (out_up) begin
-        req_aux_reg <= cfg_mode ? d2_seq_reg : d2_aux_reg;
-    end else if (wr_add) begin
-        req_aux_reg <= aux_new;
-    end else begin
-        req_aux_reg <= d2_aux_alt_reg;
-    end
-    if (out_resend) begin
-        req_error_reg <= d2_st_error_reg || g_step_resend;
-        req_worker_reg <= g_step_resend ? d2_worker_reg : (d2_st_error_reg ? d2_st_culprit_reg : 3'd0);
-    end else begin
-        req_error_reg <= d2_is_grad_reg ? mismatch : d2_flag_err_reg;
-        req_worker_reg <= (d2_is_grad_reg ? mismatch : d2_flag_err_reg) ? d2_worker_reg : 3'd0;
-    end
-    req_total_reg <= (d2_is_grad_reg && use_copy_total) ? d2_st_total_reg : d2_total_reg;
-    req_eth_src_reg <= d2_eth_src_reg;
-    req_ip_src_reg <= d2_ip_src_reg;
-    req_udp_src_reg <= d2_udp_src_reg;
-    req_port_reg <= d2_port_reg;
-    if (rst) begin
-        req_valid_reg <= 1'b0;
-    end
-end
-
-assign req_valid = req_valid_reg;
-assign req_kind = req_kind_reg;
-assign req_slot = req_slot_reg;
-assign req_seq = req_seq_reg;
-assign req_aux = req_aux_reg;
-assign req_error = req_error_reg;
-assign req_worker = req_worker_reg;
-assign req_total = req_total_reg;
-assign req_eth_src = req_eth_src_reg;
-assign req_ip_src = req_ip_src_reg;
-assign req_udp_src = req_udp_src_reg;
-assign req_port = req_port_reg;
-
-/*
- * Payload path
- */
-reg [ACC_AW-1:0] rd_addr_reg;      // accumulator address of the next payload beat
-reg [ACC_AW-1:0] rd_addr_p1_reg;   // rd_addr_reg + 1
-reg [PIDX_W-1:0] pidx_reg;         // index of the next payload beat (saturating)
-reg [PIDX_W-1:0] pidx_p1_reg;      // pidx_reg + 1 (saturating)
-reg [COPY_W-1:0] pkt_copy_reg;     // slot copy of the frame streaming in
-
-// accumulator base address of each slot copy (and + 1), constant tables
-wire [ACC_AW-1:0] base_rom[0:COPY_N-1];
-wire [ACC_AW-1:0] base_p1_rom[0:COPY_N-1];
-
-generate
-
-for (gi = 0; gi < COPY_N; gi = gi + 1) begin : g_base
-    localparam integer BASE_I = gi < 2*MAX_SLOTS ? gi*MAX_PAY_BEATS : 0;
-    localparam [ACC_AW-1:0] BASE = BASE_I[ACC_AW-1:0];
-    localparam [ACC_AW-1:0] BASE_P1 = BASE + 1'b1;
-    assign base_rom[gi] = BASE;
-    assign base_p1_rom[gi] = BASE_P1;
-end
-
-endgenerate
-
-always @(posedge clk) begin
-    if (in_hdr_end) begin
-        rd_addr_reg <= base_rom[copy_now];
-        rd_addr_p1_reg <= base_p1_rom[copy_now];
-        pidx_reg <= {PIDX_W{1'b0}};
-        pidx_p1_reg <= {{PIDX_W-1{1'b0}}, 1'b1};
-        pkt_copy_reg <= copy_now;
-    end else if (in_pay) begin
-        rd_addr_reg <= rd_addr_p1_reg;
-        rd_addr_p1_reg <= rd_addr_p1_reg + 1'b1;
-        pidx_reg <= pidx_p1_reg;
-        if (pidx_p1_reg != {PIDX_W{1'b1}}) begin
-            pidx_p1_reg <= pidx_p1_reg + 1'b1;
-        end
-    end
-end
-
-// accumulator RAM: one beat of LANES elements per word
-reg [DATA_WIDTH-1:0] acc_mem[0:ACC_DEPTH-1];
-reg [DATA_WIDTH-1:0] acc_rdata_reg;
-
-// exit stage (X) signals
-wire                  x_we;
-wire [ACC_AW-1:0]     x_addr;
-wire [DATA_WIDTH-1:0] x_data;
-
-always @(posedge clk) begin
-    if (x_we) begin
-        acc_mem[x_addr] <= x_data;
-    end
-    acc_rdata_reg <= acc_mem[rd_addr_reg];
-end
-
-// control pipeline, index k = clocks after P2 (k = FP_LAT is X)
-reg                  f_valid_reg[1:FP_LAT];
-reg                  f_we_reg[1:FP_LAT];     // written back
-reg                  f_out_reg[1:FP_LAT];    // a reply payload beat
-reg                  f_last_reg[1:FP_LAT];
-reg                  f_sum_reg[1:FP_LAT];    // the adder's sum (else f_pass_reg)
-reg                  f_int_reg[1:FP_LAT];
-reg [ACC_AW-1:0]     f_addr_reg[1:FP_LAT];
-reg [DATA_WIDTH-1:0] f_pass_reg[1:FP_LAT];
-
-// P1
-reg                  p1_valid_reg;
-reg [DATA_WIDTH-1:0] p1_data_reg;
-reg [ACC_AW-1:0]     p1_addr_reg;
-reg [PIDX_W-1:0]     p1_pidx_reg;
-reg                  p1_same_copy_reg;
-reg [COPY_W-1:0]     p1_copy_reg;
-reg                  p1_in_range_reg;  // a beat of the packet's payload (not past P)
-reg                  p1_last_reg;
-reg                  p1_fwd_x_reg;     // operand from the beat leaving X now
-reg                  p1_fwd_hist_reg;  // operand from the beat that left X (x_hist_reg)
-// P2
-reg                  p2_valid_reg;
-reg [DATA_WIDTH-1:0] p2_a_reg;
-reg [DATA_WIDTH-1:0] p2_b_reg;
-reg [ACC_AW-1:0]     p2_addr_reg;
-reg [PIDX_W-1:0]     p2_pidx_reg;
-reg                  p2_same_copy_reg;
-reg [COPY_W-1:0]     p2_copy_reg;
-reg                  p2_in_range_reg;
-reg                  p2_last_reg;
-// last written beat (one clock old)
-reg [DATA_WIDTH-1:0] x_hist_reg;
-
-// payload index, slot copy and "same copy as the frame streaming in" of the
-// beats in f1..f3 (hazard check)
-reg [PIDX_W-1:0]     f_pidx_reg[1:3];
-reg [COPY_W-1:0]     f_copy_reg[1:3];
-reg [3:1]            f_same_copy_reg;
-
-/*
- * Read-after-write hazard: a payload beat may not start while a beat of the
- * same slot copy and index (same address) is fewer than FP_LAT+1 clocks
- * ahead (in P1, P2, f1..f4): its sum is not ready to be forwarded. Computed
- * a clock early for the beat that comes next, against P1, P2, f1..f3 (one
- * step further down by then): index 0 of the slot copy whose header
- * completes now, the index after the payload beat taken now, or the index
- * of the beat that waits. Beats of the frame streaming in carry "same copy";
- * a completing header re-evaluates it for every beat in flight.
- *
- * The three candidates are kept as nets (keep: the LUT mapper may not merge
- * them with the select into one deep tree of wide LUTs; at the switch level
- * it built 11 levels from p2_pidx_reg to in_hazard_reg without the cut).
- */
-(* keep *)
-wire hz_first = (p1_valid_reg && p1_pidx_reg == {PIDX_W{1'b0}} && p1_copy_reg == copy_now)
-             || (p2_valid_reg && p2_pidx_reg == {PIDX_W{1'b0}} && p2_copy_reg == copy_now)
-             || (f_valid_reg[1] && f_pidx_reg[1] == {PIDX_W{1'b0}} && f_copy_reg[1] == copy_now)
-             || (f_valid_reg[2] && f_pidx_reg[2] == {PIDX_W{1'b0}} && f_copy_reg[2] == copy_now)
-             || (f_valid_reg[3] && f_pidx_reg[3] == {PIDX_W{1'b0}} && f_copy_reg[3] == copy_now);
-(* keep *)
-wire hz_adv = (p1_valid_reg && p1_same_copy_reg && p1_pidx_reg == pidx_p1_reg)
-           || (p2_valid_reg && p2_same_copy_reg && p2_pidx_reg == pidx_p1_reg)
-           || (f_valid_reg[1] && f_same_copy_reg[1] && f_pidx_reg[1] == pidx_p1_reg)
-           || (f_valid_reg[2] && f_same_copy_reg[2] && f_pidx_reg[2] == pidx_p1_reg)
-           || (f_valid_reg[3] && f_same_copy_reg[3] && f_pidx_reg[3] == pidx_p1_reg);
-(* keep *)
-wire hz_stay = (p1_valid_reg && p1_same_copy_reg && p1_pidx_reg == pidx_reg)
-            || (p2_valid_reg && p2_same_copy_reg && p2_pidx_reg == pidx_reg)
-            || (f_valid_reg[1] && f_same_copy_reg[1] && f_pidx_reg[1] == pidx_reg)
-            || (f_valid_reg[2] && f_same_copy_reg[2] && f_pidx_reg[2] == pidx_reg)
-            || (f_valid_reg[3] && f_same_copy_reg[3] && f_pidx_reg[3] == pidx_reg);
-
-always @(posedge clk) begin
-    in_hazard_reg <= in_hdr_end ? hz_first : (in_pay ? hz_adv : hz_stay);
-    f_pidx_reg[1] <= p2_pidx_reg;
-    f_copy_reg[1] <= p2_copy_reg;
-    f_same_copy_reg[1] <= in_hdr_end ? p2_copy_reg == copy_now : p2_same_copy_reg;
-    f_pidx_reg[2] <= f_pidx_reg[1];
-    f_copy_reg[2] <= f_copy_reg[1];
-    f_same_copy_reg[2] <= in_hdr_end ? f_copy_reg[1] == copy_now : f_same_copy_reg[1];
-    f_pidx_reg[3] <= f_pidx_reg[2];
-    f_copy_reg[3] <= f_copy_reg[2];
-    f_same_copy_reg[3] <= in_hdr_end ? f_copy_reg[2] == copy_now : f_same_copy_reg[2];
-    if (rst) begin
-        in_hazard_reg <= 1'b0;
-    end
-end
-
-always @(posedge clk) begin
-    p1_valid_reg <= in_pay;
-    p1_data_reg <= s_axis_tdata;
-    p1_addr_reg <= rd_addr_reg;
-    p1_pidx_reg <= pidx_reg;
-    p1_same_copy_reg <= 1'b1;
-    p1_copy_reg <= pkt_copy_reg;
-    p1_in_range_reg <= pidx_reg < cfg_pay_beats_reg;
-    p1_last_reg <= s_axis_tlast || pidx_reg == cfg_pay_beats_m1_reg;
-    // the beat leaving X next clock, or the one leaving now (then in x_hist_reg)
-    p1_fwd_x_reg <= f_valid_reg[FP_LAT-1] && f_we_reg[FP_LAT-1] && f_addr_reg[FP_LAT-1] == rd_addr_reg;
-    p1_fwd_hist_reg <= f_valid_reg[FP_LAT] && f_we_reg[FP_LAT] && f_addr_reg[FP_LAT] == rd_addr_reg;
-
-    p2_valid_reg <= p1_valid_reg;
-    p2_a_reg <= p1_fwd_x_reg ? x_data : (p1_fwd_hist_reg ? x_hist_reg : acc_rdata_reg);
-    p2_b_reg <= p1_data_reg;
-    p2_addr_reg <= p1_addr_reg;
-    p2_pidx_reg <= p1_pidx_reg;
-    p2_same_copy_reg <= in_hdr_end ? p1_copy_reg == copy_now : p1_same_copy_reg;
-    p2_copy_reg <= p1_copy_reg;
-    p2_in_range_reg <= p1_in_range_reg;
-    p2_last_reg <= p1_last_reg;
-
-    x_hist_reg <= x_data;
-
-    if (rst) begin
-        p1_valid_reg <= 1'b0;
-        p2_valid_reg <= 1'b0;
-    end
-end
-
-always @(posedge clk) begin
-    f_valid_reg[1] <= p2_valid_reg;
-    f_we_reg[1] <= p2_in_range_reg && (pay_mode_reg == M_ADD || pay_mode_reg == M_STORE);
-    f_out_reg[1] <= p2_in_range_reg && pay_out_reg;
-    f_last_reg[1] <= p2_last_reg;
-    f_sum_reg[1] <= pay_mode_reg == M_ADD;
-    f_int_reg[1] <= pay_int_reg;
-    f_addr_reg[1] <= p2_addr_reg;
-    f_pass_reg[1] <= pay_mode_reg == M_STORE ? p2_b_reg : p2_a_reg;
-    for (i = 2; i <= FP_LAT; i = i + 1) begin
-        f_valid_reg[i] <= f_valid_reg[i-1];
-        f_we_reg[i] <= f_we_reg[i-1];
-        f_out_reg[i] <= f_out_reg[i-1];
-        f_last_reg[i] <= f_last_reg[i-1];
-        f_sum_reg[i] <= f_sum_reg[i-1];
-        f_int_reg[i] <= f_int_reg[i-1];
-        f_addr_reg[i] <= f_addr_reg[i-1];
-        f_pass_reg[i] <= f_pass_reg[i-1];
-    end
-    if (rst) begin
-        for (i = 1; i <= FP_LAT; i = i + 1) begin
-            f_valid_reg[i] <= 1'b0;
-        end
-    end
-end
-
-// adder lanes: fp32 (fp32_add) and int32 (two 16-bit halves, then delayed)
-wire [DATA_WIDTH-1:0] fp_sum;
-wire [LANES-1:0]      fp_out_valid;  // lane 0 checks FP_LAT in simulation
-wire [DATA_WIDTH-1:0] int_sum;
-reg  [DATA_WIDTH-1:0] int_sum_reg[3:FP_LAT];
-
-generate
-
-for (gi = 0; gi < LANES; gi = gi + 1) begin : g_lane
-    // verilator lint_off UNUSEDSIGNAL
-    wire lane_tag;
-    // verilator lint_on UNUSEDSIGNAL
-
-    fp32_add #(
-        .TAG_WIDTH(1)
-    )
-    add_inst (
-        .clk(clk),
-        .rst(rst),
-        .in_valid(p2_valid_reg),
-        .in_a(p2_a_reg[32*gi +: 32]),
-        .in_b(p2_b_reg[32*gi +: 32]),
-        .in_tag(1'b0),
-        .out_valid(fp_out_valid[gi]),
-        .out_sum(fp_sum[32*gi +: 32]),
-        .out_tag(lane_tag)
-    );
-
-    // int32: low halves, then high halves with the carry
-    reg [16:0] lo_reg;
-    reg [15:0] ahi_reg;
-    reg [15:0] bhi_reg;
-    reg [31:0] sum_reg;
-
-    always @(posedge clk) begin
-        lo_reg <= {1'b0, p2_a_reg[32*gi +: 16]} + {1'b0, p2_b_reg[32*gi +: 16]};
-        ahi_reg <= p2_a_reg[32*gi+16 +: 16];
-        bhi_reg <= p2_b_reg[32*gi+16 +: 16];
-        sum_reg <= {ahi_reg + bhi_reg + {15'd0, lo_reg[16]}, lo_reg[15:0]};
-    end
-
-    assign int_sum[32*gi +: 32] = sum_reg;
-end
-
-endgenerate
-
-always @(posedge clk) begin
-    int_sum_reg[3] <= int_sum;
-    for (i = 4; i <= FP_LAT; i = i + 1) begin
-        int_sum_reg[i] <= int_sum_reg[i-1];
-    end
-end
-
-// X: result, write back, reply payload beat
-assign x_data = f_sum_reg[FP_LAT] ? (f_int_reg[FP_LAT] ? int_sum_reg[FP_LAT] : fp_sum) : f_pass_reg[FP_LAT];
-assign x_we = f_valid_reg[FP_LAT] && f_we_reg[FP_LAT];
-assign x_addr = f_addr_reg[FP_LAT];
-
-assign pay_data = x_data;
-assign pay_last = f_last_reg[FP_LAT];
-assign pay_valid = f_valid_reg[FP_LAT] && f_out_reg[FP_LAT];
-
-`ifndef SYNTHESIS
-always @(posedge clk) begin
-    if (!rst && fp_out_valid[0] != f_valid_reg[FP_LAT]) begin
-        $error("Error: fp32_add latency differs from FP_LAT (instance %m)");
-        $finish;
-    end
-end
-`endif
+grad_agg_accum #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .MAX_SLOTS(MAX_SLOTS),
+    .MAX_ELEMS(MAX_ELEMS)
+)
+accum_inst (
+    .clk(clk),
+    .rst(rst),
+    .cfg_elems(cfg_elems),
+    .in_hdr_end(in_hdr_end),
+    .copy_now(copy_now),
+    .in_pay(in_pay),
+    .in_data(s_axis_tdata),
+    .in_last(s_axis_tlast),
+    .hazard(in_hazard),
+    .pay_mode(pay_mode),
+    .pay_out(pay_out),
+    .pay_int(pay_int),
+    .pay_data(pay_data),
+    .pay_last(pay_last),
+    .pay_valid(pay_valid)
+);
 
 // inputs and fields the engine does not look at
 // verilator lint_off UNUSEDSIGNAL
-wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], fp_out_valid,
-                   hdr_now, cfg_pay_beats_full, hd_flags_reg[FLAGS_DEFINED-1:5], hd_flags_reg[3:1],
-                   worker_role[2:1], rdiff_lo[15:0], rdiff_hi0[14:0], rdiff_hi1[14:0],
-                   hn_ah_hi0[15-AHEAD_W:0], hn_ah_hi1[15-AHEAD_W:0]};
+wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], hdr_now,
+                   hd_flags_reg[FLAGS_DEFINED-1:5], hd_flags_reg[3:1],
+                   worker_role[2:1], hn_ah_hi0[15-AHEAD_W:0], hn_ah_hi1[15-AHEAD_W:0]};
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule

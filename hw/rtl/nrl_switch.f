@@ -8,6 +8,8 @@ nrl_common_regs.v
 nrl_counter_bank.v
 nrl_hdr_check.v
 grad_agg_regs.v
+grad_agg_verdict.v
+grad_agg_accum.v
 grad_agg_ingress.v
 grad_agg_egress.v
 grad_agg.v
@@ -15,6 +17,7 @@ replay_regs.v
 replay_ingress.v
 replay_mul.v
 replay_sum_tree.v
+replay_rate_limiter.v
 replay_executor.v
 replay_responder.v
 replay_rec_store_axi.v

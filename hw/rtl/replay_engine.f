@@ -8,6 +8,7 @@ nrl_hdr_check.v
 replay_ingress.v
 replay_mul.v
 replay_sum_tree.v
+replay_rate_limiter.v
 replay_executor.v
 replay_responder.v
 replay_rec_store_axi.v

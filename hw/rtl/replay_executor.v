@@ -47,21 +47,15 @@ THE SOFTWARE.
  *           enters the response queue
  *   dropped frame: its payload beats are skipped
  *
- * Rate limiting (docs/protocol.md section 5): a PUSH or SAMPLE_REQ the
- * limiter refuses (or a SAMPLE_REQ with nothing to sample) writes a request
- * context and one NOT_YET entry to the response queue (a header-only
- * PUSH_ACK or SAMPLE_RESP: entry ack = 1, i = {1, sample, 00, reason},
- * prio = size), then skips its payload; nothing is written or drawn. The
- * accumulator diff (RPL_RATE_DIFF, 64-bit two's complement Q16.16) gains
- * count * SPI at an accepted PUSH and loses B * 1.0 at a served SAMPLE_REQ;
- * a write to RPL_SPI (spi_wr) or RPL_RESET clears it. The decisions use
- * registered terms (offset = SPI * MIN_SIZE, min/max_diff, diff + count *
- * SPI, diff - B * 1.0, exact in 67-bit signed arithmetic) of the meta head,
- * settled RATE_SETTLE clocks after the request leaves S_IDLE. Both products
- * are pipelined for 200 MHz: the configuration (SPI, MIN_SIZE, SPI_ERROR)
- * is registered first, SPI * MIN_SIZE is four registered 16 x 16 products
- * summed over two clocks (min/max_diff follow a new register value 5 clocks
- * later, 2 before), count * SPI two registered 16 x 5 products summed in one.
+ * Rate limiting (docs/protocol.md section 5, replay_rate_limiter): a PUSH
+ * or SAMPLE_REQ the limiter refuses (or a SAMPLE_REQ with nothing to
+ * sample) writes a request context and one NOT_YET entry to the response
+ * queue (a header-only PUSH_ACK or SAMPLE_RESP: entry ack = 1, i = {1,
+ * sample, 00, reason}, prio = size), then skips its payload; nothing is
+ * written or drawn. The limiter's accumulator (RPL_RATE_DIFF) gains at an
+ * accepted PUSH, loses at a served SAMPLE_REQ and is cleared by a write to
+ * RPL_SPI (spi_wr) or RPL_RESET; its decisions on the meta head are
+ * settled RATE_SETTLE (5) clocks after the request leaves S_IDLE.
  *
  * Ordering: the sum tree is either updating or descending, never both. A
  * SAMPLE_REQ waits until the updates before it have left the update
@@ -382,13 +376,8 @@ reg reset_pend_reg, reset_pend_next;
 reg stat_empty_int;
 
 // ---------------------------------------------------------------------------
-// rate limiter terms (registered; see the header)
+// rate limiter (replay_rate_limiter) and NOT_YET replies
 
-localparam RW = 67;  // offset + error < 2**65, diff + count * SPI < 2**63 + 2**37: 67 signed bits
-// clocks from leaving S_IDLE until the head's terms are registered: count (1), its two
-// partial products (2), gain (3), push_sum (4), push_ok (5); one more as margin for the
-// accumulator written as the previous request ends
-localparam [2:0] RATE_SETTLE = 3'd5;
 localparam [1:0] NY_EMPTY = NRL_NOT_YET_EMPTY[1:0];
 localparam [1:0] NY_MIN_SIZE = NRL_NOT_YET_MIN_SIZE[1:0];
 localparam [1:0] NY_RATE = NRL_NOT_YET_RATE[1:0];
@@ -396,32 +385,37 @@ localparam [1:0] NY_RATE = NRL_NOT_YET_RATE[1:0];
 // difference added back, one's complement (an all-ones sum is the zero it stands for)
 localparam [16:0] CSUM_SHORT_D = 17'd64 + RECORD_BYTES;
 
-reg [63:0] diff_reg, diff_next;
-// configuration, registered once here (the register file may sit far away)
-reg [31:0] spi_q_reg, min_size_q_reg, spi_error_q_reg;
-reg spi_zero_reg;
-// SPI * MIN_SIZE: 16 x 16 partial products, then the middle pair summed, then the whole
-reg [31:0] off_ll_reg, off_lh_reg, off_hl_reg, off_hh_reg;
-reg [32:0] off_mid_reg;
-reg [63:0] off_lohi_reg;
-reg [63:0] offset_reg;
-reg signed [RW-1:0] min_diff_reg, max_diff_reg;
-// count * SPI: the head's count registered, two 16 x 5 partial products, their sum
-reg [4:0] cnt5_reg;
-reg [20:0] gain_lo_reg, gain_hi_reg;
-reg [36:0] gain_reg;
-reg signed [RW-1:0] push_sum_reg, smp_left_reg;
-reg push_ok_reg, smp_rate_ok_reg, min_ok_reg;
-reg [2:0] settle_reg;
-wire settled = settle_reg == RATE_SETTLE;
-wire signed [RW-1:0] diff_s = {{RW-64{diff_reg[63]}}, diff_reg};
+reg rate_insert;      // the PUSH at the head is accepted: the accumulator gains
+reg rate_sample;      // the SAMPLE_REQ at the head is served: the accumulator loses
+reg rate_clear;       // RPL_SPI written or the memory emptied: the accumulator clears
+wire settled, push_ok, smp_rate_ok, min_ok;
 wire [16:0] csum_sum = {1'b0, m_csum} + CSUM_SHORT_D;
 wire [15:0] csum_short = csum_sum >= 17'h0FFFF ? csum_sum[15:0] - 16'hFFFF : csum_sum[15:0];
 reg ny_int;           // a NOT_YET entry this clock
 reg ny_sample;        // ... answering a SAMPLE_REQ (else a PUSH)
 reg [1:0] ny_reason;
 
-assign rate_diff = diff_reg;
+replay_rate_limiter #(
+    .INDEX_W(INDEX_W)
+)
+rate_inst (
+    .clk(clk),
+    .rst(rst),
+    .min_size(min_size),
+    .spi(spi),
+    .spi_error(spi_error),
+    .idle(state_reg == S_IDLE),
+    .count(m_count[6:0]),
+    .size(size_reg),
+    .settled(settled),
+    .can_insert(push_ok),
+    .can_sample(smp_rate_ok),
+    .min_size_ok(min_ok),
+    .insert(rate_insert),
+    .sample(rate_sample),
+    .clear(rate_clear),
+    .diff(rate_diff)
+);
 
 function [31:0] xorshift32(input [31:0] x);
     reg [31:0] t;
@@ -478,7 +472,9 @@ always @* begin
     size_next = size_reg;
     ctx_wr_next = ctx_wr_reg;
     reset_pend_next = reset_pend_reg || rpl_reset;
-    diff_next = diff_reg;
+    rate_insert = 1'b0;
+    rate_sample = 1'b0;
+    rate_clear = 1'b0;
     ny_int = 1'b0;
     ny_sample = 1'b0;
     ny_reason = NY_RATE;
@@ -511,7 +507,7 @@ always @* begin
                     tree_clear_int = 1'b1;
                     wp_next = {INDEX_W{1'b0}};
                     size_next = {INDEX_W+1{1'b0}};
-                    diff_next = 64'd0;
+                    rate_clear = 1'b1;
                     reset_pend_next = rpl_reset;
                 end
             end else if (!tree_clearing && meta_valid) begin
@@ -548,8 +544,8 @@ always @* begin
         end
         S_PUSH_WAIT: begin
             if (inflight_reg == 0 && !q_busy && rq_used_reg == 0 && ctx_room && settled) begin
-                if (push_ok_reg) begin
-                    diff_next = push_sum_reg[63:0];
+                if (push_ok) begin
+                    rate_insert = 1'b1;
                     cnt_next = {PL_BEATS_W{1'b0}};
                     state_next = S_PUSH_BLK;
                 end else begin
@@ -646,13 +642,13 @@ always @* begin
             end
         end
         S_SMP_SETUP: begin
-            if (m_empty || !min_ok_reg || !smp_rate_ok_reg) begin
+            if (m_empty || !min_ok || !smp_rate_ok) begin
                 // NOT_YET, after the samples before it have entered the queue
                 if (inflight_reg == 0 && !q_busy && rq_used_reg < RESP_Q_DEPTH) begin
                     stat_empty_int = m_empty;
                     ny_int = 1'b1;
                     ny_sample = 1'b1;
-                    ny_reason = m_empty ? NY_EMPTY : !min_ok_reg ? NY_MIN_SIZE : NY_RATE;
+                    ny_reason = m_empty ? NY_EMPTY : !min_ok ? NY_MIN_SIZE : NY_RATE;
                     ctx_we_int = 1'b1;
                     ctx_wd[INDEX_W+1+SUM_W+8 +: 16] = csum_short;
                     ctx_wr_next = ctx_wr_reg + 1'b1;
@@ -661,7 +657,7 @@ always @* begin
                     state_next = S_IDLE;
                 end
             end else begin
-                diff_next = smp_left_reg[63:0];
+                rate_sample = 1'b1;
                 y_next = m_prio ? seg : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
                 ctx_we_int = 1'b1;
                 ctx_wd[INDEX_W+1 +: SUM_W] = m_prio ? tree_total : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
@@ -697,42 +693,7 @@ always @* begin
         rng_next = seed == 0 ? RST_RPL_SEED : seed;
     end
     if (spi_wr) begin
-        diff_next = 64'd0;
-    end
-end
-
-always @(posedge clk) begin
-    spi_q_reg <= spi;
-    min_size_q_reg <= min_size;
-    spi_error_q_reg <= spi_error;
-    spi_zero_reg <= spi == 32'd0;
-    off_ll_reg <= spi_q_reg[15:0] * min_size_q_reg[15:0];
-    off_lh_reg <= spi_q_reg[15:0] * min_size_q_reg[31:16];
-    off_hl_reg <= spi_q_reg[31:16] * min_size_q_reg[15:0];
-    off_hh_reg <= spi_q_reg[31:16] * min_size_q_reg[31:16];
-    off_mid_reg <= {1'b0, off_lh_reg} + {1'b0, off_hl_reg};
-    off_lohi_reg <= {off_hh_reg, off_ll_reg};
-    offset_reg <= off_lohi_reg + {15'd0, off_mid_reg, 16'd0};
-    min_diff_reg <= $signed({3'b000, offset_reg}) - $signed({35'd0, spi_error_q_reg});
-    max_diff_reg <= $signed({3'b000, offset_reg}) + $signed({35'd0, spi_error_q_reg});
-    cnt5_reg <= m_count[4:0];
-    gain_lo_reg <= spi_q_reg[15:0] * cnt5_reg;
-    gain_hi_reg <= spi_q_reg[31:16] * cnt5_reg;
-    gain_reg <= {gain_hi_reg, 16'd0} + {16'd0, gain_lo_reg};
-    push_sum_reg <= diff_s + $signed({30'd0, gain_reg});
-    smp_left_reg <= diff_s - $signed({44'd0, m_count[6:0], 16'd0});
-    push_ok_reg <= spi_zero_reg || size_add32 <= min_size_q_reg || push_sum_reg <= max_diff_reg;
-    smp_rate_ok_reg <= spi_zero_reg || smp_left_reg >= min_diff_reg;
-    min_ok_reg <= {{31-INDEX_W{1'b0}}, size_reg} >= min_size_q_reg;
-    if (state_reg == S_IDLE) begin
-        settle_reg <= 3'd0;
-    end else if (!settled) begin
-        settle_reg <= settle_reg + 3'd1;
-    end
-    diff_reg <= diff_next;
-    if (rst) begin
-        diff_reg <= 64'd0;
-        settle_reg <= 3'd0;
+        rate_clear = 1'b1;
     end
 end
 

@@ -36,7 +36,7 @@ from cocotbext.axi import AxiBus, AxiRam
 
 from hostdrv.wire.protocol import Opcode
 from sim.common.tb import STRESS, LeanStream, high
-from sim.replay_engine.test_replay_engine import ACTORS, LEARNERS, TB, Member, random_workload
+from sim.replay_engine.replay_engine_tb import ACTORS, LEARNERS, TB, Member, random_workload
 
 MEM_BYTES = int(os.environ.get("RPL_MEM_BYTES", str(1 << 20)))
 RD_LAT = int(os.environ.get("RPL_RD_LAT", "20"))
