@@ -41,7 +41,7 @@ $(STAMP): pyproject.toml constraints.txt setup.py hostdrv/native/*.cpp hostdrv/n
 	@touch $(STAMP)
 
 demo: setup
-	$(PY) -m rl.demo
+	$(PY) -m netrl demo
 
 test: setup
 	$(PY) -m pytest -n $(JOBS) -q

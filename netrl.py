@@ -54,6 +54,9 @@ class Command:
     with_name : bool
         Pass the command name on as the first argument (``rl.cli`` parses
         ``train``/``compare`` itself).
+    takes_prog : bool
+        The entry function takes ``prog=`` (the name its usage lines show), given
+        ``netrl NAME`` here.
     """
 
     name: str
@@ -61,6 +64,7 @@ class Command:
     target: str
     extra: str | None = None
     with_name: bool = False
+    takes_prog: bool = False
 
     def resolve(self) -> Callable[[list[str]], int]:
         """Import the command's module and return its entry function."""
@@ -73,9 +77,9 @@ class Command:
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("switch", "the soft switch (soft://); also netfpga-softswitch",
-            "hostdrv.switch.soft:main"),
+            "hostdrv.switch.soft:main", takes_prog=True),
     Command("simswitch", "the sim switch: the switch RTL in Verilator (sim://); "
-                         "also netfpga-simswitch", "hostdrv.switch.sim:main", "sim"),
+                         "also netfpga-simswitch", "hostdrv.switch.sim:main", "sim", takes_prog=True),
     Command("regs", "read, write, dump or watch switch registers by name", "netrl:regs_main"),
     Command("train", "train DQN, A2C, PPO or DDPG with one sync strategy", "rl.cli:main", "rl",
             with_name=True),
@@ -132,7 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rest = args if cmd.with_name else args[1:]
     try:
-        return int(cmd.resolve()(rest) or 0)
+        fn = cmd.resolve()
+        if cmd.takes_prog:  # its usage lines say "netrl switch", not the alias's name
+            return int(fn(rest, prog=f"{PROG} {cmd.name}") or 0)
+        return int(fn(rest) or 0)
     except MissingExtraError as e:
         print(f"{PROG} {cmd.name}: {e}", file=sys.stderr)
         return 1

@@ -3,7 +3,7 @@
 The core package needs numpy and pyserial only (a board owner's ``SwitchControl``, the
 clients, the soft switch). The rest comes in extras named after who needs them
 (``pyproject.toml``): ``torch`` (the ``netrl`` torch.distributed backend), ``rl`` (the RL
-package and the ``netrl`` CLI), ``atari``, ``mujoco``, ``sim`` (the RTL in Verilator:
+package: ``netrl train``, ``compare``, ``demo``), ``atari``, ``mujoco``, ``sim`` (the RTL in Verilator:
 ``sim://``, the cocotb testbenches) and ``dev``. :func:`require` imports a module of one
 of them and, when it is missing, raises :class:`MissingExtraError` naming the ``pip
 install`` line that fixes it.
@@ -21,7 +21,7 @@ PACKAGE = "netfpga-rl"
 
 EXTRAS: dict[str, str] = {
     "torch": "the torch.distributed backend 'netrl' (hostdrv.torch_backend)",
-    "rl": "the RL package (rl: DQN, A2C, PPO, DDPG and the netrl CLI)",
+    "rl": "the RL package (rl: DQN, A2C, PPO, DDPG; netrl train, compare and demo)",
     "atari": "Atari environments (the paper's DQN on Pong)",
     "mujoco": "MuJoCo environments (the paper's DDPG on HalfCheetah)",
     "sim": "the RTL in simulation (sim://, the cocotb testbenches)",

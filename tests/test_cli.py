@@ -26,8 +26,8 @@ from hostdrv.wire import regmap
 REPO = Path(__file__).resolve().parents[1]
 
 HELP_SAYS = {
-    "switch": ("usage: netfpga-softswitch", "--listen"),
-    "simswitch": ("usage: netfpga-simswitch", "--top"),
+    "switch": ("usage: netrl switch", "--listen"),
+    "simswitch": ("usage: netrl simswitch", "--top"),
     "regs": ("usage: netrl regs", "dump"),
     "train": ("usage: netrl train", "--sync"),
     "compare": ("usage: netrl compare", "--syncs"),

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The soft switch's data plane: recvmmsg/sendmmsg around the native engine, no Python
 // per packet (the GIL is only taken for a control datagram). Semantics and addressing
-// rules are SoftSwitch's (hostdrv/switch/soft.py: _process, _rebuild_tables,
+// rules are the Python loop's (hostdrv/switch/soft_loop.py DatagramLoop: _process, _rebuild_tables,
 // _source, _claimed_port, _flush); the control channel stays in Python.
 #include "nrl_server.h"
 

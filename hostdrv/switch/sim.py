@@ -1,6 +1,6 @@
-"""Simulated switch: the RTL (Verilator) behind the soft switch's UDP server.
+"""The sim switch: the RTL (Verilator) behind the soft switch's UDP server.
 
-Run it as ``netfpga-simswitch --listen 127.0.0.1:20060`` (or ``python -m
+Run it as ``netrl simswitch --listen 127.0.0.1:20060`` (or ``netfpga-simswitch``, ``python -m
 hostdrv.switch.sim``); clients reach it as ``sim://host:port`` and
 cannot tell it from the soft switch (``soft://``) except by speed: every
 datagram becomes a frame driven into ``s_axis`` of ``hw/rtl/nrl_switch.v`` beat
@@ -188,10 +188,10 @@ def _param(text: str) -> tuple[str, int | str]:
         return key, value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Command-line options of ``netfpga-simswitch``."""
+def build_parser(prog: str = "netfpga-simswitch") -> argparse.ArgumentParser:
+    """Command-line options of ``netfpga-simswitch`` (``prog``: the name usage lines show)."""
     p = argparse.ArgumentParser(
-        prog="netfpga-simswitch",
+        prog=prog,
         description="Serve the netfpga-rl switch RTL (Verilator) behind a UDP socket; "
                     "clients use sim://host:port.")
     p.add_argument("--listen", default="127.0.0.1:20060", help="host:port to bind (port 0: any)")
@@ -214,9 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "netfpga-simswitch") -> int:
     """Entry point: serve until SIGINT/SIGTERM, then print counters and simulation figures."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     params: dict[str, int | str] = dict(DEFAULT_PARAMS.get(args.top, {}))
     params.update(dict(args.param))
     try:

@@ -351,9 +351,9 @@ class SoftSwitch(ControlServer, DatagramLoop):
 # command line
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Command-line options of ``netfpga-softswitch``."""
-    p = argparse.ArgumentParser(prog="netfpga-softswitch",
+def build_parser(prog: str = "netfpga-softswitch") -> argparse.ArgumentParser:
+    """Command-line options of ``netfpga-softswitch`` (``prog``: the name usage lines show)."""
+    p = argparse.ArgumentParser(prog=prog,
                                 description="Run the netfpga-rl reference switch behind a UDP socket.")
     p.add_argument("--listen", default="127.0.0.1:20050", help="host:port to bind (port 0: any)")
     p.add_argument("--capacity", type=int, default=1024, help="replay records C (power of two)")
@@ -377,11 +377,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "netfpga-softswitch") -> int:
     """Entry point of ``netfpga-softswitch``: serve until SIGINT/SIGTERM, print the counters
     (``counters {...}``: the model's nonzero ones) and the server's figures (``stats {...}``,
     :attr:`SoftSwitch.stats`, which include ``rx_overflow`` and ``ctrl_refused``)."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     try:
         sw = SoftSwitch(args.listen, capacity=args.capacity, record_bytes=args.record_bytes,
                         max_slots=args.max_slots, max_elems=args.max_elems,
