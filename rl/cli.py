@@ -127,8 +127,9 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
                         help="inswitch through torch.distributed's netrl backend or a "
                              "hostdrv.Aggregator per worker (auto: netrl under torchrun "
                              "in sync mode)")
-    parser.add_argument("--elems", type=int, default=None,
-                        help="switch packet size P (default: the largest the switch takes)")
+    parser.add_argument("--packet-elems", "--elems", type=int, default=None,
+                        help="switch packet size P, elements per packet (default: the largest "
+                             "the switch takes; --elems is the old name)")
     parser.add_argument("--topology", choices=("workers", "apex"), default="workers",
                         help="dqn/ddpg: workers (each acts and learns) or apex (dedicated "
                              "actors that act and push, learners that sample and learn; "
@@ -221,7 +222,7 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
     dist = DistConfig(workers=args.workers, sync=sync, mode=args.mode, dtype=args.dtype,
                       threshold=args.threshold, staleness=args.staleness,
                       pipeline=args.pipeline, scale=args.scale, switch=args.switch,
-                      elems=args.elems, inswitch_api=args.inswitch_api,
+                      packet_elems=args.packet_elems, inswitch_api=args.inswitch_api,
                       launcher="thread" if sync == "reference" else launcher_of(args),
                       iterations=args.iterations,
                       tensorboard=not getattr(args, "no_tensorboard", False))

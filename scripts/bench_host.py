@@ -118,7 +118,7 @@ def bench_send(seconds: float) -> dict[str, float]:
     sink.start()
     port, gro = port_q.get(timeout=30)
     with SoftSwitch() as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=1, slots=SLOTS, elems=ELEMS)
+        ctl.configure_aggregation(members=1, slots=SLOTS, packet_elems=ELEMS)
         agg = Aggregator(f"soft://127.0.0.1:{port}", worker=0, control=sw.url, register=False)
         x = np.random.default_rng(0).standard_normal(TENSOR_ELEMS).astype(np.float32)
         sent = 0
@@ -193,15 +193,15 @@ def _free_port() -> int:
     return int(port)
 
 
-def bench_allreduce(iters: int, profile: bool, elems: int = ELEMS,
+def bench_allreduce(iters: int, profile: bool, packet_elems: int = ELEMS,
                     slots: int = SLOTS, engine: str = "native") -> tuple[dict[str, float], str]:
     prof_file = tempfile.mktemp(suffix=".prof") if profile else ""
     args = ["--profile", prof_file] if profile else []
-    args += ["--max-elems", str(elems), "--engine", engine]
+    args += ["--max-elems", str(packet_elems), "--engine", engine]
     proc = SoftSwitchProcess(args=args)
     try:
         with SwitchControl(proc.url) as ctl:
-            ctl.configure_aggregation(members=WORKERS, slots=slots, elems=elems)
+            ctl.configure_aggregation(members=WORKERS, slots=slots, packet_elems=packet_elems)
         ctx = multiprocessing.get_context("spawn")
         q = ctx.Queue()
         port = _free_port()
@@ -291,7 +291,7 @@ def bench_softswitch(engine: str, seconds: float) -> dict[str, float]:
             sk.setblocking(False)
             socks.append(sk)
         with SwitchControl(proc.url) as ctl:
-            ctl.configure_aggregation(members=WORKERS, slots=SLOTS, elems=ELEMS)
+            ctl.configure_aggregation(members=WORKERS, slots=SLOTS, packet_elems=ELEMS)
             for i, sk in enumerate(socks):
                 ctl.set_member(i, port=1 << i, ip="127.0.0.1", udp=sk.getsockname()[1],
                                role=ROLE_WORKER)

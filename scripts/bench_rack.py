@@ -22,7 +22,7 @@ ends with ONE line of ``key=value`` figures: ``<algo>_<sync>_d<delay>_compute_ms
 ``inswitch``'s, on the 10 µs rack.
 
 Usage: ``python scripts/bench_rack.py [--algos ppo,a2c] [--delays 0,10,50]
-[--iterations 10] [--elems 352] [--out rack.json] [--plot docs/rack.png]``
+[--iterations 10] [--packet-elems 352] [--out rack.json] [--plot docs/rack.png]``
 (root; leaves no namespace behind, also on Ctrl-C).
 """
 
@@ -73,7 +73,7 @@ def algo_args(algo: str, iterations: int, hosts: int) -> list[str]:
     return args
 
 
-def run_compare(rack: Any, algo: str, iterations: int, elems: int | None, runs: Path,
+def run_compare(rack: Any, algo: str, iterations: int, packet_elems: int | None, runs: Path,
                 name: str, timeout: float) -> dict[str, dict[str, float]]:
     """One ``netrl compare`` across the rack's hosts; per sync its compute/comm seconds."""
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={rack.config.hosts}",
@@ -82,8 +82,8 @@ def run_compare(rack: Any, algo: str, iterations: int, elems: int | None, runs: 
            "--max-restarts=0", "-m", "rl", "compare",
            *algo_args(algo, iterations, rack.config.hosts), "--syncs", ",".join(SYNCS),
            "--switch", rack.switch_url, "--runs-dir", str(runs), "--name", name]
-    if elems:
-        cmd += ["--elems", str(elems)]
+    if packet_elems:
+        cmd += ["--packet-elems", str(packet_elems)]
     results = rack.run_all(cmd, env={"OMP_NUM_THREADS": "1"}, timeout=timeout)
     bad = [(i, rc, e[-2500:]) for i, (rc, _o, e) in enumerate(results) if rc]
     if bad:
@@ -137,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", default="10gbit")
     p.add_argument("--hosts", type=int, default=4)
     p.add_argument("--iterations", type=int, default=10, help="iterations per run (about)")
-    p.add_argument("--elems", type=int, default=None,
-                   help="switch packet size P of the inswitch runs (default: netrl's)")
+    p.add_argument("--packet-elems", "--elems", type=int, default=None,
+                   help="switch packet size P (elements per packet) of the inswitch runs "
+                        "(default: netrl's; --elems is the old name)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per compare")
     p.add_argument("--out", default=None, help="JSON of every figure")
     p.add_argument("--plot", default=None, help="PNG of the table")
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"p90 {entry['rtt_switch_us']['p90']:.1f})", flush=True)
             for algo in algos:
                 t0 = time.monotonic()
-                res = run_compare(rack, algo, args.iterations, args.elems, runs,
+                res = run_compare(rack, algo, args.iterations, args.packet_elems, runs,
                                   f"{algo}-d{dkey}", args.timeout)
                 entry["algos"][algo] = res
                 for sync, r in res.items():

@@ -23,8 +23,9 @@ Prints a table as it goes, then ONE last line of ``key=value`` figures:
 (``nan`` when a run did not solve within its budget).
 
 Usage: ``python scripts/bench_rl.py [--quick] [--algos ppo,a2c] [--syncs inswitch,ps]
-[--elems 352] [--engine model]``. ``--quick`` runs PPO and A2C only and fewer
-replay/aggregation repetitions. ``--elems`` is the switch packet size P of the
+[--packet-elems 352] [--engine model]``. ``--quick`` runs PPO and A2C only and fewer
+replay/aggregation repetitions. ``--packet-elems`` (old name ``--elems``) is the switch
+packet size P, elements per packet, of the
 ``inswitch`` runs (default: the soft switch's largest, the 64 KB jumbo chunk;
 352 is the hardware's); ``--engine model`` serves the soft switch with the
 Python golden model and keeps the clients' per-packet loop in Python (the
@@ -66,7 +67,7 @@ SYNCS = ("inswitch", "ps", "allreduce")
 
 
 def bench_training(algos: list[str], syncs: list[str], workers: int, seed: int,
-                   runs_dir: Path | None, elems: int | None = None) -> dict[str, float]:
+                   runs_dir: Path | None, packet_elems: int | None = None) -> dict[str, float]:
     """Train every algorithm with every strategy; time to solve and the iteration split."""
     out: dict[str, float] = {}
     for algo in algos:
@@ -76,7 +77,7 @@ def bench_training(algos: list[str], syncs: list[str], workers: int, seed: int,
             target = cli.TARGETS[cfg.env_id]
             replay = ReplaySpec(kind="local", seed=seed) if algo in ("dqn", "ddpg") else None
             s = run_workers(mod.train_worker, cfg,
-                            DistConfig(workers=workers, sync=sync, elems=elems),
+                            DistConfig(workers=workers, sync=sync, packet_elems=packet_elems),
                             algo=algo, env_id=cfg.env_id, total_steps=cfg.total_timesteps,
                             target_return=target, replay=replay, progress=False,
                             run_dir=None if runs_dir is None else runs_dir / f"{algo}-{sync}",
@@ -93,9 +94,9 @@ def bench_training(algos: list[str], syncs: list[str], workers: int, seed: int,
 
 def _agg_worker(args: tuple[int, int], ctx: WorkerContext) -> WorkerResult:
     """Aggregation round trips of a fixed vector, no computation in between."""
-    elems, reps = args
+    n_elems, reps = args
     sync = make_sync(ctx.sync, ctx.rank)
-    vec = np.ones(elems, np.float32)
+    vec = np.ones(n_elems, np.float32)
     for _ in range(10):
         sync.allreduce(vec)
     t0 = time.perf_counter()
@@ -106,17 +107,18 @@ def _agg_worker(args: tuple[int, int], ctx: WorkerContext) -> WorkerResult:
     return result
 
 
-def bench_aggregation(syncs: list[str], workers: int, elems: int, reps: int,
+def bench_aggregation(syncs: list[str], workers: int, n_elems: int, reps: int,
                       packet_elems: int | None = None) -> dict[str, float]:
-    """Mean aggregation round trip (ms) per strategy (``packet_elems``: the switch's P)."""
+    """Mean aggregation round trip (ms) per strategy of a vector of ``n_elems`` fp32
+    (``packet_elems``: the switch's P)."""
     out = {}
     for sync in syncs:
-        s = run_workers(_agg_worker, (elems, reps),
-                        DistConfig(workers=workers, sync=sync, elems=packet_elems),
+        s = run_workers(_agg_worker, (n_elems, reps),
+                        DistConfig(workers=workers, sync=sync, packet_elems=packet_elems),
                         algo="allreduce", env_id="-", total_steps=1, target_return=None,
                         progress=False, timeout=600)
         out[f"agg_rtt_ms_{sync}"] = 1e3 * float(np.mean([r.comm_seconds for r in s.results]))
-        print(f"aggregation {sync:9s} {elems} fp32 x {workers} workers: "
+        print(f"aggregation {sync:9s} {n_elems} fp32 x {workers} workers: "
               f"{out[f'agg_rtt_ms_{sync}']:.2f} ms per round", flush=True)
     return out
 
@@ -182,25 +184,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="seed")
     parser.add_argument("--runs-dir", default=None,
                         help="also write each run's CSV and plots under this folder")
-    parser.add_argument("--elems", type=int, default=None,
-                        help="switch packet size P of the inswitch runs (default: jumbo)")
+    parser.add_argument("--packet-elems", "--elems", type=int, default=None,
+                        help="switch packet size P (elements per packet) of the inswitch "
+                             "runs (default: jumbo; --elems is the old name)")
     parser.add_argument("--engine", choices=("native", "model"), default="native",
                         help="soft switch engine and client loop (model: pure Python)")
     args = parser.parse_args(argv)
     if args.engine == "model":  # read by the soft switch and the clients, children included
         os.environ["NRL_SOFTSWITCH_ENGINE"] = "model"
         os.environ["NRL_NATIVE_CLIENT"] = "0"
-    print(f"engine={args.engine} elems={args.elems or 'jumbo'}", flush=True)
+    print(f"engine={args.engine} packet_elems={args.packet_elems or 'jumbo'}", flush=True)
     algos = (args.algos.split(",") if args.algos
              else ["ppo", "a2c"] if args.quick else list(ALGOS))
     syncs = args.syncs.split(",")
     figures: dict[str, float] = {}
     figures |= bench_aggregation(syncs, args.workers, 9216, 50 if args.quick else 300,
-                                 args.elems)
+                                 args.packet_elems)
     figures |= bench_replay(50 if args.quick else 300, args.seed)
     figures |= bench_training(algos, syncs, args.workers, args.seed,
                               None if args.runs_dir is None else Path(args.runs_dir),
-                              args.elems)
+                              args.packet_elems)
     print(" ".join(f"{k}={v:.3f}" if v == v else f"{k}=nan" for k, v in figures.items()))
     return 0
 

@@ -71,8 +71,8 @@ class Network:
         Members per switch; beyond it a leaf layer under a root switch.
     mtu : int
         IP MTU (TCP segment size of the PS and gloo).
-    elems : int
-        In-switch packet size P (fp32 elements per chunk).
+    packet_elems : int
+        In-switch packet size P (fp32 elements per packet, one chunk each).
     slots : int
         In-switch window S (chunks in flight per worker).
     switch_latency_s : float
@@ -86,7 +86,7 @@ class Network:
     delay_us: float = 1.0
     ports: int = MAX_MEMBERS
     mtu: int = 1500
-    elems: int = MAX_ELEMS
+    packet_elems: int = MAX_ELEMS
     slots: int = REGISTERS["AGG_MAX_SLOTS"].reset
     switch_latency_s: float = 10 / CLOCK_HZ
     switch_gbps: float | None = None
@@ -311,9 +311,9 @@ def aggregation(strategy: str, n: int, grad_bytes: float, net: Network,
         b.latency = hops * hop_s
         b.serialization = wire * net.byte_s
         return b
-    elems = math.ceil(grad_bytes / 4)
-    chunks = max(1, math.ceil(elems / net.elems))
-    chunk_wire = 4 * net.elems + PAYLOAD_OFFSET + ETH_FRAMING
+    n_elems = math.ceil(grad_bytes / 4)
+    chunks = max(1, math.ceil(n_elems / net.packet_elems))
+    chunk_wire = 4 * net.packet_elems + PAYLOAD_OFFSET + ETH_FRAMING
     t_chunk = chunk_wire * net.byte_s
     if net.switch_gbps is not None:  # the switch datapath shared by its members
         members = min(n, net.ports)
@@ -375,8 +375,10 @@ def rack_network(rack: dict[str, Any], delay_us: float, host: dict[str, Any]) ->
     what the rack's measured RTT to the switch has over this machine's loopback RTT."""
     rtt = float(rack["rtt_switch_us"][f"{delay_us:g}"])
     extra = max(0.0, (rtt - float(host["loopback_rtt_us"])) / 2 - delay_us)
+    # "elems": the key's name in rack.json files written before it was "packet_elems"
+    p = rack["packet_elems"] if "packet_elems" in rack else rack["elems"]
     return Network(rate_gbps=float(rack["rate_gbps"]), delay_us=delay_us + extra,
-                   ports=MAX_MEMBERS, mtu=int(rack["mtu"]), elems=int(rack["elems"]))
+                   ports=MAX_MEMBERS, mtu=int(rack["mtu"]), packet_elems=int(p))
 
 
 def validate(rack: dict[str, Any], host_data: dict[str, Any],
@@ -421,7 +423,8 @@ def validate_local(data: dict[str, Any], host_data: dict[str, Any]) -> dict[str,
     compute split of their rounds is not measured: every round the same.
     """
     host = host_costs_from(host_data)
-    net = Network(rate_gbps=1e6, delay_us=0.0, mtu=65536, elems=int(host_data["packet_elems"]))
+    net = Network(rate_gbps=1e6, delay_us=0.0, mtu=65536,
+                  packet_elems=int(host_data["packet_elems"]))
     rows = []
     for key, e in data.get("workloads", {}).items():
         for name, st in e.get("strategies", {}).items():
@@ -571,10 +574,10 @@ def _replay_conf(replay: dict[str, Any], record_bytes: int = 128,
 
 
 def papers_network(host_data: dict[str, Any], rate_gbps: float, delay_us: float,
-                   elems: int) -> Network:
+                   packet_elems: int) -> Network:
     """The papers' cluster: standard MTU, P = the board's, the RTL's measured latency."""
     rtl = host_data.get("rtl", {})
     clocks = rtl.get("agg_latency_clocks", 10)
-    return Network(rate_gbps=rate_gbps, delay_us=delay_us, mtu=1500, elems=elems,
+    return Network(rate_gbps=rate_gbps, delay_us=delay_us, mtu=1500, packet_elems=packet_elems,
                    switch_latency_s=clocks / float(rtl.get("clock_hz", CLOCK_HZ)))
 

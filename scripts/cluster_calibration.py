@@ -36,9 +36,9 @@ def _wait_worker(args: tuple[int, int, int], ctx: Any) -> Any:
     from rl.run import WorkerResult
     from rl.sync import make_sync
 
-    loops, elems, reps = args
+    loops, n_elems, reps = args
     sync = make_sync(ctx.sync, ctx.rank)
-    vec = np.ones(elems, np.float32)
+    vec = np.ones(n_elems, np.float32)
     buf = np.ones(4096, np.float64)
     for _ in range(3):
         sync.allreduce(vec)
@@ -142,8 +142,8 @@ def calibrate(sizes: list[int], loads_ms: list[float], packet_elems: int, reps: 
         print(f"-- repeat {rep + 1}/{repeats}, load average {run['loadavg']:.1f}", flush=True)
         for sync in ("inswitch", "ps", "allreduce"):
             run["rounds"][sync] = []
-            for elems in sizes:
-                r = bench_rl.bench_aggregation([sync], CALIBRATION_WORKERS, elems, reps,
+            for size in sizes:
+                r = bench_rl.bench_aggregation([sync], CALIBRATION_WORKERS, size, reps,
                                                packet_elems)
                 run["rounds"][sync].append(r[f"agg_rtt_ms_{sync}"] * 1e-3)
         for sync in ("inswitch", "ps", "allreduce"):
@@ -153,7 +153,7 @@ def calibrate(sizes: list[int], loads_ms: list[float], packet_elems: int, reps: 
                 n_reps = max(10, int(0.6 / (ms * 1e-3)))
                 res = run_workers(_wait_worker, (loops, sizes[0], n_reps),
                                   DistConfig(workers=CALIBRATION_WORKERS, sync=sync,
-                                             elems=packet_elems),
+                                             packet_elems=packet_elems),
                                   algo="allreduce", env_id="-", total_steps=1,
                                   target_return=None, progress=False, timeout=600)
                 r0 = next(r for r in res.results if r.rank == 0)
@@ -320,7 +320,7 @@ def extract_rack(md: Path) -> dict[str, Any]:
     data.update({
         "origin": f"{md.relative_to(ROOT)} (table 'compute and communication per iteration', "
                   "made by scripts/bench_rack.py), parsed by scripts/cluster_model.py --extract-rack",
-        "hosts": 4, "rate_gbps": 10.0, "mtu": 9000, "elems": 2048,
+        "hosts": 4, "rate_gbps": 10.0, "mtu": 9000, "packet_elems": 2048,
         "workloads": rack_workload_sizes()})
     return data
 

@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=10.0, help="papers' setup link rate, Gbit/s")
     ap.add_argument("--delay-us", type=float, default=1.0, help="papers' setup link delay")
     ap.add_argument("--replay-rate", type=float, default=40.0, help="PDP'22's link rate, Gbit/s")
-    ap.add_argument("--elems", type=int, default=MAX_ELEMS, help="P of the papers' setup")
+    ap.add_argument("--packet-elems", "--elems", type=int, default=MAX_ELEMS,
+                    help="P (elements per packet) of the papers' setup; --elems: the old name")
     ap.add_argument("--compute", choices=("cpu", "wall"), default="cpu",
                     help="papers' setup: the workloads' CPU seconds per iteration (a core per "
                          "worker) or their wall time on this shared machine")
@@ -222,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     pap = None
     local = None
     workloads: dict[str, Workload] = {}
-    net = papers_network(host_data, args.rate, args.delay_us, args.elems)
+    net = papers_network(host_data, args.rate, args.delay_us, args.packet_elems)
     if args.workloads.exists():
         wdata = read_json(args.workloads)
         workloads = workloads_from(wdata, str(args.workloads), args.compute)
@@ -235,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         figures["papers"] = pap
         figures["workloads"] = {a: vars(w) for a, w in workloads.items()}
         print(f"== papers' setup: 4 workers, {args.rate:g} GbE, {args.delay_us:g} us links, "
-              f"P = {args.elems}; iteration time / PS's (model | paper)")
+              f"P = {args.packet_elems}; iteration time / PS's (model | paper)")
         for a, w in workloads.items():
             v = pap["vs_ps"][f"{a}_sync"]
             va = pap["vs_ps"][f"{a}_async"]

@@ -68,7 +68,7 @@ def run(url: str, worker: int, out: Path, *, start: int, stop: int, size: int, d
             break
         x = make_input(seed, worker, call, size, dtype)
         if call == die_at:
-            agg.send_chunks(np.resize(x, agg.elems), round_=agg.rounds[0], total=x.size,
+            agg.send_chunks(np.resize(x, agg.packet_elems), round_=agg.rounds[0], total=x.size,
                             aux=None if agg.async_mode else agg.step)
             dump()
             os._exit(9)

@@ -298,7 +298,7 @@ def agg_worker(url: str, worker: int, barrier: tuple[str, int], *, size: int, dt
     return out
 
 
-def any_port_allreduce(url: str, *, size: int = 100, elems: int = 32, slots: int = 4,
+def any_port_allreduce(url: str, *, size: int = 100, packet_elems: int = 32, slots: int = 4,
                        calls: int = 2, timeout: float = 0.05, retries: int = 10,
                        join: float = 60.0) -> dict[str, Any]:
     """Two workers on one host, both registered with ``MEMBER_UDP`` = 0, all-reduce ``calls`` times.
@@ -315,7 +315,7 @@ def any_port_allreduce(url: str, *, size: int = 100, elems: int = 32, slots: int
     results: list[list[np.ndarray]] = [[], []]
     errors: list[BaseException] = []
     with SwitchControl(url) as ctl:
-        ctl.configure_aggregation(members=2, slots=slots, elems=elems)
+        ctl.configure_aggregation(members=2, slots=slots, packet_elems=packet_elems)
         aggs = [Aggregator(url, worker=w, register=False, timeout=timeout, retries=retries)
                 for w in range(2)]
         try:
@@ -341,7 +341,7 @@ def any_port_allreduce(url: str, *, size: int = 100, elems: int = 32, slots: int
             for agg in aggs:
                 agg.close()
     return {"inputs": inputs, "results": results, "errors": errors, "counters": counters,
-            "chunks": -(-size // elems)}
+            "chunks": -(-size // packet_elems)}
 
 
 def check_any_port_allreduce(run: dict[str, Any]) -> None:
@@ -402,12 +402,12 @@ def chunk_schedule(n_chunks: int, slots: int, call: int) -> list[tuple[int, int]
     return [(c % slots, call * per_slot[c % slots] + c // slots) for c in range(n_chunks)]
 
 
-def chunk_view(x: np.ndarray, elems: int) -> np.ndarray:
-    """``x`` zero-padded to whole chunks, shape (n, elems)."""
-    n = -(-x.size // elems)
-    flat = np.zeros(n * elems, dtype=x.dtype)
+def chunk_view(x: np.ndarray, packet_elems: int) -> np.ndarray:
+    """``x`` zero-padded to whole chunks, shape (n, packet_elems)."""
+    n = -(-x.size // packet_elems)
+    flat = np.zeros(n * packet_elems, dtype=x.dtype)
     flat[:x.size] = x.reshape(-1)
-    return flat.reshape(n, elems)
+    return flat.reshape(n, packet_elems)
 
 
 def chi2_critical(df: int, alpha: float) -> float:

@@ -64,7 +64,7 @@ def _expected_flat(arrivals: list[Any], outs: list[dict[str, Any]], call: int,
 def test_sync_fp32_bit_exact_in_arrival_order(pool: Any) -> None:
     with SoftSwitch(log_arrivals=True) as sw:
         ctl = SwitchControl(sw.url)
-        ctl.configure_aggregation(members=4, slots=SLOTS, elems=ELEMS)
+        ctl.configure_aggregation(members=4, slots=SLOTS, packet_elems=ELEMS)
         outs = _run(pool, [sw.url] * 4, dtype="float32", seed=11, phases=[[Phase(3)]] * 4)
         counters = ctl.counters()
         ctl.close()
@@ -88,7 +88,7 @@ def test_sync_fp32_bit_exact_in_arrival_order(pool: Any) -> None:
 def test_sync_int32_exact(pool: Any) -> None:
     with SoftSwitch() as sw:
         ctl = SwitchControl(sw.url)
-        ctl.configure_aggregation(members=4, slots=SLOTS, elems=ELEMS, dtype="int32")
+        ctl.configure_aggregation(members=4, slots=SLOTS, packet_elems=ELEMS, dtype="int32")
         outs = _run(pool, [sw.url] * 4, dtype="int32", seed=5, phases=[[Phase(2)]] * 4)
         ctl.close()
     for call in range(2):
@@ -102,7 +102,7 @@ def test_async_threshold_late_and_rejoin_catch_up(pool: Any) -> None:
     """N=4, H=3: worker 3 is late (LATE), then rejoins so late that the slots moved on."""
     with SoftSwitch(log_arrivals=True) as sw:
         ctl = SwitchControl(sw.url)
-        ctl.configure_aggregation(members=4, slots=SLOTS, elems=ELEMS, mode="async",
+        ctl.configure_aggregation(members=4, slots=SLOTS, packet_elems=ELEMS, mode="async",
                                   threshold=3, staleness=0)
         # phase 0: one call each, worker 3 late; phase 1: workers 0-2 three calls
         # (each moves every slot on by 2 rounds), then worker 3 restarts from round 0
@@ -148,11 +148,11 @@ def test_hierarchical_two_leaves_under_a_root(pool: Any) -> None:
     leaves = [SoftSwitch(log_arrivals=True).start() for _ in range(2)]
     try:
         rctl = SwitchControl(root.url)
-        rctl.configure_aggregation(members=2, slots=SLOTS, elems=ELEMS)
+        rctl.configure_aggregation(members=2, slots=SLOTS, packet_elems=ELEMS)
         for k, leaf in enumerate(leaves):
             rctl.set_member(k, port=1 << k, ip=leaf.address[0], udp=leaf.address[1], role=1)
             lctl = SwitchControl(leaf.url)
-            lctl.configure_aggregation(members=2, slots=SLOTS, elems=ELEMS, role="leaf",
+            lctl.configure_aggregation(members=2, slots=SLOTS, packet_elems=ELEMS, role="leaf",
                                        uplink_port=0x80, parent=root.address, leaf_id=k)
             lctl.close()
         urls = [leaves[0].url, leaves[0].url, leaves[1].url, leaves[1].url]
@@ -206,7 +206,7 @@ def _threads(aggs: list[Aggregator], inputs: list[Any], **kw: Any) -> list[Any]:
 
 def test_int32_quantized_float_input_and_shapes() -> None:
     with SoftSwitch() as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=3, slots=4, elems=32, dtype="int32")
+        ctl.configure_aggregation(members=3, slots=4, packet_elems=32, dtype="int32")
         aggs = [Aggregator(sw.url, worker=w) for w in range(3)]
         xs = [make_input(9, w, 0, 300, "float64").clip(-100, 100).reshape(10, 30)
               for w in range(3)]
@@ -226,7 +226,7 @@ def test_int32_quantized_float_input_and_shapes() -> None:
 def test_torch_in_torch_out_and_repeated_rounds() -> None:
     torch = require_module("torch", "torch tensors in and out of Aggregator.allreduce")
     with SoftSwitch() as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=4, elems=16)
+        ctl.configure_aggregation(members=2, slots=4, packet_elems=16)
         aggs = [Aggregator(sw.url, worker=w, window=2) for w in range(2)]
         for step in range(3):
             xs = [torch.full((5, 7), float(w + step), dtype=torch.float32) for w in range(2)]
@@ -242,7 +242,7 @@ def test_torch_in_torch_out_and_repeated_rounds() -> None:
 
 def test_timeout_names_slot_and_round() -> None:
     with SoftSwitch() as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=4, elems=16)
+        ctl.configure_aggregation(members=2, slots=4, packet_elems=16)
         agg = Aggregator(sw.url, worker=0, timeout=0.005, retries=3, max_backoff=0.01)
         with pytest.raises(AllreduceTimeoutError, match=r"slot 0 round 0") as info:
             agg.allreduce(np.ones(16, dtype=np.float32))

@@ -125,7 +125,7 @@ def _chunks(x: np.ndarray, p: int) -> np.ndarray:
     return out.reshape(n, p)
 
 
-def _check_run(run: _Run, arrivals: list[Any], *, slots: int, elems: int, staleness: int,
+def _check_run(run: _Run, arrivals: list[Any], *, slots: int, packet_elems: int, staleness: int,
                threshold: int | None = None) -> int:
     """Every result of every member against the contributions its ``aux`` names.
 
@@ -142,7 +142,7 @@ def _check_run(run: _Run, arrivals: list[Any], *, slots: int, elems: int, stalen
     chunk_bytes: dict[int, dict[int, set[bytes]]] = {}
     for w, xs in enumerate(run.inputs):
         for x in xs:
-            for c, row in enumerate(_chunks(x.astype(run.dtype), elems)):
+            for c, row in enumerate(_chunks(x.astype(run.dtype), packet_elems)):
                 chunk_bytes.setdefault(w, {}).setdefault(c, set()).add(row.tobytes())
     rpcs = {r for rs in run.rpc for r in rs}
     assert len(rpcs) == 1, "every call of a run has the same size"
@@ -155,7 +155,7 @@ def _check_run(run: _Run, arrivals: list[Any], *, slots: int, elems: int, stalen
     checked = 0
     for w, results in enumerate(run.results):
         for k, y in enumerate(results):
-            got = _chunks(np.asarray(y, dtype=run.dtype), elems)
+            got = _chunks(np.asarray(y, dtype=run.dtype), packet_elems)
             rounds, aux = run.rounds[w][k], run.aux[w][k]
             assert int((aux & P.AUX_COUNT_MASK == 0).sum()) == run.missing[w][k], (w, k)
             for c in range(got.shape[0]):
@@ -167,7 +167,7 @@ def _check_run(run: _Run, arrivals: list[Any], *, slots: int, elems: int, stalen
                     assert len(order) == threshold, (w, k, c, order)
                 key = (s, r, a)
                 if not order:
-                    expect[key] = np.zeros(elems, dtype=run.dtype)
+                    expect[key] = np.zeros(packet_elems, dtype=run.dtype)
                 if key not in expect:
                     parts = [np.frombuffer(sent[(s, r, m)], dtype=run.dtype) for m in order]
                     if run.dtype == np.int32:
@@ -310,8 +310,8 @@ def test_too_stale_gradient_is_answered_by_a_done_copy(engine: str) -> None:
                          [("model", "float32"), ("native", "float32"), ("native", "int32")],
                          indirect=["switch"])
 def test_two_million_elements_async(switch: SoftSwitch, client: str, dtype: str) -> None:
-    size, members, h, slots, elems, calls = 2_000_000, 4, 3, 64, 352, 2
-    ctl = _configure(switch, members=members, slots=slots, elems=elems, dtype=dtype,
+    size, members, h, slots, packet_elems, calls = 2_000_000, 4, 3, 64, 352, 2
+    ctl = _configure(switch, members=members, slots=slots, packet_elems=packet_elems, dtype=dtype,
                      threshold=h, staleness=1)
     aggs = [Aggregator(switch.url, worker=w, timeout=0.02, retries=12, max_backoff=0.2)
             for w in range(members)]
@@ -342,11 +342,11 @@ def test_two_million_elements_async(switch: SoftSwitch, client: str, dtype: str)
             a.close()
         ctl.close()
     switch.stop()
-    n = -(-size // elems)
+    n = -(-size // packet_elems)
     rpc = rounds_per_call(n, slots)
     assert rpc == 128 and run.rpc[0] == [rpc] * calls
-    checked = _check_run(run, list(switch.arrivals or []), slots=slots, elems=elems, staleness=1,
-                         threshold=h)
+    checked = _check_run(run, list(switch.arrivals or []), slots=slots, packet_elems=packet_elems,
+                         staleness=1, threshold=h)
     assert checked == members * calls * n
     # every member took the same rounds' results (in step), iteration k for call k
     for w in range(members):
@@ -359,7 +359,7 @@ def test_two_million_elements_async(switch: SoftSwitch, client: str, dtype: str)
 # -- staleness: beyond the bound dropped yet answered, within the bound added ----------------
 
 
-SMALL = dict(slots=8, elems=32)
+SMALL = dict(slots=8, packet_elems=32)
 SMALL_SIZE = 8 * 32 * 3 - 7  # 24 chunks: 3 rows, R = 4 rounds per call
 TWO_ROWS = 8 * 32 * 2 - 7  # 16 chunks: 2 rows, R = 2 (both stay in the slot's copies)
 
@@ -428,7 +428,8 @@ def test_lag_beyond_the_bound_is_dropped_and_the_call_returns(switch: SoftSwitch
     np.testing.assert_array_equal(run.rounds[2][1], run.rounds[0][1])
     assert run.results[2][1].tobytes() == run.results[0][1].tobytes()
     assert counters["CNT_TX_RESEND"] >= 16
-    _check_run(run, arrivals, slots=SMALL["slots"], elems=SMALL["elems"], staleness=0, threshold=2)
+    _check_run(run, arrivals, slots=SMALL["slots"], packet_elems=SMALL["packet_elems"],
+               staleness=0, threshold=2)
 
 
 @pytest.mark.parametrize("switch", ENGINES, indirect=True)
@@ -444,7 +445,8 @@ def test_lag_within_the_bound_is_added(switch: SoftSwitch, client: str) -> None:
     # (GRADIENTs sent with a lag beyond the bound, never added)
     polls = sum(1 for a in arrivals if (a.seq - a.aux) & 0xFFFFFFFF > 1)
     assert counters["CNT_DROP_STALE"] == polls
-    _check_run(run, arrivals, slots=SMALL["slots"], elems=SMALL["elems"], staleness=1, threshold=3)
+    _check_run(run, arrivals, slots=SMALL["slots"], packet_elems=SMALL["packet_elems"],
+               staleness=1, threshold=3)
 
 
 # -- a member iterations behind takes only its own chunks -----------------------------------
@@ -493,14 +495,14 @@ def test_member_behind_takes_only_its_own_chunks(switch: SoftSwitch, client: str
     rows = np.arange(run.rounds[2][0].size) // slots
     assert run.jumps[2][0] == slots and run.missing[2][0] == slots
     assert (run.rounds[2][0] == 4 + rows).all()
-    got = _chunks(run.results[2][0], SMALL["elems"])
-    want = _chunks(run.results[0][1], SMALL["elems"])
+    got = _chunks(run.results[2][0], SMALL["packet_elems"])
+    want = _chunks(run.results[0][1], SMALL["packet_elems"])
     assert not got[rows == 0].any()
     assert got[rows > 0].tobytes() == want[rows > 0].tobytes()
     # in step from the next call on
     assert run.missing[2][1] == 0 and (run.rounds[2][1] == 8 + rows).all()
     assert run.results[2][1].tobytes() == run.results[0][2].tobytes()
-    _check_run(run, list(switch.arrivals or []), slots=slots, elems=SMALL["elems"],
+    _check_run(run, list(switch.arrivals or []), slots=slots, packet_elems=SMALL["packet_elems"],
                staleness=1 << 20, threshold=2)
 
 
@@ -533,11 +535,11 @@ def test_member_behind_after_the_others_stopped_returns(switch: SoftSwitch, clie
     rows = np.arange(run.rounds[2][0].size) // slots
     assert (run.rounds[2][0] == 4 + rows).all()
     assert (run.aux[2][0][rows == 0] == 0).all()
-    got = _chunks(run.results[2][0], SMALL["elems"])
-    want = _chunks(run.results[0][1], SMALL["elems"])
+    got = _chunks(run.results[2][0], SMALL["packet_elems"])
+    want = _chunks(run.results[0][1], SMALL["packet_elems"])
     assert not got[rows == 0].any()
     assert got[rows > 0].tobytes() == want[rows > 0].tobytes()
-    _check_run(run, list(switch.arrivals or []), slots=slots, elems=SMALL["elems"],
+    _check_run(run, list(switch.arrivals or []), slots=slots, packet_elems=SMALL["packet_elems"],
                staleness=1 << 20, threshold=2)
 
 
@@ -556,7 +558,7 @@ def test_inswitch_sync_async_beyond_one_round_per_slot(staleness: int, threshold
     with SoftSwitch() as sw:
         spec = SyncSpec(kind="inswitch", world=3, mode="async", threshold=threshold,
                         staleness=staleness, pipeline=0, url=sw.url, timeout=0.02)
-        backend = SyncBackend(spec, elems=16, slots=4)
+        backend = SyncBackend(spec, packet_elems=16, slots=4)
         spec = backend.start()
         syncs = [make_sync(spec, r) for r in range(3)]
         xs = [[np.full(1000, 2.0 ** (r + 3 * k), np.float32) for k in range(2)]
@@ -598,8 +600,8 @@ def test_soak_lossy_async_large(switch: SoftSwitch, client: str) -> None:
     names; a chunk given up is zeros."""
     from netutil import LossyProxy
 
-    members, h, slots, elems, size, calls = 4, 3, 64, 352, 300_000, 10
-    ctl = _configure(switch, members=members, slots=slots, elems=elems, threshold=h,
+    members, h, slots, packet_elems, size, calls = 4, 3, 64, 352, 300_000, 10
+    ctl = _configure(switch, members=members, slots=slots, packet_elems=packet_elems, threshold=h,
                      staleness=2)
     proxy = LossyProxy(switch.address, members, loss=0.05, duplicate=0.05, reorder=0.05,
                        seed=14)
@@ -633,9 +635,9 @@ def test_soak_lossy_async_large(switch: SoftSwitch, client: str) -> None:
         ctl.close()
         proxy.close()
     switch.stop()
-    n = -(-size // elems)
-    checked = _check_run(run, list(switch.arrivals or []), slots=slots, elems=elems, staleness=2,
-                         threshold=h)
+    n = -(-size // packet_elems)
+    checked = _check_run(run, list(switch.arrivals or []), slots=slots, packet_elems=packet_elems,
+                         staleness=2, threshold=h)
     assert checked == members * calls * n
     missing = sum(sum(m) for m in run.missing)
     print(f"soak: {checked} chunk results, {missing} given up")

@@ -209,7 +209,7 @@ def test_bad_board_urls(tmp_path: Path) -> None:
 
 def test_udp_data_path_with_soft_switch(tmp_path: Path, switch: SoftSwitch) -> None:
     soft = SwitchControl(switch.url)
-    soft.configure_aggregation(members=2, slots=4, elems=32)
+    soft.configure_aggregation(members=2, slots=4, packet_elems=32)
     fake = FakeRwaxi(tmp_path, {n: soft.read(n)
                                 for n in ("AGG_SLOTS", "AGG_ELEMS", "AGG_DTYPE", "AGG_MEMBERS")})
     host, port = switch.address
@@ -314,7 +314,7 @@ t.close()
 import json
 sw = SoftSwitch().start()
 soft = SwitchControl(sw.url)
-soft.configure_aggregation(members=2, slots=4, elems=32)
+soft.configure_aggregation(members=2, slots=4, packet_elems=32)
 with open(state) as f:
     st = json.load(f)
 st["regs"].update({slots_key: 4, elems_key: 32, dtype_key: 0})

@@ -98,7 +98,7 @@ def test_window_bounds_ours_not_iswitch(cm: ModuleType) -> None:
     a = cm.aggregation("inswitch", 4, g, far, host)
     b = cm.aggregation("iswitch", 4, g, far, host)
     assert a.parts["window_bound"] == 1.0 and a.total > 1.5 * b.total
-    chunks = math.ceil(g / 4 / far.elems)
+    chunks = math.ceil(g / 4 / far.packet_elems)
     assert a.serialization == pytest.approx((chunks - 1) * a.parts["rtt1"] / far.slots)
 
 

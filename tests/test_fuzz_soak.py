@@ -120,7 +120,8 @@ def model_verdicts(ctl: SwitchControl, datagrams: list[bytes], src: tuple[str, i
 def test_fuzz_soak(kind: str, n_junk: int) -> None:
     rng = np.random.default_rng(2026)
     with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=SLOTS, elems=ELEMS, dtype="int32", job=JOB)
+        ctl.configure_aggregation(members=2, slots=SLOTS, packet_elems=ELEMS, dtype="int32",
+                                  job=JOB)
         ctl.clear_counters()
         aggs = [Aggregator(sw.url, worker=w, job=JOB, timeout=0.05, retries=12)
                 for w in range(2)]

@@ -37,7 +37,7 @@ def _run(pool: Any, *, dtype: str, seed: int, lossy: bool) -> tuple[list[dict[st
                                                                       dict[str, int]]:
     with SoftSwitch(log_arrivals=True) as sw:
         ctl = SwitchControl(sw.url)
-        ctl.configure_aggregation(members=4, slots=SLOTS, elems=ELEMS, dtype=dtype)
+        ctl.configure_aggregation(members=4, slots=SLOTS, packet_elems=ELEMS, dtype=dtype)
         proxy = LossyProxy(sw.address, 4, loss=0.05, duplicate=0.05, reorder=0.05,
                            seed=seed) if lossy else None
         bar = Barrier(4)

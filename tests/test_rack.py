@@ -112,7 +112,7 @@ def test_allreduce_across_host_namespaces(rack4: Any, tmp_path: Path) -> None:
     r = rack4.run(0, [sys.executable, "-c",
                       "import sys; from hostdrv import SwitchControl as C;"
                       "c = C(sys.argv[1]); c.configure_aggregation(members=4, slots=8, "
-                      "elems=352, dtype='int32'); c.close()", url], timeout=60)
+                      "packet_elems=352, dtype='int32'); c.close()", url], timeout=60)
     assert r.returncode == 0, r.stderr
     results = rack4.run_all([sys.executable, "-c", ALLREDUCE, url, str(size), str(tmp_path)],
                             timeout=120)
@@ -182,7 +182,7 @@ def test_cli_up_run_down_and_cleanup_after_a_crash(permitted: None) -> None:
 
 PPO_ARGS = ["--algo", "ppo", "--seed", "3", "--total-steps", str(3 * 2 * 16 * 4),
             "--num-steps", "16", "--hidden", "16", "--update-epochs", "2", "--target", "nan",
-            "--no-progress", "--elems", "352"]
+            "--no-progress", "--packet-elems", "352"]
 """PPO, 3 iterations of 2 minibatches x 2 epochs per rank: 12 aggregation rounds."""
 
 COUNTER = textwrap.dedent("""
@@ -268,7 +268,7 @@ def test_rtl_as_the_rack_switch(permitted: None, tmp_path: Path) -> None:
         r = rack.run(0, [sys.executable, "-c",
                          "import sys; from hostdrv import SwitchControl as C;"
                          "c = C(sys.argv[1]); c.configure_aggregation(members=2, slots=4, "
-                         "elems=352, dtype='int32'); c.close()", url], timeout=120)
+                         "packet_elems=352, dtype='int32'); c.close()", url], timeout=120)
         assert r.returncode == 0, r.stderr
         results = rack.run_all([sys.executable, "-c", RTL_ALLREDUCE, url, str(size),
                                 str(tmp_path)], timeout=300)
@@ -288,7 +288,7 @@ def test_rtl_as_the_rack_switch(permitted: None, tmp_path: Path) -> None:
                "--rdzv-id=rtlrack", "--max-restarts=0", "-m", "rl", "train", "--algo", "ppo",
                "--seed", "3", "--total-steps", str(2 * 2 * 16 * 2), "--num-steps", "16",
                "--hidden", "16", "--update-epochs", "2", "--target", "nan", "--no-progress",
-               "--elems", "352", "--sync", "inswitch", "--runs-dir", str(tmp_path),
+               "--packet-elems", "352", "--sync", "inswitch", "--runs-dir", str(tmp_path),
                "--name", "ppo"]
         results = rack.run_all(cmd, env={"OMP_NUM_THREADS": "1"}, timeout=400)
         assert all(rc == 0 for rc, _o, _e in results), [e[-3000:] for _rc, _o, e in results]

@@ -81,17 +81,18 @@ def test_configure_aggregation_keeps_threshold_within_members(
         make_switch: Callable[..., SoftSwitch]) -> None:
     sw = make_switch()
     with SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=6, slots=4, elems=64, mode="async", threshold=5)
+        ctl.configure_aggregation(members=6, slots=4, packet_elems=64, mode="async", threshold=5)
         assert (ctl.read("AGG_MEMBERS"), ctl.read("AGG_THRESHOLD")) == (6, 5)
         # fewer members than the old threshold: the threshold is lowered first
-        ctl.configure_aggregation(members=3, slots=4, elems=64, mode="async", threshold=2)
+        ctl.configure_aggregation(members=3, slots=4, packet_elems=64, mode="async", threshold=2)
         assert (ctl.read("AGG_MEMBERS"), ctl.read("AGG_THRESHOLD")) == (3, 2)
-        ctl.configure_aggregation(members=8, slots=4, elems=64)  # sync: H = N
+        ctl.configure_aggregation(members=8, slots=4, packet_elems=64)  # sync: H = N
         assert (ctl.read("AGG_MEMBERS"), ctl.read("AGG_THRESHOLD")) == (8, 8)
-        ctl.configure_aggregation(members=1, slots=4, elems=64)
+        ctl.configure_aggregation(members=1, slots=4, packet_elems=64)
         assert (ctl.read("AGG_MEMBERS"), ctl.read("AGG_THRESHOLD")) == (1, 1)
         with pytest.raises(RegisterError, match="threshold"):
-            ctl.configure_aggregation(members=2, slots=4, elems=64, mode="async", threshold=0)
+            ctl.configure_aggregation(members=2, slots=4, packet_elems=64, mode="async",
+                                      threshold=0)
 
 
 def test_read_after_updates_sees_them(make_switch: Callable[..., SoftSwitch]) -> None:

@@ -53,10 +53,10 @@ def test_read_write_soft(soft: SoftSwitch, capsys: pytest.CaptureFixture[str]) -
     rc, out, _ = netrl(capsys, soft.url, "read", hex(slots.addr))
     assert rc == 0 and out.startswith(f"AGG_SLOTS 0x{slots.addr:03X} = ")
     # a value the switch refuses: the soft switch answers status 3
-    elems = regmap.REGISTERS["AGG_ELEMS"]
-    rc, _, err = netrl(capsys, soft.url, "write", "AGG_ELEMS", str(elems.reset + 1))
+    agg_elems = regmap.REGISTERS["AGG_ELEMS"]
+    rc, _, err = netrl(capsys, soft.url, "write", "AGG_ELEMS", str(agg_elems.reset + 1))
     assert rc == 1 and "ILLEGAL_VALUE" in err
-    assert soft.model.read("AGG_ELEMS") == elems.reset
+    assert soft.model.read("AGG_ELEMS") == agg_elems.reset
     rc, _, err = netrl(capsys, soft.url, "write", "AGG_SLOTS", "many")
     assert rc == 1 and "not an integer" in err
     rc, _, err = netrl(capsys, soft.url, "read", "0x002")

@@ -79,7 +79,7 @@ def test_sync_worker_dies_mid_allreduce_and_rejoins(kind: str, tmp_path: Path) -
     process takes member id 3, and every call of everyone is the exact sum of all four."""
     calls, die_at, seed = 6, 2, 11
     with switch(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=4, slots=SLOTS, elems=ELEMS, dtype="int32")
+        ctl.configure_aggregation(members=4, slots=SLOTS, packet_elems=ELEMS, dtype="int32")
         common = ["--stop", str(calls), "--size", str(SIZE), "--seed", str(seed)]
         procs = [spawn(sw.url, w, tmp_path / f"w{w}.pkl", *common) for w in range(3)]
         dead = spawn(sw.url, 3, tmp_path / "w3a.pkl", *common, "--die-at", str(die_at))
@@ -122,7 +122,7 @@ def test_async_others_train_while_one_is_down(kind: str, tmp_path: Path) -> None
     the ordered sum (RESULT aux) of the first GRADIENTs of that slot and round."""
     seed = 5
     with switch(kind, log_arrivals=True) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=4, slots=SLOTS, elems=ELEMS, dtype="fp32",
+        ctl.configure_aggregation(members=4, slots=SLOTS, packet_elems=ELEMS, dtype="fp32",
                                   mode="async", threshold=3, staleness=1 << 30)
         common = ["--size", str(SIZE), "--seed", str(seed), "--dtype", "float32",
                   "--pace", "0.02"]
@@ -183,7 +183,7 @@ def test_rounds_crossing_into_the_next_block_move_agg_epoch(kind: str) -> None:
     the third would be: its rounds 2**25 ahead of AGG_EPOCH)."""
     block = 1 << 24
     with switch(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=SLOTS, elems=ELEMS, dtype="int32")
+        ctl.configure_aggregation(members=2, slots=SLOTS, packet_elems=ELEMS, dtype="int32")
         aggs = [Aggregator(sw.url, worker=w, timeout=0.05, retries=8) for w in range(2)]
         seen = []
         for k in range(1, 4):  # k = 3 without the writes: 2**25 ahead of AGG_EPOCH

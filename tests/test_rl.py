@@ -153,7 +153,7 @@ def _async_round(kind: str, url: str | None, staleness: int, stale_version: int
     """3 workers, H=2. Round 0 all fresh; in round 1 worker 2 goes first with ``stale_version``."""
     spec = SyncSpec(kind=kind, world=3, mode="async", threshold=2, staleness=staleness,
                     pipeline=0, url=url)
-    backend = SyncBackend(spec, elems=16, slots=4)
+    backend = SyncBackend(spec, packet_elems=16, slots=4)
     spec = backend.start()
     syncs = [make_sync(spec, r) for r in range(3)]
     out: list[np.ndarray] = [np.zeros(0)] * 3
@@ -340,6 +340,13 @@ def test_cli_train_writes_csv_and_plots(tmp_path: Path) -> None:
     for f in ("episodes.csv", "iterations.csv", "summary.json", "config.json", "return.png",
               "time_split.png"):
         assert (tmp_path / "run" / f).stat().st_size > 0, f
+
+
+def test_cli_packet_elems_and_its_old_name() -> None:
+    for flag in ("--packet-elems", "--elems"):
+        args = cli.build_parser().parse_args(["train", "--algo", "ppo", flag, "352"])
+        assert args.packet_elems == 352
+    assert cli.build_parser().parse_args(["train", "--algo", "ppo"]).packet_elems is None
 
 
 def test_cli_help_lists_the_hyper_parameters(capsys: pytest.CaptureFixture[str]) -> None:

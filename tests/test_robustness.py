@@ -48,7 +48,7 @@ def test_tensor_length_mismatch_is_an_error_for_everyone(kind: str) -> None:
     clear error naming both lengths at once (no timeout), nothing mixed is returned, and
     the next call with matching tensors gives the exact sum."""
     with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=8, elems=352)
+        ctl.configure_aggregation(members=2, slots=8, packet_elems=352)
         aggs = [Aggregator(sw.url, worker=w, timeout=0.05, retries=8) for w in range(2)]
         xs = [np.arange(1000, dtype=np.float32), np.full(600, 1000, np.float32)]
         t0 = time.monotonic()
@@ -82,7 +82,7 @@ def test_step_mismatch_is_an_error_for_everyone(kind: str) -> None:
     nothing of either step is summed; the step counters do not advance, and the next
     call (both at step 0 by default) gives the exact sum in a new epoch."""
     with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=4, elems=16, dtype="int32")
+        ctl.configure_aggregation(members=2, slots=4, packet_elems=16, dtype="int32")
         aggs = [Aggregator(sw.url, worker=w, timeout=0.05, retries=8) for w in range(2)]
         xs = [np.arange(40, dtype=np.int32) + 1000 * w for w in range(2)]
         t0 = time.monotonic()
@@ -108,11 +108,11 @@ def test_step_mismatch_is_an_error_for_everyone(kind: str) -> None:
 def test_client_verifies_fp32_sum_from_order_of_addition(kind: str) -> None:
     """Four workers, random magnitudes: each chunk's RESULT order reproduces the sum."""
     rng = np.random.default_rng(3)
-    size, elems = 200, 32
+    size, packet_elems = 200, 32
     xs = [(rng.standard_normal(size) * 10.0 ** rng.integers(-6, 7, size)).astype(np.float32)
           for _ in range(4)]
     with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=4, slots=4, elems=elems)
+        ctl.configure_aggregation(members=4, slots=4, packet_elems=packet_elems)
         aggs = [Aggregator(sw.url, worker=w, timeout=0.2) for w in range(4)]
         got = in_threads([lambda w=w: aggs[w].allreduce(xs[w]) for w in range(4)])
         for w, g in enumerate(got):
@@ -120,7 +120,7 @@ def test_client_verifies_fp32_sum_from_order_of_addition(kind: str) -> None:
             for c, aux in enumerate(aggs[w].last_aux):
                 order = result_order(int(aux))
                 assert sorted(order) == [0, 1, 2, 3]
-                lo, hi = elems * c, min(elems * (c + 1), size)
+                lo, hi = packet_elems * c, min(packet_elems * (c + 1), size)
                 want = ordered_sum([xs[v][lo:hi] for v in order])
                 np.testing.assert_array_equal(g[lo:hi].view(np.uint32), want.view(np.uint32))
         for a in aggs:
@@ -132,7 +132,7 @@ def test_fail_fast_at_construction(kind: str) -> None:
     """A worker id the job does not have, or another job id, is refused before anything is
     registered or sent; so are bfloat16 tensors."""
     with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=4, elems=16, job=3)
+        ctl.configure_aggregation(members=2, slots=4, packet_elems=16, job=3)
         t0 = time.monotonic()
         with pytest.raises(ValueError, match=r"worker=2.*AGG_MEMBERS=2"):
             Aggregator(sw.url, worker=2, job=3)
@@ -155,7 +155,7 @@ def test_timeout_hint_names_every_counter_and_what_moved(kind: str) -> None:
     """Worker 1 is registered from an address it does not send from: the timeout says
     SPOOFED moved, and lists every counter that could explain a missing RESULT."""
     with switch_of_kind(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=4, elems=16)
+        ctl.configure_aggregation(members=2, slots=4, packet_elems=16)
         a0 = Aggregator(sw.url, worker=0, timeout=0.005, retries=2, max_backoff=0.01)
         a1 = Aggregator(sw.url, worker=1, timeout=0.005, retries=2, max_backoff=0.01,
                         member_address=("127.0.0.2", 9))

@@ -133,7 +133,7 @@ def test_allreduce_through_sim_url_equals_model_sum() -> None:
     require_tool("verilator", "hostdrv.switch.rtl's Verilator build of the switch")
     require_module("pyverilator", "hostdrv.switch.rtl's Verilator build of the switch")
     build_rtl(TOP, PARAMS)  # a missing RTL file raises FileNotFoundError: a failure
-    size, slots, elems = 200, 4, 32
+    size, slots, packet_elems = 200, 4, 32
     rng = np.random.default_rng(21)
     inputs = [[(rng.standard_normal(size) * 10).astype(np.float32) for _ in range(2)]
               for _ in range(2)]                     # [worker][call]
@@ -143,7 +143,7 @@ def test_allreduce_through_sim_url_equals_model_sum() -> None:
         assert sw.url.startswith("sim://")
         ctl = SwitchControl(sw.url)
         assert ctl.read("MAGIC") == regmap.REGISTERS["MAGIC"].reset
-        ctl.configure_aggregation(members=2, slots=slots, elems=elems)
+        ctl.configure_aggregation(members=2, slots=slots, packet_elems=packet_elems)
         aggs = [Aggregator(sw.url, worker=w, timeout=0.5)
                 for w in range(2)]
 
@@ -165,7 +165,7 @@ def test_allreduce_through_sim_url_equals_model_sum() -> None:
         ctl.close()
         sim = sw.sim_stats
     assert not errors, errors
-    chunks = -(-size // elems)
+    chunks = -(-size // packet_elems)
     for call in range(2):
         want = fp32_add(inputs[0][call], inputs[1][call])
         for w in range(2):

@@ -63,15 +63,43 @@ def test_identity_and_registers(switch: SoftSwitch) -> None:
         with pytest.raises(RegisterError, match="14-bit"):
             ctl.write("AGG_ELEMS", 1 << 14)
         with pytest.raises(RegisterError, match="threshold"):
-            ctl.configure_aggregation(members=4, slots=4, elems=32, threshold=2)
+            ctl.configure_aggregation(members=4, slots=4, packet_elems=32, threshold=2)
         with pytest.raises(RegisterError, match="parent"):
-            ctl.configure_aggregation(members=2, slots=4, elems=32, role="leaf", uplink_port=1)
-        ctl.configure_aggregation(members=2, slots=4, elems=32, role="leaf", uplink_port=0x80,
-                                  parent="127.0.0.1:9999", leaf_id=3)
+            ctl.configure_aggregation(members=2, slots=4, packet_elems=32, role="leaf",
+                                      uplink_port=1)
+        ctl.configure_aggregation(members=2, slots=4, packet_elems=32, role="leaf",
+                                  uplink_port=0x80, parent="127.0.0.1:9999", leaf_id=3)
         assert ctl.read("AGG_PARENT_UDP") == 9999 and ctl.read("AGG_LEAF_ID") == 3
         ctl.write("RPL_SEED", 7)
         ctl.clear_counters()
         assert not any(ctl.counters().values())
+
+
+def test_elems_is_a_deprecated_name_of_packet_elems(switch: SoftSwitch) -> None:
+    """``configure_aggregation(elems=)`` and ``Aggregator.elems``, the old names of
+    ``packet_elems``: still work, the keyword with a DeprecationWarning."""
+    with SwitchControl(switch.url) as ctl:
+        with pytest.warns(DeprecationWarning, match="packet_elems"):
+            ctl.configure_aggregation(members=1, slots=4, elems=48)
+        assert ctl.read("AGG_ELEMS") == 48
+        with pytest.warns(DeprecationWarning), pytest.raises(RegisterError) as err:
+            ctl.configure_aggregation(members=1, slots=4, elems=17)
+        assert (err.value.field, err.value.value) == ("elems", 17)  # the name the caller used
+        with pytest.raises(RegisterError) as err:
+            ctl.configure_aggregation(members=1, slots=4, packet_elems=17)
+        assert (err.value.field, err.value.value) == ("packet_elems", 17)
+        with pytest.raises(TypeError, match="both"):
+            ctl.configure_aggregation(members=1, slots=4, packet_elems=32, elems=32)
+        with pytest.raises(TypeError, match="packet_elems"):
+            ctl.configure_aggregation(members=1, slots=4)  # type: ignore[call-arg]
+        assert ctl.read("AGG_ELEMS") == 48
+        agg = Aggregator(switch.url, worker=0)
+        try:
+            assert agg.packet_elems == agg.elems == 48
+            with pytest.raises(AttributeError):
+                agg.elems = 64  # type: ignore[misc]
+        finally:
+            agg.close()
 
 
 def test_control_timeout_and_bad_urls() -> None:
@@ -125,7 +153,7 @@ def _allreduce_threads(aggs: list[Aggregator], xs: list[np.ndarray]) -> list[Any
 
 def test_unregistered_and_spoofed_workers_are_dropped_and_counted(switch: SoftSwitch) -> None:
     ctl = SwitchControl(switch.url)
-    ctl.configure_aggregation(members=3, slots=4, elems=32)
+    ctl.configure_aggregation(members=3, slots=4, packet_elems=32)
     a = Aggregator(switch.url, worker=0)
     b = Aggregator(switch.url, worker=1)
     fast = dict(timeout=0.005, retries=2, max_backoff=0.01)
@@ -198,9 +226,9 @@ def _recv_message(sock: socket.socket, timeout: float) -> Any:
 
 def test_any_port_member_is_reached_only_where_it_last_sent_from(switch: SoftSwitch) -> None:
     """Never heard from: nothing (then a resend); a rewritten entry forgets the address."""
-    elems = 16
+    packet_elems = 16
     with SwitchControl(switch.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=4, elems=elems)
+        ctl.configure_aggregation(members=2, slots=4, packet_elems=packet_elems)
         socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(3)]
         try:
             for s in socks:
@@ -208,7 +236,7 @@ def test_any_port_member_is_reached_only_where_it_last_sent_from(switch: SoftSwi
             w0, w1, w1_moved = socks
             ctl.set_member(0, port=1, ip="127.0.0.1", udp=w0.getsockname()[1], role=ROLE_WORKER)
             ctl.set_member(1, port=2, ip="127.0.0.1", udp=0, role=ROLE_WORKER)
-            x = [np.full(elems, w + 1.0, np.float32) for w in range(2)]
+            x = [np.full(packet_elems, w + 1.0, np.float32) for w in range(2)]
 
             def grad(w: int, slot: int) -> bytes:
                 return encode_message(gradient(x[w], job=0, worker=w, slot=slot, round_=0))

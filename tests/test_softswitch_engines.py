@@ -80,7 +80,7 @@ def _play(sw: SoftSwitch, seed: int) -> tuple[list[list[bytes]], dict[str, int]]
     ports = [s.getsockname()[1] for s in socks]
     dest = sw.address
     with SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=4, slots=4, elems=ELEMS)
+        ctl.configure_aggregation(members=4, slots=4, packet_elems=ELEMS)
         for i in range(5):  # 0, 1 and 4 exact; 2 and 3 any port of 127.0.0.1
             ctl.set_member(i, port=1 << i, ip="127.0.0.1", udp=ports[i] if i in (0, 1, 4) else 0,
                            role=0b111 if i < 4 else 0b110)
@@ -164,7 +164,7 @@ def _client_run(native: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]
     prioritized and uniform samples of 1..200, updates), with the client loops native or not."""
     monkeypatch.setenv("NRL_NATIVE_CLIENT", native)
     with SoftSwitch(capacity=256) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=3, slots=8, elems=64, dtype="int32")  # any order
+        ctl.configure_aggregation(members=3, slots=8, packet_elems=64, dtype="int32")  # any order
         ctl.configure_replay(seed=5)
         aggs = [Aggregator(sw.url, worker=i, timeout=1.0) for i in range(3)]
         assert all((a._native() is not None) == (native == "1") for a in aggs)

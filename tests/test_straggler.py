@@ -201,17 +201,18 @@ _FAST = {"timeout": 0.01, "retries": 4, "max_backoff": 0.04}
 
 
 def run_sync(kind: str, *, members: int, steps: int, size: int, seed: int, share: float,
-             nap: float, slots: int = 4, elems: int = 16,
+             nap: float, slots: int = 4, packet_elems: int = 16,
              client: str = "native") -> tuple[list[Member], dict[str, int]]:
     """``members`` sync members, the last one a straggler; returns them and the counters."""
     with serve(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=members, slots=slots, elems=elems, dtype="int32")
+        ctl.configure_aggregation(members=members, slots=slots, packet_elems=packet_elems,
+                                  dtype="int32")
         aggs = [Aggregator(sw.url, worker=w, **_FAST) for w in range(members)]
         if client == "python":
             for a in aggs:
                 a._native = lambda: None  # type: ignore[method-assign]
         napper = Napper(aggs[-1])
-        chunks = -(-size // elems)
+        chunks = -(-size // packet_elems)
         plans = nap_plans(np.random.default_rng([seed, 19]), steps, chunks, share)
         team = [Member(aggs[w], w, steps, size, seed) for w in range(members - 1)]
         team.append(Member(aggs[-1], members - 1, steps, size, seed, napper, plans, nap))
@@ -284,7 +285,7 @@ def test_late_member_completes_a_step_the_other_timed_out_on(kind: str, client: 
     for good), and both complete every step."""
     steps, size = 8, 16
     with serve(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=4, elems=16, dtype="int32")
+        ctl.configure_aggregation(members=2, slots=4, packet_elems=16, dtype="int32")
         aggs = [Aggregator(sw.url, worker=w, timeout=0.02, retries=3, max_backoff=0.05)
                 for w in range(2)]
         if client == "python":
@@ -328,7 +329,7 @@ def test_late_member_completes_a_step_the_other_timed_out_on(kind: str, client: 
 
 
 def check_async(team: list[Member], arrivals: list[Any], staleness: int, slots: int,
-                elems: int) -> int:
+                packet_elems: int) -> int:
     """Every accepted RESULT chunk is the ordered sum of the logged contributions its aux
     names (each contributor once, each added within the staleness bound) or a given-up
     chunk (zeros, aux 0). Returns the number of chunks checked."""
@@ -342,7 +343,7 @@ def check_async(team: list[Member], arrivals: list[Any], staleness: int, slots: 
             y = r["result"]
             for c, (rnd, aux) in enumerate(zip(r["rounds"], r["aux"], strict=True)):
                 s, rnd, aux = c % slots, int(rnd), int(aux)
-                got = y[c * elems:(c + 1) * elems]
+                got = y[c * packet_elems:(c + 1) * packet_elems]
                 if aux == 0:  # given up: its round was gone
                     assert not got.any()
                     continue
@@ -374,14 +375,15 @@ def test_async_straggler_soak(kind: str) -> None:
 
 def run_async(kind: str, *, steps: int, share: float, seed: int = 9) -> None:
     """N = 3, H = 2 async members, the last one a straggler; checks every RESULT."""
-    members, threshold, staleness, slots, elems = 3, 2, 3, 4, 16
+    members, threshold, staleness, slots, packet_elems = 3, 2, 3, 4, 16
     size, nap = 100, 0.35
     with serve(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=members, slots=slots, elems=elems, dtype="int32",
+        ctl.configure_aggregation(members=members, slots=slots, packet_elems=packet_elems,
+                                  dtype="int32",
                                   mode="async", threshold=threshold, staleness=staleness)
         aggs = [Aggregator(sw.url, worker=w, **_FAST) for w in range(members)]
         napper = Napper(aggs[-1])
-        plans = nap_plans(np.random.default_rng([seed, 19]), steps, -(-size // elems), share)
+        plans = nap_plans(np.random.default_rng([seed, 19]), steps, -(-size // packet_elems), share)
         team = [Member(aggs[w], w, steps, size, seed) for w in range(members - 1)]
         team.append(Member(aggs[-1], members - 1, steps, size, seed, napper, plans, nap))
         try:
@@ -393,7 +395,7 @@ def run_async(kind: str, *, steps: int, share: float, seed: int = 9) -> None:
     for m in team:
         assert [r["step"] for r in m.accepted] == list(range(steps)), m.worker
     assert not team[-1].errors, team[-1].errors
-    checked = check_async(team, arrivals, staleness, slots, elems)
+    checked = check_async(team, arrivals, staleness, slots, packet_elems)
     assert checked >= steps * 7  # most chunks were summed (a few may be given up)
     print(f"{kind}: {checked} chunks checked, naps {napper.naps}, others' errors "
           f"{[len(m.errors) for m in team[:-1]]}")
@@ -411,7 +413,7 @@ def test_member_late_for_the_first_call(kind: str) -> None:
     both get step 0's exact sum, then step 1's."""
     size = 40
     with serve(kind) as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=4, elems=16, dtype="int32")
+        ctl.configure_aggregation(members=2, slots=4, packet_elems=16, dtype="int32")
         aggs = [Aggregator(sw.url, worker=w, timeout=0.02, retries=3, max_backoff=0.05)
                 for w in range(2)]
         got: list[list[tuple[int, np.ndarray]]] = [[], []]
@@ -457,7 +459,7 @@ def test_rl_inswitch_round_retried_with_the_same_vector() -> None:
 
     rounds, size = 4, 40
     with SoftSwitch("127.0.0.1:0") as sw, SwitchControl(sw.url) as ctl:
-        ctl.configure_aggregation(members=2, slots=4, elems=16, dtype="int32")
+        ctl.configure_aggregation(members=2, slots=4, packet_elems=16, dtype="int32")
         spec = SyncSpec(kind="inswitch", world=2, dtype="int32", url=sw.url, timeout=0.01,
                         retries=3, attempts=20)
         syncs = [InSwitchSync(spec, w) for w in range(2)]

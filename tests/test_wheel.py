@@ -67,7 +67,7 @@ assert rtl_model.RTL_DIR.is_relative_to(site), rtl_model.RTL_DIR
 
 def allreduce(url):
     ctl = SwitchControl(url)
-    ctl.configure_aggregation(members=2, slots=4, elems=32)
+    ctl.configure_aggregation(members=2, slots=4, packet_elems=32)
     aggs = [Aggregator(url, worker=i) for i in range(2)]
     rng = np.random.default_rng(7)
     xs = [rng.standard_normal(300).astype(np.float32) for _ in range(2)]
@@ -319,7 +319,7 @@ url, site = sys.argv[1], Path(sys.argv[2])
 assert Path(hostdrv.__file__).resolve().is_relative_to(site), hostdrv.__file__
 with SwitchControl(url) as ctl:
     ident = ctl.identity()
-    ctl.configure_aggregation(members=1, slots=4, elems=32)
+    ctl.configure_aggregation(members=1, slots=4, packet_elems=32)
     with Aggregator(url, worker=0) as agg:
         x = np.arange(100, dtype=np.float32)
         np.testing.assert_array_equal(agg.allreduce(x), x)

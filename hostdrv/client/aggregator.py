@@ -156,15 +156,15 @@ class Aggregator(Endpoint):
         try:
             ctl = self.control
             self.slots = ctl.read("AGG_SLOTS")
-            self.elems = ctl.read("AGG_ELEMS")
+            self.packet_elems = ctl.read("AGG_ELEMS")
             self.int32 = ctl.read("AGG_DTYPE") == 1
             self.async_mode = ctl.read("AGG_MODE") == 1
             staleness = ctl.read("AGG_STALENESS")
             members = ctl.read("AGG_MEMBERS")
-            if not 1 <= self.slots <= 64 or self.elems % 16 or \
-                    not 16 <= self.elems <= MAX_JUMBO_ELEMS:
+            if not 1 <= self.slots <= 64 or self.packet_elems % 16 or \
+                    not 16 <= self.packet_elems <= MAX_JUMBO_ELEMS:
                 raise ValueError(f"bad switch configuration AGG_SLOTS={self.slots} "
-                                 f"AGG_ELEMS={self.elems}")
+                                 f"AGG_ELEMS={self.packet_elems}")
             if worker >= members:
                 raise ValueError(f"bad worker={worker}: the switch's job has AGG_MEMBERS="
                                  f"{members} aggregation members (ids 0..{members - 1}); "
@@ -182,7 +182,7 @@ class Aggregator(Endpoint):
         self.retries = retries
         self.max_backoff = max(max_backoff, timeout)
         self.wire_dtype = np.dtype("<i4") if self.int32 else np.dtype("<f4")
-        s, p = self.slots, self.elems
+        s, p = self.slots, self.packet_elems
         self._msg_len = HEADER_LEN + 4 * p
         # one preallocated GRADIENT per slot, back to back, so consecutive slots
         # go out in one GSO call
@@ -234,6 +234,11 @@ class Aggregator(Endpoint):
         self.last_rounds_per_call = 1
         """Rounds every slot advanced by in the last call (async: :func:`rounds_per_call`;
         1 in sync mode, where only the slots a call uses advance)."""
+
+    @property
+    def elems(self) -> int:
+        """Deprecated name of :attr:`packet_elems` (read only)."""
+        return self.packet_elems
 
     @property
     def rounds(self) -> list[int]:
@@ -344,7 +349,7 @@ class Aggregator(Endpoint):
         still in it gets :class:`StepMismatchError` and starts a new epoch, meeting this
         member there); a copy holding a newer round drops it as ``STALE``; a DONE copy
         only answers this member (ignored)."""
-        s_count, p, L = self.slots, self.elems, self._msg_len
+        s_count, p, L = self.slots, self.packet_elems, self._msg_len
         aux = (pend.step + (1 << 31)) & M32
         buf = bytearray(L)
         for s in range(min(s_count, len(pend.taken))):
@@ -448,7 +453,7 @@ class Aggregator(Endpoint):
         e = arr.size
         if e > M32:
             raise ValueError(f"bad size={e}: a tensor has at most 2**32 - 1 elements")
-        p = self.elems
+        p = self.packet_elems
         n = -(-e // p) if e else 0
         flat = np.zeros(n * p, dtype=self.wire_dtype)
         quantized = False
@@ -544,7 +549,7 @@ class Aggregator(Endpoint):
             Payload bytes handed to the transport (headers excluded).
         """
         flat = np.ascontiguousarray(x, dtype=self.wire_dtype).reshape(-1)
-        p, s_count, L = self.elems, self.slots, self._msg_len
+        p, s_count, L = self.packet_elems, self.slots, self._msg_len
         n = flat.size // p
         chunks = flat[:n * p].reshape(n, p)
         pack = HEADER.pack_into
@@ -581,7 +586,7 @@ class Aggregator(Endpoint):
             code, v, stale, resent, retrans, jumps, missing, tr._gso = native.agg_run(
                 tr.sock.fileno(), self._sbuf, chunks, out, rounds, aux_of, got_round, taken, n,
                 total, None if version is None else version & M32, step & M32, self.slots,
-                self.window, self.elems, self._flags, self.job, self.worker, self.async_mode,
+                self.window, self.packet_elems, self._flags, self.job, self.worker, self.async_mode,
                 rpc, self._poll_lag, self.timeout, self.max_backoff, self.retries, tr._gro,
                 tr._gso, len(self._rbuf))
         finally:

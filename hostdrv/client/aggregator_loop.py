@@ -85,7 +85,7 @@ class LoopOwner(Protocol):
     url: str
     slots: int
     window: int
-    elems: int
+    packet_elems: int
     job: int
     worker: int
     async_mode: bool
@@ -143,7 +143,7 @@ class CallLoop:
                  version: int | None, rpc: int, step: int, taken: np.ndarray,
                  aux_of: np.ndarray, got_round: np.ndarray) -> None:
         self.owner = owner
-        self.s_count, self.window, self.p = owner.slots, owner.window, owner.elems
+        self.s_count, self.window, self.p = owner.slots, owner.window, owner.packet_elems
         self.rounds = owner._rounds  # each slot's call base
         self.L = owner._msg_len
         self.sbuf, self.smv, self.spay = owner._sbuf, owner._smv, owner._spay

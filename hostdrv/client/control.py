@@ -9,6 +9,7 @@ in simulation and the board.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -106,7 +107,7 @@ class SwitchControl:
     Examples
     --------
     >>> ctl = SwitchControl("soft://127.0.0.1:20050")       # doctest: +SKIP
-    >>> ctl.configure_aggregation(members=4, slots=16, elems=256)  # doctest: +SKIP
+    >>> ctl.configure_aggregation(members=4, slots=16, packet_elems=256)  # doctest: +SKIP
     >>> ctl.counters()["CNT_RX_GRADIENT"]                   # doctest: +SKIP
     0
     """
@@ -283,12 +284,14 @@ class SwitchControl:
         }
 
     # -- configuration -------------------------------------------------------------
-    def configure_aggregation(self, *, members: int, slots: int, elems: int,
-                              dtype: str = "fp32", mode: str = "sync",
-                              threshold: int | None = None, staleness: int = 0,
+    def configure_aggregation(self, *, members: int, slots: int,
+                              packet_elems: int | None = None, dtype: str = "fp32",
+                              mode: str = "sync", threshold: int | None = None,
+                              staleness: int = 0,
                               role: str = "root", uplink_port: int = 0,
                               parent: str | tuple[str, int] | None = None,
-                              leaf_id: int = 0, job: int | None = None) -> None:
+                              leaf_id: int = 0, job: int | None = None,
+                              elems: int | None = None) -> None:
         """Configure (and enable) the aggregation engine for a job.
 
         Writing any of these registers invalidates every slot, so this starts
@@ -302,8 +305,9 @@ class SwitchControl:
             N, aggregation members (ids 0 … N−1), 1 … 8.
         slots:
             S, slots in use (1 … ``AGG_MAX_SLOTS``).
-        elems:
-            P, elements per packet (multiple of 16, 16 … ``AGG_MAX_ELEMS``).
+        packet_elems:
+            P, elements per packet (``AGG_ELEMS``; multiple of 16, 16 …
+            ``AGG_MAX_ELEMS``). Required.
         dtype:
             ``"fp32"`` or ``"int32"``.
         mode:
@@ -322,20 +326,36 @@ class SwitchControl:
             Leaf: this switch's member id at the parent.
         job:
             Job id to set (``JOB_ID``); unchanged when ``None``.
+        elems:
+            Deprecated name of ``packet_elems`` (a :class:`DeprecationWarning`).
 
         Raises
         ------
         RegisterError
             An argument out of range (named, with its value).
+        TypeError
+            Neither or both of ``packet_elems`` and ``elems`` given.
         """
+        p_name = "packet_elems"
+        if elems is not None:
+            if packet_elems is not None:
+                raise TypeError("configure_aggregation() got both packet_elems= and its "
+                                "deprecated name elems=")
+            warnings.warn("configure_aggregation(elems=...) is deprecated: use packet_elems=",
+                          DeprecationWarning, stacklevel=2)
+            packet_elems, p_name = elems, "elems"
+        if packet_elems is None:
+            raise TypeError("configure_aggregation() missing required keyword argument: "
+                            "'packet_elems'")
         if not 1 <= members <= MAX_MEMBERS:
             raise RegisterError("members", members, f"must be 1..{MAX_MEMBERS}")
         max_slots = self.read("AGG_MAX_SLOTS")
         if not 1 <= slots <= max_slots:
             raise RegisterError("slots", slots, f"must be 1..AGG_MAX_SLOTS ({max_slots})")
         max_elems = self.read("AGG_MAX_ELEMS")
-        if not (16 <= elems <= max_elems and elems % 16 == 0):
-            raise RegisterError("elems", elems, f"must be a multiple of 16 in 16..{max_elems}")
+        if not (16 <= packet_elems <= max_elems and packet_elems % 16 == 0):
+            raise RegisterError(p_name, packet_elems,
+                                f"must be a multiple of 16 in 16..{max_elems}")
         dtypes = {"fp32": 0, "float32": 0, "int32": 1}
         if dtype not in dtypes:
             raise RegisterError("dtype", dtype, "must be 'fp32' or 'int32'")
@@ -372,7 +392,7 @@ class SwitchControl:
         self.write("AGG_MEMBERS", members)
         self.write("AGG_THRESHOLD", h)
         self.write("AGG_SLOTS", slots)
-        self.write("AGG_ELEMS", elems)
+        self.write("AGG_ELEMS", packet_elems)
         self.write("AGG_DTYPE", dtypes[dtype])
         self.write("AGG_MODE", 1 if mode == "async" else 0)
         self.write("AGG_STALENESS", staleness)

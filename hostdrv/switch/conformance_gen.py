@@ -31,7 +31,7 @@ class VectorBuilder:
         self.rng = random.Random(seed)
         self.np = np.random.default_rng(seed)
         self.p = params
-        self.elems = 0
+        self.packet_elems = 0
         self.dtype = 0
         self.slots = 1
         self.members = 0
@@ -78,11 +78,12 @@ class VectorBuilder:
             self.write(name, value)
         return parent_ip, parent_udp
 
-    def configure(self, *, members: int, slots: int, elems: int, dtype: int = 0, mode: int = 0,
-                  threshold: int = 0, staleness: int = 0, job: int = 0, udp_zero: float = 0.3,
-                  roles: Iterable[int] | None = None) -> None:
+    def configure(self, *, members: int, slots: int, packet_elems: int, dtype: int = 0,
+                  mode: int = 0, threshold: int = 0, staleness: int = 0, job: int = 0,
+                  udp_zero: float = 0.3, roles: Iterable[int] | None = None) -> None:
         rng = self.rng
-        self.members, self.slots, self.elems, self.dtype = members, slots, elems, dtype
+        self.members, self.slots, self.dtype = members, slots, dtype
+        self.packet_elems = packet_elems
         self.job, self.mode, self.staleness = job, mode, staleness
         self._threshold = threshold
         roles = list(roles) if roles is not None else [
@@ -104,7 +105,7 @@ class VectorBuilder:
         if members < self._written_threshold:
             self.write("AGG_THRESHOLD", h)
         for name, value in (("JOB_ID", job), ("AGG_MEMBERS", members), ("AGG_SLOTS", slots),
-                            ("AGG_ELEMS", elems), ("AGG_DTYPE", dtype), ("AGG_MODE", mode),
+                            ("AGG_ELEMS", packet_elems), ("AGG_DTYPE", dtype), ("AGG_MODE", mode),
                             ("AGG_THRESHOLD", h), ("AGG_STALENESS", staleness)):
             self.write(name, value)
 
@@ -141,8 +142,8 @@ class VectorBuilder:
                  flags: int = 0) -> bytes:
         """A GRADIENT of member ``w``; ``aux`` (sync: the step id) defaults to the round."""
         return self.build(w, Opcode.GRADIENT, flags=self.dtype | flags, slot=slot, seq=rnd,
-                          count=self.elems, aux=rnd if aux is None else aux,
-                          payload=self.elements(self.elems), total=total)
+                          count=self.packet_elems, aux=rnd if aux is None else aux,
+                          payload=self.elements(self.packet_elems), total=total)
 
     def other_step(self, step: int) -> int:
         """A step id other than ``step``: the previous or next call, or any other."""
@@ -226,7 +227,7 @@ class VectorBuilder:
                     for s in range(self.slots)]
         else:
             base = [(start + rng.randrange(4)) & M32 for _ in range(self.slots)]
-        totals = [self.elems * rng.randint(1, 50) for _ in range(self.slots)]
+        totals = [self.packet_elems * rng.randint(1, 50) for _ in range(self.slots)]
         first_step = rng.randrange(1 << 32)
         pending: list[tuple[int, bytes]] = []
         for k in range(rounds):
@@ -237,7 +238,8 @@ class VectorBuilder:
                 if jumped:
                     rnd = (rnd + 2) & M32  # reuses the copy of a round still in flight
                 for w in range(self.members):
-                    total = totals[s] if rng.random() >= mismatch else totals[s] + self.elems
+                    total = (totals[s] if rng.random() >= mismatch
+                             else totals[s] + self.packet_elems)
                     if self.mode:
                         aux = (rnd - rng.randint(0, self.staleness + 2)) & M32
                     else:  # the call of that round (a jump: two calls later)
@@ -316,7 +318,7 @@ class VectorBuilder:
         if kind == "gradient" and self.members:
             w = rng.randrange(self.members)
             s = rng.randrange(self.slots)
-            return self.port(w), self.gradient(w, s, rng.randrange(1 << 32), self.elems * 4)
+            return self.port(w), self.gradient(w, s, rng.randrange(1 << 32), self.packet_elems * 4)
         bit = {"push": C.ROLE_ACTOR, "sample": C.ROLE_LEARNER}.get(kind, C.ROLE_LEARNER)
         w = self.with_role(bit)
         data = {"push": self.push, "sample": self.sample}.get(kind, self.update)(w)
@@ -425,7 +427,8 @@ _MUTATIONS: dict[str, Callable[[VectorBuilder, int, bytearray], tuple[int, bytea
     "spoof_ip": _set(26, 4, lambda g: g.rng.randrange(1 << 32)),
     "spoof_udp": _set(34, 2, lambda g: g.rng.randrange(1, 1 << 16)),
     "spoof_port": _spoof_port,
-    "count": _set(C.OFF_COUNT, 2, lambda g: g.rng.choice([0, 1, 3, 17, 129, g.elems + 16, 65535])),
+    "count": _set(C.OFF_COUNT, 2,
+                  lambda g: g.rng.choice([0, 1, 3, 17, 129, g.packet_elems + 16, 65535])),
     "dtype": _set(C.OFF_FLAGS, 1, lambda g: g.dtype ^ C.FLAG_INT32),
     "slot": _set(C.OFF_SLOT, 2, lambda g: g.slots + g.rng.randrange(1 << 15)),
     "zero_total": _set(C.OFF_TOTAL, 4, lambda g: 0),

@@ -25,10 +25,10 @@ def _params(**kw: int) -> dict[str, int]:
     return p
 
 
-def _sync(seed: int, dtype: int, elems: int = 32) -> Vector:
-    g = VectorBuilder(f"sync_{'int32' if dtype else 'fp32'}_p{elems}", seed,
-             _params(max_elems=max(elems, 64)))
-    g.configure(members=4, slots=4, elems=elems, dtype=dtype)
+def _sync(seed: int, dtype: int, packet_elems: int = 32) -> Vector:
+    g = VectorBuilder(f"sync_{'int32' if dtype else 'fp32'}_p{packet_elems}", seed,
+             _params(max_elems=max(packet_elems, 64)))
+    g.configure(members=4, slots=4, packet_elems=packet_elems, dtype=dtype)
     g.aggregation(30, wrap=True)
     g.malformed(60)
     g.aggregation(10, loss=0.2, dup=0.2, late=0.1)
@@ -37,7 +37,7 @@ def _sync(seed: int, dtype: int, elems: int = 32) -> Vector:
 
 def _async(seed: int) -> Vector:
     g = VectorBuilder("async", seed, _params())
-    g.configure(members=5, slots=3, elems=16, mode=1, threshold=3, staleness=2)
+    g.configure(members=5, slots=3, packet_elems=16, mode=1, threshold=3, staleness=2)
     g.aggregation(30, loss=0.1, dup=0.1, late=0.05)
     g.write("AGG_THRESHOLD", 1)  # every contribution completes a round
     g.aggregation(5)
@@ -48,13 +48,13 @@ def _async_catchup(seed: int) -> Vector:
     """Async members lagging beyond the staleness bound: never added, answered by a DONE
     copy of their round or a newer one (protocol section 4, step 1)."""
     g = VectorBuilder("async_catchup", seed, _params())
-    g.configure(members=4, slots=2, elems=16, mode=1, threshold=2, staleness=1)
+    g.configure(members=4, slots=2, packet_elems=16, mode=1, threshold=2, staleness=1)
     rng = g.rng
     base = [rng.randrange(1 << 20), (M32 - 5) & M32]
     for k in range(40):
         for s in range(g.slots):
             rnd = (base[s] + k) & M32
-            total = g.elems * 7
+            total = g.packet_elems * 7
             fresh = rng.sample(range(g.members), g.threshold_members())
             frames = [(g.port(w), g.gradient(w, s, rnd, total)) for w in fresh]
             for w in range(g.members):  # laggards: this round, older or newer ones
@@ -70,7 +70,7 @@ def _async_catchup(seed: int) -> Vector:
 def _leaf(seed: int) -> Vector:
     """A leaf of a two-level tree: partial sums go up, the parent's RESULTs come down."""
     g = VectorBuilder("hierarchy_leaf", seed, _params())
-    g.configure(members=3, slots=4, elems=16, dtype=seed % 2)
+    g.configure(members=3, slots=4, packet_elems=16, dtype=seed % 2)
     parent_ip, parent_udp = g.make_leaf(5)
     rng = g.rng
     first_step = rng.randrange(1 << 32)
@@ -78,7 +78,7 @@ def _leaf(seed: int) -> Vector:
         s = rng.randrange(g.slots)
         rnd = 100 + k
         step = (first_step + k) & M32
-        frames = [(g.port(w), g.gradient(w, s, rnd, g.elems * 3,
+        frames = [(g.port(w), g.gradient(w, s, rnd, g.packet_elems * 3,
                                          step if rng.random() >= 0.03 else g.other_step(step)))
                   for w in range(g.members)]
         g.deliver(frames, dup=0.15, reorder=0.5, late=0.05)
@@ -87,9 +87,10 @@ def _leaf(seed: int) -> Vector:
             data = g.build(rng.randrange(8), Opcode.RESULT,
                            flags=g.dtype | (int(Flags.ERROR) if err else 0)
                            | int(Flags.FROM_SWITCH),
-                           slot=s, seq=rnd - rng.choice([0, 0, 0, 2]), count=g.elems,
-                           aux=rng.randrange(1 << 32), payload=g.elements(g.elems),
-                           total=g.elems * 3, ip_src=rng.choice([parent_ip] * 5 + [g.ip[0]]),
+                           slot=s, seq=rnd - rng.choice([0, 0, 0, 2]), count=g.packet_elems,
+                           aux=rng.randrange(1 << 32), payload=g.elements(g.packet_elems),
+                           total=g.packet_elems * 3,
+                           ip_src=rng.choice([parent_ip] * 5 + [g.ip[0]]),
                            udp_src=parent_udp)
             g.frame(rng.choice([UPLINK] * 5 + [g.port(0)]), data)
     g.malformed(40)
@@ -121,7 +122,8 @@ def _step_round(g: VectorBuilder, s: int, rnd: int, step: int, total: int, case:
     first = [(g.port(w), g.gradient(w, s, rnd, total, steps[w], flags)) for w in range(n)]
     after: list[tuple[int, bytes]] = []
     if case == "length":
-        first[m] = (g.port(m), g.gradient(m, s, rnd, total + g.elems, g.other_step(step), flags))
+        first[m] = (g.port(m), g.gradient(m, s, rnd, total + g.packet_elems,
+                                          g.other_step(step), flags))
     elif case in ("done", "up"):
         after = [(g.port(w), g.gradient(w, s, rnd, total, g.other_step(step), flags))
                  for w in rng.sample(range(n), rng.randint(1, min(2, n)))]
@@ -139,7 +141,7 @@ def _step_traffic(g: VectorBuilder, calls: int, flags: int = 0) -> None:
     case; a lossy, duplicating, reordering network."""
     rng = g.rng
     base = [rng.randrange(1 << 20) for _ in range(g.slots)]
-    totals = [g.elems * rng.randint(1, 50) for _ in range(g.slots)]
+    totals = [g.packet_elems * rng.randint(1, 50) for _ in range(g.slots)]
     first_step = rng.randrange(1 << 32)
     for k in range(calls):
         step = (first_step + k) & M32
@@ -154,7 +156,7 @@ def _step_flat(seed: int) -> Vector:
     """Step identity on a flat switch (sync): step mismatches on OPEN, DONE and error copies,
     a length mismatch with another step, a straggler one call behind; then mixed traffic."""
     g = VectorBuilder("step_flat", seed, _params())
-    g.configure(members=3, slots=2, elems=16, dtype=seed % 2)
+    g.configure(members=3, slots=2, packet_elems=16, dtype=seed % 2)
     _step_traffic(g, 30)
     g.aggregation(8, step_mismatch=0.1)
     g.malformed(20)
@@ -165,7 +167,7 @@ def _step_root(seed: int) -> Vector:
     """Step identity at a root: its members are leaves, whose upward GRADIENTs (from their
     ``UDP_PORT``, ``FROM_SWITCH`` set) carry their members' step id."""
     g = VectorBuilder("step_root", seed, _params())
-    g.configure(members=3, slots=3, elems=16, dtype=seed % 2)
+    g.configure(members=3, slots=3, packet_elems=16, dtype=seed % 2)
     for i in range(g.members):
         g.udp[i] = UDP_PORT
         g.write(f"MEMBER_UDP_{i}", UDP_PORT)
@@ -179,19 +181,19 @@ def _step_leaf(seed: int) -> Vector:
     or DONE (the parent's RESULT relayed), the parent's ERROR RESULTs of a step mismatch
     (aux = total) relayed down."""
     g = VectorBuilder("step_leaf", seed, _params())
-    g.configure(members=3, slots=2, elems=16, dtype=seed % 2)
+    g.configure(members=3, slots=2, packet_elems=16, dtype=seed % 2)
     parent_ip, parent_udp = g.make_leaf(2)
     rng = g.rng
-    total = g.elems * 5
+    total = g.packet_elems * 5
     first_step = rng.randrange(1 << 32)
 
     def parent_result(s: int, rnd: int) -> None:
         err = rng.random() < 0.3
         data = g.build(rng.randrange(8), Opcode.RESULT,
                        flags=g.dtype | int(Flags.FROM_SWITCH) | (int(Flags.ERROR) if err else 0),
-                       slot=s, seq=rnd, count=g.elems,
+                       slot=s, seq=rnd, count=g.packet_elems,
                        aux=total if err and rng.random() < 0.7 else rng.randrange(1 << 32),
-                       payload=g.elements(g.elems), total=total, ip_src=parent_ip,
+                       payload=g.elements(g.packet_elems), total=total, ip_src=parent_ip,
                        udp_src=parent_udp)
         g.frame(UPLINK, data)
 
@@ -231,7 +233,7 @@ def _ahead(seed: int) -> Vector:
     after ``AGG_EPOCH`` moves on (processed: STALE/RESEND) and after it moves back (their
     rounds are now far ahead)."""
     g = VectorBuilder("ahead", seed, _params())
-    g.configure(members=3, slots=2, elems=16, dtype=seed % 2)
+    g.configure(members=3, slots=2, packet_elems=16, dtype=seed % 2)
     rng = g.rng
     ahead, half = C.AGG_AHEAD_ROUNDS, 1 << 31
     epochs = [0, rng.randrange(1, 255) * C.EPOCH_ROUNDS, 0xFF000000]
@@ -252,7 +254,7 @@ def _ahead(seed: int) -> Vector:
                 rnd = (epoch + d) & M32
                 s = rng.randrange(g.slots)
                 step = rng.randrange(1 << 32)
-                frames = [(g.port(w), g.gradient(w, s, rnd, g.elems * 3,
+                frames = [(g.port(w), g.gradient(w, s, rnd, g.packet_elems * 3,
                                                  (rnd - rng.randint(0, 2)) & M32 if mode else step))
                           for w in range(g.members)]
                 g.deliver(frames, dup=0.1, reorder=0.3)
@@ -271,7 +273,7 @@ def _ahead(seed: int) -> Vector:
 def _replay(seed: int, capacity: int, record_bytes: int) -> Vector:
     g = VectorBuilder(f"replay_c{capacity}_r{record_bytes}", seed,
              _params(capacity=capacity, record_bytes=record_bytes))
-    g.configure(members=2, slots=1, elems=16)
+    g.configure(members=2, slots=1, packet_elems=16)
     w = g.with_role(C.ROLE_LEARNER)
     g.frame(g.port(w), g.sample(w))  # from an empty memory
     g.replay(400)
@@ -284,7 +286,7 @@ def _rate(seed: int) -> Vector:
     with error buffers (NOT_YET answers to PUSH and SAMPLE_REQ), the accumulator read back,
     cleared by RPL_SPI and RPL_RESET, and extreme register values (a 64-bit offset)."""
     g = VectorBuilder("rate", seed, _params())
-    g.configure(members=2, slots=1, elems=16,
+    g.configure(members=2, slots=1, packet_elems=16,
                 roles=[C.ROLE_ACTOR, C.ROLE_LEARNER, C.ROLE_ACTOR | C.ROLE_LEARNER,
                        C.ROLE_ACTOR, C.ROLE_LEARNER, 0, 0, 0])
     rng, one = g.rng, C.SPI_ONE
@@ -324,7 +326,7 @@ def _mixed(seed: int) -> Vector:
     """Everything at once, with register writes (legal and refused) between the frames."""
     g = VectorBuilder("mixed", seed, _params(capacity=128, record_bytes=128, max_elems=352) if seed % 2
              else _params())
-    g.configure(members=4, slots=8, elems=352 if seed % 2 else 48, job=seed & 0xFF)
+    g.configure(members=4, slots=8, packet_elems=352 if seed % 2 else 48, job=seed & 0xFF)
     rng = g.rng
     for _ in range(12):
         r = rng.random()
@@ -339,7 +341,7 @@ def _mixed(seed: int) -> Vector:
         else:
             g.registers(rng.randint(3, 10))
             g.configure(members=rng.randint(1, 8), slots=rng.randint(1, 8),
-                        elems=16 * rng.randint(1, 4), dtype=rng.randint(0, 1),
+                        packet_elems=16 * rng.randint(1, 4), dtype=rng.randint(0, 1),
                         mode=rng.randint(0, 1), threshold=rng.randint(0, 4),
                         staleness=rng.randint(0, 3), job=g.job)
             g.write("CTRL", rng.choice([0x3, 0x3, 0x1, 0x2, 0x80000003]))
@@ -349,7 +351,7 @@ def _mixed(seed: int) -> Vector:
 def _l2(seed: int) -> Vector:
     """The learning switch: ordinary traffic, aging, a full table, protocol frames between."""
     g = VectorBuilder("l2", seed, _params())
-    g.configure(members=3, slots=2, elems=16)
+    g.configure(members=3, slots=2, packet_elems=16)
     g.read("L2_AGE_FRAMES")
     g.l2(150, age=0.0)  # no aging (the reset period is far away): learning and a full table
     g.aggregation(3)
@@ -365,7 +367,7 @@ def _l2(seed: int) -> Vector:
 def _registers(seed: int) -> Vector:
     g = VectorBuilder("registers", seed, _params())
     g.registers(600)
-    g.configure(members=3, slots=2, elems=16)
+    g.configure(members=3, slots=2, packet_elems=16)
     g.write("UDP_PORT", UDP_PORT)  # the random writes may have moved it: protocol frames again
     g.write("CTRL", 0)  # both engines off
     g.malformed(20)
@@ -383,7 +385,7 @@ def vectors(scale: int = 1) -> list[Vector]:
     out: list[Vector] = []
     for k in range(scale):
         s = 1000 * k
-        out += [_sync(s + 1, 0), _sync(s + 2, 1), _sync(s + 3, 0, elems=352), _async(s + 4),
+        out += [_sync(s + 1, 0), _sync(s + 2, 1), _sync(s + 3, 0, packet_elems=352), _async(s + 4),
                 _leaf(s + 5), _leaf(s + 6), _replay(s + 7, 64, 64), _replay(s + 8, 128, 192),
                 _replay(s + 9, 4, 64), _mixed(s + 10), _mixed(s + 11), _registers(s + 12),
                 _l2(s + 13), _l2(s + 14), _rate(s + 15), _rate(s + 16),

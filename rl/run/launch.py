@@ -70,9 +70,9 @@ class DistConfig:
         ``process`` (spawn) or ``thread`` (one process; tests and ``reference``)
         for :func:`run_workers`; ``torchrun`` when :func:`rl.run.torchrun.run_torchrun`
         runs this process as one rank.
-    elems, slots : switch packet size P (``None``: the largest the switch takes,
-        ``AGG_MAX_ELEMS``; a soft switch that ``netrl`` starts itself takes
-        64 KB jumbo datagrams) and slot count S (default the RTL's slot memory
+    packet_elems, slots : switch packet size P, elements per packet (``None``: the
+        largest the switch takes, ``AGG_MAX_ELEMS``; a soft switch that ``netrl``
+        starts itself takes 64 KB jumbo datagrams) and slot count S (default the RTL's slot memory
         depth, ``AGG_MAX_SLOTS``).
     timeout : float
         Aggregator retransmission timeout (s).
@@ -95,7 +95,7 @@ class DistConfig:
     switch: str | None = None
     replay: str = "local"
     launcher: str = "process"
-    elems: int | None = None
+    packet_elems: int | None = None
     slots: int = REGISTERS["AGG_MAX_SLOTS"].reset
     timeout: float = 0.05
     inswitch_api: str = "auto"
@@ -152,8 +152,9 @@ class Backends:
                  key_file: str | None = None) -> None:
         self.dist = dist
         self.replay = replay
-        self.sync_backend = SyncBackend(dist.sync_spec(), elems=dist.elems, slots=dist.slots,
-                                        host=host, advertise=advertise, key_file=key_file)
+        self.sync_backend = SyncBackend(dist.sync_spec(), packet_elems=dist.packet_elems,
+                                        slots=dist.slots, host=host, advertise=advertise,
+                                        key_file=key_file)
         self.replay_backend: ReplayBackend | None = None
         self.host, self.advertise, self.key_file = host, advertise, key_file
 

@@ -27,7 +27,7 @@ class SyncBackend:
     ----------
     spec : SyncSpec
         The strategy; its ``url``/``address``/``hub`` are filled by :meth:`start`.
-    elems : int or None
+    packet_elems : int or None
         Elements per switch packet (P); ``None`` takes the switch's largest,
         ``AGG_MAX_ELEMS`` (a soft switch started here takes jumbo datagrams,
         :data:`hostdrv.wire.protocol.MAX_JUMBO_ELEMS`, as it runs on loopback).
@@ -48,7 +48,7 @@ class SyncBackend:
         switch executes unsigned control requests from loopback only.
     """
 
-    def __init__(self, spec: SyncSpec, *, elems: int | None = None,
+    def __init__(self, spec: SyncSpec, *, packet_elems: int | None = None,
                  slots: int = REGISTERS["AGG_MAX_SLOTS"].reset,
                  capacity: int = REGISTERS["RPL_CAPACITY"].reset, host: str = "127.0.0.1",
                  advertise: str | None = None, key_file: str | None = None) -> None:
@@ -56,7 +56,7 @@ class SyncBackend:
         self.host = host
         self.advertise = advertise or host
         self.key_file = key_file
-        self.elems = elems
+        self.packet_elems = packet_elems
         self.slots = slots
         self.capacity = capacity
         self.switch: object | None = None
@@ -79,10 +79,10 @@ class SyncBackend:
                 self.own_switch = True
                 s.url = switch_url(self.advertise, self.switch.address[1], self.key_file)
             ctl = hostdrv.SwitchControl(s.url)
-            if self.elems is None:
-                self.elems = ctl.read("AGG_MAX_ELEMS")
+            if self.packet_elems is None:
+                self.packet_elems = ctl.read("AGG_MAX_ELEMS")
             ctl.configure_aggregation(
-                members=s.world, slots=self.slots, elems=self.elems, dtype=s.dtype,
+                members=s.world, slots=self.slots, packet_elems=self.packet_elems, dtype=s.dtype,
                 mode=s.mode, threshold=s.threshold if s.mode == "async" else None,
                 staleness=s.staleness)
             ctl.close()

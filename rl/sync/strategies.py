@@ -193,8 +193,8 @@ class NetrlSync(GlooSync):
 
         assert spec.url is not None, "netrl needs the switch URL"
         with SwitchControl(spec.url) as ctl:
-            elems, slots = ctl.read("AGG_ELEMS"), ctl.read("AGG_SLOTS")
-        os.environ.update(NETRL_SWITCH=spec.url, NETRL_ELEMS=str(elems),
+            packet_elems, slots = ctl.read("AGG_ELEMS"), ctl.read("AGG_SLOTS")
+        os.environ.update(NETRL_SWITCH=spec.url, NETRL_ELEMS=str(packet_elems),
                           NETRL_SLOTS=str(slots), NETRL_RTO=str(spec.timeout))
         super().__init__(spec, rank)
 

@@ -135,9 +135,10 @@ async def test_workloads(dut: Any) -> None:
         ({"leaf": False, "mode_async": False, "dtype_int": True, "members": 1}, 300),
         ({"leaf": True, "mode_async": True, "dtype_int": False, "members": 8}, 300),
         ({"leaf": False, "mode_async": True, "dtype_int": False, "slots": tb.max_slots,
-          "elems": 16}, 300),
+          "packet_elems": 16}, 300),
         # all slots in use, the largest packets (the top of the slot memory)
-        ({"leaf": False, "mode_async": False, "slots": tb.max_slots, "elems": tb.max_elems}, 120),
+        ({"leaf": False, "mode_async": False, "slots": tb.max_slots,
+          "packet_elems": tb.max_elems}, 120),
     ]
     for k, (ph, n) in enumerate(phases):
         start = int(rng.choice([0, 5, 2**31 - 2, 2**32 - 3]))
@@ -152,7 +153,7 @@ async def test_workloads(dut: Any) -> None:
 async def test_malformed(dut: Any) -> None:
     """Every malformed and unauthorized class, alone and in pairs; DISABLED; counter clear."""
     tb, rng = await TB.start(dut, SEED + 20)
-    cfg = tb.random_config(rng, leaf=True, mode_async=True, members=4, elems=32)
+    cfg = tb.random_config(rng, leaf=True, mode_async=True, members=4, packet_elems=32)
     cfg.threshold = 3
     cfg.table[3].role = 0b110
     cfg.table[0].udp = 30000
@@ -189,8 +190,8 @@ async def test_line_rate(dut: Any) -> None:
         if p > tb.max_elems:
             continue
         for dtype_int in (False, True):
-            cfg = await tb.configure_random(rng, leaf=False, mode_async=False,
-                                            dtype_int=dtype_int, elems=p, slots=2, members=3)
+            cfg = await tb.configure_random(rng, leaf=False, mode_async=False, dtype_int=dtype_int,
+                                            packet_elems=p, slots=2, members=3)
             await tb.settle()
             wl = Workload(rng, cfg, noise=0.0)
             frames = []
@@ -244,7 +245,7 @@ async def test_reset_mid_frame(dut: Any) -> None:
     assert tb.source is not None and tb.sink is not None
     for cut in (3, 9):
         cfg = await tb.configure_random(rng, leaf=False, mode_async=False, members=2,
-                                        elems=min(tb.max_elems, 128))
+                                        packet_elems=min(tb.max_elems, 128))
         wl = Workload(rng, cfg, noise=0.0)
         tb.set_stress(False, cycle_pause([0, 1]))
         # the second contribution completes round 0: its result is on its way out
@@ -502,7 +503,7 @@ async def test_register_edges(dut: Any) -> None:
     define complete and change nothing."""
     tb, rng = await TB.start(dut, SEED + 120)
     cfg = await tb.configure_random(rng, leaf=False, mode_async=True, members=4, slots=2,
-                                    elems=16)
+                                    packet_elems=16)
     await tb.write("AGG_THRESHOLD", 3)
     cfg.threshold = 3
     wl = Workload(rng, cfg, noise=0.0)
@@ -558,7 +559,7 @@ async def test_register_edges(dut: Any) -> None:
     assert await tb.read("AGG_EPOCH") == tb.model.read("AGG_EPOCH")
     tb.log.info("%d refused writes", refused)
     cfg = await tb.configure_random(rng, leaf=False, mode_async=False, members=2, slots=2,
-                                    elems=16)
+                                    packet_elems=16)
     for addr in (0x080, 0x0FC, 0x180, 0x1C0, 0x280, 0x2C0, 0x300, 0x380, 0x4F0, 0xFFC):
         if addr in regmap.BY_ADDR:
             continue
@@ -609,7 +610,7 @@ async def test_soak(dut: Any) -> None:
     while sent < total:
         start = int(rng.choice([0, 2**32 - 20]))
         cfg = await tb.configure_random(
-            rng, elems=int(rng.choice([16, 16, 32, 48, 64, 96, 160, 352])),
+            rng, packet_elems=int(rng.choice([16, 16, 32, 48, 64, 96, 160, 352])),
             slots=int(rng.choice([1, 2, 4, 8, 12, tb.max_slots])), start=start)
         wl = Workload(rng, cfg, noise=float(rng.choice([0.05, 0.2, 0.4])),
                       start_round=start, mismatch=float(rng.choice([0.0, 0.02])))
@@ -643,7 +644,7 @@ async def test_bench(dut: Any) -> None:
     default_p = min(256, tb.max_elems)
     for p in sizes:
         cfg = await tb.configure_random(rng, leaf=False, mode_async=False, dtype_int=False,
-                                        elems=p, slots=16, members=4)
+                                        packet_elems=p, slots=16, members=4)
         wl = Workload(rng, cfg, noise=0.0)
         rounds = max(4, 2000 // (hdr_beats + p * 4 // tb.bytes) // cfg.members)
         frames = [wl.gradient(w, 0, r) for r in range(rounds) for w in range(cfg.members)]

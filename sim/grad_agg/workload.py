@@ -74,7 +74,7 @@ class AggConfig:
     members: int
     threshold: int
     slots: int
-    elems: int
+    packet_elems: int
     dtype_int: bool
     mode_async: bool
     staleness: int
@@ -101,7 +101,7 @@ class AggConfig:
                ("SWITCH_MAC_HI", self.mac_hi), ("SWITCH_MAC_LO", self.mac_lo),
                ("MCAST_IP", self.mcast_ip), ("JOB_ID", self.job_id),
                ("AGG_MEMBERS", self.members), ("AGG_THRESHOLD", self.threshold),
-               ("AGG_SLOTS", self.slots), ("AGG_ELEMS", self.elems),
+               ("AGG_SLOTS", self.slots), ("AGG_ELEMS", self.packet_elems),
                ("AGG_DTYPE", int(self.dtype_int)), ("AGG_MODE", int(self.mode_async)),
                ("AGG_STALENESS", self.staleness), ("AGG_ROLE", int(self.leaf)),
                ("AGG_UPLINK_PORT", self.uplink), ("AGG_PARENT_IP", self.parent_ip),
@@ -135,7 +135,7 @@ def epoch_for(rng: np.random.Generator, start: int) -> int:
 
 def random_config(rng: np.random.Generator, *, max_slots: int, max_elems: int,
                   leaf: bool | None = None, mode_async: bool | None = None,
-                  dtype_int: bool | None = None, elems: int | None = None,
+                  dtype_int: bool | None = None, packet_elems: int | None = None,
                   slots: int | None = None, members: int | None = None,
                   start: int = 0) -> AggConfig:
     """A random but legal job configuration whose AGG_EPOCH lets rounds from ``start`` on in
@@ -144,7 +144,7 @@ def random_config(rng: np.random.Generator, *, max_slots: int, max_elems: int,
     mode = bool(rng.random() < 0.4) if mode_async is None else mode_async
     thr = int(rng.integers(1, n + 1))  # 1 .. N (ignored in sync mode)
     s = slots if slots is not None else int(rng.integers(1, min(12, max_slots) + 1))
-    p = elems if elems is not None else int(rng.choice([16, 16, 32, 32, 48, 64]))
+    p = packet_elems if packet_elems is not None else int(rng.choice([16, 16, 32, 32, 48, 64]))
     p = min(p, max_elems)
     table = []
     for i in range(8):
@@ -159,7 +159,7 @@ def random_config(rng: np.random.Generator, *, max_slots: int, max_elems: int,
     if mode and 1 <= thr < n and n > 1 and rng.random() < 0.5:
         table[n - 1].role &= 0b110  # a member id without the aggregation role
     return AggConfig(
-        members=n, threshold=thr, slots=s, elems=p,
+        members=n, threshold=thr, slots=s, packet_elems=p,
         dtype_int=bool(rng.random() < 0.4) if dtype_int is None else dtype_int,
         mode_async=mode, staleness=int(rng.integers(0, 4)),
         leaf=bool(rng.random() < 0.4) if leaf is None else leaf,
@@ -277,9 +277,9 @@ class Workload:
 
         ``total`` (word 60) defaults to the round's tensor length."""
         cfg, rng = self.cfg, self.rng
-        p = cfg.elems if count is None else count
+        p = cfg.packet_elems if count is None else count
         if payload is None:
-            payload = rand_payload(rng, cfg.elems, cfg.dtype_int)
+            payload = rand_payload(rng, cfg.packet_elems, cfg.dtype_int)
         if flags is None:
             flags = int(cfg.dtype_int)
         m = cfg.table[worker % 8]
@@ -454,13 +454,14 @@ class Workload:
         r = max(self.cur[s], self.start)
         kw: dict[str, Any] = {}
         if "paylen" in kinds:
-            nbytes = max(0, 4 * cfg.elems + int(rng.choice([-64, -4, -1, 3, 64])))
-            kw["payload"] = rand_payload(rng, cfg.elems + 16, cfg.dtype_int)[:nbytes]
+            nbytes = max(0, 4 * cfg.packet_elems + int(rng.choice([-64, -4, -1, 3, 64])))
+            kw["payload"] = rand_payload(rng, cfg.packet_elems + 16, cfg.dtype_int)[:nbytes]
         if "headeronly" in kinds:
             kw["payload"] = b""
         if "count" in kinds:
-            c = int(rng.choice([cfg.elems + 16, max(cfg.elems - 16, 0), int(rng.integers(0, 1 << 16))]))
-            if c == cfg.elems:
+            p = cfg.packet_elems
+            c = int(rng.choice([p + 16, max(p - 16, 0), int(rng.integers(0, 1 << 16))]))
+            if c == p:
                 c += 1
             kw["count"] = c
             if rng.random() < 0.5 and c <= 352:
