@@ -133,6 +133,15 @@ def test_rack_json_is_the_rack_md_table(cm: ModuleType) -> None:
     assert parsed["rtt_switch_us"] == rack["rtt_switch_us"]
 
 
+def test_rack_json_p_under_its_old_key_still_reads(cm: ModuleType) -> None:
+    """rack.json's P is ``packet_elems``; a file written when it was ``elems`` still reads."""
+    rack = json.loads((DATA / "rack.json").read_text())
+    host_data = json.loads((DATA / "host_costs.json").read_text())
+    old = {("elems" if k == "packet_elems" else k): v for k, v in rack.items()}
+    assert "packet_elems" in rack and "elems" in old
+    assert cm.validate(old, host_data) == cm.validate(rack, host_data)
+
+
 def test_validation_reproduces_its_error(cm: ModuleType, host: dict) -> None:
     rack = json.loads((DATA / "rack.json").read_text())
     host_data = json.loads((DATA / "host_costs.json").read_text())
