@@ -157,6 +157,7 @@ class Aggregator(Endpoint):
             ctl = self.control
             self.slots = ctl.read("AGG_SLOTS")
             self.packet_elems = ctl.read("AGG_ELEMS")
+            """P, the switch's elements per packet (``AGG_ELEMS``): one chunk's length."""
             self.int32 = ctl.read("AGG_DTYPE") == 1
             self.async_mode = ctl.read("AGG_MODE") == 1
             staleness = ctl.read("AGG_STALENESS")
