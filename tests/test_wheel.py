@@ -253,9 +253,9 @@ def test_netrl_help_from_the_installed_package(installed: tuple[Path, Path],
     r = _run(site, tmp_path, [str(site / "bin" / "netrl"), "--help"], timeout=120)
     assert r.returncode == 0, r.stderr
     assert "usage: netrl" in r.stdout and "train" in r.stdout
-    for argv, usage in ((["netrl", "switch"], "usage: netfpga-softswitch"),
+    for argv, usage in ((["netrl", "switch"], "usage: netrl switch"),
                         (["netfpga-softswitch"], "usage: netfpga-softswitch"),
-                        (["netrl", "simswitch"], "usage: netfpga-simswitch"),
+                        (["netrl", "simswitch"], "usage: netrl simswitch"),
                         (["netfpga-simswitch"], "usage: netfpga-simswitch"),
                         (["netrl", "regs"], "usage: netrl regs"),
                         (["netrl", "train"], "usage: netrl train")):
