@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -186,9 +187,13 @@ def _fallback_ops(rank: int, world: int) -> dict[str, Callable[[Any], list[Any]]
 
 def _job_main(rank: int, world: int) -> dict[str, Any]:
     """The main job: DDP netrl vs gloo, int32, async overlap, fallbacks."""
-    pg = dist.group.WORLD
+    from hostdrv.client.torch_backend import netrl_group
+
+    pg = netrl_group()
+    out_backend = type(dist.group.WORLD._get_backend(torch.device("cpu"))).__name__
     gloo = dist.new_group(backend="gloo")
-    out: dict[str, Any] = {"url": pg.url, "backend": dist.get_backend()}
+    out: dict[str, Any] = {"url": pg.url, "backend": dist.get_backend(),
+                           "cpu_backend": out_backend}
     before = pg.stats().get("switch_calls", 0)
     out["ddp_netrl"] = train_ddp(None, rank)
     out["ddp_switch_calls"] = pg.stats().get("switch_calls", 0) - before
@@ -222,19 +227,24 @@ def _job_main(rank: int, world: int) -> dict[str, Any]:
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
     out["avg_f64"] = t
     # a group made by new_group while netrl is the default backend: gloo only
-    sub = dist.new_group(ranks=list(range(world)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sub = dist.new_group(ranks=list(range(world)))
+        dist.new_group(ranks=list(range(world)))  # warned once per process
+    out["subgroup_warnings"] = [str(w.message) for w in caught
+                                if issubclass(w.category, RuntimeWarning)]
     t = torch.full((3,), float(rank + 1))
     dist.all_reduce(t, group=sub)
-    out["subgroup_sum"], out["subgroup_stats"] = t, sub.stats()
+    out["subgroup_sum"], out["subgroup_stats"] = t, netrl_group(sub).stats()
     out["stats"] = pg.stats()
     return out
 
 
 def _job_explicit(rank: int, world: int) -> dict[str, Any]:
     """NETRL_SWITCH given (env://, NETRL_STRICT=1): sums and DDP on that switch."""
-    from hostdrv.client.torch_backend import NetrlUnsupportedError
+    from hostdrv.client.torch_backend import NetrlUnsupportedError, netrl_group
 
-    pg = dist.group.WORLD
+    pg = netrl_group()
     out: dict[str, Any] = {"url": pg.url}
     t = torch.full((1000,), float(rank + 1))
     dist.all_reduce(t)
@@ -393,6 +403,8 @@ def _exact_int_sum() -> np.ndarray:
 def test_ddp_through_switch_matches_gloo(main_job: list[dict[str, Any]]) -> None:
     ref = main_job[0]
     assert ref["backend"] == "netrl" and ref["url"].startswith("soft://127.0.0.1:")
+    # the backend torch dispatches CPU collectives to is ours (not plain gloo)
+    assert ref["cpu_backend"] == "NetrlBackend"
     # DDP's buckets went through the switch: at least one all-reduce per step, more
     # once DDP rebuilt its buckets after the first step
     assert ref["ddp_switch_calls"] > STEPS
@@ -447,6 +459,9 @@ def test_fallbacks_give_the_gloo_result(main_job: list[dict[str, Any]]) -> None:
         assert not any("contiguous" in k for k in stats)
         assert torch.equal(res["subgroup_sum"], torch.full((3,), float(sum(range(1, WORLD + 1)))))
         assert res["subgroup_stats"] == {"fallback:group=not-default": 1}
+        # not silent: one warning per process naming why
+        assert len(res["subgroup_warnings"]) == 1
+        assert "default group" in res["subgroup_warnings"][0]
 
 
 def test_explicit_switch_env_init_strict(tmp_path: Path) -> None:
@@ -497,20 +512,20 @@ def test_killed_rank_gives_survivors_a_clear_error(tmp_path: Path) -> None:
 
 def _groups_in_threads(world: int, config: Any, body: Callable[[Any], Any] = lambda pg: None,
                        timeout: float = 10.0) -> list[Any]:
-    """Build a ``world``-rank :class:`NetrlProcessGroup` in threads of this process (one
+    """Build a ``world``-rank :class:`NetrlGroup` in threads of this process (one
     HashStore) and run ``body`` on each; returns what each returned or raised."""
     import threading
 
     from torch._C._distributed_c10d import HashStore
 
-    from hostdrv.client.torch_backend import NetrlProcessGroup
+    from hostdrv.client.torch_backend import NetrlGroup
 
     store = HashStore()
     results: list[Any] = [None] * world
 
     def rank(r: int) -> None:
         try:
-            pg = NetrlProcessGroup(store, r, world, datetime.timedelta(seconds=timeout), config)
+            pg = NetrlGroup(store, r, world, datetime.timedelta(seconds=timeout), config)
             try:
                 results[r] = body(pg)
             finally:
@@ -527,7 +542,9 @@ def _groups_in_threads(world: int, config: Any, body: Callable[[Any], Any] = lam
 
 
 def test_in_process_group_sums() -> None:
-    from hostdrv.client.torch_backend import NetrlConfig
+    from torch._C._distributed_c10d import AllreduceCoalescedOptions
+
+    from hostdrv.client.torch_backend import NetrlOptions
 
     def body(pg: Any) -> tuple[list[Any], dict[str, int]]:
         r = pg.rank() + 1
@@ -536,7 +553,7 @@ def test_in_process_group_sums() -> None:
         a, b = torch.full((5,), float(r)), torch.full((2, 3), 10.0 * r)  # one coalesced call
         empty = torch.zeros(0)
         d = torch.ones(2, dtype=torch.float64)  # gloo
-        works = [pg.allreduce([f]), pg.allreduce([i]), pg.allreduce_coalesced([a, b]),
+        works = [pg.allreduce([f]), pg.allreduce([i]), pg.allreduce([a, b], AllreduceCoalescedOptions(), True),
                  pg.allreduce([empty]), pg.allreduce([d])]
         for w in works:
             w.wait()
@@ -553,7 +570,7 @@ def test_in_process_group_sums() -> None:
         assert ref() is None, "a finished all_reduce kept its tensors alive"
         return [f, i, a, b, empty, d], pg.stats()
 
-    results = _groups_in_threads(2, NetrlConfig(), body)
+    results = _groups_in_threads(2, NetrlOptions(), body)
     for res in results:
         assert not isinstance(res, Exception), res
         (f, i, a, b, empty, d), stats = res
@@ -567,7 +584,14 @@ def test_in_process_group_sums() -> None:
 
 
 def test_shutdown_with_calls_pending() -> None:
-    from hostdrv.client.torch_backend import SHUTDOWN_GRACE, NetrlConfig
+    from hostdrv.client.torch_backend import SHUTDOWN_GRACE, NetrlOptions
+
+    def error_of(work: Any) -> BaseException | None:
+        try:
+            work.wait()
+        except Exception as e:  # noqa: BLE001 - checked below
+            return e
+        return None
 
     def body(pg: Any) -> Any:
         if pg.rank() == 1:
@@ -578,14 +602,10 @@ def test_shutdown_with_calls_pending() -> None:
         t0 = time.monotonic()
         pg.shutdown()
         took = time.monotonic() - t0
-        try:
-            queued.wait()
-            err = None
-        except Exception as e:  # noqa: BLE001 - checked below
-            err = e
-        return took, running.is_completed(), err, pg.allreduce([torch.ones(1)]).exception()
+        return took, running.is_completed(), error_of(queued), \
+            error_of(pg.allreduce([torch.ones(1)]))
 
-    rank0, rank1 = _groups_in_threads(2, NetrlConfig(), body, timeout=30.0)
+    rank0, rank1 = _groups_in_threads(2, NetrlOptions(dead_after=60.0), body, timeout=30.0)
     assert rank1 is None
     took, running_done, queued_err, after = rank0
     assert took < 2 * SHUTDOWN_GRACE + 3  # not the 30 s the running call may retransmit
@@ -595,14 +615,14 @@ def test_shutdown_with_calls_pending() -> None:
 
 
 def test_rank0_switch_failure_reaches_every_rank() -> None:
-    from hostdrv.client.torch_backend import NetrlConfig
+    from hostdrv.client.torch_backend import NetrlOptions
 
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
         silent.bind(("127.0.0.1", 0))
         url = f"soft://127.0.0.1:{silent.getsockname()[1]}"
         t0 = time.monotonic()
         # rank 0 gives up on the silent address after its register retries (~12 s)
-        results = _groups_in_threads(2, NetrlConfig(switch=url), timeout=40.0)
+        results = _groups_in_threads(2, NetrlOptions(switch=url), timeout=40.0)
     assert all(isinstance(r, Exception) for r in results), results
     assert url in str(results[0])  # rank 0: the switch did not answer
     assert "rank 0 could not set the switch up" in str(results[1]) and url in str(results[1])
@@ -612,7 +632,7 @@ def test_rank0_switch_failure_reaches_every_rank() -> None:
 def test_world_above_switch_limit_names_it() -> None:
     from torch._C._distributed_c10d import HashStore, _DistributedBackendOptions
 
-    from hostdrv.client.torch_backend import create_process_group
+    from hostdrv.client.torch_backend import create_backend
     from hostdrv.wire.protocol import MAX_MEMBERS
 
     opts = _DistributedBackendOptions()
@@ -624,7 +644,7 @@ def test_world_above_switch_limit_names_it() -> None:
     opts.global_ranks_in_group = []
     with pytest.raises(ValueError, match=rf"world_size={MAX_MEMBERS + 1}.*{MAX_MEMBERS} members.*"
                                          r"MAX_MEMBERS.*hierarchical.*not done"):
-        create_process_group(opts, None)
+        create_backend(opts, None)
 
 
 def test_backend_registered() -> None:
@@ -654,17 +674,29 @@ def test_int32_lanes_sum_exactly_in_any_fp32_order(members: int) -> None:
         assert np.array_equal(_wrap_int32(total), np.sum(np.stack(xs), axis=0, dtype=np.int32))
 
 
-def test_config_from_env_and_retries() -> None:
-    from hostdrv.client.torch_backend import NetrlConfig, retries_for
+def test_options_from_env_and_retries() -> None:
+    from hostdrv.client.torch_backend import NetrlOptions, retries_for
 
-    cfg = NetrlConfig.from_env({"NETRL_SWITCH": "udp://10.0.0.1:9000", "NETRL_STRICT": "1",
-                                "NETRL_ELEMS": "352", "NETRL_RTO": "0.2"})
-    assert cfg == NetrlConfig(switch="udp://10.0.0.1:9000", strict=True, elems=352, rto=0.2)
-    assert NetrlConfig.from_env({}) == NetrlConfig()
+    opt = NetrlOptions.from_env({"NETRL_SWITCH": "udp://10.0.0.1:9000", "NETRL_STRICT": "1",
+                                 "NETRL_ELEMS": "352", "NETRL_RTO": "0.2"})
+    assert opt == NetrlOptions(switch="udp://10.0.0.1:9000", strict=True, packet_elems=352,
+                               rto=0.2)
+    assert NetrlOptions.from_env({}) == NetrlOptions()
     with pytest.raises(ValueError, match="NETRL_ELEMS"):
-        NetrlConfig.from_env({"NETRL_ELEMS": "many"})
+        NetrlOptions.from_env({"NETRL_ELEMS": "many"})
     with pytest.raises(ValueError, match="NETRL_STRICT"):
-        NetrlConfig.from_env({"NETRL_STRICT": "maybe"})
+        NetrlOptions.from_env({"NETRL_STRICT": "maybe"})
+    with pytest.raises(ValueError, match="fallback"):
+        NetrlOptions(fallback="sometimes")
+    with pytest.raises(ValueError, match="window"):
+        NetrlOptions(window=0)
+    # explicit options win over the environment, the environment over the defaults
+    env = {"NETRL_WINDOW": "4", "NETRL_ELEMS": "352", "NETRL_FALLBACK": "warn"}
+    opt = NetrlOptions(window=8).resolve(env)
+    assert (opt.window, opt.packet_elems, opt.fallback, opt.strict) == (8, 352, "warn", False)
+    assert (opt.rto, opt.dead_after) == (0.05, 5.0)
+    assert NetrlOptions(strict=True).resolve({}).fallback == "error"
+    assert NetrlOptions().resolve({"NETRL_STRICT": "1"}).fallback == "error"
     # jumbo chunks: every rank's window together fits the soft switch's socket buffer;
     # the board's 352-element chunks: the window is every slot
     from hostdrv.client.torch_backend import default_window
@@ -678,7 +710,6 @@ def test_config_from_env_and_retries() -> None:
         assert (2 * w > 64) or (2 * w * members * (HEADER_LEN + 4 * MAX_JUMBO_ELEMS)
                                 > SOCKET_BUFFER)
         assert default_window(352, 64, members) == 64
-    assert NetrlConfig.from_env({"NETRL_WINDOW": "4"}).window == 4
     # 0.05 + 0.1 + 0.2 + 0.4 + 0.8 + 1 + 1 ... reaches 10 s after 13 retransmissions
     waits = [min(0.05 * 2**k, 1.0) for k in range(retries_for(10.0, 0.05) + 1)]
     assert sum(waits) >= 10.0 > sum(waits[:-1])
