@@ -55,11 +55,13 @@ ranks; a larger world raises :class:`ValueError` naming the limit.
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import queue
 import threading
 import time
 import warnings
+import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -183,6 +185,24 @@ def _avg_in_place(tensors: Sequence[torch.Tensor], n: int) -> None:
                 t.copy_(torch.div(t, n, rounding_mode="trunc"))
 
 
+_live: weakref.WeakSet[NetrlGroup] = weakref.WeakSet()
+"""Groups whose heartbeat thread runs (stopped at interpreter exit)."""
+
+
+@atexit.register
+def _stop_heartbeats() -> None:
+    """Stop every heartbeat thread before the interpreter finalizes: a daemon thread
+    that comes back from a store call (C++, GIL released) during finalization is ended
+    by the interpreter with a forced unwind, and the C++ frames turn that into
+    ``std::terminate`` (an abort at exit when a script never destroys its group)."""
+    groups = list(_live)
+    for g in groups:
+        g._stop.set()
+    for g in groups:
+        if g._watch is not None:
+            g._watch.join(2.0)
+
+
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -265,6 +285,7 @@ class NetrlGroup:
             self._watch = threading.Thread(target=self._heartbeat, name=f"netrl-hb-r{rank}",
                                            daemon=True)
             self._watch.start()
+            _live.add(self)
 
     def rank(self) -> int:
         """This rank in the group."""

@@ -74,11 +74,11 @@ class NetrlBackend final : public Backend {
   }
 
   ~NetrlBackend() override {
-    if (Py_IsInitialized()) {
+    if (Py_IsInitialized() && !_Py_IsFinalizing()) {
       py::gil_scoped_acquire gil;
       handler_ = py::object();
     } else {
-      handler_.release();  // the interpreter is gone: leak rather than touch it
+      handler_.release();  // the interpreter is going: leak rather than touch it
     }
   }
 
