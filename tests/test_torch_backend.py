@@ -42,6 +42,8 @@ WORLD = 4
 STEPS = 5
 INT_SIZE = 1000
 BIG = 200_000
+WIDE_ELEMS = 8
+"""Elements of the 16-rank job's tensors (tiny: the job tests the hierarchy)."""
 KILL_TIMEOUT = 60.0
 """Group timeout of the killed-rank job: how long the survivors would retransmit."""
 DEAD_AFTER = 2.0
@@ -318,8 +320,24 @@ def _job_detail(rank: int, world: int) -> dict[str, Any]:
     return out
 
 
+def _job_wide(rank: int, world: int) -> dict[str, Any]:
+    """More ranks than one switch holds: int32 and float32 sums through leaves + root."""
+    from hostdrv.client.torch_backend import netrl_group
+
+    pg = netrl_group()
+    x = torch.from_numpy(int_input(rank)[:WIDE_ELEMS].copy())
+    avg = x.clone()
+    dist.all_reduce(x)
+    dist.all_reduce(avg, op=dist.ReduceOp.AVG)
+    f = torch.full((3,), float(rank + 1))
+    dist.all_reduce(f)
+    return {"int_sum": x, "int_avg": avg, "f32": f, "url": pg.url, "stats": pg.stats(),
+            "member": pg.aggregator.worker}
+
+
 JOBS: dict[str, Callable[[int, int], dict[str, Any]]] = {
-    "main": _job_main, "explicit": _job_explicit, "kill": _job_kill, "detail": _job_detail}
+    "main": _job_main, "explicit": _job_explicit, "kill": _job_kill, "detail": _job_detail,
+    "wide": _job_wide}
 
 
 def rank_main() -> None:
@@ -359,22 +377,22 @@ def _free_port() -> int:
 
 
 def run_job(job: str, out: Path, *, env: dict[str, str] | None = None, init: str = "file",
-            timeout: float = 20.0, deadline: float = 240.0) -> list[int]:
-    """Run ``job`` on :data:`WORLD` rank processes; returns their exit codes."""
+            timeout: float = 20.0, deadline: float = 240.0, world: int = WORLD) -> list[int]:
+    """Run ``job`` on ``world`` rank processes; returns their exit codes."""
     out.mkdir(parents=True, exist_ok=True)
     base = {k: v for k, v in os.environ.items() if not k.startswith("NETRL_")}
     base["PYTHONPATH"] = os.pathsep.join(
         [str(REPO), str(REPO / "tests")] + ([base["PYTHONPATH"]] if base.get("PYTHONPATH")
                                              else []))
     base.update(env or {})
-    base.update(JOB=job, WORLD_SIZE=str(WORLD), TIMEOUT=str(timeout), OUT=str(out),
+    base.update(JOB=job, WORLD_SIZE=str(world), TIMEOUT=str(timeout), OUT=str(out),
                 OMP_NUM_THREADS="1")
     if init == "env":
         base.update(INIT="env://", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
     else:
         base["INIT"] = f"file://{out / 'store'}"
     procs = []
-    for rank in range(WORLD):
+    for rank in range(world):
         log = open(out / f"rank{rank}.log", "w")  # noqa: SIM115 - closed below
         procs.append((subprocess.Popen(
             [sys.executable, "-c", "import test_torch_backend as t; t.rank_main()"],
@@ -401,9 +419,9 @@ def run_job(job: str, out: Path, *, env: dict[str, str] | None = None, init: str
     return [p.returncode for p, _ in procs]
 
 
-def _logs(out: Path) -> str:
+def _logs(out: Path, world: int = WORLD) -> str:
     return "\n".join(f"--- rank {r}\n" + (out / f"rank{r}.log").read_text()[-3000:]
-                     for r in range(WORLD) if (out / f"rank{r}.log").exists())
+                     for r in range(world) if (out / f"rank{r}.log").exists())
 
 
 def _load(out: Path, ranks: range | list[int]) -> list[dict[str, Any]]:
@@ -567,6 +585,31 @@ def test_debug_detail_wraps_our_backend_and_catches_a_shape_mismatch(tmp_path: P
         assert res["mismatch"] is not None and "mismatch between collectives" in res["mismatch"]
 
 
+def test_sixteen_ranks_through_leaves_and_root(tmp_path: Path) -> None:
+    """16 ranks (above one switch's 8 members): rank 0 starts a root and three leaf
+    soft switches (6, 6, 4 ranks); the int32 sums are exact, AVG rounds toward zero."""
+    from hostdrv.client.torch_hierarchy import Plan
+
+    world = 16
+    codes = run_job("wide", tmp_path, init="env", world=world, timeout=60.0, deadline=300.0)
+    assert codes == [0] * world, f"exit codes {codes}\n{_logs(tmp_path, world)}"
+    results = _load(tmp_path, range(world))
+    xs = np.stack([int_input(r)[:WIDE_ELEMS] for r in range(world)])
+    want_sum = np.sum(xs, axis=0, dtype=np.int32)
+    want_avg = np.fix(np.sum(xs.astype(np.int64), axis=0) / world).astype(np.int32)
+    plan = Plan.for_size(world)
+    assert plan.leaves == 3
+    for r, res in enumerate(results):
+        assert np.array_equal(res["int_sum"].numpy(), want_sum), r
+        assert np.array_equal(res["int_avg"].numpy(), want_avg), r
+        assert torch.equal(res["f32"], torch.full((3,), float(sum(range(1, world + 1)))))
+        assert res["stats"]["switch_calls"] == 3
+        leaf, member = plan.leaf_of(r)
+        assert res["member"] == member
+        assert res["url"] == results[leaf * plan.per_leaf]["url"]
+    assert len({res["url"] for res in results}) == plan.leaves
+
+
 # ---------------------------------------------------------------------------
 # in-process checks (no rank processes)
 
@@ -690,22 +733,40 @@ def test_rank0_switch_failure_reaches_every_rank() -> None:
     assert time.monotonic() - t0 < 30  # rank 1 learned it from rank 0, not from its timeout
 
 
-def test_world_above_switch_limit_names_it() -> None:
+def test_world_above_hierarchy_limit_names_it() -> None:
     from torch._C._distributed_c10d import HashStore, _DistributedBackendOptions
 
     from hostdrv.client.torch_backend import create_backend
-    from hostdrv.wire.protocol import MAX_MEMBERS
+    from hostdrv.client.torch_hierarchy import LEAF_MEMBERS, MAX_RANKS
 
     opts = _DistributedBackendOptions()
     opts.store = HashStore()
     opts.group_rank = 0
-    opts.group_size = MAX_MEMBERS + 1
+    opts.group_size = MAX_RANKS + 1
     opts.timeout = datetime.timedelta(seconds=1)
     opts.group_id = "0"
     opts.global_ranks_in_group = []
-    with pytest.raises(ValueError, match=rf"world_size={MAX_MEMBERS + 1}.*{MAX_MEMBERS} members.*"
-                                         r"MAX_MEMBERS.*hierarchical.*not done"):
+    with pytest.raises(ValueError, match=rf"world_size={MAX_RANKS + 1}.*{MAX_RANKS} ranks.*"
+                                         rf"leaves of {LEAF_MEMBERS}"):
         create_backend(opts, None)
+    with pytest.raises(TypeError, match="NetrlOptions"):
+        create_backend(opts, {"switch": "soft://x:1"})
+
+
+def test_hierarchy_plan() -> None:
+    from hostdrv.client.torch_hierarchy import LEAF_MEMBERS, Plan
+
+    for size in (9, 14, 15, 16, 32, 56):
+        plan = Plan.for_size(size)
+        assert plan.per_leaf <= LEAF_MEMBERS
+        seen = [plan.leaf_of(r) for r in range(size)]
+        assert len(set(seen)) == size  # one (leaf, member) per rank
+        assert [sum(1 for k, _ in seen if k == leaf) for leaf in range(plan.leaves)] == \
+            [plan.members(leaf) for leaf in range(plan.leaves)]
+        assert all(plan.members(leaf) >= 1 for leaf in range(plan.leaves))
+    assert Plan.for_size(16, leaves=4).per_leaf == 4
+    with pytest.raises(ValueError, match="per leaf"):
+        Plan.for_size(16, leaves=2)
 
 
 def test_backend_registered() -> None:
@@ -719,20 +780,20 @@ def test_backend_registered() -> None:
 
 @pytest.mark.parametrize("members", [1, 2, 8])
 def test_int32_lanes_sum_exactly_in_any_fp32_order(members: int) -> None:
-    from hostdrv.client.torch_backend import _join_int32, _split_int32, _wrap_int32
+    from hostdrv.client.torch_lanes import join_int32, split_int32, wrap_int32
 
     rng = np.random.default_rng(members)
     xs = [rng.integers(-2**31, 2**31, size=4096, dtype=np.int64).astype(np.int32)
           for _ in range(members)]
     xs[0][:4] = [2**31 - 1, -2**31, -1, 0]
-    lanes = [_split_int32(x) for x in xs]
+    lanes = [split_int32(x) for x in xs]
     for _ in range(3):  # the switch adds in arrival order: any order is exact
         acc = np.zeros_like(lanes[0])
         for i in rng.permutation(members):
             acc = (acc + lanes[i]).astype(np.float32)
-        total = _join_int32(acc)
+        total = join_int32(acc)
         assert np.array_equal(total, np.sum(np.stack(xs).astype(np.int64), axis=0))
-        assert np.array_equal(_wrap_int32(total), np.sum(np.stack(xs), axis=0, dtype=np.int32))
+        assert np.array_equal(wrap_int32(total), np.sum(np.stack(xs), axis=0, dtype=np.int32))
 
 
 def test_options_from_env_and_retries() -> None:

@@ -23,8 +23,8 @@ What goes where (``docs/torch.md`` has the full story):
   completes when the sum arrives). DDP's gradient buckets are such calls.
 * int32 is summed exactly on the fp32 switch: each element is split into a
   signed high and an unsigned low 16-bit half, both sent as fp32 (every
-  partial sum of at most :data:`~hostdrv.wire.protocol.MAX_MEMBERS` halves is an
-  integer below 2**24, so fp32 adds it exactly in any order); the halves'
+  partial sum of at most 256 halves, far more than the ranks the backend takes, is
+  an integer below 2**24, so fp32 adds it exactly in any order); the halves'
   sums give the exact 64-bit total, wrapped to int32 for ``SUM`` (as
   two's-complement addition does) and divided by the world size, rounded
   toward zero, for ``AVG``. The switch's job stays fp32 throughout.
@@ -43,20 +43,21 @@ Fail fast: every rank of a switch group beats a heartbeat in the group's store
 ``dead_after`` seconds (5 by default) is declared dead and every survivor's
 pending and next switch call fails with ``DistBackendError`` naming it.
 
-Failures: a switch all-reduce that fails raises ``DistBackendError`` on that rank and
-is not retried: the backend numbers its switch calls in issue order (the same on
-every rank) and sends call ``k`` as step id ``k − 1``
-(:meth:`hostdrv.Aggregator.allreduce`'s ``step``), so the next collective is the next
-step (``docs/protocol.md`` section 4, "Epochs, failures and rejoin").
+Failures: a failed switch all-reduce raises ``DistBackendError`` and is not retried
+(call ``k`` is step ``k − 1``: the next collective is the next step; ``docs/torch.md``).
 
-Limits: one switch aggregates at most :data:`~hostdrv.wire.protocol.MAX_MEMBERS`
-ranks; a larger world raises :class:`ValueError` naming the limit.
+More ranks than one switch aggregates (:data:`~hostdrv.wire.protocol.MAX_MEMBERS`):
+the ranks sit on leaf switches of up to 7 under a root
+(:mod:`hostdrv.client.torch_hierarchy`), soft switches rank 0 starts or the URLs of
+``NetrlOptions.switch`` (root) and ``leaves``; above
+:data:`~hostdrv.client.torch_hierarchy.MAX_RANKS` ranks :class:`ValueError` names the limit.
 """
 
 from __future__ import annotations
 
 import atexit
 import datetime
+import json
 import queue
 import threading
 import time
@@ -86,6 +87,9 @@ from torch._C._distributed_c10d import (
 from torch.futures import Future
 
 from hostdrv.client import torch_c10d
+from hostdrv.client.torch_hierarchy import Plan
+from hostdrv.client.torch_hierarchy import configure as configure_hierarchy
+from hostdrv.client.torch_lanes import div_toward_zero, join_int32, split_int32, wrap_int32
 from hostdrv.client.torch_options import MAX_BACKOFF, NetrlOptions, default_window, retries_for
 from hostdrv.wire.protocol import MAX_JUMBO_ELEMS, MAX_MEMBERS
 
@@ -110,7 +114,6 @@ SHUTDOWN_GRACE = 2.0
 """Seconds rank 0 waits for the other ranks to shut down before stopping its switch."""
 
 _SWITCH_DTYPES = (torch.float32, torch.int32)
-_HALF = 1 << 16
 _CPU = torch.device("cpu")
 
 
@@ -143,35 +146,6 @@ def _op_name(op: Any) -> str:
         if op == getattr(ReduceOp, name, None):
             return name
     return str(op)
-
-
-def _split_int32(x: np.ndarray) -> np.ndarray:
-    """fp32 lanes ``[hi..., lo...]`` of int32 ``x``: ``x = hi * 2**16 + lo`` with
-    ``hi`` in [-2**15, 2**15) and ``lo`` in [0, 2**16), both exact in fp32."""
-    flat = x.reshape(-1)
-    out = np.empty(2 * flat.size, dtype=np.float32)
-    out[:flat.size] = flat >> 16
-    out[flat.size:] = flat & (_HALF - 1)
-    return out
-
-
-def _join_int32(lanes: np.ndarray) -> np.ndarray:
-    """The exact int64 totals from the summed lanes of :func:`_split_int32`."""
-    e = lanes.size // 2
-    hi = lanes[:e].astype(np.int64)
-    lo = lanes[e:].astype(np.int64)
-    return hi * _HALF + lo
-
-
-def _wrap_int32(total: np.ndarray) -> np.ndarray:
-    """``total`` modulo 2**32 as int32 (two's-complement wrap-around)."""
-    return ((total + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
-
-
-def _div_toward_zero(total: np.ndarray, n: int) -> np.ndarray:
-    """``total / n`` rounded toward zero (C, and NCCL's integer ``AVG``)."""
-    q = np.abs(total) // n
-    return np.where(total < 0, -q, q)
 
 
 def _avg_in_place(tensors: Sequence[torch.Tensor], n: int) -> None:
@@ -242,8 +216,8 @@ class NetrlGroup:
     Raises
     ------
     ValueError
-        ``size`` above :data:`~hostdrv.wire.protocol.MAX_MEMBERS` with ``use_switch``,
-        or a bad option.
+        ``size`` above :data:`~hostdrv.client.torch_hierarchy.MAX_RANKS` with
+        ``use_switch``, or a bad option.
     RuntimeError
         Rank 0 could not start or configure the switch (every rank raises it).
     """
@@ -251,12 +225,10 @@ class NetrlGroup:
     def __init__(self, store: Store, rank: int, size: int, timeout: datetime.timedelta,
                  options: NetrlOptions | None = None, *, use_switch: bool = True) -> None:
         self.options = (options or NetrlOptions()).resolve()
+        self._plan: Plan | None = None
         if use_switch and size > MAX_MEMBERS:
-            raise ValueError(
-                f"netrl: world_size={size} is above the {MAX_MEMBERS} members one switch "
-                f"aggregates (hostdrv.wire.protocol.MAX_MEMBERS = {MAX_MEMBERS}); hierarchical "
-                "(leaf/root) aggregation is not done by the torch backend: use at most "
-                f"{MAX_MEMBERS} ranks per process group, or the gloo backend")
+            leaves = len(self.options.leaves) if self.options.leaves else None
+            self._plan = Plan.for_size(size, leaves)
         self._rank, self._size = rank, size
         self.timeout = timeout
         self._store = store
@@ -264,7 +236,7 @@ class NetrlGroup:
         self._counts_lock = threading.Lock()
         self.gloo = ProcessGroupGloo(PrefixStore("gloo/", store), rank, size, timeout)
         """The internal gloo backend (every collective the switch does not run)."""
-        self._switch: Any = None  # the embedded SoftSwitch (rank 0 only)
+        self._switches: list[Any] = []  # the embedded SoftSwitches (rank 0 only)
         self._agg: Any = None
         self.url: str | None = None
         """The switch URL this rank talks to (``None``: gloo only)."""
@@ -300,16 +272,28 @@ class NetrlGroup:
         """Rank 0 starts/configures the switch and publishes it; every rank joins."""
         from hostdrv.client.aggregator import Aggregator
 
-        opt, store, rank = self.options, self._store, self._rank
+        opt, store, rank, plan = self.options, self._store, self._rank, self._plan
         if rank == 0:
             try:
                 url = opt.switch or self._start_embedded()
-                job = self._configure(url)
+                if plan is None:
+                    topology = [(url, self._configure(url))]
+                else:
+                    if opt.switch and not opt.leaves:
+                        raise ValueError(
+                            f"netrl: {self._size} ranks need leaf switches under the root "
+                            f"{opt.switch}: give their URLs (NetrlOptions.leaves, "
+                            "NETRL_LEAVES), or set neither for embedded soft switches")
+                    leaves = list(opt.leaves or [self._start_embedded()
+                                                 for _ in range(plan.leaves)])
+                    jobs = configure_hierarchy(url, leaves, plan, slots=opt.slots,
+                                               packet_elems=opt.packet_elems)
+                    topology = list(zip(leaves, jobs, strict=True))
             except Exception as e:
                 store.set(STORE_ERROR_KEY, f"{type(e).__name__}: {e}")
                 self._stop_embedded()
                 raise
-            store.set(STORE_JOB_KEY, str(job))
+            store.set(STORE_JOB_KEY, json.dumps(topology))
             store.set(STORE_URL_KEY, url)
         else:
             deadline = time.monotonic() + self.timeout.total_seconds()
@@ -321,27 +305,33 @@ class NetrlGroup:
                     raise RuntimeError(f"netrl: rank {rank} got no switch from rank 0 within "
                                        f"the group timeout {self.timeout}")
                 time.sleep(0.02)
-            url = opt.switch or store.get(STORE_URL_KEY).decode()
-            job = int(store.get(STORE_JOB_KEY).decode())
+            topology = json.loads(store.get(STORE_JOB_KEY).decode())
+        if plan is None:  # one switch: each rank uses its own NETRL_SWITCH, as given
+            url, job = opt.switch or topology[0][0], topology[0][1]
+            member, members = rank, self._size
+        else:  # this rank's leaf
+            leaf, member = plan.leaf_of(rank)
+            url, job = topology[leaf]
+            members = plan.members(leaf)
         secs = opt.timeout or self.timeout.total_seconds()
         rto = float(opt.rto or 0.05)
-        self._agg = Aggregator(url, worker=rank, job=job, timeout=rto,
+        self._agg = Aggregator(url, worker=member, job=int(job), timeout=rto,
                                retries=retries_for(secs, rto), max_backoff=MAX_BACKOFF,
                                port=opt.member_port, window=opt.window)
         if opt.window is None:
-            self._agg.window = default_window(self._agg.elems, self._agg.slots, self._size)
+            self._agg.window = default_window(self._agg.elems, self._agg.slots, members)
         self.url = url
 
     def _start_embedded(self) -> str:
         from hostdrv.switch.launch import start_soft_switch
 
-        self._switch = start_soft_switch("127.0.0.1", 0, max_elems=MAX_JUMBO_ELEMS)
-        return str(self._switch.url)
+        switch = start_soft_switch("127.0.0.1", 0, max_elems=MAX_JUMBO_ELEMS)
+        self._switches.append(switch)
+        return str(switch.url)
 
     def _stop_embedded(self) -> None:
-        if self._switch is not None:
-            self._switch.close()
-            self._switch = None
+        while self._switches:
+            self._switches.pop().close()
 
     def _configure(self, url: str) -> int:
         """Configure the aggregation job for this group; returns the switch's ``JOB_ID``."""
@@ -468,7 +458,7 @@ class NetrlGroup:
         sizes = [a.size for a in arrays]
         is_int = tensors[0].dtype == torch.int32
         if is_int:
-            flat = _split_int32(np.concatenate([a.reshape(-1) for a in arrays]))
+            flat = split_int32(np.concatenate([a.reshape(-1) for a in arrays]))
         elif len(arrays) == 1:
             flat = arrays[0]
         else:
@@ -483,9 +473,9 @@ class NetrlGroup:
                 "in the same order makes every other rank time out like this "
                 f"(group timeout {self.timeout})") from e
         if is_int:
-            total = _join_int32(out)
-            out = _div_toward_zero(total, self._size).astype(np.int32) if avg \
-                else _wrap_int32(total)
+            total = join_int32(out)
+            out = div_toward_zero(total, self._size).astype(np.int32) if avg \
+                else wrap_int32(total)
         elif avg:
             out = out / np.float32(self._size)
         off = 0
@@ -622,11 +612,11 @@ class NetrlGroup:
             self._thread.join(SHUTDOWN_GRACE)
         if self._agg is not None and (self._thread is None or not self._thread.is_alive()):
             self._agg.close()
-        if self._switch is not None or self._agg is not None:
+        if self._switches or self._agg is not None:
             try:
                 done = self._store.add(STORE_CLOSED_KEY, 1)
                 deadline = time.monotonic() + SHUTDOWN_GRACE
-                while self._switch is not None and done < self._size \
+                while self._switches and done < self._size \
                         and time.monotonic() < deadline:
                     time.sleep(0.02)
                     done = self._store.add(STORE_CLOSED_KEY, 0)

@@ -92,6 +92,11 @@ class NetrlOptions:
     member_port:
         One-hot switch port of this rank's member entry (``NETRL_MEMBER_PORT``;
         ``1 << rank``).
+    leaves:
+        Above :data:`~hostdrv.wire.protocol.MAX_MEMBERS` ranks: the URLs of the leaf
+        switches under the root ``switch`` (``NETRL_LEAVES``, comma-separated; default:
+        rank 0 starts embedded soft switches), up to 7 ranks per leaf
+        (:mod:`hostdrv.client.torch_hierarchy`).
     dead_after:
         Seconds after which a rank whose heartbeat stopped is declared dead and every
         survivor's pending and next switch call fails naming it (``NETRL_DEAD_AFTER``;
@@ -108,12 +113,15 @@ class NetrlOptions:
     fallback: str | None = None
     strict: bool | None = None
     member_port: int | None = None
+    leaves: tuple[str, ...] | None = None
     dead_after: float | None = None
     heartbeat: float | None = None
 
     def __post_init__(self) -> None:
         if self.fallback is not None and self.fallback not in FALLBACKS:
             raise ValueError(f"bad fallback={self.fallback!r}: one of {', '.join(FALLBACKS)}")
+        if self.leaves is not None and (isinstance(self.leaves, str) or not self.leaves):
+            raise ValueError(f"bad leaves={self.leaves!r}: a non-empty sequence of URLs")
         for name in ("timeout", "rto", "dead_after", "heartbeat"):
             value = getattr(self, name)
             if value is not None and not value > 0:
@@ -142,6 +150,8 @@ class NetrlOptions:
                    rto=_env_seconds(env, "NETRL_RTO"),
                    fallback=fallback, strict=_env_bool(env, "NETRL_STRICT"),
                    member_port=_env_int(env, "NETRL_MEMBER_PORT"),
+                   leaves=tuple(u.strip() for u in env.get("NETRL_LEAVES", "").split(",")
+                                if u.strip()) or None,
                    dead_after=_env_seconds(env, "NETRL_DEAD_AFTER"),
                    heartbeat=_env_seconds(env, "NETRL_HEARTBEAT"))
 
