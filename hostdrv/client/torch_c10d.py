@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 
 from hostdrv.errors import NetrlError
+from hostdrv.extras import EXTRAS, MissingExtraError
 
 SOURCE = Path(__file__).resolve().parents[1] / "native" / "netrl_c10d.cpp"
 """The C++ source of the backend."""
@@ -38,9 +39,17 @@ class NetrlExtensionError(NetrlError, RuntimeError):
     """The c10d extension could not be built or loaded (the message has why)."""
 
 
+def _torch() -> ModuleType:
+    try:
+        import torch
+    except ModuleNotFoundError as e:  # the core install: name the extra that brings torch
+        raise MissingExtraError("torch", "torch", EXTRAS["torch"]) from e
+    return torch
+
+
 def cache_dir() -> Path:
     """The folder the extension of this torch and this source is built in."""
-    import torch
+    torch = _torch()
 
     root = os.environ.get("NETRL_TORCH_EXT_DIR", "").strip()
     if root:
@@ -63,6 +72,8 @@ def load(verbose: bool = False) -> ModuleType:
     ------
     NetrlExtensionError
         The build failed (no compiler, torch headers missing, a compile error).
+    MissingExtraError
+        torch is not installed (the ``torch`` extra).
     """
     global _module
     with _lock:
