@@ -12,7 +12,8 @@ JOBS   ?= 2
 
 .PHONY: setup cxx demo test test-slow lint bench regs synth coverage clean
 
-# Debian iverilog (simulation), yosys (synthesis estimates), tcl (tclsh, the
+# Debian ninja-build (torch.utils.cpp_extension builds the netrl c10d backend with it),
+# iverilog (simulation), yosys (synthesis estimates), tcl (tclsh, the
 # build.tcl dry run), linux-headers-amd64 (Linux 6.1 on Debian 12: the kbuild test of
 # the patched sume_riffa driver) and g++ (the native switch engine, built by pip) when
 # missing; under CI the tests fail if any is absent. g++ comes first: pip compiles hostdrv._native
@@ -21,12 +22,16 @@ setup: $(STAMP)
 	command -v iverilog >/dev/null 2>&1 || missing="$$missing iverilog"; \
 	command -v yosys >/dev/null 2>&1 || missing="$$missing yosys"; \
 	command -v tclsh >/dev/null 2>&1 || missing="$$missing tcl"; \
+	command -v ninja >/dev/null 2>&1 || missing="$$missing ninja-build"; \
 	ls -d /usr/src/linux-headers-6.1*-amd64 >/dev/null 2>&1 || missing="$$missing linux-headers-amd64"; \
 	if [ -n "$$missing" ]; then \
 	  echo "[setup] installing Debian$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
 	fi
+	@# the netrl torch backend's c10d extension (built against the installed torch,
+	@# cached per torch version and source digest: hostdrv/client/torch_c10d.py)
+	$(PY) -m hostdrv.client.torch_c10d
 
 cxx:
 	@command -v g++ >/dev/null 2>&1 || { \

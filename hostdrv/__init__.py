@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         TensorMismatchError,
     )
     from hostdrv.client.replay import ReplayClient
+    from hostdrv.client.torch_options import NetrlOptions
     from hostdrv.client.transport import (
         BACKENDS,
         Backend,
@@ -75,6 +76,8 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(("ROLE_ACTOR", "ROLE_LEARNER", "ROLE_WORKER", "IdentityError",
                      "SwitchControl", "SwitchIdentity"), "hostdrv.client.control"),
     "ReplayClient": "hostdrv.client.replay",
+    # the torch backend's options (no torch import: built and checked anywhere)
+    "NetrlOptions": "hostdrv.client.torch_options",
     # TransportError is defined in hostdrv.wire.net; transport re-exports it
     **dict.fromkeys(("BACKENDS", "Backend", "DatagramTransport", "RegisterAccessError",
                      "RegisterTransport", "SwitchTimeoutError", "TransportError",
@@ -128,6 +131,7 @@ __all__ = [
     "IdentityError",
     "Message",
     "NetrlError",
+    "NetrlOptions",
     "Opcode",
     "ProtocolError",
     "RegisterAccessError",

@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -41,8 +42,12 @@ WORLD = 4
 STEPS = 5
 INT_SIZE = 1000
 BIG = 200_000
-KILL_TIMEOUT = 5.0
-"""Group timeout of the killed-rank job: how long the survivors retransmit."""
+WIDE_ELEMS = 8
+"""Elements of the 16-rank job's tensors (tiny: the job tests the hierarchy)."""
+KILL_TIMEOUT = 60.0
+"""Group timeout of the killed-rank job: how long the survivors would retransmit."""
+DEAD_AFTER = 2.0
+"""``NETRL_DEAD_AFTER`` of the killed-rank job: when the survivors declare it dead."""
 
 
 # ---------------------------------------------------------------------------
@@ -186,9 +191,13 @@ def _fallback_ops(rank: int, world: int) -> dict[str, Callable[[Any], list[Any]]
 
 def _job_main(rank: int, world: int) -> dict[str, Any]:
     """The main job: DDP netrl vs gloo, int32, async overlap, fallbacks."""
-    pg = dist.group.WORLD
+    from hostdrv.client.torch_backend import netrl_group
+
+    pg = netrl_group()
+    out_backend = type(dist.group.WORLD._get_backend(torch.device("cpu"))).__name__
     gloo = dist.new_group(backend="gloo")
-    out: dict[str, Any] = {"url": pg.url, "backend": dist.get_backend()}
+    out: dict[str, Any] = {"url": pg.url, "backend": dist.get_backend(),
+                           "cpu_backend": out_backend}
     before = pg.stats().get("switch_calls", 0)
     out["ddp_netrl"] = train_ddp(None, rank)
     out["ddp_switch_calls"] = pg.stats().get("switch_calls", 0) - before
@@ -222,19 +231,24 @@ def _job_main(rank: int, world: int) -> dict[str, Any]:
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
     out["avg_f64"] = t
     # a group made by new_group while netrl is the default backend: gloo only
-    sub = dist.new_group(ranks=list(range(world)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sub = dist.new_group(ranks=list(range(world)))
+        dist.new_group(ranks=list(range(world)))  # warned once per process
+    out["subgroup_warnings"] = [str(w.message) for w in caught
+                                if issubclass(w.category, RuntimeWarning)]
     t = torch.full((3,), float(rank + 1))
     dist.all_reduce(t, group=sub)
-    out["subgroup_sum"], out["subgroup_stats"] = t, sub.stats()
+    out["subgroup_sum"], out["subgroup_stats"] = t, netrl_group(sub).stats()
     out["stats"] = pg.stats()
     return out
 
 
 def _job_explicit(rank: int, world: int) -> dict[str, Any]:
     """NETRL_SWITCH given (env://, NETRL_STRICT=1): sums and DDP on that switch."""
-    from hostdrv.client.torch_backend import NetrlUnsupportedError
+    from hostdrv.client.torch_backend import NetrlUnsupportedError, netrl_group
 
-    pg = dist.group.WORLD
+    pg = netrl_group()
     out: dict[str, Any] = {"url": pg.url}
     t = torch.full((1000,), float(rank + 1))
     dist.all_reduce(t)
@@ -251,18 +265,30 @@ def _job_explicit(rank: int, world: int) -> dict[str, Any]:
 
 def _job_kill(rank: int, world: int) -> dict[str, Any]:
     """The last rank dies (SIGKILL) after two DDP steps (DDP rebuilds its buckets
-    through gloo after the first); the others try another DDP step, whose only
-    communication is the buckets' all-reduce, then a plain all-reduce."""
+    through gloo after the first). ``KILL_MODE=sync``: the others try another DDP step,
+    whose only communication is the buckets' all-reduce, then a plain all-reduce;
+    ``async``: they issue an ``async_op`` all-reduce before the death (pending when it
+    happens), wait for it, then issue another."""
     model = small_model()
     ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.001)
     for _ in range(2):
         ddp(torch.ones(2, 8)).sum().backward()
     first = model[0].weight.grad.clone()
-    if rank == world - 1:
-        os.kill(os.getpid(), signal.SIGKILL)
     out: dict[str, Any] = {"first": first}
-    for name, step in (("ddp", lambda: ddp(torch.ones(2, 8)).sum().backward()),
-                       ("all_reduce", lambda: dist.all_reduce(torch.ones(100)))):
+    if os.environ["KILL_MODE"] == "async":
+        dist.barrier()  # every rank alive here
+        if rank == world - 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        pending = dist.all_reduce(torch.ones(100), async_op=True)
+        steps: tuple[tuple[str, Callable[[], Any]], ...] = (
+            ("pending", pending.wait),
+            ("all_reduce", lambda: dist.all_reduce(torch.ones(100), async_op=True).wait()))
+    else:
+        if rank == world - 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        steps = (("ddp", lambda: ddp(torch.ones(2, 8)).sum().backward()),
+                 ("all_reduce", lambda: dist.all_reduce(torch.ones(100))))
+    for name, step in steps:
         t0 = time.monotonic()
         try:
             step()
@@ -273,8 +299,45 @@ def _job_kill(rank: int, world: int) -> dict[str, Any]:
     return out
 
 
+def _job_detail(rank: int, world: int) -> dict[str, Any]:
+    """``TORCH_DISTRIBUTED_DEBUG=DETAIL`` and ``pg_options``: torch's wrapper around our
+    backend; a sum through the switch; a mismatched-shape all-reduce it catches."""
+    from hostdrv.client.torch_backend import netrl_group
+
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    pg = netrl_group()
+    out: dict[str, Any] = {"cpu_backend": type(backend).__name__,
+                           "wrapped": type(getattr(backend, "wrapped_pg", None)).__name__,
+                           "packet_elems": pg.aggregator.elems, "window": pg.aggregator.window}
+    t = torch.full((1000,), float(rank + 1))
+    dist.all_reduce(t)
+    out["sum"], out["stats"] = t, pg.stats()
+    try:
+        dist.all_reduce(torch.ones(3 + rank))
+        out["mismatch"] = None
+    except Exception as e:  # noqa: BLE001 - recorded for the test
+        out["mismatch"] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def _job_wide(rank: int, world: int) -> dict[str, Any]:
+    """More ranks than one switch holds: int32 and float32 sums through leaves + root."""
+    from hostdrv.client.torch_backend import netrl_group
+
+    pg = netrl_group()
+    x = torch.from_numpy(int_input(rank)[:WIDE_ELEMS].copy())
+    avg = x.clone()
+    dist.all_reduce(x)
+    dist.all_reduce(avg, op=dist.ReduceOp.AVG)
+    f = torch.full((3,), float(rank + 1))
+    dist.all_reduce(f)
+    return {"int_sum": x, "int_avg": avg, "f32": f, "url": pg.url, "stats": pg.stats(),
+            "member": pg.aggregator.worker}
+
+
 JOBS: dict[str, Callable[[int, int], dict[str, Any]]] = {
-    "main": _job_main, "explicit": _job_explicit, "kill": _job_kill}
+    "main": _job_main, "explicit": _job_explicit, "kill": _job_kill, "detail": _job_detail,
+    "wide": _job_wide}
 
 
 def rank_main() -> None:
@@ -287,11 +350,15 @@ def rank_main() -> None:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     init = os.environ["INIT"]
     timeout = datetime.timedelta(seconds=float(os.environ["TIMEOUT"]))
+    from hostdrv.client.torch_backend import NetrlOptions
+
+    raw = os.environ.get("PG_OPTIONS")
+    pg_options = NetrlOptions(**json.loads(raw)) if raw else None
     if init == "env://":
-        dist.init_process_group("netrl", timeout=timeout)
+        dist.init_process_group("netrl", timeout=timeout, pg_options=pg_options)
     else:
         dist.init_process_group("netrl", init_method=init, rank=rank, world_size=world,
-                                timeout=timeout)
+                                timeout=timeout, pg_options=pg_options)
     result = JOBS[os.environ["JOB"]](rank, world)
     torch.save(result, Path(os.environ["OUT"]) / f"rank{rank}.pt")
     if os.environ["JOB"] == "kill":
@@ -310,22 +377,22 @@ def _free_port() -> int:
 
 
 def run_job(job: str, out: Path, *, env: dict[str, str] | None = None, init: str = "file",
-            timeout: float = 20.0, deadline: float = 240.0) -> list[int]:
-    """Run ``job`` on :data:`WORLD` rank processes; returns their exit codes."""
+            timeout: float = 20.0, deadline: float = 240.0, world: int = WORLD) -> list[int]:
+    """Run ``job`` on ``world`` rank processes; returns their exit codes."""
     out.mkdir(parents=True, exist_ok=True)
     base = {k: v for k, v in os.environ.items() if not k.startswith("NETRL_")}
     base["PYTHONPATH"] = os.pathsep.join(
         [str(REPO), str(REPO / "tests")] + ([base["PYTHONPATH"]] if base.get("PYTHONPATH")
                                              else []))
     base.update(env or {})
-    base.update(JOB=job, WORLD_SIZE=str(WORLD), TIMEOUT=str(timeout), OUT=str(out),
+    base.update(JOB=job, WORLD_SIZE=str(world), TIMEOUT=str(timeout), OUT=str(out),
                 OMP_NUM_THREADS="1")
     if init == "env":
         base.update(INIT="env://", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
     else:
         base["INIT"] = f"file://{out / 'store'}"
     procs = []
-    for rank in range(WORLD):
+    for rank in range(world):
         log = open(out / f"rank{rank}.log", "w")  # noqa: SIM115 - closed below
         procs.append((subprocess.Popen(
             [sys.executable, "-c", "import test_torch_backend as t; t.rank_main()"],
@@ -352,9 +419,9 @@ def run_job(job: str, out: Path, *, env: dict[str, str] | None = None, init: str
     return [p.returncode for p, _ in procs]
 
 
-def _logs(out: Path) -> str:
+def _logs(out: Path, world: int = WORLD) -> str:
     return "\n".join(f"--- rank {r}\n" + (out / f"rank{r}.log").read_text()[-3000:]
-                     for r in range(WORLD) if (out / f"rank{r}.log").exists())
+                     for r in range(world) if (out / f"rank{r}.log").exists())
 
 
 def _load(out: Path, ranks: range | list[int]) -> list[dict[str, Any]]:
@@ -393,6 +460,8 @@ def _exact_int_sum() -> np.ndarray:
 def test_ddp_through_switch_matches_gloo(main_job: list[dict[str, Any]]) -> None:
     ref = main_job[0]
     assert ref["backend"] == "netrl" and ref["url"].startswith("soft://127.0.0.1:")
+    # the backend torch dispatches CPU collectives to is ours (not plain gloo)
+    assert ref["cpu_backend"] == "NetrlBackend"
     # DDP's buckets went through the switch: at least one all-reduce per step, more
     # once DDP rebuilt its buckets after the first step
     assert ref["ddp_switch_calls"] > STEPS
@@ -447,6 +516,9 @@ def test_fallbacks_give_the_gloo_result(main_job: list[dict[str, Any]]) -> None:
         assert not any("contiguous" in k for k in stats)
         assert torch.equal(res["subgroup_sum"], torch.full((3,), float(sum(range(1, WORLD + 1)))))
         assert res["subgroup_stats"] == {"fallback:group=not-default": 1}
+        # not silent: one warning per process naming why
+        assert len(res["subgroup_warnings"]) == 1
+        assert "default group" in res["subgroup_warnings"][0]
 
 
 def test_explicit_switch_env_init_strict(tmp_path: Path) -> None:
@@ -474,21 +546,70 @@ def test_explicit_switch_env_init_strict(tmp_path: Path) -> None:
         assert not any(k.startswith("fallback:") for k in res["stats"])
 
 
-def test_killed_rank_gives_survivors_a_clear_error(tmp_path: Path) -> None:
-    codes = run_job("kill", tmp_path, timeout=KILL_TIMEOUT, deadline=120.0)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_killed_rank_fails_survivors_fast(tmp_path: Path, mode: str) -> None:
+    """SIGKILL of one of 4 ranks: every survivor's pending and next switch call fails
+    naming the dead rank within ``dead_after`` (here :data:`DEAD_AFTER`) plus a
+    heartbeat, far below the group timeout (:data:`KILL_TIMEOUT`)."""
+    codes = run_job("kill", tmp_path, timeout=KILL_TIMEOUT, deadline=120.0,
+                    env={"KILL_MODE": mode, "NETRL_DEAD_AFTER": str(DEAD_AFTER)})
     assert codes[-1] == -signal.SIGKILL
     assert codes[:-1] == [0] * (WORLD - 1), f"exit codes {codes}\n{_logs(tmp_path)}"
     results = _load(tmp_path, range(WORLD - 1))
+    names = ("ddp", "all_reduce") if mode == "sync" else ("pending", "all_reduce")
     for res in results:
         assert torch.equal(res["first"], results[0]["first"])
-        for name in ("ddp", "all_reduce"):
+        for name in names:
             err = res[name]
-            assert err is not None and "netrl" in err and "AllreduceTimeoutError" in err \
-                and "died" in err, (name, err)
-            # it gave up after about the group timeout, not never (the plain all-reduce
-            # waits for DDP's second bucket, queued before it, to time out too)
-            assert KILL_TIMEOUT * 0.9 <= res[f"{name}_elapsed"] <= 2 * KILL_TIMEOUT + 15, res
+            assert err is not None and "netrl" in err and f"rank {WORLD - 1} died" in err, \
+                (name, err)
+        # the first failure comes after the detection time, the next one at once
+        assert res[f"{names[0]}_elapsed"] <= DEAD_AFTER + 5, res
+        assert res["all_reduce_elapsed"] < 1.0, res
         assert res["all_reduce"].startswith("DistBackendError"), res["all_reduce"]
+
+
+def test_debug_detail_wraps_our_backend_and_catches_a_shape_mismatch(tmp_path: Path) -> None:
+    """``TORCH_DISTRIBUTED_DEBUG=DETAIL``: torch's ProcessGroupWrapper wraps the netrl
+    backend, the sums still go through the switch, and its fingerprint check catches a
+    mismatched-shape all-reduce on every rank; ``pg_options`` reach the switch job."""
+    codes = run_job("detail", tmp_path, env={
+        "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+        "PG_OPTIONS": json.dumps({"packet_elems": 352, "slots": 8, "window": 2})})
+    assert codes == [0] * WORLD, f"exit codes {codes}\n{_logs(tmp_path)}"
+    for res in _load(tmp_path, range(WORLD)):
+        assert res["cpu_backend"] == "_ProcessGroupWrapper" and res["wrapped"] == "NetrlBackend"
+        assert (res["packet_elems"], res["window"]) == (352, 2)
+        assert torch.equal(res["sum"], torch.full((1000,), float(sum(range(1, WORLD + 1)))))
+        assert res["stats"]["switch_calls"] == 1
+        assert res["mismatch"] is not None and "mismatch between collectives" in res["mismatch"]
+
+
+@pytest.mark.parametrize("world", [16, pytest.param(32, marks=pytest.mark.slow)])
+def test_many_ranks_through_leaves_and_root(tmp_path: Path, world: int) -> None:
+    """16 (32) ranks, above one switch's 8 members: rank 0 starts a root and 3 (5) leaf
+    soft switches (6, 6, 4 ranks; 7, 7, 7, 7, 4); the int32 sums are exact, AVG rounds
+    toward zero."""
+    from hostdrv.client.torch_hierarchy import Plan
+
+    codes = run_job("wide", tmp_path, init="env", world=world, timeout=120.0,
+                    deadline=600.0)
+    assert codes == [0] * world, f"exit codes {codes}\n{_logs(tmp_path, world)}"
+    results = _load(tmp_path, range(world))
+    xs = np.stack([int_input(r)[:WIDE_ELEMS] for r in range(world)])
+    want_sum = np.sum(xs, axis=0, dtype=np.int32)
+    want_avg = np.fix(np.sum(xs.astype(np.int64), axis=0) / world).astype(np.int32)
+    plan = Plan.for_size(world)
+    assert plan.leaves == -(-world // 7)
+    for r, res in enumerate(results):
+        assert np.array_equal(res["int_sum"].numpy(), want_sum), r
+        assert np.array_equal(res["int_avg"].numpy(), want_avg), r
+        assert torch.equal(res["f32"], torch.full((3,), float(sum(range(1, world + 1)))))
+        assert res["stats"]["switch_calls"] == 3
+        leaf, member = plan.leaf_of(r)
+        assert res["member"] == member
+        assert res["url"] == results[leaf * plan.per_leaf]["url"]
+    assert len({res["url"] for res in results}) == plan.leaves
 
 
 # ---------------------------------------------------------------------------
@@ -497,20 +618,20 @@ def test_killed_rank_gives_survivors_a_clear_error(tmp_path: Path) -> None:
 
 def _groups_in_threads(world: int, config: Any, body: Callable[[Any], Any] = lambda pg: None,
                        timeout: float = 10.0) -> list[Any]:
-    """Build a ``world``-rank :class:`NetrlProcessGroup` in threads of this process (one
+    """Build a ``world``-rank :class:`NetrlGroup` in threads of this process (one
     HashStore) and run ``body`` on each; returns what each returned or raised."""
     import threading
 
     from torch._C._distributed_c10d import HashStore
 
-    from hostdrv.client.torch_backend import NetrlProcessGroup
+    from hostdrv.client.torch_backend import NetrlGroup
 
     store = HashStore()
     results: list[Any] = [None] * world
 
     def rank(r: int) -> None:
         try:
-            pg = NetrlProcessGroup(store, r, world, datetime.timedelta(seconds=timeout), config)
+            pg = NetrlGroup(store, r, world, datetime.timedelta(seconds=timeout), config)
             try:
                 results[r] = body(pg)
             finally:
@@ -527,7 +648,9 @@ def _groups_in_threads(world: int, config: Any, body: Callable[[Any], Any] = lam
 
 
 def test_in_process_group_sums() -> None:
-    from hostdrv.client.torch_backend import NetrlConfig
+    from torch._C._distributed_c10d import AllreduceCoalescedOptions
+
+    from hostdrv.client.torch_backend import NetrlOptions
 
     def body(pg: Any) -> tuple[list[Any], dict[str, int]]:
         r = pg.rank() + 1
@@ -536,7 +659,7 @@ def test_in_process_group_sums() -> None:
         a, b = torch.full((5,), float(r)), torch.full((2, 3), 10.0 * r)  # one coalesced call
         empty = torch.zeros(0)
         d = torch.ones(2, dtype=torch.float64)  # gloo
-        works = [pg.allreduce([f]), pg.allreduce([i]), pg.allreduce_coalesced([a, b]),
+        works = [pg.allreduce([f]), pg.allreduce([i]), pg.allreduce([a, b], AllreduceCoalescedOptions(), True),
                  pg.allreduce([empty]), pg.allreduce([d])]
         for w in works:
             w.wait()
@@ -553,7 +676,7 @@ def test_in_process_group_sums() -> None:
         assert ref() is None, "a finished all_reduce kept its tensors alive"
         return [f, i, a, b, empty, d], pg.stats()
 
-    results = _groups_in_threads(2, NetrlConfig(), body)
+    results = _groups_in_threads(2, NetrlOptions(), body)
     for res in results:
         assert not isinstance(res, Exception), res
         (f, i, a, b, empty, d), stats = res
@@ -567,7 +690,14 @@ def test_in_process_group_sums() -> None:
 
 
 def test_shutdown_with_calls_pending() -> None:
-    from hostdrv.client.torch_backend import SHUTDOWN_GRACE, NetrlConfig
+    from hostdrv.client.torch_backend import SHUTDOWN_GRACE, NetrlOptions
+
+    def error_of(work: Any) -> BaseException | None:
+        try:
+            work.wait()
+        except Exception as e:  # noqa: BLE001 - checked below
+            return e
+        return None
 
     def body(pg: Any) -> Any:
         if pg.rank() == 1:
@@ -578,14 +708,10 @@ def test_shutdown_with_calls_pending() -> None:
         t0 = time.monotonic()
         pg.shutdown()
         took = time.monotonic() - t0
-        try:
-            queued.wait()
-            err = None
-        except Exception as e:  # noqa: BLE001 - checked below
-            err = e
-        return took, running.is_completed(), err, pg.allreduce([torch.ones(1)]).exception()
+        return took, running.is_completed(), error_of(queued), \
+            error_of(pg.allreduce([torch.ones(1)]))
 
-    rank0, rank1 = _groups_in_threads(2, NetrlConfig(), body, timeout=30.0)
+    rank0, rank1 = _groups_in_threads(2, NetrlOptions(dead_after=60.0), body, timeout=30.0)
     assert rank1 is None
     took, running_done, queued_err, after = rank0
     assert took < 2 * SHUTDOWN_GRACE + 3  # not the 30 s the running call may retransmit
@@ -594,37 +720,91 @@ def test_shutdown_with_calls_pending() -> None:
     assert "shut down" in str(after)
 
 
+def test_rank_that_left_and_warn_policy() -> None:
+    """A rank that shuts its group down is reported as having left once its heartbeat
+    is ``dead_after`` old: the survivor's next switch call fails at once naming it.
+    ``fallback="warn"`` warns once per reason."""
+    from hostdrv.client.torch_backend import NetrlOptions
+
+    def error_of(work: Any) -> str | None:
+        try:
+            work.wait()
+        except Exception as e:  # noqa: BLE001 - checked below
+            return str(e)
+        return None
+
+    def body(pg: Any) -> Any:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(2):  # gloo, both ranks
+                pg.allreduce([torch.ones(2, dtype=torch.float64)]).wait()
+        if pg.rank() == 1:
+            return None  # then shuts down
+        time.sleep(2.5)
+        t0 = time.monotonic()
+        err = error_of(pg.allreduce([torch.ones(3)]))
+        return [str(w.message) for w in caught], err, time.monotonic() - t0, pg.dead
+
+    options = NetrlOptions(dead_after=1.0, heartbeat=0.2, fallback="warn")
+    rank0, rank1 = _groups_in_threads(2, options, body, timeout=30.0)
+    assert rank1 is None
+    warned, err, took, dead = rank0
+    # four fallbacks, two per group: one warning per group (catch_warnings is
+    # process-wide, so rank 1's may land here too)
+    assert 1 <= len(warned) <= 2 and all("dtype=float64" in w for w in warned), warned
+    assert err is not None and "rank 1 left the group" in err, err
+    assert took < 1.0 and dead is not None
+
+
 def test_rank0_switch_failure_reaches_every_rank() -> None:
-    from hostdrv.client.torch_backend import NetrlConfig
+    from hostdrv.client.torch_backend import NetrlOptions
 
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
         silent.bind(("127.0.0.1", 0))
         url = f"soft://127.0.0.1:{silent.getsockname()[1]}"
         t0 = time.monotonic()
         # rank 0 gives up on the silent address after its register retries (~12 s)
-        results = _groups_in_threads(2, NetrlConfig(switch=url), timeout=40.0)
+        results = _groups_in_threads(2, NetrlOptions(switch=url), timeout=40.0)
     assert all(isinstance(r, Exception) for r in results), results
     assert url in str(results[0])  # rank 0: the switch did not answer
     assert "rank 0 could not set the switch up" in str(results[1]) and url in str(results[1])
     assert time.monotonic() - t0 < 30  # rank 1 learned it from rank 0, not from its timeout
 
 
-def test_world_above_switch_limit_names_it() -> None:
+def test_world_above_hierarchy_limit_names_it() -> None:
     from torch._C._distributed_c10d import HashStore, _DistributedBackendOptions
 
-    from hostdrv.client.torch_backend import create_process_group
-    from hostdrv.wire.protocol import MAX_MEMBERS
+    from hostdrv.client.torch_backend import create_backend
+    from hostdrv.client.torch_hierarchy import LEAF_MEMBERS, MAX_RANKS
 
     opts = _DistributedBackendOptions()
     opts.store = HashStore()
     opts.group_rank = 0
-    opts.group_size = MAX_MEMBERS + 1
+    opts.group_size = MAX_RANKS + 1
     opts.timeout = datetime.timedelta(seconds=1)
     opts.group_id = "0"
     opts.global_ranks_in_group = []
-    with pytest.raises(ValueError, match=rf"world_size={MAX_MEMBERS + 1}.*{MAX_MEMBERS} members.*"
-                                         r"MAX_MEMBERS.*hierarchical.*not done"):
-        create_process_group(opts, None)
+    with pytest.raises(ValueError, match=rf"world_size={MAX_RANKS + 1}.*{MAX_RANKS} ranks.*"
+                                         rf"leaves of {LEAF_MEMBERS}"):
+        create_backend(opts, None)
+    with pytest.raises(TypeError, match="NetrlOptions"):
+        create_backend(opts, {"switch": "soft://x:1"})
+
+
+def test_hierarchy_plan() -> None:
+    from hostdrv.client.torch_hierarchy import LEAF_MEMBERS, Plan
+
+    for size in (9, 14, 15, 16, 32, 56):
+        plan = Plan.for_size(size)
+        assert plan.per_leaf <= LEAF_MEMBERS
+        seen = [plan.leaf_of(r) for r in range(size)]
+        assert len(set(seen)) == size  # one (leaf, member) per rank
+        assert [sum(1 for k, _ in seen if k == leaf) for leaf in range(plan.leaves)] == \
+            [plan.members(leaf) for leaf in range(plan.leaves)]
+        assert all(plan.members(leaf) >= 1 for leaf in range(plan.leaves))
+    assert Plan.for_size(16, leaves=4).per_leaf == 4
+    with pytest.raises(ValueError, match="per leaf"):
+        Plan.for_size(16, leaves=2)
 
 
 def test_backend_registered() -> None:
@@ -638,33 +818,45 @@ def test_backend_registered() -> None:
 
 @pytest.mark.parametrize("members", [1, 2, 8])
 def test_int32_lanes_sum_exactly_in_any_fp32_order(members: int) -> None:
-    from hostdrv.client.torch_backend import _join_int32, _split_int32, _wrap_int32
+    from hostdrv.client.torch_lanes import join_int32, split_int32, wrap_int32
 
     rng = np.random.default_rng(members)
     xs = [rng.integers(-2**31, 2**31, size=4096, dtype=np.int64).astype(np.int32)
           for _ in range(members)]
     xs[0][:4] = [2**31 - 1, -2**31, -1, 0]
-    lanes = [_split_int32(x) for x in xs]
+    lanes = [split_int32(x) for x in xs]
     for _ in range(3):  # the switch adds in arrival order: any order is exact
         acc = np.zeros_like(lanes[0])
         for i in rng.permutation(members):
             acc = (acc + lanes[i]).astype(np.float32)
-        total = _join_int32(acc)
+        total = join_int32(acc)
         assert np.array_equal(total, np.sum(np.stack(xs).astype(np.int64), axis=0))
-        assert np.array_equal(_wrap_int32(total), np.sum(np.stack(xs), axis=0, dtype=np.int32))
+        assert np.array_equal(wrap_int32(total), np.sum(np.stack(xs), axis=0, dtype=np.int32))
 
 
-def test_config_from_env_and_retries() -> None:
-    from hostdrv.client.torch_backend import NetrlConfig, retries_for
+def test_options_from_env_and_retries() -> None:
+    from hostdrv.client.torch_backend import NetrlOptions, retries_for
 
-    cfg = NetrlConfig.from_env({"NETRL_SWITCH": "udp://10.0.0.1:9000", "NETRL_STRICT": "1",
-                                "NETRL_ELEMS": "352", "NETRL_RTO": "0.2"})
-    assert cfg == NetrlConfig(switch="udp://10.0.0.1:9000", strict=True, elems=352, rto=0.2)
-    assert NetrlConfig.from_env({}) == NetrlConfig()
+    opt = NetrlOptions.from_env({"NETRL_SWITCH": "udp://10.0.0.1:9000", "NETRL_STRICT": "1",
+                                 "NETRL_ELEMS": "352", "NETRL_RTO": "0.2"})
+    assert opt == NetrlOptions(switch="udp://10.0.0.1:9000", strict=True, packet_elems=352,
+                               rto=0.2)
+    assert NetrlOptions.from_env({}) == NetrlOptions()
     with pytest.raises(ValueError, match="NETRL_ELEMS"):
-        NetrlConfig.from_env({"NETRL_ELEMS": "many"})
+        NetrlOptions.from_env({"NETRL_ELEMS": "many"})
     with pytest.raises(ValueError, match="NETRL_STRICT"):
-        NetrlConfig.from_env({"NETRL_STRICT": "maybe"})
+        NetrlOptions.from_env({"NETRL_STRICT": "maybe"})
+    with pytest.raises(ValueError, match="fallback"):
+        NetrlOptions(fallback="sometimes")
+    with pytest.raises(ValueError, match="window"):
+        NetrlOptions(window=0)
+    # explicit options win over the environment, the environment over the defaults
+    env = {"NETRL_WINDOW": "4", "NETRL_ELEMS": "352", "NETRL_FALLBACK": "warn"}
+    opt = NetrlOptions(window=8).resolve(env)
+    assert (opt.window, opt.packet_elems, opt.fallback, opt.strict) == (8, 352, "warn", False)
+    assert (opt.rto, opt.dead_after) == (0.05, 5.0)
+    assert NetrlOptions(strict=True).resolve({}).fallback == "error"
+    assert NetrlOptions().resolve({"NETRL_STRICT": "1"}).fallback == "error"
     # jumbo chunks: every rank's window together fits the soft switch's socket buffer;
     # the board's 352-element chunks: the window is every slot
     from hostdrv.client.torch_backend import default_window
@@ -678,7 +870,6 @@ def test_config_from_env_and_retries() -> None:
         assert (2 * w > 64) or (2 * w * members * (HEADER_LEN + 4 * MAX_JUMBO_ELEMS)
                                 > SOCKET_BUFFER)
         assert default_window(352, 64, members) == 64
-    assert NetrlConfig.from_env({"NETRL_WINDOW": "4"}).window == 4
     # 0.05 + 0.1 + 0.2 + 0.4 + 0.8 + 1 + 1 ... reaches 10 s after 13 retransmissions
     waits = [min(0.05 * 2**k, 1.0) for k in range(retries_for(10.0, 0.05) + 1)]
     assert sum(waits) >= 10.0 > sum(waits[:-1])

@@ -7,79 +7,64 @@ with gloo then only changes the backend name::
     torch.distributed.init_process_group("netrl", init_method=..., rank=r, world_size=n)
     model = torch.nn.parallel.DistributedDataParallel(model)   # buckets summed in the switch
 
+The backend torch's dispatcher gets for the CPU device (``pg._get_backend(cpu)``) is
+a C++ ``c10d::Backend`` (``hostdrv/native/netrl_c10d.cpp``, built at first use by
+:mod:`hostdrv.client.torch_c10d`): its ``allreduce``/``allreduce_coalesced`` call this
+module's :class:`NetrlGroup`, every other collective runs on an internal gloo backend
+made from the same store (keys prefixed ``gloo/``). With
+``TORCH_DISTRIBUTED_DEBUG=DETAIL`` torch wraps it in its ``ProcessGroupWrapper``,
+whose collective fingerprint checks (shape, dtype, op across ranks) then run.
 What goes where (``docs/torch.md`` has the full story):
 
-* ``all_reduce`` (and ``allreduce_coalesced``) with ``SUM`` or ``AVG`` of
-  float32 or int32 CPU tensors on the default group is summed by the switch
-  (:class:`hostdrv.Aggregator`, one per rank, on a worker thread that runs
-  the switch calls in issue order; ``async_op=True`` returns a
-  :class:`NetrlWork` whose future completes when the sum arrives). DDP's
-  gradient buckets are such calls.
+* ``all_reduce`` (and ``all_reduce_coalesced``) with ``SUM`` or ``AVG`` of float32
+  or int32 CPU tensors on a group that owns the switch job is summed by the switch
+  (:class:`hostdrv.Aggregator`, one per rank, on a worker thread that runs the
+  switch calls in issue order; ``async_op=True`` returns a work whose future
+  completes when the sum arrives). DDP's gradient buckets are such calls.
 * int32 is summed exactly on the fp32 switch: each element is split into a
   signed high and an unsigned low 16-bit half, both sent as fp32 (every
-  partial sum of at most :data:`~hostdrv.wire.protocol.MAX_MEMBERS` halves is an
-  integer below 2**24, so fp32 adds it exactly in any order); the halves'
+  partial sum of at most 256 halves, far more than the ranks the backend takes, is
+  an integer below 2**24, so fp32 adds it exactly in any order); the halves'
   sums give the exact 64-bit total, wrapped to int32 for ``SUM`` (as
   two's-complement addition does) and divided by the world size, rounded
   toward zero, for ``AVG``. The switch's job stays fp32 throughout.
-* Every other collective (broadcast, all_gather, all_gather_into_tensor,
-  barrier, reduce, reduce_scatter, gather, scatter, all_to_all, send/recv,
-  ...) runs on an internal gloo backend made from the
-  same store (keys prefixed ``gloo/``), registered as this group's CPU backend.
-* A sum the switch cannot do (op ``MAX``/``MIN``/``PRODUCT``/..., a dtype
-  other than float32/int32, a non-CPU or sparse tensor, tensors of mixed
-  dtypes in one call, any group other than the default one) **falls back to
-  gloo** and is counted in :meth:`NetrlProcessGroup.stats`; with
-  ``NETRL_STRICT=1`` it raises :class:`NetrlUnsupportedError` instead. ``AVG``
-  on the gloo path is gloo's ``SUM`` divided as above (gloo has no ``AVG``).
+* A sum the switch cannot do (op ``MAX``/``MIN``/``PRODUCT``/..., a dtype other
+  than float32/int32, a sparse tensor, tensors of mixed dtypes in one call, a
+  group without a switch job) **falls back to gloo** and is counted in
+  :meth:`NetrlGroup.stats`; the options' ``fallback`` policy can also warn once
+  per reason or raise :class:`NetrlUnsupportedError`. ``AVG`` on the gloo path is
+  gloo's ``SUM`` divided as above (gloo has no ``AVG``). A CUDA tensor raises.
 
-Environment (read when a group is created):
+Options: :class:`~hostdrv.client.torch_options.NetrlOptions` as ``pg_options``, the
+``NETRL_*`` environment variables as defaults (``docs/torch.md``, "Options").
 
-``NETRL_SWITCH``
-    Switch URL (``soft://``, ``sim://``, ``udp://``, ``eth://``), set on every
-    rank or on none. Unset: rank 0 starts an embedded soft switch on loopback
-    (jumbo packets, :data:`~hostdrv.wire.protocol.MAX_JUMBO_ELEMS` elements) and
-    shares its URL through the store, so every rank must run on rank 0's
-    machine; with several hosts set ``NETRL_SWITCH``.
-``NETRL_STRICT``
-    ``1``: raise instead of falling back to gloo.
-``NETRL_ELEMS``, ``NETRL_SLOTS``
-    Elements per packet (P) and slots (S) rank 0 configures; default the
-    switch's largest (``AGG_MAX_ELEMS``, ``AGG_MAX_SLOTS``).
-``NETRL_RTO``
-    First retransmission timeout in seconds (0.05); it doubles up to 1 s, and
-    a switch all-reduce gives up after the group's ``timeout``.
-``NETRL_MEMBER_PORT``
-    One-hot switch port this rank's member entry names (default ``1 << rank``,
-    the soft switch's one virtual port per member).
-``NETRL_WINDOW``
-    Chunks in flight per rank (default :func:`default_window`: all the slots,
-    unless every rank's window together would overflow a 4 MiB socket buffer).
+Fail fast: every rank of a switch group beats a heartbeat in the group's store
+(``netrl/hb/<rank>``) and watches the others'; a rank whose heartbeat stops for
+``dead_after`` seconds (5 by default) is declared dead and every survivor's
+pending and next switch call fails with ``DistBackendError`` naming it.
 
-Failures: a switch all-reduce that fails (a rank died or stopped calling, a length
-mismatch, ...) raises ``DistBackendError`` on that rank and is not retried: the
-backend numbers its switch calls in issue order (the same on every rank) and sends
-call ``k`` as step id ``k − 1`` (:meth:`hostdrv.Aggregator.allreduce`'s ``step``),
-so the next collective is the next step. A rank whose call timed out then starts it
-in a new epoch; a peer that did complete the failed call (it came late, after this
-rank gave up) follows that epoch after its own timeout, and the switch never sums
-chunks of two steps (``docs/protocol.md`` section 4, "Epochs, failures and rejoin").
+Failures: a failed switch all-reduce raises ``DistBackendError`` and is not retried
+(call ``k`` is step ``k − 1``: the next collective is the next step; ``docs/torch.md``).
 
-Limits: one switch aggregates at most :data:`~hostdrv.wire.protocol.MAX_MEMBERS`
-ranks; a larger world raises :class:`ValueError` naming the limit
-(hierarchical leaf/root aggregation is not done by this backend).
+More ranks than one switch aggregates (:data:`~hostdrv.wire.protocol.MAX_MEMBERS`):
+the ranks sit on leaf switches of up to 7 under a root
+(:mod:`hostdrv.client.torch_hierarchy`), soft switches rank 0 starts or the URLs of
+``NetrlOptions.switch`` (root) and ``leaves``; above
+:data:`~hostdrv.client.torch_hierarchy.MAX_RANKS` ranks :class:`ValueError` names the limit.
 """
 
 from __future__ import annotations
 
+import atexit
 import datetime
-import os
+import json
 import queue
 import threading
 import time
+import warnings
+import weakref
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -93,18 +78,20 @@ except ModuleNotFoundError as e:  # the core install: name the extra that brings
     raise MissingExtraError("torch", "torch", EXTRAS["torch"]) from e
 import torch.distributed as dist
 from torch._C._distributed_c10d import (
-    AllreduceCoalescedOptions,
     AllreduceOptions,
     PrefixStore,
-    ProcessGroup,
     ProcessGroupGloo,
     ReduceOp,
     Store,
 )
 from torch.futures import Future
 
-from hostdrv.wire.net import SOCKET_BUFFER
-from hostdrv.wire.protocol import HEADER_LEN, MAX_JUMBO_ELEMS, MAX_MEMBERS
+from hostdrv.client import torch_c10d
+from hostdrv.client.torch_hierarchy import Plan
+from hostdrv.client.torch_hierarchy import configure as configure_hierarchy
+from hostdrv.client.torch_lanes import div_toward_zero, join_int32, split_int32, wrap_int32
+from hostdrv.client.torch_options import MAX_BACKOFF, NetrlOptions, default_window, retries_for
+from hostdrv.wire.protocol import MAX_JUMBO_ELEMS, MAX_MEMBERS
 
 BACKEND_NAME = "netrl"
 """The name ``init_process_group`` takes."""
@@ -119,94 +106,19 @@ STORE_ERROR_KEY = "netrl/error"
 STORE_CLOSED_KEY = "netrl/closed"
 """Store counter of ranks that shut their group down (rank 0 stops an embedded switch
 once every rank did, or after :data:`SHUTDOWN_GRACE` seconds)."""
+STORE_HEARTBEAT_KEY = "netrl/hb/"
+"""Store counter prefix (``netrl/hb/<rank>``) each rank increments every heartbeat."""
+STORE_LEFT_KEY = "netrl/left/"
+"""Store key prefix (``netrl/left/<rank>``) a rank sets when it shuts its group down."""
 SHUTDOWN_GRACE = 2.0
 """Seconds rank 0 waits for the other ranks to shut down before stopping its switch."""
 
 _SWITCH_DTYPES = (torch.float32, torch.int32)
-_MAX_BACKOFF = 1.0
-_HALF = 1 << 16
+_CPU = torch.device("cpu")
 
 
 class NetrlUnsupportedError(NetrlError, TypeError):
-    """``NETRL_STRICT=1``: an all-reduce the switch cannot sum (op, dtype, device, group)."""
-
-
-def _env_int(env: Mapping[str, str], name: str) -> int | None:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        return int(raw, 0)
-    except ValueError:
-        raise ValueError(f"bad {name}={raw!r}: must be an integer") from None
-
-
-@dataclass(frozen=True)
-class NetrlConfig:
-    """What a ``netrl`` group reads from the environment (module docstring).
-
-    Attributes
-    ----------
-    switch:
-        ``NETRL_SWITCH``, or ``None`` for an embedded soft switch on rank 0.
-    strict:
-        ``NETRL_STRICT=1``: raise :class:`NetrlUnsupportedError` instead of falling back.
-    elems, slots:
-        ``NETRL_ELEMS``/``NETRL_SLOTS``: P and S rank 0 configures (``None``: the
-        switch's largest).
-    rto:
-        ``NETRL_RTO``: first retransmission timeout (seconds).
-    member_port:
-        ``NETRL_MEMBER_PORT``: one-hot port of this rank's member entry (``None``:
-        ``1 << rank``).
-    window:
-        ``NETRL_WINDOW``: chunks in flight per rank (``None``: :func:`default_window`).
-    """
-
-    switch: str | None = None
-    strict: bool = False
-    elems: int | None = None
-    slots: int | None = None
-    rto: float = 0.05
-    member_port: int | None = None
-    window: int | None = None
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> NetrlConfig:
-        """Read the ``NETRL_*`` variables (``env`` defaults to :data:`os.environ`).
-
-        Raises
-        ------
-        ValueError
-            A variable that does not parse (named, with its value).
-        """
-        env = os.environ if env is None else env
-        strict = env.get("NETRL_STRICT", "").strip().lower()
-        if strict not in ("", "0", "1", "false", "true", "no", "yes"):
-            raise ValueError(f"bad NETRL_STRICT={strict!r}: must be 0 or 1")
-        rto_raw = env.get("NETRL_RTO", "").strip()
-        try:
-            rto = float(rto_raw) if rto_raw else 0.05
-        except ValueError:
-            raise ValueError(f"bad NETRL_RTO={rto_raw!r}: must be seconds") from None
-        if not rto > 0:
-            raise ValueError(f"bad NETRL_RTO={rto_raw!r}: must be positive")
-        return cls(switch=env.get("NETRL_SWITCH", "").strip() or None,
-                   strict=strict in ("1", "true", "yes"),
-                   elems=_env_int(env, "NETRL_ELEMS"), slots=_env_int(env, "NETRL_SLOTS"),
-                   rto=rto, member_port=_env_int(env, "NETRL_MEMBER_PORT"),
-                   window=_env_int(env, "NETRL_WINDOW"))
-
-
-def retries_for(timeout: float, rto: float, max_backoff: float = _MAX_BACKOFF) -> int:
-    """Retransmissions after which an :class:`~hostdrv.Aggregator` gives up no sooner
-    than ``timeout`` seconds (its timer starts at ``rto`` and doubles up to
-    ``max_backoff``)."""
-    waited, k = rto, 0
-    while waited < timeout:
-        k += 1
-        waited += min(rto * (1 << min(k, 30)), max(max_backoff, rto))
-    return k
+    """Fallback policy ``error`` (``strict``): an all-reduce the switch cannot sum."""
 
 
 _Outcome = list[torch.Tensor] | BaseException
@@ -220,83 +132,13 @@ def _unwrap(source: Future[_Outcome]) -> list[torch.Tensor]:
     return outcome
 
 
-def default_window(elems: int, slots: int, members: int,
-                   buffer: int = SOCKET_BUFFER) -> int:
-    """Chunks each rank keeps in flight unless ``NETRL_WINDOW`` says: at most ``slots``,
-    and few enough that every member's window together fits in ``buffer`` bytes (the
-    soft switch's socket buffer, :data:`hostdrv.wire.net.SOCKET_BUFFER`): a burst above
-    it is dropped by the kernel and costs a retransmission timeout."""
-    per_chunk = members * (HEADER_LEN + 4 * elems)
-    return max(1, min(slots, buffer // per_chunk))
-
-
-class NetrlWork(dist.Work):
-    """The :class:`torch.distributed.Work` of a switch all-reduce.
-
-    Completes when the sum arrived; :meth:`wait` re-raises the error of a
-    failed call (a switch timeout when a rank died, a length mismatch, ...).
-
-    Parameters
-    ----------
-    source:
-        Completes (``set_result``) with the reduced tensors or with the exception
-        object. The future handed to torch (:meth:`get_future`, which DDP's C++
-        reducer waits on) is ``source.then(...)``, which fails with a C++
-        ``RuntimeError`` for an exception: ``Future.set_exception`` would instead
-        complete it *successfully* with a Python exception as its value, which
-        the reducer cannot use.
-    """
-
-    def __init__(self, source: Future[_Outcome]) -> None:
-        super().__init__()
-        self._source = source
-        self.future: Future[list[torch.Tensor]] = source.then(_unwrap)
-        done = self._done = threading.Event()
-        # the callback holds the event, not self: no reference cycle through the C++
-        # future while the call runs
-        self.future.add_done_callback(lambda _f: done.set())
-
-    def wait(self, timeout: datetime.timedelta = datetime.timedelta(0)) -> bool:
-        """Block until the sum arrived (or ``timeout``, when nonzero, passed).
-
-        Raises
-        ------
-        torch.distributed.DistBackendError
-            The all-reduce failed (``__cause__``: the hostdrv error), or ``timeout``
-            passed first.
-        """
-        seconds = timeout.total_seconds()
-        if seconds > 0 and not self._done.wait(seconds):
-            raise dist.DistBackendError(f"netrl all_reduce still running after {seconds} s")
-        self._done.wait()
-        outcome = self._source.value()
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return True
-
-    def get_future(self) -> Future[list[torch.Tensor]]:
-        """The future of the reduced tensors (what DDP's reducer waits on)."""
-        return self.future
-
-    def is_completed(self) -> bool:
-        """Whether the all-reduce finished (successfully or not)."""
-        return self._done.is_set()
-
-    def is_success(self) -> bool:
-        """Whether the all-reduce finished without an error."""
-        return self._done.is_set() and not isinstance(self._source.value(), BaseException)
-
-    def exception(self) -> BaseException | None:
-        """The error of a failed all-reduce (``None`` while running or on success)."""
-        if not self._done.is_set():
-            return None
-        outcome = self._source.value()
-        return outcome if isinstance(outcome, BaseException) else None
-
-    def result(self) -> list[torch.Tensor]:
-        """The reduced tensors (raises the error of a failed all-reduce)."""
-        self.wait()
-        return _unwrap(self._source)
+def _work(source: Future[_Outcome]) -> dist.Work:
+    """The c10d work of a switch call (the extension's ``NetrlWork``): its future fails
+    with a C++ error when ``source`` completes with an exception
+    (``Future.set_exception`` would complete it *successfully* with a Python exception
+    as its value, which DDP's reducer cannot use), and its ``wait()`` raises
+    ``DistBackendError`` then (torch's future-wrapping work would return)."""
+    return torch_c10d.load().make_work(source.then(_unwrap))
 
 
 def _op_name(op: Any) -> str:
@@ -304,35 +146,6 @@ def _op_name(op: Any) -> str:
         if op == getattr(ReduceOp, name, None):
             return name
     return str(op)
-
-
-def _split_int32(x: np.ndarray) -> np.ndarray:
-    """fp32 lanes ``[hi..., lo...]`` of int32 ``x``: ``x = hi * 2**16 + lo`` with
-    ``hi`` in [-2**15, 2**15) and ``lo`` in [0, 2**16), both exact in fp32."""
-    flat = x.reshape(-1)
-    out = np.empty(2 * flat.size, dtype=np.float32)
-    out[:flat.size] = flat >> 16
-    out[flat.size:] = flat & (_HALF - 1)
-    return out
-
-
-def _join_int32(lanes: np.ndarray) -> np.ndarray:
-    """The exact int64 totals from the summed lanes of :func:`_split_int32`."""
-    e = lanes.size // 2
-    hi = lanes[:e].astype(np.int64)
-    lo = lanes[e:].astype(np.int64)
-    return hi * _HALF + lo
-
-
-def _wrap_int32(total: np.ndarray) -> np.ndarray:
-    """``total`` modulo 2**32 as int32 (two's-complement wrap-around)."""
-    return ((total + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
-
-
-def _div_toward_zero(total: np.ndarray, n: int) -> np.ndarray:
-    """``total / n`` rounded toward zero (C, and NCCL's integer ``AVG``)."""
-    q = np.abs(total) // n
-    return np.where(total < 0, -q, q)
 
 
 def _avg_in_place(tensors: Sequence[torch.Tensor], n: int) -> None:
@@ -346,11 +159,44 @@ def _avg_in_place(tensors: Sequence[torch.Tensor], n: int) -> None:
                 t.copy_(torch.div(t, n, rounding_mode="trunc"))
 
 
-class NetrlProcessGroup(ProcessGroup):
-    """A process group whose all-reduce sums run in the switch (module docstring).
+_live: weakref.WeakSet[NetrlGroup] = weakref.WeakSet()
+"""Groups whose heartbeat thread runs (stopped at interpreter exit)."""
 
-    Made by the backend creator :func:`create_process_group`, i.e. by
-    ``init_process_group("netrl", ...)``; not meant to be built by hand.
+
+@atexit.register
+def _stop_heartbeats() -> None:
+    """Stop every heartbeat thread before the interpreter finalizes: a daemon thread
+    that comes back from a store call (C++, GIL released) during finalization is ended
+    by the interpreter with a forced unwind, and the C++ frames turn that into
+    ``std::terminate`` (an abort at exit when a script never destroys its group)."""
+    groups = list(_live)
+    for g in groups:
+        g._stop.set()
+    for g in groups:
+        if g._watch is not None:
+            g._watch.join(2.0)
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(key: str, message: str) -> None:
+    """One :class:`RuntimeWarning` per ``key`` and process."""
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+class NetrlGroup:
+    """The Python side of a ``netrl`` group: the switch all-reduces (module docstring).
+
+    The C++ backend torch dispatches to calls :meth:`allreduce`; every other
+    collective goes to :attr:`gloo`. Made by the backend creator
+    :func:`create_backend` (``init_process_group("netrl", ...)``); reach it with
+    :func:`netrl_group`.
 
     Parameters
     ----------
@@ -359,42 +205,38 @@ class NetrlProcessGroup(ProcessGroup):
     rank, size:
         This rank and the group size.
     timeout:
-        The group's timeout: gloo's, the switch setup wait and how long a switch
-        all-reduce retransmits before it fails.
-    config:
-        Environment settings (default :meth:`NetrlConfig.from_env`).
+        The group's timeout: gloo's, the switch setup wait and (unless
+        ``options.timeout``) how long a switch all-reduce retransmits before it fails.
+    options:
+        :class:`NetrlOptions` (``None`` fields from the environment).
     use_switch:
-        Whether this group talks to the switch (the default group does; other
-        groups run everything on gloo).
+        Whether this group talks to the switch (a group without a switch job runs
+        everything on gloo).
 
     Raises
     ------
     ValueError
-        ``size`` above :data:`~hostdrv.wire.protocol.MAX_MEMBERS` with ``use_switch``,
-        or a bad ``NETRL_*`` setting.
+        ``size`` above :data:`~hostdrv.client.torch_hierarchy.MAX_RANKS` with
+        ``use_switch``, or a bad option.
     RuntimeError
         Rank 0 could not start or configure the switch (every rank raises it).
     """
 
     def __init__(self, store: Store, rank: int, size: int, timeout: datetime.timedelta,
-                 config: NetrlConfig | None = None, *, use_switch: bool = True) -> None:
-        config = NetrlConfig.from_env() if config is None else config
+                 options: NetrlOptions | None = None, *, use_switch: bool = True) -> None:
+        self.options = (options or NetrlOptions()).resolve()
+        self._plan: Plan | None = None
         if use_switch and size > MAX_MEMBERS:
-            raise ValueError(
-                f"netrl: world_size={size} is above the {MAX_MEMBERS} members one switch "
-                f"aggregates (hostdrv.wire.protocol.MAX_MEMBERS = {MAX_MEMBERS}); hierarchical "
-                "(leaf/root) aggregation is not done by the torch backend: use at most "
-                f"{MAX_MEMBERS} ranks per process group, or the gloo backend")
-        super().__init__(rank, size)
+            leaves = len(self.options.leaves) if self.options.leaves else None
+            self._plan = Plan.for_size(size, leaves)
         self._rank, self._size = rank, size
-        self.config = config
         self.timeout = timeout
         self._store = store
         self._counts: Counter[str] = Counter()
         self._counts_lock = threading.Lock()
-        self._gloo = ProcessGroupGloo(PrefixStore("gloo/", store), rank, size, timeout)
-        self._register_backend(torch.device("cpu"), ProcessGroup.BackendType.GLOO, self._gloo)
-        self._switch: Any = None  # the embedded SoftSwitch (rank 0 only)
+        self.gloo = ProcessGroupGloo(PrefixStore("gloo/", store), rank, size, timeout)
+        """The internal gloo backend (every collective the switch does not run)."""
+        self._switches: list[Any] = []  # the embedded SoftSwitches (rank 0 only)
         self._agg: Any = None
         self.url: str | None = None
         """The switch URL this rank talks to (``None``: gloo only)."""
@@ -402,28 +244,56 @@ class NetrlProcessGroup(ProcessGroup):
                                              Future[_Outcome]] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._closed = False
-        self._submit_lock = threading.Lock()
+        self._submit_lock = threading.Lock()  # also guards _running and _dead
+        self._running: Future[_Outcome] | None = None
+        self._dead: str | None = None
+        self._stop = threading.Event()
+        self._watch: threading.Thread | None = None
         if use_switch:
             self._connect()
             self._thread = threading.Thread(target=self._serve, name=f"netrl-r{rank}",
                                             daemon=True)
             self._thread.start()
+            self._watch = threading.Thread(target=self._heartbeat, name=f"netrl-hb-r{rank}",
+                                           daemon=True)
+            self._watch.start()
+            _live.add(self)
+
+    def rank(self) -> int:
+        """This rank in the group."""
+        return self._rank
+
+    def size(self) -> int:
+        """The group size."""
+        return self._size
 
     # -- setup ----------------------------------------------------------------------
     def _connect(self) -> None:
         """Rank 0 starts/configures the switch and publishes it; every rank joins."""
         from hostdrv.client.aggregator import Aggregator
 
-        cfg, store, rank = self.config, self._store, self._rank
+        opt, store, rank, plan = self.options, self._store, self._rank, self._plan
         if rank == 0:
             try:
-                url = cfg.switch or self._start_embedded()
-                job = self._configure(url)
+                url = opt.switch or self._start_embedded()
+                if plan is None:
+                    topology = [(url, self._configure(url))]
+                else:
+                    if opt.switch and not opt.leaves:
+                        raise ValueError(
+                            f"netrl: {self._size} ranks need leaf switches under the root "
+                            f"{opt.switch}: give their URLs (NetrlOptions.leaves, "
+                            "NETRL_LEAVES), or set neither for embedded soft switches")
+                    leaves = list(opt.leaves or [self._start_embedded()
+                                                 for _ in range(plan.leaves)])
+                    jobs = configure_hierarchy(url, leaves, plan, slots=opt.slots,
+                                               packet_elems=opt.packet_elems)
+                    topology = list(zip(leaves, jobs, strict=True))
             except Exception as e:
                 store.set(STORE_ERROR_KEY, f"{type(e).__name__}: {e}")
                 self._stop_embedded()
                 raise
-            store.set(STORE_JOB_KEY, str(job))
+            store.set(STORE_JOB_KEY, json.dumps(topology))
             store.set(STORE_URL_KEY, url)
         else:
             deadline = time.monotonic() + self.timeout.total_seconds()
@@ -435,37 +305,109 @@ class NetrlProcessGroup(ProcessGroup):
                     raise RuntimeError(f"netrl: rank {rank} got no switch from rank 0 within "
                                        f"the group timeout {self.timeout}")
                 time.sleep(0.02)
-            url = cfg.switch or store.get(STORE_URL_KEY).decode()
-            job = int(store.get(STORE_JOB_KEY).decode())
-        secs = self.timeout.total_seconds()
-        self._agg = Aggregator(url, worker=rank, job=job, timeout=cfg.rto,
-                               retries=retries_for(secs, cfg.rto), max_backoff=_MAX_BACKOFF,
-                               port=cfg.member_port, window=cfg.window)
-        if cfg.window is None:
-            self._agg.window = default_window(self._agg.elems, self._agg.slots, self._size)
+            topology = json.loads(store.get(STORE_JOB_KEY).decode())
+        if plan is None:  # one switch: each rank uses its own NETRL_SWITCH, as given
+            url, job = opt.switch or topology[0][0], topology[0][1]
+            member, members = rank, self._size
+        else:  # this rank's leaf
+            leaf, member = plan.leaf_of(rank)
+            url, job = topology[leaf]
+            members = plan.members(leaf)
+        secs = opt.timeout or self.timeout.total_seconds()
+        rto = float(opt.rto or 0.05)
+        self._agg = Aggregator(url, worker=member, job=int(job), timeout=rto,
+                               retries=retries_for(secs, rto), max_backoff=MAX_BACKOFF,
+                               port=opt.member_port, window=opt.window)
+        if opt.window is None:
+            self._agg.window = default_window(self._agg.elems, self._agg.slots, members)
         self.url = url
 
     def _start_embedded(self) -> str:
         from hostdrv.switch.launch import start_soft_switch
 
-        self._switch = start_soft_switch("127.0.0.1", 0, max_elems=MAX_JUMBO_ELEMS)
-        return str(self._switch.url)
+        switch = start_soft_switch("127.0.0.1", 0, max_elems=MAX_JUMBO_ELEMS)
+        self._switches.append(switch)
+        return str(switch.url)
 
     def _stop_embedded(self) -> None:
-        if self._switch is not None:
-            self._switch.close()
-            self._switch = None
+        while self._switches:
+            self._switches.pop().close()
 
     def _configure(self, url: str) -> int:
         """Configure the aggregation job for this group; returns the switch's ``JOB_ID``."""
         from hostdrv.client.control import SwitchControl
 
         with SwitchControl(url) as ctl:
-            elems = self.config.elems or ctl.read("AGG_MAX_ELEMS")
-            slots = self.config.slots or ctl.read("AGG_MAX_SLOTS")
-            ctl.configure_aggregation(members=self._size, slots=slots, elems=elems,
+            packet_elems = self.options.packet_elems or ctl.read("AGG_MAX_ELEMS")
+            slots = self.options.slots or ctl.read("AGG_MAX_SLOTS")
+            ctl.configure_aggregation(members=self._size, slots=slots, elems=packet_elems,
                                       dtype="fp32", mode="sync")
             return ctl.read("JOB_ID")
+
+    # -- fail fast: heartbeats in the store ---------------------------------------------
+    def _heartbeat(self) -> None:
+        """Beat ``netrl/hb/<rank>`` every ``heartbeat`` s and watch the other ranks':
+        one whose counter has not moved for ``dead_after`` s is declared dead."""
+        opt, store = self.options, self._store
+        period, dead_after = float(opt.heartbeat or 0.5), float(opt.dead_after or 5.0)
+        others = [r for r in range(self._size) if r != self._rank]
+        seen = {r: -1 for r in others}
+        moved = dict.fromkeys(others, time.monotonic())
+        store_ok = time.monotonic()
+        while not self._stop.wait(period):
+            now = time.monotonic()
+            try:
+                store.add(f"{STORE_HEARTBEAT_KEY}{self._rank}", 1)
+                for r in others:
+                    beat = store.add(f"{STORE_HEARTBEAT_KEY}{r}", 0)
+                    if beat != seen[r]:
+                        seen[r], moved[r] = beat, now
+                store_ok = now
+            except Exception as e:  # noqa: BLE001 - the store's host may be the dead one
+                if now - store_ok > dead_after:
+                    self._declare_dead(f"the store is unreachable for {now - store_ok:.1f} s "
+                                       f"({type(e).__name__}: {e}); the rank hosting it "
+                                       "(rank 0, or torchrun's agent) died")
+                    return
+                continue
+            gone = sorted(r for r in others if now - moved[r] > dead_after)
+            if gone:
+                left = [r for r in gone if store.check([f"{STORE_LEFT_KEY}{r}"])]
+                died = [r for r in gone if r not in left]
+                parts = []
+                if died:
+                    parts.append(f"rank{'s' if len(died) > 1 else ''} "
+                                 f"{', '.join(map(str, died))} died (no heartbeat for "
+                                 f"{dead_after:g} s)")
+                if left:
+                    parts.append(f"rank{'s' if len(left) > 1 else ''} "
+                                 f"{', '.join(map(str, left))} left the group "
+                                 "(shut it down)")
+                self._declare_dead("; ".join(parts))
+                return
+
+    def _declare_dead(self, why: str) -> None:
+        """Fail the running and every queued switch call, and every later one."""
+        msg = (f"netrl: {why}; rank {self._rank} of {self._size} fails its pending and "
+               f"every later all_reduce through {self.url} (their contributions will "
+               "never arrive). Rebuild the group (torchrun's elastic restart does)")
+        with self._submit_lock:
+            if self._dead is not None or self._closed:
+                return
+            self._dead = msg
+            running, self._running = self._running, None
+            pending = []
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    pending.append(item[1])
+            if running is not None and not running.done():
+                running.set_result(dist.DistBackendError(msg))
+            for fut in pending:
+                fut.set_result(dist.DistBackendError(msg))
 
     # -- the switch worker ----------------------------------------------------------
     def _serve(self) -> None:
@@ -475,22 +417,32 @@ class NetrlProcessGroup(ProcessGroup):
             if item is None:
                 return
             fn, fut = item
+            with self._submit_lock:
+                if fut.done():  # failed by _declare_dead while queued
+                    continue
+                self._running = fut
             outcome: _Outcome
             try:
                 outcome = fn()
             except BaseException as e:  # noqa: BLE001 - handed to the waiter
                 outcome = e
-            fut.set_result(outcome)
+            with self._submit_lock:
+                if self._running is fut:
+                    self._running = None
+                if not fut.done():
+                    fut.set_result(outcome)
             del item, fn, fut, outcome  # do not keep the last call's tensors alive
 
-    def _submit(self, fn: Callable[[], list[torch.Tensor]]) -> NetrlWork:
+    def _submit(self, fn: Callable[[], list[torch.Tensor]]) -> dist.Work:
         fut: Future[_Outcome] = Future()
         with self._submit_lock:
             if self._closed:
                 fut.set_result(dist.DistBackendError("netrl: the process group is shut down"))
+            elif self._dead is not None:
+                fut.set_result(dist.DistBackendError(self._dead))
             else:
                 self._queue.put((fn, fut))
-        return NetrlWork(fut)
+        return _work(fut)
 
     def _count(self, key: str, n: int = 1) -> None:
         with self._counts_lock:
@@ -506,7 +458,7 @@ class NetrlProcessGroup(ProcessGroup):
         sizes = [a.size for a in arrays]
         is_int = tensors[0].dtype == torch.int32
         if is_int:
-            flat = _split_int32(np.concatenate([a.reshape(-1) for a in arrays]))
+            flat = split_int32(np.concatenate([a.reshape(-1) for a in arrays]))
         elif len(arrays) == 1:
             flat = arrays[0]
         else:
@@ -521,9 +473,9 @@ class NetrlProcessGroup(ProcessGroup):
                 "in the same order makes every other rank time out like this "
                 f"(group timeout {self.timeout})") from e
         if is_int:
-            total = _join_int32(out)
-            out = _div_toward_zero(total, self._size).astype(np.int32) if avg \
-                else _wrap_int32(total)
+            total = join_int32(out)
+            out = div_toward_zero(total, self._size).astype(np.int32) if avg \
+                else wrap_int32(total)
         elif avg:
             out = out / np.float32(self._size)
         off = 0
@@ -557,8 +509,15 @@ class NetrlProcessGroup(ProcessGroup):
                 return "mixed-dtypes"
         return None
 
-    def _allreduce(self, tensors: list[torch.Tensor], op: Any,
-                   gloo_call: Callable[[Any], dist.Work], gloo_opts: Any) -> dist.Work:
+    def allreduce(self, tensors: list[torch.Tensor], opts: Any = None,
+                  coalesced: bool = False) -> dist.Work:
+        """``all_reduce`` (``coalesced``: ``all_reduce_coalesced``, the tensors in one
+        switch call): the switch for SUM/AVG of float32/int32 CPU tensors, else gloo
+        under the fallback policy. ``opts``: torch's ``AllreduceOptions`` or
+        ``AllreduceCoalescedOptions`` (``None``: SUM)."""
+        if opts is None:
+            opts = AllreduceOptions()
+        op = opts.reduceOp
         why = self._why_not_switch(tensors, op)
         avg = _op_name(op) == "AVG"
         if why is None:
@@ -576,48 +535,35 @@ class NetrlProcessGroup(ProcessGroup):
                 return list(tensors)
 
             return self._submit(run)
-        if self.config.strict:
-            raise NetrlUnsupportedError(
-                f"netrl: the switch cannot sum this all_reduce ({why}); it sums SUM/AVG of "
-                "float32 or int32 CPU tensors on the default group. Unset NETRL_STRICT to "
-                "run it on gloo")
-        self._count(f"fallback:{why}")
+        self._fall_back(why)
+        gloo_call = self.gloo.allreduce_coalesced if coalesced else self.gloo.allreduce
         if not avg:
-            return gloo_call(gloo_opts)
-        gloo_opts.reduceOp = ReduceOp.SUM
-        work = gloo_call(gloo_opts)
+            return gloo_call(tensors, opts)
+        opts.reduceOp = ReduceOp.SUM
+        work = gloo_call(tensors, opts)
         size = self._size
 
-        def divide(f: Future[list[torch.Tensor]]) -> _Outcome:
-            try:
-                f.wait()
-            except Exception as e:  # noqa: BLE001 - handed to the waiter
-                return e
+        def divide(f: Future[list[torch.Tensor]]) -> list[torch.Tensor]:
+            f.value()  # re-raises gloo's error
             _avg_in_place(tensors, size)
             return list(tensors)
 
-        return NetrlWork(work.get_future().then(divide))
+        return torch_c10d.load().make_work(work.get_future().then(divide))
 
-    def allreduce(self, tensors: list[torch.Tensor],
-                  opts: AllreduceOptions | None = None) -> dist.Work:
-        """``all_reduce``: switch for SUM/AVG of float32/int32 CPU tensors, else gloo."""
-        opts = AllreduceOptions() if opts is None else opts
-        return self._allreduce(tensors, opts.reduceOp,
-                               lambda o: self._gloo.allreduce(tensors, o), opts)
-
-    def allreduce_coalesced(self, tensors: list[torch.Tensor],
-                            opts: AllreduceCoalescedOptions | None = None) -> dist.Work:
-        """``all_reduce_coalesced``: the tensors in one switch call (same rule as
-        :meth:`allreduce`)."""
-        opts = AllreduceCoalescedOptions() if opts is None else opts
-        return self._allreduce(tensors, opts.reduceOp,
-                               lambda o: self._gloo.allreduce_coalesced(tensors, o), opts)
+    def _fall_back(self, why: str) -> None:
+        """Apply the fallback policy to a sum the switch cannot do."""
+        policy = self.options.fallback
+        if policy == "error":
+            raise NetrlUnsupportedError(
+                f"netrl: the switch cannot sum this all_reduce ({why}); it sums SUM/AVG of "
+                "float32 or int32 CPU tensors on a group with a switch job. Set "
+                "fallback='gloo' (or unset NETRL_STRICT/NETRL_FALLBACK) to run it on gloo")
+        self._count(f"fallback:{why}")
+        if policy == "warn":
+            _warn_once(f"{id(self)}:{why}", f"netrl: an all_reduce runs on gloo, not the "
+                       f"switch ({why}); counted in stats() as fallback:{why}")
 
     # -- introspection and teardown ---------------------------------------------------
-    def getBackendName(self) -> str:  # noqa: N802 - the C++ virtual's name
-        """``"netrl"``."""
-        return BACKEND_NAME
-
     def stats(self) -> dict[str, int]:
         """Counters: ``calls``/``switch_calls`` (all-reduces through the switch),
         ``switch_elements`` (elements summed there) and one ``fallback:<why>`` per
@@ -629,6 +575,11 @@ class NetrlProcessGroup(ProcessGroup):
     def aggregator(self) -> Any:
         """This rank's :class:`hostdrv.Aggregator` (``None`` on a gloo-only group)."""
         return self._agg
+
+    @property
+    def dead(self) -> str | None:
+        """Why the group's switch calls fail (a rank died or left), or ``None``."""
+        return self._dead
 
     def shutdown(self) -> None:
         """Stop the switch worker and close the aggregator; rank 0 stops its embedded
@@ -646,20 +597,26 @@ class NetrlProcessGroup(ProcessGroup):
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if item is not None:
+                if item is not None and not item[1].done():
                     item[1].set_result(dist.DistBackendError(
                         "netrl: the process group was shut down before this all_reduce ran"))
             self._queue.put(None)
+        self._stop.set()
+        if self._agg is not None:
+            try:
+                self._store.set(f"{STORE_LEFT_KEY}{self._rank}", "1")
+            except Exception:  # noqa: BLE001 - the store may be gone with another rank
+                pass
         if self._thread is not None:
             # a call still retransmitting (its peers gone) is left to the daemon thread
             self._thread.join(SHUTDOWN_GRACE)
         if self._agg is not None and (self._thread is None or not self._thread.is_alive()):
             self._agg.close()
-        if self._switch is not None or self._agg is not None:
+        if self._switches or self._agg is not None:
             try:
                 done = self._store.add(STORE_CLOSED_KEY, 1)
                 deadline = time.monotonic() + SHUTDOWN_GRACE
-                while self._switch is not None and done < self._size \
+                while self._switches and done < self._size \
                         and time.monotonic() < deadline:
                     time.sleep(0.02)
                     done = self._store.add(STORE_CLOSED_KEY, 0)
@@ -667,7 +624,7 @@ class NetrlProcessGroup(ProcessGroup):
                 pass
         self._stop_embedded()
         try:
-            self._gloo.shutdown()
+            self.gloo.shutdown()
         except Exception:  # noqa: BLE001 - gloo may already be torn down
             pass
 
@@ -676,23 +633,56 @@ class NetrlProcessGroup(ProcessGroup):
         self.shutdown()
 
 
-def create_process_group(opts: Any, backend_options: Any = None) -> NetrlProcessGroup:
+def create_backend(opts: Any, backend_options: Any = None) -> Any:
     """The backend creator torch calls (``Backend.register_backend(..., extended_api=True)``).
 
-    ``opts`` is torch's ``_DistributedBackendOptions`` (store, group rank and
-    size, timeout, ``global_ranks_in_group``: empty for the default group, the
-    one that talks to the switch); ``backend_options`` (``pg_options``) is
-    unused.
+    ``opts`` is torch's ``_DistributedBackendOptions`` (store, group rank and size,
+    timeout, ``global_ranks_in_group``: empty for the default group, the one that owns
+    the switch job); ``backend_options`` is ``pg_options``: a :class:`NetrlOptions` or
+    ``None``. Returns the C++ ``c10d::Backend`` (``NetrlBackend``) torch registers for
+    the CPU device.
+
+    Raises
+    ------
+    TypeError
+        ``pg_options`` of another type.
     """
-    del backend_options
+    if backend_options is not None and not isinstance(backend_options, NetrlOptions):
+        raise TypeError(f"netrl: pg_options must be a hostdrv.torch_backend.NetrlOptions, "
+                        f"not {type(backend_options).__name__}")
+    native = torch_c10d.load()
     default_group = not list(opts.global_ranks_in_group)
-    return NetrlProcessGroup(opts.store, opts.group_rank, opts.group_size, opts.timeout,
-                             use_switch=default_group)
+    if not default_group:
+        _warn_once("subgroup", "netrl: a group made by new_group runs every collective, "
+                   "all_reduce included, on gloo: the switch holds one job, owned by the "
+                   "default group (stats() counts these sums as fallback:group=not-default)")
+    group = NetrlGroup(opts.store, opts.group_rank, opts.group_size, opts.timeout,
+                       backend_options, use_switch=default_group)
+    return native.NetrlBackend(opts.group_rank, opts.group_size, group, group.gloo)
+
+
+def netrl_group(group: Any = None) -> NetrlGroup:
+    """The :class:`NetrlGroup` behind a ``netrl`` process group (default: the default
+    group), for :meth:`~NetrlGroup.stats`, ``url``, ``aggregator``.
+
+    Raises
+    ------
+    ValueError
+        ``group`` is not a ``netrl`` group.
+    """
+    pg = dist.group.WORLD if group is None else group
+    backend = pg._get_backend(_CPU)
+    backend = getattr(backend, "wrapped_pg", backend)  # TORCH_DISTRIBUTED_DEBUG=DETAIL
+    handler = getattr(backend, "handler", None)
+    if not isinstance(handler, NetrlGroup):
+        raise ValueError(f"netrl_group: {pg!r} is not a netrl group (its CPU backend is "
+                         f"{type(backend).__name__})")
+    return handler
 
 
 def _register() -> None:
     if BACKEND_NAME.upper() not in dist.Backend._plugins:  # a re-import registers once
-        dist.Backend.register_backend(BACKEND_NAME, create_process_group, extended_api=True,
+        dist.Backend.register_backend(BACKEND_NAME, create_backend, extended_api=True,
                                       devices=["cpu"])
 
 
@@ -700,11 +690,11 @@ _register()
 
 __all__ = [
     "BACKEND_NAME",
-    "NetrlConfig",
-    "NetrlProcessGroup",
+    "NetrlGroup",
+    "NetrlOptions",
     "NetrlUnsupportedError",
-    "NetrlWork",
-    "create_process_group",
+    "create_backend",
     "default_window",
+    "netrl_group",
     "retries_for",
 ]
