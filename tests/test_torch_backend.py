@@ -308,7 +308,7 @@ def _job_detail(rank: int, world: int) -> dict[str, Any]:
     pg = netrl_group()
     out: dict[str, Any] = {"cpu_backend": type(backend).__name__,
                            "wrapped": type(getattr(backend, "wrapped_pg", None)).__name__,
-                           "packet_elems": pg.aggregator.elems, "window": pg.aggregator.window}
+                           "packet_elems": pg.aggregator.packet_elems, "window": pg.aggregator.window}
     t = torch.full((1000,), float(rank + 1))
     dist.all_reduce(t)
     out["sum"], out["stats"] = t, pg.stats()
@@ -317,6 +317,23 @@ def _job_detail(rank: int, world: int) -> dict[str, Any]:
         out["mismatch"] = None
     except Exception as e:  # noqa: BLE001 - recorded for the test
         out["mismatch"] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def _job_lengths(rank: int, world: int) -> dict[str, Any]:
+    """No debug wrapper: an all-reduce of another length on each rank, a barrier (the ranks
+    line up again after a failed collective), then a good one."""
+    out: dict[str, Any] = {}
+    try:
+        dist.all_reduce(torch.ones(3 + rank))
+        out["mismatch"] = None
+    except Exception as e:  # noqa: BLE001 - recorded for the test
+        cause = e.__cause__ if e.__cause__ is not None else e
+        out["mismatch"] = f"{type(e).__name__} <- {type(cause).__name__}: {e}"
+    dist.barrier()
+    t = torch.full((40,), float(rank + 1))
+    dist.all_reduce(t)
+    out["after"] = t
     return out
 
 
@@ -337,6 +354,7 @@ def _job_wide(rank: int, world: int) -> dict[str, Any]:
 
 JOBS: dict[str, Callable[[int, int], dict[str, Any]]] = {
     "main": _job_main, "explicit": _job_explicit, "kill": _job_kill, "detail": _job_detail,
+    "lengths": _job_lengths,
     "wide": _job_wide}
 
 
@@ -583,6 +601,18 @@ def test_debug_detail_wraps_our_backend_and_catches_a_shape_mismatch(tmp_path: P
         assert torch.equal(res["sum"], torch.full((1000,), float(sum(range(1, WORLD + 1)))))
         assert res["stats"]["switch_calls"] == 1
         assert res["mismatch"] is not None and "mismatch between collectives" in res["mismatch"]
+
+
+def test_tensors_of_other_lengths_fail_every_rank_without_debug(tmp_path: Path) -> None:
+    """Without ``TORCH_DISTRIBUTED_DEBUG``, ranks all-reducing tensors of different lengths
+    in the same call all fail (the switch refuses the round: ``TensorMismatchError``),
+    nothing wrong is returned, and once the ranks line up again (a barrier) the next call
+    sums."""
+    codes = run_job("lengths", tmp_path)
+    assert codes == [0] * WORLD, f"exit codes {codes}\n{_logs(tmp_path)}"
+    for res in _load(tmp_path, range(WORLD)):
+        assert res["mismatch"] is not None and "TensorMismatchError" in res["mismatch"], res
+        assert torch.equal(res["after"], torch.full((40,), float(sum(range(1, WORLD + 1)))))
 
 
 @pytest.mark.parametrize("world", [16, pytest.param(32, marks=pytest.mark.slow)])

@@ -160,11 +160,11 @@ def test_async_inswitch_through_aggregators(tmp_path: Path) -> None:
 def test_rank0_setup_failure_fails_every_rank(tmp_path: Path) -> None:
     """A packet size the switch refuses: rank 0 cannot configure the job and says why;
     the job fails (the other ranks get rank 0's reason from the store, not a hang)."""
-    proc = _torchrun(["train", *PPO_ARGS, "--elems", "100000", "--runs-dir", str(tmp_path),
+    proc = _torchrun(["train", *PPO_ARGS, "--packet-elems", "100000", "--runs-dir", str(tmp_path),
                       "--name", "bad"], tmp_path, nproc=2)
     assert proc.returncode != 0
     assert "starting the shared pieces failed" in proc.stderr, proc.stderr[-4000:]
-    assert "bad elems=100000" in proc.stderr
+    assert "bad packet_elems=100000" in proc.stderr
     assert not (tmp_path / "bad" / "summary.json").exists()
 
 

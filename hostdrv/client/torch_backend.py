@@ -319,7 +319,7 @@ class NetrlGroup:
                                retries=retries_for(secs, rto), max_backoff=MAX_BACKOFF,
                                port=opt.member_port, window=opt.window)
         if opt.window is None:
-            self._agg.window = default_window(self._agg.elems, self._agg.slots, members)
+            self._agg.window = default_window(self._agg.packet_elems, self._agg.slots, members)
         self.url = url
 
     def _start_embedded(self) -> str:
@@ -340,7 +340,7 @@ class NetrlGroup:
         with SwitchControl(url) as ctl:
             packet_elems = self.options.packet_elems or ctl.read("AGG_MAX_ELEMS")
             slots = self.options.slots or ctl.read("AGG_MAX_SLOTS")
-            ctl.configure_aggregation(members=self._size, slots=slots, elems=packet_elems,
+            ctl.configure_aggregation(members=self._size, slots=slots, packet_elems=packet_elems,
                                       dtype="fp32", mode="sync")
             return ctl.read("JOB_ID")
 

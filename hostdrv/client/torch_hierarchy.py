@@ -96,13 +96,13 @@ def configure(root_url: str, leaf_urls: Sequence[str], plan: Plan, *, slots: int
         slots = slots or min(c.read("AGG_MAX_SLOTS") for c in controls)
         packet_elems = packet_elems or min(c.read("AGG_MAX_ELEMS") for c in controls)
         root, leaves = controls[0], controls[1:]
-        root.configure_aggregation(members=plan.leaves, slots=slots, elems=packet_elems,
+        root.configure_aggregation(members=plan.leaves, slots=slots, packet_elems=packet_elems,
                                    dtype="fp32", mode="sync")
         jobs = []
         for k, (url, ctl) in enumerate(zip(leaf_urls, leaves, strict=True)):
             host, port = switch_address(url)
             root.set_member(k, port=1 << k, ip=host, udp=port, role=1)
-            ctl.configure_aggregation(members=plan.members(k), slots=slots, elems=packet_elems,
+            ctl.configure_aggregation(members=plan.members(k), slots=slots, packet_elems=packet_elems,
                                       dtype="fp32", mode="sync", role="leaf",
                                       uplink_port=UPLINK_PORT, parent=root_addr, leaf_id=k)
             jobs.append(ctl.read("JOB_ID"))
