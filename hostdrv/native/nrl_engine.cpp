@@ -72,7 +72,6 @@ constexpr uint32_t kAggConfig[] = {
 
 constexpr uint8_t kBroadcast[6] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
 constexpr uint32_t kCanonicalNan = 0x7FC00000u;
-constexpr uint32_t kCtrlBits = NRL_CTRL_AGG_ENABLE | NRL_CTRL_RPL_ENABLE;
 constexpr uint32_t kCounterFirst = NRL_REG_CNT_RX_GRADIENT;
 constexpr uint32_t kCounterLast = NRL_REG_CNT_DROP_AHEAD;
 
@@ -81,7 +80,6 @@ inline uint32_t le32(const uint8_t* p) {
     std::memcpy(&v, p, 4);
     return v;
 }
-inline bool one_hot(uint32_t v) { return v && v < 0x100 && !(v & (v - 1)); }
 
 inline uint32_t ip_checksum(uint32_t total_len, uint32_t src, uint32_t dst) {
     uint32_t s = (NRL_IPV4_VER_IHL << 8) + total_len + NRL_IP_FLAGS_DF +
@@ -104,6 +102,89 @@ inline void fp32_add(uint32_t* acc, const uint8_t* x, uint32_t p) {
         if (s != s && !NRL_BUG(1)) bits = kCanonicalNan;
         acc[i] = bits;
     }
+}
+
+// The write rule of an rw register (hw/regs.yaml `legal:` / `self_clear:`, generated into
+// nrl_protocol.h as NRL_WRITE_RULES; hostdrv.wire.regmap.WRITE_RULES / SELF_CLEARING).
+struct WriteRule {
+    uint32_t addr;
+    uint32_t checks;  // NRL_RULE_* flags: which of the fields below apply
+    uint32_t bits;  // the defined bits
+    uint32_t max;  // at most this
+    uint32_t multiple;  // a multiple of this
+    uint32_t low;  // with high: at least this
+    uint32_t high;  // at most this register's value (address) ...
+    const char* high_name;  // ... named so
+    uint32_t at_least;  // not below this register's value (address) ...
+    const char* at_least_name;  // ... named so
+    uint32_t self_clear;  // bits that act when written 1 and read 0
+};
+
+const WriteRule kWriteRules[] = {
+#define NRL_X(name, checks, bits, max, multiple, low, high, high_name, at_least, at_least_name, \
+              self_clear)                                                                       \
+    {NRL_REG_##name, checks, bits, max, multiple, low, high, high_name, at_least, at_least_name, \
+     self_clear},
+    NRL_WRITE_RULES(NRL_X)
+#undef NRL_X
+};
+
+const WriteRule* write_rule(uint32_t addr) {
+    for (const WriteRule& w : kWriteRules)
+        if (w.addr == addr) return &w;
+    return nullptr;
+}
+
+// Why `value` may not be written to rw register `r` with write rule `rule` (nullptr: none),
+// the registers holding `regs` now; "" when it may. hostdrv.wire.regmap.refusal word for word.
+std::string refusal(const RegInfo& r, const WriteRule* rule, uint32_t value,
+                    const uint32_t* regs) {
+    char buf[128];
+    if (r.width < 32 && value >> r.width) {
+        std::snprintf(buf, sizeof buf, "must be an unsigned %u-bit value", unsigned(r.width));
+        return buf;
+    }
+    if (rule == nullptr) return {};
+    const uint32_t checks = rule->checks;
+    const uint32_t m = checks & NRL_RULE_MULTIPLE ? rule->multiple : 0;
+    if (checks & NRL_RULE_BITS && value & ~rule->bits) {
+        std::string list;
+        for (unsigned i = 0; i < 32; ++i) {
+            if (!(rule->bits >> i & 1)) continue;
+            if (!list.empty()) list += uint64_t(rule->bits) >> (i + 1) ? ", " : " and ";
+            list += std::to_string(i);
+        }
+        return "only bits " + list + " are defined";
+    }
+    if (checks & NRL_RULE_MAX && value > rule->max) {
+        std::snprintf(buf, sizeof buf, "at most %u", rule->max);
+        return buf;
+    }
+    if (checks & NRL_RULE_RANGE) {
+        const uint32_t high = regs[rule->high >> 2];
+        if (!(rule->low <= value && value <= high) || (m && value % m)) {
+            if (m)
+                std::snprintf(buf, sizeof buf, "must be a multiple of %u in %u .. %s (%u)", m,
+                              rule->low, rule->high_name, high);
+            else
+                std::snprintf(buf, sizeof buf, "must be %u .. %s (%u)", rule->low,
+                              rule->high_name, high);
+            return buf;
+        }
+    } else if (m && value % m) {
+        if (m & (m - 1))
+            std::snprintf(buf, sizeof buf, "must be a multiple of %u", m);
+        else
+            std::snprintf(buf, sizeof buf, "must be a multiple of 2^%d (0x%x)", __builtin_ctz(m), m);
+        return buf;
+    }
+    if (checks & NRL_RULE_AT_LEAST && value < regs[rule->at_least >> 2]) {
+        std::snprintf(buf, sizeof buf, "below %s (%u): lower %s first", rule->at_least_name,
+                      regs[rule->at_least >> 2], rule->at_least_name);
+        return buf;
+    }
+    if (checks & NRL_RULE_ONE_HOT && value & (value - 1)) return "must be 0 or one-hot (one SUME port)";
+    return {};
 }
 
 }  // namespace
@@ -158,43 +239,8 @@ uint32_t Engine::read(uint32_t addr) const {
 int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
     const RegInfo* r = reg_info(addr);
     if (r == nullptr || r->access != NRL_ACCESS_RW) return 1;
-    char buf[96];
-    why->clear();
-    if (r->width < 32 && value >> r->width) {
-        std::snprintf(buf, sizeof buf, "must be an unsigned %u-bit value", r->width);
-        *why = buf;
-    } else if (addr == NRL_REG_CTRL && (value & ~(kCtrlBits | NRL_CTRL_CLEAR_COUNTERS))) {
-        *why = "only bits 0, 1 and 31 are defined";
-    } else if ((addr == NRL_REG_AGG_MEMBERS || addr == NRL_REG_AGG_THRESHOLD) &&
-               value > NRL_MAX_MEMBERS) {
-        std::snprintf(buf, sizeof buf, "at most %u", NRL_MAX_MEMBERS);
-        *why = buf;
-    } else if (addr == NRL_REG_AGG_THRESHOLD &&
-               !(1 <= value && value <= R(NRL_REG_AGG_MEMBERS))) {
-        std::snprintf(buf, sizeof buf, "must be 1 .. AGG_MEMBERS (%u)", R(NRL_REG_AGG_MEMBERS));
-        *why = buf;
-    } else if (addr == NRL_REG_AGG_MEMBERS && value < R(NRL_REG_AGG_THRESHOLD)) {
-        std::snprintf(buf, sizeof buf, "below AGG_THRESHOLD (%u): lower AGG_THRESHOLD first",
-                      R(NRL_REG_AGG_THRESHOLD));
-        *why = buf;
-    } else if (addr == NRL_REG_AGG_EPOCH && value % NRL_EPOCH_ROUNDS) {
-        std::snprintf(buf, sizeof buf, "must be a multiple of 2^24 (0x%x)", NRL_EPOCH_ROUNDS);
-        *why = buf;
-    } else if (addr == NRL_REG_AGG_SLOTS && !(1 <= value && value <= max_slots_)) {
-        std::snprintf(buf, sizeof buf, "must be 1 .. AGG_MAX_SLOTS (%u)", max_slots_);
-        *why = buf;
-    } else if (addr == NRL_REG_AGG_ELEMS &&
-               !(NRL_ELEM_QUANTUM <= value && value <= max_elems_ &&
-                 value % NRL_ELEM_QUANTUM == 0)) {
-        std::snprintf(buf, sizeof buf, "must be a multiple of %u in %u .. AGG_MAX_ELEMS (%u)",
-                      NRL_ELEM_QUANTUM, NRL_ELEM_QUANTUM, max_elems_);
-        *why = buf;
-    } else if ((addr == NRL_REG_AGG_UPLINK_PORT ||
-                (addr >= NRL_REG_MEMBER_PORT_0 && addr < kMemberEnd &&
-                 (addr - NRL_REG_MEMBER_PORT_0) % kMemberStride == 0)) &&
-               value && !one_hot(value)) {
-        *why = "must be 0 or one-hot (one SUME port)";
-    }
+    const WriteRule* rule = write_rule(addr);
+    *why = refusal(*r, rule, value, regs_);
     if (!why->empty()) return 2;
     ++generation;
     if (addr >= NRL_REG_MEMBER_PORT_0 && addr < kMemberEnd)
@@ -204,7 +250,6 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
             for (uint32_t a = kCounterFirst; a <= kCounterLast; a += 4)
                 if (const RegInfo* c = reg_info(a); c && c->access == NRL_ACCESS_RC && !c->server)
                     R(a) = 0;
-        value &= kCtrlBits;
     } else if (addr == NRL_REG_RPL_SEED) {
         rng_ = value ? value : NRL_RST_RPL_SEED;
     } else if (addr == NRL_REG_L2_AGE_FRAMES) {
@@ -216,7 +261,6 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
             size_ = 0;
             limiter_.reset();
         }
-        return 0;
     } else if (addr == NRL_REG_RPL_SPI) {
         limiter_.set_spi(value);
     } else if (addr == NRL_REG_RPL_MIN_SIZE) {
@@ -228,7 +272,7 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
             if (a == addr)
                 for (Copy& c : copies_) c.valid = false;
     }
-    R(addr) = value;
+    R(addr) = rule != nullptr ? value & ~rule->self_clear : value;  // self-clearing bits read 0
     return 0;
 }
 

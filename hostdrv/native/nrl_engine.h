@@ -116,7 +116,8 @@ public:
     uint32_t read(uint32_t addr) const;
     /// Register write; returns "" on success, else the reason (nothing changed):
     /// "read-only (ro)" style messages are built by the caller from status.
-    /// status: 0 ok, 1 read-only, 2 out of range (why holds the rule).
+    /// status: 0 ok, 1 read-only, 2 out of range (why holds the rule: NRL_WRITE_RULES of
+    /// nrl_protocol.h, in hostdrv.wire.regmap.refusal's words).
     int write(uint32_t addr, uint32_t value, std::string* why);
 
     /// Process one frame from one-hot src_port; the emitted frames are in out[] (cleared first).
