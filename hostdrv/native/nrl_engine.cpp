@@ -63,7 +63,7 @@ constexpr uint32_t kMemberUdp = NRL_REG_MEMBER_UDP_0 - NRL_REG_MEMBER_PORT_0;
 constexpr uint32_t kMemberRole = NRL_REG_MEMBER_ROLE_0 - NRL_REG_MEMBER_PORT_0;
 constexpr uint32_t kMemberEnd = NRL_REG_MEMBER_PORT_0 + NRL_MAX_MEMBERS * kMemberStride;
 
-// writes that invalidate every aggregation slot copy (model._AGG_CONFIG)
+// writes that invalidate every aggregation slot copy (hostdrv.switch.reference.agg.AGG_CONFIG)
 constexpr uint32_t kAggConfig[] = {
     NRL_REG_JOB_ID,        NRL_REG_AGG_MEMBERS,     NRL_REG_AGG_THRESHOLD, NRL_REG_AGG_SLOTS,
     NRL_REG_AGG_ELEMS,     NRL_REG_AGG_DTYPE,       NRL_REG_AGG_MODE,      NRL_REG_AGG_STALENESS,
@@ -102,89 +102,6 @@ inline void fp32_add(uint32_t* acc, const uint8_t* x, uint32_t p) {
         if (s != s && !NRL_BUG(1)) bits = kCanonicalNan;
         acc[i] = bits;
     }
-}
-
-// The write rule of an rw register (hw/regs.yaml `legal:` / `self_clear:`, generated into
-// nrl_protocol.h as NRL_WRITE_RULES; hostdrv.wire.regmap.WRITE_RULES / SELF_CLEARING).
-struct WriteRule {
-    uint32_t addr;
-    uint32_t checks;  // NRL_RULE_* flags: which of the fields below apply
-    uint32_t bits;  // the defined bits
-    uint32_t max;  // at most this
-    uint32_t multiple;  // a multiple of this
-    uint32_t low;  // with high: at least this
-    uint32_t high;  // at most this register's value (address) ...
-    const char* high_name;  // ... named so
-    uint32_t at_least;  // not below this register's value (address) ...
-    const char* at_least_name;  // ... named so
-    uint32_t self_clear;  // bits that act when written 1 and read 0
-};
-
-const WriteRule kWriteRules[] = {
-#define NRL_X(name, checks, bits, max, multiple, low, high, high_name, at_least, at_least_name, \
-              self_clear)                                                                       \
-    {NRL_REG_##name, checks, bits, max, multiple, low, high, high_name, at_least, at_least_name, \
-     self_clear},
-    NRL_WRITE_RULES(NRL_X)
-#undef NRL_X
-};
-
-const WriteRule* write_rule(uint32_t addr) {
-    for (const WriteRule& w : kWriteRules)
-        if (w.addr == addr) return &w;
-    return nullptr;
-}
-
-// Why `value` may not be written to rw register `r` with write rule `rule` (nullptr: none),
-// the registers holding `regs` now; "" when it may. hostdrv.wire.regmap.refusal word for word.
-std::string refusal(const RegInfo& r, const WriteRule* rule, uint32_t value,
-                    const uint32_t* regs) {
-    char buf[128];
-    if (r.width < 32 && value >> r.width) {
-        std::snprintf(buf, sizeof buf, "must be an unsigned %u-bit value", unsigned(r.width));
-        return buf;
-    }
-    if (rule == nullptr) return {};
-    const uint32_t checks = rule->checks;
-    const uint32_t m = checks & NRL_RULE_MULTIPLE ? rule->multiple : 0;
-    if (checks & NRL_RULE_BITS && value & ~rule->bits) {
-        std::string list;
-        for (unsigned i = 0; i < 32; ++i) {
-            if (!(rule->bits >> i & 1)) continue;
-            if (!list.empty()) list += uint64_t(rule->bits) >> (i + 1) ? ", " : " and ";
-            list += std::to_string(i);
-        }
-        return "only bits " + list + " are defined";
-    }
-    if (checks & NRL_RULE_MAX && value > rule->max) {
-        std::snprintf(buf, sizeof buf, "at most %u", rule->max);
-        return buf;
-    }
-    if (checks & NRL_RULE_RANGE) {
-        const uint32_t high = regs[rule->high >> 2];
-        if (!(rule->low <= value && value <= high) || (m && value % m)) {
-            if (m)
-                std::snprintf(buf, sizeof buf, "must be a multiple of %u in %u .. %s (%u)", m,
-                              rule->low, rule->high_name, high);
-            else
-                std::snprintf(buf, sizeof buf, "must be %u .. %s (%u)", rule->low,
-                              rule->high_name, high);
-            return buf;
-        }
-    } else if (m && value % m) {
-        if (m & (m - 1))
-            std::snprintf(buf, sizeof buf, "must be a multiple of %u", m);
-        else
-            std::snprintf(buf, sizeof buf, "must be a multiple of 2^%d (0x%x)", __builtin_ctz(m), m);
-        return buf;
-    }
-    if (checks & NRL_RULE_AT_LEAST && value < regs[rule->at_least >> 2]) {
-        std::snprintf(buf, sizeof buf, "below %s (%u): lower %s first", rule->at_least_name,
-                      regs[rule->at_least >> 2], rule->at_least_name);
-        return buf;
-    }
-    if (checks & NRL_RULE_ONE_HOT && value & (value - 1)) return "must be 0 or one-hot (one SUME port)";
-    return {};
 }
 
 }  // namespace
@@ -240,7 +157,7 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
     const RegInfo* r = reg_info(addr);
     if (r == nullptr || r->access != NRL_ACCESS_RW) return 1;
     const WriteRule* rule = write_rule(addr);
-    *why = refusal(*r, rule, value, regs_);
+    *why = write_refusal(*r, rule, value, regs_);
     if (!why->empty()) return 2;
     ++generation;
     if (addr >= NRL_REG_MEMBER_PORT_0 && addr < kMemberEnd)

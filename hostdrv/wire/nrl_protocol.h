@@ -352,15 +352,10 @@
     X(SRV_RX_OVERFLOW, 0xF00u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1) \
     X(SRV_CTRL_REFUSED, 0xF04u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1) \
 
-/* Write rules of the rw registers (hw/regs.yaml `legal:` and `self_clear:`; in Python
-   hostdrv.wire.regmap.WRITE_RULES, SELF_CLEARING, refusal and read_back), a row per
-   register that has one, address order:
-   X(name, checks, bits, max, multiple, low, high, high_name, at_least, at_least_name,
-     self_clear). checks: the NRL_RULE_* flags of the rules that apply; bits: the defined
-   bits; max: at most; multiple: a multiple of; low .. the value of register high
-   (address, name); not below the value of register at_least (address, name); one-hot:
-   0 or one bit set; self_clear: bits that act when written 1 and read 0.
-   A field whose flag is clear is 0 (a name ""). */
+/* Write rules (hw/regs.yaml legal: and self_clear:; hostdrv.wire.regmap.WRITE_RULES,
+   SELF_CLEARING, refusal): X(name, checks, bits, max, multiple, low, high, high_name,
+   at_least, at_least_name, self_clear); checks: the NRL_RULE_* that apply; high and
+   at_least: a bounding register's address and name; an unused field is 0 or "". */
 #define NRL_RULE_BITS 0x1u
 #define NRL_RULE_MAX 0x2u
 #define NRL_RULE_MULTIPLE 0x4u
