@@ -608,17 +608,40 @@ def render_h(spec: dict[str, Any], groups: list[dict[str, Any]]) -> str:
     out.append("")
     out.append("/* Every register, address order of hw/regs.yaml:")
     out.append("   X(name, address, access, reset, width, param, server); access NRL_ACCESS_* */")
-    out.append("#define NRL_ACCESS_RO 0u")
-    out.append("#define NRL_ACCESS_RW 1u")
-    out.append("#define NRL_ACCESS_RC 2u")
+    out += [f"#define NRL_ACCESS_{a} {i}u" for i, a in enumerate(("RO", "RW", "RC"))]
     out.append("#define NRL_REGISTER_TABLE(X) \\")
     for r in spec["flat"]:
         out.append(f"    X({r['name']}, 0x{r['addr']:03X}u, NRL_ACCESS_{r['access'].upper()}, "
                    f"0x{r['reset']:X}u, {r['width']}u, {int(r['param'])}, {int(r['server'])}) \\")
     out.append("")
+    out += render_h_rules(spec)
     out.append("#endif /* NRL_PROTOCOL_H */")
     out.append("")
     return "\n".join(out)
+
+
+H_RULE_CHECKS = ("bits", "max", "multiple", "range", "at_least", "one_hot")  # NRL_RULE_* bit i
+
+
+def render_h_rules(spec: dict[str, Any]) -> list[str]:
+    """``legal:`` / ``self_clear:`` as the C X-macro table ``NRL_WRITE_RULES`` (regmap's rules)."""
+    out = ["/* Write rules (hw/regs.yaml legal: and self_clear:; hostdrv.wire.regmap.WRITE_RULES,",
+           "   SELF_CLEARING, refusal): X(name, checks, bits, max, multiple, low, high, high_name,",
+           "   at_least, at_least_name, self_clear); checks: the NRL_RULE_* that apply; high and",
+           "   at_least: a bounding register's address and name; an unused field is 0 or \"\". */"]
+    out += [f"#define NRL_RULE_{k.upper()} 0x{1 << i:X}u" for i, k in enumerate(H_RULE_CHECKS)]
+    out.append("#define NRL_WRITE_RULES(X) \\")
+    for r in spec["flat"]:
+        legal, clear = r.get("legal") or {}, r.get("self_clear", 0)
+        if legal or clear:
+            checks = " | ".join(f"NRL_RULE_{k.upper()}" for k in H_RULE_CHECKS if legal.get(k))
+            low, high = legal.get("range", (0, ""))
+            least = legal.get("at_least", "")
+            out.append(f"    X({r['name']}, {checks or '0u'}, 0x{legal.get('bits', 0):X}u, "
+                       f"{legal.get('max', 0)}u, 0x{legal.get('multiple', 0):X}u, {low}u, "
+                       f"{f'NRL_REG_{high}' if high else '0u'}, \"{high}\", "
+                       f"{f'NRL_REG_{least}' if least else '0u'}, \"{least}\", 0x{clear:X}u) \\")
+    return out + [""]
 
 
 def render_proto_md(groups: list[dict[str, Any]]) -> str:

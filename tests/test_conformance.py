@@ -28,8 +28,8 @@ from engines import switch_class
 from toolcheck import require_module
 
 from hostdrv.switch import conformance as K
-from hostdrv.switch.reference import _AGG_CONFIG as AGG_CONFIG
 from hostdrv.switch.reference import SwitchModel
+from hostdrv.switch.reference.agg import AGG_CONFIG
 from hostdrv.wire import consts as C
 from hostdrv.wire import protocol as P
 from hostdrv.wire import regmap

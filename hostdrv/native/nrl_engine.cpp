@@ -63,7 +63,7 @@ constexpr uint32_t kMemberUdp = NRL_REG_MEMBER_UDP_0 - NRL_REG_MEMBER_PORT_0;
 constexpr uint32_t kMemberRole = NRL_REG_MEMBER_ROLE_0 - NRL_REG_MEMBER_PORT_0;
 constexpr uint32_t kMemberEnd = NRL_REG_MEMBER_PORT_0 + NRL_MAX_MEMBERS * kMemberStride;
 
-// writes that invalidate every aggregation slot copy (model._AGG_CONFIG)
+// writes that invalidate every aggregation slot copy (hostdrv.switch.reference.agg.AGG_CONFIG)
 constexpr uint32_t kAggConfig[] = {
     NRL_REG_JOB_ID,        NRL_REG_AGG_MEMBERS,     NRL_REG_AGG_THRESHOLD, NRL_REG_AGG_SLOTS,
     NRL_REG_AGG_ELEMS,     NRL_REG_AGG_DTYPE,       NRL_REG_AGG_MODE,      NRL_REG_AGG_STALENESS,
@@ -72,7 +72,6 @@ constexpr uint32_t kAggConfig[] = {
 
 constexpr uint8_t kBroadcast[6] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
 constexpr uint32_t kCanonicalNan = 0x7FC00000u;
-constexpr uint32_t kCtrlBits = NRL_CTRL_AGG_ENABLE | NRL_CTRL_RPL_ENABLE;
 constexpr uint32_t kCounterFirst = NRL_REG_CNT_RX_GRADIENT;
 constexpr uint32_t kCounterLast = NRL_REG_CNT_DROP_AHEAD;
 
@@ -81,7 +80,6 @@ inline uint32_t le32(const uint8_t* p) {
     std::memcpy(&v, p, 4);
     return v;
 }
-inline bool one_hot(uint32_t v) { return v && v < 0x100 && !(v & (v - 1)); }
 
 inline uint32_t ip_checksum(uint32_t total_len, uint32_t src, uint32_t dst) {
     uint32_t s = (NRL_IPV4_VER_IHL << 8) + total_len + NRL_IP_FLAGS_DF +
@@ -158,43 +156,8 @@ uint32_t Engine::read(uint32_t addr) const {
 int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
     const RegInfo* r = reg_info(addr);
     if (r == nullptr || r->access != NRL_ACCESS_RW) return 1;
-    char buf[96];
-    why->clear();
-    if (r->width < 32 && value >> r->width) {
-        std::snprintf(buf, sizeof buf, "must be an unsigned %u-bit value", r->width);
-        *why = buf;
-    } else if (addr == NRL_REG_CTRL && (value & ~(kCtrlBits | NRL_CTRL_CLEAR_COUNTERS))) {
-        *why = "only bits 0, 1 and 31 are defined";
-    } else if ((addr == NRL_REG_AGG_MEMBERS || addr == NRL_REG_AGG_THRESHOLD) &&
-               value > NRL_MAX_MEMBERS) {
-        std::snprintf(buf, sizeof buf, "at most %u", NRL_MAX_MEMBERS);
-        *why = buf;
-    } else if (addr == NRL_REG_AGG_THRESHOLD &&
-               !(1 <= value && value <= R(NRL_REG_AGG_MEMBERS))) {
-        std::snprintf(buf, sizeof buf, "must be 1 .. AGG_MEMBERS (%u)", R(NRL_REG_AGG_MEMBERS));
-        *why = buf;
-    } else if (addr == NRL_REG_AGG_MEMBERS && value < R(NRL_REG_AGG_THRESHOLD)) {
-        std::snprintf(buf, sizeof buf, "below AGG_THRESHOLD (%u): lower AGG_THRESHOLD first",
-                      R(NRL_REG_AGG_THRESHOLD));
-        *why = buf;
-    } else if (addr == NRL_REG_AGG_EPOCH && value % NRL_EPOCH_ROUNDS) {
-        std::snprintf(buf, sizeof buf, "must be a multiple of 2^24 (0x%x)", NRL_EPOCH_ROUNDS);
-        *why = buf;
-    } else if (addr == NRL_REG_AGG_SLOTS && !(1 <= value && value <= max_slots_)) {
-        std::snprintf(buf, sizeof buf, "must be 1 .. AGG_MAX_SLOTS (%u)", max_slots_);
-        *why = buf;
-    } else if (addr == NRL_REG_AGG_ELEMS &&
-               !(NRL_ELEM_QUANTUM <= value && value <= max_elems_ &&
-                 value % NRL_ELEM_QUANTUM == 0)) {
-        std::snprintf(buf, sizeof buf, "must be a multiple of %u in %u .. AGG_MAX_ELEMS (%u)",
-                      NRL_ELEM_QUANTUM, NRL_ELEM_QUANTUM, max_elems_);
-        *why = buf;
-    } else if ((addr == NRL_REG_AGG_UPLINK_PORT ||
-                (addr >= NRL_REG_MEMBER_PORT_0 && addr < kMemberEnd &&
-                 (addr - NRL_REG_MEMBER_PORT_0) % kMemberStride == 0)) &&
-               value && !one_hot(value)) {
-        *why = "must be 0 or one-hot (one SUME port)";
-    }
+    const WriteRule* rule = write_rule(addr);
+    *why = write_refusal(*r, rule, value, regs_);
     if (!why->empty()) return 2;
     ++generation;
     if (addr >= NRL_REG_MEMBER_PORT_0 && addr < kMemberEnd)
@@ -204,7 +167,6 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
             for (uint32_t a = kCounterFirst; a <= kCounterLast; a += 4)
                 if (const RegInfo* c = reg_info(a); c && c->access == NRL_ACCESS_RC && !c->server)
                     R(a) = 0;
-        value &= kCtrlBits;
     } else if (addr == NRL_REG_RPL_SEED) {
         rng_ = value ? value : NRL_RST_RPL_SEED;
     } else if (addr == NRL_REG_L2_AGE_FRAMES) {
@@ -216,7 +178,6 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
             size_ = 0;
             limiter_.reset();
         }
-        return 0;
     } else if (addr == NRL_REG_RPL_SPI) {
         limiter_.set_spi(value);
     } else if (addr == NRL_REG_RPL_MIN_SIZE) {
@@ -228,7 +189,7 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
             if (a == addr)
                 for (Copy& c : copies_) c.valid = false;
     }
-    R(addr) = value;
+    R(addr) = rule != nullptr ? value & ~rule->self_clear : value;  // self-clearing bits read 0
     return 0;
 }
 

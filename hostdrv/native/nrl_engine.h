@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 // netfpga-rl native switch engine: hostdrv.switch.reference.SwitchModel in C++17, bit for bit.
 //
-// hostdrv/switch/reference.py is the specification (docs/protocol.md sections 4 to 7); every
+// hostdrv/switch/reference/ is the specification (docs/protocol.md sections 4 to 7); every
 // rule below names the step of SwitchModel.process it implements. Constants and the
-// register map come from the generated nrl_protocol.h (scripts/gen_regs.py).
+// register map, with its write rules (NRL_WRITE_RULES), come from the generated
+// nrl_protocol.h (scripts/gen_regs.py).
 #ifndef NRL_ENGINE_H
 #define NRL_ENGINE_H
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,90 @@ extern int planted_bug;  // see nrl_engine.cpp
 const RegInfo* reg_info(uint32_t addr);
 /// Every register, in table order (count in *n).
 const RegInfo* reg_table(size_t* n);
+
+/// The write rule of an rw register (hw/regs.yaml `legal:` / `self_clear:`, generated into
+/// nrl_protocol.h as NRL_WRITE_RULES; hostdrv.wire.regmap.WRITE_RULES / SELF_CLEARING).
+struct WriteRule {
+    uint32_t addr;
+    uint32_t checks;  // NRL_RULE_* flags: which of the fields below apply
+    uint32_t bits;  // the defined bits
+    uint32_t max;  // at most this
+    uint32_t multiple;  // a multiple of this
+    uint32_t low;  // with high: at least this
+    uint32_t high;  // at most this register's value (address) ...
+    const char* high_name;  // ... named so
+    uint32_t at_least;  // not below this register's value (address) ...
+    const char* at_least_name;  // ... named so
+    uint32_t self_clear;  // bits that act when written 1 and read 0
+};
+
+inline constexpr WriteRule kWriteRules[] = {
+#define NRL_X(name, checks, bits, max, multiple, low, high, high_name, at_least, at_least_name, \
+              self_clear)                                                                       \
+    {NRL_REG_##name, checks, bits, max, multiple, low, high, high_name, at_least, at_least_name, \
+     self_clear},
+    NRL_WRITE_RULES(NRL_X)
+#undef NRL_X
+};
+
+/// The write rule of the register at addr; nullptr when it has none.
+inline const WriteRule* write_rule(uint32_t addr) {
+    for (const WriteRule& w : kWriteRules)
+        if (w.addr == addr) return &w;
+    return nullptr;
+}
+
+/// Why `value` may not be written to rw register `r` with write rule `rule` (nullptr: none),
+/// the registers holding `regs` now; "" when it may. hostdrv.wire.regmap.refusal word for word.
+inline std::string write_refusal(const RegInfo& r, const WriteRule* rule, uint32_t value,
+                                 const uint32_t* regs) {
+    char buf[128];
+    if (r.width < 32 && value >> r.width) {
+        std::snprintf(buf, sizeof buf, "must be an unsigned %u-bit value", unsigned(r.width));
+        return buf;
+    }
+    if (rule == nullptr) return {};
+    const uint32_t checks = rule->checks;
+    const uint32_t m = checks & NRL_RULE_MULTIPLE ? rule->multiple : 0;
+    if (checks & NRL_RULE_BITS && value & ~rule->bits) {
+        std::string list;
+        for (unsigned i = 0; i < 32; ++i) {
+            if (!(rule->bits >> i & 1)) continue;
+            if (!list.empty()) list += uint64_t(rule->bits) >> (i + 1) ? ", " : " and ";
+            list += std::to_string(i);
+        }
+        return "only bits " + list + " are defined";
+    }
+    if (checks & NRL_RULE_MAX && value > rule->max) {
+        std::snprintf(buf, sizeof buf, "at most %u", rule->max);
+        return buf;
+    }
+    if (checks & NRL_RULE_RANGE) {
+        const uint32_t high = regs[rule->high >> 2];
+        if (!(rule->low <= value && value <= high) || (m && value % m)) {
+            if (m)
+                std::snprintf(buf, sizeof buf, "must be a multiple of %u in %u .. %s (%u)", m,
+                              rule->low, rule->high_name, high);
+            else
+                std::snprintf(buf, sizeof buf, "must be %u .. %s (%u)", rule->low,
+                              rule->high_name, high);
+            return buf;
+        }
+    } else if (m && value % m) {
+        if (m & (m - 1))
+            std::snprintf(buf, sizeof buf, "must be a multiple of %u", m);
+        else
+            std::snprintf(buf, sizeof buf, "must be a multiple of 2^%d (0x%x)", __builtin_ctz(m), m);
+        return buf;
+    }
+    if (checks & NRL_RULE_AT_LEAST && value < regs[rule->at_least >> 2]) {
+        std::snprintf(buf, sizeof buf, "below %s (%u): lower %s first", rule->at_least_name,
+                      regs[rule->at_least >> 2], rule->at_least_name);
+        return buf;
+    }
+    if (checks & NRL_RULE_ONE_HOT && value & (value - 1)) return "must be 0 or one-hot (one SUME port)";
+    return {};
+}
 
 /// The replay rate limiter (docs/protocol.md section 5): hostdrv.wire.ratelimit.RateLimiter,
 /// Reverb's CanInsert / CanSample with their bookkeeping. Configuration as the registers hold
@@ -116,7 +202,8 @@ public:
     uint32_t read(uint32_t addr) const;
     /// Register write; returns "" on success, else the reason (nothing changed):
     /// "read-only (ro)" style messages are built by the caller from status.
-    /// status: 0 ok, 1 read-only, 2 out of range (why holds the rule).
+    /// status: 0 ok, 1 read-only, 2 out of range (why holds the rule: NRL_WRITE_RULES of
+    /// nrl_protocol.h, in hostdrv.wire.regmap.refusal's words).
     int write(uint32_t addr, uint32_t value, std::string* why);
 
     /// Process one frame from one-hot src_port; the emitted frames are in out[] (cleared first).

@@ -352,4 +352,32 @@
     X(SRV_RX_OVERFLOW, 0xF00u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1) \
     X(SRV_CTRL_REFUSED, 0xF04u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1) \
 
+/* Write rules (hw/regs.yaml legal: and self_clear:; hostdrv.wire.regmap.WRITE_RULES,
+   SELF_CLEARING, refusal): X(name, checks, bits, max, multiple, low, high, high_name,
+   at_least, at_least_name, self_clear); checks: the NRL_RULE_* that apply; high and
+   at_least: a bounding register's address and name; an unused field is 0 or "". */
+#define NRL_RULE_BITS 0x1u
+#define NRL_RULE_MAX 0x2u
+#define NRL_RULE_MULTIPLE 0x4u
+#define NRL_RULE_RANGE 0x8u
+#define NRL_RULE_AT_LEAST 0x10u
+#define NRL_RULE_ONE_HOT 0x20u
+#define NRL_WRITE_RULES(X) \
+    X(CTRL, NRL_RULE_BITS, 0x80000003u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x80000000u) \
+    X(AGG_MEMBERS, NRL_RULE_MAX | NRL_RULE_AT_LEAST, 0x0u, 8u, 0x0u, 0u, 0u, "", NRL_REG_AGG_THRESHOLD, "AGG_THRESHOLD", 0x0u) \
+    X(AGG_THRESHOLD, NRL_RULE_MAX | NRL_RULE_RANGE, 0x0u, 8u, 0x0u, 1u, NRL_REG_AGG_MEMBERS, "AGG_MEMBERS", 0u, "", 0x0u) \
+    X(AGG_SLOTS, NRL_RULE_RANGE, 0x0u, 0u, 0x0u, 1u, NRL_REG_AGG_MAX_SLOTS, "AGG_MAX_SLOTS", 0u, "", 0x0u) \
+    X(AGG_ELEMS, NRL_RULE_MULTIPLE | NRL_RULE_RANGE, 0x0u, 0u, 0x10u, 16u, NRL_REG_AGG_MAX_ELEMS, "AGG_MAX_ELEMS", 0u, "", 0x0u) \
+    X(AGG_UPLINK_PORT, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
+    X(AGG_EPOCH, NRL_RULE_MULTIPLE, 0x0u, 0u, 0x1000000u, 0u, 0u, "", 0u, "", 0x0u) \
+    X(RPL_RESET, 0u, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x1u) \
+    X(MEMBER_PORT_0, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
+    X(MEMBER_PORT_1, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
+    X(MEMBER_PORT_2, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
+    X(MEMBER_PORT_3, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
+    X(MEMBER_PORT_4, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
+    X(MEMBER_PORT_5, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
+    X(MEMBER_PORT_6, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
+    X(MEMBER_PORT_7, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
+
 #endif /* NRL_PROTOCOL_H */
