@@ -133,7 +133,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topology", choices=("workers", "apex"), default="workers",
                         help="dqn/ddpg: workers (each acts and learns) or apex (dedicated "
                              "actors that act and push, learners that sample and learn; "
-                             "--replay innet (default), server or local, rl/apex.py)")
+                             "--replay innet (default), server or local, rl/apex/)")
     parser.add_argument("--actors", type=int, default=4, help="apex: actor processes")
     parser.add_argument("--learners", type=int, default=1,
                         help="apex: learner processes (their gradients summed by --sync)")
