@@ -220,8 +220,10 @@ def test_workers_stop_together_when_solved(mode: str, switch: hostdrv.SoftSwitch
     s = train(ppo, cfg, DistConfig(workers=4, sync="inswitch", mode=mode, switch=switch.url,
                                    launcher="thread"), target=15.0)
     assert all(r.solved for r in s.results)
-    assert len({r.rounds for r in s.results}) == 1
-    if mode == "sync":
+    stops = {r.stopped_at for r in s.results}
+    assert len(stops) == 1 and None not in stops, stops
+    if mode == "sync":  # async: a starved worker may abandon rounds its peers never completed
+        assert len({r.rounds for r in s.results}) == 1
         assert_workers_identical(s)
 
 

@@ -159,6 +159,11 @@ def _avg_in_place(tensors: Sequence[torch.Tensor], n: int) -> None:
                 t.copy_(torch.div(t, n, rounding_mode="trunc"))
 
 
+HEARTBEAT_JOIN = 30.0
+"""Seconds shutdown and interpreter exit wait for a heartbeat thread to leave its store
+call (milliseconds normally; seconds on a loaded machine: a thread still in the call at
+finalization would abort the process)."""
+
 _live: weakref.WeakSet[NetrlGroup] = weakref.WeakSet()
 """Groups whose heartbeat thread runs (stopped at interpreter exit)."""
 
@@ -174,7 +179,7 @@ def _stop_heartbeats() -> None:
         g._stop.set()
     for g in groups:
         if g._watch is not None:
-            g._watch.join(2.0)
+            g._watch.join(HEARTBEAT_JOIN)
 
 
 _warned: set[str] = set()
@@ -359,6 +364,8 @@ class NetrlGroup:
             try:
                 store.add(f"{STORE_HEARTBEAT_KEY}{self._rank}", 1)
                 for r in others:
+                    if self._stop.is_set():  # shutting down: no store call more than needed
+                        return
                     beat = store.add(f"{STORE_HEARTBEAT_KEY}{r}", 0)
                     if beat != seen[r]:
                         seen[r], moved[r] = beat, now
@@ -610,6 +617,8 @@ class NetrlGroup:
         if self._thread is not None:
             # a call still retransmitting (its peers gone) is left to the daemon thread
             self._thread.join(SHUTDOWN_GRACE)
+        if self._watch is not None and self._watch is not threading.current_thread():
+            self._watch.join(HEARTBEAT_JOIN)
         if self._agg is not None and (self._thread is None or not self._thread.is_alive()):
             self._agg.close()
         if self._switches or self._agg is not None:

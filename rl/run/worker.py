@@ -78,6 +78,11 @@ class WorkerResult:
     env_steps: int = 0
     iterations: int = 0
     rounds: int = 0
+    """Aggregation results applied (an async straggler may apply fewer, abandoning what
+    its stopped peers never completed)."""
+    stopped_at: int | None = None
+    """The first round this worker did not send: the same on every worker when they
+    stop together."""
     solved: bool = False
     solve_seconds: float | None = None
     solve_steps: int | None = None
@@ -209,6 +214,7 @@ def finish_result(result: WorkerResult, exchange: GradientExchange, timer: Split
         ``result``.
     """
     result.env_steps, result.rounds = env_steps, exchange.log.rounds
+    result.stopped_at = exchange.stopped_at
     result.train_seconds = timer.elapsed()
     if final_lap:
         timer.lap()

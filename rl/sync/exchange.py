@@ -189,6 +189,7 @@ class GradientExchange:
         self.applied_round = -1  # global round of the last applied result
         self.stop_round: int | None = None
         self.solved_round: int | None = None
+        self.stopped_at: int | None = None  # the first round this worker did not send
         self.last_mean_return: float | None = None
         self.log = ExchangeLog()
         self._done = False
@@ -248,6 +249,7 @@ class GradientExchange:
 
     def _finish(self) -> None:
         """Post the stop round, apply what is still in flight (bounded wait), stop."""
+        self.stopped_at = self.next_round
         self.board.propose(self.next_round)
         while self._inflight:
             staleness, fut = self._inflight[0]
