@@ -7,13 +7,13 @@ order is not id order, and with inputs for which another order gives other bits.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
+from netutil import in_threads
 
 from hostdrv.errors import NetrlError
 from hostdrv.peers.ps import (
@@ -43,21 +43,12 @@ def _inputs(world: int, elems: int, seed: int) -> list[np.ndarray]:
 def _call_all(clients: list[PsClient], xs: list[Any],
               delay: Callable[[int], float] = lambda w: 0.0) -> list[Any]:
     """Every worker's allreduce in its own thread; the result or the exception, by worker."""
-    out: list[Any] = [None] * len(clients)
 
-    def run(w: int) -> None:
+    def call(w: int) -> Any:
         time.sleep(delay(w))
-        try:
-            out[w] = clients[w].allreduce(xs[w])
-        except Exception as e:  # noqa: BLE001 - handed to the test
-            out[w] = e
+        return clients[w].allreduce(xs[w])
 
-    threads = [threading.Thread(target=run, args=(w,)) for w in range(len(clients))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    return out
+    return in_threads([lambda w=w: call(w) for w in range(len(clients))])
 
 
 @pytest.fixture(params=[2, 4], ids=lambda n: f"world{n}")

@@ -177,6 +177,8 @@ class NativeParameterServer:
 
     def close(self) -> None:
         """Stop serving and close every connection and the listener."""
+        if self._server is None:
+            return
         self._server.stop()
         if self._thread is not None:
             self._thread.join()
