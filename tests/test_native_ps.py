@@ -7,13 +7,14 @@ order is not id order, and with inputs for which another order gives other bits.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
-from netutil import in_threads
+from netutil import in_threads, wait_for
 
 from hostdrv.errors import NetrlError
 from hostdrv.peers.ps import (
@@ -149,14 +150,8 @@ def test_bad_and_duplicate_workers_are_refused() -> None:
             with pytest.raises(PsCallError, match="DUPLICATE_WORKER"):
                 PsClient(srv.address, 0, 2)
         # the id is free again once its connection closed
-        deadline = time.monotonic() + 5
-        while True:
-            try:
-                PsClient(srv.address, 0, 2).close()
-                break
-            except PsCallError:
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
+        assert wait_for(lambda: srv.stats()["workers"] == 0)
+        PsClient(srv.address, 0, 2).close()
 
 
 def test_a_worker_that_does_not_call_is_a_timeout() -> None:
@@ -169,3 +164,34 @@ def test_a_worker_that_does_not_call_is_a_timeout() -> None:
         with pytest.raises(PsCallError, match="worker 0 closed its connection|closed the"):
             b.allreduce(np.ones(10, np.float32))
         b.close()
+
+
+def test_a_worker_leaving_mid_call_fails_it_and_the_job_goes_on() -> None:
+    """Worker 0 (a raw socket) pushes a header, or part of its tensor, and closes: worker 1's
+    call fails (WORKER_LEFT while nothing of the sum went out; a closed connection once the
+    sum had begun streaming); a new worker 0 (and 1) join and the next call sums."""
+    import socket
+
+    from hostdrv.peers.ps import MAGIC, OP_HELLO, OP_PUSH, OP_WELCOME, REPLY, REQUEST, VERSION
+
+    with NativeParameterServer(2) as srv:
+        for sent, expect in ((0, "worker 0 closed its connection"), (400, "closed the connection")):
+            raw = socket.create_connection(srv.address)
+            raw.sendall(REQUEST.pack(MAGIC, VERSION, OP_HELLO, 0, 0, 0, 2))
+            assert REPLY.unpack(raw.recv(REPLY.size))[2] == OP_WELCOME
+            b = PsClient(srv.address, 1, 2, timeout=10)
+            raw.sendall(REQUEST.pack(MAGIC, VERSION, OP_PUSH, 0, 0, 1, 1000) + bytes(sent))
+            closer = threading.Timer(0.3, raw.close)
+            closer.start()
+            with pytest.raises(PsCallError, match=expect) as err:
+                b.allreduce(np.ones(1000, np.float32))
+            closer.join()
+            b.close()
+            if sent == 0:
+                assert err.value.status == PsStatus.WORKER_LEFT
+        assert wait_for(lambda: srv.stats()["workers"] == 0)  # the closes are seen: ids free
+        a, b = PsClient(srv.address, 0, 2, timeout=10), PsClient(srv.address, 1, 2, timeout=10)
+        xs = _inputs(2, 1000, seed=5)
+        for r in _call_all([a, b], xs):
+            assert r.tobytes() == reference_sum(xs).tobytes()
+        assert srv.stats()["failed_rounds"] == 2

@@ -330,6 +330,8 @@ bool Server::read_conn(Conn& c) {
 bool Server::write_conn(Conn& c) {
     bool progress = false;
     const uint64_t ready = c.sum ? ready_bytes() : 0;
+    // a SUM's header waits for its first bytes: until then a failed call can still answer ERROR
+    if (c.sum && ready == 0 && elems_ > 0) return false;
     while (!c.gone) {
         iovec iov[2];
         int k = 0;

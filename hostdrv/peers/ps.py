@@ -21,7 +21,9 @@ UDP server would have to pace and retransmit itself, and on loopback and veth it
 
 Errors: every member of a call whose tensors differ in length or dtype gets
 :class:`PsMismatchError` naming every worker's length; a worker whose connection closes
-during a call fails that call for the others (:class:`PsCallError`, ``WORKER_LEFT``).
+during a call fails that call for the others (:class:`PsCallError`: ``WORKER_LEFT``, or,
+for a worker whose sum had begun streaming back, the server closes its connection, which
+cannot carry an error any more). The connections of a failed call stay usable otherwise.
 """
 
 from __future__ import annotations
