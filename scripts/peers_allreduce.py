@@ -193,13 +193,13 @@ def run(quick: bool, *, ranks: tuple[int, ...] = (2, 4), sizes: list[int] | None
     """Measure and return ``{"rows": [...], "config": {...}, "host_allreduce_vs_ring": …,
     "host_allreduce_vs_ps": …}`` (the ratios ``None`` when 4 ranks / 4 MB was not run).
 
-    ``quick``: 3 sizes, 5 repeats after 2 warm-up calls, no netrl backend; otherwise 6 sizes,
+    ``quick``: 3 sizes, 9 repeats after 3 warm-up calls, no netrl backend; otherwise 6 sizes,
     11 repeats after 3, and the netrl backend. Each row: ranks, bytes, method, median_ms,
     p25_ms, p75_ms, repeats, sum_ok (the sum matched numpy's to 1e-4; ``None``: not checked).
     """
     sizes = sizes or (QUICK_SIZES if quick else FULL_SIZES)
-    repeats = repeats or (5 if quick else 11)
-    warmup = warmup if warmup is not None else (2 if quick else 3)
+    repeats = repeats or (9 if quick else 11)
+    warmup = warmup if warmup is not None else 3
     methods = list(METHODS if (not quick if netrl is None else netrl) else METHODS[:3])
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     res: dict[str, Any] = {"rows": [], "config": {}, "sizes": sizes, "repeats": repeats,
@@ -255,7 +255,7 @@ def format_table(res: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="3 sizes, 5 repeats, no netrl")
+    ap.add_argument("--quick", action="store_true", help="3 sizes, 9 repeats, no netrl")
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--sizes-kb", type=int, nargs="+", default=None,
                     help="tensor sizes in KB (default: 64 … 65536, quick: 64 1024 4096)")
