@@ -22,6 +22,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 namespace nrl::ps {
 
@@ -72,17 +75,29 @@ double monotonic() {
 
 }  // namespace
 
-// no FMA contraction or reassociation (setup.py's flags): each element is one IEEE add
+// each element is one IEEE add (no FMA contraction or reassociation, setup.py's flags); the
+// SSE2 lanes are four independent binary32 adds, bit for bit the scalar addss numpy does
 void add_into(uint8_t dtype, uint8_t* acc, const uint8_t* x, size_t elems) {
+    size_t i = 0;
     if (dtype == INT32) {  // two's complement wrap: add as unsigned
         auto* __restrict a = reinterpret_cast<uint32_t*>(acc);
         const auto* __restrict b = reinterpret_cast<const uint32_t*>(x);
-        for (size_t i = 0; i < elems; ++i) a[i] += b[i];
+#ifdef __SSE2__
+        for (; i + 4 <= elems; i += 4) {
+            const __m128i s = _mm_add_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)),
+                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(a + i), s);
+        }
+#endif
+        for (; i < elems; ++i) a[i] += b[i];
         return;
     }
     auto* __restrict a = reinterpret_cast<float*>(acc);
     const auto* __restrict b = reinterpret_cast<const float*>(x);
-    for (size_t i = 0; i < elems; ++i) a[i] += b[i];
+#ifdef __SSE2__
+    for (; i + 4 <= elems; i += 4) _mm_storeu_ps(a + i, _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
+#endif
+    for (; i < elems; ++i) a[i] += b[i];
 }
 
 struct Server::Conn {
