@@ -16,10 +16,10 @@ setup(
         Pybind11Extension(
             "hostdrv._native",
             [NATIVE + "nrl_engine.cpp", NATIVE + "nrl_server.cpp", NATIVE + "nrl_client.cpp",
-             NATIVE + "nrl_module.cpp"],
+             NATIVE + "nrl_module.cpp", NATIVE + "nrl_ps.cpp", NATIVE + "nrl_ps_module.cpp"],
             include_dirs=[NATIVE, WIRE],
             depends=[NATIVE + "nrl_engine.h", NATIVE + "nrl_server.h", NATIVE + "nrl_client.h",
-                     WIRE + "nrl_protocol.h"],
+                     NATIVE + "nrl_ps.h", WIRE + "nrl_protocol.h"],
             cxx_std=17,
             # IEEE 754 fp32 as numpy computes it: no fast-math, no FMA contraction
             extra_compile_args=["-O2", "-fno-fast-math", "-ffp-contract=off"],

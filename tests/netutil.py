@@ -125,6 +125,24 @@ def send_datagrams(datagrams: Iterable[bytes], address: tuple[str, int], model: 
         raw.close()
 
 
+def in_threads(fns: Sequence[Callable[[], Any]], timeout: float = 60) -> list[Any]:
+    """Run each function in a thread; return its result or the exception it raised."""
+    out: list[Any] = [None] * len(fns)
+
+    def run(i: int) -> None:
+        try:
+            out[i] = fns[i]()
+        except BaseException as e:  # noqa: BLE001 - returned to the test
+            out[i] = e
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(fns))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    return out
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, step: float = 0.01) -> bool:
     """Poll ``predicate`` until it holds or ``timeout`` seconds pass; its last value."""
     deadline = time.monotonic() + timeout

@@ -32,6 +32,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "hostdrv.client": ("hostdrv.wire", "hostdrv.client", "hostdrv.switch.launch",
                        "hostdrv._native", "hostdrv.extras", "hostdrv.errors"),
     "hostdrv.rack": ("hostdrv.wire", "hostdrv.rack", "hostdrv.errors"),
+    # the baselines (the native parameter server): the wire and the extension, no switch or client
+    "hostdrv.peers": ("hostdrv.wire", "hostdrv.peers", "hostdrv._native", "hostdrv.errors"),
 }
 """Room → the modules (and packages) its modules may import from ``hostdrv``. Every room
 may import ``hostdrv.errors``, the neutral leaf that holds the :class:`NetrlError` base."""

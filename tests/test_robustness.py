@@ -6,10 +6,7 @@ Runs on the soft switch and on the sim switch (the RTL in Verilator).
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import pytest
@@ -17,27 +14,8 @@ import pytest
 from hostdrv import Aggregator, AllreduceTimeoutError, SwitchControl
 from hostdrv.client.errors import StepMismatchError, TensorMismatchError
 from hostdrv.wire.protocol import result_order
-from tests.netutil import ordered_sum, switch_of_kind
+from tests.netutil import in_threads, ordered_sum, switch_of_kind
 from tests.toolcheck import require_module
-
-
-def in_threads(fns: Sequence[Callable[[], Any]], timeout: float = 60) -> list[Any]:
-    """Run each function in a thread; return its result or the exception it raised."""
-    out: list[Any] = [None] * len(fns)
-
-    def run(i: int) -> None:
-        try:
-            out[i] = fns[i]()
-        except BaseException as e:  # noqa: BLE001 - returned to the test
-            out[i] = e
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(fns))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-    return out
-
 
 KINDS = ["soft", "sim"]
 

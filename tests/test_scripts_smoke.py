@@ -44,6 +44,9 @@ COVERED = {
 SMOKE: dict[str, tuple[list[str], int, bool, bool, tuple[str, ...]]] = {
     # about 2 s
     "cluster_model.py": ([], 120, False, False, ()),
+    # about 20 s (torch's spawn of two ranks): 2 ranks, 64 KB, in-switch / native PS / gloo
+    "peers_allreduce.py": (["--ranks", "2", "--sizes-kb", "64", "--repeats", "2", "--warmup", "1",
+                            "--no-netrl"], 300, False, False, ()),
     # the rest take minutes (measured here under load): make test-slow
     # Yosys only, C = 64 records: the step that used to crash (over 10 min: the abc9 mapping of
     # the engine's 256-bit paths; test_bench_replay_synthesizes_through_synth_yosys below is quick)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Python binding of the native switch engine, its UDP server loop and the all-reduce
-// client loop (hostdrv._native).
+// client loop (hostdrv._native), and the native parameter server (nrl_ps*.cpp).
 //
 // hostdrv.switch.native.NativeSwitchModel wraps Engine with SwitchModel's Python
 // surface; hostdrv.switch.soft runs Server (nrl_server.cpp) in a thread;
@@ -17,6 +17,10 @@
 #include "nrl_server.h"
 
 namespace py = pybind11;
+
+#ifndef NRL_PLANT_BUG
+void bind_ps(py::module_& m);  // nrl_ps_module.cpp: the native parameter server
+#endif
 
 #ifndef NRL_MODULE_NAME
 #define NRL_MODULE_NAME _native
@@ -44,6 +48,8 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
 #ifdef NRL_PLANT_BUG
     // only in the copy tests/test_conformance.py builds: choose a planted bug (0: none)
     m.def("plant_bug", [](int n) { nrl::planted_bug = n; });
+#else
+    bind_ps(m);  // the planted-bug copy (tests/test_conformance.py) is the switch alone
 #endif
 
     py::class_<SharedEngine, std::shared_ptr<SharedEngine>>(m, "Engine", py::module_local())
