@@ -396,7 +396,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="fewer repeats and shorter blocks")
     ap.add_argument("--sections", default=",".join(n for n, _ in SECTIONS),
                     help="sections to run")
-    ap.add_argument("--reps", type=int, default=None, help="repeats (default 7, --quick 3)")
+    ap.add_argument("--reps", type=int, default=None, help="repeats (default 7, --quick 5)")
     ap.add_argument("--seconds", type=float, default=None,
                     help="seconds per block (default 2, --quick 0.75)")
     g = ap.add_argument_group("replay")
@@ -421,7 +421,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     g.add_argument("--json", default="", help="write every figure here")
     args = ap.parse_args(argv)
     if args.reps is None:
-        args.reps = 3 if args.quick else 7
+        args.reps = 5 if args.quick else 7
     if args.seconds is None:
         args.seconds = 0.75 if args.quick else 2.0
     args.sizes = [int(s) for s in args.sizes.split(",")]

@@ -40,7 +40,7 @@ def test_sections_and_arguments() -> None:
     bench = _load()
     assert [n for n, _ in bench.SECTIONS][0] == "replay"
     args = bench.parse_args(["--quick"])
-    assert (args.reps, args.seconds, args.sizes) == (3, 0.75, [128, 4032])
+    assert (args.reps, args.seconds, args.sizes) == (5, 0.75, [128, 4032])
     # drawn ahead of the consumed batch: in flight per worker + prefetched batches + the one
     # being assembled
     assert bench.staleness(args) == args.in_flight * args.reverb_workers + (args.prefetch + 1) * args.batch
