@@ -57,6 +57,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from peers_reverb import CpuMeter  # noqa: E402 - stdlib only: runs in either venv
 
 PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
 PEERS_INSTALL = "make bench-peers"
@@ -163,6 +166,8 @@ class OurSide:
         self.run.set()
         time.sleep(0.02)
         ans: dict[str, Any] = {"op": op}
+        meter = CpuMeter({"learner": [os.getpid()], "server": [self.switch.proc.pid],
+                          "actors": [p.pid for p in self.actors if p.pid is not None]})
         try:
             if op == "latency":
                 uni: list[float] = []
@@ -185,6 +190,7 @@ class OurSide:
                     n += self.args.batch
                 ans["samples_per_s"] = n / (time.perf_counter() - t0)
         finally:
+            ans["cpu"] = meter.cores()
             self.run.clear()
         ans["push_us"] = [1e6 * x for _ in self.actors for x in self._get()]
         return ans
@@ -264,7 +270,10 @@ def peers_present(args: argparse.Namespace) -> bool:
 METRICS = (("push_us", "push (us)"), ("uniform_us", "uniform sample of B (us)"),
            ("access_us", "access: push + uniform (us)"),
            ("prioritized_us", "prioritized sample + update (us)"),
-           ("samples_per_s", "prioritized samples/s"))
+           ("samples_per_s", "prioritized samples/s"),
+           ("cpu_learner", "  cores: learner (throughput)"),
+           ("cpu_server", "  cores: server/switch (throughput)"),
+           ("cpu_actors", "  cores: actors (throughput)"))
 
 
 def _summary(blocks: list[float]) -> tuple[float, float, float]:
@@ -275,6 +284,8 @@ def _fmt(s: tuple[float, float, float] | None) -> str:
     if s is None:
         return "-"
     m, lo, hi = s
+    if m < 10:
+        return f"{m:9.2f} [{lo:.2f}-{hi:.2f}]"
     return f"{m:9.1f} [{lo:.1f}-{hi:.1f}]"
 
 
@@ -307,6 +318,8 @@ def measure_size(record_bytes: int, args: argparse.Namespace,
                             statistics.median(r["prioritized_us"]))
                     else:
                         d.setdefault("samples_per_s", []).append(r["samples_per_s"])
+                        for k, v in r["cpu"].items():
+                            d.setdefault(f"cpu_{k}", []).append(v)
             print(f"  R={record_bytes} repeat {rep + 1}/{args.reps} done", flush=True)
         configs = {s.name: s.config for s in sides}
     finally:
@@ -345,7 +358,7 @@ def replay_section(args: argparse.Namespace) -> SectionResult:
                          + ("   ours/Reverb best" if len(names) > 1 else ""))
         for key, label in METRICS:
             row = f"{label:34s}" + "".join(f"{_fmt(t[n].get(key)):>26s}" for n in names)
-            if len(names) > 1 and key in t["ours"]:
+            if len(names) > 1 and key in t["ours"] and not key.startswith("cpu_"):
                 rv = [t[n][key][0] for n in names[1:] if key in t[n]]
                 best = max(rv) if key == "samples_per_s" else min(rv)
                 row += f"   {t['ours'][key][0] / best:8.3f}"

@@ -24,6 +24,9 @@ line on stdout:
     it can; answers ``samples_per_s``.
 ``{"op": "quit"}``
 
+Every answer also holds ``cpu``: the cores (CPU seconds / wall seconds) the learner
+(this process, all threads), the server and the actors used during the block.
+
 ``sampler`` ``dataset`` is how Reverb's users run it for speed:
 ``reverb.TrajectoryDataset.from_table_signature`` with
 ``max_in_flight_samples_per_worker`` and ``num_workers_per_iterator``,
@@ -46,6 +49,27 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 UNIFORM, PRIORITIZED = "uniform", "prioritized"
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+class CpuMeter:
+    """CPU used by named groups of processes over a block, in cores (CPU s / wall s)."""
+
+    def __init__(self, groups: dict[str, list[int]]) -> None:
+        self.groups = groups
+        self.t0 = time.perf_counter()
+        self.c0 = {k: sum(map(cpu_seconds, v)) for k, v in groups.items()}
+
+    def cores(self) -> dict[str, float]:
+        dt = time.perf_counter() - self.t0
+        return {k: (sum(map(cpu_seconds, v)) - self.c0[k]) / dt for k, v in self.groups.items()}
 
 
 def _tables(args: argparse.Namespace) -> list[Any]:
@@ -236,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         run.set()
         time.sleep(0.02)
         ans: dict[str, Any] = {"op": op, "sampler": sampler}
+        meter = CpuMeter({"learner": [os.getpid()], "server": [server.pid],
+                          "actors": [a.pid for a in actors]})
         try:
             if op == "latency":
                 uni: list[float] = []
@@ -260,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 raise ValueError(f"bad op={op!r}: latency, throughput or quit")
         finally:
+            ans["cpu"] = meter.cores()
             run.clear()
         ans["push_us"] = [1e6 * x for x in collect()]
         print(json.dumps(ans), flush=True)
