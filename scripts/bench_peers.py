@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from peers_reverb import CpuMeter  # noqa: E402 - stdlib only: runs in either venv
+from peers_reverb import CpuMeter, paced_pushes, timed_block  # noqa: E402 - stdlib only: runs in either venv
 
 PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
 PEERS_INSTALL = "make bench-peers"
@@ -93,24 +93,8 @@ def _our_actor(url: str, worker: int, record_bytes: int, period: float, run: Any
         c = _client(url, worker)
         rng = np.random.default_rng(worker)
         prio = np.array([ONE], np.uint32)
-        out.put(("ready", worker, ""))
-        while not quit_.is_set():
-            if not run.wait(0.05):
-                continue
-            lat: list[float] = []
-            nxt = time.perf_counter()
-            while run.is_set():
-                rec = rng.integers(0, 256, (1, record_bytes), dtype=np.uint8)
-                t0 = time.perf_counter()
-                c.push_records(rec, prio)
-                lat.append(time.perf_counter() - t0)
-                nxt += period
-                d = nxt - time.perf_counter()
-                if d > 0:
-                    time.sleep(d)
-                else:
-                    nxt = time.perf_counter()
-            out.put(("lat", worker, lat))
+        paced_pushes(lambda: rng.integers(0, 256, (1, record_bytes), dtype=np.uint8),
+                     lambda rec: c.push_records(rec, prio), worker, period, run, quit_, out)
     except Exception as e:  # noqa: BLE001 - reported by the learner
         out.put(("error", worker, f"{type(e).__name__}: {e}"))
 
@@ -169,26 +153,10 @@ class OurSide:
         meter = CpuMeter({"learner": [os.getpid()], "server": [self.switch.proc.pid],
                           "actors": [p.pid for p in self.actors if p.pid is not None]})
         try:
-            if op == "latency":
-                uni: list[float] = []
-                pri: list[float] = []
-                end = time.perf_counter() + seconds
-                while len(uni) < reps or time.perf_counter() < end:
-                    t0 = time.perf_counter()
-                    self.learner.sample(self.args.batch, prioritized=False)
-                    t1 = time.perf_counter()
-                    self._prioritized_round()
-                    t2 = time.perf_counter()
-                    uni.append(1e6 * (t1 - t0))
-                    pri.append(1e6 * (t2 - t1))
-                ans.update(uniform_us=uni, prioritized_us=pri)
-            else:
-                n = 0
-                t0 = time.perf_counter()
-                while time.perf_counter() - t0 < seconds:
-                    self._prioritized_round()
-                    n += self.args.batch
-                ans["samples_per_s"] = n / (time.perf_counter() - t0)
+            ans.update(timed_block(
+                op, seconds, reps, self.args.batch,
+                lambda: self.learner.sample(self.args.batch, prioritized=False),
+                self._prioritized_round))
         finally:
             ans["cpu"] = meter.cores()
             self.run.clear()

@@ -44,6 +44,7 @@ import multiprocessing
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -113,8 +114,11 @@ class Pusher:
         self.rng = np.random.default_rng(seed)
         self.record_bytes = record_bytes
 
-    def push(self) -> None:
-        rec = self.rng.integers(0, 256, self.record_bytes, dtype="uint8")
+    def record(self) -> Any:
+        """A record of random bytes."""
+        return self.rng.integers(0, 256, self.record_bytes, dtype="uint8")
+
+    def push(self, rec: Any) -> None:
         w = self.writer
         w.append({"rec": rec})
         step = {"rec": w.history["rec"][-1]}
@@ -123,27 +127,63 @@ class Pusher:
         w.flush()
 
 
+def paced_pushes(make: Callable[[], Any], push: Callable[[Any], Any], who: int, period: float,
+                 run: Any, quit_: Any, out: Any) -> None:
+    """An actor's loop (both sides): while ``run`` is set, push one record per ``period``
+    (``make`` untimed, ``push`` timed); at the end of each run put its push latencies."""
+    out.put(("ready", who, ""))
+    while not quit_.is_set():
+        if not run.wait(0.05):
+            continue
+        lat: list[float] = []
+        nxt = time.perf_counter()
+        while run.is_set():
+            rec = make()
+            t0 = time.perf_counter()
+            push(rec)
+            lat.append(time.perf_counter() - t0)
+            nxt += period
+            d = nxt - time.perf_counter()
+            if d > 0:
+                time.sleep(d)
+            else:
+                nxt = time.perf_counter()
+        out.put(("lat", who, lat))
+
+
+def timed_block(op: str, seconds: float, reps: int, batch: int, uniform: Callable[[], Any],
+                prioritized: Callable[[], Any]) -> dict[str, Any]:
+    """A learner's block (both sides). ``latency``: at least ``reps`` rounds and ``seconds``
+    of a uniform sample (timed), then a prioritized sample + update (timed), in µs;
+    ``throughput``: prioritized rounds for ``seconds``, in samples/s."""
+    if op == "latency":
+        uni: list[float] = []
+        pri: list[float] = []
+        end = time.perf_counter() + seconds
+        while len(uni) < reps or time.perf_counter() < end:
+            t0 = time.perf_counter()
+            uniform()
+            t1 = time.perf_counter()
+            prioritized()
+            t2 = time.perf_counter()
+            uni.append(1e6 * (t1 - t0))
+            pri.append(1e6 * (t2 - t1))
+        return {"uniform_us": uni, "prioritized_us": pri}
+    if op == "throughput":
+        n = 0
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            prioritized()
+            n += batch
+        return {"samples_per_s": n / (time.perf_counter() - t0)}
+    raise ValueError(f"bad op={op!r}: latency, throughput or quit")
+
+
 def _actor(address: str, record_bytes: int, seed: int, period: float, run: Any, quit_: Any,
            out: Any) -> None:
     try:
         p = Pusher(address, record_bytes, seed)
-        out.put(("ready", seed, ""))
-        while not quit_.is_set():
-            if not run.wait(0.05):
-                continue
-            lat: list[float] = []
-            nxt = time.perf_counter()
-            while run.is_set():
-                t0 = time.perf_counter()
-                p.push()
-                lat.append(time.perf_counter() - t0)
-                nxt += period
-                d = nxt - time.perf_counter()
-                if d > 0:
-                    time.sleep(d)
-                else:
-                    nxt = time.perf_counter()
-            out.put(("lat", seed, lat))
+        paced_pushes(p.record, p.push, seed, period, run, quit_, out)
     except Exception as e:  # noqa: BLE001 - reported by the learner
         out.put(("error", seed, f"{type(e).__name__}: {e}"))
 
@@ -193,7 +233,7 @@ class Learner:
 def _prefill(address: str, args: argparse.Namespace) -> None:
     p = Pusher(address, args.record_bytes, args.seed)
     for _ in range(args.prefill):
-        p.push()
+        p.push(p.record())
     p.writer.close()
 
 
@@ -263,28 +303,10 @@ def main(argv: list[str] | None = None) -> int:
         meter = CpuMeter({"learner": [os.getpid()], "server": [server.pid],
                           "actors": [a.pid for a in actors]})
         try:
-            if op == "latency":
-                uni: list[float] = []
-                pri: list[float] = []
-                end = time.perf_counter() + seconds
-                while len(uni) < int(cmd.get("reps", 1)) or time.perf_counter() < end:
-                    t0 = time.perf_counter()
-                    learner.sample(UNIFORM, sampler)
-                    t1 = time.perf_counter()
-                    learner.update(learner.sample(PRIORITIZED, sampler))
-                    t2 = time.perf_counter()
-                    uni.append(1e6 * (t1 - t0))
-                    pri.append(1e6 * (t2 - t1))
-                ans.update(uniform_us=uni, prioritized_us=pri)
-            elif op == "throughput":
-                n = 0
-                t0 = time.perf_counter()
-                while time.perf_counter() - t0 < seconds:
-                    learner.update(learner.sample(PRIORITIZED, sampler))
-                    n += args.batch
-                ans["samples_per_s"] = n / (time.perf_counter() - t0)
-            else:
-                raise ValueError(f"bad op={op!r}: latency, throughput or quit")
+            ans.update(timed_block(
+                op, seconds, int(cmd.get("reps", 1)), args.batch,
+                lambda s=sampler: learner.sample(UNIFORM, s),
+                lambda s=sampler: learner.update(learner.sample(PRIORITIZED, s))))
         finally:
             ans["cpu"] = meter.cores()
             run.clear()
