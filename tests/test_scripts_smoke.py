@@ -38,6 +38,9 @@ COVERED = {
     "sume_build.sh": "tests/test_sume_flow.py::test_sume_build_dry_run",
     "sume_flash.sh": "tests/test_sume_flow.py::test_flash_*",
     "sume_riffa_patch.py": "tests/test_sume_riffa_patch.py",
+    # our side and the "Reverb absent" path fast; --quick against Reverb (slow) with .venv-peers
+    "bench_peers.py": "tests/test_bench_peers.py",
+    "peers_reverb.py": "tests/test_bench_peers.py::test_quick_against_reverb",
 }
 
 # script -> (arguments, seconds allowed, slow?, needs root?, what it needs on PATH)
