@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measured against the real peers, in one run: replay against Reverb (and, to come, all-reduce).
+"""Measured against the real peers, in one run: replay against Reverb, all-reduce against gloo and a native parameter server.
 
 The benchmark is a list of sections (:data:`SECTIONS`), each a function that
 takes the parsed arguments and returns its tables and its ``key=value``
@@ -366,10 +366,23 @@ def replay_section(args: argparse.Namespace) -> SectionResult:
     return res
 
 
-# The sections, in order. The all-reduce half plugs in here:
-#   from bench_peers_allreduce import allreduce_section
-#   SECTIONS.append(("allreduce", allreduce_section))
-SECTIONS: list[tuple[str, Section]] = [("replay", replay_section)]
+def allreduce_section(args: argparse.Namespace) -> SectionResult:
+    """All-reduce on this host: in-switch vs a native parameter server vs gloo's ring
+    (``scripts/peers_allreduce.py``; one host, CPU-bound: the rack figures are apart)."""
+    import peers_allreduce
+
+    out = peers_allreduce.run(args.quick)
+    res = SectionResult()
+    res.lines.append(peers_allreduce.format_table(out))
+    res.data = out
+    res.keys = {k: ("n/a" if out[k] is None else f"{out[k]:.3f}")
+                for k in ("host_allreduce_vs_ring", "host_allreduce_vs_ps")}
+    return res
+
+
+# The sections, in order.
+SECTIONS: list[tuple[str, Section]] = [("replay", replay_section),
+                                       ("allreduce", allreduce_section)]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

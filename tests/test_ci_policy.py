@@ -42,6 +42,7 @@ NEEDS_TOOL = {
 
 #: skips that depend on the machine, not on what `make setup` installs: file -> how many
 ENVIRONMENTAL_SKIPS = {
+    "test_bench_peers.py": 1,  # .venv-peers (Reverb, make bench-peers): optional, never make setup
     "test_board.py": 4,  # AF_PACKET (Linux), root, util-linux unshare, network namespace
     "test_control_auth.py": 1,  # root, unshare and ip: a non-loopback address in a namespace
     "test_rack.py": 1,  # Linux, root, iproute2 and permission to create network namespaces
