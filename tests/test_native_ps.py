@@ -174,15 +174,15 @@ def test_a_worker_leaving_mid_call_fails_it_and_the_job_goes_on() -> None:
     sum had begun streaming); a new worker 0 (and 1) join and the next call sums."""
     import socket
 
-    from hostdrv.peers.ps import MAGIC, OP_HELLO, OP_PUSH, OP_WELCOME, REPLY, REQUEST, VERSION
+    from hostdrv.peers.ps import MAGIC, OP_HELLO, OP_PUSH, OP_WELCOME, PS_VERSION, REPLY, REQUEST
 
     with NativeParameterServer(2) as srv:
         for sent, expect in ((0, "worker 0 closed its connection"), (400, "closed the connection")):
             raw = socket.create_connection(srv.address)
-            raw.sendall(REQUEST.pack(MAGIC, VERSION, OP_HELLO, 0, 0, 0, 2))
+            raw.sendall(REQUEST.pack(MAGIC, PS_VERSION, OP_HELLO, 0, 0, 0, 2))
             assert REPLY.unpack(raw.recv(REPLY.size))[2] == OP_WELCOME
             b = PsClient(srv.address, 1, 2, timeout=10)
-            raw.sendall(REQUEST.pack(MAGIC, VERSION, OP_PUSH, 0, 0, 1, 1000) + bytes(sent))
+            raw.sendall(REQUEST.pack(MAGIC, PS_VERSION, OP_PUSH, 0, 0, 1, 1000) + bytes(sent))
             closer = threading.Timer(0.3, raw.close)
             closer.start()
             with pytest.raises(PsCallError, match=expect) as err:

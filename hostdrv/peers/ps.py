@@ -48,7 +48,7 @@ else:
     _native_error = ""
 
 MAGIC = b"NRPS"
-VERSION = 1
+PS_VERSION = 1
 REQUEST = struct.Struct("!4sBBBBIQ")
 """Request header: magic, version, op, dtype, 0, id (worker / call sequence), count."""
 REPLY = struct.Struct("!4sBBBBIQI")
@@ -237,7 +237,7 @@ class PsClient:
         self._sock: socket.socket | None = socket.create_connection(address, timeout=timeout)
         try:
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._sock.sendall(REQUEST.pack(MAGIC, VERSION, OP_HELLO, 0, 0, worker, world))
+            self._sock.sendall(REQUEST.pack(MAGIC, PS_VERSION, OP_HELLO, 0, 0, worker, world))
             magic, _v, op, _dt, status, _id, count, _detail = REPLY.unpack(
                 _recv_exact(self._sock, REPLY.size))
             if magic != MAGIC or op not in (OP_WELCOME, OP_ERROR):
