@@ -17,7 +17,7 @@ from hostdrv.wire.net import ip_to_int
 from hostdrv.wire.protocol import MAX_MEMBERS
 
 try:
-    from hostdrv import _native
+    import hostdrv._native as _native
 except ImportError:  # not built: the clients run their Python loops
     _native = None
 

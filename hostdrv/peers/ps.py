@@ -40,7 +40,7 @@ import numpy as np
 from hostdrv.errors import NetrlError
 
 try:
-    from hostdrv import _native
+    import hostdrv._native as _native
 except ImportError as e:  # pragma: no cover - a wheel without the extension
     _native = None
     _native_error = f"hostdrv._native is not built ({e}); run `pip install -e .`"

@@ -21,7 +21,7 @@ from hostdrv.switch.reference import Egress, check_params, check_src_port
 from hostdrv.wire import regmap
 
 try:
-    from hostdrv import _native
+    import hostdrv._native as _native
 except ImportError as e:  # not built (a source tree without `pip install -e .`)
     _native = None
     native_error: str = f"hostdrv._native is not built ({e}); run `pip install -e .`"
