@@ -42,7 +42,7 @@ KNOWN_CUTS: dict[str, set[str]] = {}
 """Exceptions to :data:`ALLOWED` (a door still to close). None are left: the last two,
 the board's register transports building a reference switch to predict read-backs,
 went when the read-back rule moved into ``hw/regs.yaml`` / the generated regmap
-(``regmap.RegisterFile``). The list may only shrink, so it stays empty."""
+(``regrules.RegisterFile``). The list may only shrink, so it stays empty."""
 
 
 def module_name(path: Path) -> str:

@@ -114,10 +114,10 @@ def test_register_file_reads_back_what_the_model_reads() -> None:
     """RegisterFile (what the board and serial transports expect to read back) against the
     reference model given the same writes: a refused write (None) keeps the old value."""
     from hostdrv.switch.reference import SwitchModel
-    from hostdrv.wire import regmap
+    from hostdrv.wire import regrules
 
     model = SwitchModel()
-    regs = regmap.RegisterFile()
+    regs = regrules.RegisterFile()
     for name, value in _writes() + [("MAGIC", 1), ("CNT_PASS", 0), ("RPL_SIZE", 3)]:
         try:
             model.write(name, value)
@@ -131,11 +131,11 @@ def test_register_file_reads_back_what_the_model_reads() -> None:
 def test_the_model_judges_by_the_generated_rule() -> None:
     """The model's refusals are the regmap's, word for word (one source)."""
     from hostdrv.switch.reference import SwitchModel
-    from hostdrv.wire import regmap
+    from hostdrv.wire import regrules
 
     model = SwitchModel()
     for name, value in _writes():
-        why = regmap.refusal(name, value, model._value)
+        why = regrules.refusal(name, value, model._value)
         try:
             model.write(name, value)
         except ValueError as e:

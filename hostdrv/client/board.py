@@ -63,7 +63,7 @@ from hostdrv.client.transport import (
     UdpDatagramTransport,
 )
 from hostdrv.errors import RegisterError
-from hostdrv.wire import regmap
+from hostdrv.wire import regmap, regrules
 from hostdrv.wire.control import ControlStatus
 from hostdrv.wire.net import TransportError, ip_to_int, parse_hostport, tune_socket
 from hostdrv.wire.protocol import BROADCAST_MAC, DEFAULT_UDP_PORT, ETH_LEN, HEADER_LEN, ip_checksum
@@ -191,7 +191,7 @@ class RwaxiRegisterTransport(RegisterTransport):
         self.base = base
         self.interface = interface
         self.call_timeout = call_timeout
-        self._regs = regmap.RegisterFile()  # what a register reads back after a write
+        self._regs = regrules.RegisterFile()  # what a register reads back after a write
 
     @staticmethod
     def _field(addr: int) -> str:
@@ -246,7 +246,7 @@ class RwaxiRegisterTransport(RegisterTransport):
           ioctl (``SIOCDEVPRIVATE+1``) and echoes the value it sent;
         * for a read-write register of the map, a read back (``rwaxi -a``)
           must give the value written or what the register map's write rules
-          say it reads after that write (:class:`hostdrv.wire.regmap.RegisterFile`:
+          say it reads after that write (:class:`hostdrv.wire.regrules.RegisterFile`:
           ``CTRL`` bit 31 and ``RPL_RESET`` self-clear). A value the switch
           refuses (out of range, ``docs/registers.md``) keeps the old value
           and fails this check.

@@ -35,7 +35,7 @@ from hostdrv.client.transport import (
     SwitchTimeoutError,
 )
 from hostdrv.errors import RegisterError
-from hostdrv.wire import regmap
+from hostdrv.wire import regmap, regrules
 from hostdrv.wire.control import ControlStatus
 from hostdrv.wire.net import TransportError
 
@@ -159,7 +159,7 @@ class SerialRegisterTransport(RegisterTransport):
         self.retries = max(1, retries)
         self._tag = 0
         self._rx = bytearray()
-        self._regs = regmap.RegisterFile()  # what a register reads back after a write
+        self._regs = regrules.RegisterFile()  # what a register reads back after a write
         try:
             self._port = serial.serial_for_url(port, baudrate=baud, timeout=0,
                                                write_timeout=max(1.0, 10 * timeout))
@@ -395,11 +395,11 @@ class SerialRegisterTransport(RegisterTransport):
 
 
 def readback_ok(addr: int, written: int, back: int,
-                regs: regmap.RegisterFile | None = None) -> bool:
+                regs: regrules.RegisterFile | None = None) -> bool:
     """Whether ``back``, read after writing ``written`` at ``addr``, shows the write took.
 
     Accepted: the value written, or what the register map's write rules say the
-    register reads after the same write (:class:`hostdrv.wire.regmap.RegisterFile`,
+    register reads after the same write (:class:`hostdrv.wire.regrules.RegisterFile`,
     ``regs`` or a fresh one: ``CTRL`` bit 31 and ``RPL_RESET`` clear themselves).
     """
     if back == written:
@@ -407,7 +407,7 @@ def readback_ok(addr: int, written: int, back: int,
     reg = regmap.find(addr)
     if reg is None or reg.access != "rw":
         return False
-    expected = (regs if regs is not None else regmap.RegisterFile()).write(reg.name, written)
+    expected = (regs if regs is not None else regrules.RegisterFile()).write(reg.name, written)
     return expected is not None and back == expected  # None: the rules refuse it too
 
 

@@ -30,7 +30,7 @@ from hostdrv.switch.reference.frames import M32, Egress, Rx, check_params, check
 from hostdrv.switch.reference.l2 import L2Table
 from hostdrv.switch.reference.replay import ReplayBlock
 from hostdrv.wire import consts as C
-from hostdrv.wire import regmap
+from hostdrv.wire import regmap, regrules
 from hostdrv.wire.protocol import (
     BLOCK,
     FLAGS_MASK,
@@ -242,13 +242,13 @@ class SwitchModel(AggregationBlock, ReplayBlock):
             for pair in self._copies:
                 for c in pair:
                     c.valid = False
-        self._regs[name] = regmap.read_back(r, value)  # self-clearing bits read 0
+        self._regs[name] = regrules.read_back(r, value)  # self-clearing bits read 0
 
     def _illegal(self, name: str, value: int) -> str:
         """Why ``value`` is not legal for rw register ``name`` ('' when it is): its width
         and the register map's write rule (``legal:`` in ``hw/regs.yaml``), judged on
         the registers' values now."""
-        return regmap.refusal(name, value, self._value)
+        return regrules.refusal(name, value, self._value)
 
     def _value(self, name: str) -> int:
         """A rw or parameter register's value (what a write rule compares with)."""
