@@ -21,7 +21,7 @@ The package is cut by block, as the RTL is:
 
 from __future__ import annotations
 
-from hostdrv.switch.reference.agg import AGG_CONFIG, fp32_add
+from hostdrv.switch.reference.agg import fp32_add
 from hostdrv.switch.reference.frames import Egress, check_params, check_src_port
 from hostdrv.switch.reference.l2 import MAC_PORTS, L2Table
 from hostdrv.switch.reference.top import SwitchModel
@@ -41,4 +41,3 @@ __all__ = [
     "xorshift32",
 ]
 
-_AGG_CONFIG = AGG_CONFIG  # the name before the package was cut by block
