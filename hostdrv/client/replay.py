@@ -194,6 +194,11 @@ class ReplayClient(Endpoint):
         RateLimitTimeoutError
             The rate limiter answered NOT_YET for longer than :attr:`rate_timeout` (the
             batches acknowledged so far are stored; the refused one wrote nothing).
+
+        Batches of up to ``MAX_PUSH_RECORDS`` go out :attr:`window` at a time; a batch the
+        rate limiter refuses is resent, oldest first, before any newer refused one, so the
+        records keep their order in the ring unless the limiter opens between two batches
+        already in flight (the returned indices always say where each record went).
         """
         rb = self.record_bytes
         records = np.ascontiguousarray(records, dtype=np.uint8).reshape(-1, rb)
@@ -239,10 +244,20 @@ class ReplayClient(Endpoint):
                 a, k = entry[1], entry[2]
                 indices[a:a + k] = (aux + np.arange(k)) % self.capacity
                 del pending[seq]
+                held = next((e for e in pending.values() if e[6]), None)
+                if held is not None:  # the next refused batch goes now that this one passed
+                    held[3] = min(held[3], now)
             if nbytes:
                 continue
             now = time.monotonic()
-            for seq, entry in pending.items():
+            # A batch the limiter refused is resent only when no older batch is still refused,
+            # so one actor's records land in the order it pushed them (a newer batch's shorter
+            # backoff must not overtake an older one's; frame stacks read consecutive records).
+            hold = 0.0
+            for seq, entry in pending.items():  # insertion order = seq order
+                if hold and entry[6]:
+                    entry[3] = max(entry[3], hold)
+                    continue
                 if entry[3] <= now:
                     if entry[4] >= self.retries:
                         raise ReplayTimeoutError(self.url, f"PUSH of {entry[2]} records (seq {seq})",
@@ -251,6 +266,8 @@ class ReplayClient(Endpoint):
                     self.transport.send(entry[0])
                     entry[3] = now + self.timeout * (1 << min(entry[4], 4))
                     entry[4] += 1
+                if entry[6]:
+                    hold = entry[3]
         return indices
 
     # -- sample ----------------------------------------------------------------------
