@@ -358,9 +358,18 @@ class NetrlGroup:
         others = [r for r in range(self._size) if r != self._rank]
         seen = {r: -1 for r in others}
         moved = dict.fromkeys(others, time.monotonic())
-        store_ok = time.monotonic()
+        store_ok = last = time.monotonic()
         while not self._stop.wait(period):
             now = time.monotonic()
+            # A tick that came late (this thread starved, or the store's host slow to answer)
+            # means the machine is overloaded, not that the peers died: time this rank could
+            # not watch does not count against them (a dead peer costs no CPU, so it is still
+            # declared dead on time on a machine that is otherwise keeping up).
+            late = now - last - 2 * period
+            last = now
+            if late > 0:
+                for r in others:
+                    moved[r] += late
             try:
                 store.add(f"{STORE_HEARTBEAT_KEY}{self._rank}", 1)
                 for r in others:
