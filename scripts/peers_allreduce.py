@@ -301,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(res))
     print("config: " + json.dumps(res["config"]))
     if args.json:
+        res["origin"] = (f"scripts/peers_allreduce.py {' '.join(sys.argv[1:] if argv is None else argv)}"
+                         f" on {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+                         f", load average {os.getloadavg()[0]:.1f}")
         Path(args.json).write_text(json.dumps(res, indent=1))
     if any(r["sum_ok"] is False for r in res["rows"]):
         print("peers_allreduce: a method returned a wrong sum", file=sys.stderr)

@@ -42,6 +42,7 @@ import importlib.util
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -119,7 +120,125 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def ddp_worker(args: argparse.Namespace) -> int:
+    """``ddp-worker`` mode: DDP steps/s of an MLP (256 -> H -> H -> 10, batch 32, SGD) on the
+    ``netrl`` default group and on a gloo group, in alternating blocks; rank 0 prints them.
+    With ``--int32-check`` it first sums a tiny int32 tensor through the switch and checks
+    it against numpy's exact sum on every rank."""
+    import datetime
+
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+
+    import hostdrv.torch_backend as tb
+
+    torch.set_num_threads(1)
+    dist.init_process_group("netrl", init_method=args.init, rank=args.rank, world_size=args.world,
+                            timeout=datetime.timedelta(seconds=600))
+    gloo = dist.new_group(backend="gloo")
+    n, rank = args.world, args.rank
+    report: dict[str, Any] = {"switch_url": tb.netrl_group().url}
+    ints = [np.random.default_rng([11, r]).integers(-(1 << 30), 1 << 30, 37, dtype=np.int32)
+            for r in range(n)]
+    t = torch.from_numpy(ints[rank].copy())
+    dist.all_reduce(t)
+    want = np.sum(np.stack(ints), axis=0, dtype=np.int32)
+    report["int32_exact"] = bool(np.array_equal(t.numpy(), want))
+    torch.manual_seed(0)
+    h = args.hidden
+    models = {}
+    for name, group in (("netrl", None), ("gloo", gloo)):
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(256, h), torch.nn.ReLU(), torch.nn.Linear(h, h),
+                                torch.nn.ReLU(), torch.nn.Linear(h, 10))
+        ddp = torch.nn.parallel.DistributedDataParallel(m, process_group=group)
+        models[name] = (ddp, torch.optim.SGD(ddp.parameters(), lr=0.01))
+    g = torch.Generator().manual_seed(100 + rank)
+    x, y = torch.randn(32, 256, generator=g), torch.randint(0, 10, (32,), generator=g)
+
+    def steps(name: str, k: int) -> float:
+        ddp, opt = models[name]
+        dist.barrier(group=gloo)
+        t0 = time.perf_counter()
+        for _ in range(k):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(ddp(x), y).backward()
+            opt.step()
+        dist.barrier(group=gloo)
+        return k / (time.perf_counter() - t0)
+
+    for name in models:  # warm-up: DDP's bucket rebuild after the first steps
+        steps(name, 2)
+    rates: dict[str, list[float]] = {"netrl": [], "gloo": []}
+    for b in range(args.blocks):
+        for name in (("netrl", "gloo") if b % 2 == 0 else ("gloo", "netrl")):
+            rates[name].append(steps(name, args.steps))
+    report["steps_per_s"] = rates
+    report["params"] = sum(p.numel() for p in models["netrl"][0].parameters())
+    report["stats"] = {k: v for k, v in tb.netrl_group().stats().items()
+                       if k in ("switch_calls", "switch_elements")}
+    ok = torch.tensor([int(report["int32_exact"])], dtype=torch.int32)
+    dist.all_reduce(ok, group=gloo)
+    report["int32_exact_ranks"] = int(ok.item())
+    if rank == 0:
+        print("RESULT " + json.dumps(report), flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
 # -- one rack ----------------------------------------------------------------------------------
+def _run_ranks(rack: Any, hosts: int, cmd: list[str], env: dict[str, str],
+               timeout: float) -> dict[str, Any]:
+    """``cmd --rank i`` on hosts 0 … hosts-1 at once; rank 0's ``RESULT`` line, parsed."""
+    t0 = time.monotonic()
+    procs = [rack.popen(i, [*cmd, "--rank", str(i)], env=env, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE) for i in range(hosts)]
+    outs = []
+    for p in procs:
+        try:
+            o, e = p.communicate(timeout=max(1.0, timeout - (time.monotonic() - t0)))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            o, e = p.communicate()
+        outs.append((p.returncode, o, e))
+    bad = [(i, rc, e[-3000:]) for i, (rc, _o, e) in enumerate(outs) if rc]
+    if bad:
+        raise RuntimeError(f"ranks {[b[0] for b in bad]} failed (rc {bad[0][1]}): {bad[0][2]}")
+    return dict(next(json.loads(ln[len("RESULT "):]) for ln in outs[0][1].splitlines()
+                     if ln.startswith("RESULT ")))
+
+
+def run_ddp(rate: str, hosts: int, *, leaves: int = 0, steps: int = 5, blocks: int = 4,
+            hidden: int = 1024, timeout: float = 1800.0, log: Any = print) -> dict[str, Any]:
+    """DDP steps/s, ``netrl`` vs gloo, ``hosts`` ranks on a rack at ``rate`` (``leaves`` > 0:
+    that many leaf switches under the root, the ``netrl`` hierarchy). Also the exact int32
+    sum of a tiny tensor on every rank (``int32_exact_ranks`` == hosts)."""
+    rackmod = rack_module()
+    rack = rackmod.Rack(rackmod.RackConfig(prefix=rackmod.unique_prefix("nrd"), hosts=hosts,
+                                           rate=rate, max_elems=MAX_ELEMS, leaves=leaves))
+    load0 = os.getloadavg()[0]
+    try:
+        rack.up()
+        cmd = [sys.executable, str(Path(__file__).resolve()), "ddp-worker", "--world",
+               str(hosts), "--init", f"tcp://{rack.host_ip(0)}:{STORE_PORT}", "--steps",
+               str(steps), "--blocks", str(blocks), "--hidden", str(hidden)]
+        t0 = time.monotonic()
+        got = _run_ranks(rack, hosts, cmd, {"OMP_NUM_THREADS": "1"}, timeout)
+        wall = time.monotonic() - t0
+    finally:
+        rack.down()
+    got.update(rate=rate, hosts=hosts, leaves=leaves, seconds=wall,
+               load=[load0, os.getloadavg()[0]])
+    sps = {k: statistics.median(v) for k, v in got["steps_per_s"].items()}
+    got["median_steps_per_s"] = sps
+    log(f"  ddp {rate} x{hosts} leaves={leaves}: netrl {sps['netrl']:.2f} steps/s, gloo "
+        f"{sps['gloo']:.2f} (netrl/gloo {sps['netrl'] / sps['gloo']:.2f}), int32 exact on "
+        f"{got['int32_exact_ranks']}/{hosts} ranks, {wall:.0f} s, load {load0:.1f}")
+    return got
+
+
 def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
              methods: list[str], *, timeout: float = 1800.0, log: Any = print) -> dict[str, Any]:
     """Build one rack, measure, tear it down (also on failure); rows and rack figures."""
@@ -149,25 +268,8 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
                "--ps", f"{ps_ip}:{PS_PORT}", "--repeats", str(repeats), "--warmup", str(warmup),
                "--sizes", *map(str, sizes), "--methods", *methods]
         t0 = time.monotonic()
-        procs = [rack.popen(i, [*cmd, "--rank", str(i)],
-                            env={"NETRL_SWITCH": netrl_switch, "OMP_NUM_THREADS": "1"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                 for i in range(hosts)]
-        outs = []
-        for p in procs:
-            try:
-                o, e = p.communicate(timeout=max(1.0, timeout - (time.monotonic() - t0)))
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                o, e = p.communicate()
-            outs.append((p.returncode, o, e))
-        bad = [(i, rc, e[-3000:]) for i, (rc, _o, e) in enumerate(outs) if rc]
-        if bad:
-            raise RuntimeError(f"rack {rate} x{hosts}: ranks {[b[0] for b in bad]} failed: "
-                               f"{bad[0][2]}")
-        got = next(json.loads(ln[len("RESULT "):]) for ln in outs[0][1].splitlines()
-                   if ln.startswith("RESULT "))
+        got = _run_ranks(rack, hosts, cmd, {"NETRL_SWITCH": netrl_switch,
+                                            "OMP_NUM_THREADS": "1"}, timeout)
         wall = time.monotonic() - t0
     finally:
         if ps_proc is not None and ps_proc.poll() is None:
@@ -283,6 +385,22 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--repeats", type=int, required=True)
     w.add_argument("--warmup", type=int, required=True)
     w.add_argument("--methods", nargs="+", required=True)
+    d = sub.add_parser("ddp-worker", help="(internal) one DDP rank in its host namespace")
+    d.add_argument("--rank", type=int, required=True)
+    d.add_argument("--world", type=int, required=True)
+    d.add_argument("--init", required=True)
+    d.add_argument("--steps", type=int, required=True)
+    d.add_argument("--blocks", type=int, required=True)
+    d.add_argument("--hidden", type=int, required=True)
+    dd = sub.add_parser("ddp", help="DDP steps/s, netrl vs gloo, on a rack (16 ranks: leaves)")
+    dd.add_argument("--rate", default="1gbit")
+    dd.add_argument("--hosts", type=int, nargs="+", default=[4, 16])
+    dd.add_argument("--leaves", type=int, default=None,
+                    help="leaf switches (default: 0 up to 8 ranks, else ceil(hosts/7))")
+    dd.add_argument("--steps", type=int, default=5, help="DDP steps per block")
+    dd.add_argument("--blocks", type=int, default=4, help="blocks per backend, alternating")
+    dd.add_argument("--hidden", type=int, default=1024, help="MLP width H (1.32 M parameters)")
+    dd.add_argument("--json", default="")
     ap.add_argument("--quick", action="store_true", help="1 Gbit/s x 4 hosts, 64 KB, 1 MB, 4 MB")
     ap.add_argument("--racks", type=_parse_racks, default=None,
                     help="RATE:HOSTS,... (default 1gbit:2,1gbit:4,1gbit:8,2500mbit:4,10gbit:4)")
@@ -299,10 +417,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "worker":
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         return worker(args)
+    if args.mode == "ddp-worker":
+        return ddp_worker(args)
     why = can_build_rack()
     if why:
         print(f"rack_allreduce: skipped: {why}")
+        print(" ".join(f"{k}=skipped" for k in ("rack_allreduce_vs_ring", "rack_allreduce_vs_ps",
+                                                 "model_comm_error")))
         return 0
+    if args.mode == "ddp":
+        out = []
+        for n in args.hosts:
+            leaves = args.leaves if args.leaves is not None else (0 if n <= 8 else -(-n // 7))
+            out.append(run_ddp(args.rate, n, leaves=leaves, steps=args.steps,
+                               blocks=args.blocks, hidden=args.hidden))
+        if args.json:
+            Path(args.json).write_text(json.dumps(out, indent=1))
+        print(" ".join(f"ddp_{r['hosts']}_netrl_steps_s={r['median_steps_per_s']['netrl']:.2f} "
+                       f"ddp_{r['hosts']}_gloo_steps_s={r['median_steps_per_s']['gloo']:.2f}"
+                       for r in out))
+        return 0 if all(r["int32_exact_ranks"] == r["hosts"] for r in out) else 1
     methods = [m for m in args.methods.split(",") if m]
     bad = sorted(set(methods) - set(METHODS))
     if bad:
