@@ -122,6 +122,12 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
         dist.barrier(group=ring)
 
     times: dict[tuple[int, str], list[float]] = {}
+    retx: dict[tuple[int, str], int] = {}
+
+    def netrl_agg() -> Any:
+        import hostdrv.torch_backend as tb
+
+        return tb.netrl_group().aggregator
     checked: dict[tuple[int, str], bool] = {}
     for size in sizes:
         elems = size // 4
@@ -150,12 +156,17 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
                 dt = time.perf_counter() - t0
                 if rep >= warmup:
                     times.setdefault((size, method), []).append(dt)
+                    if method in ("inswitch", "netrl"):  # the call's retransmitted chunks
+                        a = agg if method == "inswitch" else netrl_agg()
+                        retx[(size, method)] = (retx.get((size, method), 0)
+                                                + getattr(a, "retransmissions", 0))
                 if expected is not None and (size, method) not in checked:
                     checked[(size, method)] = bool(np.allclose(out, expected, rtol=1e-4,
                                                                atol=1e-4))
     barrier()
     got = {"times": {f"{s}/{m}": v for (s, m), v in times.items()},
            "checked": {f"{s}/{m}": v for (s, m), v in checked.items()},
+           "retransmissions": {f"{s}/{m}": v for (s, m), v in retx.items()},
            "native_client_loop": native_loop}
     barrier()
     ps.close()
@@ -213,7 +224,8 @@ def rows_of(got: dict[str, Any], world: int, sizes: list[int],
             rows.append({"ranks": world, "bytes": size, "method": method,
                          "median_ms": 1e3 * statistics.median(v),
                          "p25_ms": 1e3 * _percentile(v, 0.25), "p75_ms": 1e3 * _percentile(v, 0.75),
-                         "repeats": len(v), "sum_ok": got["checked"].get(f"{size}/{method}")})
+                         "repeats": len(v), "sum_ok": got["checked"].get(f"{size}/{method}"),
+                         "retransmissions": got.get("retransmissions", {}).get(f"{size}/{method}")})
     return rows
 
 

@@ -357,6 +357,44 @@ def format_table(res: dict[str, Any], predicted: dict[tuple[str, int, int, str],
     return "\n".join(lines)
 
 
+def crossovers(res: dict[str, Any], ours: str = "netrl", theirs: str = "ring") -> list[str]:
+    """Per rack, the sizes where ``ours`` is faster than ``theirs`` (median time below
+    theirs) and where it is slower: ``docs/torch.md``'s crossover sizes."""
+    by = {(r["rate"], r["ranks"], r["bytes"], r["method"]): r["median_ms"] for r in res["rows"]}
+    out = []
+    for rk in res["racks"]:
+        faster, slower = [], []
+        for size in res["sizes"]:
+            a, b = by.get((rk["rate"], rk["hosts"], size, ours)), by.get(
+                (rk["rate"], rk["hosts"], size, theirs))
+            if a is None or b is None:
+                continue
+            (faster if a < b else slower).append(f"{_size(size)} ({b / a:.2f}x)")
+        out.append(f"{rk['rate']} x{rk['hosts']}: {ours} faster than {theirs} at "
+                   f"{', '.join(faster) or 'no size'}; slower at {', '.join(slower) or 'no size'}")
+    return out
+
+
+def markdown(res: dict[str, Any]) -> str:
+    """The result as a markdown table: rate, hosts, size, each method's median [p25-p75] ms,
+    ring / netrl and PS / netrl (``docs/rack.md``)."""
+    methods = res["methods"]
+    lines = ["| rate | hosts | size | " + " | ".join(methods) + " | ring / netrl | PS / netrl |",
+             "|---|---|---|" + "---|" * (len(methods) + 2)]
+    by = {(r["rate"], r["ranks"], r["bytes"], r["method"]): r for r in res["rows"]}
+    for rk in res["racks"]:
+        for size in res["sizes"]:
+            key = (rk["rate"], rk["hosts"], size)
+            cells = [f"{by[(*key, m)]['median_ms']:.2f} [{by[(*key, m)]['p25_ms']:.2f}–"
+                     f"{by[(*key, m)]['p75_ms']:.2f}]" for m in methods]
+            base = by[(*key, "netrl")]["median_ms"] if "netrl" in methods else None
+            ratios = [f"{by[(*key, m)]['median_ms'] / base:.2f}" if base and (*key, m) in by
+                      else "–" for m in ("ring", "ps")]
+            lines.append(f"| {rk['rate']} | {rk['hosts']} | {_size(size)} | " + " | ".join(cells)
+                         + " | " + " | ".join(ratios) + " |")
+    return "\n".join(lines)
+
+
 def _parse_racks(text: str) -> list[tuple[str, int]]:
     out = []
     for item in text.split(","):
@@ -411,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", action=argparse.BooleanOptionalAction, default=True,
                     help="print the cluster model's prediction of each row and its error")
     ap.add_argument("--json", default="", help="write the result here")
+    ap.add_argument("--markdown", default="", help="write the table as markdown here")
+    ap.add_argument("--from-json", default="",
+                    help="no measurement: print (and --markdown) a saved --json result")
     args = ap.parse_args(argv)
     if args.mode == "ps":
         return serve_ps(args.world, args.host, args.port, args.max_elems)
@@ -419,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         return worker(args)
     if args.mode == "ddp-worker":
         return ddp_worker(args)
-    why = can_build_rack()
+    why = "" if args.from_json else can_build_rack()
     if why:
         print(f"rack_allreduce: skipped: {why}")
         print(" ".join(f"{k}=skipped" for k in ("rack_allreduce_vs_ring", "rack_allreduce_vs_ps",
@@ -441,9 +482,14 @@ def main(argv: list[str] | None = None) -> int:
     bad = sorted(set(methods) - set(METHODS))
     if bad:
         ap.error(f"unknown methods {bad}: {METHODS}")
-    res = run(args.quick, racks=args.racks, sizes=[k * KB for k in args.sizes_kb]
-              if args.sizes_kb else None, repeats=args.repeats, warmup=args.warmup,
-              methods=methods)
+    if args.from_json:
+        res = json.loads(Path(args.from_json).read_text())
+    else:
+        res = run(args.quick, racks=args.racks, sizes=[k * KB for k in args.sizes_kb]
+                  if args.sizes_kb else None, repeats=args.repeats, warmup=args.warmup,
+                  methods=methods)
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(res) + "\n")
     predicted = None
     if args.model:
         import cluster_model
@@ -451,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
         predicted, err = cluster_model.comm_rows_error(res)
         res["model"] = {"max_error": err["max"], "errors": err["rows"]}
     print(format_table(res, predicted))
+    for line in crossovers(res) + crossovers(res, "netrl", "ps"):
+        print("crossover " + line)
     if args.model:
         print(cluster_model.format_comm_errors(res["model"]))
     if args.json:
