@@ -79,14 +79,16 @@ def _rank(rank: int, world: int, port: int, switch_url: str, ps_address: tuple[s
 def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
               ps_address: tuple[str, int], sizes: list[int], repeats: int, warmup: int,
               methods: list[str], *, configure_switch: bool = False,
-              check_max: int = 4096 * KB) -> dict[str, Any]:
+              check_max: int = 4096 * KB, window: int | None = None) -> dict[str, Any]:
     """One rank's part: every method on every size, interleaved (see the module doc).
 
     ``init_method`` is torch's rendezvous (``netrl`` if it is among ``methods``, whose switch
     is ``NETRL_SWITCH`` or the embedded one, else gloo). ``configure_switch``: rank 0
     configures ``switch_url``'s aggregation job for ``world`` members first (a switch
     nobody else configured, e.g. on the rack). Sums up to ``check_max`` bytes are checked
-    against numpy's once per method. Returns rank 0's times (every rank returns its own)."""
+    against numpy's once per method. ``window``: the bare Aggregator's chunks in flight
+    (default: the ``netrl`` backend's choice). Returns rank 0's times (every rank returns
+    its own)."""
     import numpy as np
     import torch
     import torch.distributed as dist
@@ -114,7 +116,7 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
                                           packet_elems=ctl.read("AGG_MAX_ELEMS"))
         dist.barrier(group=ring)
     agg = hostdrv.Aggregator(switch_url, worker=rank, retries=200)
-    agg.window = default_window(agg.packet_elems, agg.slots, world)
+    agg.window = window or default_window(agg.packet_elems, agg.slots, world)
     native_loop = agg._native() is not None
     ps = PsClient(ps_address, rank, world, timeout=120)
 

@@ -114,7 +114,8 @@ def worker(args: argparse.Namespace) -> int:
     host, port = args.ps.rsplit(":", 1)
     got = peers_allreduce.rank_loop(args.rank, args.world, args.init, args.switch,
                                     (host, int(port)), args.sizes, args.repeats, args.warmup,
-                                    args.methods, configure_switch=True, check_max=4 * MB)
+                                    args.methods, configure_switch=True, check_max=4 * MB,
+                                    window=args.window or None)
     if args.rank == 0:
         print("RESULT " + json.dumps(got), flush=True)
     return 0
@@ -240,8 +241,11 @@ def run_ddp(rate: str, hosts: int, *, leaves: int = 0, steps: int = 5, blocks: i
 
 
 def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
-             methods: list[str], *, timeout: float = 1800.0, log: Any = print) -> dict[str, Any]:
-    """Build one rack, measure, tear it down (also on failure); rows and rack figures."""
+             methods: list[str], *, timeout: float = 1800.0, log: Any = print,
+             window: int | None = None) -> dict[str, Any]:
+    """Build one rack, measure, tear it down (also on failure); rows and rack figures.
+    ``window``: chunks in flight per rank of both switch methods (``NETRL_WINDOW``; default:
+    the backend's own choice)."""
     rackmod = rack_module()
     cfg = rackmod.RackConfig(prefix=rackmod.unique_prefix("nra"), hosts=hosts + 1, rate=rate,
                              max_elems=MAX_ELEMS, extra_switches=1)
@@ -266,10 +270,12 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
         cmd = [sys.executable, str(Path(__file__).resolve()), "worker", "--world", str(hosts),
                "--init", f"tcp://{rack.host_ip(0)}:{STORE_PORT}", "--switch", rack.switch_url,
                "--ps", f"{ps_ip}:{PS_PORT}", "--repeats", str(repeats), "--warmup", str(warmup),
-               "--sizes", *map(str, sizes), "--methods", *methods]
+               "--sizes", *map(str, sizes), "--methods", *methods, "--window", str(window or 0)]
         t0 = time.monotonic()
-        got = _run_ranks(rack, hosts, cmd, {"NETRL_SWITCH": netrl_switch,
-                                            "OMP_NUM_THREADS": "1"}, timeout)
+        env = {"NETRL_SWITCH": netrl_switch, "OMP_NUM_THREADS": "1"}
+        if window:
+            env["NETRL_WINDOW"] = str(window)
+        got = _run_ranks(rack, hosts, cmd, env, timeout)
         wall = time.monotonic() - t0
     finally:
         if ps_proc is not None and ps_proc.poll() is None:
@@ -294,7 +300,8 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
 
 def run(quick: bool, *, racks: list[tuple[str, int]] | None = None,
         sizes: list[int] | None = None, repeats: int | None = None, warmup: int | None = None,
-        methods: list[str] | None = None, log: Any = print) -> dict[str, Any]:
+        methods: list[str] | None = None, log: Any = print,
+        window: int | None = None) -> dict[str, Any]:
     """Measure every rack; ``{"rows", "racks", "sizes", "repeats", "methods",
     "rack_allreduce_vs_ring", "rack_allreduce_vs_ps"}`` (ratios ``None`` when the key
     rack and size were not run). Each row: rate, hosts (as ``ranks``), bytes, method,
@@ -305,9 +312,9 @@ def run(quick: bool, *, racks: list[tuple[str, int]] | None = None,
     warmup = warmup if warmup is not None else 2
     methods = methods or list(METHODS)
     res: dict[str, Any] = {"rows": [], "racks": [], "sizes": sizes, "repeats": repeats,
-                           "methods": methods}
+                           "methods": methods, "window": window}
     for rate, hosts in racks:
-        r = run_rack(rate, hosts, sizes, repeats, warmup, methods, log=log)
+        r = run_rack(rate, hosts, sizes, repeats, warmup, methods, log=log, window=window)
         res["rows"] += r.pop("rows")
         res["racks"].append(r)
     med = {(r["rate"], r["ranks"], r["bytes"], r["method"]): r["median_ms"] for r in res["rows"]}
@@ -350,6 +357,11 @@ def format_table(res: dict[str, Any], predicted: dict[tuple[str, int, int, str],
             ratios = [f"{by[(size, m)]['median_ms'] / base:11.2f}" for m in methods
                       if m != "netrl" and base]
             lines.append(f"{_size(size):>6} " + " ".join(cells) + "  " + " ".join(ratios))
+        retx = [f"{m} {_size(size)} {by[(size, m)]['retransmissions']}"
+                for m in ("netrl", "inswitch") for size in res["sizes"]
+                if (size, m) in by and by[(size, m)].get("retransmissions")]
+        lines.append("  retransmitted chunks, rank 0, summed over the repeats: "
+                     + (", ".join(retx) or "none"))
     bad = [r for r in res["rows"] if r["sum_ok"] is False]
     if bad:
         lines.append("! a sum that did not match numpy's: " + ", ".join(
@@ -423,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--repeats", type=int, required=True)
     w.add_argument("--warmup", type=int, required=True)
     w.add_argument("--methods", nargs="+", required=True)
+    w.add_argument("--window", type=int, default=0)
     d = sub.add_parser("ddp-worker", help="(internal) one DDP rank in its host namespace")
     d.add_argument("--rank", type=int, required=True)
     d.add_argument("--world", type=int, required=True)
@@ -446,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=None, help="default 9, --quick 7")
     ap.add_argument("--warmup", type=int, default=None, help="default 2")
     ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--window", type=int, default=None,
+                    help="chunks in flight per rank, both switch methods (default: netrl's)")
     ap.add_argument("--model", action=argparse.BooleanOptionalAction, default=True,
                     help="print the cluster model's prediction of each row and its error")
     ap.add_argument("--json", default="", help="write the result here")
@@ -487,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         res = run(args.quick, racks=args.racks, sizes=[k * KB for k in args.sizes_kb]
                   if args.sizes_kb else None, repeats=args.repeats, warmup=args.warmup,
-                  methods=methods)
+                  methods=methods, window=args.window)
     if args.markdown:
         Path(args.markdown).write_text(markdown(res) + "\n")
     predicted = None
