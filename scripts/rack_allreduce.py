@@ -21,6 +21,8 @@ order rotated from repeat to repeat, a gloo barrier before each call;
   host at the same rate. (Putting it in the switch namespace would give it N links'
   worth of bandwidth, a server no cluster has.)
 
+Both switch methods keep :data:`RACK_WINDOW` chunks in flight per rank (``--window``).
+
 Figures: rank 0's wall clock per call, median and 25th-75th percentile over the
 repeats; the machine's load average is recorded before and after each rack. A bulk TCP
 transfer h0 → h1 (``rack.measure_rate``) checks that ``tc`` shapes at the rate.
@@ -66,6 +68,15 @@ METHODS = ["netrl", "inswitch", "ring", "ps"]
 KEY_RACK, KEY_SIZE = ("1gbit", 4), 4 * MB
 """Where the key=value ratios are read: 1 Gbit/s, 4 hosts, 4 MB, the netrl backend."""
 PS_PORT, STORE_PORT = 29610, 29611
+RACK_WINDOW = 16
+"""Chunks in flight per rank of both switch methods on the rack (``NETRL_WINDOW``): 16 x 8 KB
+= 128 KB, a millisecond of a 1 Gbit/s link and several of the rack's round trips. The
+``netrl`` backend's own default (64 at 2048 elements, sized to a 4 MiB socket buffer by
+payload bytes) lost chunks on this rack: 919 retransmitted at 16 MB, 4 hosts, 1 Gbit/s,
+with the switch path at half the ring's speed (``--window 0`` measures it)."""
+DDP_DEAD_AFTER = 60
+"""``NETRL_DEAD_AFTER`` of the DDP runs (s): the default 5 s declared a starved rank of 16
+dead on this 2-core machine at load average 26."""
 MAX_ELEMS = 2048
 """The rack's soft switches: 2048 float32 per datagram (8 KB, within the 9000-byte MTU)."""
 
@@ -212,7 +223,8 @@ def _run_ranks(rack: Any, hosts: int, cmd: list[str], env: dict[str, str],
 
 
 def run_ddp(rate: str, hosts: int, *, leaves: int = 0, steps: int = 5, blocks: int = 4,
-            hidden: int = 1024, timeout: float = 1800.0, log: Any = print) -> dict[str, Any]:
+            hidden: int = 1024, timeout: float = 1800.0, log: Any = print,
+            window: int | None = RACK_WINDOW) -> dict[str, Any]:
     """DDP steps/s, ``netrl`` vs gloo, ``hosts`` ranks on a rack at ``rate`` (``leaves`` > 0:
     that many leaf switches under the root, the ``netrl`` hierarchy). Also the exact int32
     sum of a tiny tensor on every rank (``int32_exact_ranks`` == hosts)."""
@@ -226,11 +238,16 @@ def run_ddp(rate: str, hosts: int, *, leaves: int = 0, steps: int = 5, blocks: i
                str(hosts), "--init", f"tcp://{rack.host_ip(0)}:{STORE_PORT}", "--steps",
                str(steps), "--blocks", str(blocks), "--hidden", str(hidden)]
         t0 = time.monotonic()
-        got = _run_ranks(rack, hosts, cmd, {"OMP_NUM_THREADS": "1"}, timeout)
+        # 16 rank processes on 2 shared cores can starve a heartbeat thread for seconds:
+        # a generous dead_after keeps the fail-fast check from declaring a slow rank dead
+        env = {"OMP_NUM_THREADS": "1", "NETRL_DEAD_AFTER": str(DDP_DEAD_AFTER)}
+        if window:
+            env["NETRL_WINDOW"] = str(window)
+        got = _run_ranks(rack, hosts, cmd, env, timeout)
         wall = time.monotonic() - t0
     finally:
         rack.down()
-    got.update(rate=rate, hosts=hosts, leaves=leaves, seconds=wall,
+    got.update(rate=rate, hosts=hosts, leaves=leaves, seconds=wall, window=window,
                load=[load0, os.getloadavg()[0]])
     sps = {k: statistics.median(v) for k, v in got["steps_per_s"].items()}
     got["median_steps_per_s"] = sps
@@ -244,7 +261,7 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
              methods: list[str], *, timeout: float = 1800.0, log: Any = print,
              window: int | None = None) -> dict[str, Any]:
     """Build one rack, measure, tear it down (also on failure); rows and rack figures.
-    ``window``: chunks in flight per rank of both switch methods (``NETRL_WINDOW``; default:
+    ``window``: chunks in flight per rank of both switch methods (``NETRL_WINDOW``; None:
     the backend's own choice)."""
     rackmod = rack_module()
     cfg = rackmod.RackConfig(prefix=rackmod.unique_prefix("nra"), hosts=hosts + 1, rate=rate,
@@ -311,6 +328,7 @@ def run(quick: bool, *, racks: list[tuple[str, int]] | None = None,
     repeats = repeats or (7 if quick else 9)
     warmup = warmup if warmup is not None else 2
     methods = methods or list(METHODS)
+    window = RACK_WINDOW if window is None else (window or None)
     res: dict[str, Any] = {"rows": [], "racks": [], "sizes": sizes, "repeats": repeats,
                            "methods": methods, "window": window}
     for rate, hosts in racks:
@@ -451,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
     dd.add_argument("--steps", type=int, default=5, help="DDP steps per block")
     dd.add_argument("--blocks", type=int, default=4, help="blocks per backend, alternating")
     dd.add_argument("--hidden", type=int, default=1024, help="MLP width H (1.32 M parameters)")
+    dd.add_argument("--window", type=int, default=RACK_WINDOW,
+                    help="NETRL_WINDOW (0: the backend's own default)")
     dd.add_argument("--json", default="")
     ap.add_argument("--quick", action="store_true", help="1 Gbit/s x 4 hosts, 64 KB, 1 MB, 4 MB")
     ap.add_argument("--racks", type=_parse_racks, default=None,
@@ -460,7 +480,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=None, help="default 2")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--window", type=int, default=None,
-                    help="chunks in flight per rank, both switch methods (default: netrl's)")
+                    help=f"chunks in flight per rank, both switch methods (default "
+                         f"{RACK_WINDOW}; 0: the netrl backend's own default)")
     ap.add_argument("--model", action=argparse.BooleanOptionalAction, default=True,
                     help="print the cluster model's prediction of each row and its error")
     ap.add_argument("--json", default="", help="write the result here")
@@ -486,7 +507,8 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.hosts:
             leaves = args.leaves if args.leaves is not None else (0 if n <= 8 else -(-n // 7))
             out.append(run_ddp(args.rate, n, leaves=leaves, steps=args.steps,
-                               blocks=args.blocks, hidden=args.hidden))
+                               blocks=args.blocks, hidden=args.hidden,
+                               window=args.window or None))
         if args.json:
             Path(args.json).write_text(json.dumps(out, indent=1))
         print(" ".join(f"ddp_{r['hosts']}_netrl_steps_s={r['median_steps_per_s']['netrl']:.2f} "
@@ -505,19 +527,21 @@ def main(argv: list[str] | None = None) -> int:
                   methods=methods, window=args.window)
     if args.markdown:
         Path(args.markdown).write_text(markdown(res) + "\n")
-    predicted = None
+    if args.json:  # first: nothing below may lose the measurement
+        Path(args.json).write_text(json.dumps(res, indent=1))
+    predicted, err = None, None
     if args.model:
         import cluster_model
 
         predicted, err = cluster_model.comm_rows_error(res)
         res["model"] = {"max_error": err["max"], "errors": err["rows"]}
+        if args.json:
+            Path(args.json).write_text(json.dumps(res, indent=1))
     print(format_table(res, predicted))
     for line in crossovers(res) + crossovers(res, "netrl", "ps"):
         print("crossover " + line)
-    if args.model:
-        print(cluster_model.format_comm_errors(res["model"]))
-    if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=1))
+    if err is not None:
+        print(cluster_model.format_comm_errors(err))
     keys = {k: ("n/a" if res[k] is None else f"{res[k]:.3f}")
             for k in ("rack_allreduce_vs_ring", "rack_allreduce_vs_ps")}
     if args.model:
