@@ -35,6 +35,14 @@ lower is better, PDP'22's aim 0.72), ``prioritized_vs_reverb`` (aim 0.71),
 ``replay_throughput_vs_reverb`` (prioritized samples/s, ours / Reverb's best;
 higher is better, aim 1.0). Without ``.venv-peers`` the keys read ``absent``
 and our figures are still printed.
+
+All-reduce on one host (:func:`allreduce_section`, ``scripts/peers_allreduce.py``) and on a
+network-bound rack (:func:`rack_section`, ``scripts/rack_allreduce.py``: host namespaces
+with ``tc``-shaped links, 1 Gbit/s x 4 hosts with ``--quick``; root needed, else its keys
+read ``skipped``): ``rack_allreduce_vs_ring`` and ``rack_allreduce_vs_ps`` (4 hosts, 4 MB,
+1 Gbit/s, the netrl backend; the baseline's median / ours, higher is better, aims 1.4 and
+3.0) and ``model_comm_error`` (the largest relative error of ``scripts/cluster_comm.py``'s
+prediction over the rack's rows; aim 0.15).
 """
 
 from __future__ import annotations
@@ -380,9 +388,45 @@ def allreduce_section(args: argparse.Namespace) -> SectionResult:
     return res
 
 
+RACK_KEYS = ("rack_allreduce_vs_ring", "rack_allreduce_vs_ps", "model_comm_error")
+
+
+def rack_section(args: argparse.Namespace) -> SectionResult:
+    """All-reduce on a network-bound rack of network namespaces (``scripts/rack_allreduce.py``:
+    netrl backend, bare Aggregator, gloo ring, native PS on its own host; root needed), and
+    the cluster model's prediction of every row (``scripts/cluster_comm.py``)."""
+    import rack_allreduce
+
+    res = SectionResult()
+    why = rack_allreduce.can_build_rack()
+    if why:
+        res.lines.append(f"rack: skipped: {why}")
+        res.keys = {k: "skipped" for k in RACK_KEYS}
+        return res
+    out = rack_allreduce.run(args.quick, log=lambda m: print(m, flush=True))
+    res.data = out
+    res.keys = {k: ("n/a" if out[k] is None else f"{out[k]:.3f}")
+                for k in ("rack_allreduce_vs_ring", "rack_allreduce_vs_ps")}
+    try:
+        import cluster_model
+
+        predicted, err = cluster_model.comm_rows_error(out)
+    except FileNotFoundError as e:  # no calibration file: the rows stand, the model does not
+        res.lines.append(rack_allreduce.format_table(out))
+        res.lines.append(f"model: {e}")
+        res.keys["model_comm_error"] = "absent"
+        return res
+    out["model"] = {"max_error": err["max"], "errors": err["rows"]}
+    res.lines.append(rack_allreduce.format_table(out, predicted))
+    res.lines.append(cluster_model.format_comm_errors(err))
+    res.keys["model_comm_error"] = f"{err['max']:.3f}"
+    return res
+
+
 # The sections, in order.
 SECTIONS: list[tuple[str, Section]] = [("replay", replay_section),
-                                       ("allreduce", allreduce_section)]
+                                       ("allreduce", allreduce_section),
+                                       ("rack", rack_section)]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -55,6 +55,10 @@ between rounds.
 Async with threshold H: a round completes at the H-th arrival; with N equal
 workers that is the last one, so H changes staleness, not time, in this model.
 
+The comm-only rows of the network-bound rack (``scripts/rack_allreduce.py``) are
+predicted by ``scripts/cluster_comm.py`` (``--comm RESULT.json``: each row's error and
+``model_comm_error``, the largest).
+
 Usage::
 
     python scripts/cluster_model.py --calibrate            # host_costs.json (~8 min, 4 processes)
@@ -129,12 +133,19 @@ from cluster_calibration import (  # noqa: E402
     rtl_figures,
     select_repeats,
 )
+from cluster_comm import (  # noqa: E402
+    HostCalibration,
+    comm_rows_error,
+    format_comm_errors,
+    predict_s,
+)
 from cluster_report import make_plots, markdown, summary_line  # noqa: E402
 
 from hostdrv.wire.consts import MAX_ELEMS  # noqa: E402
 
 __all__ = [
     "ALGOS", "CALIBRATION_WORKERS", "CLOCK_HZ", "DATA", "ETH_FRAMING", "HOST_STRATEGY", "PAPER",
+    "HostCalibration", "comm_rows_error", "format_comm_errors", "predict_s",
     "RACK_ROW", "RACK_RTT", "STRATEGIES", "TCP_HEADERS", "Breakdown", "HostCost", "Network",
     "Workload", "aggregation", "calibrate", "extract_rack", "host_costs_from", "iteration",
     "latency_hops", "loopback_rtt_us", "main", "make_plots", "markdown", "matched_scale", "papers",
@@ -173,8 +184,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="--calibrate: keep the repeats already in --host-costs and select "
                          "from all of them")
     ap.add_argument("--no-rtl", action="store_true", help="--calibrate: skip the Verilator run")
+    ap.add_argument("--comm", type=Path, default=None,
+                    help="predict every row of a `scripts/rack_allreduce.py --json` result, "
+                         "print each row's error and end with model_comm_error=")
+    ap.add_argument("--host-allreduce", type=Path, default=None,
+                    help="--comm: the one-host calibration (default docs/data/host_allreduce.json)")
     args = ap.parse_args(argv)
 
+    if args.comm:
+        cal = HostCalibration.load(args.host_allreduce) if args.host_allreduce else None
+        _pred, err = comm_rows_error(read_json(args.comm), cal)
+        print(format_comm_errors(err))
+        print(f"model_comm_error={err['max']:.3f}")
+        return 0
     if args.calibrate:
         data = calibrate([int(s) for s in args.sizes.split(",")],
                          [float(s) for s in args.loads_ms.split(",")], 2048, args.reps,

@@ -70,6 +70,25 @@ def _inputs(rank: int, elems: int) -> Any:
 def _rank(rank: int, world: int, port: int, switch_url: str, ps_address: tuple[str, int],
           sizes: list[int], repeats: int, warmup: int, methods: list[str], queue: Any) -> None:
     """One rank: every method on every size, interleaved; rank 0 sends the times."""
+    got = rank_loop(rank, world, f"tcp://127.0.0.1:{port}", switch_url, ps_address, sizes,
+                    repeats, warmup, methods)
+    if rank == 0:
+        queue.put(got)
+
+
+def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
+              ps_address: tuple[str, int], sizes: list[int], repeats: int, warmup: int,
+              methods: list[str], *, configure_switch: bool = False,
+              check_max: int = 4096 * KB, window: int | None = None) -> dict[str, Any]:
+    """One rank's part: every method on every size, interleaved (see the module doc).
+
+    ``init_method`` is torch's rendezvous (``netrl`` if it is among ``methods``, whose switch
+    is ``NETRL_SWITCH`` or the embedded one, else gloo). ``configure_switch``: rank 0
+    configures ``switch_url``'s aggregation job for ``world`` members first (a switch
+    nobody else configured, e.g. on the rack). Sums up to ``check_max`` bytes are checked
+    against numpy's once per method. ``window``: the bare Aggregator's chunks in flight
+    (default: the ``netrl`` backend's choice). Returns rank 0's times (every rank returns
+    its own)."""
     import numpy as np
     import torch
     import torch.distributed as dist
@@ -79,19 +98,25 @@ def _rank(rank: int, world: int, port: int, switch_url: str, ps_address: tuple[s
     from hostdrv.peers.ps import PsClient
 
     torch.set_num_threads(1)
-    timeout = datetime.timedelta(seconds=120)
+    timeout = datetime.timedelta(seconds=300)
     if "netrl" in methods:
         import hostdrv.torch_backend  # noqa: F401 - registers the "netrl" backend
 
-        dist.init_process_group("netrl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+        dist.init_process_group("netrl", init_method=init_method, rank=rank,
                                 world_size=world, timeout=timeout)
         ring = dist.new_group(backend="gloo")
     else:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+        dist.init_process_group("gloo", init_method=init_method, rank=rank,
                                 world_size=world, timeout=timeout)
         ring = None
+    if configure_switch:
+        if rank == 0:
+            with hostdrv.SwitchControl(switch_url) as ctl:
+                ctl.configure_aggregation(members=world, slots=ctl.read("AGG_MAX_SLOTS"),
+                                          packet_elems=ctl.read("AGG_MAX_ELEMS"))
+        dist.barrier(group=ring)
     agg = hostdrv.Aggregator(switch_url, worker=rank, retries=200)
-    agg.window = default_window(agg.packet_elems, agg.slots, world)
+    agg.window = window or default_window(agg.packet_elems, agg.slots, world)
     native_loop = agg._native() is not None
     ps = PsClient(ps_address, rank, world, timeout=120)
 
@@ -99,13 +124,19 @@ def _rank(rank: int, world: int, port: int, switch_url: str, ps_address: tuple[s
         dist.barrier(group=ring)
 
     times: dict[tuple[int, str], list[float]] = {}
+    retx: dict[tuple[int, str], int] = {}
+
+    def netrl_agg() -> Any:
+        import hostdrv.torch_backend as tb
+
+        return tb.netrl_group().aggregator
     checked: dict[tuple[int, str], bool] = {}
     for size in sizes:
         elems = size // 4
         x = _inputs(rank, elems)
         t = torch.from_numpy(x.copy())
         expected = None
-        if size <= 4096 * KB:  # every rank's input is known: check each method's sum once
+        if size <= check_max:  # every rank's input is known: check each method's sum once
             expected = np.sum([_inputs(r, elems) for r in range(world)], axis=0, dtype=np.float64)
 
         def call(method: str, x: Any = x, t: Any = t) -> Any:
@@ -127,18 +158,23 @@ def _rank(rank: int, world: int, port: int, switch_url: str, ps_address: tuple[s
                 dt = time.perf_counter() - t0
                 if rep >= warmup:
                     times.setdefault((size, method), []).append(dt)
+                    if method in ("inswitch", "netrl"):  # the call's retransmitted chunks
+                        a = agg if method == "inswitch" else netrl_agg()
+                        retx[(size, method)] = (retx.get((size, method), 0)
+                                                + getattr(a, "retransmissions", 0))
                 if expected is not None and (size, method) not in checked:
                     checked[(size, method)] = bool(np.allclose(out, expected, rtol=1e-4,
                                                                atol=1e-4))
     barrier()
-    if rank == 0:
-        queue.put({"times": {f"{s}/{m}": v for (s, m), v in times.items()},
-                   "checked": {f"{s}/{m}": v for (s, m), v in checked.items()},
-                   "native_client_loop": native_loop})
+    got = {"times": {f"{s}/{m}": v for (s, m), v in times.items()},
+           "checked": {f"{s}/{m}": v for (s, m), v in checked.items()},
+           "retransmissions": {f"{s}/{m}": v for (s, m), v in retx.items()},
+           "native_client_loop": native_loop}
     barrier()
     ps.close()
     agg.close()
     dist.destroy_process_group()
+    return got
 
 
 def _percentile(v: list[float], q: float) -> float:
@@ -175,6 +211,14 @@ def _world(world: int, sizes: list[int], repeats: int, warmup: int,
             config["ps_rounds"] = ps.stats()["rounds"]
     finally:
         switch.close()
+    config["native_client_loop"] = got["native_client_loop"]
+    return {"rows": rows_of(got, world, sizes, methods), "config": config}
+
+
+def rows_of(got: dict[str, Any], world: int, sizes: list[int],
+            methods: list[str]) -> list[dict[str, Any]]:
+    """The table rows of one :func:`rank_loop` result (rank 0's): per size and method the
+    median and 25th/75th percentile in ms, the repeats and whether the sum matched."""
     rows = []
     for size in sizes:
         for method in methods:
@@ -182,9 +226,9 @@ def _world(world: int, sizes: list[int], repeats: int, warmup: int,
             rows.append({"ranks": world, "bytes": size, "method": method,
                          "median_ms": 1e3 * statistics.median(v),
                          "p25_ms": 1e3 * _percentile(v, 0.25), "p75_ms": 1e3 * _percentile(v, 0.75),
-                         "repeats": len(v), "sum_ok": got["checked"].get(f"{size}/{method}")})
-    config["native_client_loop"] = got["native_client_loop"]
-    return {"rows": rows, "config": config}
+                         "repeats": len(v), "sum_ok": got["checked"].get(f"{size}/{method}"),
+                         "retransmissions": got.get("retransmissions", {}).get(f"{size}/{method}")})
+    return rows
 
 
 def run(quick: bool, *, ranks: tuple[int, ...] = (2, 4), sizes: list[int] | None = None,
@@ -271,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(res))
     print("config: " + json.dumps(res["config"]))
     if args.json:
+        res["origin"] = (f"scripts/peers_allreduce.py {' '.join(sys.argv[1:] if argv is None else argv)}"
+                         f" on {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+                         f", load average {os.getloadavg()[0]:.1f}")
         Path(args.json).write_text(json.dumps(res, indent=1))
     if any(r["sum_ok"] is False for r in res["rows"]):
         print("peers_allreduce: a method returned a wrong sum", file=sys.stderr)

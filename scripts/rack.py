@@ -30,6 +30,18 @@ Topology (``docs/rack.md``)
   URL (:attr:`Rack.switch_url`; registers through an ``rwaxi`` that reaches
   the simulation's register bus). ``switch="none"`` leaves the ports
   unattached.
+* ``leaves=K`` (``--leaves K``, ``switch="soft"``): a two-level tree instead of one
+  switch. ``PREFIX-l0`` … ``PREFIX-l{K-1}`` are leaf switch namespaces, each a bridge
+  holding leaf ``k``'s address ``10.77.0.{240+k}`` and its own soft switch; host ``i``
+  is cabled to leaf ``i // ceil(N/K)`` (the ``netrl`` backend's leaf plan,
+  :class:`hostdrv.client.torch_hierarchy.Plan`), and every leaf has an uplink (veth
+  ``up0`` in the leaf, ``u{k}`` in ``PREFIX-sw``) to the root: the switch namespace's
+  bridge and soft switch. One broadcast domain still (hosts on different leaves reach
+  each other through the root's bridge); ``run`` adds ``NETRL_LEAVES`` (the leaves'
+  URLs), so ``init_process_group("netrl")`` builds the hierarchy on these switches.
+* ``extra_switches=M``: M more soft switches in the switch namespace, on
+  ``switch_port + 1`` … (:meth:`Rack.extra_switch_url`): separate switch jobs on the same
+  links (e.g. the ``netrl`` backend's beside a bare ``Aggregator``'s).
 * Every link is rate-shaped with ``tc`` ``tbf`` on both ends (host ``eth0``
   egress and switch ``p{i}`` egress), default 10 Gbit/s.
 * Link delay (``netem`` is not available): with ``delay_us > 0`` each port
@@ -75,6 +87,10 @@ HOST_IF = "eth0"
 BRIDGE = "br0"
 ETC_NETNS = Path("/etc/netns")
 SWITCH_HOST_OCTET = 254
+LEAF_HOST_OCTET = 240
+"""Leaf switch ``k`` of a two-level rack is ``SUBNET.{240 + k}``; hosts stay below."""
+MAX_LEAVES = 8
+"""A root switch aggregates at most 8 members (its leaves)."""
 _SETHOST = "import os, socket, sys; socket.sethostname(sys.argv[1]); os.execvp(sys.argv[2], sys.argv[2:])"
 SWITCHES = ("soft", "rtl", "bridge", "none")
 """``RackConfig.switch`` kinds."""
@@ -111,7 +127,7 @@ def list_racks() -> list[str]:
     """Prefixes of every rack whose namespaces exist."""
     found = set()
     for ns in _netns_list():
-        m = re.fullmatch(r"([a-z][a-z0-9]{0,11})-(h\d+|sw)", ns)
+        m = re.fullmatch(r"([a-z][a-z0-9]{0,11})-(h\d+|l\d+|sw)", ns)
         if m:
             found.add(m.group(1))
     return sorted(found)
@@ -144,6 +160,9 @@ class RackConfig:
     max_elems: the soft switch's ``--max-elems``.
     engine: the soft switch's ``--engine`` (None: its default).
     delay_line: run the delay line even at ``delay_us=0`` (measures its own cost).
+    leaves: 0: every host on the one switch; K >= 1: K leaf switch namespaces under the
+        switch namespace as root (``switch="soft"``, no delay line).
+    extra_switches: more soft switches in the switch namespace (ports after ``switch_port``).
     """
 
     prefix: str = "nrl"
@@ -157,6 +176,8 @@ class RackConfig:
     max_elems: int = 2048
     engine: str | None = None
     delay_line: bool = False
+    leaves: int = 0
+    extra_switches: int = 0
 
     def check(self) -> None:
         """Raise :class:`RackError` when a field is out of range."""
@@ -172,6 +193,17 @@ class RackConfig:
         if self.switch == "rtl" and (self.hosts > 4 or self.delay_us):
             raise RackError("switch='rtl' has the board's 4 MAC ports (hosts <= 4) and no "
                             "delay line")
+        if not 0 <= self.leaves <= MAX_LEAVES:
+            raise RackError(f"bad leaves={self.leaves}: 0..{MAX_LEAVES}")
+        if self.leaves and (self.switch != "soft" or self.delay_us or self.delay_line):
+            raise RackError("leaves need switch='soft' and no delay line")
+        if self.leaves > self.hosts:
+            raise RackError(f"bad leaves={self.leaves}: more leaves than hosts={self.hosts}")
+        if self.hosts > LEAF_HOST_OCTET:
+            raise RackError(f"bad hosts={self.hosts}: at most {LEAF_HOST_OCTET} (the "
+                            "addresses above are the switches')")
+        if not 0 <= self.extra_switches <= 8 or (self.extra_switches and self.switch != "soft"):
+            raise RackError(f"bad extra_switches={self.extra_switches}: 0..8, switch='soft'")
         _rate_bytes(self.rate)
 
 
@@ -232,9 +264,43 @@ class Rack:
                     f"&regs=rwaxi&rwaxi={self.rwaxi_tool}")
         return f"soft://{self.switch_ip}:{self.config.switch_port}?key={self.key_file}"
 
+    def leaf_ns(self, k: int) -> str:
+        """Namespace of leaf switch ``k`` (``leaves >= 1``)."""
+        return f"{self.config.prefix}-l{k}"
+
+    def leaf_ip(self, k: int) -> str:
+        """Address of leaf switch ``k``."""
+        return f"{self.config.subnet}.{LEAF_HOST_OCTET + k}"
+
+    @property
+    def per_leaf(self) -> int:
+        """Hosts per leaf switch (the last leaf may hold fewer); 0 without leaves."""
+        n = self.config.leaves
+        return -(-self.config.hosts // n) if n else 0
+
+    def leaf_of(self, i: int) -> int | None:
+        """The leaf host ``i`` is cabled to (``None``: the one switch)."""
+        return i // self.per_leaf if self.config.leaves else None
+
+    def port_ns(self, i: int) -> str:
+        """The namespace holding host ``i``'s switch port ``p{i}``: its leaf's or the switch's."""
+        k = self.leaf_of(i)
+        return self.switch_ns if k is None else self.leaf_ns(k)
+
+    def leaf_url(self, k: int) -> str:
+        """URL of leaf switch ``k``'s soft switch, with the control key."""
+        return f"soft://{self.leaf_ip(k)}:{self.config.switch_port}?key={self.key_file}"
+
+    def extra_switch_url(self, m: int) -> str:
+        """URL of extra soft switch ``m`` (0-based) in the switch namespace, with the key."""
+        if not 0 <= m < self.config.extra_switches:
+            raise RackError(f"no extra switch {m}: the rack has {self.config.extra_switches}")
+        return f"soft://{self.switch_ip}:{self.config.switch_port + 1 + m}?key={self.key_file}"
+
     def namespaces(self) -> list[str]:
-        """Every namespace of the rack (hosts, then the switch)."""
-        return [self.host_ns(i) for i in range(self.config.hosts)] + [self.switch_ns]
+        """Every namespace of the rack (hosts, leaves, then the switch)."""
+        return ([self.host_ns(i) for i in range(self.config.hosts)]
+                + [self.leaf_ns(k) for k in range(self.config.leaves)] + [self.switch_ns])
 
     def exists(self) -> bool:
         """Whether any of the rack's namespaces exists."""
@@ -255,7 +321,7 @@ class Rack:
     def set_rate(self, i: int, rate: str) -> None:
         """Change host ``i``'s link rate (both directions) while the rack runs."""
         self._tc(self.host_ns(i), HOST_IF, rate)
-        self._tc(self.switch_ns, f"p{i}", rate)
+        self._tc(self.port_ns(i), f"p{i}", rate)
 
     def up(self, *, wait: float = 30.0) -> Rack:
         """Build the rack and start its switch (and delay line); returns ``self``.
@@ -298,9 +364,25 @@ class Rack:
                      "stp_state", "0")
             self._ip(sw, "addr", "add", f"{self.switch_ip}/24", "dev", BRIDGE)
             self._ip(sw, "link", "set", BRIDGE, "up")
+        for k in range(cfg.leaves):
+            # leaf k: a bridge with the leaf switch's address, cabled to the root's bridge
+            lf = self.leaf_ns(k)
+            self._ip(lf, "link", "add", BRIDGE, "mtu", mtu, "type", "bridge", "forward_delay",
+                     "0", "stp_state", "0")
+            self._ip(lf, "addr", "add", f"{self.leaf_ip(k)}/24", "dev", BRIDGE)
+            self._ip(lf, "link", "set", BRIDGE, "up")
+            _sh(["ip", "link", "add", "up0", "netns", lf, "mtu", mtu, "type", "veth", "peer",
+                 "name", f"u{k}", "netns", sw, "mtu", mtu])
+            self._ip(lf, "link", "set", "up0", "master", BRIDGE)
+            self._ip(lf, "link", "set", "up0", "up")
+            self._ip(sw, "link", "set", f"u{k}", "master", BRIDGE)
+            self._ip(sw, "link", "set", f"u{k}", "up")
+            self._tc(lf, "up0")
+            self._tc(sw, f"u{k}")
         pairs = []
         for i in range(cfg.hosts):
             h, p = self.host_ns(i), f"p{i}"
+            sw = self.port_ns(i)
             _sh(["ip", "link", "add", HOST_IF, "netns", h, "mtu", mtu, "address", self.host_mac(i),
                  "type", "veth", "peer", "name", p, "netns", sw, "mtu", mtu])
             self._ip(h, "addr", "add", f"{self.host_ip(i)}/24", "dev", HOST_IF)
@@ -329,6 +411,7 @@ class Rack:
                 pairs.append((p, q))
             else:
                 self._ip(sw, "link", "set", p, "master", BRIDGE)
+        sw = self.switch_ns
         if pairs:
             args = ["-m", "hostdrv.rack.delay_line", "--delay-us", str(cfg.delay_us)]
             for a, b in pairs:
@@ -345,18 +428,24 @@ class Rack:
                 args += ["--port", f"p{i}"]
             self._start(sw, "rtl_eth_bridge", args, "ready", max(wait, 900.0))
         if cfg.switch == "soft":
-            args = ["-m", "hostdrv.switch.soft",
-                    "--listen", f"{self.switch_ip}:{cfg.switch_port}",
-                    "--control-key", str(self.key_file), "--max-elems", str(cfg.max_elems)]
-            if cfg.engine:
-                args += ["--engine", cfg.engine]
-            self._start(sw, "softswitch", args, "listening", wait)
+            starts = [(sw, "softswitch", self.switch_ip, cfg.switch_port)]
+            starts += [(sw, f"softswitch{1 + m}", self.switch_ip, cfg.switch_port + 1 + m)
+                       for m in range(cfg.extra_switches)]
+            starts += [(self.leaf_ns(k), f"leaf{k}", self.leaf_ip(k), cfg.switch_port)
+                       for k in range(cfg.leaves)]
+            for ns, name, ip, port in starts:
+                args = ["-m", "hostdrv.switch.soft", "--listen", f"{ip}:{port}",
+                        "--control-key", str(self.key_file), "--max-elems", str(cfg.max_elems)]
+                if cfg.engine:
+                    args += ["--engine", cfg.engine]
+                self._start(ns, name, args, "listening", wait)
 
     def _write_hosts_files(self) -> None:
         # `ip netns exec NS` bind-mounts /etc/netns/NS/hosts over /etc/hosts: rack-h<j> and
         # rack-sw name the rack's addresses in every namespace of the rack.
         names = "".join(f"{self.host_ip(j)}\t{self.host_name(j)}\n"
                         for j in range(self.config.hosts))
+        names += "".join(f"{self.leaf_ip(k)}\track-l{k}\n" for k in range(self.config.leaves))
         names += f"{self.switch_ip}\track-sw\n"
         for ns in self.namespaces():
             d = ETC_NETNS / ns
@@ -406,6 +495,9 @@ class Rack:
             "NETRL_SWITCH": self.switch_url.split("?")[0], "NETRL_CONTROL_KEY": str(self.key_file),
             "GLOO_SOCKET_IFNAME": HOST_IF,
         })
+        if self.config.leaves:
+            env["NETRL_LEAVES"] = ",".join(self.leaf_url(k).split("?")[0]
+                                           for k in range(self.config.leaves))
         if self.config.switch == "rtl":
             # the board's URL, and the member entry names the MAC port the host is cabled to
             env["NETRL_SWITCH"] = self.switch_url
@@ -591,7 +683,7 @@ def down(prefix: str, *, grace: float = 3.0) -> list[str]:
     """Remove rack ``prefix``: end the processes inside its namespaces (SIGTERM, then SIGKILL
     after ``grace`` seconds), delete the namespaces and its state folder. Returns the deleted
     namespaces; doing it twice is harmless."""
-    pat = re.compile(re.escape(prefix) + r"-(h\d+|sw)")
+    pat = re.compile(re.escape(prefix) + r"-(h\d+|l\d+|sw)")
     mine = [ns for ns in _netns_list() if pat.fullmatch(ns)]
     pids = {pid for ns in mine for pid in _ns_pids(ns)}
     for pid in pids:
@@ -640,6 +732,11 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--switch-port", type=int, default=d.switch_port)
     up.add_argument("--max-elems", type=int, default=d.max_elems)
     up.add_argument("--engine", default=None)
+    up.add_argument("--leaves", type=int, default=d.leaves,
+                    help="K leaf switch namespaces under the switch namespace as root "
+                         "(host i on leaf i // ceil(hosts/K)); 0: one switch")
+    up.add_argument("--extra-switches", type=int, default=d.extra_switches,
+                    help="more soft switches in the switch namespace (ports after --switch-port)")
     run = sub.add_parser("run", help="run a command in a host namespace (or all)")
     run.add_argument("--prefix", default=d.prefix)
     run.add_argument("--host", default="0", help="host index or 'all'")
@@ -668,12 +765,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    delay_us=args.delay_us, mtu=args.mtu, subnet=args.subnet,
                                    switch=args.switch, switch_port=args.switch_port,
                                    max_elems=args.max_elems, engine=args.engine,
-                                   delay_line=args.delay_line)).up()
+                                   delay_line=args.delay_line, leaves=args.leaves,
+                                   extra_switches=args.extra_switches)).up()
             print(f"rack {rack.config.prefix}: hosts "
                   + " ".join(f"{rack.host_ns(i)}={rack.host_ip(i)}" for i in range(args.hosts))
                   + f" switch {rack.switch_ns}={rack.switch_ip}")
             if rack.config.switch in ("soft", "rtl"):
                 print(f"switch_url={rack.switch_url}")
+            for k in range(rack.config.leaves):
+                print(f"leaf {k}: {rack.leaf_ns(k)}={rack.leaf_ip(k)} hosts "
+                      + ",".join(str(i) for i in range(args.hosts) if rack.leaf_of(i) == k)
+                      + f" leaf_url={rack.leaf_url(k)}")
+            for m in range(rack.config.extra_switches):
+                print(f"extra_switch_url={rack.extra_switch_url(m)}")
             return 0
         if args.cmd == "run":
             rack = _load(args.prefix)

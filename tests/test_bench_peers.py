@@ -10,6 +10,7 @@ also under CI: ``make setup`` does not install the peers, by design.
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +39,7 @@ def _keys(stdout: str) -> dict[str, str]:
 
 def test_sections_and_arguments() -> None:
     bench = _load()
-    assert [n for n, _ in bench.SECTIONS] == ["replay", "allreduce"]
+    assert [n for n, _ in bench.SECTIONS] == ["replay", "allreduce", "rack"]
     args = bench.parse_args(["--quick"])
     assert (args.reps, args.seconds, args.sizes) == (5, 0.75, [128, 4032])
     # drawn ahead of the consumed batch: in flight per worker + prefetched batches + the one
@@ -81,3 +82,34 @@ def test_quick_against_reverb() -> None:
         assert float(keys[k]) > 0, (k, keys[k])
     assert "Staleness its prefetch allows" in r.stdout
     assert "TrajectoryDataset(max_in_flight_samples_per_worker=" in r.stdout
+
+
+def test_rack_section_without_root_says_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no rack can be built (not root, no iproute2) the rack keys read ``skipped`` and
+    the reason is printed; nothing is measured."""
+    bench = _load()
+    sys.path.insert(0, str(REPO / "scripts"))
+    import rack_allreduce
+
+    monkeypatch.setattr(rack_allreduce, "can_build_rack", lambda: "needs root (network namespaces)")
+    monkeypatch.setattr(rack_allreduce, "run", lambda *a, **k: pytest.fail("measured"))
+    res = bench.rack_section(bench.parse_args(["--quick"]))
+    assert res.keys == {k: "skipped" for k in bench.RACK_KEYS}
+    assert res.lines == ["rack: skipped: needs root (network namespaces)"]
+    assert set(bench.RACK_KEYS) == {"rack_allreduce_vs_ring", "rack_allreduce_vs_ps",
+                                    "model_comm_error"}
+
+
+def test_rack_allreduce_script_without_root() -> None:
+    """``scripts/rack_allreduce.py`` as an unprivileged user: a clear skip line, exit 0."""
+    if os.geteuid() != 0:
+        cmd = [sys.executable, str(REPO / "scripts" / "rack_allreduce.py"), "--quick"]
+    else:  # drop to nobody for this one run
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+               str(REPO / "scripts" / "rack_allreduce.py"), "--quick"]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd="/", timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines[-2] == "rack_allreduce: skipped: needs root (network namespaces)", r.stdout
+    assert _keys(r.stdout) == {"rack_allreduce_vs_ring": "skipped",
+                               "rack_allreduce_vs_ps": "skipped", "model_comm_error": "skipped"}

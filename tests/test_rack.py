@@ -295,3 +295,114 @@ def test_rtl_as_the_rack_switch(permitted: None, tmp_path: Path) -> None:
         ranks = json.loads((tmp_path / "ppo" / "ranks.json").read_text())
         assert [r["rank"] for r in ranks] == [0, 1] and all(r["rounds"] == 8 for r in ranks)
         assert len({r["params_digest"] for r in ranks}) == 1, ranks  # the ranks agree
+
+
+def _load_script(name: str) -> ModuleType:
+    sys.path.insert(0, str(REPO / "scripts"))
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_tc_shapes_a_network_bound_rate(permitted: None) -> None:
+    """At 1 Gbit/s (the rate where the links, not the 2 cores, set the pace) a bulk TCP
+    transfer between two hosts gets the rate: 70-105 % of it (TCP/IP headers, slow start)."""
+    with _rack(hosts=2, rate="1gbit", switch="bridge") as rack:
+        rate = rackmod.measure_rate(rack, 0, 1, seconds=1.0)
+        assert 0.7 * 125e6 < rate < 1.05 * 125e6, rate
+        assert any("rate 1Gbit" in q for q in rack.status()[rack.host_ns(0)]["qdisc"])
+
+
+def test_leaf_root_topology(permitted: None) -> None:
+    """--leaves 2: hosts on two leaf namespaces under the root; every host reaches the other
+    leaf's hosts, the root and both leaf switches; the ports sit in their leaf; run sets
+    NETRL_LEAVES; down removes the leaves too."""
+    with _rack(hosts=4, rate="1gbit", leaves=2, extra_switches=1) as rack:
+        assert [rack.leaf_of(i) for i in range(4)] == [0, 0, 1, 1]
+        assert rack.port_ns(3) == rack.leaf_ns(1)
+        assert set(rackmod.list_racks()) >= {rack.config.prefix}
+        rtt = rackmod.measure_rtt(rack, 0, 3, n=5)  # across both leaves and the root
+        assert len(rtt) == 5
+        r = rack.run(3, [sys.executable, "-c", COUNTER, rack.leaf_url(0), "AGG_MAX_ELEMS"],
+                     timeout=60)
+        assert r.returncode == 0 and int(r.stdout) == rack.config.max_elems, r.stderr
+        r = rack.run(0, [sys.executable, "-c", COUNTER, rack.extra_switch_url(0),
+                         "AGG_MAX_ELEMS"], timeout=60)
+        assert r.returncode == 0, r.stderr
+        env = rack.host_env(2)
+        assert env["NETRL_LEAVES"] == ",".join(rack.leaf_url(k).split("?")[0] for k in range(2))
+    assert not any(ns.startswith(rack.config.prefix) for ns in rackmod._netns_list())
+    with pytest.raises(rackmod.RackError, match="leaves"):
+        rackmod.RackConfig(leaves=2, switch="bridge").check()
+
+
+def test_comm_only_allreduce_on_the_rack(permitted: None) -> None:
+    """scripts/rack_allreduce.py, smallest: 2 hosts + the PS host at 1 Gbit/s, 64 KB; every
+    method's sum matches numpy's, the link is shaped, and the model predicts each row."""
+    ra = _load_script("rack_allreduce")
+    res = ra.run(False, racks=[("1gbit", 2)], sizes=[64 << 10], repeats=2, warmup=1,
+                 log=lambda _m: None)
+    assert sorted(r["method"] for r in res["rows"]) == sorted(ra.METHODS)
+    assert all(r["sum_ok"] is True for r in res["rows"]), res["rows"]
+    assert all(r["median_ms"] > 0 and r["p25_ms"] <= r["p75_ms"] for r in res["rows"])
+    (rk,) = res["racks"]
+    assert 0.7 * 125e6 < rk["goodput_bytes_s"] < 1.05 * 125e6, rk
+    assert res["rack_allreduce_vs_ring"] is None  # the key rack (4 hosts, 4 MB) was not run
+    import cluster_model
+
+    predicted, err = cluster_model.comm_rows_error(res)
+    assert len(err["rows"]) == len(res["rows"]) and err["max"] >= 0
+    assert "(" in ra.format_table(res, predicted)
+
+
+INT32_16 = textwrap.dedent("""
+    import datetime, os, sys
+    import numpy as np
+    import torch, torch.distributed as dist
+    import hostdrv.torch_backend as tb
+    rank, world = int(os.environ["RACK_HOST"]), int(sys.argv[2])
+    dist.init_process_group("netrl", init_method=sys.argv[1], rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=240))
+    xs = [np.random.default_rng([5, r]).integers(-(1 << 31), (1 << 31) - 1, 9, dtype=np.int32)
+          for r in range(world)]
+    t = torch.from_numpy(xs[rank].copy())
+    dist.all_reduce(t)
+    ok = np.array_equal(t.numpy(), np.sum(np.stack(xs), axis=0, dtype=np.int32))
+    print(ok, tb.netrl_group().url, tb.netrl_group().stats().get("switch_calls"))
+    dist.destroy_process_group()
+""")
+
+
+@pytest.mark.slow
+def test_sixteen_ranks_on_leaf_switch_namespaces(permitted: None) -> None:
+    """16 ranks, one per host namespace, on three leaf switch namespaces (6, 6, 4: a leaf
+    holds 7 ranks, its eighth port is the uplink, so two leaves hold 14) under the root:
+    ``init_process_group("netrl")`` builds the hierarchy on the rack's switches and an int32
+    SUM over the whole int32 range is numpy's exact sum on every rank (about 90 s here)."""
+    n = 16
+    with _rack(hosts=n, rate="1gbit", leaves=3) as rack:
+        results = rack.run_all([sys.executable, "-c", INT32_16,
+                                f"tcp://{rack.host_ip(0)}:29500", str(n)],
+                               env={"OMP_NUM_THREADS": "1"}, timeout=600)
+        assert all(rc == 0 for rc, _o, _e in results), [e[-2000:] for _rc, _o, e in results]
+        for i, (_rc, out, _e) in enumerate(results):
+            ok, url, calls = out.split()
+            assert ok == "True", (i, out)
+            assert url.startswith(rack.leaf_url(rack.leaf_of(i)).split("?")[0]), (i, url)
+            assert int(calls) >= 1
+
+
+@pytest.mark.slow
+def test_ddp_steps_on_the_rack(permitted: None) -> None:
+    """``rack_allreduce.py ddp``, smallest: 2 ranks at 1 Gbit/s, a small MLP, 2 blocks of 1
+    step per backend: steps/s of both, DDP's buckets counted as switch calls, the int32
+    check exact on every rank (about 40 s here)."""
+    ra = _load_script("rack_allreduce")
+    got = ra.run_ddp("1gbit", 2, steps=1, blocks=2, hidden=32, log=lambda _m: None)
+    assert got["int32_exact_ranks"] == 2
+    assert len(got["steps_per_s"]["netrl"]) == len(got["steps_per_s"]["gloo"]) == 2
+    assert all(v > 0 for v in got["median_steps_per_s"].values())
+    assert got["stats"]["switch_calls"] >= 1 + 2 + 2

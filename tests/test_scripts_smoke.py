@@ -35,6 +35,7 @@ COVERED = {
     "cluster_analytic.py": "tests/test_cluster_model.py",
     "cluster_calibration.py": "tests/test_cluster_model.py",
     "cluster_report.py": "tests/test_cluster_model.py",
+    "cluster_comm.py": "tests/test_cluster_model_comm.py",
     "sume_build.sh": "tests/test_sume_flow.py::test_sume_build_dry_run",
     "sume_flash.sh": "tests/test_sume_flow.py::test_flash_*",
     "sume_riffa_patch.py": "tests/test_sume_riffa_patch.py",
@@ -67,6 +68,10 @@ SMOKE: dict[str, tuple[list[str], int, bool, bool, tuple[str, ...]]] = {
                         "--ddp-steps", "0"], 600, False, False, ()),  # 10 s
     "bench_rack.py": (["--algos", "ppo", "--hosts", "2", "--iterations", "1", "--delays", "0"],
                       1800, True, True, ("ip",)),
+    # 2 hosts + the PS host at 1 Gbit/s, 64 KB, 2 repeats (about 20 s; root); its ddp mode:
+    # tests/test_rack.py::test_ddp_steps_on_the_rack
+    "rack_allreduce.py": (["--racks", "1gbit:2", "--sizes-kb", "64", "--repeats", "2",
+                           "--warmup", "1"], 600, True, True, ("ip", "tc")),
 }
 
 
