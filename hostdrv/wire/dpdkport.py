@@ -62,9 +62,9 @@ def devargs(spec: str, *, role: str) -> str:
     if not sep or not rest:
         raise DpdkError(f"bad DPDK port {spec!r}: expected {SPEC_FORMS}")
     if kind == "af_packet":
-        # 16 KB frames (jumbo MTU 9000 fits); the qdisc kept, so tc shaping applies as to
+        # 9 KB frames (jumbo MTU 9000 fits in an mbuf); the qdisc kept, so tc shaping applies as to
         # the kernel's own sends
-        return (f"net_af_packet{n},iface={rest},blocksz=16384,framesz=16384,framecnt=512,"
+        return (f"net_af_packet{n},iface={rest},blocksz=36864,framesz=9216,framecnt=512,"
                 "qdisc_bypass=0")
     if kind == "af_xdp":
         return f"net_af_xdp{n},iface={rest},start_queue=0,queue_count=1"
