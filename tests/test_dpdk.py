@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from test_rack import _namespaces_permitted, rackmod
 
 import hostdrv._native as native
 from hostdrv.client.transport import TransportError, open_datagram
+from hostdrv.rack import dpdk_switch
 from hostdrv.switch.reference import SwitchModel
 from hostdrv.switch.soft import SoftSwitch, SoftSwitchProcess
 from hostdrv.wire import protocol as P
@@ -256,35 +256,6 @@ def test_memif_switch_and_clients_on_one_host(tmp_path: Path) -> None:
 # the rack: af_packet ports on the switch namespace's veths
 
 
-def start_dpdk_switch(rack: Any, ports: list[str], log: Path, *, max_elems: int = 2048,
-                      extra: list[str] | None = None) -> subprocess.Popen[str]:
-    """The soft switch on DPDK ports in the rack's switch namespace (a ``switch="none"``
-    rack), at the rack's switch address, with its control key; returns when it serves.
-    The hosts' ``eth0`` send one segment per frame (``gso_max_segs 1``): a kernel client's
-    UDP GSO super-frame would reach an ``af_packet`` port whole, as no wire carries it."""
-    for i in range(rack.config.hosts):
-        subprocess.run(["ip", "netns", "exec", rack.host_ns(i), "ip", "link", "set", "eth0",
-                        "gso_max_segs", "1"], check=True)
-    args = [sys.executable, "-m", "hostdrv.switch.soft", "--listen", "127.0.0.1:20050",
-            "--dpdk-address", f"{rack.switch_ip}:{rack.config.switch_port}",
-            "--control-key", str(rack.key_file), "--max-elems", str(max_elems), *(extra or [])]
-    for p in ports:
-        args += ["--dpdk", p]
-    f = open(log, "w")  # noqa: SIM115 - the child's log, closed with it
-    proc = subprocess.Popen(["ip", "netns", "exec", rack.switch_ns, *args], stdout=f,
-                            stderr=subprocess.STDOUT, env=rack._env(), start_new_session=True,
-                            text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if "dpdk " in log.read_text():
-            return proc
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError(f"the DPDK switch did not start: {log.read_text()[-2000:]}")
-
-
 @pytest.fixture
 def dpdk_rack(tmp_path: Path) -> Any:
     require_dpdk()
@@ -295,8 +266,7 @@ def dpdk_rack(tmp_path: Path) -> Any:
                                            switch="none")).up()
     proc = None
     try:
-        proc = start_dpdk_switch(rack, [f"af_packet:p{i}" for i in range(N)],
-                                 tmp_path / "switch.log")
+        proc = dpdk_switch.start(rack, log=tmp_path / "switch.log")
         yield rack
     finally:
         if proc is not None:

@@ -5,7 +5,11 @@
 #include "nrl_dpdk.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -18,6 +22,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -43,6 +48,40 @@ uint32_t env_u32(const char* name, uint32_t dflt) {
     const char* v = std::getenv(name);
     if (v == nullptr || *v == '\0') return dflt;
     return uint32_t(std::strtoul(v, nullptr, 10));
+}
+
+// the open file descriptors of this process
+std::vector<int> open_fds() {
+    std::vector<int> fds;
+    if (DIR* d = opendir("/proc/self/fd")) {
+        while (dirent* e = readdir(d))
+            if (std::isdigit(static_cast<unsigned char>(e->d_name[0]))) fds.push_back(std::atoi(e->d_name));
+        closedir(d);
+    }
+    return fds;
+}
+
+// the AF_PACKET or AF_XDP socket a PMD opened on interface ifindex among the fds that were
+// not open before (-1: none): its ring is what the port reads, and poll() on it blocks until
+// a frame is there, so an idle loop can sleep in the kernel instead of spinning
+int ring_socket(const std::vector<int>& before, unsigned ifindex) {
+    constexpr int kAfXdp = 44;
+    for (int fd : open_fds()) {
+        bool old = false;
+        for (int b : before) old |= b == fd;
+        if (old) continue;
+        int domain = 0;
+        socklen_t len = sizeof domain;
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0) continue;
+        if (domain == kAfXdp) return fd;
+        if (domain != AF_PACKET) continue;
+        sockaddr_ll a{};
+        len = sizeof a;
+        if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0 &&
+            unsigned(a.sll_ifindex) == ifindex)
+            return fd;
+    }
+    return -1;
 }
 
 uint16_t ip_checksum(const uint8_t* h, size_t n) {
@@ -161,7 +200,7 @@ void init(const std::vector<std::string>& extra) {
 }
 
 Idle Idle::from_env() {
-    return {env_u32("NRL_DPDK_SPIN_US", 200), std::max<uint32_t>(1, env_u32("NRL_DPDK_SLEEP_US", 20))};
+    return {env_u32("NRL_DPDK_SPIN_US", 20), std::max<uint32_t>(1, env_u32("NRL_DPDK_SLEEP_US", 20))};
 }
 
 // ---------------------------------------------------------------------------------------
@@ -170,6 +209,13 @@ Idle Idle::from_env() {
 Port::Port(const std::string& devargs) {
     if (!initialized()) init({});
     name_ = devargs.substr(0, devargs.find(','));
+    unsigned ifindex = 0;
+    const size_t at = devargs.find("iface=");
+    if (at != std::string::npos) {
+        const std::string iface = devargs.substr(at + 6, devargs.find(',', at) - at - 6);
+        ifindex = if_nametoindex(iface.c_str());
+    }
+    const std::vector<int> fds_before = open_fds();
     if (rte_dev_probe(devargs.c_str()) != 0)
         throw std::runtime_error("DPDK: cannot create port " + devargs + ": " +
                                  rte_strerror(rte_errno));
@@ -185,8 +231,12 @@ Port::Port(const std::string& devargs) {
                                  rte_strerror(err < 0 ? -err : err));
     };
     const std::string pool = "nrl" + std::to_string(pool_serial.fetch_add(1)) + "_" + name_;
+    // af_xdp registers the pool as its UMEM, whose chunks may not exceed a page (XDP_UMEM_REG
+    // refuses 9 KB mbufs with EINVAL): 2 KB frames there, no jumbo frames
+    const bool xdp = name_.rfind("net_af_xdp", 0) == 0;
+    max_frame_ = xdp ? RTE_MBUF_DEFAULT_DATAROOM : kFrameBytes;
     pool_ = rte_pktmbuf_pool_create(pool.substr(0, RTE_MEMPOOL_NAMESIZE - 1).c_str(), kPoolMbufs,
-                                    0, 0, uint16_t(kFrameBytes + RTE_PKTMBUF_HEADROOM),
+                                    0, 0, uint16_t(max_frame_ + RTE_PKTMBUF_HEADROOM),
                                     int(rte_socket_id()));
     if (pool_ == nullptr) fail("no mbuf pool", rte_errno);
     rte_eth_conf conf{};
@@ -216,7 +266,10 @@ Port::Port(const std::string& devargs) {
         if (fd >= 0 && rte_eth_dev_rx_intr_enable(id_, 0) == 0) {
             rte_eth_dev_rx_intr_disable(id_, 0);
             rx_fd_ = fd;
+            intr_ = true;
         }
+    } else if (ifindex != 0) {
+        rx_fd_ = ring_socket(fds_before, ifindex);  // af_packet / af_xdp: wait in poll()
     }
     tx_.reserve(kBurst * 8);
 }
@@ -233,7 +286,7 @@ Port::~Port() {
 uint16_t Port::rx(rte_mbuf** bufs, uint16_t n) { return rte_eth_rx_burst(id_, 0, bufs, n); }
 
 uint8_t* Port::tx_alloc(size_t len) {
-    if (len > kFrameBytes) {
+    if (len > max_frame_) {
         ++tx_dropped_;
         return nullptr;
     }
@@ -268,7 +321,7 @@ void Port::flush() {
 }
 
 void Port::rx_intr(bool on) {
-    if (rx_fd_ < 0) return;
+    if (!intr_) return;
     if (on)
         rte_eth_dev_rx_intr_enable(id_, 0);
     else
@@ -293,18 +346,22 @@ void wait_rx(const std::vector<Port*>& ports, const Idle& idle, uint64_t idle_si
         rte_pause();
         return;
     }
-    bool intr = !ports.empty();
-    for (Port* p : ports) intr &= p->rx_fd() >= 0;
-    if (intr) {
-        // the interrupt only signals frames that arrive after it is armed, so block for
-        // at most 2 ms: a frame that came in between costs that much at worst
+    bool pollable = !ports.empty();
+    for (Port* p : ports) pollable &= p->rx_fd() >= 0;
+    if (pollable) {
+        // a ring socket (af_packet, af_xdp) reports a frame waiting in its ring; an Rx
+        // interrupt's eventfd only frames that arrive after it is armed, so that wait is
+        // cut at 2 ms (a frame that came in between costs that much at worst)
         std::vector<pollfd> fds;
+        bool intr = false;
         for (Port* p : ports) {
             p->rx_intr(true);
+            intr |= p->has_intr();
             fds.push_back({p->rx_fd(), POLLIN, 0});
         }
-        const int ms = int(std::min<uint64_t>(timeout_us / 1000 + 1, 2));
-        if (poll(fds.data(), fds.size(), ms) > 0)
+        const uint64_t cap_ms = intr ? 2 : 1000;
+        const int ms = int(std::min<uint64_t>((timeout_us + 999) / 1000, cap_ms));
+        if (poll(fds.data(), fds.size(), ms) > 0 && intr)
             for (const pollfd& f : fds)
                 if (f.revents & POLLIN) {
                     uint64_t v;
@@ -489,54 +546,129 @@ void Switch::serve(int poll_ms) {
 // ---------------------------------------------------------------------------------------
 // Datagram (client)
 
+struct SharedPort {
+    explicit SharedPort(const std::string& devargs) : port(devargs) {}
+    Port port;
+    std::mutex mu;                                   // the port and the queues
+    std::map<uint16_t, std::deque<rte_mbuf*>> queues;  // UDP port -> frames for it
+    std::deque<rte_mbuf*> other;                     // not UDP (ARP): for whoever looks
+
+    // take what the port has into the queues (the caller holds mu); frames for no one go
+    uint16_t poll() {
+        rte_mbuf* bufs[kBurst];
+        const uint16_t k = port.rx(bufs, kBurst);
+        for (uint16_t j = 0; j < k; ++j) {
+            rte_mbuf* m = bufs[j];
+            const uint8_t* f = rte_pktmbuf_mtod(m, const uint8_t*);
+            const size_t n = rte_pktmbuf_data_len(m);
+            if (n >= kHdrLen && be16(f + 12) == NRL_ETHERTYPE_IPV4 && f[kEthLen + 9] == NRL_IP_PROTO_UDP) {
+                const size_t ihl = size_t(f[kEthLen] & 0xF) * 4;
+                const uint16_t dport = n >= kEthLen + ihl + 4 ? uint16_t(be16(f + kEthLen + ihl + 2)) : 0;
+                auto q = queues.find(dport);
+                if (q != queues.end()) {
+                    q->second.push_back(m);
+                    continue;
+                }
+            } else if (n >= 42 && be16(f + 12) == 0x0806 && other.size() < 64) {
+                other.push_back(m);
+                continue;
+            }
+            rte_pktmbuf_free(m);
+        }
+        return k;
+    }
+    ~SharedPort() {
+        for (auto& q : queues)
+            for (rte_mbuf* m : q.second) rte_pktmbuf_free(m);
+        for (rte_mbuf* m : other) rte_pktmbuf_free(m);
+    }
+};
+
+namespace {
+
+std::mutex shared_mu;
+std::map<std::string, std::weak_ptr<SharedPort>> shared_ports;
+
+// the device a devargs string names, without its ethdev name ("net_af_packet3,iface=eth0,...":
+// "net_af_packet|iface=eth0,...")
+std::string device_key(const std::string& devargs) {
+    const size_t comma = devargs.find(',');
+    std::string name = devargs.substr(0, comma);
+    while (!name.empty() && std::isdigit(static_cast<unsigned char>(name.back()))) name.pop_back();
+    return name + "|" + (comma == std::string::npos ? "" : devargs.substr(comma + 1));
+}
+
+std::shared_ptr<SharedPort> shared_port(const std::string& devargs) {
+    std::lock_guard<std::mutex> lock(shared_mu);
+    const std::string key = device_key(devargs);
+    if (auto sp = shared_ports[key].lock()) return sp;
+    auto sp = std::make_shared<SharedPort>(devargs);
+    shared_ports[key] = sp;
+    return sp;
+}
+
+}  // namespace
+
 Datagram::Datagram(const std::string& devargs, uint32_t ip, uint16_t udp, uint32_t switch_ip,
                    uint16_t switch_udp, double arp_timeout)
-    : port_(devargs), idle_(Idle::from_env()), ip_(ip), sip_(switch_ip), udp_(udp),
+    : sp_(shared_port(devargs)), idle_(Idle::from_env()), ip_(ip), sip_(switch_ip), udp_(udp),
       sudp_(switch_udp) {
-    rxq_.resize(kBurst);
+    {
+        std::lock_guard<std::mutex> lock(sp_->mu);
+        if (sp_->queues.count(udp_))
+            throw std::runtime_error("DPDK: UDP port " + std::to_string(udp_) +
+                                     " is already open on " + sp_->port.name());
+        sp_->queues[udp_];
+    }
     lin_.resize(kFrameBytes);
     const uint64_t until = now_us() + uint64_t(std::max(arp_timeout, 0.0) * 1e6) + 5000000;
-    while (!port_.link_up() && now_us() < until) usleep(1000);  // memif: the peer connects
+    while (!sp_->port.link_up() && now_us() < until) usleep(1000);  // memif: the peer connects
     resolved_ = resolve(arp_timeout);
     handle_ = register_datagram_port(this);
 }
 
 Datagram::~Datagram() {
     unregister_datagram_port(handle_);
-    std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = rxi_; i < rxn_; ++i) rte_pktmbuf_free(rxq_[i]);
+    std::lock_guard<std::mutex> lock(sp_->mu);
+    auto q = sp_->queues.find(udp_);
+    if (q != sp_->queues.end()) {
+        for (rte_mbuf* m : q->second) rte_pktmbuf_free(m);
+        sp_->queues.erase(q);
+    }
 }
 
 std::map<std::string, uint64_t> Datagram::stats() {
     std::lock_guard<std::mutex> lock(mu_);
     return {{"sent", sent_}, {"received", received_}, {"ignored", ignored_},
-            {"tx_dropped", port_.tx_dropped()}};
+            {"tx_dropped", sp_->port.tx_dropped()}};
 }
 
 bool Datagram::resolve(double timeout) {
     std::lock_guard<std::mutex> lock(mu_);
     const uint64_t end = now_us() + uint64_t(std::max(timeout, 0.0) * 1e6);
     uint64_t next = 0;
-    rte_mbuf* bufs[kBurst];
     const uint8_t zero[6] = {};
     while (now_us() < end) {
+        std::unique_lock<std::mutex> plock(sp_->mu);
         if (now_us() >= next) {  // ask again every 100 ms
-            if (uint8_t* f = port_.tx_alloc(60)) put_arp(f, 1, kBroadcast, port_.mac(), ip_, zero, sip_);
-            port_.flush();
+            if (uint8_t* f = sp_->port.tx_alloc(60))
+                put_arp(f, 1, kBroadcast, sp_->port.mac(), ip_, zero, sip_);
+            sp_->port.flush();
             next = now_us() + 100000;
         }
-        const uint16_t k = port_.rx(bufs, kBurst);
+        const uint16_t k = sp_->poll();
         bool found = false;
-        for (uint16_t j = 0; j < k; ++j) {
-            size_t n;
-            const uint8_t* f = linear(bufs[j], lin_, &n);
-            if (!found && f != nullptr && n >= 42 && be16(f + 12) == 0x0806 && be16(f + 20) == 2 &&
-                be32(f + 28) == sip_) {
+        while (!sp_->other.empty()) {
+            rte_mbuf* m = sp_->other.front();
+            sp_->other.pop_front();
+            const uint8_t* f = rte_pktmbuf_mtod(m, const uint8_t*);
+            if (!found && be16(f + 20) == 2 && be32(f + 28) == sip_) {
                 std::memcpy(dst_mac_, f + 22, 6);
                 found = true;
             }
-            rte_pktmbuf_free(bufs[j]);
+            rte_pktmbuf_free(m);
         }
+        plock.unlock();
         if (found) return true;
         if (k == 0) usleep(200);
     }
@@ -544,9 +676,9 @@ bool Datagram::resolve(double timeout) {
 }
 
 bool Datagram::put(const uint8_t* p, size_t n) {
-    uint8_t* f = port_.tx_alloc(kHdrLen + n);
+    uint8_t* f = sp_->port.tx_alloc(kHdrLen + n);
     if (f == nullptr) return false;
-    put_headers(f, dst_mac_, port_.mac(), ip_, udp_, sip_, sudp_, n);
+    put_headers(f, dst_mac_, sp_->port.mac(), ip_, udp_, sip_, sudp_, n);
     std::memcpy(f + kHdrLen, p, n);
     ++sent_;
     return true;
@@ -554,15 +686,17 @@ bool Datagram::put(const uint8_t* p, size_t n) {
 
 int Datagram::send(const uint8_t* p, size_t n) {
     std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> plock(sp_->mu);
     put(p, n);
-    port_.flush();
+    sp_->port.flush();
     return 0;
 }
 
 int Datagram::send_segments(const uint8_t* p, size_t n, size_t seg) {
     std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> plock(sp_->mu);
     for (size_t off = 0; off < n; off += seg) put(p + off, std::min(seg, n - off));
-    port_.flush();
+    sp_->port.flush();
     return 0;
 }
 
@@ -578,34 +712,44 @@ size_t Datagram::recv(uint8_t* buf, size_t cap, double timeout, size_t* seg) {
     std::lock_guard<std::mutex> lock(mu_);
     const uint64_t start = now_us();
     const uint64_t end = start + uint64_t(std::max(timeout, 0.0) * 1e6);
-    std::vector<Port*> ports{&port_};
+    std::vector<Port*> ports{&sp_->port};
     for (;;) {
-        while (rxi_ < rxn_) {
-            rte_mbuf* m = rxq_[rxi_++];
-            size_t n, len = 0;
-            const uint8_t* f = linear(m, lin_, &n);
-            const uint8_t* p = f != nullptr ? accept(f, n, &len) : nullptr;
-            if (p == nullptr) {
-                ++ignored_;
+        {
+            std::lock_guard<std::mutex> plock(sp_->mu);
+            std::deque<rte_mbuf*>& q = sp_->queues[udp_];
+            if (q.empty()) sp_->poll();
+            while (!q.empty()) {
+                rte_mbuf* m = q.front();
+                q.pop_front();
+                size_t n, len = 0;
+                const uint8_t* f = linear(m, lin_, &n);
+                const uint8_t* p = f != nullptr ? accept(f, n, &len) : nullptr;
+                if (p == nullptr) {
+                    ++ignored_;
+                    rte_pktmbuf_free(m);
+                    continue;
+                }
+                const size_t k = std::min(len, cap);
+                std::memcpy(buf, p, k);
                 rte_pktmbuf_free(m);
-                continue;
+                ++received_;
+                *seg = k;
+                return k;
             }
-            const size_t k = std::min(len, cap);
-            std::memcpy(buf, p, k);
-            rte_pktmbuf_free(m);
-            ++received_;
-            *seg = k;
-            return k;
         }
-        rxi_ = 0;
-        rxn_ = port_.rx(rxq_.data(), kBurst);
-        if (rxn_) continue;
         const uint64_t now = now_us();
         if (now >= end) {
             *seg = 0;
             return 0;
         }
-        wait_rx(ports, idle_, start, end - now);
+        bool shared;
+        {
+            std::lock_guard<std::mutex> plock(sp_->mu);
+            shared = sp_->queues.size() > 1;
+        }
+        // another Datagram of this port may take our frames off the ring into our queue
+        // while we sleep on it: then look at the queue at least every millisecond
+        wait_rx(ports, idle_, start, shared ? std::min<uint64_t>(end - now, 1000) : end - now);
     }
 }
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,8 +31,8 @@ void init(const std::vector<std::string>& extra);
 bool initialized();
 
 /// How a loop waits for frames when a port is idle: spin (rx_burst) for spin_us after the
-/// last frame, then sleep sleep_us at a time (or block on the port's Rx interrupt when the
-/// PMD has one: memif); defaults from NRL_DPDK_SPIN_US / NRL_DPDK_SLEEP_US.
+/// last frame, then block in poll() on the port's ring socket (af_packet, af_xdp) or, with
+/// none (memif), sleep sleep_us at a time; NRL_DPDK_SPIN_US (20) / NRL_DPDK_SLEEP_US (20).
 struct Idle {
     uint32_t spin_us;
     uint32_t sleep_us;
@@ -39,7 +40,7 @@ struct Idle {
 };
 
 /// One DPDK ethdev on a virtual device (devargs "net_af_packet0,iface=eth0", ...),
-/// one Rx and one Tx queue, its own mbuf pool (frames up to 9216 bytes).
+/// one Rx and one Tx queue, its own mbuf pool (frames up to 9216 bytes; 2048 on af_xdp).
 class Port {
 public:
     explicit Port(const std::string& devargs);
@@ -55,8 +56,10 @@ public:
     uint8_t* tx_alloc(size_t len);
     /// Send the Tx batch (what the ring refuses after a few tries is dropped, as on a wire).
     void flush();
-    /// The Rx interrupt's eventfd, -1 when the PMD has none.
+    /// What poll() waits on for a frame: the ring socket of af_packet / af_xdp, or the Rx
+    /// interrupt's eventfd (NRL_DPDK_RX_INTR=1, a PMD that has one); -1: none (memif).
     int rx_fd() const { return rx_fd_; }
+    bool has_intr() const { return intr_; }
     void rx_intr(bool on);
     bool link_up() const;
     uint64_t tx_dropped() const { return tx_dropped_; }
@@ -67,6 +70,8 @@ private:
     rte_mempool* pool_ = nullptr;
     uint8_t mac_[6] = {};
     int rx_fd_ = -1;
+    bool intr_ = false;
+    size_t max_frame_ = 0;  // the largest frame an mbuf of the pool holds
     std::vector<rte_mbuf*> tx_;
     uint64_t tx_dropped_ = 0;
 };
@@ -121,6 +126,11 @@ private:
              idle_sleeps_ = 0;
 };
 
+/// One client port shared by every Datagram of a process on the same device (af_packet
+/// puts a process's sockets on one interface in a fanout group: two ports there would
+/// split the frames between them); frames are handed to the Datagram of their UDP port.
+struct SharedPort;
+
 /// A client's datagram channel on a DPDK port: frames from (ip, udp) to the switch's
 /// (ip, udp) and MAC (resolved with ARP, else broadcast); received frames are taken when
 /// they come from the switch's address to ours (a connected socket's rule).
@@ -138,20 +148,18 @@ public:
     std::map<std::string, uint64_t> stats();
 
 private:
-    bool put(const uint8_t* p, size_t n);
-    /// the payload of a frame meant for us (nullptr else); answers ARP for our address
+    bool put(const uint8_t* p, size_t n);  // the caller holds the port's mutex
+    /// the payload of a frame meant for us (nullptr else)
     const uint8_t* accept(const uint8_t* f, size_t n, size_t* len);
     bool resolve(double timeout);
 
-    Port port_;
+    std::shared_ptr<SharedPort> sp_;
     Idle idle_;
     uint32_t ip_, sip_;
     uint16_t udp_, sudp_;
     uint8_t dst_mac_[6] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
     bool resolved_ = false;
     int handle_ = 0;
-    std::vector<rte_mbuf*> rxq_;
-    size_t rxi_ = 0, rxn_ = 0;
     std::vector<uint8_t> lin_;
     uint64_t sent_ = 0, received_ = 0, ignored_ = 0;
     std::mutex mu_;  // one caller at a time (the GIL is released around the loops)
