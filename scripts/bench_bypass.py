@@ -13,6 +13,12 @@ this shared machine hits both alike:
 
 Per round and rack, on persistent client processes (one per host):
 
+A third rack (``dpdk_sw``; ``--no-split`` leaves it out) runs the DPDK switch with
+kernel UDP clients, to tell the switch's share of the difference from the clients'. On
+this host itself (``--no-onehost`` leaves it out), the same two measurements compare the
+soft switch on loopback UDP (``kernel1``) with the switch and clients on memif ports
+(``memif1``), printed as ``onehost_memif_*_rtt_vs_kernel`` on the line before the last.
+
 * ``replay``: host 0 pushes 32 records (``ReplayClient.push_records``) and draws a
   prioritized sample of 32 (``sample``): one round trip each, timed together;
 * ``agg``: both hosts all-reduce one chunk (P fp32 elements) at the same time; host 0's
@@ -89,16 +95,24 @@ CLIENT = textwrap.dedent("""
 """)
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def cpu_seconds(ns: str) -> float:
+    """utime + stime, in seconds, of every process in network namespace ``ns`` (the switch
+    and, on the kernel rack, nothing else: the bridge is the kernel's)."""
+    pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout
+    total = 0
+    for pid in pids.split():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 class Side:
     """One rack with its switch and a persistent client per host."""
 
-    def __init__(self, name: str, dpdk: bool, elems: int) -> None:
+    def __init__(self, name: str, dpdk: bool, elems: int, *, kernel_clients: bool = False) -> None:
         self.name = name
         self.rack = rackmod.Rack(rackmod.RackConfig(
             prefix=rackmod.unique_prefix("nrb"), hosts=2, switch="none" if dpdk else "soft",
@@ -108,13 +122,11 @@ class Side:
         r = self.rack
         if dpdk:
             self.proc = dpdk_switch.start(r, max_elems=max(elems, 352))
-            self.switch_pid = self.proc.pid
-            url = (f"dpdk://{r.switch_ip}:{r.config.switch_port}?port=af_packet:eth0"
-                   f"&key={r.key_file}")
+            url = r.switch_url if kernel_clients else (
+                f"dpdk://{r.switch_ip}:{r.config.switch_port}?port=af_packet:eth0&key={r.key_file}")
         else:
-            self.switch_pid = int((r.state_dir / "softswitch.pid").read_text())
             url = r.switch_url
-        self.cpu0 = cpu_seconds(self.switch_pid)
+        self.cpu0 = cpu_seconds(r.switch_ns)
         self.t0 = time.monotonic()
         conf = r.run(0, [sys.executable, "-c",
                          "import sys; from hostdrv import SwitchControl as C; c = C(sys.argv[1]);"
@@ -149,7 +161,7 @@ class Side:
         return answers[0]
 
     def switch_cpu(self) -> float:
-        return (cpu_seconds(self.switch_pid) - self.cpu0) / (time.monotonic() - self.t0)
+        return (cpu_seconds(self.rack.switch_ns) - self.cpu0) / (time.monotonic() - self.t0)
 
     def close(self) -> None:
         for c in self.clients:
@@ -169,6 +181,71 @@ class Side:
         self.rack.down()
 
 
+class OneHost(Side):
+    """Switch and both clients on this host: the soft switch on loopback UDP (``kernel1``)
+    or on memif ports to the clients (``memif1``: shared memory, no kernel on the data path)."""
+
+    def __init__(self, name: str, memif: bool, elems: int, workdir: Path) -> None:
+        from hostdrv.switch.soft import SoftSwitchProcess
+
+        self.name = name
+        self.clients = []
+        self.proc = None
+        sock = workdir / f"{name}.sock"
+        args = ["--max-elems", str(max(elems, 352))]
+        if memif:
+            args += ["--dpdk", f"memif:{sock}@0", "--dpdk", f"memif:{sock}@1",
+                     "--dpdk-address", "10.88.0.254:20050"]
+        self.switch = SoftSwitchProcess("127.0.0.1:0", args)
+        ctl = f"{self.switch.address[0]}:{self.switch.address[1]}"
+        self.pid = self.switch.proc.pid
+        self.cpu0 = self._cpu()
+        self.t0 = time.monotonic()
+        conf = subprocess.run([sys.executable, "-c",
+                               "import sys; from hostdrv import SwitchControl as C; "
+                               "c = C(sys.argv[1]);"
+                               f"c.configure_aggregation(members=2, slots=8, packet_elems={elems});"
+                               "c.configure_replay(); c.close()", self.switch.url],
+                              capture_output=True, text=True, timeout=60, env=_env())
+        if conf.returncode:
+            raise RuntimeError(f"{name}: configure failed: {conf.stderr[-2000:]}")
+        for i in range(2):
+            url = (f"dpdk://10.88.0.254:20050?port=memif:{sock}@{i}&ip=10.88.0.{i + 1}"
+                   f"&control={ctl}") if memif else self.switch.url
+            self.clients.append(subprocess.Popen(
+                [sys.executable, "-c", CLIENT, url, str(i), str(elems)], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()))
+        for p in self.clients:
+            line = p.stdout.readline() if p.stdout else ""
+            if not line.startswith("{"):
+                raise RuntimeError(f"{name}: client did not start: {line!r} "
+                                   f"{p.stderr.read()[-2000:] if p.stderr else ''}")
+
+    def _cpu(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def switch_cpu(self) -> float:
+        return (self._cpu() - self.cpu0) / (time.monotonic() - self.t0)
+
+    def close(self) -> None:
+        for c in self.clients:
+            try:
+                if c.stdin:
+                    c.stdin.write("quit 0\n")
+                    c.stdin.close()
+                c.wait(10)
+            except (OSError, subprocess.TimeoutExpired):
+                c.kill()
+        self.switch.stop()
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
 def summary(times: list[float]) -> dict[str, float]:
     us = sorted(t * 1e6 for t in times)
     return {"median_us": statistics.median(us), "p10_us": us[len(us) // 10],
@@ -182,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--iters", type=int, default=None, help="round trips per round (default 200)")
     p.add_argument("--elems", type=int, default=256, help="fp32 elements of the all-reduced chunk")
     p.add_argument("--json", default="", help="write the figures to this file")
+    p.add_argument("--no-onehost", action="store_true",
+                   help="leave out the one-host pair (loopback UDP vs memif)")
+    p.add_argument("--no-split", action="store_true",
+                   help="leave out the third rack (DPDK switch, kernel UDP clients)")
     args = p.parse_args(argv)
     rounds = args.rounds or (4 if args.quick else 10)
     iters = args.iters or (100 if args.quick else 200)
@@ -204,6 +285,14 @@ def main(argv: list[str] | None = None) -> int:
         sides["kernel"] = Side("kernel", False, args.elems)
         if dpdk:
             sides["dpdk"] = Side("dpdk", True, args.elems)
+            if not args.no_split:  # what bounds it: the DPDK switch with kernel UDP clients
+                sides["dpdk_sw"] = Side("dpdk_sw", True, args.elems, kernel_clients=True)
+            if not args.no_onehost:
+                import tempfile
+
+                work = Path(tempfile.mkdtemp(prefix="nrl-bypass-"))
+                sides["kernel1"] = OneHost("kernel1", False, args.elems, work)
+                sides["memif1"] = OneHost("memif1", True, args.elems, work)
         got: dict[str, dict[str, list[float]]] = {s: {"replay": [], "agg": []} for s in sides}
         cpu: dict[str, dict[str, list[float]]] = {s: {"replay": [], "agg": []} for s in sides}
         for side in sides.values():  # warm-up, not counted
@@ -226,13 +315,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for side in sides.values():
             side.close()
-    print(f"{'path':7} {'what':7} {'median us':>10} {'p10':>8} {'p90':>8} {'client cpu':>10}")
+    print(f"{'path':8} {'what':7} {'median us':>10} {'p10':>8} {'p90':>8} {'client cpu':>10}")
     for name in sides:
         for what in ("replay", "agg"):
             f = figures[name][what]
-            print(f"{name:7} {what:7} {f['median_us']:10.1f} {f['p10_us']:8.1f} "
+            print(f"{name:8} {what:7} {f['median_us']:10.1f} {f['p10_us']:8.1f} "
                   f"{f['p90_us']:8.1f} {f['client_cpu']:10.2f}")
-        print(f"{name:7} switch process CPU: {figures[name]['switch_cpu']:.2f} s/s")
+        print(f"{name:8} switch process CPU: {figures[name]['switch_cpu']:.2f} s/s")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))
     if dpdk:
@@ -242,6 +331,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         keys = ("bypass_replay_rtt_vs_kernel=not_measured(no_DPDK_in_hostdrv._native) "
                 "bypass_agg_rtt_vs_kernel=not_measured(no_DPDK_in_hostdrv._native)")
+    if "memif1" in figures:
+        mr = figures["memif1"]["replay"]["median_us"] / figures["kernel1"]["replay"]["median_us"]
+        ma = figures["memif1"]["agg"]["median_us"] / figures["kernel1"]["agg"]["median_us"]
+        print(f"onehost_memif_replay_rtt_vs_kernel={mr:.3f} onehost_memif_agg_rtt_vs_kernel={ma:.3f}")
     print(f"{keys} onehost_allreduce_vs_gloo={onehost}")
     return 0
 
