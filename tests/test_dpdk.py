@@ -33,7 +33,7 @@ from hostdrv.switch.reference import SwitchModel
 from hostdrv.switch.soft import SoftSwitch, SoftSwitchProcess
 from hostdrv.wire import protocol as P
 from hostdrv.wire.consts import MAX_PUSH_RECORDS
-from hostdrv.wire.dpdkport import DpdkError, devargs
+from hostdrv.wire.dpdkport import DpdkError, check_interface, devargs
 
 REPO = Path(__file__).resolve().parents[1]
 N, SIZE, P_ELEMS, SLOTS = 2, 5000, 352, 8
@@ -187,6 +187,10 @@ def test_port_specs_become_devargs() -> None:
     for bad in ("eth0", "af_packet:", "memif:/x@y", "pcap:x"):
         with pytest.raises(DpdkError, match="bad DPDK port"):
             devargs(bad, role="server")
+    with pytest.raises(DpdkError, match="no interface 'nrl-none0'"):
+        check_interface("af_packet:nrl-none0")
+    check_interface("af_packet:lo")
+    check_interface("memif:/x")
 
 
 def test_dpdk_urls_are_checked() -> None:

@@ -38,7 +38,7 @@ from hostdrv.client.transport import (
     switch_address,
     udp_switch_registers,
 )
-from hostdrv.wire.dpdkport import NOT_BUILT, DpdkError, devargs, interface_of
+from hostdrv.wire.dpdkport import NOT_BUILT, DpdkError, check_interface, devargs, interface_of
 from hostdrv.wire.net import ip_to_int, parse_hostport
 
 OPTIONS = ("port", "ip", "udp", "control", "key", "arp_timeout")
@@ -116,6 +116,7 @@ class DpdkDatagramTransport(DatagramTransport):
     def __init__(self, url: str, switch: tuple[str, int], *, port: str, ip: str | None = None,
                  udp: int = 0, arp_timeout: float = 1.0) -> None:
         native = _native()
+        check_interface(port)
         self.url = url
         self.switch = switch
         iface = interface_of(port)

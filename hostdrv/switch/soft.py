@@ -138,7 +138,7 @@ from hostdrv.switch.soft_control import (  # noqa: F401 - _is_loopback: importab
 from hostdrv.switch.soft_loop import RECV_BYTES, SO_RXQ_OVFL, Arrival, DatagramLoop
 from hostdrv.switch.soft_process import SoftSwitchProcess
 from hostdrv.wire.control import ControlReplayGuard, load_control_key
-from hostdrv.wire.dpdkport import NOT_BUILT, DpdkError, devargs
+from hostdrv.wire.dpdkport import NOT_BUILT, DpdkError, check_interface, devargs
 from hostdrv.wire.net import SOL_UDP, UDP_GRO, ip_to_int, parse_hostport, tune_socket
 from hostdrv.wire.protocol import HEADER_OFFSET
 
@@ -334,6 +334,8 @@ class SoftSwitch(ControlServer, DatagramLoop):
         if host in ("0.0.0.0", ""):
             raise DpdkError("--dpdk needs the switch's IPv4 address on its ports: give "
                             "--dpdk-address IP:PORT (or --listen IP:PORT)")
+        for spec in specs:
+            check_interface(spec)
         args = [devargs(spec, role="server") for spec in specs]
         srv = native_engine.server(self.model, -1, self._native_control,  # type: ignore[arg-type]
                                    log_arrivals=self._arrivals is not None)

@@ -23,6 +23,7 @@ per-process counter so a process may open several ports of one kind.
 from __future__ import annotations
 
 import itertools
+import socket
 
 from hostdrv.errors import NetrlError
 
@@ -90,4 +91,17 @@ def interface_of(spec: str) -> str | None:
     return None
 
 
-__all__ = ["NOT_BUILT", "SPEC_FORMS", "DpdkError", "devargs", "interface_of"]
+def check_interface(spec: str) -> None:
+    """Raise :class:`DpdkError` when ``spec`` names a Linux interface this network namespace
+    does not have (DPDK itself only says "Operation not supported")."""
+    iface = interface_of(spec)
+    if iface is None:
+        return
+    try:
+        socket.if_nametoindex(iface)
+    except OSError:
+        raise DpdkError(f"bad DPDK port {spec!r}: no interface {iface!r} in this network "
+                        "namespace") from None
+
+
+__all__ = ["NOT_BUILT", "SPEC_FORMS", "DpdkError", "check_interface", "devargs", "interface_of"]
