@@ -208,7 +208,7 @@ def test_dpdk_refused_clearly_when_not_built(monkeypatch: pytest.MonkeyPatch) ->
         open_datagram("dpdk://10.0.0.1:20050?port=memif:/tmp/nope.sock&ip=10.0.0.2")
 
 
-def test_build_without_dpdk_is_a_switch(tmp_path: Path) -> None:
+def test_build_leaves_dpdk_out_on_request_or_without_libdpdk(tmp_path: Path) -> None:
     """NETRL_NO_DPDK=1 (or no libdpdk) leaves DPDK out of the build: setup.py's check."""
     code = ("import os, runpy, setuptools; setuptools.setup = lambda **k: None; "
             "g = runpy.run_path('setup.py'); print(g['DPDK'] is None, 'NRL_DPDK' in str(g['MACROS']))")
