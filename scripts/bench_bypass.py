@@ -119,7 +119,14 @@ class Side:
             max_elems=max(elems, 352))).up()
         self.proc: subprocess.Popen[str] | None = None
         self.clients: list[subprocess.Popen[str]] = []
-        r = self.rack
+        try:
+            self._start(dpdk, elems, kernel_clients)
+        except BaseException:
+            self.close()  # the rack and whatever started in it
+            raise
+
+    def _start(self, dpdk: bool, elems: int, kernel_clients: bool) -> None:
+        name, r = self.name, self.rack
         if dpdk:
             self.proc = dpdk_switch.start(r, max_elems=max(elems, 352))
             url = r.switch_url if kernel_clients else (
@@ -197,6 +204,14 @@ class OneHost(Side):
             args += ["--dpdk", f"memif:{sock}@0", "--dpdk", f"memif:{sock}@1",
                      "--dpdk-address", "10.88.0.254:20050"]
         self.switch = SoftSwitchProcess("127.0.0.1:0", args)
+        try:
+            self._begin(memif, elems, sock)
+        except BaseException:
+            self.close()
+            raise
+
+    def _begin(self, memif: bool, elems: int, sock: Path) -> None:
+        name = self.name
         ctl = f"{self.switch.address[0]}:{self.switch.address[1]}"
         self.pid = self.switch.proc.pid
         self.cpu0 = self._cpu()
