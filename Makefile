@@ -38,6 +38,15 @@ cxx:
 	  echo "[setup] installing Debian g++"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq g++; }
+	@# DPDK 22.11 (the kernel-bypass data path, docs/bypass.md): setup.py builds it into
+	@# hostdrv._native when pkg-config finds libdpdk, so it comes before pip's build
+	@{ pkg-config --exists libdpdk 2>/dev/null && \
+	   ls /usr/lib/*/librte_net_af_packet.so.23 /usr/lib/*/librte_net_memif.so.23 \
+	      /usr/lib/*/librte_net_af_xdp.so.23 >/dev/null 2>&1; } || { \
+	  echo "[setup] installing Debian dpdk libdpdk-dev (af_packet, af_xdp, memif PMDs)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq pkg-config dpdk libdpdk-dev \
+	    librte-net-af-packet23 librte-net-af-xdp23 librte-net-memif23; }
 
 $(STAMP): pyproject.toml constraints.txt setup.py hostdrv/native/*.cpp hostdrv/native/*.h hostdrv/wire/nrl_protocol.h | cxx
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -45,6 +45,7 @@ ENVIRONMENTAL_SKIPS = {
     "test_bench_peers.py": 1,  # .venv-peers (Reverb, make bench-peers): optional, never make setup
     "test_board.py": 4,  # AF_PACKET (Linux), root, util-linux unshare, network namespace
     "test_control_auth.py": 1,  # root, unshare and ip: a non-loopback address in a namespace
+    "test_dpdk.py": 1,  # the DPDK rack: Linux, root, iproute2, permission for network namespaces
     "test_rack.py": 1,  # Linux, root, iproute2 and permission to create network namespaces
     "test_scripts_smoke.py": 1,  # root: bench_rack.py's network namespaces (slow)
     "test_sume_flow.py": 1,  # root: sume_flash.sh --reload refuses to run without it

@@ -72,6 +72,10 @@ SMOKE: dict[str, tuple[list[str], int, bool, bool, tuple[str, ...]]] = {
     # tests/test_rack.py::test_ddp_steps_on_the_rack
     "rack_allreduce.py": (["--racks", "1gbit:2", "--sizes-kb", "64", "--repeats", "2",
                            "--warmup", "1"], 600, True, True, ("ip", "tc")),
+    # two 2-host racks (kernel UDP, DPDK), one interleaved round of 10 round trips (about
+    # 10 s here; 100 s with the third rack and the one-host pair)
+    "bench_bypass.py": (["--quick", "--rounds", "1", "--iters", "10", "--no-split", "--no-onehost"],
+                        600, False, True, ("ip",)),
 }
 
 

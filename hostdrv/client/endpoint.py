@@ -85,9 +85,11 @@ class Endpoint:
 
     def _native(self) -> Any:
         """The native library (``hostdrv/native/nrl_client.cpp``) when the per-packet loops
-        run in it: a UDP transport, the extension built, not ``NRL_NATIVE_CLIENT=0``; else
+        run in it: a UDP transport (or one with ``native_loops``: a DPDK port), the extension
+        built, not ``NRL_NATIVE_CLIENT=0``; else
         ``None`` (the Python loops, which the native ones follow decision for decision)."""
-        if (_native is not None and type(self.transport) is UdpDatagramTransport
+        if (_native is not None and (type(self.transport) is UdpDatagramTransport
+                                     or getattr(self.transport, "native_loops", False))
                 and os.environ.get("NRL_NATIVE_CLIENT", "1") != "0"):
             return _native
         return None

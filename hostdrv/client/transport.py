@@ -5,6 +5,9 @@ change when the backend does::
 
     soft://127.0.0.1:20050     the soft switch (``hostdrv.switch.soft``), over UDP
     sim://127.0.0.1:20051      the RTL in simulation (``hostdrv.switch.sim``), over UDP
+    dpdk://10.77.0.254:20050?port=af_packet:eth0
+                               the soft switch over a DPDK port (kernel bypass,
+                               ``hostdrv.client.transport_dpdk``, docs/bypass.md)
     udp://... / eth://...      the NetFPGA SUME board (``hostdrv.client.board``)
 
 Every backend provides two channels, kept apart from the block drivers
@@ -563,6 +566,11 @@ BACKENDS: Mapping[str, Backend] = MappingProxyType({
     "sim": Backend("sim", udp_switch_datagram, udp_switch_registers,
                    "RTL simulation (netfpga-simswitch) over UDP: "
                    "sim://host:port[?key=FILE]"),
+    "dpdk": Backend("dpdk", "hostdrv.client.transport_dpdk:dpdk_datagram",
+                    "hostdrv.client.transport_dpdk:dpdk_registers",
+                    "soft switch over a DPDK port (kernel bypass, netfpga-softswitch --dpdk): "
+                    "dpdk://SWITCH_IP:PORT?port=af_packet:IFACE|af_xdp:IFACE|memif:PATH[@ID]"
+                    "[&ip=A.B.C.D][&control=HOST:PORT][&key=FILE]"),
     "udp": Backend("udp", "hostdrv.client.board:udp_datagram",
                    "hostdrv.client.board:udp_registers",
                    "NetFPGA SUME board over UDP, registers with rwaxi: "

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <vector>
 
 #include "nrl_engine.h"
@@ -49,8 +50,14 @@ void header(uint8_t* h, uint32_t op, uint32_t flags, uint32_t job, uint32_t work
     put32(h + 18, total);
 }
 
+// DatagramPort handles: -2 - index
+std::mutex ports_mu;
+std::vector<DatagramPort*> ports;
+
 // UdpDatagramTransport.send: a full buffer or an ICMP error is a loss (the caller retransmits)
 int send_one(int fd, const uint8_t* p, size_t n) {
+    if (fd < 0)
+        if (DatagramPort* port = datagram_port(fd)) return port->send(p, n);
     if (::send(fd, p, n, 0) >= 0) return 0;
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED) return 0;
     return errno;
@@ -58,6 +65,8 @@ int send_one(int fd, const uint8_t* p, size_t n) {
 
 // UdpDatagramTransport.send_segments
 int send_segments(int fd, const uint8_t* p, size_t n, size_t seg, bool* gso) {
+    if (fd < 0)
+        if (DatagramPort* port = datagram_port(fd)) return port->send_segments(p, n, seg);
     if (n <= seg || !*gso) {
         for (size_t off = 0; off < n; off += seg)
             if (int e = send_one(fd, p + off, std::min(seg, n - off))) return e;
@@ -97,6 +106,8 @@ int send_segments(int fd, const uint8_t* p, size_t n, size_t seg, bool* gso) {
 
 // UdpDatagramTransport.recv_into: (bytes, segment size), (0, 0) after `timeout` seconds
 size_t recv_into(int fd, uint8_t* buf, size_t cap, double timeout, bool gro, size_t* seg) {
+    if (fd < 0)
+        if (DatagramPort* port = datagram_port(fd)) return port->recv(buf, cap, timeout, seg);
     double deadline = -1.0;
     for (;;) {
         alignas(cmsghdr) uint8_t ctl[CMSG_SPACE(sizeof(int))];
@@ -149,6 +160,30 @@ bool newer(uint32_t a, uint32_t b) {
 }
 
 }  // namespace
+
+int register_datagram_port(DatagramPort* port) {
+    std::lock_guard<std::mutex> lock(ports_mu);
+    for (size_t i = 0; i < ports.size(); ++i)
+        if (ports[i] == nullptr) {
+            ports[i] = port;
+            return -2 - int(i);
+        }
+    ports.push_back(port);
+    return -2 - int(ports.size() - 1);
+}
+
+void unregister_datagram_port(int handle) {
+    std::lock_guard<std::mutex> lock(ports_mu);
+    const size_t i = size_t(-2 - handle);
+    if (handle <= -2 && i < ports.size()) ports[i] = nullptr;
+}
+
+DatagramPort* datagram_port(int handle) {
+    if (handle > -2) return nullptr;
+    std::lock_guard<std::mutex> lock(ports_mu);
+    const size_t i = size_t(-2 - handle);
+    return i < ports.size() ? ports[i] : nullptr;
+}
 
 AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8_t* out,
                    uint32_t* rounds, uint32_t* aux_of, uint32_t* got_round, uint8_t* taken,

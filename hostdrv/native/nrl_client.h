@@ -8,6 +8,26 @@
 
 namespace nrl {
 
+/// A datagram channel other than a UDP socket (a DPDK port: nrl_dpdk.cpp) that the client
+/// loops use when their fd is a negative handle from register_datagram_port. The same
+/// contract as the socket helpers: send never blocks (a full ring is a loss), recv returns
+/// one payload (seg = its size) or 0 after `timeout` seconds.
+struct DatagramPort {
+    virtual ~DatagramPort() = default;
+    /// 0, or an errno
+    virtual int send(const uint8_t* p, size_t n) = 0;
+    /// n bytes of seg-byte datagrams (the last one shorter), sent as one burst
+    virtual int send_segments(const uint8_t* p, size_t n, size_t seg) = 0;
+    virtual size_t recv(uint8_t* buf, size_t cap, double timeout, size_t* seg) = 0;
+};
+
+/// A handle (<= -2) the client loops accept in place of a socket fd; the port stays the
+/// caller's and must outlive every call that uses the handle.
+int register_datagram_port(DatagramPort* port);
+void unregister_datagram_port(int handle);
+/// The port of a handle; nullptr for anything else (a socket fd).
+DatagramPort* datagram_port(int handle);
+
 struct AggArgs {
     int fd;            // connected, non-blocking UDP socket (UdpDatagramTransport.sock)
     uint64_t n;        // chunks

@@ -20,6 +20,7 @@ namespace py = pybind11;
 
 #ifndef NRL_PLANT_BUG
 void bind_ps(py::module_& m);  // nrl_ps_module.cpp: the native parameter server
+void bind_dpdk(py::module_& m);  // nrl_dpdk_module.cpp: the DPDK data path, when built
 #endif
 
 #ifndef NRL_MODULE_NAME
@@ -50,6 +51,7 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
     m.def("plant_bug", [](int n) { nrl::planted_bug = n; });
 #else
     bind_ps(m);  // the planted-bug copy (tests/test_conformance.py) is the switch alone
+    bind_dpdk(m);
 #endif
 
     py::class_<SharedEngine, std::shared_ptr<SharedEngine>>(m, "Engine", py::module_local())

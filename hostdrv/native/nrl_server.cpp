@@ -148,6 +148,14 @@ void Server::queue(const uint8_t* body, size_t len, const sockaddr_in& dst) {
 }
 
 void Server::send_one(const uint8_t* data, size_t len, const sockaddr_in& dst) {
+    if (egress_ != nullptr) {
+        egress_->send(data, len, dst);
+        egress_->flush();
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++send_calls_;
+        ++sent_;
+        return;
+    }
     for (int attempt = 0; attempt < 50; ++attempt) {
         const ssize_t r = sendto(fd_, data, len, 0, reinterpret_cast<const sockaddr*>(&dst),
                                  sizeof dst);
@@ -171,6 +179,16 @@ void Server::send_one(const uint8_t* data, size_t len, const sockaddr_in& dst) {
 // runs of equal length to one destination as one UDP GSO message (up to 64 segments and
 // 65507 bytes), up to kSendBatch messages per sendmmsg
 void Server::flush() {
+    if (egress_ != nullptr) {  // in queued order: the egress batches per port itself
+        for (const Pending& p : pending_) egress_->send(tx_.data() + p.off, p.len, p.dst);
+        egress_->flush();
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++send_calls_;
+        sent_ += pending_.size();
+        pending_.clear();
+        tx_.clear();
+        return;
+    }
     // group by destination, keeping each destination's order
     dsts_.clear();
     for (size_t i = 0; i < pending_.size(); ++i) {
@@ -365,6 +383,16 @@ void Server::datagram(const uint8_t* data, size_t n, size_t seg, const sockaddr_
     }
     std::lock_guard<std::mutex> slock(stats_mu_);
     datagrams_ += handled;
+}
+
+void Server::input(const uint8_t* data, size_t n, const sockaddr_in& from) {
+    std::lock_guard<std::mutex> lock(input_mu_);
+    const uint64_t t0 = now_us();
+    datagram(data, n, n ? n : 1, from);
+    if (!pending_.empty()) flush();
+    std::lock_guard<std::mutex> slock(stats_mu_);
+    ++receives_;
+    busy_us_ += now_us() - t0;
 }
 
 void Server::serve(int poll_ms) {

@@ -27,6 +27,14 @@ struct SharedEngine {
     std::mutex mu;
 };
 
+/// Where a Server sends its datagrams instead of its socket (a set of DPDK ports,
+/// nrl_dpdk.cpp): send queues one datagram to dst, flush sends what was queued.
+struct DatagramEgress {
+    virtual ~DatagramEgress() = default;
+    virtual void send(const uint8_t* body, size_t len, const sockaddr_in& dst) = 0;
+    virtual void flush() = 0;
+};
+
 class Server {
 public:
     /// fd: a bound, non-blocking AF_INET UDP socket (owned by the caller). control: a
@@ -42,6 +50,11 @@ public:
     std::map<std::string, uint64_t> stats();
     /// GRADIENT datagrams received since the last call: (slot, seq, worker, aux, payload).
     pybind11::list arrivals();
+    /// Send through `egress` instead of the socket from now on (nullptr: the socket again).
+    void set_egress(DatagramEgress* egress) { egress_ = egress; }
+    /// One datagram from `from` received by another loop (a DPDK port; GIL released): the
+    /// same processing as a datagram on the socket, its replies sent before returning.
+    void input(const uint8_t* data, size_t n, const sockaddr_in& from);
 
 private:
     struct Member {
@@ -110,6 +123,8 @@ private:
     std::vector<Msg> msgs_;
     std::vector<iovec> iovs_;
     bool gso_ = true;
+    DatagramEgress* egress_ = nullptr;
+    std::mutex input_mu_;  // input() callers (one DPDK loop today)
 };
 
 }  // namespace nrl

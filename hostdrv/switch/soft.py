@@ -101,6 +101,14 @@ Command line
     Python loop (see Engines). Default :data:`DEFAULT_ENGINE` or ``NRL_SOFTSWITCH_ENGINE``.
 ``--profile FILE``
     Write a cProfile of the serve loop to FILE.
+``--dpdk PORT`` (repeatable), ``--dpdk-address IP:PORT``
+    Serve the same engine on DPDK ports as well (kernel bypass, ``docs/bypass.md``):
+    ``af_packet:IFACE``, ``af_xdp:IFACE``, ``memif:PATH[@ID]`` or DPDK devargs
+    (:mod:`hostdrv.wire.dpdkport`). Every IPv4/UDP frame to the DPDK address
+    (default: the ``--listen`` address) is a datagram as on the socket, with the
+    same rules; the switch answers ARP for that address and passes every other
+    frame through the engine's learning switch (port *i* = SUME MAC port *i*).
+    The socket keeps serving ``--listen``. Needs the extension built with DPDK.
 
 On SIGINT/SIGTERM it prints the model's nonzero counters (``counters {...}``)
 and the server's figures (``stats {...}``, with ``rx_overflow`` and
@@ -130,7 +138,8 @@ from hostdrv.switch.soft_control import (  # noqa: F401 - _is_loopback: importab
 from hostdrv.switch.soft_loop import RECV_BYTES, SO_RXQ_OVFL, Arrival, DatagramLoop
 from hostdrv.switch.soft_process import SoftSwitchProcess
 from hostdrv.wire.control import ControlReplayGuard, load_control_key
-from hostdrv.wire.net import SOL_UDP, UDP_GRO, parse_hostport, tune_socket
+from hostdrv.wire.dpdkport import NOT_BUILT, DpdkError, check_interface, devargs
+from hostdrv.wire.net import SOL_UDP, UDP_GRO, ip_to_int, parse_hostport, tune_socket
 from hostdrv.wire.protocol import HEADER_OFFSET
 
 ENGINES = ("native", "model")
@@ -213,7 +222,8 @@ class SoftSwitch(ControlServer, DatagramLoop):
                  max_elems: int = 352, build_hash: int = 0, log_arrivals: bool = False,
                  model: Engine | None = None,
                  control_key: bytes | str | os.PathLike[str] | None = None,
-                 engine: str | None = None) -> None:
+                 engine: str | None = None, dpdk: Sequence[str] = (),
+                 dpdk_address: str | tuple[str, int] | None = None) -> None:
         if isinstance(control_key, bytes | bytearray):
             self._control_key: bytes | None = bytes(control_key).strip()
             if not self._control_key:
@@ -264,6 +274,16 @@ class SoftSwitch(ControlServer, DatagramLoop):
                        "busy_us": 0, "errors": 0, "rx_overflow": 0, "ctrl_refused": 0}
         self._srv_base = dict.fromkeys(_SERVER_STATS.values(), 0)
         self._native: object | None = None  # the native loop (hostdrv._native.Server)
+        self._dpdk_server: object | None = None  # the DPDK ports' Server and loop
+        self._dpdk_switch: object | None = None
+        self.dpdk_address: tuple[str, int] | None = None
+        """(IPv4, UDP port) the switch answers on its DPDK ports (``None``: no DPDK)."""
+        if dpdk:
+            try:
+                self._open_dpdk(list(dpdk), dpdk_address)
+            except BaseException:
+                sock.close()
+                raise
 
     @property
     def engine(self) -> str:
@@ -278,14 +298,77 @@ class SoftSwitch(ControlServer, DatagramLoop):
         """Every GRADIENT datagram received, in order (``log_arrivals``; else ``None``)."""
         if self._arrivals is not None and self._native is not None:
             self._arrivals += [Arrival(*a) for a in self._native.arrivals()]  # type: ignore[attr-defined]
+        if self._arrivals is not None and self._dpdk_server is not None:
+            self._arrivals += [Arrival(*a) for a in self._dpdk_server.arrivals()]  # type: ignore[attr-defined]
         return self._arrivals
 
     def _sync_stats(self) -> None:
-        """Copy the native loop's figures into :attr:`_stats`."""
+        """Copy the native loop's figures into :attr:`_stats` (the socket's and the DPDK
+        ports' added up; the DPDK loop's own figures as ``dpdk_*``)."""
         if self._native is not None:
             figures = self._native.stats()  # type: ignore[attr-defined]
             for k in _NATIVE_STATS:
                 self._stats[k] = figures[k]
+        if self._dpdk_server is not None and self._dpdk_switch is not None:
+            figures = self._dpdk_server.stats()  # type: ignore[attr-defined]
+            for k in _NATIVE_STATS:
+                base = self._stats[k] if self._native is not None else 0
+                self._stats[k] = base + figures[k]
+            for k, v in self._dpdk_switch.stats().items():  # type: ignore[attr-defined]
+                self._stats[f"dpdk_{k}"] = v
+
+    # -- DPDK ports --------------------------------------------------------------
+    def _open_dpdk(self, specs: list[str], address: str | tuple[str, int] | None) -> None:
+        """Create the DPDK ports and their loop (run by :meth:`serve_forever`)."""
+        if self.engine != "native":
+            raise DpdkError("--dpdk serves the native engine (--engine native), not "
+                            f"{self.engine!r}")
+        module = sys.modules[type(self.model.engine).__module__]  # type: ignore[attr-defined]
+        if not getattr(module, "dpdk_available", False):
+            raise DpdkError("--dpdk cannot be used: " + NOT_BUILT)
+        host, port = self.address
+        if address is not None:
+            host, port = parse_hostport(address) if isinstance(address, str) else address
+        if port == 0:
+            port = self.address[1]
+        if host in ("0.0.0.0", ""):
+            raise DpdkError("--dpdk needs the switch's IPv4 address on its ports: give "
+                            "--dpdk-address IP:PORT (or --listen IP:PORT)")
+        for spec in specs:
+            check_interface(spec)
+        args = [devargs(spec, role="server") for spec in specs]
+        srv = native_engine.server(self.model, -1, self._native_control,  # type: ignore[arg-type]
+                                   log_arrivals=self._arrivals is not None)
+        try:
+            sw = module.DpdkSwitch(self.model.engine, srv, args,  # type: ignore[attr-defined]
+                                   ip_to_int(host), port)
+        except RuntimeError as e:
+            raise DpdkError(f"cannot open the DPDK ports {specs}: {e}") from e
+        self._dpdk_server, self._dpdk_switch = srv, sw
+        self.dpdk_address = (host, port)
+
+    @property
+    def dpdk_ports(self) -> list[str]:
+        """The DPDK devices the switch serves (empty without ``dpdk``)."""
+        if self._dpdk_switch is None:
+            return []
+        return list(self._dpdk_switch.port_names())  # type: ignore[attr-defined]
+
+    def serve_forever(self, poll_interval: float = 0.05) -> None:
+        """Serve until :meth:`stop`; with DPDK ports, their loop runs in a thread of its own
+        beside the socket's."""
+        sw = self._dpdk_switch
+        if sw is None:
+            return DatagramLoop.serve_forever(self, poll_interval)
+        t = threading.Thread(target=sw.serve,  # type: ignore[attr-defined]
+                             args=(max(1, int(poll_interval * 1000)),), name="softswitch-dpdk",
+                             daemon=True)
+        t.start()
+        try:
+            DatagramLoop.serve_forever(self, poll_interval)
+        finally:
+            sw.stop()  # type: ignore[attr-defined]
+            t.join()
 
     # -- addressing --------------------------------------------------------------
     @property
@@ -336,8 +419,9 @@ class SoftSwitch(ControlServer, DatagramLoop):
             self._thread = None
 
     def close(self) -> None:
-        """Stop and release the socket."""
+        """Stop and release the socket (and the DPDK ports)."""
         self.stop()
+        self._dpdk_switch = None
         self.sock.close()
 
     def __enter__(self) -> SoftSwitch:
@@ -374,6 +458,12 @@ def build_parser(prog: str = "netfpga-softswitch") -> argparse.ArgumentParser:
                         f"golden model (debugging). Default: {DEFAULT_ENGINE}, or "
                         "NRL_SOFTSWITCH_ENGINE")
     p.add_argument("--profile", metavar="FILE", help="write a cProfile of the serve loop to FILE")
+    p.add_argument("--dpdk", metavar="PORT", action="append", default=[],
+                   help="also serve on this DPDK port (kernel bypass; repeat for more): "
+                        "af_packet:IFACE, af_xdp:IFACE, memif:PATH[@ID] or DPDK devargs "
+                        "(docs/bypass.md); needs the extension built with DPDK")
+    p.add_argument("--dpdk-address", metavar="IP:PORT", default=None,
+                   help="the switch's address on its DPDK ports (default: --listen's)")
     return p
 
 
@@ -386,7 +476,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "netfpga-softswitch") ->
         sw = SoftSwitch(args.listen, capacity=args.capacity, record_bytes=args.record_bytes,
                         max_slots=args.max_slots, max_elems=args.max_elems,
                         build_hash=args.build_hash, control_key=args.control_key,
-                        engine=args.engine)
+                        engine=args.engine, dpdk=args.dpdk, dpdk_address=args.dpdk_address)
     except (OSError, ValueError, RuntimeError) as e:
         print(f"{SoftSwitch.log_name}: {e}", file=sys.stderr)
         return 2
@@ -397,6 +487,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "netfpga-softswitch") ->
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
     print(f"listening {sw.url}", flush=True)
+    if sw.dpdk_address is not None:
+        host, port = sw.dpdk_address
+        print(f"dpdk {host}:{port} ports {','.join(sw.dpdk_ports)}", flush=True)
     if args.profile:
         import cProfile
 
