@@ -482,12 +482,15 @@ def ltp_endpoints(text: str) -> str:
 
 
 def synth(top: str, params: dict[str, str], timeout: float, keep_log: Path | None,
-          config: str = "") -> Result:
-    """Synthesize one top (``config``: the named configuration, if any) and collect its numbers."""
+          config: str = "", abc9: bool = True) -> Result:
+    """Synthesize one top (``config``: the named configuration, if any) and collect its numbers
+    (``abc9=False``: map with plain abc from the start)."""
     srcs = sources(top)
     declared = declared_params(top, srcs)
     use = {k: v for k, v in params.items() if k in declared}
     t0 = time.monotonic()
+    if not abc9:
+        return _synth_once(top, srcs, use, timeout, keep_log, config, t0, abc9=False)
     res = _synth_once(top, srcs, use, timeout, keep_log, config, t0, abc9=True)
     if not res.ok and not res.error.startswith("timeout") and not res.error.startswith("timing"):
         # Yosys 0.23's abc9 flow aborts on some designs (a std::vector range check in
@@ -551,6 +554,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds allowed per top (default 3600)")
     ap.add_argument("--log-dir", type=Path, default=None,
                     help="keep each top's full Yosys log here")
+    ap.add_argument("--no-abc9", action="store_true",
+                    help="map with plain abc (not delay-driven) instead of trying abc9 first: "
+                         "saves the failed abc9 run on a design Yosys 0.23's abc9 aborts on")
     args = ap.parse_args(argv)
 
     if shutil.which("yosys") is None:
@@ -576,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for t, p, cfg in runs:
         print(f"== {t}{f' ({cfg})' if cfg else ''}: synth_xilinx -family xc7 ...", flush=True)
-        res = synth(t, p, args.timeout, args.log_dir, cfg)
+        res = synth(t, p, args.timeout, args.log_dir, cfg, abc9=not args.no_abc9)
         res.config = cfg
         results.append(res)
         if res.ok:

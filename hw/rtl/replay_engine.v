@@ -61,8 +61,8 @@ THE SOFTWARE.
  *
  * Ordering: the sum tree is either updating or descending, never both. A
  * SAMPLE_REQ waits until the updates before it have left the update
- * pipeline (at most 5 clocks); an UPDATE or PUSH waits until the samples
- * before it have left the descent pipeline (about 4 log2(C) + 14 clocks); a
+ * pipeline (at most 6 clocks); an UPDATE or PUSH waits until the samples
+ * before it have left the descent pipeline (about 5 log2(C) + 14 clocks); a
  * PUSH also waits until the responder has read every record it will
  * overwrite. So every request sees exactly the state its predecessors left,
  * as in hostdrv.switch.reference.
