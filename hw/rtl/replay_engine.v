@@ -715,9 +715,12 @@ wire rq_valid;
 wire rq_in_ready;
 wire [RESP_Q_ADDR_W+1:0] rq_count;
 
+// distributed RAM: the head feeds the context read and the responder's
+// header mux in one clock (from a block RAM output that was 3.51 ns)
 nrl_fifo #(
     .WIDTH(RESP_ENTRY_W),
-    .ADDR_WIDTH(RESP_Q_ADDR_W)
+    .ADDR_WIDTH(RESP_Q_ADDR_W),
+    .LUT_RAM(1)
 )
 rq_inst (
     .clk(clk),
