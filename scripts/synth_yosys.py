@@ -226,6 +226,8 @@ class Timing:
     end: str
     levels: int
     by_instance: dict[str, float] = field(default_factory=dict)
+    # per first-level instance: the start and end point of its worst path
+    paths: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def estimate_timing(netlist: dict, top: str) -> Timing:
@@ -372,21 +374,27 @@ def estimate_timing(netlist: dict, top: str) -> Timing:
             stack.pop()
         return arrival[root]
 
+    def origin(b: int) -> str:
+        while arrival[b][1] >= 0:
+            b = arrival[b][1]
+        return names.get(b, f"bit {b}")
+
     worst = (-1, -1, "", 0)
     by_inst: dict[str, float] = {}
+    inst_end: dict[str, tuple[int, int, str]] = {}  # instance -> (ps, end bit, end name)
     for b, setup, cname in endpoints:
         a, _, lv = resolve(b)
         total = a + setup
         inst = cname.split(".")[0] if "." in cname else "(top)"
         by_inst[inst] = max(by_inst.get(inst, 0.0), total / 1000)
+        if total > inst_end.get(inst, (-1, -1, ""))[0]:
+            inst_end[inst] = (total, b, cname)
         if total > worst[0]:
             worst = (total, b, cname, lv)
+    paths = {inst: (origin(b), cname) for inst, (_, b, cname) in inst_end.items()}
     if worst[1] < 0:
-        return Timing(0.0, "", "", 0, by_inst)
-    b = worst[1]
-    while arrival[b][1] >= 0:
-        b = arrival[b][1]
-    return Timing(worst[0] / 1000, names.get(b, f"bit {b}"), worst[2], worst[3], by_inst)
+        return Timing(0.0, "", "", 0, by_inst, paths)
+    return Timing(worst[0] / 1000, origin(worst[1]), worst[2], worst[3], by_inst, paths)
 
 
 def sources(top: str) -> list[Path]:
@@ -474,12 +482,15 @@ def ltp_endpoints(text: str) -> str:
 
 
 def synth(top: str, params: dict[str, str], timeout: float, keep_log: Path | None,
-          config: str = "") -> Result:
-    """Synthesize one top (``config``: the named configuration, if any) and collect its numbers."""
+          config: str = "", abc9: bool = True) -> Result:
+    """Synthesize one top (``config``: the named configuration, if any) and collect its numbers
+    (``abc9=False``: map with plain abc from the start)."""
     srcs = sources(top)
     declared = declared_params(top, srcs)
     use = {k: v for k, v in params.items() if k in declared}
     t0 = time.monotonic()
+    if not abc9:
+        return _synth_once(top, srcs, use, timeout, keep_log, config, t0, abc9=False)
     res = _synth_once(top, srcs, use, timeout, keep_log, config, t0, abc9=True)
     if not res.ok and not res.error.startswith("timeout") and not res.error.startswith("timing"):
         # Yosys 0.23's abc9 flow aborts on some designs (a std::vector range check in
@@ -543,6 +554,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds allowed per top (default 3600)")
     ap.add_argument("--log-dir", type=Path, default=None,
                     help="keep each top's full Yosys log here")
+    ap.add_argument("--no-abc9", action="store_true",
+                    help="map with plain abc (not delay-driven) instead of trying abc9 first: "
+                         "saves the failed abc9 run on a design Yosys 0.23's abc9 aborts on")
     args = ap.parse_args(argv)
 
     if shutil.which("yosys") is None:
@@ -568,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for t, p, cfg in runs:
         print(f"== {t}{f' ({cfg})' if cfg else ''}: synth_xilinx -family xc7 ...", flush=True)
-        res = synth(t, p, args.timeout, args.log_dir, cfg)
+        res = synth(t, p, args.timeout, args.log_dir, cfg, abc9=not args.no_abc9)
         res.config = cfg
         results.append(res)
         if res.ok:
@@ -583,7 +597,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"   worst path {tm.ns:.2f} ns before routing ({tm.levels} cells): "
                       f"{tm.start} -> {tm.end}", flush=True)
                 for inst, ns in sorted(tm.by_instance.items(), key=lambda kv: -kv[1]):
-                    print(f"     {ns:5.2f} ns  ending in {inst}", flush=True)
+                    frm, to = tm.paths.get(inst, ("", ""))
+                    print(f"     {ns:5.2f} ns  ending in {inst}: {frm} -> {to}", flush=True)
         else:
             print(f"   FAILED: {res.error}", flush=True)
     for res in results:

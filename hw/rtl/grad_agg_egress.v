@@ -48,7 +48,10 @@ THE SOFTWARE.
  *                   req_valid
  *   hdr_wr_*        out: header FIFO entry, HP4 (no backpressure: the
  *                   ingress stalls before the FIFO fills)
- *   hdr_rd_*        in: header FIFO head, popped with the reply's last beat
+ *   hdr_rd_*        in: header FIFO head, popped with the reply's first
+ *                   header beat (the rest of the header is kept in a
+ *                   register), so the payload FIFO's block RAM read
+ *                   reaches only this module's state and output registers
  *   pay_rd_*        in: payload FIFO head {last, beat}
  *   pay_wr_done     in: a reply's last payload beat enters the payload FIFO
  *
@@ -366,6 +369,9 @@ endgenerate
 localparam [1:0] O_IDLE = 2'd0, O_HDR = 2'd1, O_PAY = 2'd2;
 
 reg [1:0]            o_state_reg, o_state_next;
+// the second header beat, taken with the first (the header FIFO entry is
+// popped then); unused when one beat holds the header
+reg [DATA_WIDTH-1:0] o_hdr_b1_reg, o_hdr_b1_next;
 // replies whose whole payload is in the payload FIFO
 reg [OUT_AW:0]       o_ready_pkts_reg, o_ready_pkts_next;
 reg [DATA_WIDTH-1:0] m_tdata_reg, m_tdata_next;
@@ -380,6 +386,7 @@ wire o_adv = !m_tvalid_reg || m_axis_tready;
 always @* begin
     o_state_next = o_state_reg;
     o_ready_pkts_next = o_ready_pkts_reg + {{OUT_AW{1'b0}}, pay_wr_done};
+    o_hdr_b1_next = o_hdr_b1_reg;
     m_tdata_next = m_tdata_reg;
     m_tvalid_next = m_tvalid_reg && !m_axis_tready;
     m_tlast_next = m_tlast_reg;
@@ -395,12 +402,14 @@ always @* begin
                 m_tlast_next = 1'b0;
                 m_tuser_next = {hf_ports, 8'd0, cfg_frame_len_reg};
                 o_ready_pkts_next = o_ready_pkts_reg - {{OUT_AW{1'b0}}, !pay_wr_done};
+                o_hdr_b1_next = out_hdr_b1;
+                hdr_pop = 1'b1;
                 o_state_next = HDR_BEATS == 2 ? O_HDR : O_PAY;
             end
         end
         O_HDR: begin
             if (o_adv) begin
-                m_tdata_next = out_hdr_b1;
+                m_tdata_next = o_hdr_b1_reg;
                 m_tvalid_next = 1'b1;
                 m_tlast_next = 1'b0;
                 o_state_next = O_PAY;
@@ -413,7 +422,6 @@ always @* begin
                 m_tlast_next = pay_rd_data[DATA_WIDTH];
                 pay_pop = 1'b1;
                 if (pay_rd_data[DATA_WIDTH]) begin
-                    hdr_pop = 1'b1;
                     o_state_next = O_IDLE;
                 end
             end
@@ -424,6 +432,7 @@ end
 always @(posedge clk) begin
     o_state_reg <= o_state_next;
     o_ready_pkts_reg <= o_ready_pkts_next;
+    o_hdr_b1_reg <= o_hdr_b1_next;
     m_tdata_reg <= m_tdata_next;
     m_tvalid_reg <= m_tvalid_next;
     m_tlast_reg <= m_tlast_next;

@@ -41,21 +41,27 @@ THE SOFTWARE.
  * out is a 24-bit chain. The root (level 0) is a register pair. Every memory
  * has one write and one registered read port (simple dual-port block RAM).
  *
+ * Every memory read is registered twice: the block RAM's own read register,
+ * then a fabric register (the forwarding mux of an update in front of it),
+ * so no carry chain starts at a block RAM output (2.45 ns on xc7 before
+ * routing, against 0.3 ns for a flip-flop).
+ *
  * Update (one per clock): setting leaf i to p adds delta = p - old to every
- * ancestor of i. The old leaf value is read (U0), the leaf written and lane 0
- * of delta formed (U1); then every level adds delta to its ancestor of i in
- * parallel, lane 0 in U2 and lane 1 with the lane-0 carry in U3. Back-to-back
- * updates that hit the same node use the value written one clock earlier
+ * ancestor of i. The old leaf value is read (U0), the leaf written (U1), the
+ * old value registered (U1) and lane 0 of delta formed (U2); then every level
+ * adds delta to its ancestor of i in parallel, lane 0 in U3 (read in U1) and
+ * lane 1 with the lane-0 carry in U4 (read in U2). Back-to-back updates that
+ * hit the same node use the value written one or two clocks earlier
  * (forwarding), so the result equals the sequential one.
  *
- * Descent (one query per clock): one pipeline stage per level, four clocks
- * each (read the left child; subtract lane 0; subtract lane 1 both without
- * and with a lane-0 borrow; pick by the borrow and choose a side), so no
- * path has more than one LUT after a carry chain. A prioritized query goes
- * left when target < left sum, else subtracts it and goes right
- * (docs/protocol.md section 5); a uniform query follows the bits of its
- * index. The result is the leaf index, the leaf priority and the query's
- * side band, 4 log2(C) + 3 clocks after the query.
+ * Descent (one query per clock): one pipeline stage per level, five clocks
+ * each (read the left child; register the read; subtract lane 0; subtract
+ * lane 1 both without and with a lane-0 borrow; pick by the borrow and
+ * choose a side), so no path has more than one LUT after a carry chain. A
+ * prioritized query goes left when target < left sum, else subtracts it and
+ * goes right (docs/protocol.md section 5); a uniform query follows the bits
+ * of its index. The result is the leaf index, the leaf priority and the
+ * query's side band, 5 log2(C) + 1 clocks after the query.
  *
  * Updates and queries must not be in flight together (upd_busy, q_busy):
  * the replay engine drains one before it starts the other, which is how
@@ -161,19 +167,20 @@ end
 // ---------------------------------------------------------------------------
 // update pipeline control (U0 .. U3)
 
-reg u0_v_reg, u1_v_reg, u2_v_reg, u3_v_reg;
-reg [LEVELS-1:0] u0_i_reg, u1_i_reg, u2_i_reg;
+reg u0_v_reg, u1_v_reg, u2_v_reg, u3_v_reg, u4_v_reg;
+reg [LEVELS-1:0] u0_i_reg, u1_i_reg, u2_i_reg, u3_i_reg;
 // verilator lint_off UNUSEDSIGNAL
-reg [LEVELS-1:0] u3_i_reg;  // bit 0 selects a leaf, the levels use the rest
+reg [LEVELS-1:0] u4_i_reg;  // bit 0 selects a leaf, the levels use the rest
 // verilator lint_on UNUSEDSIGNAL
 reg [31:0] u0_p_reg, u1_p_reg, u2_p_reg;
 reg u1_fwd_reg;
-reg [LANE0_W-1:0] u2_d0_reg;
-reg u2_b_reg;
-reg [PRIO_LANE1_W-1:0] u2_phi_reg, u2_ohi_reg;
-reg [DELTA_LANE1_W-1:0] u3_d1_reg;
+reg [31:0] u2_old_reg;  // the old leaf value (forwarded or read)
+reg [LANE0_W-1:0] u3_d0_reg;
+reg u3_b_reg;
+reg [PRIO_LANE1_W-1:0] u3_phi_reg, u3_ohi_reg;
+reg [DELTA_LANE1_W-1:0] u4_d1_reg;
 
-assign upd_busy = u0_v_reg | u1_v_reg | u2_v_reg | u3_v_reg;
+assign upd_busy = u0_v_reg | u1_v_reg | u2_v_reg | u3_v_reg | u4_v_reg;
 
 // leaves
 reg [31:0] leaf_even[(2**(LEVELS-1))-1:0];
@@ -181,11 +188,11 @@ reg [31:0] leaf_odd[(2**(LEVELS-1))-1:0];
 reg [31:0] even_rd_reg, odd_rd_reg;
 
 wire [31:0] leaf_old = u1_fwd_reg ? u2_p_reg : (u1_i_reg[0] ? odd_rd_reg : even_rd_reg);
-wire [LANE0_W:0] d0 = {1'b0, u1_p_reg[LANE0_W-1:0]} - {1'b0, leaf_old[LANE0_W-1:0]};
+wire [LANE0_W:0] d0 = {1'b0, u2_p_reg[LANE0_W-1:0]} - {1'b0, u2_old_reg[LANE0_W-1:0]};
 // a - b - c as one two-operand subtraction: the borrow-in rides in an extra LSB, so
 // synthesis builds a single carry chain (no full-adder layer in front of it)
 // verilator lint_off UNUSEDSIGNAL
-wire [DELTA_LANE1_W:0] d1_x = {1'b0, u2_phi_reg, 1'b0} - {1'b0, u2_ohi_reg, u2_b_reg};
+wire [DELTA_LANE1_W:0] d1_x = {1'b0, u3_phi_reg, 1'b0} - {1'b0, u3_ohi_reg, u3_b_reg};
 // verilator lint_on UNUSEDSIGNAL
 wire [DELTA_LANE1_W-1:0] d1 = d1_x[DELTA_LANE1_W:1];
 
@@ -202,42 +209,47 @@ always @(posedge clk) begin
     u2_v_reg <= u1_v_reg;
     u2_i_reg <= u1_i_reg;
     u2_p_reg <= u1_p_reg;
-    u2_d0_reg <= d0[LANE0_W-1:0];
-    u2_b_reg <= d0[LANE0_W];
-    u2_phi_reg <= u1_p_reg[31:LANE0_W];
-    u2_ohi_reg <= leaf_old[31:LANE0_W];
+    u2_old_reg <= leaf_old;
 
     u3_v_reg <= u2_v_reg;
     u3_i_reg <= u2_i_reg;
-    u3_d1_reg <= d1;
+    u3_d0_reg <= d0[LANE0_W-1:0];
+    u3_b_reg <= d0[LANE0_W];
+    u3_phi_reg <= u2_p_reg[31:LANE0_W];
+    u3_ohi_reg <= u2_old_reg[31:LANE0_W];
+
+    u4_v_reg <= u3_v_reg;
+    u4_i_reg <= u3_i_reg;
+    u4_d1_reg <= d1;
 
     if (rst) begin
         u0_v_reg <= 1'b0;
         u1_v_reg <= 1'b0;
         u2_v_reg <= 1'b0;
         u3_v_reg <= 1'b0;
+        u4_v_reg <= 1'b0;
     end
 end
 
-// root: lane 0 in U2, lane 1 with carry in U3
+// root: lane 0 in U3, lane 1 with carry in U4
 reg [LANE0_W-1:0] root0_reg;
 reg [SUM_LANE1_W-1:0] root1_reg;
 reg root_c_reg;
 
-wire [LANE0_W:0] root0_sum = {1'b0, root0_reg} + {1'b0, u2_d0_reg};
+wire [LANE0_W:0] root0_sum = {1'b0, root0_reg} + {1'b0, u3_d0_reg};
 // verilator lint_off UNUSEDSIGNAL
-wire [SUM_LANE1_W:0] root1_x = {root1_reg, root_c_reg} + {{SUM_LANE1_W-DELTA_LANE1_W{u3_d1_reg[DELTA_LANE1_W-1]}}, u3_d1_reg, 1'b1};
+wire [SUM_LANE1_W:0] root1_x = {root1_reg, root_c_reg} + {{SUM_LANE1_W-DELTA_LANE1_W{u4_d1_reg[DELTA_LANE1_W-1]}}, u4_d1_reg, 1'b1};
 // verilator lint_on UNUSEDSIGNAL
 wire [SUM_LANE1_W-1:0] root1_sum = root1_x[SUM_LANE1_W:1];
 
 assign total = {root1_reg, root0_reg};
 
 always @(posedge clk) begin
-    if (u2_v_reg) begin
+    if (u3_v_reg) begin
         root0_reg <= root0_sum[LANE0_W-1:0];
     end
-    root_c_reg <= root0_sum[LANE0_W];  // only used by the update in U3, which is valid then
-    if (u3_v_reg) begin
+    root_c_reg <= root0_sum[LANE0_W];  // only used by the update in U4, which is valid then
+    if (u4_v_reg) begin
         root1_reg <= root1_sum;
     end
     if (clearing_reg) begin
@@ -298,16 +310,20 @@ generate
         reg [LEVEL_LANE1_W-1:0] mem1[(2**e)-1:0];
         reg [LANE0_W-1:0] rd0_reg;
         reg [LEVEL_LANE1_W-1:0] rd1_reg;
+        // the reads registered again: an update's operand (forwarded or read), a
+        // descent's left child sum
+        reg [LANE0_W-1:0] op0_reg;
+        reg [LEVEL_LANE1_W-1:0] op1_reg;
 
-        // descent stage D registers: B (after the read), C (after lane 0)
-        reg b_v_reg, c_v_reg;
-        reg [LEVELS-1:0] b_n_reg, b_idx_reg, c_idx_reg, c_n_reg;
-        reg [SUM_WIDTH-1:0] b_t_reg, c_t_reg;
-        reg b_uni_reg, c_uni_reg;
-        reg [USER_WIDTH-1:0] b_user_reg, c_user_reg;
+        // descent stage registers: B (block RAM read), B2 (read registered), C (after
+        // lane 0), D (after both lane-1 chains)
+        reg b_v_reg, b2_v_reg, c_v_reg;
+        reg [LEVELS-1:0] b_n_reg, b_idx_reg, b2_n_reg, b2_idx_reg, c_idx_reg, c_n_reg;
+        reg [SUM_WIDTH-1:0] b_t_reg, b2_t_reg, c_t_reg;
+        reg b_uni_reg, b2_uni_reg, c_uni_reg;
+        reg [USER_WIDTH-1:0] b_user_reg, b2_user_reg, c_user_reg;
         reg [LANE0_W-1:0] c_df0_reg;
         reg c_b0_reg;
-        // D (after both lane-1 chains)
         reg d_v_reg;
         reg [LEVELS-1:0] d_idx_reg;
         // verilator lint_off UNUSEDSIGNAL
@@ -329,24 +345,27 @@ generate
         wire a_v = bus_v[STAGE];
         wire [LEVELS-1:0] a_n = bus_n[STAGE*LEVELS +: LEVELS];
 
-        // update lanes
+        // update lanes: lane 0 read in U1, added and written in U3; lane 1 read in U2,
+        // added and written in U4
         wire [e-1:0] u1_a = u1_i_reg[LEVELS-1 -: e];
         wire [e-1:0] u2_a = u2_i_reg[LEVELS-1 -: e];
         wire [e-1:0] u3_a = u3_i_reg[LEVELS-1 -: e];
-        reg f0_reg, f1_reg;
+        wire [e-1:0] u4_a = u4_i_reg[LEVELS-1 -: e];
+        // forwarding: the same node written by the update one (f*1) or two (f*2)
+        // clocks ahead, which a read misses (written after it, or in its clock)
+        reg f01_reg, f02_reg, f11_reg, f12_reg;
         reg [LANE0_W-1:0] last0_reg;
         reg [LEVEL_LANE1_W-1:0] last1_reg;
         reg c0_reg;
 
-        // operands forced to 0 while clearing, so the write data is the sum itself and the
-        // forwarding mux and the clear gate fold into the adder's first LUT
-        wire [LANE0_W-1:0] a0 = clearing_reg ? {LANE0_W{1'b0}} : (f0_reg ? last0_reg : rd0_reg);
-        wire [LANE0_W-1:0] b0 = clearing_reg ? {LANE0_W{1'b0}} : u2_d0_reg;
+        // operands forced to 0 while clearing, so the write data is the sum itself
+        wire [LANE0_W-1:0] a0 = clearing_reg ? {LANE0_W{1'b0}} : op0_reg;
+        wire [LANE0_W-1:0] b0 = clearing_reg ? {LANE0_W{1'b0}} : u3_d0_reg;
         wire [LANE0_W:0] s0 = {1'b0, a0} + {1'b0, b0};
         // lane 1 with the lane-0 carry as an extra LSB (one carry chain)
         // verilator lint_off UNUSEDSIGNAL
-        wire [LEVEL_LANE1_W:0] a1 = clearing_reg ? {LEVEL_LANE1_W+1{1'b0}} : {f1_reg ? last1_reg : rd1_reg, c0_reg};
-        wire [LEVEL_LANE1_W:0] b1 = clearing_reg ? {LEVEL_LANE1_W+1{1'b0}} : {{LEVEL_LANE1_W-DELTA_LANE1_W{u3_d1_reg[DELTA_LANE1_W-1]}}, u3_d1_reg, 1'b1};
+        wire [LEVEL_LANE1_W:0] a1 = clearing_reg ? {LEVEL_LANE1_W+1{1'b0}} : {op1_reg, c0_reg};
+        wire [LEVEL_LANE1_W:0] b1 = clearing_reg ? {LEVEL_LANE1_W+1{1'b0}} : {{LEVEL_LANE1_W-DELTA_LANE1_W{u4_d1_reg[DELTA_LANE1_W-1]}}, u4_d1_reg, 1'b1};
         wire [LEVEL_LANE1_W:0] s1_x = a1 + b1;
         // verilator lint_on UNUSEDSIGNAL
         wire [LEVEL_LANE1_W-1:0] s1 = s1_x[LEVEL_LANE1_W:1];
@@ -361,10 +380,10 @@ generate
         wire [e-1:0] ra0 = u1_v_reg ? u1_a : a_addr;
         wire [e-1:0] ra1 = u2_v_reg ? u2_a : b_addr;
         // write ports
-        wire we0 = clearing_reg || u2_v_reg;
-        wire we1 = clearing_reg || u3_v_reg;
-        wire [e-1:0] wa0 = clearing_reg ? clr_addr_reg[e-1:0] : u2_a;
-        wire [e-1:0] wa1 = clearing_reg ? clr_addr_reg[e-1:0] : u3_a;
+        wire we0 = clearing_reg || u3_v_reg;
+        wire we1 = clearing_reg || u4_v_reg;
+        wire [e-1:0] wa0 = clearing_reg ? clr_addr_reg[e-1:0] : u3_a;
+        wire [e-1:0] wa1 = clearing_reg ? clr_addr_reg[e-1:0] : u4_a;
         wire [LANE0_W-1:0] wd0 = s0[LANE0_W-1:0];
         wire [LEVEL_LANE1_W-1:0] wd1 = s1;
 
@@ -383,18 +402,25 @@ generate
         end
 
         always @(posedge clk) begin
-            f0_reg <= u1_v_reg && u2_v_reg && u1_a == u2_a;
-            f1_reg <= u2_v_reg && u3_v_reg && u2_a == u3_a;
+            // lane 0: the flags in U1 (against U2 and U3), the operand in U2 (the
+            // update in U3 adds now, the one in U4 added a clock ago)
+            f01_reg <= u1_v_reg && u2_v_reg && u1_a == u2_a;
+            f02_reg <= u1_v_reg && u3_v_reg && u1_a == u3_a;
+            op0_reg <= f01_reg ? s0[LANE0_W-1:0] : (f02_reg ? last0_reg : rd0_reg);
+            // lane 1: the same one clock later
+            f11_reg <= u2_v_reg && u3_v_reg && u2_a == u3_a;
+            f12_reg <= u2_v_reg && u4_v_reg && u2_a == u4_a;
+            op1_reg <= f11_reg ? s1 : (f12_reg ? last1_reg : rd1_reg);
             last0_reg <= s0[LANE0_W-1:0];
             last1_reg <= s1;
             c0_reg <= s0[LANE0_W];
         end
 
-        // descent: lane 0 in B; in C lane 1 both without and with the lane-0 borrow
+        // descent: lane 0 in B2; in C lane 1 both without and with the lane-0 borrow
         // (t - l and t + ~l = t - l - 1, two two-operand chains); in D the borrow picks
-        // one and the side is chosen
-        wire [LANE0_W:0] df0 = {1'b0, b_t_reg[LANE0_W-1:0]} - {1'b0, rd0_reg};
-        wire [SUM_LANE1_W-1:0] l1 = {{SUM_LANE1_W-LEVEL_LANE1_W{1'b0}}, rd1_reg};
+        // one and the side is chosen (no update is in flight: op*_reg hold the reads)
+        wire [LANE0_W:0] df0 = {1'b0, b2_t_reg[LANE0_W-1:0]} - {1'b0, op0_reg};
+        wire [SUM_LANE1_W-1:0] l1 = {{SUM_LANE1_W-LEVEL_LANE1_W{1'b0}}, op1_reg};
         wire [SUM_LANE1_W:0] dfa = {1'b0, c_t_reg[SUM_WIDTH-1:LANE0_W]} - {1'b0, l1};
         wire [SUM_LANE1_W:0] dfb = {1'b0, c_t_reg[SUM_WIDTH-1:LANE0_W]} + {1'b0, ~l1};
         // target < left sum: t1 < l1 without a lane-0 borrow, t1 <= l1 with one
@@ -410,12 +436,19 @@ generate
             b_idx_reg <= bus_idx[STAGE*LEVELS +: LEVELS];
             b_user_reg <= bus_user[STAGE*USER_WIDTH +: USER_WIDTH];
 
-            c_v_reg <= b_v_reg;
-            c_n_reg <= b_n_reg;
-            c_t_reg <= b_t_reg;
-            c_uni_reg <= b_uni_reg;
-            c_idx_reg <= b_idx_reg;
-            c_user_reg <= b_user_reg;
+            b2_v_reg <= b_v_reg;
+            b2_n_reg <= b_n_reg;
+            b2_t_reg <= b_t_reg;
+            b2_uni_reg <= b_uni_reg;
+            b2_idx_reg <= b_idx_reg;
+            b2_user_reg <= b_user_reg;
+
+            c_v_reg <= b2_v_reg;
+            c_n_reg <= b2_n_reg;
+            c_t_reg <= b2_t_reg;
+            c_uni_reg <= b2_uni_reg;
+            c_idx_reg <= b2_idx_reg;
+            c_user_reg <= b2_user_reg;
             c_df0_reg <= df0[LANE0_W-1:0];
             c_b0_reg <= df0[LANE0_W];
 
@@ -440,13 +473,14 @@ generate
 
             if (rst) begin
                 b_v_reg <= 1'b0;
+                b2_v_reg <= 1'b0;
                 c_v_reg <= 1'b0;
                 d_v_reg <= 1'b0;
                 o_v_reg <= 1'b0;
             end
         end
 
-        assign stage_busy[STAGE] = b_v_reg | c_v_reg | d_v_reg;
+        assign stage_busy[STAGE] = b_v_reg | b2_v_reg | c_v_reg | d_v_reg;
         assign bus_v[STAGE+1] = o_v_reg;
         assign bus_n[(STAGE+1)*LEVELS +: LEVELS] = o_n_reg;
         assign bus_t[(STAGE+1)*SUM_WIDTH +: SUM_WIDTH] = o_t_reg;
@@ -457,19 +491,21 @@ generate
 endgenerate
 
 // ---------------------------------------------------------------------------
-// leaves: update read/write (U0/U1) and the last descent stage (LEVELS-1)
+// leaves: update read/write (U0/U1) and the last descent stage (LEVELS-1:
+// LB read, LB2 read registered, LC lane 0 borrow, LD lane 1 borrows, R pick)
 
 localparam LAST_STAGE = LEVELS - 1;
 
-reg lb_v_reg, lc_v_reg;
-reg [LEVELS-1:0] lb_n_reg, lb_idx_reg;
-reg [SUM_WIDTH-1:0] lb_t_reg;
+reg lb_v_reg, lb2_v_reg, lc_v_reg;
+reg [LEVELS-1:0] lb_n_reg, lb_idx_reg, lb2_n_reg, lb2_idx_reg;
+reg [SUM_WIDTH-1:0] lb_t_reg, lb2_t_reg;
 // verilator lint_off UNUSEDSIGNAL
 reg [LEVELS-1:0] lc_n_reg, lc_idx_reg;  // the last stage uses the low index bit and n[LEVELS-2:0]
 reg [SUM_WIDTH-1:0] lc_t_reg;             // only lane 1 is left to compare
 // verilator lint_on UNUSEDSIGNAL
-reg lb_uni_reg, lc_uni_reg;
-reg [USER_WIDTH-1:0] lb_user_reg, lc_user_reg;
+reg lb_uni_reg, lb2_uni_reg, lc_uni_reg;
+reg [USER_WIDTH-1:0] lb_user_reg, lb2_user_reg, lc_user_reg;
+reg [31:0] lb2_even_reg, lb2_odd_reg;  // the leaf reads registered again
 reg lc_b0_reg;
 reg [31:0] lc_even_reg, lc_odd_reg;
 
@@ -507,7 +543,7 @@ end
 
 // only the borrow of lane 0 matters in the last stage
 // verilator lint_off UNUSEDSIGNAL
-wire [LANE0_W:0] ldf0 = {1'b0, lb_t_reg[LANE0_W-1:0]} - {1'b0, even_rd_reg[LANE0_W-1:0]};
+wire [LANE0_W:0] ldf0 = {1'b0, lb2_t_reg[LANE0_W-1:0]} - {1'b0, lb2_even_reg[LANE0_W-1:0]};
 // verilator lint_on UNUSEDSIGNAL
 // the last stage needs only the borrows: t1 < l1, and t1 <= l1 for a lane-0 borrow
 wire [SUM_LANE1_W-1:0] ll1 = {{SUM_LANE1_W-PRIO_LANE1_W{1'b0}}, lc_even_reg[31:LANE0_W]};
@@ -525,15 +561,24 @@ always @(posedge clk) begin
     lb_idx_reg <= bus_idx[LAST_STAGE*LEVELS +: LEVELS];
     lb_user_reg <= bus_user[LAST_STAGE*USER_WIDTH +: USER_WIDTH];
 
-    lc_v_reg <= lb_v_reg;
-    lc_n_reg <= lb_n_reg;
-    lc_t_reg <= lb_t_reg;
-    lc_uni_reg <= lb_uni_reg;
-    lc_idx_reg <= lb_idx_reg;
-    lc_user_reg <= lb_user_reg;
+    lb2_v_reg <= lb_v_reg;
+    lb2_n_reg <= lb_n_reg;
+    lb2_t_reg <= lb_t_reg;
+    lb2_uni_reg <= lb_uni_reg;
+    lb2_idx_reg <= lb_idx_reg;
+    lb2_user_reg <= lb_user_reg;
+    lb2_even_reg <= even_rd_reg;
+    lb2_odd_reg <= odd_rd_reg;
+
+    lc_v_reg <= lb2_v_reg;
+    lc_n_reg <= lb2_n_reg;
+    lc_t_reg <= lb2_t_reg;
+    lc_uni_reg <= lb2_uni_reg;
+    lc_idx_reg <= lb2_idx_reg;
+    lc_user_reg <= lb2_user_reg;
     lc_b0_reg <= ldf0[LANE0_W];
-    lc_even_reg <= even_rd_reg;
-    lc_odd_reg <= odd_rd_reg;
+    lc_even_reg <= lb2_even_reg;
+    lc_odd_reg <= lb2_odd_reg;
 
     ld_v_reg <= lc_v_reg;
     ld_uni_reg <= lc_uni_reg;
@@ -553,13 +598,14 @@ always @(posedge clk) begin
 
     if (rst) begin
         lb_v_reg <= 1'b0;
+        lb2_v_reg <= 1'b0;
         lc_v_reg <= 1'b0;
         ld_v_reg <= 1'b0;
         r_v_reg <= 1'b0;
     end
 end
 
-assign stage_busy[LAST_STAGE] = lb_v_reg | lc_v_reg | ld_v_reg | r_v_reg;
+assign stage_busy[LAST_STAGE] = lb_v_reg | lb2_v_reg | lc_v_reg | ld_v_reg | r_v_reg;
 
 assign r_valid = r_v_reg;
 assign r_index = r_index_reg;

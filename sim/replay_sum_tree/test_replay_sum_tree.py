@@ -31,7 +31,7 @@ class Bench:
         self.dut = dut
         self.cap = int(dut.CAPACITY.value)
         self.levels = self.cap.bit_length() - 1
-        self.latency = 4 * self.levels + 3  # an upper bound, for the busy waits
+        self.latency = 5 * self.levels + 3  # an upper bound, for the busy waits
         self.model = SumTree(self.cap)
         self.clock = 0
         self.results: list[tuple[int, int, int, int]] = []  # (clock, index, prio, user)
