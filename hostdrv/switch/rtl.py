@@ -360,7 +360,8 @@ class RtlSwitch:
         Clocks of silence on ``m_axis`` after the last input beat that end a
         :meth:`process` call. Must exceed the longest silence between an input
         and its outputs: a PUSH_ACK waits for the sum tree (87 clocks measured
-        at C = 1024, about ``3 log2 C + 57``). Default ``96 + 3 log2 C``
+        at C = 1024, about ``3 log2 C + 57``, before the tree's reads gained a
+        second register, one more clock per level). Default ``96 + 4 log2 C``
         (``RPL_CAPACITY`` read after reset; 96 without a replay engine).
     max_cycles:
         Clocks one :meth:`process` call may take before :class:`RtlSimError`.
@@ -446,7 +447,7 @@ class RtlSwitch:
         self._take()
         cap = self._read_param("RPL_CAPACITY")
         if self._auto_idle:
-            self.idle_cycles = 96 + 3 * max(cap - 1, 1).bit_length()
+            self.idle_cycles = 96 + 4 * max(cap - 1, 1).bit_length()
         self.drain_cycles = 256 + 4 * max(cap - 1, 1).bit_length()
         """Clocks :meth:`drain` runs: longer than any work a frame leaves behind without an
         output (an UPDATE's 128 pairs, one per clock, and the sum tree's update pipeline)."""
