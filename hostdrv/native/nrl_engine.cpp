@@ -132,7 +132,8 @@ Engine::Engine(uint32_t capacity, uint32_t record_bytes, uint32_t max_slots, uin
     R(NRL_REG_RPL_RESET) = 0;
     copies_.resize(size_t(max_slots) * 2);
     acc_.assign(size_t(max_slots) * 2 * max_elems, 0);
-    records_.assign(size_t(capacity) * record_bytes, 0);
+    records_.reset(static_cast<uint8_t*>(std::calloc(size_t(capacity) * record_bytes, 1)));
+    if (!records_) throw std::bad_alloc();
     tree_.assign(size_t(capacity) * 2, 0);
     owner_.assign(capacity, 0);
     wseq_.assign(capacity, 0);

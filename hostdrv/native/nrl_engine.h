@@ -11,6 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -296,7 +299,12 @@ private:
     uint32_t regs_[1024];
     std::vector<Copy> copies_;  // [slot * 2 + q]
     std::vector<uint32_t> acc_;
-    std::vector<uint8_t> records_;
+    // C * R bytes from calloc: a large memory (2^20 records of 8 KB) is zero pages the kernel
+    // maps as records are written, so a soft switch starts at once and uses what it holds
+    struct FreeBytes {
+        void operator()(uint8_t* p) const { std::free(p); }
+    };
+    std::unique_ptr<uint8_t[], FreeBytes> records_;
     std::vector<uint64_t> tree_;  // node 1 the root, leaf i node cap + i
     // record chains (stacked samples): per record the member that pushed it, that member's
     // PUSHed-record count then (from 1 after RPL_RESET) and its previous record; per member
