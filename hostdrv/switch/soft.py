@@ -90,7 +90,7 @@ Command line
 ``--capacity C``, ``--record-bytes R``, ``--max-slots S``, ``--max-elems P``, ``--build-hash H``
     Model parameters (``RPL_CAPACITY``, ``RPL_RECORD_BYTES``, ``AGG_MAX_SLOTS``,
     ``AGG_MAX_ELEMS``, ``BUILD_HASH``). The replay memory is host memory: C up to 2**31
-    (2**20 records of an Atari frame, R = 7104, are 7.0 GiB), R up to 8192. The server
+    (2**20 records of an Atari frame, R = 7104, are 6.9 GiB), R up to 8192. The server
     prints what it reserves (:func:`replay_memory_bytes`) on stderr at start; the native
     engine's records are zero pages until written.
 ``--control-key FILE``
