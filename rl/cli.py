@@ -230,6 +230,7 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
                                            seed=cfg.seed, url=args.switch)
     if replay is not None:
         dist.replay = replay.kind
+        _refuse_unfit_replay(replay, args.switch)
     if getattr(args, "topology", "workers") == "apex":
         return _train_apex(args, cfg, dist, replay, target, run_dir)
     if dist.launcher == "torchrun":
@@ -247,6 +248,29 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
                        run_dir=run_dir, progress=not args.no_progress)
 
 
+def _refuse_unfit_replay(replay: Any, switch: str | None) -> None:
+    """Exit before anything starts when an in-network replay's records do not fit: larger
+    than any switch record, or than the records of the switch at ``--switch``
+    (:func:`rl.replay.innet_refusal` names the sizes and the option that fixes it)."""
+    if replay is None or replay.kind != "innet":
+        return
+    from rl.replay import innet_refusal
+
+    have = None
+    url = replay.url or switch
+    if url is not None:
+        import hostdrv
+
+        try:
+            with hostdrv.SwitchControl(url) as ctl:
+                have = ctl.read("RPL_RECORD_BYTES")
+        except (OSError, hostdrv.NetrlError) as e:
+            raise SystemExit(f"netrl: cannot read the switch at {url}: {e}") from None
+    why = innet_refusal(replay, have, url)
+    if why:
+        raise SystemExit(f"netrl: {why}")
+
+
 def _train_apex(args: argparse.Namespace, cfg: Any, dist: Any, replay: Any,
                 target: float | None, run_dir: Path) -> Any:
     """``--topology apex``: dedicated actors and learners (:func:`rl.apex.run_apex`)."""
@@ -261,9 +285,7 @@ def _train_apex(args: argparse.Namespace, cfg: Any, dist: Any, replay: Any,
     if dist.launcher != "process":
         raise SystemExit("netrl: --topology apex runs actor and learner processes "
                          "(--launcher process)")
-    if not workload_of(args).switch_replay and replay.kind == "innet":
-        raise SystemExit(f"netrl: --topology apex keeps its replay in the switch, but "
-                         f"{workload_of(args).too_large}")
+    _refuse_unfit_replay(replay, args.switch)
     apex = ApexConfig(actors=args.actors, learners=args.learners,
                       samples_per_insert=args.samples_per_insert)
     dist.replay, dist.workers = replay.kind, args.learners
