@@ -43,12 +43,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rl.workloads import WORKLOADS, Workload
+from rl.workloads import WORKLOADS, Workload, default_target
 
 ALGOS = {algo: task.env_id for algo, task in WORKLOADS["demo"].tasks.items()}
 """Algorithm name → default environment (the ``demo`` workload's)."""
-TARGETS = {"CartPole-v1": 195.0, "Pendulum-v1": -400.0}
-"""Mean return over the last 20 episodes that counts as solved."""
+TARGETS = {"CartPole-v1": 475.0, "Pendulum-v1": -400.0}
+"""Mean return over the last 20 episodes that counts as solved, for the demo environments:
+:func:`rl.workloads.default_target` (the env's ``spec.reward_threshold``; CartPole-v1's is
+475), which every run without ``--target`` uses."""
 STRATEGIES = ("inswitch", "ps", "allreduce")
 
 
@@ -115,7 +117,8 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
                         help="env-step budget over all workers (default: the algorithm's)")
     parser.add_argument("--target", type=float, default=None,
                         help="stop at this mean return over the last 20 episodes "
-                             "(default 195 CartPole, -400 Pendulum; 'nan' trains the budget)")
+                             "(default: the env's spec.reward_threshold, 475 for CartPole-v1; "
+                             "-400 Pendulum; 'nan' trains the budget)")
     parser.add_argument("--runs-dir", default="runs", help="where run folders go")
     parser.add_argument("--name", default=None, help="run folder name")
     parser.add_argument("--launcher", choices=("process", "thread", "torchrun"), default=None,
@@ -214,7 +217,7 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
 
     mod = algo_module(args.algo)
     cfg = make_config(args)
-    target = args.target if args.target is not None else TARGETS.get(cfg.env_id)
+    target = args.target if args.target is not None else default_target(cfg.env_id)
     if target is not None and target != target:  # nan: train the whole budget
         target = None
     if args.iterations is not None and args.iterations < 1:
@@ -385,7 +388,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"  {sync}: {describe(summaries[sync])}")
     if any(s is None for s in summaries.values()):
         return 0
-    target = args.target if args.target is not None else TARGETS.get(env)
+    target = args.target if args.target is not None else default_target(env)
     workers = summaries[syncs[0]].workers  # under torchrun the world size
     png = plot_compare([root / s for s in syncs], syncs, root / "compare.png",
                        title=f"{args.algo} {env}, {workers} workers, {args.mode}",

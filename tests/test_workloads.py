@@ -203,3 +203,19 @@ def test_paper_dqn_runs_apex_through_in_network_replay(tmp_path: Path) -> None:
     cfg = json.loads((tmp_path / "apex" / "config.json").read_text())
     assert cfg["dist"]["replay"] == "innet"
     assert len(iteration_rows(tmp_path / "apex")) > 0
+
+
+def test_solved_is_the_environments_threshold(tmp_path: Path) -> None:
+    """CartPole-v1 is solved at its spec's reward_threshold (475, not CartPole-v0's 195) unless
+    --target says otherwise; an env without a threshold (Pendulum) has the documented one."""
+    import gymnasium as gym
+
+    from rl.workloads import TARGET_FALLBACK, default_target
+
+    assert default_target("CartPole-v1") == gym.spec("CartPole-v1").reward_threshold == 475.0
+    assert default_target("Pendulum-v1") == TARGET_FALLBACK["Pendulum-v1"]
+    assert all(default_target(env) == t for env, t in cli.TARGETS.items())
+    assert cli.main(["train", "--algo", "ppo", "--sync", "reference", "--workers", "1",
+                     "--num-steps", "32", "--iterations", "1", "--runs-dir", str(tmp_path),
+                     "--name", "t", "--no-progress", "--no-tensorboard"]) == 0
+    assert json.loads((tmp_path / "t" / "config.json").read_text())["target"] == 475.0
