@@ -81,3 +81,23 @@ def test_a_record_too_large_for_the_path_is_refused(switch: SoftSwitch) -> None:
     c = ReplayClient(switch.url, worker=3, obs_shape=None, mtu=9000)
     assert c.push_batch == 1  # one 7104-byte record per jumbo frame
     c.close()
+
+
+def test_the_soft_switch_prints_its_replay_memory() -> None:
+    """``netfpga-softswitch --capacity 2**20 --record-bytes 8192`` starts at once (the native
+    engine's records are zero pages until written) and says on stderr what it reserves."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "hostdrv.switch.soft", "--listen",
+                             "127.0.0.1:0", "--capacity", str(CAP), "--record-bytes", "8192"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        line = proc.stdout.readline()
+        assert line.startswith("listening soft://"), line
+        err = proc.stderr.readline()
+        assert f"replay memory {CAP} records x 8192 bytes: 8.02 GiB" in err, err
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
