@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from hostdrv.wire.consts import MAX_PUSH_RECORDS
+
 _M32 = 0xFFFFFFFF
 
 FIXED_HINT = " (Q16.16 priorities: convert float priorities with to_fixed)"
@@ -227,8 +229,6 @@ MAX_IPV4_PACKET = 65521
 def push_count(record_bytes: int, mtu: int) -> int:
     """Records per PUSH on a path of IPv4 MTU ``mtu``: ``min(16, (MTU − 114) // R)`` (0 when not
     even one record fits: see :func:`check_record_mtu`)."""
-    from hostdrv.wire.consts import MAX_PUSH_RECORDS
-
     return max(0, min(MAX_PUSH_RECORDS, (min(mtu, MAX_IPV4_PACKET) - IPV4_OVERHEAD)
                       // record_bytes))
 
