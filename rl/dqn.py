@@ -11,11 +11,12 @@ computes the weighted Huber TD loss, exchanges the gradient through
 the new priorities back. The target network is refreshed every
 ``target_network_frequency`` applied rounds on every worker alike.
 
-On Atari frames with in-network replay (``ReplaySpec.frames``, issue 26) the actor pushes
-one frame record per env step (:class:`rl.replay.FrameWriter`: an episode's first frame
+On Atari frames with in-network or local replay (``ReplaySpec.frames``, issue 26) the actor
+pushes one frame record per env step (:class:`rl.replay.FrameWriter`: an episode's first frame
 with priority 0, then each new frame with the action and reward that led to it) and the
-learner samples stacks of five records that :class:`rl.replay.InNetFrameReplay` turns
-into transitions, Dopamine-style (zero frames before an episode's first).
+learner samples stacks of five records that :class:`rl.replay.InNetFrameReplay` (or
+:class:`rl.replay.LocalFrameReplay`, the same rule on the worker's own store) turns into
+transitions, Dopamine-style (zero frames before an episode's first).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rl.replay import (
     FrameLayout,
     FrameWriter,
     InNetFrameReplay,
+    LocalFrameReplay,
     RecordLayout,
     ReplayBatch,
     make_replay,
@@ -168,11 +170,16 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
     frames: FrameWriter | None = None
     replay: Any
     if ctx.replay.frames:  # one frame a record, observations rebuilt from stacks
-        assert ctx.replay.url is not None and is_image(obs_shape)
+        assert is_image(obs_shape)
         layout = FrameLayout(frame_shape=obs_shape[1:], history=ctx.replay.frames,
                              record_bytes=ctx.replay.record_bytes)
-        replay = InNetFrameReplay(layout, ctx.replay.url, ctx.rank + ctx.replay.member_offset,
-                                  rate_timeout=ctx.replay.rate_timeout)
+        if ctx.replay.kind == "local":
+            replay = LocalFrameReplay(layout, ctx.replay.capacity, ctx.replay.seed + ctx.rank)
+        else:
+            assert ctx.replay.url is not None
+            replay = InNetFrameReplay(layout, ctx.replay.url,
+                                      ctx.rank + ctx.replay.member_offset,
+                                      rate_timeout=ctx.replay.rate_timeout)
         frames = FrameWriter(replay.layout)
     else:
         replay = make_replay(ctx.replay, ctx.rank, RecordLayout(

@@ -149,9 +149,9 @@ class Workload:
                     url: str | None = None) -> ReplaySpec | None:
         """The replay of ``algo`` (None for an algorithm without one): its kind
         (:meth:`replay_kind`), records sized for ``env_id``'s spaces (default: the task's)
-        and the task's capacity. ``innet``: DQN on frames stores frame records
-        (``frames`` = 4, 7104 bytes on Atari), anything else transitions; ``record_bytes``
-        is what they need (a soft switch started for the run is built so; a switch at
+        and the task's capacity. ``innet`` and ``local``: DQN on frames stores frame records
+        (``frames`` = 4, 7104 bytes on Atari, ``innet_capacity`` of them), anything else
+        transitions; ``record_bytes`` is what they need (a soft switch started for the run is built so; a switch at
         ``url`` must hold at least that, :func:`rl.replay.innet_refusal`)."""
         from rl.replay import ReplaySpec
 
@@ -164,17 +164,18 @@ class Workload:
         need = replay_record_bytes(obs_shape, tuple(act_space.shape or ()),
                                    act_space.shape == ())
         task = self.task(algo) if algo in self.tasks else None
-        if kind != "innet":
-            spec.record_bytes = max(spec.record_bytes, need)
-            capacity = task.replay_capacity if task is not None else None
-        else:
-            if algo == "dqn" and len(obs_shape) == 3:  # frames (C, H, W): one frame a record
-                from rl.replay.frames import frame_record_bytes
+        if algo == "dqn" and len(obs_shape) == 3 and kind in ("innet", "local"):
+            # frames (C, H, W): one frame a record, stacked at sampling (the server has no
+            # record chains: it keeps whole transitions)
+            from rl.replay.frames import frame_record_bytes
 
-                spec.frames = obs_shape[0]
-                need = frame_record_bytes(obs_shape[1:])
-            spec.record_bytes = max(spec.record_bytes, need)
+            spec.frames = obs_shape[0]
+            need = frame_record_bytes(obs_shape[1:])
+        spec.record_bytes = max(spec.record_bytes, need)
+        if spec.frames or kind == "innet":
             capacity = task.innet_capacity if task is not None else None
+        else:
+            capacity = task.replay_capacity if task is not None else None
         if capacity is not None:
             spec.capacity = int(capacity)
         return spec

@@ -108,3 +108,32 @@ def test_frames_through_the_soft_switch() -> None:
         assert actors[1].dropped > 0
         for rep in actors:
             rep.close()
+
+
+def test_local_frames_match_the_switch_at_the_same_seed() -> None:
+    """One actor's frame records in a worker's own store and in a soft switch, the same
+    seed: the same transitions (the switch's sampler and chain rule on the host)."""
+    from rl.replay.frames import LocalFrameReplay
+
+    lay = FrameLayout(frame_shape=(84, 84))
+    local = LocalFrameReplay(lay, 1 << 6, seed=77)
+    with SoftSwitch(capacity=1 << 6, record_bytes=lay.dtype.itemsize, engine="native") as sw:
+        sw.start()
+        with SwitchControl(sw.url) as ctl:
+            ctl.configure_replay(seed=77)
+        innet = InNetFrameReplay(lay, sw.url, 1)
+        w = FrameWriter(lay)
+        for k in range(12):  # 12 episodes of 4 to 8 records: the 64-record ring wraps
+            _episode(w, 1, 10 * k, 3 + k % 5, terminal=k % 3 == 0)
+            recs, prios = w.take()
+            a, b = local.push_frames(recs, prios), innet.push_frames(recs, prios)
+            assert (a == b).all()
+        for prioritized in (True, False):
+            x = local.sample(32, prioritized=prioritized)
+            y = innet.sample(32, prioritized=prioritized)
+            assert (x.indices == y.indices).all() and (x.obs == y.obs).all()
+            assert (x.next_obs == y.next_obs).all() and (x.weights == y.weights).all()
+            local.update_priorities(x.indices, np.linspace(0.1, 3, 32))
+            innet.update_priorities(y.indices, np.linspace(0.1, 3, 32))
+        assert local.dropped == innet.dropped
+        innet.close()

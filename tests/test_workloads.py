@@ -92,11 +92,15 @@ def test_the_command_line_asks_the_workload() -> None:
     assert frames.record_bytes == 7104 and frames.capacity == PAPER["dqn"].innet_capacity
     ddpg = paper.replay_spec("ddpg", "inswitch")
     assert ddpg is not None and ddpg.frames == 0 and ddpg.record_bytes == 192
-    local = paper.replay_spec("dqn", "inswitch", "local")
+    local = paper.replay_spec("dqn", "inswitch", "local")  # frames too: the comparison
     assert local is not None and local.kind == "local" and local.url is None
-    assert local.capacity == PAPER["dqn"].replay_capacity
+    assert (local.frames, local.record_bytes) == (4, 7104)
+    assert local.capacity == PAPER["dqn"].innet_capacity
+    server = paper.replay_spec("dqn", "ps")  # no record chains: whole transitions
+    assert server is not None and server.kind == "server" and server.frames == 0
+    assert server.capacity == PAPER["dqn"].replay_capacity
     obs, act = env_spaces(PAPER["dqn"].env_id)
-    assert local.record_bytes == replay_record_bytes(tuple(obs.shape), (), True) \
+    assert server.record_bytes == replay_record_bytes(tuple(obs.shape), (), True) \
         > DEFAULT_RECORD_BYTES
 
 

@@ -57,7 +57,7 @@ from __future__ import annotations
 from hostdrv.wire.sampler import XorShift32
 from rl.replay.backend import ReplayBackend, innet_refusal, make_replay
 from rl.replay.base import REPLAY_KINDS, Replay, ReplaySpec
-from rl.replay.frames import FrameLayout, FrameWriter, InNetFrameReplay
+from rl.replay.frames import FrameLayout, FrameWriter, InNetFrameReplay, LocalFrameReplay
 from rl.replay.innet import InNetReplay
 from rl.replay.layout import (
     DEFAULT_CAPACITY,
@@ -78,6 +78,7 @@ __all__ = [
     "FrameWriter",
     "InNetFrameReplay",
     "InNetReplay",
+    "LocalFrameReplay",
     "LocalReplay",
     "PrioritizedStore",
     "RateCounts",

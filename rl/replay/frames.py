@@ -13,6 +13,10 @@ done = terminal_x. As in Dopamine's circular buffer, every frame older than the 
 ``first`` of a stack is zeros (the episode had not begun), and so is a position whose chain
 broke. A sample that is no transition (x is a ``first``: a uniform draw; or x's own
 predecessor is gone: overwritten) is dropped and replaced (:class:`InNetFrameReplay`).
+
+:class:`LocalFrameReplay` is the same on a worker's own :class:`rl.replay.PrioritizedStore`
+(the switch's sampler bit for bit, and its chain rule, :func:`hostdrv.wire.sampler.stack_chain`):
+``--replay local`` for the comparison at the same seed.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from functools import cached_property
 import numpy as np
 
 from hostdrv.wire.records import SampleBatch, StackedSample, importance_weights, to_fixed
+from hostdrv.wire.sampler import NO_INDEX, stack_chain
 
-__all__ = ["FRAME_HISTORY", "FrameLayout", "FrameWriter", "InNetFrameReplay",
+__all__ = ["FRAME_HISTORY", "FrameLayout", "FrameWriter", "InNetFrameReplay", "LocalFrameReplay",
            "frame_record_bytes", "stack_frames"]
 
 FRAME_HISTORY = 4
@@ -198,6 +203,13 @@ class InNetFrameReplay:
         self.dropped = 0
         """Samples drawn but no transition (a ``first`` or a broken chain), replaced."""
 
+    def _draw(self, batch: int, prioritized: bool, beta: float) -> StackedSample:
+        """One stacked sample of ``batch`` (the switch's answer)."""
+        s = self._client.sample(batch, prioritized=prioritized, beta=beta,
+                                stack=self.layout.stack)
+        assert isinstance(s, StackedSample)
+        return s
+
     def push_frames(self, records: np.ndarray, priorities: np.ndarray) -> np.ndarray:
         """Push ``uint8`` (n, R) frame records with Q16.16 priorities; their indices."""
         t0 = time.perf_counter()
@@ -213,9 +225,7 @@ class InNetFrameReplay:
         parts: list[SampleBatch] = []
         have = 0
         for _ in range(tries):
-            s = self._client.sample(batch, prioritized=prioritized, beta=beta,
-                                    stack=self.layout.stack)
-            assert isinstance(s, StackedSample)
+            s = self._draw(batch, prioritized, beta)
             fb = stack_frames(s, self.layout, beta_weights=False)
             self.dropped += int((~fb.usable).sum())
             parts.append(fb.batch)
@@ -240,6 +250,63 @@ class InNetFrameReplay:
     def close(self) -> None:
         """Close the connection."""
         self._client.close()
+
+
+class LocalFrameReplay(InNetFrameReplay):
+    """Frame records in a worker's own :class:`rl.replay.PrioritizedStore`: one actor's chain
+    (its records in push order), stacked as the switch stacks them, the same sampler."""
+
+    def __init__(self, layout: FrameLayout, capacity: int, seed: int) -> None:
+        from dataclasses import replace
+
+        from rl.replay.store import PrioritizedStore
+
+        size = layout.record_bytes or frame_record_bytes(layout.frame_shape)
+        self.layout = replace(layout, record_bytes=size)
+        self.store = PrioritizedStore(capacity, self.layout, seed)  # type: ignore[arg-type]
+        self._wseq = np.zeros(capacity, np.int64)
+        self._prev = np.full(capacity, NO_INDEX, np.int64)
+        self._owner = np.zeros(capacity, np.uint8)  # one actor: every record is its own
+        self._last, self._pushed = NO_INDEX, 0
+        self.max_priority = 1.0
+        self.comm_seconds = 0.0
+        self.dropped = 0
+
+    def push_frames(self, records: np.ndarray, priorities: np.ndarray) -> np.ndarray:
+        """Write ``uint8`` (n, R) frame records with Q16.16 priorities; their indices."""
+        t0 = time.perf_counter()
+        recs = np.ascontiguousarray(records).view(self.layout.dtype).reshape(-1)
+        idx = self.store.push(recs, np.asarray(priorities, np.uint32))
+        for i in idx.tolist():
+            self._pushed += 1
+            self._wseq[i], self._prev[i], self._last = self._pushed, self._last, i
+        self.comm_seconds += time.perf_counter() - t0
+        return idx
+
+    def _draw(self, batch: int, prioritized: bool, beta: float) -> StackedSample:
+        """One stacked sample of ``batch`` from the store, as the switch would answer it."""
+        k = self.layout.stack
+        idx, prio, _, total, size = self.store.sample(batch, prioritized)
+        wseq, prev, owner = self._wseq.tolist(), self._prev.tolist(), self._owner.tolist()
+        chains = np.array([stack_chain(i, k, owner, wseq, prev) for i in idx.tolist()], np.int64)
+        valid = chains != NO_INDEX
+        recs = np.zeros((batch, k, self.layout.dtype.itemsize), np.uint8)
+        flat = self.store.records.view(np.uint8).reshape(self.store.capacity, -1)
+        recs[valid] = flat[chains[valid]]
+        w = (importance_weights(prio, total, size, beta) if prioritized
+             else np.ones(batch, np.float32))
+        return StackedSample(recs, valid, np.where(valid, chains, -1), idx, prio,
+                             np.full(batch, total, np.uint64), size, w)
+
+    def update_priorities(self, indices: np.ndarray, priorities: np.ndarray) -> None:
+        """New float priorities of the sampled records."""
+        p = np.asarray(priorities, np.float64)
+        if p.size:
+            self.max_priority = max(self.max_priority, float(p.max()))
+        self.store.update(np.asarray(indices, np.int64), to_fixed(p))
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
 def _concat(parts: list[SampleBatch], n: int, prioritized: bool, beta: float) -> SampleBatch:

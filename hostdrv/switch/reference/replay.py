@@ -34,7 +34,7 @@ from hostdrv.wire.protocol import (
     Opcode,
 )
 from hostdrv.wire.ratelimit import RateLimiter
-from hostdrv.wire.sampler import SumTree, XorShift32, draw_indices, sample_total
+from hostdrv.wire.sampler import SumTree, XorShift32, draw_indices, sample_total, stack_chain
 
 __all__ = ["ReplayBlock"]
 
@@ -74,17 +74,9 @@ class ReplayBlock(SwitchBlock):
 
     def _chain(self, index: int, k: int) -> list[int]:
         """Stack positions 0 .. k - 1 of sampled record ``index``: the record indices, oldest
-        first, ``NO_INDEX`` where the chain broke (every position older than a break too)."""
-        out = [index]
-        owner, wseq, prev = self._owner, self._wseq, self._prev
-        x = index
-        while len(out) < k:
-            p = prev[x]
-            if p == NO_INDEX or owner[p] != owner[x] or wseq[p] != (wseq[x] - 1) & M32:
-                break
-            out.append(p)
-            x = p
-        return [NO_INDEX] * (k - len(out)) + out[::-1]
+        first, ``NO_INDEX`` where the chain broke (every position older than a break too):
+        :func:`hostdrv.wire.sampler.stack_chain`, the host replay stores' rule too."""
+        return stack_chain(index, k, self._owner, self._wseq, self._prev)
 
     def _not_yet(self, op: int, w: int, seq: int, reason: int, rx: Rx) -> list[Egress]:
         """The NOT_YET answer to a refused PUSH or SAMPLE_REQ (section 5)."""
