@@ -27,8 +27,9 @@ from functools import cached_property
 
 import numpy as np
 
+from hostdrv.wire.consts import NO_INDEX
 from hostdrv.wire.records import SampleBatch, StackedSample, importance_weights, to_fixed
-from hostdrv.wire.sampler import NO_INDEX, stack_chain
+from hostdrv.wire.sampler import stack_chain
 
 __all__ = ["FRAME_HISTORY", "FrameLayout", "FrameWriter", "InNetFrameReplay", "LocalFrameReplay",
            "frame_record_bytes", "stack_frames"]
