@@ -91,8 +91,8 @@ Command line
     Model parameters (``RPL_CAPACITY``, ``RPL_RECORD_BYTES``, ``AGG_MAX_SLOTS``,
     ``AGG_MAX_ELEMS``, ``BUILD_HASH``). The replay memory is host memory: C up to 2**31
     (2**20 records of an Atari frame, R = 7104, are 6.9 GiB), R up to 8192. The server
-    prints what it reserves (:func:`replay_memory_bytes`) on stderr at start; the native
-    engine's records are zero pages until written.
+    prints what it reserves (:func:`replay_memory_bytes`) on stderr at start, right after
+    its ``listening`` line; the native engine's records are zero pages until written.
 ``--control-key FILE``
     Execute only control requests signed with the key in FILE (whitespace
     around it stripped), from any address; clients pass the same file
@@ -412,11 +412,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "netfpga-softswitch") ->
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
+    print(f"listening {sw.url}", flush=True)  # the first line: launchers wait for it
     mem = replay_memory_bytes(args.capacity, args.record_bytes)
     print(f"{SoftSwitch.log_name}: replay memory {args.capacity} records x {args.record_bytes} "
           f"bytes: {_gib(mem)} of host memory ({_gib(args.capacity * args.record_bytes)} "
           "records, the rest sum tree and record chains)", file=sys.stderr, flush=True)
-    print(f"listening {sw.url}", flush=True)
     if args.profile:
         import cProfile
 
