@@ -43,12 +43,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rl.workloads import WORKLOADS, Workload
+from rl.workloads import WORKLOADS, Workload, default_target
 
 ALGOS = {algo: task.env_id for algo, task in WORKLOADS["demo"].tasks.items()}
 """Algorithm name → default environment (the ``demo`` workload's)."""
-TARGETS = {"CartPole-v1": 195.0, "Pendulum-v1": -400.0}
-"""Mean return over the last 20 episodes that counts as solved."""
+TARGETS = {"CartPole-v1": 475.0, "Pendulum-v1": -400.0}
+"""Mean return over the last 20 episodes that counts as solved, for the demo environments:
+:func:`rl.workloads.default_target` (the env's ``spec.reward_threshold``; CartPole-v1's is
+475), which every run without ``--target`` uses."""
 STRATEGIES = ("inswitch", "ps", "allreduce")
 
 
@@ -115,7 +117,8 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
                         help="env-step budget over all workers (default: the algorithm's)")
     parser.add_argument("--target", type=float, default=None,
                         help="stop at this mean return over the last 20 episodes "
-                             "(default 195 CartPole, -400 Pendulum; 'nan' trains the budget)")
+                             "(default: the env's spec.reward_threshold, 475 for CartPole-v1; "
+                             "-400 Pendulum; 'nan' trains the budget)")
     parser.add_argument("--runs-dir", default="runs", help="where run folders go")
     parser.add_argument("--name", default=None, help="run folder name")
     parser.add_argument("--launcher", choices=("process", "thread", "torchrun"), default=None,
@@ -214,7 +217,7 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
 
     mod = algo_module(args.algo)
     cfg = make_config(args)
-    target = args.target if args.target is not None else TARGETS.get(cfg.env_id)
+    target = args.target if args.target is not None else default_target(cfg.env_id)
     if target is not None and target != target:  # nan: train the whole budget
         target = None
     if args.iterations is not None and args.iterations < 1:
@@ -230,6 +233,7 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
                                            seed=cfg.seed, url=args.switch)
     if replay is not None:
         dist.replay = replay.kind
+        _refuse_unfit_replay(replay, args.switch)
     if getattr(args, "topology", "workers") == "apex":
         return _train_apex(args, cfg, dist, replay, target, run_dir)
     if dist.launcher == "torchrun":
@@ -247,6 +251,29 @@ def train_once(args: argparse.Namespace, sync: str, run_dir: Path) -> Any:
                        run_dir=run_dir, progress=not args.no_progress)
 
 
+def _refuse_unfit_replay(replay: Any, switch: str | None) -> None:
+    """Exit before anything starts when an in-network replay's records do not fit: larger
+    than any switch record, or than the records of the switch at ``--switch``
+    (:func:`rl.replay.innet_refusal` names the sizes and the option that fixes it)."""
+    if replay is None or replay.kind != "innet":
+        return
+    from rl.replay import innet_refusal
+
+    have = None
+    url = replay.url or switch
+    if url is not None:
+        import hostdrv
+
+        try:
+            with hostdrv.SwitchControl(url) as ctl:
+                have = ctl.read("RPL_RECORD_BYTES")
+        except (OSError, hostdrv.NetrlError) as e:
+            raise SystemExit(f"netrl: cannot read the switch at {url}: {e}") from None
+    why = innet_refusal(replay, have, url)
+    if why:
+        raise SystemExit(f"netrl: {why}")
+
+
 def _train_apex(args: argparse.Namespace, cfg: Any, dist: Any, replay: Any,
                 target: float | None, run_dir: Path) -> Any:
     """``--topology apex``: dedicated actors and learners (:func:`rl.apex.run_apex`)."""
@@ -261,9 +288,7 @@ def _train_apex(args: argparse.Namespace, cfg: Any, dist: Any, replay: Any,
     if dist.launcher != "process":
         raise SystemExit("netrl: --topology apex runs actor and learner processes "
                          "(--launcher process)")
-    if not workload_of(args).switch_replay and replay.kind == "innet":
-        raise SystemExit(f"netrl: --topology apex keeps its replay in the switch, but "
-                         f"{workload_of(args).too_large}")
+    _refuse_unfit_replay(replay, args.switch)
     apex = ApexConfig(actors=args.actors, learners=args.learners,
                       samples_per_insert=args.samples_per_insert)
     dist.replay, dist.workers = replay.kind, args.learners
@@ -363,7 +388,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"  {sync}: {describe(summaries[sync])}")
     if any(s is None for s in summaries.values()):
         return 0
-    target = args.target if args.target is not None else TARGETS.get(env)
+    target = args.target if args.target is not None else default_target(env)
     workers = summaries[syncs[0]].workers  # under torchrun the world size
     png = plot_compare([root / s for s in syncs], syncs, root / "compare.png",
                        title=f"{args.algo} {env}, {workers} workers, {args.mode}",

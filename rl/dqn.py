@@ -10,11 +10,19 @@ computes the weighted Huber TD loss, exchanges the gradient through
 :class:`rl.sync.GradientExchange` (the N workers' gradients summed) and sends
 the new priorities back. The target network is refreshed every
 ``target_network_frequency`` applied rounds on every worker alike.
+
+On Atari frames with in-network or local replay (``ReplaySpec.frames``, issue 26) the actor
+pushes one frame record per env step (:class:`rl.replay.FrameWriter`: an episode's first frame
+with priority 0, then each new frame with the action and reward that led to it) and the
+learner samples stacks of five records that :class:`rl.replay.InNetFrameReplay` (or
+:class:`rl.replay.LocalFrameReplay`, the same rule on the worker's own store) turns into
+transitions, Dopamine-style (zero frames before an episode's first).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -23,7 +31,15 @@ from torch import nn
 
 from rl.parts import EnvPool, torch_generator, uniform_layer
 from rl.parts.nets import CNNQNetwork, is_image
-from rl.replay import RecordLayout, ReplayBatch, make_replay
+from rl.replay import (
+    FrameLayout,
+    FrameWriter,
+    InNetFrameReplay,
+    LocalFrameReplay,
+    RecordLayout,
+    ReplayBatch,
+    make_replay,
+)
 from rl.run import (
     EpisodeWindow,
     SplitTimer,
@@ -151,10 +167,25 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                                 target_return=ctx.target_return, window=ctx.window,
                                 board=ctx.board, record_digests=ctx.record_digests,
                                 after_step=refresh_target)
-    replay = make_replay(ctx.replay, ctx.rank, RecordLayout(
-        obs_shape=obs_shape, obs_dtype="uint8" if is_image(obs_shape) else "float32",
-        action_shape=(), action_dtype="int64",
-        record_bytes=ctx.replay.record_bytes))
+    frames: FrameWriter | None = None
+    replay: Any
+    if ctx.replay.frames:  # one frame a record, observations rebuilt from stacks
+        assert is_image(obs_shape)
+        layout = FrameLayout(frame_shape=obs_shape[1:], history=ctx.replay.frames,
+                             record_bytes=ctx.replay.record_bytes)
+        if ctx.replay.kind == "local":
+            replay = LocalFrameReplay(layout, ctx.replay.capacity, ctx.replay.seed + ctx.rank)
+        else:
+            assert ctx.replay.url is not None
+            replay = InNetFrameReplay(layout, ctx.replay.url,
+                                      ctx.rank + ctx.replay.member_offset,
+                                      rate_timeout=ctx.replay.rate_timeout)
+        frames = FrameWriter(replay.layout)
+    else:
+        replay = make_replay(ctx.replay, ctx.rank, RecordLayout(
+            obs_shape=obs_shape, obs_dtype="uint8" if is_image(obs_shape) else "float32",
+            action_shape=(), action_dtype="int64",
+            record_bytes=ctx.replay.record_bytes))
     window = EpisodeWindow(ctx.window)
     timer = SplitTimer(lambda: exchange.log.comm_seconds + replay.comm_seconds,
                        comm_cpu=lambda: exchange.log.comm_cpu_seconds)
@@ -165,6 +196,8 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
                            cfg.total_timesteps // ctx.world)
     pending: list[tuple[np.ndarray, int, float, np.ndarray, bool]] = []
     obs = envs.reset()
+    if frames is not None:
+        frames.first(obs[0, -1])
     updates = 0
     loss = torch.zeros(())
     for step in range(1, steps_per_worker + 1):
@@ -177,8 +210,14 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
             with torch.no_grad():
                 action = int(q_net(torch.from_numpy(obs)).argmax(-1)[0])
         out = envs.step(np.array([action]))
-        pending.append((obs[0], action, float(out.rewards[0]), out.final_obs[0],
-                        bool(out.terminated[0])))
+        if frames is not None:
+            frames.step(out.final_obs[0, -1], action, float(out.rewards[0]),
+                        bool(out.terminated[0]), replay.max_priority)
+            if out.terminated[0] or out.truncated[0]:
+                frames.first(out.next_obs[0, -1])
+        else:
+            pending.append((obs[0], action, float(out.rewards[0]), out.final_obs[0],
+                            bool(out.terminated[0])))
         obs = out.next_obs
         for ret, length in out.episodes:
             window.add(ret)
@@ -187,9 +226,12 @@ def train_worker(cfg: Config, ctx: WorkerContext) -> WorkerResult:
             continue
 
         # -- push what this actor collected ----------------------------------------------
-        o, a, r, o2, d = (np.array(x) for x in zip(*pending, strict=True))
-        replay.push(o, a, r, o2, d)
-        pending.clear()
+        if frames is not None:
+            replay.push_frames(*frames.take())
+        else:
+            o, a, r, o2, d = (np.array(x) for x in zip(*pending, strict=True))
+            replay.push(o, a, r, o2, d)
+            pending.clear()
         if step < cfg.learning_starts:
             continue
 

@@ -60,8 +60,9 @@ def plot_run(run_dir: str | Path, title: str = "", target: float | None = None) 
     if target is None:
         summary = run_dir / "summary.json"
         if summary.exists():
-            target = {"CartPole-v1": 195.0, "Pendulum-v1": -400.0}.get(
-                json.loads(summary.read_text()).get("env_id", ""))
+            from rl.workloads import default_target
+
+            target = default_target(json.loads(summary.read_text()).get("env_id", ""))
     fig, ax = plt.subplots(figsize=(7, 4))
     if len(steps):
         ax.scatter(steps, rets, s=4, alpha=0.25, label="episode return")

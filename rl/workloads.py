@@ -31,6 +31,13 @@ ddpg   HalfCheetah-v5   ReLU MLPs 128-128 (actor, critic)                     ~1
 from the models.) Two CPUs cannot train these to the end: bound a run with
 ``--iterations N`` and read its per-iteration compute and communication times
 (``iterations.csv``, ``scripts/bench_workloads.py``).
+
+In-network replay (``--replay innet``, and ``--topology apex``) takes the paper workloads
+too (issue 26): DQN on Atari stores one 84×84 frame per 7104-byte record and the learner
+rebuilds observations from stacked samples (:mod:`rl.replay.frames`); DDPG's HalfCheetah
+transitions fit a 192-byte record. A soft switch ``netrl`` starts is sized for them
+(:meth:`Workload.replay_spec`); a switch given with ``--switch`` whose records are too
+small is refused before anything starts (:func:`rl.replay.innet_refusal`).
 """
 
 from __future__ import annotations
@@ -69,6 +76,9 @@ class Task:
     replay_capacity : int or None
         Records of a local or server replay memory (None: the switch's default);
         Atari records are 56 KB each.
+    innet_capacity : int or None
+        Records of the in-network replay of a soft switch ``netrl`` starts (None: the
+        switch's default, ``RPL_CAPACITY``); Atari frame records are 7104 bytes each.
     paper_grad_bytes : int
         The gradient size the iSwitch paper states for this task (0: not a paper task).
     """
@@ -78,6 +88,7 @@ class Task:
     config: dict[str, Any] = field(default_factory=dict)
     replay_capacity: int | None = None
     paper_grad_bytes: int = 0
+    innet_capacity: int | None = None
 
     def apply(self, cfg: Any) -> Any:
         """Set :attr:`env_id` and :attr:`config` on an algorithm ``Config``; return it."""
@@ -103,19 +114,11 @@ class Workload:
         One line for ``--help``.
     tasks : dict
         Algorithm → :class:`Task`.
-    switch_replay : bool
-        Whether its transitions fit a record of the switch's replay memory
-        (``RPL_RECORD_BYTES``): if not, ``--replay auto`` keeps them in each worker's
-        memory and ``--topology apex`` (replay in the switch) is refused.
-    too_large : str
-        Why they do not fit (for the message), when ``switch_replay`` is False.
     """
 
     name: str
     summary: str
     tasks: Mapping[str, Task]
-    switch_replay: bool = True
-    too_large: str = ""
 
     def task(self, algo: str) -> Task:
         """The task of ``algo``; ``ValueError`` naming the algorithms when there is none."""
@@ -135,32 +138,46 @@ class Workload:
 
     def replay_kind(self, sync: str, requested: str = "auto") -> str:
         """The replay memory of a run with sync strategy ``sync``: ``requested`` unless it
-        is ``auto``, then the one that goes with ``sync`` (:data:`REPLAY_FOR_SYNC`), or
-        ``local`` when the switch cannot hold this workload's records."""
+        is ``auto``, then the one that goes with ``sync`` (:data:`REPLAY_FOR_SYNC`; every
+        workload's records fit the switch, Atari's as frame records)."""
         if requested != "auto":
             return requested
-        return REPLAY_FOR_SYNC[sync] if self.switch_replay else "local"
+        return REPLAY_FOR_SYNC[sync]
 
     def replay_spec(self, algo: str, sync: str, requested: str = "auto", *,
                     env_id: str | None = None, seed: int = 1,
                     url: str | None = None) -> ReplaySpec | None:
         """The replay of ``algo`` (None for an algorithm without one): its kind
-        (:meth:`replay_kind`), and for a host memory records sized for ``env_id``'s
-        spaces (default: the task's) and the task's capacity. A switch's records are
-        its own (``RPL_RECORD_BYTES``); ``url`` is the switch of an ``innet`` replay."""
+        (:meth:`replay_kind`), records sized for ``env_id``'s spaces (default: the task's)
+        and the task's capacity. ``innet`` and ``local``: DQN on frames stores frame records
+        (``frames`` = 4, 7104 bytes on Atari, ``innet_capacity`` of them), anything else
+        transitions; ``record_bytes`` is what they need (a soft switch started for the run is built so; a switch at
+        ``url`` must hold at least that, :func:`rl.replay.innet_refusal`)."""
         from rl.replay import ReplaySpec
 
         if algo not in REPLAY_ALGOS:
             return None
         kind = self.replay_kind(sync, requested)
         spec = ReplaySpec(kind=kind, seed=seed, url=url if kind == "innet" else None)
-        if kind != "innet":
-            obs_space, act_space = env_spaces(env_id or self.env_id(algo))
-            spec.record_bytes = max(spec.record_bytes, replay_record_bytes(
-                tuple(obs_space.shape), tuple(act_space.shape or ()), act_space.shape == ()))
-            capacity = self.task(algo).replay_capacity
-            if capacity is not None:
-                spec.capacity = int(capacity)
+        obs_space, act_space = env_spaces(env_id or self.env_id(algo))
+        obs_shape = tuple(obs_space.shape)
+        need = replay_record_bytes(obs_shape, tuple(act_space.shape or ()),
+                                   act_space.shape == ())
+        task = self.task(algo) if algo in self.tasks else None
+        if algo == "dqn" and len(obs_shape) == 3 and kind in ("innet", "local"):
+            # frames (C, H, W): one frame a record, stacked at sampling (the server has no
+            # record chains: it keeps whole transitions)
+            from rl.replay.frames import frame_record_bytes
+
+            spec.frames = obs_shape[0]
+            need = frame_record_bytes(obs_shape[1:])
+        spec.record_bytes = max(spec.record_bytes, need)
+        if spec.frames or kind == "innet":
+            capacity = task.innet_capacity if task is not None else None
+        else:
+            capacity = task.replay_capacity if task is not None else None
+        if capacity is not None:
+            spec.capacity = int(capacity)
         return spec
 
 
@@ -178,7 +195,7 @@ PAPER: dict[str, Task] = {
         "hidden": 512, "batch_size": 32, "learning_rate": 1e-4, "train_frequency": 4,
         "learning_starts": 1000, "target_network_frequency": 1000, "exploration_steps": 1_000_000,
         "end_e": 0.01, "total_timesteps": 10_000_000, "log_every": 1},
-        replay_capacity=4096, paper_grad_bytes=6_000_000),
+        replay_capacity=4096, paper_grad_bytes=6_000_000, innet_capacity=1 << 17),
     "a2c": Task("a2c", "ALE/Pong-v5", {
         "hidden": 224, "num_envs": 4, "num_steps": 5, "learning_rate": 7e-4,
         "total_timesteps": 10_000_000}, paper_grad_bytes=3_000_000),
@@ -197,12 +214,30 @@ WORKLOADS: dict[str, Workload] = {
     "demo": Workload("demo", "CartPole/Pendulum networks", DEMO_TASKS),
     "paper": Workload(
         "paper", "the iSwitch paper's workloads (DQN, A2C on Atari Pong with the Nature CNN; "
-                 "PPO, DDPG on MuJoCo HalfCheetah), see rl/workloads.py", PAPER,
-        switch_replay=False,
-        too_large="the switch's records (RPL_RECORD_BYTES, 128 by default) are smaller than "
-                  "the paper workloads' transitions (Atari 56 KB, HalfCheetah 192 bytes)"),
+                 "PPO, DDPG on MuJoCo HalfCheetah), see rl/workloads.py", PAPER),
 }
 """``--workload`` choices: ``demo`` (the default) and ``paper``."""
+
+
+TARGET_FALLBACK = {"Pendulum-v1": -400.0}
+"""Solved thresholds of environments whose gymnasium spec has none (Pendulum: CleanRL's
+usual bar)."""
+
+
+def default_target(env_id: str) -> float | None:
+    """The mean return over the last 20 episodes that counts as solved: the environment's
+    ``spec.reward_threshold`` (CartPole-v1: 475, what CleanRL and SB3 curves are read
+    against; CartPole-v0's was 195), else :data:`TARGET_FALLBACK`, else None (train the
+    budget)."""
+    import gymnasium as gym
+
+    try:
+        threshold = gym.spec(env_id).reward_threshold
+    except gym.error.Error:
+        threshold = None
+    if threshold is not None:
+        return float(threshold)
+    return TARGET_FALLBACK.get(env_id)
 
 
 def workload(name: str) -> Workload:

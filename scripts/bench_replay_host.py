@@ -24,7 +24,11 @@ times at least ``--reps`` rounds, for at least ``--seconds``, of
 * a uniform SAMPLE of ``--batch`` records (replay access),
 * a prioritized SAMPLE of ``--batch`` records followed by the UPDATE of their
   priorities (prioritized sampling's communication: the learner's compute is
-  not included).
+  not included),
+* with ``--stack K`` (default 4, 0 to skip) a uniform stacked SAMPLE: ``--batch``
+  samples of K records each (``innet``: SAMPLE_REQ ``aux`` = K, the sampled record and
+  its predecessors in its actor's chain, issue 26; ``server`` and ``local`` have no
+  chains: uniform samples of ``--batch`` × K records in all, the same bytes moved).
 
 Reported per configuration: medians in microseconds of push (over every
 actor's pushes), uniform sample, and prioritized sample + update. "Replay
@@ -68,7 +72,8 @@ from rl.replay import (  # noqa: E402
 
 KINDS = ("innet", "server", "local")
 ACTORS = (1, 2, 4, 8)
-SIZES = (64, 128, 256, 512, 1024, 2048, 4032)
+SIZES = (64, 128, 256, 512, 1024, 2048, 4032, 7104)
+"""Record sizes R: up to an Atari frame record (7104 bytes, issue 26)."""
 CAPACITY = 16384
 SEED = 1
 # member ids: the learner is 0, actors 1..7 (the switch's member table has 8 entries);
@@ -162,11 +167,26 @@ class Figures:
         return self.push_us + self.uniform_us
 
 
-def _learner_rounds(replay: Replay, batch: int, reps: int,
-                    seconds: float) -> tuple[list[float], list[float]]:
+def _stacked(replay: Replay, batch: int, stack: int) -> None:
+    """One uniform stacked sample: ``batch`` samples of ``stack`` records through the switch's
+    chains (innet), or ``batch * stack`` records (a host memory has no chains)."""
+    client = getattr(replay, "_client", None)
+    if client is not None:
+        client.sample(batch, prioritized=False, stack=stack)
+    else:  # requests of at most 64 records, as the switch's client splits them
+        left = batch * stack
+        while left:
+            n = min(64, 1 << (left.bit_length() - 1))
+            replay.sample(n, prioritized=False)
+            left -= n
+
+
+def _learner_rounds(replay: Replay, batch: int, reps: int, seconds: float,
+                    stack: int = 0) -> tuple[list[float], list[float], list[float]]:
     """At least ``reps`` rounds and at least ``seconds`` of them."""
     uni: list[float] = []
     pri: list[float] = []
+    stk: list[float] = []
     end = time.perf_counter() + seconds
     while len(uni) < reps or time.perf_counter() < end:
         t0 = time.perf_counter()
@@ -177,7 +197,10 @@ def _learner_rounds(replay: Replay, batch: int, reps: int,
         t2 = time.perf_counter()
         uni.append(t1 - t0)
         pri.append(t2 - t1)
-    return uni, pri
+        if stack:
+            _stacked(replay, batch, stack)
+            stk.append(time.perf_counter() - t2)
+    return uni, pri, stk
 
 
 def _prefill(replay: Replay, layout: RecordLayout, n: int) -> None:
@@ -209,7 +232,7 @@ def run_remote(kind: str, record_bytes: int, actors: int, args: argparse.Namespa
         hostdrv.SwitchControl(where).write("MEMBER_UDP_7", 0)
     start.set()
     time.sleep(0.05)
-    uni, pri = _learner_rounds(learner, args.batch, args.reps, args.seconds)
+    uni, pri, stk = _learner_rounds(learner, args.batch, args.reps, args.seconds, args.stack)
     stop.set()
     lat: list[float] = []
     for _ in procs:
@@ -219,7 +242,11 @@ def run_remote(kind: str, record_bytes: int, actors: int, args: argparse.Namespa
     learner.close()
     return Figures(push_us=1e6 * float(np.median(lat)), uniform_us=1e6 * float(np.median(uni)),
                    prioritized_us=1e6 * float(np.median(pri)), pushes=len(lat),
-                   samples=len(uni))
+                   samples=len(uni), extra=_stack_figure(stk))
+
+
+def _stack_figure(stk: list[float]) -> dict[str, float]:
+    return {"stacked_us": 1e6 * float(np.median(stk))} if stk else {}
 
 
 def run_local(record_bytes: int, actors: int, args: argparse.Namespace) -> Figures:
@@ -233,18 +260,20 @@ def run_local(record_bytes: int, actors: int, args: argparse.Namespace) -> Figur
     lat: list[float] = []
     uni: list[float] = []
     pri: list[float] = []
+    stk: list[float] = []
     end = time.perf_counter() + args.seconds
     while len(uni) < args.reps or time.perf_counter() < end:
         t = _transition(layout, rng)
         t0 = time.perf_counter()
         store.push(*t, priorities=np.ones(1))
         lat.append(time.perf_counter() - t0)
-        u, p = _learner_rounds(store, args.batch, 1, 0.0)
+        u, p, s = _learner_rounds(store, args.batch, 1, 0.0, args.stack)
         uni += u
         pri += p
+        stk += s
     return Figures(push_us=1e6 * float(np.median(lat)), uniform_us=1e6 * float(np.median(uni)),
                    prioritized_us=1e6 * float(np.median(pri)), pushes=len(lat),
-                   samples=len(uni))
+                   samples=len(uni), extra=_stack_figure(stk))
 
 
 def bench_size(record_bytes: int, args: argparse.Namespace) -> dict[str, dict[int, Figures]]:
@@ -273,9 +302,12 @@ def bench_size(record_bytes: int, args: argparse.Namespace) -> dict[str, dict[in
                 fig = (run_local(record_bytes, actors, args) if kind == "local"
                        else run_remote(kind, record_bytes, actors, args, where[kind]))
                 res[kind][actors] = fig
+                stacked = (f"  stacked k={args.stack} {fig.extra['stacked_us']:8.1f} us"
+                           if "stacked_us" in fig.extra else "")
                 print(f"R={record_bytes:5d} actors={actors} {kind:6s} push {fig.push_us:8.1f} us"
                       f"  uniform sample {fig.uniform_us:8.1f} us  prioritized sample+update "
-                      f"{fig.prioritized_us:8.1f} us  ({fig.pushes} pushes, {fig.samples} rounds)", flush=True)
+                      f"{fig.prioritized_us:8.1f} us{stacked}  ({fig.pushes} pushes, "
+                      f"{fig.samples} rounds)", flush=True)
     finally:
         if server is not None:
             server.terminate()
@@ -326,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=1.0,
                     help="the learner's rounds last at least this long")
     ap.add_argument("--batch", type=int, default=32, help="sample batch")
+    ap.add_argument("--stack", type=int, default=4,
+                    help="records per stacked sample (innet: SAMPLE_REQ aux; 0: skip)")
     ap.add_argument("--prefill", type=int, default=1024, help="records pushed before timing")
     ap.add_argument("--actor-period-us", type=float, default=1000.0,
                     help="each actor pushes one transition per period")
@@ -352,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({
             "engine": args.engine, "batch": args.batch, "reps": args.reps,
             "actor_period_us": args.actor_period_us, "cpus": os.cpu_count(),
+            "stack": args.stack,
             "figures": {str(r): {k: {str(a): {**vars(f), "access_us": f.access_us}
                                      for a, f in v.items()} for k, v in t.items()}
                         for r, t in table.items()}}, indent=1) + "\n")

@@ -168,7 +168,6 @@ def test_apex_two_learners_sum_gradients_in_the_switch(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("argv", "says"), [
     (["--algo", "ppo"], "runs dqn, ddpg"),
-    (["--algo", "dqn", "--workload", "paper"], "RPL_RECORD_BYTES"),
 ])
 def test_cli_refuses_what_apex_cannot_run(argv: list[str], says: str, tmp_path: Path) -> None:
     from rl import cli

@@ -123,7 +123,7 @@ def test_ctrl_clears_counters() -> None:
 @pytest.mark.parametrize(("kw", "word"), [
     ({"capacity": 1000}, "capacity"), ({"capacity": 0}, "capacity"),
     ({"record_bytes": 100}, "record_bytes"), ({"record_bytes": 0}, "record_bytes"),
-    ({"record_bytes": 4096}, "record_bytes"), ({"max_slots": 0}, "max_slots"),
+    ({"record_bytes": 8256}, "record_bytes"), ({"max_slots": 0}, "max_slots"),
     ({"max_slots": 65}, "max_slots"), ({"max_elems": 360}, "max_elems"),
     ({"max_elems": 40}, "max_elems"), ({"build_hash": 1 << 32}, "build_hash"),
     ({"capacity": "8"}, "capacity"),

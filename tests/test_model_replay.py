@@ -360,8 +360,11 @@ def test_replay_drops() -> None:
     _drop(sw, frame(good_push, ACTOR), PORTS[ACTOR], "DISABLED")
     _drop(sw, frame(req, LEARNER), PORTS[LEARNER], "DISABLED")
     sw.write("CTRL", 3)
-    # flags other than PRIORITIZED, slot and aux are ignored on replay requests
-    odd = P.with_fields(req, flags=int(Flags.INT32 | Flags.RESEND), slot=9, aux=77)
+    # a stack depth (aux) above MAX_STACK: BAD_COUNT
+    _drop(sw, frame(P.with_fields(req, aux=C.MAX_STACK + 1), LEARNER, validate=False),
+          PORTS[LEARNER], "BAD_COUNT")
+    # flags other than PRIORITIZED and slot are ignored on replay requests; aux 1 is k = 1
+    odd = P.with_fields(req, flags=int(Flags.INT32 | Flags.RESEND), slot=9, aux=1)
     push(sw, records(rng, 1, 64), [1])
     assert len(sw.process(frame(odd, LEARNER), PORTS[LEARNER])) == 4
 

@@ -78,22 +78,47 @@ def test_the_command_line_asks_the_workload() -> None:
             cfg = cli.make_config(args)
             assert cfg.env_id == wl.env_id(algo)
             assert all(getattr(cfg, k) == v for k, v in wl.task(algo).config.items())
-    # --replay auto: the replay of the sync strategy, or local when the switch's records
-    # cannot hold the workload's transitions
-    assert demo.switch_replay and not paper.switch_replay and "RPL_RECORD_BYTES" in paper.too_large
+    # --replay auto: the replay of the sync strategy (every workload's records fit the switch:
+    # Atari's as frame records, issue 26)
     for sync, kind in REPLAY_FOR_SYNC.items():
-        assert demo.replay_kind(sync) == kind and paper.replay_kind(sync) == "local"
+        assert demo.replay_kind(sync) == kind and paper.replay_kind(sync) == kind
         assert paper.replay_kind(sync, "server") == "server"
     assert demo.replay_spec("ppo", "inswitch") is None  # no replay memory
     innet = demo.replay_spec("dqn", "inswitch", url="soft://127.0.0.1:1")
     assert innet is not None and innet.kind == "innet" and innet.url == "soft://127.0.0.1:1"
-    assert innet.record_bytes == DEFAULT_RECORD_BYTES  # the switch's records are its own
-    local = paper.replay_spec("dqn", "inswitch", url="soft://127.0.0.1:1")
+    assert innet.record_bytes == DEFAULT_RECORD_BYTES and innet.frames == 0  # CartPole fits
+    frames = paper.replay_spec("dqn", "inswitch")
+    assert frames is not None and frames.kind == "innet" and frames.frames == 4
+    assert frames.record_bytes == 7104 and frames.capacity == PAPER["dqn"].innet_capacity
+    ddpg = paper.replay_spec("ddpg", "inswitch")
+    assert ddpg is not None and ddpg.frames == 0 and ddpg.record_bytes == 192
+    local = paper.replay_spec("dqn", "inswitch", "local")  # frames too: the comparison
     assert local is not None and local.kind == "local" and local.url is None
-    assert local.capacity == PAPER["dqn"].replay_capacity
+    assert (local.frames, local.record_bytes) == (4, 7104)
+    assert local.capacity == PAPER["dqn"].innet_capacity
+    server = paper.replay_spec("dqn", "ps")  # no record chains: whole transitions
+    assert server is not None and server.kind == "server" and server.frames == 0
+    assert server.capacity == PAPER["dqn"].replay_capacity
     obs, act = env_spaces(PAPER["dqn"].env_id)
-    assert local.record_bytes == replay_record_bytes(tuple(obs.shape), (), True) \
+    assert server.record_bytes == replay_record_bytes(tuple(obs.shape), (), True) \
         > DEFAULT_RECORD_BYTES
+
+
+def test_a_switch_too_small_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """Pong's frame records (7104 bytes) on a switch of 128-byte records: refused before a
+    run folder exists, naming the record size, the switch's limit and the option."""
+    from hostdrv import SoftSwitch
+
+    with SoftSwitch(record_bytes=128) as sw:
+        sw.start()
+        for extra in (["--replay", "innet"], ["--topology", "apex"]):
+            with pytest.raises(SystemExit) as e:
+                cli.main(["train", "--workload", "paper", "--algo", "dqn", *extra,
+                          "--switch", sw.url, "--no-progress", "--runs-dir", str(tmp_path)])
+            msg = str(e.value)
+            for part in ("7104", "RPL_RECORD_BYTES = 128", "--record-bytes 7104"):
+                assert part in msg, (part, msg)
+            assert not any(tmp_path.iterdir())
 
 
 def test_a_new_workload_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -168,3 +193,33 @@ def test_paper_ppo_runs_async_through_the_switch(tmp_path: Path) -> None:
     # async rounds complete at H = N - 1 = 2 contributions
     assert all(2 <= c <= 3 for r in s.results for c in r.contributors)
     assert all(0 <= st <= 1 for r in s.results for st in r.staleness)  # --staleness 1
+
+
+@pytest.mark.slow
+def test_paper_dqn_runs_apex_through_in_network_replay(tmp_path: Path) -> None:
+    """``--topology apex`` on Pong: actors push frame records into the switch, the learner
+    learns from stacked samples (issue 26)."""
+    rc = cli.main(["train", "--topology", "apex", "--workload", "paper", "--algo", "dqn",
+                   "--actors", "2", "--learners", "1", "--total-steps", "2500",
+                   "--no-progress", "--no-tensorboard", "--runs-dir", str(tmp_path),
+                   "--name", "apex"])
+    assert rc == 0
+    cfg = json.loads((tmp_path / "apex" / "config.json").read_text())
+    assert cfg["dist"]["replay"] == "innet"
+    assert len(iteration_rows(tmp_path / "apex")) > 0
+
+
+def test_solved_is_the_environments_threshold(tmp_path: Path) -> None:
+    """CartPole-v1 is solved at its spec's reward_threshold (475, not CartPole-v0's 195) unless
+    --target says otherwise; an env without a threshold (Pendulum) has the documented one."""
+    import gymnasium as gym
+
+    from rl.workloads import TARGET_FALLBACK, default_target
+
+    assert default_target("CartPole-v1") == gym.spec("CartPole-v1").reward_threshold == 475.0
+    assert default_target("Pendulum-v1") == TARGET_FALLBACK["Pendulum-v1"]
+    assert all(default_target(env) == t for env, t in cli.TARGETS.items())
+    assert cli.main(["train", "--algo", "ppo", "--sync", "reference", "--workers", "1",
+                     "--num-steps", "32", "--iterations", "1", "--runs-dir", str(tmp_path),
+                     "--name", "t", "--no-progress", "--no-tensorboard"]) == 0
+    assert json.loads((tmp_path / "t" / "config.json").read_text())["target"] == 475.0

@@ -9,6 +9,7 @@ flight and retries.
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -26,20 +27,25 @@ from hostdrv.wire.protocol import (
     HEADER,
     HEADER_LEN,
     MAX_BATCH,
-    MAX_PUSH_RECORDS,
     MAX_UPDATE_PAIRS,
+    STACK_WORDS,
     VERSION,
     Flags,
     Opcode,
+    check_stack,
 )
 from hostdrv.wire.records import (
     FIXED_HINT,
+    MAX_IPV4_PACKET,
     SampleBatch,
+    StackedSample,
     Transitions,
     check_priorities,
+    check_record_mtu,
     check_u32,
     importance_weights,
     pack_records,
+    push_count,
     record_dtype,
     records_from_bytes,
     to_fixed,
@@ -53,6 +59,21 @@ RATE_BACKOFF_MIN = 0.0005
 """Seconds before the first resend of a request answered NOT_YET (doubled per NOT_YET)."""
 RATE_BACKOFF_MAX = 0.02
 """Longest wait between two resends of a request answered NOT_YET."""
+
+
+_IP_MTU = getattr(socket, "IP_MTU", 14)  # Linux: a connected socket's path MTU
+
+
+def path_mtu(transport: Any) -> int | None:
+    """The IPv4 MTU of a datagram transport's path (its connected UDP socket's ``IP_MTU``:
+    the interface's, or a smaller one the kernel learned), None when it cannot be read."""
+    sock = getattr(transport, "sock", None)
+    if not isinstance(sock, socket.socket):
+        return None
+    try:
+        return int(sock.getsockopt(socket.IPPROTO_IP, _IP_MTU))
+    except OSError:
+        return None
 
 
 def rate_backoff(not_yets: int) -> float:
@@ -75,7 +96,9 @@ class ReplayClient(Endpoint):
         Layout of a transition. A record is ``obs``, ``action``, ``reward``
         (float32), ``next_obs``, ``done`` (uint8), little-endian, packed
         back to back from byte 0 and padded with zeros to R =
-        ``RPL_RECORD_BYTES``.
+        ``RPL_RECORD_BYTES``. ``obs_shape=None``: raw records of another layout
+        (Atari frame records, :mod:`rl.replay.frames`): :meth:`push_records` and the
+        ``records`` of a sample, no :meth:`pack` / :meth:`push`.
     timeout:
         Seconds to wait for an answer before asking again.
     retries:
@@ -88,6 +111,12 @@ class ReplayClient(Endpoint):
         As for :class:`Aggregator`.
     window:
         Requests in flight at once.
+    mtu:
+        IPv4 MTU of the path to the switch; default: the connected socket's (``IP_MTU``,
+        the interface's: about 64 KiB on loopback, 1500 on plain Ethernet, 9000 with jumbo
+        frames). A record that does not fit one frame (114 + R bytes of IPv4) is refused
+        before anything is sent (``ValueError`` naming R, the MTU and the fix); a PUSH
+        carries ``min(16, (MTU - 114) // R)`` records (:attr:`push_batch`).
     rate_timeout:
         Seconds a PUSH or SAMPLE_REQ may keep being answered NOT_YET by the switch's rate
         limiter (protocol section 5, "Rate limiting": ``RPL_MIN_SIZE``, ``RPL_SPI``,
@@ -100,7 +129,7 @@ class ReplayClient(Endpoint):
     Raises
     ------
     ValueError
-        When a record does not fit in R bytes.
+        When a record does not fit in R bytes, or R does not fit the path's MTU.
 
     Notes
     -----
@@ -109,14 +138,15 @@ class ReplayClient(Endpoint):
     UPDATE leaves the old priorities.
     """
 
-    def __init__(self, url: str, *, worker: int, job: int = 0, obs_shape: tuple[int, ...],
+    def __init__(self, url: str, *, worker: int, job: int = 0,
+                 obs_shape: tuple[int, ...] | None,
                  obs_dtype: Any = np.float32, action_shape: tuple[int, ...] = (),
                  action_dtype: Any = np.int64, timeout: float = 0.2, retries: int = 5,
                  register: bool = True, roles: int = ROLE_ACTOR | ROLE_LEARNER,
                  port: int | None = None, member_address: tuple[str, int] | None = None,
                  control: str | SwitchControl | None = None, window: int = 8,
                  backends: Mapping[str, Backend] | None = None,
-                 rate_timeout: float = 10.0) -> None:
+                 rate_timeout: float = 10.0, mtu: int | None = None) -> None:
         super().__init__(url, worker=worker, job=job, register=register, roles=roles,
                          port=port, member_address=member_address, control=control,
                          backends=backends)
@@ -128,8 +158,18 @@ class ReplayClient(Endpoint):
         self.rate_timeout = rate_timeout
         self.max_priority = 1.0
         """Priority given to pushed transitions without one (largest seen so far)."""
-        self.record_dtype = record_dtype(obs_shape, obs_dtype, action_shape, action_dtype,
-                                         self.record_bytes)
+        self.mtu = mtu if mtu is not None else path_mtu(self.transport)
+        """The path's IPv4 MTU the record size was checked against (None: unknown, not checked)."""
+        try:
+            if self.mtu is not None:
+                check_record_mtu(self.record_bytes, self.mtu, f"the path to {url}")
+            self.record_dtype: np.dtype | None = None if obs_shape is None else record_dtype(
+                obs_shape, obs_dtype, action_shape, action_dtype, self.record_bytes)
+        except ValueError:
+            self.close()
+            raise
+        self.push_batch = push_count(self.record_bytes, self.mtu or MAX_IPV4_PACKET)
+        """Records per PUSH: ``min(16, (MTU − 114) // R)``."""
 
     # -- records ---------------------------------------------------------------------
     def pack(self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any) -> np.ndarray:
@@ -137,11 +177,17 @@ class ReplayClient(Endpoint):
 
         A single transition (``obs`` of shape ``obs_shape``) gives n = 1.
         """
-        return pack_records(self.record_dtype, obs, action, reward, next_obs, done)
+        return pack_records(self._layout(), obs, action, reward, next_obs, done)
 
     def unpack(self, records: Any) -> Transitions:
         """Records (bytes, ``uint8`` (n, R) or structured) back to :class:`Transitions`."""
-        return records_from_bytes(records, self.record_dtype)
+        return records_from_bytes(records, self._layout())
+
+    def _layout(self) -> np.dtype:
+        if self.record_dtype is None:
+            raise ValueError("bad obs_shape=None: this client has no transition layout (raw "
+                             "records: push_records, sample(...).records)")
+        return self.record_dtype
 
     # -- push ------------------------------------------------------------------------
     def push(self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any,
@@ -195,7 +241,7 @@ class ReplayClient(Endpoint):
             The rate limiter answered NOT_YET for longer than :attr:`rate_timeout` (the
             batches acknowledged so far are stored; the refused one wrote nothing).
 
-        Batches of up to ``MAX_PUSH_RECORDS`` go out :attr:`window` at a time; a batch the
+        Batches of up to :attr:`push_batch` records go out :attr:`window` at a time; a batch the
         rate limiter refuses is resent, oldest first, before any newer refused one, so the
         records keep their order in the ring unless the limiter opens between two batches
         already in flight (the returned indices always say where each record went).
@@ -207,7 +253,8 @@ class ReplayClient(Endpoint):
         if len(prios) != n:
             raise ValueError(f"bad priorities length={len(prios)}: need one per record ({n})")
         indices = np.full(n, -1, dtype=np.int64)
-        batches = [(a, min(a + MAX_PUSH_RECORDS, n)) for a in range(0, n, MAX_PUSH_RECORDS)]
+        per = self.push_batch
+        batches = [(a, min(a + per, n)) for a in range(0, n, per)]
         # seq -> [message, start, count, deadline, tries, first NOT_YET time, NOT_YETs]
         pending: dict[int, list[Any]] = {}
         nxt = 0
@@ -271,7 +318,8 @@ class ReplayClient(Endpoint):
         return indices
 
     # -- sample ----------------------------------------------------------------------
-    def sample(self, batch: int, *, prioritized: bool = True, beta: float = 0.4) -> SampleBatch:
+    def sample(self, batch: int, *, prioritized: bool = True, beta: float = 0.4,
+               stack: int = 0) -> SampleBatch | StackedSample:
         """Draw ``batch`` transitions (several requests when ``batch`` > 64).
 
         Parameters
@@ -283,13 +331,19 @@ class ReplayClient(Endpoint):
             Sample proportionally to priority (stratified), else uniformly.
         beta:
             Importance-sampling exponent.
+        stack:
+            k, records per sample (SAMPLE_REQ ``aux``, protocol section 5): 0 or 1 one record
+            (a :class:`SampleBatch`); 2 … 8 the sampled record and its k − 1 predecessors in
+            the chain of the actor that pushed it (a :class:`StackedSample`, with validity).
 
         Returns
         -------
-        SampleBatch
+        SampleBatch or StackedSample
 
         Raises
         ------
+        ValueError
+            ``batch`` < 1 or ``stack`` not in 0 … 8.
         ReplayEmptyError
             The memory stayed empty (or every priority 0) for :attr:`rate_timeout`.
         RateLimitTimeoutError
@@ -300,6 +354,8 @@ class ReplayClient(Endpoint):
         """
         if batch < 1:
             raise ValueError(f"bad batch={batch!r}: must be >= 1")
+        check_stack(stack)
+        k = max(int(stack), 1)
         sizes: list[int] = []
         left = batch
         while left:
@@ -307,24 +363,26 @@ class ReplayClient(Endpoint):
             sizes.append(b)
             left -= b
         rb = self.record_bytes
-        idx = np.zeros(batch, dtype=np.int64)
+        idx = np.zeros((batch, k), dtype=np.int64)
+        valid = np.ones((batch, k), dtype=bool)
         prio = np.zeros(batch, dtype=np.uint32)
         totals = np.zeros(batch, dtype=np.uint64)
         size_of = np.zeros(batch, dtype=np.uint32)
-        recs = np.zeros((batch, rb), dtype=np.uint8)
+        recs = np.zeros((batch, k, rb), dtype=np.uint8)
         flags = _PRIORITIZED if prioritized else 0
         reqs: list[tuple[int, int]] = []
         base = 0
         for b in sizes:
             reqs.append((base, b))
             base += b
-        native = self._native()
+        native = self._native() if k == 1 else None  # the native loop asks one record a sample
         if native is not None:
             tr: Any = self.transport
+            flat_idx = idx.reshape(batch)
             code, v, self._seq, waited = native.replay_sample(
                 tr.sock.fileno(), sizes, flags, self.job, self.worker, self._seq, self.window,
-                self.retries, self.timeout, rb, tr._gro, len(self._rbuf), idx, prio, totals,
-                size_of, recs, self.rate_timeout)
+                self.retries, self.timeout, rb, tr._gro, len(self._rbuf), flat_idx, prio, totals,
+                size_of, recs.reshape(batch, rb), self.rate_timeout)
             if code == 1:
                 self._sample_failed(v[0], v[1])
             elif code == 3:
@@ -332,12 +390,20 @@ class ReplayClient(Endpoint):
             elif code:
                 raise OSError(v[0], os.strerror(v[0]))
         else:
-            self._sample_loop(reqs, flags, rb, idx, prio, totals, size_of, recs)
-        t = self.unpack(recs)
+            self._sample_loop(reqs, flags, rb, stack, idx, valid, prio, totals, size_of, recs)
         w = (importance_weights(prio, totals, size_of, beta) if prioritized
              else np.ones(batch, np.float32))
-        return SampleBatch(t.obs, t.actions, t.rewards, t.next_obs, t.dones, idx, prio, totals,
-                           int(size_of[-1]), w, recs)
+        if k > 1:
+            return StackedSample(recs, valid, np.where(valid, idx, -1), idx[:, -1].copy(), prio,
+                                 totals, int(size_of[-1]), w)
+        flat = recs.reshape(batch, rb)
+        if self.record_dtype is None:
+            none = np.zeros((batch, 0), np.uint8)
+            t = Transitions(none, none, none, none, none)
+        else:
+            t = self.unpack(flat)
+        return SampleBatch(t.obs, t.actions, t.rewards, t.next_obs, t.dones, idx.reshape(batch),
+                           prio, totals, int(size_of[-1]), w, flat)
 
     def _rate_wait(self, since: float, count: int, reason: int, size: int,
                    what: str) -> tuple[float, int, float]:
@@ -367,11 +433,14 @@ class ReplayClient(Endpoint):
         cls = ReplayEmptyError if reason == C.NOT_YET_EMPTY else RateLimitTimeoutError
         raise cls(self.url, what, tries, reason=reason, size=size, waited=waited, limiter=limiter)
 
-    def _sample_loop(self, reqs: list[tuple[int, int]], flags: int, rb: int, idx: np.ndarray,
-                     prio: np.ndarray, totals: np.ndarray, size_of: np.ndarray,
-                     recs: np.ndarray) -> None:
+    def _sample_loop(self, reqs: list[tuple[int, int]], flags: int, rb: int, stack: int,
+                     idx: np.ndarray, valid: np.ndarray, prio: np.ndarray, totals: np.ndarray,
+                     size_of: np.ndarray, recs: np.ndarray) -> None:
         """The request/receive loop of :meth:`sample` (the reference of ``replay_sample`` in
-        ``hostdrv/native/nrl_client.cpp``)."""
+        ``hostdrv/native/nrl_client.cpp``, which asks one record a sample): ``idx``,
+        ``valid`` (B, k), ``recs`` (B, k, R) per stack position; ``prio``, ``totals``,
+        ``size_of`` (B,) per sample."""
+        k = max(stack, 1)
         expected_len = 64 + rb + HEADER_LEN
         # seq -> [request number, got mask, deadline, tries]; per request: first NOT_YET, count
         pending: dict[int, list[Any]] = {}
@@ -381,7 +450,7 @@ class ReplayClient(Endpoint):
         while nxt < len(reqs) or pending:
             now = time.monotonic()
             while nxt < len(reqs) and len(pending) < self.window:
-                self._sample_request(reqs[nxt][1], flags, nxt, pending, tries_of, now)
+                self._sample_request(reqs[nxt][1], flags, nxt, pending, tries_of, now, stack)
                 nxt += 1
             first = min(v[2] for v in pending.values())
             nbytes, seg = self.transport.recv_into(self._rbuf, max(0.0, first - now))
@@ -402,13 +471,25 @@ class ReplayClient(Endpoint):
                         tries_of[r] = 0
                     continue
                 a, b = reqs[entry[0]]
-                if i >= b or entry[1][i]:
-                    continue
                 d = off + HEADER_LEN
+                st, j, ok = STACK_WORDS.unpack_from(rmv, d + C.DESC_STACK)
+                if k > 1 and st != k:
+                    if st == 0:  # a k = 1 answer: the switch does not decode aux (the RTL today)
+                        raise ValueError(
+                            f"bad stack={stack}: the switch at {self.url} answered with one "
+                            "record per sample (no stack words): it does not implement stacked "
+                            "samples (docs/protocol.md section 5); sample with stack=0")
+                    continue
+                if i >= b or j >= k or entry[1][i, j]:
+                    continue
                 ix, pr, tot, _bb, sz = DESCRIPTOR.unpack_from(rmv, d)
-                idx[a + i], prio[a + i], totals[a + i], size_of[a + i] = ix, pr, tot, sz
-                recs[a + i] = np.frombuffer(self._rbuf, dtype=np.uint8, count=rb, offset=d + 64)
-                entry[1][i] = True
+                idx[a + i, j] = ix
+                valid[a + i, j] = bool(ok) or k == 1
+                if j == k - 1:
+                    prio[a + i], totals[a + i], size_of[a + i] = pr, tot, sz
+                recs[a + i, j] = np.frombuffer(self._rbuf, dtype=np.uint8, count=rb,
+                                               offset=d + BLOCK)
+                entry[1][i, j] = True
                 if entry[1].all():
                     del pending[seq]
             if nbytes:
@@ -421,17 +502,17 @@ class ReplayClient(Endpoint):
                     if tries_of[r] >= self.retries:
                         self._sample_failed(reqs[r][1], tries_of[r])
                     # partial answers are dropped: a new request draws a new stratified batch
-                    self._sample_request(reqs[r][1], flags, r, pending, tries_of, now)
+                    self._sample_request(reqs[r][1], flags, r, pending, tries_of, now, stack)
 
     def _sample_request(self, b: int, flags: int, r: int, pending: dict[int, list[Any]],
-                        tries_of: list[int], now: float) -> None:
+                        tries_of: list[int], now: float, stack: int = 0) -> None:
         seq = self._next_seq()
         msg = bytearray(HEADER_LEN)
         HEADER.pack_into(msg, 0, VERSION, int(Opcode.SAMPLE_REQ), flags, self.job, self.worker,
-                         0, seq, b, 0, 0)
+                         0, seq, b, stack, 0)
         self.transport.send(msg)
         tries_of[r] += 1
-        pending[seq] = [r, np.zeros(b, dtype=bool),
+        pending[seq] = [r, np.zeros((b, max(stack, 1)), dtype=bool),
                         now + self.timeout * (1 << min(tries_of[r] - 1, 4)), tries_of[r]]
 
     def _sample_failed(self, b: int, tries: int) -> None:
@@ -493,4 +574,4 @@ class ReplayClient(Endpoint):
             self.transport.send(msg)
 
 
-__all__ = ["ReplayClient"]
+__all__ = ["ReplayClient", "path_mtu"]

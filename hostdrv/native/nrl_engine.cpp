@@ -132,8 +132,13 @@ Engine::Engine(uint32_t capacity, uint32_t record_bytes, uint32_t max_slots, uin
     R(NRL_REG_RPL_RESET) = 0;
     copies_.resize(size_t(max_slots) * 2);
     acc_.assign(size_t(max_slots) * 2 * max_elems, 0);
-    records_.assign(size_t(capacity) * record_bytes, 0);
+    records_.reset(static_cast<uint8_t*>(std::calloc(size_t(capacity) * record_bytes, 1)));
+    if (!records_) throw std::bad_alloc();
     tree_.assign(size_t(capacity) * 2, 0);
+    owner_.assign(capacity, 0);
+    wseq_.assign(capacity, 0);
+    prev_.assign(capacity, NRL_NO_INDEX);
+    reset_chains();
     rng_ = R(NRL_REG_RPL_SEED) ? R(NRL_REG_RPL_SEED) : NRL_RST_RPL_SEED;
     out.reserve(NRL_MAX_BATCH);
 }
@@ -177,6 +182,7 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
             wp_ = 0;
             size_ = 0;
             limiter_.reset();
+            reset_chains();
         }
     } else if (addr == NRL_REG_RPL_SPI) {
         limiter_.set_spi(value);
@@ -325,7 +331,7 @@ void Engine::process(const uint8_t* f, size_t n, uint8_t src_port) {
         ok = 1 <= count && count <= NRL_MAX_PUSH_RECORDS;
         plen = NRL_BLOCK + size_t(count) * rb_;
     } else if (op == NRL_OP_SAMPLE_REQ) {
-        ok = 1 <= count && count <= NRL_MAX_BATCH && !(count & (count - 1));
+        ok = 1 <= count && count <= NRL_MAX_BATCH && !(count & (count - 1)) && aux <= NRL_MAX_STACK;
         plen = 0;
     } else {
         ok = 1 <= count && count <= NRL_MAX_UPDATE_PAIRS;
@@ -348,7 +354,8 @@ void Engine::process(const uint8_t* f, size_t n, uint8_t src_port) {
         return result(f, slot, seq, aux, total, flags, worker);
     }
     if (op == NRL_OP_PUSH) return push(f, worker, seq, count, rx);
-    if (op == NRL_OP_SAMPLE_REQ) return sample(worker, seq, count, flags & NRL_FLAG_PRIORITIZED, rx);
+    if (op == NRL_OP_SAMPLE_REQ)
+        return sample(worker, seq, count, flags & NRL_FLAG_PRIORITIZED, aux, rx);
     update(f, count);
 }
 
@@ -528,6 +535,10 @@ void Engine::push(const uint8_t* f, uint32_t w, uint32_t seq, uint32_t count, co
     for (uint32_t j = 0; j < count; ++j) {
         std::memcpy(&records_[size_t(wp_) * rb_], src + size_t(j) * rb_, rb_);
         tree_set(wp_, le32(f + NRL_PAYLOAD_OFFSET + 4 * j));
+        owner_[wp_] = uint8_t(w);
+        wseq_[wp_] = ++pushed_[w];
+        prev_[wp_] = last_[w];
+        last_[w] = wp_;
         wp_ = (wp_ + 1) & mask;
         if (size_ < cap_) ++size_;
     }
@@ -536,7 +547,20 @@ void Engine::push(const uint8_t* f, uint32_t w, uint32_t seq, uint32_t count, co
           count, first, 0, 0, rx.port);
 }
 
-void Engine::sample(uint32_t w, uint32_t seq, uint32_t batch, bool prioritized, const Rx& rx) {
+void Engine::stack_chain(uint32_t index, uint32_t k, uint32_t* chain) const {
+    uint32_t n = 1, x = index;
+    chain[k - 1] = index;
+    while (n < k) {
+        const uint32_t p = prev_[x];
+        if (p == NRL_NO_INDEX || owner_[p] != owner_[x] || wseq_[p] != wseq_[x] - 1u) break;
+        chain[k - 1 - n++] = p;
+        x = p;
+    }
+    for (uint32_t j = 0; j < k - n; ++j) chain[j] = NRL_NO_INDEX;
+}
+
+void Engine::sample(uint32_t w, uint32_t seq, uint32_t batch, bool prioritized, uint32_t stack,
+                    const Rx& rx) {
     const uint64_t total = prioritized ? tree_[1] : size_;
     if (size_ == 0 || total == 0) {
         inc(NRL_REG_CNT_DROP_EMPTY);
@@ -558,18 +582,38 @@ void Engine::sample(uint32_t w, uint32_t seq, uint32_t batch, bool prioritized, 
         } else {
             index = uint32_t((uint64_t(x) * (NRL_BUG(3) ? size_ - 1 : size_)) >> 32);
         }
-        inc(NRL_REG_CNT_TX_SAMPLE_RESP);
-        uint8_t* pl = frame(rx.eth_src, rx.ip_src, rx.udp_src, NRL_OP_SAMPLE_RESP,
-                            NRL_FLAG_FROM_SWITCH, w, 0, seq, 1, i, NRL_BLOCK + rb_, 0, rx.port);
-        // descriptor: little-endian index, priority, total (u64), batch, size; rest zero
+        // k <= 1: the sampled record alone, descriptor words @24.. zero (as before stacks)
+        const uint32_t k = stack > 1 ? stack : 1;
+        uint32_t chain[NRL_MAX_STACK];
+        if (k > 1)
+            stack_chain(index, k, chain);
+        else
+            chain[0] = index;
         const uint32_t prio = uint32_t(tree_[size_t(cap_) + index]);
-        std::memset(pl, 0, NRL_BLOCK);
-        std::memcpy(pl + NRL_DESC_INDEX, &index, 4);
-        std::memcpy(pl + NRL_DESC_PRIORITY, &prio, 4);
-        std::memcpy(pl + NRL_DESC_TOTAL, &total, 8);
-        std::memcpy(pl + NRL_DESC_BATCH, &batch, 4);
-        std::memcpy(pl + NRL_DESC_SIZE, &size_, 4);
-        std::memcpy(pl + NRL_BLOCK, &records_[size_t(index) * rb_], rb_);
+        for (uint32_t j = 0; j < k; ++j) {
+            const uint32_t at = chain[j];
+            inc(NRL_REG_CNT_TX_SAMPLE_RESP);
+            uint8_t* pl = frame(rx.eth_src, rx.ip_src, rx.udp_src, NRL_OP_SAMPLE_RESP,
+                                NRL_FLAG_FROM_SWITCH, w, 0, seq, 1, i, NRL_BLOCK + rb_, 0, rx.port);
+            // descriptor: little-endian index, priority, total (u64), batch, size, and with
+            // k >= 2 stack, pos, valid; rest zero
+            std::memset(pl, 0, NRL_BLOCK);
+            std::memcpy(pl + NRL_DESC_INDEX, &at, 4);
+            std::memcpy(pl + NRL_DESC_PRIORITY, &prio, 4);
+            std::memcpy(pl + NRL_DESC_TOTAL, &total, 8);
+            std::memcpy(pl + NRL_DESC_BATCH, &batch, 4);
+            std::memcpy(pl + NRL_DESC_SIZE, &size_, 4);
+            if (k > 1) {
+                const uint32_t valid = at != NRL_NO_INDEX;
+                std::memcpy(pl + NRL_DESC_STACK, &k, 4);
+                std::memcpy(pl + NRL_DESC_POS, &j, 4);
+                std::memcpy(pl + NRL_DESC_VALID, &valid, 4);
+            }
+            if (at == NRL_NO_INDEX)
+                std::memset(pl + NRL_BLOCK, 0, rb_);
+            else
+                std::memcpy(pl + NRL_BLOCK, &records_[size_t(at) * rb_], rb_);
+        }
     }
 }
 

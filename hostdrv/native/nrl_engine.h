@@ -11,6 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -262,7 +265,11 @@ private:
     void result(const uint8_t* f, uint32_t slot, uint32_t r, uint32_t aux, uint32_t total,
                 uint32_t flags, uint32_t worker);
     void push(const uint8_t* f, uint32_t w, uint32_t seq, uint32_t count, const Rx& rx);
-    void sample(uint32_t w, uint32_t seq, uint32_t batch, bool prioritized, const Rx& rx);
+    void sample(uint32_t w, uint32_t seq, uint32_t batch, bool prioritized, uint32_t stack,
+                const Rx& rx);
+    /// Stack positions 0 .. k - 1 of sampled record `index` into chain[] (oldest first,
+    /// NRL_NO_INDEX where the chain broke): ReplayBlock._chain.
+    void stack_chain(uint32_t index, uint32_t k, uint32_t* chain) const;
     void update(const uint8_t* f, uint32_t count);
     /// The NOT_YET answer to a refused PUSH (op PUSH_ACK) or SAMPLE_REQ (op SAMPLE_RESP).
     void not_yet(uint32_t op, uint32_t w, uint32_t seq, uint32_t reason, const Rx& rx);
@@ -292,8 +299,25 @@ private:
     uint32_t regs_[1024];
     std::vector<Copy> copies_;  // [slot * 2 + q]
     std::vector<uint32_t> acc_;
-    std::vector<uint8_t> records_;
+    // C * R bytes from calloc: a large memory (2^20 records of 8 KB) is zero pages the kernel
+    // maps as records are written, so a soft switch starts at once and uses what it holds
+    struct FreeBytes {
+        void operator()(uint8_t* p) const { std::free(p); }
+    };
+    std::unique_ptr<uint8_t[], FreeBytes> records_;
     std::vector<uint64_t> tree_;  // node 1 the root, leaf i node cap + i
+    // record chains (stacked samples): per record the member that pushed it, that member's
+    // PUSHed-record count then (from 1 after RPL_RESET) and its previous record; per member
+    // its last record and its count
+    std::vector<uint8_t> owner_;
+    std::vector<uint32_t> wseq_, prev_;
+    uint32_t last_[NRL_MAX_MEMBERS], pushed_[NRL_MAX_MEMBERS];
+    void reset_chains() {
+        for (uint32_t w = 0; w < NRL_MAX_MEMBERS; ++w) {
+            last_[w] = NRL_NO_INDEX;
+            pushed_[w] = 0;
+        }
+    }
     uint32_t wp_ = 0, size_ = 0, rng_ = NRL_RST_RPL_SEED;
     RateLimiter limiter_;  // its registers' copy and RPL_RATE_DIFF
     L2Entry l2_[NRL_L2_ENTRIES];

@@ -25,8 +25,11 @@ a vector the RTL can be given: the SUME stream carries frames of 1..65535 bytes
 (TUSER[15:0] is the length), so the longer ones (the ``oversize`` mutation, for the
 soft switch's 16-bit length fields) are left out there and the model's results are
 recomputed without them (``sim/conformance``, ``tests/test_conformance_rtl.py``).
-Every vector's parameters are ones the RTL can be built with (a replay capacity
-is a power of two of at least 4, a record a multiple of 64 bytes).
+Every vector's capacity is one the RTL can be built with (a power of two of at least 4).
+Capabilities (:class:`Capabilities`: :data:`FULL` for the model and the native engine,
+:data:`RTL` for nrl_switch) say which vectors an implementation can play:
+:func:`unsupported` names what a vector needs beyond them (stacked samples, records over
+4032 bytes), and the RTL leg leaves those vectors out by name, never silently.
 
 ``python -m hostdrv.switch.conformance DIR`` writes every vector of the suite to
 ``DIR/<name>.json``.
@@ -45,8 +48,11 @@ import sys
 from pathlib import Path
 
 from hostdrv.switch.conformance_run import (
+    FULL,
     M32,
     MAX_STREAM_FRAME,
+    RTL,
+    Capabilities,
     Op,
     Switch,
     Trace,
@@ -54,14 +60,17 @@ from hostdrv.switch.conformance_run import (
     compare,
     describe,
     load,
+    needs,
     rtl_vector,
     run,
     save,
+    unsupported,
 )
 from hostdrv.switch.conformance_suite import vectors
 
-__all__ = ["MAX_STREAM_FRAME", "M32", "Op", "Switch", "Trace", "Vector", "compare", "describe",
-           "load", "main", "rtl_vector", "run", "save", "vectors"]
+__all__ = ["FULL", "MAX_STREAM_FRAME", "M32", "RTL", "Capabilities", "Op", "Switch", "Trace",
+           "Vector", "compare", "describe", "load", "main", "needs", "rtl_vector", "run", "save",
+           "unsupported", "vectors"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -152,7 +152,8 @@ class VectorBuilder:
 
     def push(self, w: int, k: int | None = None) -> bytes:
         rng = self.rng
-        k = k or rng.randint(1, C.MAX_PUSH_RECORDS)
+        fit = (C.MAX_FRAME_LEN - 2 * C.BLOCK) // self.p["record_bytes"]  # a 65535-byte frame
+        k = k or rng.randint(1, min(C.MAX_PUSH_RECORDS, fit))
         prios = [rng.choice([0, rng.randrange(1 << 18), C.PRIORITY_ONE, rng.randrange(1 << 32)])
                  for _ in range(k)]
         block = bytearray(C.BLOCK)
@@ -162,11 +163,13 @@ class VectorBuilder:
         return self.build(w, Opcode.PUSH, seq=rng.randrange(1 << 32), count=k,
                           payload=bytes(block) + recs)
 
-    def sample(self, w: int) -> bytes:
+    def sample(self, w: int, stack: int = 0, max_log2_batch: int = 6) -> bytes:
+        """A SAMPLE_REQ of member ``w``: a random batch (a power of two up to
+        ``2**max_log2_batch``), prioritized or uniform, ``aux`` = ``stack`` (the depth k)."""
         rng = self.rng
         return self.build(w, Opcode.SAMPLE_REQ, seq=rng.randrange(1 << 32),
-                          count=1 << rng.randint(0, 6),
-                          flags=int(Flags.PRIORITIZED) if rng.random() < 0.6 else 0)
+                          count=1 << rng.randint(0, max_log2_batch),
+                          flags=int(Flags.PRIORITIZED) if rng.random() < 0.6 else 0, aux=stack)
 
     def update(self, w: int) -> bytes:
         rng = self.rng

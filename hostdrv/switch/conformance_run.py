@@ -15,13 +15,66 @@ from hostdrv.switch.reference import SwitchModel
 from hostdrv.wire import consts as C
 from hostdrv.wire import regmap
 
-__all__ = ["M32", "MAX_STREAM_FRAME", "Op", "Switch", "Trace", "Vector", "compare", "describe",
-           "load", "rtl_vector", "run", "save"]
+__all__ = ["FULL", "M32", "MAX_STREAM_FRAME", "RTL", "Capabilities", "Op", "Switch", "Trace",
+           "Vector", "compare", "describe", "load", "needs", "rtl_vector", "run", "save",
+           "unsupported"]
 
 Op = tuple[Any, ...]
 M32 = 0xFFFFFFFF
 MAX_STREAM_FRAME = 0xFFFF
 """The longest frame the SUME AXI4-Stream carries (TUSER[15:0] is its length in bytes)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What of the replay protocol an implementation of the switch has (the vectors it can play).
+
+    Attributes
+    ----------
+    max_stack:
+        Largest SAMPLE_REQ ``aux`` it handles as the protocol says: 1 (one record per sample,
+        ``aux`` not decoded) or ``MAX_STACK`` (stacked samples, and ``aux`` above
+        ``MAX_STACK`` dropped as BAD_COUNT).
+    max_record_bytes:
+        Largest record size R it can be built with.
+    """
+
+    max_stack: int
+    max_record_bytes: int
+
+
+FULL = Capabilities(C.MAX_STACK, C.MAX_RECORD_BYTES)
+"""The whole protocol: the golden model and the native engine."""
+RTL = Capabilities(max_stack=1, max_record_bytes=4032)
+"""``hw/rtl`` (nrl_switch) today: ``replay_*`` does not decode a SAMPLE_REQ's ``aux`` (no
+stacked samples, no BAD_COUNT for k > MAX_STACK: a k-deep request is answered as k = 1) and
+its parameter checks (replay_engine.v, replay_ingress.v) take RECORD_BYTES <= 4032. The RTL
+leg plays only the vectors :func:`unsupported` finds nothing against (issue 26: RTL stacking
+is future work; ``tests/test_conformance_rtl.py`` lists the vectors left out and why)."""
+
+
+def needs(vector: Vector) -> Capabilities:
+    """What ``vector`` asks of an implementation: the largest ``aux`` of its well-formed-length
+    SAMPLE_REQ frames (0 when it has none) and its record size."""
+    stack = 0
+    for op in vector.ops:
+        f = op[2] if op[0] == "frame" else b""
+        if len(f) == C.PAYLOAD_OFFSET and f[C.OFF_OPCODE] == C.OP_SAMPLE_REQ:
+            stack = max(stack, int.from_bytes(f[C.OFF_AUX:C.OFF_AUX + 4], "big"))
+    return Capabilities(stack, vector.params["record_bytes"])
+
+
+def unsupported(vector: Vector, caps: Capabilities) -> str:
+    """Why an implementation with ``caps`` cannot play ``vector`` ('' when it can)."""
+    want = needs(vector)
+    why = []
+    if want.max_stack > caps.max_stack:
+        why.append(f"SAMPLE_REQ stack depth (aux) up to {want.max_stack}, handled up to "
+                   f"{caps.max_stack}")
+    if want.max_record_bytes > caps.max_record_bytes:
+        why.append(f"records of {want.max_record_bytes} bytes, built up to "
+                   f"{caps.max_record_bytes}")
+    return "; ".join(why)
 
 
 class Switch(Protocol):

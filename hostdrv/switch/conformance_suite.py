@@ -2,8 +2,8 @@
 
 Random mixed traffic, every malformed class, loss, duplication and reorder, async and a
 leaf of a hierarchy, step ids and the far-ahead bound, replay sequences with prioritized
-sampling and updates, the replay rate limiter, the learning switch, register writes
-including refused ones (see :mod:`hostdrv.switch.conformance`).
+sampling and updates, the replay rate limiter, stacked samples of interleaving actors and
+records up to 8 KB, the learning switch, register writes including refused ones (see :mod:`hostdrv.switch.conformance`).
 """
 
 from __future__ import annotations
@@ -322,6 +322,77 @@ def _rate(seed: int) -> Vector:
     return g.v
 
 
+_STACKS = (0, 1, 2, 3, 4, 4, 4, 5, 8, 8, C.MAX_STACK + 1, 255, M32)
+"""SAMPLE_REQ stack depths (``aux``) of the stacked vectors: one record, 2 .. MAX_STACK, and
+depths above MAX_STACK (BAD_COUNT drops)."""
+
+
+def _stacked_traffic(g: VectorBuilder, events: int, actors: list[int], *,
+                     counts: tuple[int, ...], max_log2_batch: int) -> None:
+    """Replay traffic of several actors whose PUSHes interleave (so a stack must follow each
+    actor's chain, not the ring), stacked SAMPLE_REQs, UPDATEs, ``RPL_RESET`` (chains restart)
+    and reads; a small ring wraps, and an overwritten predecessor breaks a chain."""
+    rng = g.rng
+    for _ in range(events):
+        r = rng.random()
+        if r < 0.45:
+            a = rng.choice(actors)
+            g.frame(g.port(a), g.push(a, rng.choice(counts)))
+        elif r < 0.8:
+            w = g.with_role(C.ROLE_LEARNER)
+            g.frame(g.port(w), g.sample(w, rng.choice(_STACKS), max_log2_batch))
+        elif r < 0.9:
+            w = g.with_role(C.ROLE_LEARNER)
+            g.frame(g.port(w), g.update(w))
+        elif r < 0.93:
+            g.write("RPL_RESET", 1)
+            g.size = 0
+        elif r < 0.95:
+            g.write("RPL_SEED", rng.choice([0, rng.randrange(1 << 32)]))
+        else:
+            for name in ("RPL_SIZE", "RPL_WPTR", "RPL_TOTAL_LO", "RPL_TOTAL_HI"):
+                g.read(name)
+
+
+def _stacked(seed: int) -> Vector:
+    """Stacked samples (SAMPLE_REQ ``aux`` = k, protocol section 5): five actors interleaving
+    in a 64-record ring (chains across the wrap, overwrites breaking them), k from 0 to
+    MAX_STACK and above it, resets; then the rate limiter with stacks (it counts B samples,
+    not B * k records)."""
+    g = VectorBuilder("stacked", seed, _params())
+    actor, learner = C.ROLE_ACTOR, C.ROLE_LEARNER
+    g.configure(members=2, slots=1, packet_elems=16,
+                roles=[actor, actor, actor, actor | learner, learner, actor, 0, learner])
+    actors = [0, 1, 2, 3, 5]
+    w = g.with_role(learner)
+    g.frame(g.port(w), g.sample(w, 4))  # from an empty memory
+    _stacked_traffic(g, 300, actors, counts=(1, 1, 1, 2, 3, 5, 16), max_log2_batch=6)
+    one = C.SPI_ONE
+    g.write("RPL_MIN_SIZE", 8)
+    g.write("RPL_SPI", one)
+    g.write("RPL_SPI_ERROR", 24 * one)
+    _stacked_traffic(g, 120, actors, counts=(1, 2, 4), max_log2_batch=3)
+    for name in ("RPL_RATE_DIFF_LO", "RPL_RATE_DIFF_HI"):
+        g.read(name)
+    g.malformed(20)
+    return g.v
+
+
+def _large(seed: int, record_bytes: int) -> Vector:
+    """Records up to MAX_RECORD_BYTES (an Atari frame record of 7104 bytes, 8192): PUSHes of
+    as many as fit a 65535-byte frame, stacked samples of small batches (a SAMPLE_RESP is
+    128 + R bytes), malformed frames."""
+    g = VectorBuilder(f"large_r{record_bytes}", seed, _params(capacity=16,
+                                                                record_bytes=record_bytes))
+    actor, learner = C.ROLE_ACTOR, C.ROLE_LEARNER
+    g.configure(members=2, slots=1, packet_elems=16,
+                roles=[actor, actor, learner, actor | learner, 0, 0, 0, 0])
+    fit = (C.MAX_FRAME_LEN - 2 * C.BLOCK) // record_bytes
+    _stacked_traffic(g, 50, [0, 1, 3], counts=(1, 1, 2, fit), max_log2_batch=2)
+    g.malformed(12)
+    return g.v
+
+
 def _mixed(seed: int) -> Vector:
     """Everything at once, with register writes (legal and refused) between the frames."""
     g = VectorBuilder("mixed", seed, _params(capacity=128, record_bytes=128, max_elems=352) if seed % 2
@@ -391,5 +462,6 @@ def vectors(scale: int = 1) -> list[Vector]:
                 _l2(s + 13), _l2(s + 14), _rate(s + 15), _rate(s + 16),
                 _async_catchup(s + 17), _step_flat(s + 18), _step_flat(s + 19),
                 _step_leaf(s + 20), _step_leaf(s + 21), _step_root(s + 22), _ahead(s + 23),
-                _ahead(s + 24)]
+                _ahead(s + 24), _stacked(s + 25), _stacked(s + 26), _large(s + 27, 7104),
+                _large(s + 28, C.MAX_RECORD_BYTES)]
     return out

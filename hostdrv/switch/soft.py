@@ -89,7 +89,10 @@ Command line
     chosen URL is printed as ``listening soft://host:port``.
 ``--capacity C``, ``--record-bytes R``, ``--max-slots S``, ``--max-elems P``, ``--build-hash H``
     Model parameters (``RPL_CAPACITY``, ``RPL_RECORD_BYTES``, ``AGG_MAX_SLOTS``,
-    ``AGG_MAX_ELEMS``, ``BUILD_HASH``).
+    ``AGG_MAX_ELEMS``, ``BUILD_HASH``). The replay memory is host memory: C up to 2**31
+    (2**20 records of an Atari frame, R = 7104, are 6.9 GiB), R up to 8192. The server
+    prints what it reserves (:func:`replay_memory_bytes`) on stderr at start, right after
+    its ``listening`` line; the native engine's records are zero pages until written.
 ``--control-key FILE``
     Execute only control requests signed with the key in FILE (whitespace
     around it stripped), from any address; clients pass the same file
@@ -431,6 +434,16 @@ class SoftSwitch(ControlServer, DatagramLoop):
         self.close()
 
 
+def replay_memory_bytes(capacity: int, record_bytes: int) -> int:
+    """Host memory a switch engine reserves for its replay: C records of R bytes, the sum
+    tree (2C 64-bit nodes) and the record chains (owner, wseq, prev: 9 bytes a record)."""
+    return capacity * record_bytes + 16 * capacity + 9 * capacity
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
 # ---------------------------------------------------------------------------
 # command line
 
@@ -440,8 +453,11 @@ def build_parser(prog: str = "netfpga-softswitch") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog,
                                 description="Run the netfpga-rl reference switch behind a UDP socket.")
     p.add_argument("--listen", default="127.0.0.1:20050", help="host:port to bind (port 0: any)")
-    p.add_argument("--capacity", type=int, default=1024, help="replay records C (power of two)")
-    p.add_argument("--record-bytes", type=int, default=128, help="bytes per record R (x64)")
+    p.add_argument("--capacity", type=int, default=1024,
+                   help="replay records C (a power of two; host memory, 2**20 and more)")
+    p.add_argument("--record-bytes", type=int, default=128,
+                   help="bytes per record R (a multiple of 64, at most 8192: an Atari frame "
+                        "record is 7104)")
     p.add_argument("--max-slots", type=int, default=64, help="aggregation slot memory depth")
     p.add_argument("--max-elems", type=int, default=352,
                    help="largest elements per packet P: 352 fits an Ethernet frame (the hardware "
@@ -486,10 +502,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "netfpga-softswitch") ->
 
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    print(f"listening {sw.url}", flush=True)
+    print(f"listening {sw.url}", flush=True)  # the first line: launchers wait for it
     if sw.dpdk_address is not None:
         host, port = sw.dpdk_address
         print(f"dpdk {host}:{port} ports {','.join(sw.dpdk_ports)}", flush=True)
+    mem = replay_memory_bytes(args.capacity, args.record_bytes)
+    print(f"{SoftSwitch.log_name}: replay memory {args.capacity} records x {args.record_bytes} "
+          f"bytes: {_gib(mem)} of host memory ({_gib(args.capacity * args.record_bytes)} "
+          "records, the rest sum tree and record chains)", file=sys.stderr, flush=True)
     if args.profile:
         import cProfile
 
@@ -518,6 +538,7 @@ __all__ = [
     "default_engine",
     "main",
     "make_model",
+    "replay_memory_bytes",
 ]
 
 

@@ -109,8 +109,10 @@ MAX_BATCH = 64
 """Largest SAMPLE_REQ batch (a power of two)."""
 MAX_UPDATE_PAIRS = 128
 """Pairs per UPDATE."""
-MAX_RECORD_BYTES = 4032
-"""Largest R: a 16-record PUSH still fits an IPv4 datagram."""
+MAX_RECORD_BYTES = 8192
+"""Largest R: one record and its 128-byte framing in one jumbo frame (a SAMPLE_RESP is 128 + R bytes; a PUSH holds min(16, (MTU - 128) / R) records, and at most 65535 bytes)."""
+MAX_STACK = 8
+"""Largest SAMPLE_REQ stack depth k (aux): k records per sample, the sampled one and its chain predecessors (section 5); aux above it is a BAD_COUNT drop."""
 
 # RESULT aux word (protocol section 2).
 AUX_COUNT_MASK = 0xf
@@ -139,6 +141,14 @@ DESC_BATCH = 16
 """U32 batch @."""
 DESC_SIZE = 20
 """U32 valid records @."""
+DESC_STACK = 24
+"""U32 stack depth k of the request @ (0 when k <= 1)."""
+DESC_POS = 28
+"""U32 position j of this record in its stack, 0 the oldest, k - 1 the sampled record @ (0 when k <= 1)."""
+DESC_VALID = 32
+"""U32 1 when this stack position holds the chain record, 0 when the chain broke (index NO_INDEX, zero record) @ (0 when k <= 1)."""
+NO_INDEX = 0xffffffff
+"""Descriptor index of a stack position whose chain broke (no predecessor of the same actor, or it was overwritten)."""
 NOT_YET_EMPTY = 1
 """NOT_YET reason (slot field): nothing to sample (size 0, or a prioritized request with tree total 0)."""
 NOT_YET_MIN_SIZE = 2

@@ -60,7 +60,8 @@
 #define NRL_MAX_PUSH_RECORDS 0x10u /* records per PUSH */
 #define NRL_MAX_BATCH 0x40u /* largest SAMPLE_REQ batch (a power of two) */
 #define NRL_MAX_UPDATE_PAIRS 0x80u /* pairs per UPDATE */
-#define NRL_MAX_RECORD_BYTES 0xFC0u /* largest R: a 16-record PUSH still fits an IPv4 datagram */
+#define NRL_MAX_RECORD_BYTES 0x2000u /* largest R: one record and its 128-byte framing in one jumbo frame (a SAMPLE_RESP is 128 + R bytes; a PUSH holds min(16, (MTU - 128) / R) records, and at most 65535 bytes) */
+#define NRL_MAX_STACK 0x8u /* largest SAMPLE_REQ stack depth k (aux): k records per sample, the sampled one and its chain predecessors (section 5); aux above it is a BAD_COUNT drop */
 
 /* RESULT aux word (protocol section 2). */
 #define NRL_AUX_COUNT_MASK 0xFu /* bits 3:0: contributions summed */
@@ -77,6 +78,10 @@
 #define NRL_DESC_TOTAL 0x8u /* u64 tree total (or valid records) @ */
 #define NRL_DESC_BATCH 0x10u /* u32 batch @ */
 #define NRL_DESC_SIZE 0x14u /* u32 valid records @ */
+#define NRL_DESC_STACK 0x18u /* u32 stack depth k of the request @ (0 when k <= 1) */
+#define NRL_DESC_POS 0x1Cu /* u32 position j of this record in its stack, 0 the oldest, k - 1 the sampled record @ (0 when k <= 1) */
+#define NRL_DESC_VALID 0x20u /* u32 1 when this stack position holds the chain record, 0 when the chain broke (index NO_INDEX, zero record) @ (0 when k <= 1) */
+#define NRL_NO_INDEX 0xFFFFFFFFu /* descriptor index of a stack position whose chain broke (no predecessor of the same actor, or it was overwritten) */
 #define NRL_NOT_YET_EMPTY 0x1u /* NOT_YET reason (slot field): nothing to sample (size 0, or a prioritized request with tree total 0) */
 #define NRL_NOT_YET_MIN_SIZE 0x2u /* NOT_YET reason: size < RPL_MIN_SIZE */
 #define NRL_NOT_YET_RATE 0x3u /* NOT_YET reason: the samples-per-insert ratio (RPL_SPI, RPL_SPI_ERROR) would leave its error buffer */

@@ -39,7 +39,10 @@ from hostdrv.wire.consts import (  # noqa: F401 - re-exported: part of this modu
     MAX_JUMBO_ELEMS,
     MAX_MEMBERS,
     MAX_PUSH_RECORDS,
+    MAX_RECORD_BYTES,
+    MAX_STACK,
     MAX_UPDATE_PAIRS,
+    NO_INDEX,
     PAYLOAD_OFFSET,
     UDP_OFFSET,
     VERSION,
@@ -58,7 +61,12 @@ RESULT and reserved (zero) on every other opcode."""
 assert HEADER.size == HEADER_LEN
 
 DESCRIPTOR = struct.Struct("<IIQII")
-"""SAMPLE_RESP descriptor head: index, priority, total, batch, size (the rest of 64 bytes is zero)."""
+"""SAMPLE_RESP descriptor head: index, priority, total, batch, size (then :data:`STACK_WORDS`)."""
+
+STACK_WORDS = struct.Struct("<III")
+"""SAMPLE_RESP descriptor words at ``DESC_STACK`` (24): stack depth k, position j, valid; all
+zero for a request with k <= 1. The rest of the 64 bytes is zero."""
+assert C.DESC_STACK == DESCRIPTOR.size and C.DESC_POS == C.DESC_STACK + 4
 
 BROADCAST_MAC = b"\xff" * 6
 
@@ -188,7 +196,9 @@ class Message:
     def descriptor(self) -> SampleDescriptor:
         """SAMPLE_RESP descriptor and record."""
         idx, prio, total, batch, size = DESCRIPTOR.unpack_from(self.payload, 0)
-        return SampleDescriptor(idx, prio, total, batch, size, bytes(self.payload[BLOCK:]))
+        stack, pos, valid = STACK_WORDS.unpack_from(self.payload, C.DESC_STACK)
+        return SampleDescriptor(idx, prio, total, batch, size, bytes(self.payload[BLOCK:]),
+                                stack, pos, valid)
 
     def update_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """UPDATE (indices, priorities) as u32 arrays."""
@@ -198,7 +208,14 @@ class Message:
 
 @dataclass(frozen=True)
 class SampleDescriptor:
-    """One sample of a SAMPLE_RESP: where it came from and its record."""
+    """One record of a SAMPLE_RESP: where it came from and its record.
+
+    With a stack depth k >= 2 (``sample_request(stack=k)``) a sample is k records, positions
+    ``pos`` 0 (oldest) .. k - 1 (the sampled record); ``index`` is this position's record
+    (``NO_INDEX`` when ``valid`` is 0: the chain broke and ``record`` is zeros) while
+    ``priority`` and ``total`` are the sampled record's. With k <= 1 ``stack``, ``pos`` and
+    ``valid`` are 0.
+    """
 
     index: int
     priority: int
@@ -206,6 +223,9 @@ class SampleDescriptor:
     batch: int
     size: int
     record: bytes
+    stack: int = 0
+    pos: int = 0
+    valid: int = 0
 
 
 @dataclass
@@ -443,11 +463,21 @@ def push_ack(*, job: int, worker: int, seq: int, count: int, first_index: int) -
 
 
 def sample_request(batch: int, *, job: int, worker: int, seq: int = 0,
-                   prioritized: bool = True) -> Message:
-    """A SAMPLE_REQ for ``batch`` records."""
+                   prioritized: bool = True, stack: int = 0) -> Message:
+    """A SAMPLE_REQ for ``batch`` samples of ``stack`` records each (``aux``; 0 or 1: one
+    record per sample, 2 .. ``MAX_STACK``: the sampled record and its chain predecessors)."""
     check_count(Opcode.SAMPLE_REQ, batch)
+    check_stack(stack)
     return Message(Opcode.SAMPLE_REQ, int(Flags.PRIORITIZED) if prioritized else 0, job, worker,
-                   0, seq, batch, 0)
+                   0, seq, batch, stack)
+
+
+def check_stack(stack: int) -> None:
+    """Raise :class:`FieldError` when ``stack`` is not a SAMPLE_REQ stack depth (0 .. MAX_STACK)."""
+    if isinstance(stack, bool) or not isinstance(stack, int | np.integer) \
+            or not 0 <= stack <= MAX_STACK:
+        raise FieldError("stack", stack, f"a stack depth is an integer in 0..{MAX_STACK} "
+                                         "(0 or 1: one record per sample)")
 
 
 def sample_response(desc: SampleDescriptor, *, job: int, worker: int, seq: int, number: int,
@@ -455,6 +485,7 @@ def sample_response(desc: SampleDescriptor, *, job: int, worker: int, seq: int, 
     """A SAMPLE_RESP carrying sample ``number`` of a batch (what the switch sends)."""
     d = bytearray(BLOCK)
     DESCRIPTOR.pack_into(d, 0, desc.index, desc.priority, desc.total, desc.batch, desc.size)
+    STACK_WORDS.pack_into(d, C.DESC_STACK, desc.stack, desc.pos, desc.valid)
     return Message(Opcode.SAMPLE_RESP, int(Flags.FROM_SWITCH) | flags, job, worker, 0, seq, 1,
                    number, bytes(d) + desc.record)
 

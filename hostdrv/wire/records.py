@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from hostdrv.wire.consts import MAX_PUSH_RECORDS
+
 _M32 = 0xFFFFFFFF
 
 FIXED_HINT = " (Q16.16 priorities: convert float priorities with to_fixed)"
@@ -174,6 +176,79 @@ class SampleBatch(Transitions):
         return int(self.totals[-1]) if len(self.totals) else 0
 
 
+@dataclass
+class StackedSample:
+    """A batch of stacked samples (``ReplayClient.sample(..., stack=k)``, k >= 2): sample i is
+    the drawn record and its k − 1 predecessors in its actor's chain, oldest first
+    (``docs/protocol.md`` section 5, Stacked samples).
+
+    Attributes
+    ----------
+    records:
+        ``uint8`` of shape (B, k, R): position k − 1 is the sampled record; a position whose
+        chain broke is all zeros.
+    valid:
+        ``bool`` (B, k): whether each position holds its chain record (False: the actor had no
+        earlier record, or it was overwritten; every older position is False too).
+    stack_indices:
+        ``int64`` (B, k): each position's replay index, −1 where not valid.
+    indices:
+        ``int64`` (B,): the sampled records' indices (``stack_indices[:, -1]``), what
+        ``update_priorities`` takes.
+    priorities_fixed, totals, size, weights:
+        As :class:`SampleBatch`, per sample.
+    """
+
+    records: np.ndarray
+    valid: np.ndarray
+    stack_indices: np.ndarray
+    indices: np.ndarray
+    priorities_fixed: np.ndarray
+    totals: np.ndarray
+    size: int
+    weights: np.ndarray
+
+    @property
+    def stack(self) -> int:
+        """k, records per sample."""
+        return int(self.records.shape[1])
+
+    @property
+    def priorities(self) -> np.ndarray:
+        """Priority of each sample as ``float64``."""
+        return from_fixed(self.priorities_fixed)
+
+
+IPV4_OVERHEAD = 114
+"""IPv4 bytes of a replay frame beyond its records: IPv4 20 + UDP 8 + header 22 + the 64-byte
+priority block or descriptor (a SAMPLE_RESP is an IPv4 packet of 114 + R bytes)."""
+MAX_IPV4_PACKET = 65521
+"""Largest IPv4 packet of a protocol frame: the switch's 65535-byte frame limit less 14."""
+
+
+def push_count(record_bytes: int, mtu: int) -> int:
+    """Records per PUSH on a path of IPv4 MTU ``mtu``: ``min(16, (MTU − 114) // R)`` (0 when not
+    even one record fits: see :func:`check_record_mtu`)."""
+    return max(0, min(MAX_PUSH_RECORDS, (min(mtu, MAX_IPV4_PACKET) - IPV4_OVERHEAD)
+                      // record_bytes))
+
+
+def check_record_mtu(record_bytes: int, mtu: int, where: str = "the path") -> None:
+    """Raise ``ValueError`` when one record of ``record_bytes`` does not fit a frame on a path
+    of IPv4 MTU ``mtu`` (a PUSH of one record and a SAMPLE_RESP are 114 + R bytes of IPv4),
+    naming the record size, the MTU and the fix."""
+    need = IPV4_OVERHEAD + record_bytes
+    if need > mtu:
+        fit = (mtu - IPV4_OVERHEAD) // 64 * 64
+        raise ValueError(
+            f"bad record size={record_bytes}: a replay frame of one {record_bytes}-byte record is "
+            f"an IPv4 packet of {need} bytes, but {where} has MTU {mtu}: nothing was sent. Fix: "
+            f"jumbo frames (an MTU of at least {need}, e.g. `ip link set dev IFACE mtu 9000` on "
+            "every host and the switch's 10G MAC max frame length >= 9014), or pass mtu= if "
+            "the path's MTU is not the interface's, or records of at most "
+            f"{max(fit, 0)} bytes (RPL_RECORD_BYTES <= MTU - {IPV4_OVERHEAD})")
+
+
 def record_dtype(obs_shape: tuple[int, ...], obs_dtype: Any, action_shape: tuple[int, ...],
                  action_dtype: Any, record_bytes: int) -> np.dtype:
     """Structured little-endian record layout padded to ``record_bytes``.
@@ -246,13 +321,18 @@ def records_from_bytes(records: Any, dtype: np.dtype) -> Transitions:
 
 __all__ = [
     "FIXED_HINT",
+    "IPV4_OVERHEAD",
+    "MAX_IPV4_PACKET",
     "SampleBatch",
+    "StackedSample",
     "Transitions",
     "check_priorities",
+    "check_record_mtu",
     "check_u32",
     "from_fixed",
     "importance_weights",
     "pack_records",
+    "push_count",
     "record_dtype",
     "records_from_bytes",
     "to_fixed",

@@ -21,9 +21,12 @@ time, which is how the soft switch uses it); the module has no global state.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_SEED", "SumTree", "XorShift32", "draw_indices", "sample_total", "xorshift32"]
+__all__ = ["DEFAULT_SEED", "SumTree", "XorShift32", "draw_indices", "sample_total",
+           "stack_chain", "xorshift32"]
 
-from hostdrv.wire.consts import XORSHIFT_A, XORSHIFT_B, XORSHIFT_C
+from collections.abc import Sequence
+
+from hostdrv.wire.consts import NO_INDEX, XORSHIFT_A, XORSHIFT_B, XORSHIFT_C
 from hostdrv.wire.regmap import REGISTERS
 
 _M32 = 0xFFFFFFFF
@@ -204,3 +207,22 @@ def draw_indices(tree: SumTree, rng: XorShift32, batch: int, size: int,
             out.append((x * size) >> 32)
     rng.state = x
     return out
+
+
+
+def stack_chain(index: int, k: int, owner: Sequence[int], wseq: Sequence[int],
+                prev: Sequence[int]) -> list[int]:
+    """Stack positions 0 .. k − 1 of sampled record ``index`` (protocol section 5, Stacked
+    samples): the record indices oldest first, ``NO_INDEX`` (``hostdrv.wire.consts``) where
+    the chain broke and at every older position. Record ``p`` is the valid predecessor of
+    ``x`` iff ``p == prev[x]``, ``owner[p] == owner[x]`` and ``wseq[p] == wseq[x] − 1
+    (mod 2**32)``."""
+    out = [index]
+    x = index
+    while len(out) < k:
+        p = prev[x]
+        if p == NO_INDEX or owner[p] != owner[x] or wseq[p] != (wseq[x] - 1) & 0xFFFFFFFF:
+            break
+        out.append(p)
+        x = p
+    return [NO_INDEX] * (k - len(out)) + out[::-1]

@@ -58,7 +58,8 @@ localparam [31:0] NRL_BLOCK = 32'h00000040; // bytes of the PUSH priority block 
 localparam [31:0] NRL_MAX_PUSH_RECORDS = 32'h00000010; // records per PUSH
 localparam [31:0] NRL_MAX_BATCH = 32'h00000040; // largest SAMPLE_REQ batch (a power of two)
 localparam [31:0] NRL_MAX_UPDATE_PAIRS = 32'h00000080; // pairs per UPDATE
-localparam [31:0] NRL_MAX_RECORD_BYTES = 32'h00000FC0; // largest R: a 16-record PUSH still fits an IPv4 datagram
+localparam [31:0] NRL_MAX_RECORD_BYTES = 32'h00002000; // largest R: one record and its 128-byte framing in one jumbo frame (a SAMPLE_RESP is 128 + R bytes; a PUSH holds min(16, (MTU - 128) / R) records, and at most 65535 bytes)
+localparam [31:0] NRL_MAX_STACK = 32'h00000008; // largest SAMPLE_REQ stack depth k (aux): k records per sample, the sampled one and its chain predecessors (section 5); aux above it is a BAD_COUNT drop
 
 // RESULT aux word (protocol section 2).
 localparam [31:0] NRL_AUX_COUNT_MASK = 32'h0000000F; // bits 3:0: contributions summed
@@ -75,6 +76,10 @@ localparam [31:0] NRL_DESC_PRIORITY = 32'h00000004; // u32 priority @
 localparam [31:0] NRL_DESC_TOTAL = 32'h00000008; // u64 tree total (or valid records) @
 localparam [31:0] NRL_DESC_BATCH = 32'h00000010; // u32 batch @
 localparam [31:0] NRL_DESC_SIZE = 32'h00000014; // u32 valid records @
+localparam [31:0] NRL_DESC_STACK = 32'h00000018; // u32 stack depth k of the request @ (0 when k <= 1)
+localparam [31:0] NRL_DESC_POS = 32'h0000001C; // u32 position j of this record in its stack, 0 the oldest, k - 1 the sampled record @ (0 when k <= 1)
+localparam [31:0] NRL_DESC_VALID = 32'h00000020; // u32 1 when this stack position holds the chain record, 0 when the chain broke (index NO_INDEX, zero record) @ (0 when k <= 1)
+localparam [31:0] NRL_NO_INDEX = 32'hFFFFFFFF; // descriptor index of a stack position whose chain broke (no predecessor of the same actor, or it was overwritten)
 localparam [15:0] NRL_NOT_YET_EMPTY = 16'h0001; // NOT_YET reason (slot field): nothing to sample (size 0, or a prioritized request with tree total 0)
 localparam [15:0] NRL_NOT_YET_MIN_SIZE = 16'h0002; // NOT_YET reason: size < RPL_MIN_SIZE
 localparam [15:0] NRL_NOT_YET_RATE = 16'h0003; // NOT_YET reason: the samples-per-insert ratio (RPL_SPI, RPL_SPI_ERROR) would leave its error buffer

@@ -1,5 +1,9 @@
 """The two roles: an actor acts and pushes (:func:`actor_main`), a learner samples,
-learns and updates priorities (:func:`learner_main`); the algorithms' parts they share."""
+learns and updates priorities (:func:`learner_main`); the algorithms' parts they share.
+
+DQN on Atari frames with in-network replay (``ReplaySpec.frames``) pushes one frame record
+per env step and learns from transitions rebuilt from stacked samples, as :mod:`rl.dqn`.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import torch
 from rl.apex.board import BoardClient
 from rl.apex.config import ApexTask
 from rl.parts import EnvPool, torch_generator
-from rl.replay import InNetReplay, RecordLayout, Replay
+from rl.replay import FrameLayout, FrameWriter, InNetFrameReplay, InNetReplay, RecordLayout, Replay
 from rl.replay import make_replay as _make_replay
 from rl.run import SplitTimer, WorkerContext, WorkerResult, finish_result, record_solved
 from rl.run.worker import Reporter
@@ -50,11 +54,11 @@ class _Parts:
         obs_dim = int(np.prod(obs_shape))
         init = torch_generator(cfg.seed)
         if algo == "dqn":
-            from rl.dqn import QNetwork
+            from rl.dqn import build_q_network
 
             self.n_actions = int(env.action_space.n)
-            self.q = QNetwork(obs_dim, self.n_actions, cfg.hidden, init)
-            self.target = QNetwork(obs_dim, self.n_actions, cfg.hidden, init)
+            self.q = build_q_network(obs_shape, self.n_actions, cfg.hidden, init)
+            self.target = build_q_network(obs_shape, self.n_actions, cfg.hidden, init)
             self.target.load_state_dict(self.q.state_dict())
             self.policy: list[torch.nn.Module] = [self.q]
             self.layout = RecordLayout(obs_shape=obs_shape, action_shape=(),
@@ -76,9 +80,14 @@ class _Parts:
                                        action_dtype="float32")
 
 
-def _replay(task: ApexTask, ctx: WorkerContext, layout: RecordLayout) -> Replay:
+def _replay(task: ApexTask, ctx: WorkerContext, layout: RecordLayout) -> Any:
     spec = ctx.replay
     assert spec is not None
+    if spec.frames:  # one Atari frame a record, observations rebuilt from stacks
+        assert spec.url is not None
+        return InNetFrameReplay(FrameLayout(frame_shape=layout.obs_shape[1:],
+                                            history=spec.frames, record_bytes=spec.record_bytes),
+                                spec.url, task.member, rate_timeout=task.apex.rate_timeout)
     layout = replace(layout, record_bytes=spec.record_bytes)
     if spec.kind == "innet":
         assert spec.url is not None
@@ -97,19 +106,24 @@ class _Actor:
         self.env = EnvPool(cfg.env_id, 1, cfg.seed + 1000 * (i + 1))
         self.parts = _Parts(task.algo, cfg, self.env)
         self.replay = replay(self.parts.layout)
+        self.frames = (FrameWriter(self.replay.layout)
+                       if isinstance(self.replay, InNetFrameReplay) else None)
         self.result = WorkerResult(rank=rank)
         self.budget = max(1, cfg.total_timesteps // apex.actors)
         self.end_e = actor_epsilon(getattr(cfg, "end_e", 0.02), i, apex.actors)
         self.noise = getattr(cfg, "exploration_noise", 0.1)
         self.pending: list[tuple[Any, ...]] = []
         self.obs = self.env.reset()
+        if self.frames is not None:
+            self.frames.first(self.obs[0, -1])
         self.unreported = 0
         self.step = 0
 
     @property
     def wants_push(self) -> bool:
         """``push_every`` transitions are waiting to be pushed."""
-        return len(self.pending) >= self.task.apex.push_every
+        waiting = len(self.frames) if self.frames is not None else len(self.pending)
+        return waiting >= self.task.apex.push_every
 
     def act(self) -> bool:
         """One env step (pulling weights every ``pull_every``); False when the budget is
@@ -144,8 +158,14 @@ class _Actor:
                 action = np.clip(a, parts.low, parts.high).astype(np.float32)
                 act_arr = action[None]
         out = self.env.step(act_arr)
-        self.pending.append((obs[0], act_arr[0], float(out.rewards[0]), out.final_obs[0],
-                             bool(out.terminated[0])))
+        if self.frames is not None:
+            self.frames.step(out.final_obs[0, -1], int(act_arr[0]), float(out.rewards[0]),
+                             bool(out.terminated[0]), self.replay.max_priority)
+            if out.terminated[0] or out.truncated[0]:
+                self.frames.first(out.next_obs[0, -1])
+        else:
+            self.pending.append((obs[0], act_arr[0], float(out.rewards[0]), out.final_obs[0],
+                                 bool(out.terminated[0])))
         self.obs = out.next_obs
         self.unreported += 1
         for ret, length in out.episodes:
@@ -157,6 +177,9 @@ class _Actor:
     def push(self) -> None:
         """Push the waiting transitions (an innet or server replay waits while the learners
         are behind; a local one must be asked first: :meth:`LocalReplay.can_push`)."""
+        if self.frames is not None:
+            self.replay.push_frames(*self.frames.take())
+            return
         o, a_, r, o2, d = (np.array(x) for x in zip(*self.pending, strict=True))
         self.replay.push(o, a_, r, o2, d)
         self.pending.clear()

@@ -43,6 +43,9 @@ raises :class:`RateLimited` at once, and the caller asks
 what to do next (:mod:`rl.apex` acts when the learner may not sample and learns
 when the actors may not push).
 
+DQN on Atari frames with ``innet`` stores one frame per record and rebuilds observations
+from the switch's stacked samples (:mod:`.frames`, ``ReplaySpec.frames``).
+
 The package: :mod:`.layout` (record layout, batch), :mod:`.store` (the host
 store, :class:`LocalReplay`), :mod:`.base` (:class:`ReplaySpec`, :class:`Replay`),
 :mod:`.server` (TCP server and client), :mod:`.innet` (the switch's memory) and
@@ -52,8 +55,9 @@ store, :class:`LocalReplay`), :mod:`.base` (:class:`ReplaySpec`, :class:`Replay`
 from __future__ import annotations
 
 from hostdrv.wire.sampler import XorShift32
-from rl.replay.backend import ReplayBackend, make_replay
+from rl.replay.backend import ReplayBackend, innet_refusal, make_replay
 from rl.replay.base import REPLAY_KINDS, Replay, ReplaySpec
+from rl.replay.frames import FrameLayout, FrameWriter, InNetFrameReplay, LocalFrameReplay
 from rl.replay.innet import InNetReplay
 from rl.replay.layout import (
     DEFAULT_CAPACITY,
@@ -70,7 +74,11 @@ __all__ = [
     "DEFAULT_CAPACITY",
     "DEFAULT_RECORD_BYTES",
     "REPLAY_KINDS",
+    "FrameLayout",
+    "FrameWriter",
+    "InNetFrameReplay",
     "InNetReplay",
+    "LocalFrameReplay",
     "LocalReplay",
     "PrioritizedStore",
     "RateCounts",
@@ -84,6 +92,7 @@ __all__ = [
     "ServerReplay",
     "XorShift32",
     "importance_weights",
+    "innet_refusal",
     "make_replay",
     "to_q16",
 ]

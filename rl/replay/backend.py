@@ -3,13 +3,32 @@
 
 from __future__ import annotations
 
+from hostdrv.wire.consts import MAX_RECORD_BYTES
 from rl.replay.base import Replay, ReplaySpec
 from rl.replay.innet import InNetReplay
 from rl.replay.layout import RecordLayout
 from rl.replay.server import ReplayServer, ServerReplay
 from rl.replay.store import LocalReplay
 
-__all__ = ["ReplayBackend", "make_replay"]
+__all__ = ["ReplayBackend", "innet_refusal", "make_replay"]
+
+
+def innet_refusal(spec: ReplaySpec, switch_record_bytes: int | None, url: str | None) -> str:
+    """Why the switch cannot hold ``spec``'s records ('' when it can): ``spec.record_bytes``
+    (what the layout needs) against the protocol's ``MAX_RECORD_BYTES`` and, for a switch
+    already running at ``url``, its ``RPL_RECORD_BYTES`` (``switch_record_bytes``), with the
+    option that fixes it."""
+    what = ("frame records" if spec.frames else "transition records")
+    need = spec.record_bytes
+    if need > MAX_RECORD_BYTES:
+        return (f"in-network replay: {what} of {need} bytes are more than a switch record holds "
+                f"(MAX_RECORD_BYTES = {MAX_RECORD_BYTES}); use --replay local or --replay server")
+    if switch_record_bytes is not None and switch_record_bytes < need:
+        return (f"in-network replay: {what} of {need} bytes do not fit the switch at {url}, "
+                f"whose records are RPL_RECORD_BYTES = {switch_record_bytes} bytes; start it "
+                f"with `netfpga-softswitch --record-bytes {need}` (or leave out --switch: netrl "
+                "then starts a soft switch sized for them), or use --replay local or server")
+    return ""
 
 
 def make_replay(spec: ReplaySpec, rank: int, layout: RecordLayout) -> Replay:
@@ -30,9 +49,11 @@ class ReplayBackend:
     """Starts what a replay strategy needs outside the workers.
 
     ``server``: a :class:`ReplayServer` thread. ``innet``: a soft switch when
-    no URL is given (or the one the gradient sync uses), then the replay engine
+    no URL is given (or the one the gradient sync uses) with ``spec.capacity`` records of
+    ``spec.record_bytes``, then the replay engine
     is configured and seeded (and its rate limiter, given ``spec.rate_limiter``), and
-    ``capacity`` is read from the switch. ``local``: nothing.
+    ``capacity`` and ``record_bytes`` are read from the switch (``ValueError``,
+    :func:`innet_refusal`, when its records are too small). ``local``: nothing.
 
     Parameters
     ----------
@@ -69,6 +90,7 @@ class ReplayBackend:
 
             if s.url is None:
                 switch = hostdrv.SoftSwitch((self.host, 0), capacity=s.capacity,
+                                            record_bytes=s.record_bytes,
                                             control_key=self.key_file)
                 self.switch = switch.start()
                 s.url = switch_url(self.advertise, switch.address[1], self.key_file)
@@ -79,8 +101,12 @@ class ReplayBackend:
                 ctl.configure_rate_limiter(lim.min_size, lim.samples_per_insert,
                                            lim.error_buffer)
             s.capacity = ctl.read("RPL_CAPACITY")
-            s.record_bytes = ctl.read("RPL_RECORD_BYTES")
+            have = ctl.read("RPL_RECORD_BYTES")
             ctl.close()
+            why = innet_refusal(s, have, s.url)
+            if why:
+                raise ValueError(why)
+            s.record_bytes = have
         return s
 
     def stop(self) -> None:

@@ -55,6 +55,9 @@ class ReplaySpec:
     rate_timeout: float | None = None
     """``innet`` and ``server``: seconds a request may be refused by the limiter before the
     call fails (None: the client's default)."""
+    frames: int = 0
+    """``innet`` DQN on frames: 0 stores transitions; h > 0 stores one frame per record and
+    rebuilds observations of h frames from stacks of h + 1 (:mod:`rl.replay.frames`)."""
 
     def __post_init__(self) -> None:
         if self.kind not in REPLAY_KINDS:

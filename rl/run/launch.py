@@ -152,9 +152,13 @@ class Backends:
                  key_file: str | None = None) -> None:
         self.dist = dist
         self.replay = replay
+        # in-network replay on the gradient sync's soft switch: that switch holds its records
+        shared = replay is not None and replay.kind == "innet" and replay.url is None
+        extra = {"capacity": replay.capacity, "record_bytes": replay.record_bytes} \
+            if shared and replay is not None else {}
         self.sync_backend = SyncBackend(dist.sync_spec(), packet_elems=dist.packet_elems,
                                         slots=dist.slots, host=host, advertise=advertise,
-                                        key_file=key_file)
+                                        key_file=key_file, **extra)
         self.replay_backend: ReplayBackend | None = None
         self.host, self.advertise, self.key_file = host, advertise, key_file
 

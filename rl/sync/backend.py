@@ -36,6 +36,9 @@ class SyncBackend:
     capacity : int
         Replay records of a soft switch this backend starts (the RTL default,
         ``RPL_CAPACITY`` = 16384, so that in-network replay on the same switch has room).
+    record_bytes : int
+        Record size R of a soft switch this backend starts (the in-network replay's, when it
+        shares the switch: 7104 for Atari frames).
     host : str
         Address the soft switch, parameter server or TCPStore started here listens
         on (default loopback; torchrun's rank 0 binds the address other hosts
@@ -51,7 +54,8 @@ class SyncBackend:
     def __init__(self, spec: SyncSpec, *, packet_elems: int | None = None,
                  slots: int = REGISTERS["AGG_MAX_SLOTS"].reset,
                  capacity: int = REGISTERS["RPL_CAPACITY"].reset, host: str = "127.0.0.1",
-                 advertise: str | None = None, key_file: str | None = None) -> None:
+                 advertise: str | None = None, key_file: str | None = None,
+                 record_bytes: int = REGISTERS["RPL_RECORD_BYTES"].reset) -> None:
         self.spec = spec
         self.host = host
         self.advertise = advertise or host
@@ -59,6 +63,7 @@ class SyncBackend:
         self.packet_elems = packet_elems
         self.slots = slots
         self.capacity = capacity
+        self.record_bytes = record_bytes
         self.switch: object | None = None
         self.server: ParameterServer | None = None
         self.store: object | None = None
@@ -73,6 +78,7 @@ class SyncBackend:
 
             if s.url is None:
                 self.switch = hostdrv.SoftSwitch((self.host, 0), capacity=self.capacity,
+                                                 record_bytes=self.record_bytes,
                                                  max_elems=MAX_JUMBO_ELEMS,
                                                  control_key=self.key_file)
                 self.switch.start()

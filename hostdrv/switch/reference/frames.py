@@ -12,7 +12,14 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from hostdrv.wire.protocol import BLOCK, ELEM_QUANTUM, MAX_JUMBO_ELEMS, PAYLOAD_OFFSET, VERSION
+from hostdrv.wire.protocol import (
+    BLOCK,
+    ELEM_QUANTUM,
+    MAX_JUMBO_ELEMS,
+    MAX_RECORD_BYTES,
+    PAYLOAD_OFFSET,
+    VERSION,
+)
 
 __all__ = ["M32", "Egress", "Rx", "SwitchBlock", "check_params", "check_src_port"]
 
@@ -111,8 +118,8 @@ def check_params(capacity: int, record_bytes: int, max_slots: int, max_elems: in
     _check_param("capacity", capacity, 1 <= capacity <= 1 << 31
                  and capacity & (capacity - 1) == 0, "a power of two in 1 .. 2**31")
     _check_param("record_bytes", record_bytes,
-                 0 < record_bytes <= 4032 and record_bytes % BLOCK == 0,
-                 "a positive multiple of 64, at most 4032")
+                 0 < record_bytes <= MAX_RECORD_BYTES and record_bytes % BLOCK == 0,
+                 f"a positive multiple of 64, at most {MAX_RECORD_BYTES}")
     _check_param("max_slots", max_slots, 1 <= max_slots <= 64, "1 .. 64")
     _check_param("max_elems", max_elems,
                  ELEM_QUANTUM <= max_elems <= MAX_JUMBO_ELEMS and max_elems % ELEM_QUANTUM == 0,

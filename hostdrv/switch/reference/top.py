@@ -38,6 +38,7 @@ from hostdrv.wire.protocol import (
     MAX_BATCH,
     MAX_MEMBERS,
     MAX_PUSH_RECORDS,
+    MAX_STACK,
     MAX_UPDATE_PAIRS,
     PAYLOAD_OFFSET,
     VERSION,
@@ -84,8 +85,9 @@ class SwitchModel(AggregationBlock, ReplayBlock):
     capacity:
         C, replay records; a power of two (``RPL_CAPACITY``).
     record_bytes:
-        R, bytes per record; a multiple of 64, at most 4032 so that a
-        16-record PUSH fits an IPv4 datagram (``RPL_RECORD_BYTES``).
+        R, bytes per record; a multiple of 64, at most ``MAX_RECORD_BYTES`` (8192: one
+        record in a jumbo frame; ``RPL_RECORD_BYTES``). A PUSH frame is 128 + count * R
+        bytes and one over 65535 is a BAD_LENGTH drop: 16 records need R <= 4032.
     max_slots:
         Slot memory depth, 1 to 64 (``AGG_MAX_SLOTS``).
     max_elems:
@@ -140,6 +142,7 @@ class SwitchModel(AggregationBlock, ReplayBlock):
         self._wp = 0
         self._size = 0
         self._rng = XorShift32(self._regs["RPL_SEED"])
+        self._init_chains()  # per record: owner, wseq, prev (stacked samples, section 5)
         # rate limiter (section 5): its registers' copy and the RPL_RATE_DIFF accumulator
         self._limiter = RateLimiter(RateLimiterConfig(
             self._regs["RPL_MIN_SIZE"], self._regs["RPL_SPI"], self._regs["RPL_SPI_ERROR"]))
@@ -234,6 +237,7 @@ class SwitchModel(AggregationBlock, ReplayBlock):
                 self._wp = 0
                 self._size = 0
                 self._limiter.reset()
+                self._reset_chains()
         elif name in _LIMITER_WRITE:
             _LIMITER_WRITE[name](self._limiter, value)
         elif name == "L2_AGE_FRAMES":
@@ -347,7 +351,7 @@ class SwitchModel(AggregationBlock, ReplayBlock):
             ok = 1 <= count <= MAX_PUSH_RECORDS
             plen = BLOCK + count * self._rb
         elif op == Opcode.SAMPLE_REQ:
-            ok = 1 <= count <= MAX_BATCH and count & (count - 1) == 0
+            ok = 1 <= count <= MAX_BATCH and count & (count - 1) == 0 and aux <= MAX_STACK
             plen = 0
         else:
             ok = 1 <= count <= MAX_UPDATE_PAIRS
@@ -372,6 +376,6 @@ class SwitchModel(AggregationBlock, ReplayBlock):
         if op == Opcode.PUSH:
             return self._push(frame, worker, seq, count, rx_addr)
         if op == Opcode.SAMPLE_REQ:
-            return self._sample(worker, seq, count, bool(flags & _PRIORITIZED), rx_addr)
+            return self._sample(worker, seq, count, bool(flags & _PRIORITIZED), aux, rx_addr)
         self._update(frame, count)
         return []
