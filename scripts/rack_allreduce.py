@@ -77,7 +77,7 @@ with the switch path at half the ring's speed (``--window 0`` measures it)."""
 DDP_DEAD_AFTER = 60
 """``NETRL_DEAD_AFTER`` of the DDP runs (s): the default 5 s declared a starved rank of 16
 dead on this 2-core machine at load average 26."""
-MAX_ELEMS = 2048
+RACK_MAX_ELEMS = 2048
 """The rack's soft switches: 2048 float32 per datagram (8 KB, within the 9000-byte MTU)."""
 
 
@@ -230,7 +230,7 @@ def run_ddp(rate: str, hosts: int, *, leaves: int = 0, steps: int = 5, blocks: i
     sum of a tiny tensor on every rank (``int32_exact_ranks`` == hosts)."""
     rackmod = rack_module()
     rack = rackmod.Rack(rackmod.RackConfig(prefix=rackmod.unique_prefix("nrd"), hosts=hosts,
-                                           rate=rate, max_elems=MAX_ELEMS, leaves=leaves))
+                                           rate=rate, max_elems=RACK_MAX_ELEMS, leaves=leaves))
     load0 = os.getloadavg()[0]
     try:
         rack.up()
@@ -265,7 +265,7 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
     the backend's own choice)."""
     rackmod = rack_module()
     cfg = rackmod.RackConfig(prefix=rackmod.unique_prefix("nra"), hosts=hosts + 1, rate=rate,
-                             max_elems=MAX_ELEMS, extra_switches=1)
+                             max_elems=RACK_MAX_ELEMS, extra_switches=1)
     rack = rackmod.Rack(cfg)
     load0 = os.getloadavg()[0]
     ps_proc = None
