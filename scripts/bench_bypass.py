@@ -170,7 +170,8 @@ class Side:
     def switch_cpu(self) -> float:
         return (cpu_seconds(self.rack.switch_ns) - self.cpu0) / (time.monotonic() - self.t0)
 
-    def close(self) -> None:
+    def close_clients(self) -> None:
+        """Ask every client to quit; kill one that does not within 10 s."""
         for c in self.clients:
             try:
                 if c.stdin:
@@ -179,6 +180,9 @@ class Side:
                 c.wait(10)
             except (OSError, subprocess.TimeoutExpired):
                 c.kill()
+
+    def close(self) -> None:
+        self.close_clients()
         if self.proc is not None:
             self.proc.terminate()
             try:
@@ -244,14 +248,7 @@ class OneHost(Side):
         return (self._cpu() - self.cpu0) / (time.monotonic() - self.t0)
 
     def close(self) -> None:
-        for c in self.clients:
-            try:
-                if c.stdin:
-                    c.stdin.write("quit 0\n")
-                    c.stdin.close()
-                c.wait(10)
-            except (OSError, subprocess.TimeoutExpired):
-                c.kill()
+        self.close_clients()
         self.switch.stop()
 
 
