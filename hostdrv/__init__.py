@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     )
     from hostdrv.wire.records import (
         SampleBatch,
+        StackedSample,
         Transitions,
         from_fixed,
         records_from_bytes,
@@ -92,8 +93,8 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(("Flags", "Frame", "Message", "Opcode", "ProtocolError", "build_frame",
                      "decode_message", "encode_message", "parse_frame", "result_aux",
                      "result_order"), "hostdrv.wire.protocol"),
-    **dict.fromkeys(("SampleBatch", "Transitions", "from_fixed", "records_from_bytes",
-                     "to_fixed"), "hostdrv.wire.records"),
+    **dict.fromkeys(("SampleBatch", "StackedSample", "Transitions", "from_fixed",
+                     "records_from_bytes", "to_fixed"), "hostdrv.wire.records"),
 }
 """Each public name → the module that defines it."""
 
@@ -144,6 +145,7 @@ __all__ = [
     "SampleBatch",
     "SoftSwitch",
     "SoftSwitchProcess",
+    "StackedSample",
     "StepMismatchError",
     "SwitchControl",
     "SwitchIdentity",
