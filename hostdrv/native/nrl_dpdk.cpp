@@ -84,36 +84,12 @@ int ring_socket(const std::vector<int>& before, unsigned ifindex) {
     return -1;
 }
 
-uint16_t ip_checksum(const uint8_t* h, size_t n) {
-    uint32_t s = 0;
-    for (size_t i = 0; i < n; i += 2) s += (uint32_t(h[i]) << 8) | h[i + 1];
-    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
-    return uint16_t(~s);
-}
-
 // Ethernet + IPv4 + UDP in front of a len-byte payload at f + 42 (UDP checksum 0)
 void put_headers(uint8_t* f, const uint8_t* dst_mac, const uint8_t* src_mac, uint32_t sip,
                  uint16_t sport, uint32_t dip, uint16_t dport, size_t len) {
     std::memcpy(f, dst_mac, 6);
     std::memcpy(f + 6, src_mac, 6);
-    put16(f + 12, NRL_ETHERTYPE_IPV4);
-    uint8_t* ip = f + kEthLen;
-    ip[0] = NRL_IPV4_VER_IHL;
-    ip[1] = 0;
-    put16(ip + 2, uint32_t(kIpLen + kUdpLen + len));
-    put16(ip + 4, 0);
-    put16(ip + 6, NRL_IP_FLAGS_DF);
-    ip[8] = NRL_IP_TTL;
-    ip[9] = NRL_IP_PROTO_UDP;
-    put16(ip + 10, 0);
-    put32(ip + 12, sip);
-    put32(ip + 16, dip);
-    put16(ip + 10, ip_checksum(ip, kIpLen));
-    uint8_t* u = ip + kIpLen;
-    put16(u, sport);
-    put16(u + 2, dport);
-    put16(u + 4, uint32_t(kUdpLen + len));
-    put16(u + 6, 0);
+    put_ipv4_udp(f, sip, dip, sport, dport, uint32_t(len));
 }
 
 // an ARP request (op 1) or reply (op 2) from (mac, ip) about tip

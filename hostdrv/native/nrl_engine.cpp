@@ -81,14 +81,6 @@ inline uint32_t le32(const uint8_t* p) {
     return v;
 }
 
-inline uint32_t ip_checksum(uint32_t total_len, uint32_t src, uint32_t dst) {
-    uint32_t s = (NRL_IPV4_VER_IHL << 8) + total_len + NRL_IP_FLAGS_DF +
-                 ((NRL_IP_TTL << 8) | NRL_IP_PROTO_UDP) + (src >> 16) + (src & 0xFFFF) +
-                 (dst >> 16) + (dst & 0xFFFF);
-    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
-    return ~s & 0xFFFF;
-}
-
 // IEEE 754 binary32 addition (round to nearest even, subnormals kept: no -ffast-math,
 // default MXCSR), every NaN result the canonical quiet NaN (hostdrv.wire.fp32.fp32_add_bits)
 inline void fp32_add(uint32_t* acc, const uint8_t* x, uint32_t p) {
@@ -638,27 +630,11 @@ uint8_t* Engine::frame(const uint8_t* eth_dst, uint32_t ip_dst, uint32_t udp_dst
     const size_t off = out_buf.size();
     out_buf.resize(off + n);
     uint8_t* h = out_buf.data() + off;
-    const uint32_t ip_src = R(NRL_REG_SWITCH_IP);
     std::memcpy(h, eth_dst, 6);
     put16(h + 6, R(NRL_REG_SWITCH_MAC_HI));
     put32(h + 8, R(NRL_REG_SWITCH_MAC_LO));
-    put16(h + 12, NRL_ETHERTYPE_IPV4);
-    uint8_t* ip = h + NRL_IP_OFFSET;
-    ip[0] = NRL_IPV4_VER_IHL;
-    ip[1] = 0;
-    put16(ip + 2, n - NRL_IP_OFFSET);
-    put16(ip + 4, 0);
-    put16(ip + 6, NRL_IP_FLAGS_DF);
-    ip[8] = NRL_IP_TTL;
-    ip[9] = NRL_IP_PROTO_UDP;
-    put16(ip + 10, ip_checksum(n - NRL_IP_OFFSET, ip_src, ip_dst));
-    put32(ip + 12, ip_src);
-    put32(ip + 16, ip_dst);
-    uint8_t* udp = h + NRL_UDP_OFFSET;
-    put16(udp, R(NRL_REG_UDP_PORT));
-    put16(udp + 2, udp_dst);
-    put16(udp + 4, n - NRL_UDP_OFFSET);
-    put16(udp + 6, 0);
+    put_ipv4_udp(h, R(NRL_REG_SWITCH_IP), ip_dst, R(NRL_REG_UDP_PORT), udp_dst,
+                 n - NRL_HEADER_OFFSET);
     h[NRL_OFF_VERSION] = NRL_VERSION;
     h[NRL_OFF_OPCODE] = uint8_t(op);
     h[NRL_OFF_FLAGS] = uint8_t(flags);

@@ -37,6 +37,40 @@ inline void put32(uint8_t* p, uint32_t v) {
     p[3] = uint8_t(v);
 }
 
+/// The IPv4 header checksum of a header as put_ipv4_udp writes it (identification, TOS 0).
+inline uint32_t ip_checksum(uint32_t total_len, uint32_t src, uint32_t dst) {
+    uint32_t s = (NRL_IPV4_VER_IHL << 8) + total_len + NRL_IP_FLAGS_DF +
+                 ((NRL_IP_TTL << 8) | NRL_IP_PROTO_UDP) + (src >> 16) + (src & 0xFFFF) +
+                 (dst >> 16) + (dst & 0xFFFF);
+    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+    return ~s & 0xFFFF;
+}
+
+/// EtherType, IPv4 and UDP headers (bytes 12 .. 41, docs/protocol.md section 1: DF, TTL,
+/// UDP checksum 0) of frame f in front of a payload_len-byte UDP payload at offset 42;
+/// the caller writes the two MAC addresses (bytes 0 .. 11).
+inline void put_ipv4_udp(uint8_t* f, uint32_t ip_src, uint32_t ip_dst, uint32_t udp_src,
+                         uint32_t udp_dst, uint32_t payload_len) {
+    const uint32_t ip_len = NRL_HEADER_OFFSET - NRL_IP_OFFSET + payload_len;
+    put16(f + 12, NRL_ETHERTYPE_IPV4);
+    uint8_t* ip = f + NRL_IP_OFFSET;
+    ip[0] = NRL_IPV4_VER_IHL;
+    ip[1] = 0;
+    put16(ip + 2, ip_len);
+    put16(ip + 4, 0);
+    put16(ip + 6, NRL_IP_FLAGS_DF);
+    ip[8] = NRL_IP_TTL;
+    ip[9] = NRL_IP_PROTO_UDP;
+    put16(ip + 10, ip_checksum(ip_len, ip_src, ip_dst));
+    put32(ip + 12, ip_src);
+    put32(ip + 16, ip_dst);
+    uint8_t* udp = f + NRL_UDP_OFFSET;
+    put16(udp, udp_src);
+    put16(udp + 2, udp_dst);
+    put16(udp + 4, NRL_HEADER_OFFSET - NRL_UDP_OFFSET + payload_len);
+    put16(udp + 6, 0);
+}
+
 /// One frame the switch emits: bytes [off, off + len) of Engine::out_buf, SUME port bitmap.
 struct OutFrame {
     uint32_t off;
