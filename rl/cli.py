@@ -43,13 +43,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rl.workloads import WORKLOADS, Workload, default_target
+from rl.targets import default_target
+from rl.workloads import WORKLOADS, Workload
 
 ALGOS = {algo: task.env_id for algo, task in WORKLOADS["demo"].tasks.items()}
 """Algorithm name → default environment (the ``demo`` workload's)."""
 TARGETS = {"CartPole-v1": 475.0, "Pendulum-v1": -400.0}
 """Mean return over the last 20 episodes that counts as solved, for the demo environments:
-:func:`rl.workloads.default_target` (the env's ``spec.reward_threshold``; CartPole-v1's is
+:func:`rl.targets.default_target` (the env's ``spec.reward_threshold``; CartPole-v1's is
 475), which every run without ``--target`` uses."""
 STRATEGIES = ("inswitch", "ps", "allreduce")
 

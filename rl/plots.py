@@ -60,7 +60,7 @@ def plot_run(run_dir: str | Path, title: str = "", target: float | None = None) 
     if target is None:
         summary = run_dir / "summary.json"
         if summary.exists():
-            from rl.workloads import default_target
+            from rl.targets import default_target
 
             target = default_target(json.loads(summary.read_text()).get("env_id", ""))
     fig, ax = plt.subplots(figsize=(7, 4))

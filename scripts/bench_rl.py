@@ -66,7 +66,7 @@ ALGOS = ("ppo", "a2c", "dqn", "ddpg")
 SYNCS = ("inswitch", "ps", "allreduce")
 BENCH_TARGETS = {"CartPole-v1": 195.0, "Pendulum-v1": -400.0}
 """The bars this benchmark times (CartPole 195, as its published figures were measured;
-``netrl train`` now defaults to CartPole-v1's spec threshold, 475: ``rl.workloads.default_target``)."""
+``netrl train`` now defaults to CartPole-v1's spec threshold, 475: ``rl.targets.default_target``)."""
 
 
 def bench_training(algos: list[str], syncs: list[str], workers: int, seed: int,

@@ -214,7 +214,7 @@ def test_solved_is_the_environments_threshold(tmp_path: Path) -> None:
     --target says otherwise; an env without a threshold (Pendulum) has the documented one."""
     import gymnasium as gym
 
-    from rl.workloads import TARGET_FALLBACK, default_target
+    from rl.targets import TARGET_FALLBACK, default_target
 
     assert default_target("CartPole-v1") == gym.spec("CartPole-v1").reward_threshold == 475.0
     assert default_target("Pendulum-v1") == TARGET_FALLBACK["Pendulum-v1"]
