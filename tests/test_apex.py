@@ -142,6 +142,21 @@ def test_dqn_actors_and_learner_kept_in_step_by_a_host_replay(tmp_path: Path,
     assert {line.split(",")[1] for line in episodes[1:]} <= {"1", "2"}
 
 
+def test_iterations_stop_learners_and_actors(tmp_path: Path) -> None:
+    """``--iterations N`` bounds an Ape-X run as it bounds a workers run: both learners stop
+    after their N-th logged iteration (the same round: they step together), and the actors
+    stop with them, long before their env-step budget."""
+    cfg = DQNConfig(total_timesteps=1_000_000, learning_starts=200, log_every=10)
+    apex = ApexConfig(actors=2, learners=2)
+    summary = run_apex("dqn", cfg, apex, DistConfig(workers=2, sync="inswitch", iterations=3),
+                       ReplaySpec(kind="innet"), target_return=None, run_dir=tmp_path,
+                       progress=False, timeout=600)
+    learners = summary.results[:2]
+    assert [r.iterations for r in learners] == [3, 3]
+    assert learners[0].rounds == learners[1].rounds == 3 * cfg.log_every
+    assert 0 < summary.env_steps < cfg.total_timesteps
+
+
 @pytest.mark.slow
 def test_apex_dqn_solves_cartpole_through_the_switch(tmp_path: Path) -> None:
     cfg = DQNConfig(total_timesteps=150_000)

@@ -143,8 +143,11 @@ def run_apex(algo: str, cfg: Any, apex: ApexConfig, dist: DistConfig, replay: Re
         for rank, (role, idx) in enumerate(roles):
             task = ApexTask(algo, cfg, apex, board.address, role, idx, base + rank)
             # learners come first, so a learner's rank is its index among the learners
+            # --iterations bounds the learners (their logged iterations); the actors stop
+            # when the learners do (the board's learners_done)
             wctx = WorkerContext(rank, apex.learners, spec, rspec, Reporter(q, rank),
-                                 target_return, default_window(n), False, stop)
+                                 target_return, default_window(n), False, stop,
+                                 max_iterations=dist.iterations)
             p = mp.Process(target=_worker_main, args=(apex_main, task, wctx),
                            name=f"netrl-{role}{idx}", daemon=True)
             p.start()

@@ -292,7 +292,9 @@ class _Learner:
                                         loss=float(loss.item()), rounds=exchange.log.rounds,
                                         actor_steps=board.env_steps)
         record_solved(self.result, exchange, self.timer, board.env_steps)
-        return not exchange.stopped
+        # the learners step in lockstep (one exchange round each), so every learner reaches
+        # --iterations after the same round and none waits on a learner that stopped
+        return not (exchange.stopped or self.ctx.iterations_done(self.result.iterations))
 
     def finish(self) -> WorkerResult:
         """Close the exchange and tell the board the learners stopped."""
