@@ -439,7 +439,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="seconds per block (default 2, --quick 0.75)")
     g = ap.add_argument_group("replay")
     g.add_argument("--sizes", default="128,4032",
-                   help="record sizes R (the first sets the keys; ours holds at most 4032)")
+                   help="record sizes R (the first sets the keys; ours holds up to 8192: 7104 is an "
+                        "Atari frame record)")
     g.add_argument("--actors", type=int, default=4, help="actor processes pushing")
     g.add_argument("--actor-period-us", type=float, default=1000.0, help="each actor's push pace")
     g.add_argument("--batch", type=int, default=32)
