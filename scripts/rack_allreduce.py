@@ -77,6 +77,9 @@ with the switch path at half the ring's speed (``--window 0`` measures it)."""
 DDP_DEAD_AFTER = 60
 """``NETRL_DEAD_AFTER`` of the DDP runs (s): the default 5 s declared a starved rank of 16
 dead on this 2-core machine at load average 26."""
+MAX_RANKS_ONE_SWITCH = 7
+"""Above 8 ranks the rack has leaf switches, up to this many hosts each (the ``netrl``
+backend's hierarchy, ``hostdrv.client.torch_hierarchy``)."""
 RACK_MAX_ELEMS = 2048
 """The rack's soft switches: 2048 float32 per datagram (8 KB, within the 9000-byte MTU)."""
 
@@ -106,6 +109,11 @@ def can_build_rack() -> str:
 def rate_bits(rate: str) -> float:
     """A ``tc`` rate in bit/s."""
     return 8 * rack_module()._rate_bytes(rate)
+
+
+def counters_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """``after - before`` per counter (``rack.net_counters``)."""
+    return {k: after.get(k, 0) - before.get(k, 0) for k in after}
 
 
 # -- the processes in the namespaces -----------------------------------------------------------
@@ -264,8 +272,12 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
     ``window``: chunks in flight per rank of both switch methods (``NETRL_WINDOW``; None:
     the backend's own choice)."""
     rackmod = rack_module()
+    leaves = 0 if hosts <= 8 else -(-(hosts + 1) // MAX_RANKS_ONE_SWITCH)
+    if leaves and any(m.split("@")[0] in ("inswitch", "ps") for m in methods):
+        raise ValueError(f"{hosts} hosts: leaf switches; only netrl and ring run there")
     cfg = rackmod.RackConfig(prefix=rackmod.unique_prefix("nra"), hosts=hosts + 1, rate=rate,
-                             max_elems=RACK_MAX_ELEMS, extra_switches=1)
+                             max_elems=RACK_MAX_ELEMS, extra_switches=0 if leaves else 1,
+                             leaves=leaves)
     rack = rackmod.Rack(cfg)
     load0 = os.getloadavg()[0]
     ps_proc = None
@@ -283,7 +295,8 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
         if not line.startswith("ready"):
             raise RuntimeError(f"parameter server did not start: {line!r} "
                                f"{ps_proc.stderr.read() if ps_proc.stderr else ''}")
-        netrl_switch = rack.extra_switch_url(0).split("?")[0]
+        # above 8 ranks the netrl backend builds its hierarchy on the leaves (NETRL_LEAVES)
+        netrl_switch = (rack.switch_url if leaves else rack.extra_switch_url(0)).split("?")[0]
         cmd = [sys.executable, str(Path(__file__).resolve()), "worker", "--world", str(hosts),
                "--init", f"tcp://{rack.host_ip(0)}:{STORE_PORT}", "--switch", rack.switch_url,
                "--ps", f"{ps_ip}:{PS_PORT}", "--repeats", str(repeats), "--warmup", str(warmup),
@@ -292,8 +305,10 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
         env = {"NETRL_SWITCH": netrl_switch, "OMP_NUM_THREADS": "1"}
         if window:
             env["NETRL_WINDOW"] = str(window)
+        c0 = rackmod.net_counters(rack)
         got = _run_ranks(rack, hosts, cmd, env, timeout)
         wall = time.monotonic() - t0
+        net = counters_delta(c0, rackmod.net_counters(rack))
     finally:
         if ps_proc is not None and ps_proc.poll() is None:
             try:
@@ -310,8 +325,9 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
     log(f"  rack {rate} x{hosts}: goodput h0->h1 {goodput * 8 / 1e9:.3f} Gbit/s "
         f"({goodput * 8 / rate_bits(rate):.0%} of the rate), {wall:.0f} s, "
         f"load {load0:.1f} -> {load1:.1f}")
+    log(f"  rack {rate} x{hosts} counters: " + " ".join(f"{k}={v}" for k, v in net.items()))
     return {"rows": rows, "rate": rate, "hosts": hosts, "goodput_bytes_s": goodput,
-            "load": [load0, load1], "seconds": wall,
+            "load": [load0, load1], "seconds": wall, "net": net,
             "native_client_loop": got["native_client_loop"]}
 
 
@@ -429,8 +445,9 @@ def _parse_racks(text: str) -> list[tuple[str, int]]:
     out = []
     for item in text.split(","):
         rate, _, hosts = item.partition(":")
-        if not hosts.isdigit() or not 2 <= int(hosts) <= 8:
-            raise argparse.ArgumentTypeError(f"bad rack {item!r}: RATE:HOSTS, hosts 2..8")
+        if not hosts.isdigit() or not 2 <= int(hosts) <= 16:
+            raise argparse.ArgumentTypeError(f"bad rack {item!r}: RATE:HOSTS, hosts 2..16 "
+                                             f"(above 8: leaf switches, netrl and ring only)")
         out.append((rate, int(hosts)))
     return out
 
@@ -516,7 +533,8 @@ def main(argv: list[str] | None = None) -> int:
                        for r in out))
         return 0 if all(r["int32_exact_ranks"] == r["hosts"] for r in out) else 1
     methods = [m for m in args.methods.split(",") if m]
-    bad = sorted(set(methods) - set(METHODS))
+    bad = sorted({m for m in methods if m.split("@")[0] not in METHODS
+                  or not (m.partition("@")[2] or "1").isdigit()})
     if bad:
         ap.error(f"unknown methods {bad}: {METHODS}")
     if args.from_json:

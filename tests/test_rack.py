@@ -144,8 +144,8 @@ def test_rate_limit_and_delay_are_in_effect(permitted: None) -> None:
 
 
 def test_cli_up_run_down_and_cleanup_after_a_crash(permitted: None) -> None:
-    """The command line: up, run on every host, status; a second up of the same prefix is
-    refused; down removes the rack, also the processes a "crashed" session left inside it,
+    """The command line (``scripts/rack.py``, parsed by ``scripts/rack_cli.py``): up, run on
+    every host, status; a second up of the same prefix is refused; down removes the rack, also the processes a "crashed" session left inside it,
     and doing it again is harmless."""
     prefix = rackmod.unique_prefix("nrt")
     cli = [sys.executable, str(REPO / "scripts" / "rack.py")]
