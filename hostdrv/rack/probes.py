@@ -141,13 +141,15 @@ UDP_FIELDS = ("InDatagrams", "InErrors", "RcvbufErrors", "SndbufErrors")
 def net_counters(rack: Any) -> dict[str, int]:
     """Where datagrams are lost, summed over the rack: the switch namespace's and the hosts'
     UDP counters (``/proc/net/snmp``: ``sw_RcvbufErrors`` = datagrams the switch's socket
-    dropped for want of receive buffer), the ``tbf`` qdiscs' drops (``qdisc_dropped``),
+    dropped for want of receive buffer; ``leaves_*`` the leaf switches', ``hosts_*`` the
+    hosts'), the ``tbf`` qdiscs' drops (``qdisc_dropped``),
     the veths' receive drops (``rx_dropped``, a full backlog) and the machine's
     ``softnet_stat`` backlog drops (``backlog_dropped``; not per namespace); ``sw_cpu_ms``:
     user + system CPU time of the processes in the switch namespace (the soft switches)."""
     out: dict[str, int] = {}
+    leaves = {rack.leaf_ns(k) for k in range(rack.config.leaves)}
     for ns in rack.namespaces():
-        side = "sw" if ns == rack.switch_ns else "hosts"
+        side = ("sw" if ns == rack.switch_ns else "leaves" if ns in leaves else "hosts")
         snmp = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"],
                               capture_output=True, text=True, check=False).stdout.splitlines()
         udp = [ln.split() for ln in snmp if ln.startswith("Udp:")]
