@@ -21,7 +21,9 @@ order rotated from repeat to repeat, a gloo barrier before each call;
   host at the same rate. (Putting it in the switch namespace would give it N links'
   worth of bandwidth, a server no cluster has.)
 
-Both switch methods keep :data:`RACK_WINDOW` chunks in flight per rank (``--window``).
+Both switch methods keep the ``netrl`` backend's default window of chunks in flight per
+rank (:func:`hostdrv.client.torch_options.default_window`: 16 at 2048 elements per
+datagram), or ``--window W``.
 
 Figures: rank 0's wall clock per call, median and 25th-75th percentile over the
 repeats; the machine's load average is recorded before and after each rack. A bulk TCP
@@ -68,12 +70,6 @@ METHODS = ["netrl", "inswitch", "ring", "ps"]
 KEY_RACK, KEY_SIZE = ("1gbit", 4), 4 * MB
 """Where the key=value ratios are read: 1 Gbit/s, 4 hosts, 4 MB, the netrl backend."""
 PS_PORT, STORE_PORT = 29610, 29611
-RACK_WINDOW = 16
-"""Chunks in flight per rank of both switch methods on the rack (``NETRL_WINDOW``): 16 x 8 KB
-= 128 KB, a millisecond of a 1 Gbit/s link and several of the rack's round trips. The
-``netrl`` backend's own default (64 at 2048 elements, sized to a 4 MiB socket buffer by
-payload bytes) lost chunks on this rack: 919 retransmitted at 16 MB, 4 hosts, 1 Gbit/s,
-with the switch path at half the ring's speed (``--window 0`` measures it)."""
 DDP_DEAD_AFTER = 60
 """``NETRL_DEAD_AFTER`` of the DDP runs (s): the default 5 s declared a starved rank of 16
 dead on this 2-core machine at load average 26."""
@@ -232,7 +228,7 @@ def _run_ranks(rack: Any, hosts: int, cmd: list[str], env: dict[str, str],
 
 def run_ddp(rate: str, hosts: int, *, leaves: int = 0, steps: int = 5, blocks: int = 4,
             hidden: int = 1024, timeout: float = 1800.0, log: Any = print,
-            window: int | None = RACK_WINDOW) -> dict[str, Any]:
+            window: int | None = None) -> dict[str, Any]:
     """DDP steps/s, ``netrl`` vs gloo, ``hosts`` ranks on a rack at ``rate`` (``leaves`` > 0:
     that many leaf switches under the root, the ``netrl`` hierarchy). Also the exact int32
     sum of a tiny tensor on every rank (``int32_exact_ranks`` == hosts)."""
@@ -344,7 +340,7 @@ def run(quick: bool, *, racks: list[tuple[str, int]] | None = None,
     repeats = repeats or (7 if quick else 9)
     warmup = warmup if warmup is not None else 2
     methods = methods or list(METHODS)
-    window = RACK_WINDOW if window is None else (window or None)
+    window = window or None  # None, 0: the backend's default_window
     res: dict[str, Any] = {"rows": [], "racks": [], "sizes": sizes, "repeats": repeats,
                            "methods": methods, "window": window}
     for rate, hosts in racks:
@@ -486,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     dd.add_argument("--steps", type=int, default=5, help="DDP steps per block")
     dd.add_argument("--blocks", type=int, default=4, help="blocks per backend, alternating")
     dd.add_argument("--hidden", type=int, default=1024, help="MLP width H (1.32 M parameters)")
-    dd.add_argument("--window", type=int, default=RACK_WINDOW,
+    dd.add_argument("--window", type=int, default=0,
                     help="NETRL_WINDOW (0: the backend's own default)")
     dd.add_argument("--json", default="")
     ap.add_argument("--quick", action="store_true", help="1 Gbit/s x 4 hosts, 64 KB, 1 MB, 4 MB")
@@ -497,8 +493,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=None, help="default 2")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--window", type=int, default=None,
-                    help=f"chunks in flight per rank, both switch methods (default "
-                         f"{RACK_WINDOW}; 0: the netrl backend's own default)")
+                    help="chunks in flight per rank, both switch methods (default 0: the "
+                         "netrl backend's own default_window, 16 at 2048 elements)")
     ap.add_argument("--model", action=argparse.BooleanOptionalAction, default=True,
                     help="print the cluster model's prediction of each row and its error")
     ap.add_argument("--json", default="", help="write the result here")
