@@ -127,6 +127,7 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
         dist.barrier(group=ring)
 
     times: dict[tuple[int, str], list[float]] = {}
+    cpu: dict[tuple[int, str], list[float]] = {}  # this process's CPU seconds per call
     retx: dict[tuple[int, str], int] = {}
 
     def netrl_agg() -> Any:
@@ -162,11 +163,12 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
                 if method.split("@")[0] not in ("inswitch", "ps"):
                     t.copy_(torch.from_numpy(x))
                 barrier()
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 out = call(method)
-                dt = time.perf_counter() - t0
+                dt, dc = time.perf_counter() - t0, time.process_time() - c0
                 if rep >= warmup:
                     times.setdefault((size, method), []).append(dt)
+                    cpu.setdefault((size, method), []).append(dc)
                     if method.split("@")[0] in ("inswitch", "netrl"):  # its retransmissions
                         a = agg if method.startswith("inswitch") else netrl_agg()
                         retx[(size, method)] = (retx.get((size, method), 0)
@@ -176,6 +178,7 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
                                                                atol=1e-4))
     barrier()
     got = {"times": {f"{s}/{m}": v for (s, m), v in times.items()},
+           "cpu": {f"{s}/{m}": v for (s, m), v in cpu.items()},
            "checked": {f"{s}/{m}": v for (s, m), v in checked.items()},
            "retransmissions": {f"{s}/{m}": v for (s, m), v in retx.items()},
            "native_client_loop": native_loop}
@@ -228,7 +231,9 @@ def _world(world: int, sizes: list[int], repeats: int, warmup: int,
 def rows_of(got: dict[str, Any], world: int, sizes: list[int],
             methods: list[str]) -> list[dict[str, Any]]:
     """The table rows of one :func:`rank_loop` result (rank 0's): per size and method the
-    median and 25th/75th percentile in ms, the repeats and whether the sum matched."""
+    median and 25th/75th percentile in ms, the repeats, whether the sum matched, the
+    retransmitted chunks and the rank process's median CPU time per call (``cpu_ms``, all
+    its threads)."""
     rows = []
     for size in sizes:
         for method in methods:
@@ -237,7 +242,9 @@ def rows_of(got: dict[str, Any], world: int, sizes: list[int],
                          "median_ms": 1e3 * statistics.median(v),
                          "p25_ms": 1e3 * _percentile(v, 0.25), "p75_ms": 1e3 * _percentile(v, 0.75),
                          "repeats": len(v), "sum_ok": got["checked"].get(f"{size}/{method}"),
-                         "retransmissions": got.get("retransmissions", {}).get(f"{size}/{method}")})
+                         "retransmissions": got.get("retransmissions", {}).get(f"{size}/{method}"),
+                         "cpu_ms": (1e3 * statistics.median(got["cpu"][f"{size}/{method}"])
+                                    if f"{size}/{method}" in got.get("cpu", {}) else None)})
     return rows
 
 

@@ -137,6 +137,12 @@ def list_racks() -> list[str]:
     return sorted(found)
 
 
+def tbf_burst(rate_bytes: float, mtu: int) -> int:
+    """Bytes of a link's ``tbf`` bucket: max(2 frames, 70 kB, 0.5 ms at the rate). A burst
+    up to it leaves at once (the veth's speed), so a call of fewer bytes sees no shaping."""
+    return int(max(2 * (mtu + 14), 70_000, rate_bytes * 0.0005))
+
+
 def _rate_bytes(rate: str) -> float:
     m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmg]?)(bit|bps)", rate.lower())
     if not m:
@@ -317,8 +323,7 @@ class Rack:
 
     def _tc(self, ns: str, dev: str, rate: str | None = None) -> None:
         rate = rate or self.config.rate
-        rb = _rate_bytes(rate)
-        burst = int(max(2 * (self.config.mtu + 14), 70_000, rb * 0.0005))
+        burst = tbf_burst(_rate_bytes(rate), self.config.mtu)
         _sh(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf",
              "rate", rate, "burst", str(burst), "latency", "20ms"])
 

@@ -330,11 +330,14 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
 def run(quick: bool, *, racks: list[tuple[str, int]] | None = None,
         sizes: list[int] | None = None, repeats: int | None = None, warmup: int | None = None,
         methods: list[str] | None = None, log: Any = print,
-        window: int | None = None) -> dict[str, Any]:
+        window: int | None = None, per_size: bool = False) -> dict[str, Any]:
     """Measure every rack; ``{"rows", "racks", "sizes", "repeats", "methods",
     "rack_allreduce_vs_ring", "rack_allreduce_vs_ps"}`` (ratios ``None`` when the key
     rack and size were not run). Each row: rate, hosts (as ``ranks``), bytes, method,
-    median_ms, p25_ms, p75_ms, repeats, sum_ok."""
+    median_ms, p25_ms, p75_ms, repeats, sum_ok, retransmissions, cpu_ms (rank 0's CPU per
+    call). ``per_size``: one rack per size, so that the switch processes' CPU time
+    (``rack.net_counters``) belongs to one size: each row then has ``sw_cpu_ms_call``, the
+    soft switches' CPU per switch call (both switch methods' calls together)."""
     racks = racks or (QUICK_RACKS if quick else FULL_RACKS)
     sizes = sizes or (QUICK_SIZES if quick else FULL_SIZES)
     repeats = repeats or (7 if quick else 9)
@@ -344,9 +347,25 @@ def run(quick: bool, *, racks: list[tuple[str, int]] | None = None,
     res: dict[str, Any] = {"rows": [], "racks": [], "sizes": sizes, "repeats": repeats,
                            "methods": methods, "window": window}
     for rate, hosts in racks:
-        r = run_rack(rate, hosts, sizes, repeats, warmup, methods, log=log, window=window)
-        res["rows"] += r.pop("rows")
-        res["racks"].append(r)
+        if not per_size:
+            r = run_rack(rate, hosts, sizes, repeats, warmup, methods, log=log, window=window)
+            res["rows"] += r.pop("rows")
+            res["racks"].append(r)
+            continue
+        parts = []
+        for size in sizes:
+            r = run_rack(rate, hosts, [size], repeats, warmup, methods, log=log, window=window)
+            calls = (repeats + warmup) * sum(m.split("@")[0] in ("netrl", "inswitch")
+                                             for m in methods)
+            for row in r["rows"]:
+                row["sw_cpu_ms_call"] = r["net"].get("sw_cpu_ms", 0) / calls if calls else None
+            res["rows"] += r.pop("rows")
+            parts.append(r)
+        merged = dict(parts[0])
+        merged["load"] = [parts[0]["load"][0], parts[-1]["load"][1]]
+        merged["seconds"] = sum(p["seconds"] for p in parts)
+        merged["net"] = {k: sum(p["net"].get(k, 0) for p in parts) for k in parts[0]["net"]}
+        res["racks"].append(merged)
     med = {(r["rate"], r["ranks"], r["bytes"], r["method"]): r["median_ms"] for r in res["rows"]}
     ours = med.get((*KEY_RACK, KEY_SIZE, "netrl"))
     for key, method in (("rack_allreduce_vs_ring", "ring"), ("rack_allreduce_vs_ps", "ps")):
@@ -495,6 +514,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--window", type=int, default=None,
                     help="chunks in flight per rank, both switch methods (default 0: the "
                          "netrl backend's own default_window, 16 at 2048 elements)")
+    ap.add_argument("--per-size", action="store_true",
+                    help="one rack per size: the switches' CPU per call of each size")
     ap.add_argument("--model", action=argparse.BooleanOptionalAction, default=True,
                     help="print the cluster model's prediction of each row and its error")
     ap.add_argument("--json", default="", help="write the result here")
@@ -538,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         res = run(args.quick, racks=args.racks, sizes=[k * KB for k in args.sizes_kb]
                   if args.sizes_kb else None, repeats=args.repeats, warmup=args.warmup,
-                  methods=methods, window=args.window)
+                  methods=methods, window=args.window, per_size=args.per_size)
     if args.markdown:
         Path(args.markdown).write_text(markdown(res) + "\n")
     if args.json:  # first: nothing below may lose the measurement
