@@ -87,7 +87,8 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
     configures ``switch_url``'s aggregation job for ``world`` members first (a switch
     nobody else configured, e.g. on the rack). Sums up to ``check_max`` bytes are checked
     against numpy's once per method. ``window``: the bare Aggregator's chunks in flight
-    (default: the ``netrl`` backend's choice). Returns rank 0's times (every rank returns
+    (default: the ``netrl`` backend's choice). A method ``inswitch@W`` or ``netrl@W`` is
+    that method with W chunks in flight for its calls (windows compared interleaved). Returns rank 0's times (every rank returns
     its own)."""
     import numpy as np
     import torch
@@ -99,7 +100,7 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
 
     torch.set_num_threads(1)
     timeout = datetime.timedelta(seconds=300)
-    if "netrl" in methods:
+    if any(m.startswith("netrl") for m in methods):
         import hostdrv.torch_backend  # noqa: F401 - registers the "netrl" backend
 
         dist.init_process_group("netrl", init_method=init_method, rank=rank,
@@ -109,21 +110,24 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
         dist.init_process_group("gloo", init_method=init_method, rank=rank,
                                 world_size=world, timeout=timeout)
         ring = None
-    if configure_switch:
+    bare = any(m.startswith("inswitch") for m in methods)
+    if configure_switch and bare:
         if rank == 0:
             with hostdrv.SwitchControl(switch_url) as ctl:
                 ctl.configure_aggregation(members=world, slots=ctl.read("AGG_MAX_SLOTS"),
                                           packet_elems=ctl.read("AGG_MAX_ELEMS"))
         dist.barrier(group=ring)
-    agg = hostdrv.Aggregator(switch_url, worker=rank, retries=200)
-    agg.window = window or default_window(agg.packet_elems, agg.slots, world)
-    native_loop = agg._native() is not None
-    ps = PsClient(ps_address, rank, world, timeout=120)
+    agg = hostdrv.Aggregator(switch_url, worker=rank, retries=200) if bare else None
+    if agg is not None:
+        agg.window = window or default_window(agg.packet_elems, agg.slots, world)
+    native_loop = agg is not None and agg._native() is not None
+    ps = PsClient(ps_address, rank, world, timeout=120) if "ps" in methods else None
 
     def barrier() -> None:
         dist.barrier(group=ring)
 
     times: dict[tuple[int, str], list[float]] = {}
+    cpu: dict[tuple[int, str], list[float]] = {}  # this process's CPU seconds per call
     retx: dict[tuple[int, str], int] = {}
 
     def netrl_agg() -> Any:
@@ -131,6 +135,8 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
 
         return tb.netrl_group().aggregator
     checked: dict[tuple[int, str], bool] = {}
+    windows = {"inswitch": agg.window if agg is not None else 0,
+               "netrl": netrl_agg().window if any(m.startswith("netrl") for m in methods) else 0}
     for size in sizes:
         elems = size // 4
         x = _inputs(rank, elems)
@@ -140,26 +146,31 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
             expected = np.sum([_inputs(r, elems) for r in range(world)], axis=0, dtype=np.float64)
 
         def call(method: str, x: Any = x, t: Any = t) -> Any:
-            if method == "inswitch":
+            base, _, w = method.partition("@")  # "inswitch@16": that window for this call
+            if base in ("inswitch", "netrl"):
+                a = agg if base == "inswitch" else netrl_agg()
+                a.window = min(int(w), a.slots) if w else windows[base]
+            if base == "inswitch":
                 return agg.allreduce(x)
-            if method == "ps":
+            if base == "ps":
                 return ps.allreduce(x)
-            dist.all_reduce(t, group=ring if method == "ring" else None)  # t: x, copied in
+            dist.all_reduce(t, group=ring if base == "ring" else None)  # t: x, copied in
             return t.numpy()
 
         for rep in range(warmup + repeats):
             k = rep % len(methods)
             for method in methods[k:] + methods[:k]:  # rotated: no method always first
-                if method != "inswitch" and method != "ps":
+                if method.split("@")[0] not in ("inswitch", "ps"):
                     t.copy_(torch.from_numpy(x))
                 barrier()
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 out = call(method)
-                dt = time.perf_counter() - t0
+                dt, dc = time.perf_counter() - t0, time.process_time() - c0
                 if rep >= warmup:
                     times.setdefault((size, method), []).append(dt)
-                    if method in ("inswitch", "netrl"):  # the call's retransmitted chunks
-                        a = agg if method == "inswitch" else netrl_agg()
+                    cpu.setdefault((size, method), []).append(dc)
+                    if method.split("@")[0] in ("inswitch", "netrl"):  # its retransmissions
+                        a = agg if method.startswith("inswitch") else netrl_agg()
                         retx[(size, method)] = (retx.get((size, method), 0)
                                                 + getattr(a, "retransmissions", 0))
                 if expected is not None and (size, method) not in checked:
@@ -167,12 +178,14 @@ def rank_loop(rank: int, world: int, init_method: str, switch_url: str,
                                                                atol=1e-4))
     barrier()
     got = {"times": {f"{s}/{m}": v for (s, m), v in times.items()},
+           "cpu": {f"{s}/{m}": v for (s, m), v in cpu.items()},
            "checked": {f"{s}/{m}": v for (s, m), v in checked.items()},
            "retransmissions": {f"{s}/{m}": v for (s, m), v in retx.items()},
            "native_client_loop": native_loop}
     barrier()
-    ps.close()
-    agg.close()
+    for client in (ps, agg):
+        if client is not None:
+            client.close()
     dist.destroy_process_group()
     return got
 
@@ -218,7 +231,9 @@ def _world(world: int, sizes: list[int], repeats: int, warmup: int,
 def rows_of(got: dict[str, Any], world: int, sizes: list[int],
             methods: list[str]) -> list[dict[str, Any]]:
     """The table rows of one :func:`rank_loop` result (rank 0's): per size and method the
-    median and 25th/75th percentile in ms, the repeats and whether the sum matched."""
+    median and 25th/75th percentile in ms, the repeats, whether the sum matched, the
+    retransmitted chunks and the rank process's median CPU time per call (``cpu_ms``, all
+    its threads)."""
     rows = []
     for size in sizes:
         for method in methods:
@@ -227,7 +242,9 @@ def rows_of(got: dict[str, Any], world: int, sizes: list[int],
                          "median_ms": 1e3 * statistics.median(v),
                          "p25_ms": 1e3 * _percentile(v, 0.25), "p75_ms": 1e3 * _percentile(v, 0.75),
                          "repeats": len(v), "sum_ok": got["checked"].get(f"{size}/{method}"),
-                         "retransmissions": got.get("retransmissions", {}).get(f"{size}/{method}")})
+                         "retransmissions": got.get("retransmissions", {}).get(f"{size}/{method}"),
+                         "cpu_ms": (1e3 * statistics.median(got["cpu"][f"{size}/{method}"])
+                                    if f"{size}/{method}" in got.get("cpu", {}) else None)})
     return rows
 
 

@@ -66,7 +66,6 @@ switch URL with the control key) and ``NETRL_CONTROL_KEY``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -80,9 +79,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 __all__ = ["Rack", "RackConfig", "RackError", "down", "list_racks", "main", "measure_rate",
-           "measure_rtt", "unique_prefix"]
+           "measure_rtt", "net_counters", "unique_prefix"]
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # this checkout's hostdrv, not an installed one
+    sys.path.insert(0, str(REPO))
+
+from hostdrv.rack.probes import measure_rate, measure_rtt, net_counters  # noqa: E402
+
 HOST_IF = "eth0"
 BRIDGE = "br0"
 ETC_NETNS = Path("/etc/netns")
@@ -131,6 +135,12 @@ def list_racks() -> list[str]:
         if m:
             found.add(m.group(1))
     return sorted(found)
+
+
+def tbf_burst(rate_bytes: float, mtu: int) -> int:
+    """Bytes of a link's ``tbf`` bucket: max(2 frames, 70 kB, 0.5 ms at the rate). A burst
+    up to it leaves at once (the veth's speed), so a call of fewer bytes sees no shaping."""
+    return int(max(2 * (mtu + 14), 70_000, rate_bytes * 0.0005))
 
 
 def _rate_bytes(rate: str) -> float:
@@ -313,8 +323,7 @@ class Rack:
 
     def _tc(self, ns: str, dev: str, rate: str | None = None) -> None:
         rate = rate or self.config.rate
-        rb = _rate_bytes(rate)
-        burst = int(max(2 * (self.config.mtu + 14), 70_000, rb * 0.0005))
+        burst = tbf_burst(_rate_bytes(rate), self.config.mtu)
         _sh(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf",
              "rate", rate, "burst", str(burst), "latency", "20ms"])
 
@@ -561,119 +570,6 @@ class Rack:
         self.down()
 
 
-_ECHO = """
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind((sys.argv[1], int(sys.argv[2])))
-print("ready", flush=True)
-while True:
-    data, addr = s.recvfrom(65536)
-    if data == b"stop":
-        break
-    s.sendto(data, addr)
-"""
-
-_PING = """
-import json, socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.settimeout(2.0)
-dst, n, size = (sys.argv[1], int(sys.argv[2])), int(sys.argv[3]), int(sys.argv[4])
-msg = bytes(size)
-out = []
-for i in range(n + 5):
-    t = time.perf_counter_ns()
-    s.sendto(msg, dst)
-    s.recvfrom(65536)
-    if i >= 5:
-        out.append(time.perf_counter_ns() - t)
-    time.sleep(0.002)
-if len(sys.argv) > 5:
-    s.sendto(b"stop", dst)
-print(json.dumps(out))
-"""
-
-_SINK = """
-import socket, sys, time
-srv = socket.socket()
-srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind((sys.argv[1], int(sys.argv[2])))
-srv.listen(1)
-print("ready", flush=True)
-c, _ = srv.accept()
-n, t0 = 0, None
-while True:
-    b = c.recv(1 << 20)
-    if not b:
-        break
-    if t0 is None:
-        t0 = time.perf_counter()
-    n += len(b)
-print(n, time.perf_counter() - t0, flush=True)
-"""
-
-_SOURCE = """
-import socket, sys, time
-c = socket.create_connection((sys.argv[1], int(sys.argv[2])))
-buf = bytes(1 << 20)
-end = time.perf_counter() + float(sys.argv[3])
-while time.perf_counter() < end:
-    c.sendall(buf)
-c.close()
-"""
-
-
-def _wait_ready(proc: subprocess.Popen[str]) -> None:
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("ready"):
-        proc.kill()
-        raise RackError(f"helper did not start: {line!r} {proc.communicate()[1]!r}")
-
-
-def measure_rtt(rack: Rack, src: int, dst: int | None, *, n: int = 200, size: int = 64,
-                port: int = 20999) -> list[float]:
-    """Round-trip times in seconds of ``n`` UDP datagrams of ``size`` bytes from host ``src`` to
-    an echo on host ``dst`` (``None``: the switch namespace), one at a time."""
-    ip = rack.switch_ip if dst is None else rack.host_ip(dst)
-    cmd = [sys.executable, "-c", _ECHO, ip, str(port)]
-    if dst is None:
-        echo = subprocess.Popen(["ip", "netns", "exec", rack.switch_ns, *cmd], text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    else:
-        echo = rack.popen(dst, cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        _wait_ready(echo)
-        r = rack.run(src, [sys.executable, "-c", _PING, ip, str(port), str(n), str(size), "stop"],
-                     timeout=60)
-        if r.returncode:
-            raise RackError(f"rtt probe failed: {r.stderr[-2000:]}")
-        return [t / 1e9 for t in json.loads(r.stdout)]
-    finally:
-        try:
-            echo.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            echo.kill()
-            echo.wait()
-
-
-def measure_rate(rack: Rack, src: int, dst: int, *, seconds: float = 1.0,
-                 port: int = 20998) -> float:
-    """TCP goodput in bytes/s from host ``src`` to host ``dst`` over ``seconds``."""
-    sink = rack.popen(dst, [sys.executable, "-c", _SINK, rack.host_ip(dst), str(port)],
-                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        _wait_ready(sink)
-        rack.run(src, [sys.executable, "-c", _SOURCE, rack.host_ip(dst), str(port), str(seconds)],
-                 timeout=seconds + 30)
-        out, err = sink.communicate(timeout=30)
-    finally:
-        if sink.poll() is None:
-            sink.kill()
-            sink.wait()
-    nbytes, secs = out.split()
-    return int(nbytes) / float(secs)
-
-
 def _ns_pids(ns: str) -> list[int]:
     out = _sh(["ip", "netns", "pids", ns], check=False)
     return [int(x) for x in out.split() if x.isdigit()]
@@ -710,43 +606,7 @@ def down(prefix: str, *, grace: float = 3.0) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
-# command line
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rack.py", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    d = RackConfig()
-    up = sub.add_parser("up", help="build the rack and start its switch")
-    up.add_argument("--prefix", default=d.prefix)
-    up.add_argument("--hosts", type=int, default=d.hosts)
-    up.add_argument("--rate", default=d.rate, help="tc rate per link direction (default 10gbit)")
-    up.add_argument("--delay-us", type=float, default=d.delay_us, help="one-way link delay")
-    up.add_argument("--delay-line", action="store_true",
-                    help="run the delay line even at --delay-us 0")
-    up.add_argument("--mtu", type=int, default=d.mtu)
-    up.add_argument("--subnet", default=d.subnet, help="first three octets of the /24")
-    up.add_argument("--switch", choices=SWITCHES, default=d.switch,
-                    help="soft: soft switch behind a bridge; rtl: the RTL (Verilator) with "
-                         "host i's link as MAC port i; bridge: a bridge only; none: nothing")
-    up.add_argument("--switch-port", type=int, default=d.switch_port)
-    up.add_argument("--max-elems", type=int, default=d.max_elems)
-    up.add_argument("--engine", default=None)
-    up.add_argument("--leaves", type=int, default=d.leaves,
-                    help="K leaf switch namespaces under the switch namespace as root "
-                         "(host i on leaf i // ceil(hosts/K)); 0: one switch")
-    up.add_argument("--extra-switches", type=int, default=d.extra_switches,
-                    help="more soft switches in the switch namespace (ports after --switch-port)")
-    run = sub.add_parser("run", help="run a command in a host namespace (or all)")
-    run.add_argument("--prefix", default=d.prefix)
-    run.add_argument("--host", default="0", help="host index or 'all'")
-    run.add_argument("argv", nargs=argparse.REMAINDER, help="-- command ...")
-    st = sub.add_parser("status", help="namespaces, processes and qdiscs of a rack")
-    st.add_argument("--prefix", default=None, help="default: every rack")
-    dn = sub.add_parser("down", help="remove a rack (idempotent)")
-    dn.add_argument("--prefix", default=d.prefix)
-    dn.add_argument("--all", action="store_true", help="every rack on this machine")
-    return p
+# command line (scripts/rack_cli.py)
 
 
 def _load(prefix: str) -> Rack:
@@ -757,61 +617,13 @@ def _load(prefix: str) -> Rack:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``scripts/rack.py``."""
-    args = _parser().parse_args(argv)
-    try:
-        if args.cmd == "up":
-            rack = Rack(RackConfig(prefix=args.prefix, hosts=args.hosts, rate=args.rate,
-                                   delay_us=args.delay_us, mtu=args.mtu, subnet=args.subnet,
-                                   switch=args.switch, switch_port=args.switch_port,
-                                   max_elems=args.max_elems, engine=args.engine,
-                                   delay_line=args.delay_line, leaves=args.leaves,
-                                   extra_switches=args.extra_switches)).up()
-            print(f"rack {rack.config.prefix}: hosts "
-                  + " ".join(f"{rack.host_ns(i)}={rack.host_ip(i)}" for i in range(args.hosts))
-                  + f" switch {rack.switch_ns}={rack.switch_ip}")
-            if rack.config.switch in ("soft", "rtl"):
-                print(f"switch_url={rack.switch_url}")
-            for k in range(rack.config.leaves):
-                print(f"leaf {k}: {rack.leaf_ns(k)}={rack.leaf_ip(k)} hosts "
-                      + ",".join(str(i) for i in range(args.hosts) if rack.leaf_of(i) == k)
-                      + f" leaf_url={rack.leaf_url(k)}")
-            for m in range(rack.config.extra_switches):
-                print(f"extra_switch_url={rack.extra_switch_url(m)}")
-            return 0
-        if args.cmd == "run":
-            rack = _load(args.prefix)
-            argv_ = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
-            if not argv_:
-                raise RackError("run: no command (scripts/rack.py run --host 0 -- CMD ...)")
-            if args.host == "all":
-                rcs = []
-                for i, (rc, o, e) in enumerate(rack.run_all(argv_)):
-                    for line in o.splitlines():
-                        print(f"[h{i}] {line}")
-                    for line in e.splitlines():
-                        print(f"[h{i}] {line}", file=sys.stderr)
-                    rcs.append(rc)
-                return max((abs(rc) for rc in rcs), default=0)
-            return rack.run(int(args.host), argv_, capture=False).returncode
-        if args.cmd == "status":
-            prefixes = [args.prefix] if args.prefix else list_racks()
-            for prefix in prefixes:
-                path = state_root() / prefix / "config.json"
-                rack = _load(prefix) if path.exists() else Rack(RackConfig(prefix=prefix))
-                print(json.dumps(rack.status(), indent=1))
-            if not prefixes:
-                print("no racks")
-            return 0
-        if args.cmd == "down":
-            for prefix in (list_racks() if args.all else [args.prefix]):
-                removed = down(prefix)
-                print(f"rack {prefix}: removed {len(removed)} namespaces")
-            return 0
-    except RackError as e:
-        print(f"rack.py: {e}", file=sys.stderr)
-        return 2
-    return 2
+    """Entry point of ``scripts/rack.py`` (the command line is ``scripts/rack_cli.py``)."""
+    sys.modules.setdefault("rack", sys.modules[__name__])  # rack_cli uses this module
+    if str(Path(__file__).resolve().parent) not in sys.path:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from rack_cli import main as cli_main
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ order rotated from repeat to repeat, a gloo barrier before each call;
   host at the same rate. (Putting it in the switch namespace would give it N links'
   worth of bandwidth, a server no cluster has.)
 
-Both switch methods keep :data:`RACK_WINDOW` chunks in flight per rank (``--window``).
+Both switch methods keep the ``netrl`` backend's default window of chunks in flight per
+rank (:func:`hostdrv.client.torch_options.default_window`: 16 at 2048 elements per
+datagram), or ``--window W``.
 
 Figures: rank 0's wall clock per call, median and 25th-75th percentile over the
 repeats; the machine's load average is recorded before and after each rack. A bulk TCP
@@ -68,15 +70,12 @@ METHODS = ["netrl", "inswitch", "ring", "ps"]
 KEY_RACK, KEY_SIZE = ("1gbit", 4), 4 * MB
 """Where the key=value ratios are read: 1 Gbit/s, 4 hosts, 4 MB, the netrl backend."""
 PS_PORT, STORE_PORT = 29610, 29611
-RACK_WINDOW = 16
-"""Chunks in flight per rank of both switch methods on the rack (``NETRL_WINDOW``): 16 x 8 KB
-= 128 KB, a millisecond of a 1 Gbit/s link and several of the rack's round trips. The
-``netrl`` backend's own default (64 at 2048 elements, sized to a 4 MiB socket buffer by
-payload bytes) lost chunks on this rack: 919 retransmitted at 16 MB, 4 hosts, 1 Gbit/s,
-with the switch path at half the ring's speed (``--window 0`` measures it)."""
 DDP_DEAD_AFTER = 60
 """``NETRL_DEAD_AFTER`` of the DDP runs (s): the default 5 s declared a starved rank of 16
 dead on this 2-core machine at load average 26."""
+MAX_RANKS_ONE_SWITCH = 7
+"""Above 8 ranks the rack has leaf switches, up to this many hosts each (the ``netrl``
+backend's hierarchy, ``hostdrv.client.torch_hierarchy``)."""
 RACK_MAX_ELEMS = 2048
 """The rack's soft switches: 2048 float32 per datagram (8 KB, within the 9000-byte MTU)."""
 
@@ -106,6 +105,11 @@ def can_build_rack() -> str:
 def rate_bits(rate: str) -> float:
     """A ``tc`` rate in bit/s."""
     return 8 * rack_module()._rate_bytes(rate)
+
+
+def counters_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """``after - before`` per counter (``rack.net_counters``)."""
+    return {k: after.get(k, 0) - before.get(k, 0) for k in after}
 
 
 # -- the processes in the namespaces -----------------------------------------------------------
@@ -224,7 +228,7 @@ def _run_ranks(rack: Any, hosts: int, cmd: list[str], env: dict[str, str],
 
 def run_ddp(rate: str, hosts: int, *, leaves: int = 0, steps: int = 5, blocks: int = 4,
             hidden: int = 1024, timeout: float = 1800.0, log: Any = print,
-            window: int | None = RACK_WINDOW) -> dict[str, Any]:
+            window: int | None = None) -> dict[str, Any]:
     """DDP steps/s, ``netrl`` vs gloo, ``hosts`` ranks on a rack at ``rate`` (``leaves`` > 0:
     that many leaf switches under the root, the ``netrl`` hierarchy). Also the exact int32
     sum of a tiny tensor on every rank (``int32_exact_ranks`` == hosts)."""
@@ -264,8 +268,12 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
     ``window``: chunks in flight per rank of both switch methods (``NETRL_WINDOW``; None:
     the backend's own choice)."""
     rackmod = rack_module()
+    leaves = 0 if hosts <= 8 else -(-(hosts + 1) // MAX_RANKS_ONE_SWITCH)
+    if leaves and any(m.split("@")[0] in ("inswitch", "ps") for m in methods):
+        raise ValueError(f"{hosts} hosts: leaf switches; only netrl and ring run there")
     cfg = rackmod.RackConfig(prefix=rackmod.unique_prefix("nra"), hosts=hosts + 1, rate=rate,
-                             max_elems=RACK_MAX_ELEMS, extra_switches=1)
+                             max_elems=RACK_MAX_ELEMS, extra_switches=0 if leaves else 1,
+                             leaves=leaves)
     rack = rackmod.Rack(cfg)
     load0 = os.getloadavg()[0]
     ps_proc = None
@@ -283,7 +291,8 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
         if not line.startswith("ready"):
             raise RuntimeError(f"parameter server did not start: {line!r} "
                                f"{ps_proc.stderr.read() if ps_proc.stderr else ''}")
-        netrl_switch = rack.extra_switch_url(0).split("?")[0]
+        # above 8 ranks the netrl backend builds its hierarchy on the leaves (NETRL_LEAVES)
+        netrl_switch = (rack.switch_url if leaves else rack.extra_switch_url(0)).split("?")[0]
         cmd = [sys.executable, str(Path(__file__).resolve()), "worker", "--world", str(hosts),
                "--init", f"tcp://{rack.host_ip(0)}:{STORE_PORT}", "--switch", rack.switch_url,
                "--ps", f"{ps_ip}:{PS_PORT}", "--repeats", str(repeats), "--warmup", str(warmup),
@@ -292,8 +301,10 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
         env = {"NETRL_SWITCH": netrl_switch, "OMP_NUM_THREADS": "1"}
         if window:
             env["NETRL_WINDOW"] = str(window)
+        c0 = rackmod.net_counters(rack)
         got = _run_ranks(rack, hosts, cmd, env, timeout)
         wall = time.monotonic() - t0
+        net = counters_delta(c0, rackmod.net_counters(rack))
     finally:
         if ps_proc is not None and ps_proc.poll() is None:
             try:
@@ -310,31 +321,51 @@ def run_rack(rate: str, hosts: int, sizes: list[int], repeats: int, warmup: int,
     log(f"  rack {rate} x{hosts}: goodput h0->h1 {goodput * 8 / 1e9:.3f} Gbit/s "
         f"({goodput * 8 / rate_bits(rate):.0%} of the rate), {wall:.0f} s, "
         f"load {load0:.1f} -> {load1:.1f}")
+    log(f"  rack {rate} x{hosts} counters: " + " ".join(f"{k}={v}" for k, v in net.items()))
     return {"rows": rows, "rate": rate, "hosts": hosts, "goodput_bytes_s": goodput,
-            "load": [load0, load1], "seconds": wall,
+            "load": [load0, load1], "seconds": wall, "net": net,
             "native_client_loop": got["native_client_loop"]}
 
 
 def run(quick: bool, *, racks: list[tuple[str, int]] | None = None,
         sizes: list[int] | None = None, repeats: int | None = None, warmup: int | None = None,
         methods: list[str] | None = None, log: Any = print,
-        window: int | None = None) -> dict[str, Any]:
+        window: int | None = None, per_size: bool = False) -> dict[str, Any]:
     """Measure every rack; ``{"rows", "racks", "sizes", "repeats", "methods",
     "rack_allreduce_vs_ring", "rack_allreduce_vs_ps"}`` (ratios ``None`` when the key
     rack and size were not run). Each row: rate, hosts (as ``ranks``), bytes, method,
-    median_ms, p25_ms, p75_ms, repeats, sum_ok."""
+    median_ms, p25_ms, p75_ms, repeats, sum_ok, retransmissions, cpu_ms (rank 0's CPU per
+    call). ``per_size``: one rack per size, so that the switch processes' CPU time
+    (``rack.net_counters``) belongs to one size: each row then has ``sw_cpu_ms_call``, the
+    soft switches' CPU per switch call (both switch methods' calls together)."""
     racks = racks or (QUICK_RACKS if quick else FULL_RACKS)
     sizes = sizes or (QUICK_SIZES if quick else FULL_SIZES)
     repeats = repeats or (7 if quick else 9)
     warmup = warmup if warmup is not None else 2
     methods = methods or list(METHODS)
-    window = RACK_WINDOW if window is None else (window or None)
+    window = window or None  # None, 0: the backend's default_window
     res: dict[str, Any] = {"rows": [], "racks": [], "sizes": sizes, "repeats": repeats,
                            "methods": methods, "window": window}
     for rate, hosts in racks:
-        r = run_rack(rate, hosts, sizes, repeats, warmup, methods, log=log, window=window)
-        res["rows"] += r.pop("rows")
-        res["racks"].append(r)
+        if not per_size:
+            r = run_rack(rate, hosts, sizes, repeats, warmup, methods, log=log, window=window)
+            res["rows"] += r.pop("rows")
+            res["racks"].append(r)
+            continue
+        parts = []
+        for size in sizes:
+            r = run_rack(rate, hosts, [size], repeats, warmup, methods, log=log, window=window)
+            calls = (repeats + warmup) * sum(m.split("@")[0] in ("netrl", "inswitch")
+                                             for m in methods)
+            for row in r["rows"]:
+                row["sw_cpu_ms_call"] = r["net"].get("sw_cpu_ms", 0) / calls if calls else None
+            res["rows"] += r.pop("rows")
+            parts.append(r)
+        merged = dict(parts[0])
+        merged["load"] = [parts[0]["load"][0], parts[-1]["load"][1]]
+        merged["seconds"] = sum(p["seconds"] for p in parts)
+        merged["net"] = {k: sum(p["net"].get(k, 0) for p in parts) for k in parts[0]["net"]}
+        res["racks"].append(merged)
     med = {(r["rate"], r["ranks"], r["bytes"], r["method"]): r["median_ms"] for r in res["rows"]}
     ours = med.get((*KEY_RACK, KEY_SIZE, "netrl"))
     for key, method in (("rack_allreduce_vs_ring", "ring"), ("rack_allreduce_vs_ps", "ps")):
@@ -429,8 +460,9 @@ def _parse_racks(text: str) -> list[tuple[str, int]]:
     out = []
     for item in text.split(","):
         rate, _, hosts = item.partition(":")
-        if not hosts.isdigit() or not 2 <= int(hosts) <= 8:
-            raise argparse.ArgumentTypeError(f"bad rack {item!r}: RATE:HOSTS, hosts 2..8")
+        if not hosts.isdigit() or not 2 <= int(hosts) <= 16:
+            raise argparse.ArgumentTypeError(f"bad rack {item!r}: RATE:HOSTS, hosts 2..16 "
+                                             f"(above 8: leaf switches, netrl and ring only)")
         out.append((rate, int(hosts)))
     return out
 
@@ -469,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     dd.add_argument("--steps", type=int, default=5, help="DDP steps per block")
     dd.add_argument("--blocks", type=int, default=4, help="blocks per backend, alternating")
     dd.add_argument("--hidden", type=int, default=1024, help="MLP width H (1.32 M parameters)")
-    dd.add_argument("--window", type=int, default=RACK_WINDOW,
+    dd.add_argument("--window", type=int, default=0,
                     help="NETRL_WINDOW (0: the backend's own default)")
     dd.add_argument("--json", default="")
     ap.add_argument("--quick", action="store_true", help="1 Gbit/s x 4 hosts, 64 KB, 1 MB, 4 MB")
@@ -480,8 +512,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=None, help="default 2")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--window", type=int, default=None,
-                    help=f"chunks in flight per rank, both switch methods (default "
-                         f"{RACK_WINDOW}; 0: the netrl backend's own default)")
+                    help="chunks in flight per rank, both switch methods (default 0: the "
+                         "netrl backend's own default_window, 16 at 2048 elements)")
+    ap.add_argument("--per-size", action="store_true",
+                    help="one rack per size: the switches' CPU per call of each size")
     ap.add_argument("--model", action=argparse.BooleanOptionalAction, default=True,
                     help="print the cluster model's prediction of each row and its error")
     ap.add_argument("--json", default="", help="write the result here")
@@ -516,7 +550,8 @@ def main(argv: list[str] | None = None) -> int:
                        for r in out))
         return 0 if all(r["int32_exact_ranks"] == r["hosts"] for r in out) else 1
     methods = [m for m in args.methods.split(",") if m]
-    bad = sorted(set(methods) - set(METHODS))
+    bad = sorted({m for m in methods if m.split("@")[0] not in METHODS
+                  or not (m.partition("@")[2] or "1").isdigit()})
     if bad:
         ap.error(f"unknown methods {bad}: {METHODS}")
     if args.from_json:
@@ -524,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         res = run(args.quick, racks=args.racks, sizes=[k * KB for k in args.sizes_kb]
                   if args.sizes_kb else None, repeats=args.repeats, warmup=args.warmup,
-                  methods=methods, window=args.window)
+                  methods=methods, window=args.window, per_size=args.per_size)
     if args.markdown:
         Path(args.markdown).write_text(markdown(res) + "\n")
     if args.json:  # first: nothing below may lose the measurement

@@ -55,15 +55,26 @@ def test_wire_bytes_per_method() -> None:
         cluster_comm.wire_s("gossip", n, g, GBIT)
 
 
-def test_prediction_is_the_slower_of_wire_and_host_plus_latency() -> None:
+def test_prediction_is_the_fixed_cost_then_the_slower_of_wire_and_host() -> None:
+    """fixed + max(wire, host - fixed) + latency: the calibrated call's smallest-size cost
+    is serial (none for the ring); the wire is the busiest link's bytes less the rack's
+    tbf bucket."""
+    import rack
+
     cal = _calibration()
     for m in cluster_comm.COMM_METHODS:
         for rate in (GBIT, 10 * GBIT, 100 * GBIT):
             p = cluster_comm.predict_s(m, 4, 1 * MB, rate, 5.0, cal)
-            assert p["wire"] == cluster_comm.wire_s(m, 4, 1 * MB, rate)
+            burst = rack.tbf_burst(rate / 8, cluster_comm.RACK_MTU)
+            assert p["wire"] == cluster_comm.wire_s(m, 4, 1 * MB, rate, burst=burst)
             assert p["host"] == cal.host_s(m, 4, 1 * MB)
+            assert p["fixed"] == (0.0 if m == "ring" else cal.host_s(m, 4, 64 << 10))
             assert p["latency"] == cluster_comm.latency_s(m, 4, rate, 5.0)
-            assert p["total"] == max(p["wire"], p["host"]) + p["latency"]
+            assert p["total"] == p["fixed"] + max(p["wire"], p["host"] - p["fixed"]) + p["latency"]
+    # the bucket: a call below it takes no wire time, above it the rest at the rate
+    assert cluster_comm.wire_s("inswitch", 4, 64 << 10, GBIT, burst=70_000) == 0.0
+    assert cluster_comm.wire_s("inswitch", 4, 4 * MB, GBIT, burst=70_000) == pytest.approx(
+        cluster_comm.wire_s("inswitch", 4, 4 * MB, GBIT) - 8 * 70_000 / GBIT)
     # the ring's critical path crosses 4(N-1) links, in-switch's 2
     assert cluster_comm.latency_s("ring", 4, 1e15, 10.0) == pytest.approx(12 * 10e-6, rel=1e-4)
     assert cluster_comm.latency_s("inswitch", 4, 1e15, 10.0) == pytest.approx(2 * 10e-6, rel=1e-4)

@@ -144,8 +144,8 @@ def test_rate_limit_and_delay_are_in_effect(permitted: None) -> None:
 
 
 def test_cli_up_run_down_and_cleanup_after_a_crash(permitted: None) -> None:
-    """The command line: up, run on every host, status; a second up of the same prefix is
-    refused; down removes the rack, also the processes a "crashed" session left inside it,
+    """The command line (``scripts/rack.py``, parsed by ``scripts/rack_cli.py``): up, run on
+    every host, status; a second up of the same prefix is refused; down removes the rack, also the processes a "crashed" session left inside it,
     and doing it again is harmless."""
     prefix = rackmod.unique_prefix("nrt")
     cli = [sys.executable, str(REPO / "scripts" / "rack.py")]
@@ -350,6 +350,8 @@ def test_comm_only_allreduce_on_the_rack(permitted: None) -> None:
     assert all(r["median_ms"] > 0 and r["p25_ms"] <= r["p75_ms"] for r in res["rows"])
     (rk,) = res["racks"]
     assert 0.7 * 125e6 < rk["goodput_bytes_s"] < 1.05 * 125e6, rk
+    # the counters of where datagrams go (rack.net_counters): the switch received some
+    assert rk["net"]["sw_InDatagrams"] > 0 and "sw_RcvbufErrors" in rk["net"], rk["net"]
     assert res["rack_allreduce_vs_ring"] is None  # the key rack (4 hosts, 4 MB) was not run
     import cluster_model
 
@@ -406,3 +408,16 @@ def test_ddp_steps_on_the_rack(permitted: None) -> None:
     assert len(got["steps_per_s"]["netrl"]) == len(got["steps_per_s"]["gloo"]) == 2
     assert all(v > 0 for v in got["median_steps_per_s"].values())
     assert got["stats"]["switch_calls"] >= 1 + 2 + 2
+
+
+@pytest.mark.slow
+def test_paper_workload_on_the_rack_beside_the_model(permitted: None) -> None:
+    """``bench_rack.py --paper --quick``: A2C's paper workload (Pong, the Nature CNN) on a
+    4-host 1 Gbit/s rack, in-switch and gloo, 3 iterations; each row has the measured and
+    the modelled seconds per iteration and the key line its largest error (about 70 s)."""
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_rack.py"), "--paper",
+                        "--quick"], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "| 1gbit | a2c | inswitch |" in r.stdout and "| 1gbit | a2c | allreduce |" in r.stdout
+    keys = dict(kv.split("=") for kv in r.stdout.strip().splitlines()[-1].split())
+    assert keys["rack_rl_rows"] == "2" and float(keys["rack_rl_model_error"]) >= 0

@@ -31,6 +31,7 @@ COVERED = {
     "lint_rtl.py": "tests/test_lint.py",
     "synth_yosys.py": "tests/test_synth_scripts.py::test_synth_yosys_tiny_top",
     "rack.py": "tests/test_rack.py",
+    "rack_cli.py": "tests/test_rack.py::test_cli_up_run_down_and_cleanup_after_a_crash",
     # the modules of cluster_model.py (model / calibration / report), run by its smoke run
     "cluster_analytic.py": "tests/test_cluster_model.py",
     "cluster_calibration.py": "tests/test_cluster_model.py",

@@ -550,19 +550,25 @@ def test_options_from_env_and_retries() -> None:
     assert (opt.rto, opt.dead_after) == (0.05, 5.0)
     assert NetrlOptions(strict=True).resolve({}).fallback == "error"
     assert NetrlOptions().resolve({"NETRL_STRICT": "1"}).fallback == "error"
-    # jumbo chunks: every rank's window together fits the soft switch's socket buffer;
-    # the board's 352-element chunks: the window is every slot
+    # every rank's window together fits the soft switch's receive buffer (the kernel's
+    # doubled SO_RCVBUF, each datagram charged its truesize), no rank has more than
+    # INFLIGHT_BYTES of gradient in flight, and one chunk more would break a bound
     from hostdrv.client.torch_backend import default_window
+    from hostdrv.client.torch_options import INFLIGHT_BYTES, datagram_truesize
     from hostdrv.wire.net import SOCKET_BUFFER
     from hostdrv.wire.protocol import HEADER_LEN, MAX_JUMBO_ELEMS
 
-    for members in (1, 2, 4, 8):
-        w = default_window(MAX_JUMBO_ELEMS, 64, members)
-        assert 1 <= w <= 64
-        assert w * members * (HEADER_LEN + 4 * MAX_JUMBO_ELEMS) <= SOCKET_BUFFER
-        assert (2 * w > 64) or (2 * w * members * (HEADER_LEN + 4 * MAX_JUMBO_ELEMS)
-                                > SOCKET_BUFFER)
-        assert default_window(352, 64, members) == 64
+    for elems in (352, 2048, MAX_JUMBO_ELEMS):
+        size = HEADER_LEN + 4 * elems
+        assert size < datagram_truesize(size) < datagram_truesize(size + 9000)
+        for members in (1, 2, 4, 7, 8):
+            w = default_window(elems, 64, members)
+            assert 1 <= w <= 64
+            assert w * members * datagram_truesize(size) <= 2 * SOCKET_BUFFER
+            assert w * 4 * elems <= INFLIGHT_BYTES or w == 1
+            assert (w == 64 or (w + 1) * 4 * elems > INFLIGHT_BYTES
+                    or (w + 1) * members * datagram_truesize(size) > 2 * SOCKET_BUFFER)
+    assert default_window(352, 64, 8) == 64  # the board's chunks: every slot
     # 0.05 + 0.1 + 0.2 + 0.4 + 0.8 + 1 + 1 ... reaches 10 s after 13 retransmissions
     waits = [min(0.05 * 2**k, 1.0) for k in range(retries_for(10.0, 0.05) + 1)]
     assert sum(waits) >= 10.0 > sum(waits[:-1])

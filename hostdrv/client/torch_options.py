@@ -183,14 +183,56 @@ def retries_for(timeout: float, rto: float, max_backoff: float = MAX_BACKOFF) ->
     return k
 
 
+SKB_OVERHEAD = 256
+"""Bytes of kernel memory a received datagram (or IP fragment) costs besides its data
+buffer: the ``sk_buff`` itself (its ``truesize`` minus the buffer; measured on the rack's
+veths, see :func:`datagram_truesize`)."""
+SKB_SHARED_INFO = 320
+"""Bytes the kernel adds to every data buffer (``skb_shared_info``) before rounding the
+allocation up to a power of two."""
+FRAME_HEADERS = 14 + 20 + 8
+"""Ethernet, IPv4 and UDP headers in front of a datagram's payload."""
+INFLIGHT_BYTES = 128 << 10
+"""Gradient bytes one rank keeps in flight at most by default: the bandwidth-delay product
+of a 10 Gbit/s link at a 100 µs round trip (the rack's host-switch round trip at no link
+delay is 47-100 µs, ``docs/rack.md``). More only queues in front of the link: on the
+1 Gbit/s rack, 4 ranks, 8 KB chunks, a window of 64 took 60.7 ms per 4 MB call against
+40.0 ms with 16 and 41.6 ms with 8 (interleaved, no datagram dropped anywhere)."""
+
+
+def datagram_truesize(nbytes: int, mtu: int = 9000) -> int:
+    """Kernel memory (``truesize``) a UDP datagram of ``nbytes`` payload holds in the
+    receiving socket's buffer: per IP fragment one :data:`SKB_OVERHEAD` plus its frame and
+    :data:`SKB_SHARED_INFO` rounded up to a power of two. Measured in the rack's switch
+    namespace (``/proc/net/udp`` ``rx_queue`` over 20 datagrams, MTU 9000): 1436 bytes ->
+    2304, 8228 -> 16640, 65444 (8 fragments) -> 120832, exactly this rule."""
+    ip_payload = nbytes + 8
+    frag = (mtu - 20) // 8 * 8
+    total = 0
+    while True:
+        part = min(ip_payload, frag)
+        frame = part + FRAME_HEADERS - 8 + SKB_SHARED_INFO  # the UDP header is in ``part``
+        total += SKB_OVERHEAD + (1 << (frame - 1).bit_length())
+        ip_payload -= part
+        if ip_payload <= 0:
+            return total
+
+
 def default_window(packet_elems: int, slots: int, members: int,
                    buffer: int = SOCKET_BUFFER) -> int:
-    """Chunks each rank keeps in flight unless ``window`` says: at most ``slots``,
-    and few enough that every member's window together fits in ``buffer`` bytes (the
-    soft switch's socket buffer, :data:`hostdrv.wire.net.SOCKET_BUFFER`): a burst above
-    it is dropped by the kernel and costs a retransmission timeout."""
-    per_chunk = members * (HEADER_LEN + 4 * packet_elems)
-    return max(1, min(slots, buffer // per_chunk))
+    """Chunks each rank keeps in flight unless ``window`` says: at most ``slots``; few
+    enough that every member's whole window at once fits the soft switch's receive buffer
+    (the kernel grants ``2 * buffer`` for ``SO_RCVBUF = buffer``,
+    :data:`hostdrv.wire.net.SOCKET_BUFFER`, and charges each datagram its
+    :func:`datagram_truesize`, about twice its payload), since a burst above it is dropped
+    and costs a retransmission timeout; and at most :data:`INFLIGHT_BYTES` of payload per
+    rank (the bandwidth-delay product: a deeper window only queues in front of the link,
+    and the queue is time a starved switch adds to every chunk's round trip before the
+    retransmission timer fires)."""
+    payload = HEADER_LEN + 4 * packet_elems
+    by_buffer = 2 * buffer // (members * datagram_truesize(payload))
+    return max(1, min(slots, by_buffer, INFLIGHT_BYTES // (4 * packet_elems)))
 
 
-__all__ = ["FALLBACKS", "MAX_BACKOFF", "NetrlOptions", "default_window", "retries_for"]
+__all__ = ["FALLBACKS", "FRAME_HEADERS", "INFLIGHT_BYTES", "MAX_BACKOFF", "NetrlOptions",
+           "SKB_OVERHEAD", "SKB_SHARED_INFO", "datagram_truesize", "default_window", "retries_for"]

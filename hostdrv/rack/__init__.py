@@ -1,1 +1,2 @@
-"""Rack tooling: ``delay_line`` (link delays between host namespaces, ``scripts/rack.py``)."""
+"""Rack tooling (``scripts/rack.py``): ``delay_line`` (link delays between host namespaces),
+``probes`` (round-trip time, TCP goodput, where datagrams are lost), ``dpdk_switch``."""
