@@ -193,6 +193,7 @@ class Aggregator(Endpoint):
         # round's result once it is DONE (protocol section 4, step 1): a safe poll of any round
         self._poll_lag = staleness + 1 if self.async_mode and staleness < M32 else 0
         self._pbuf = bytearray(self._msg_len)
+        self._buffers: dict[str, np.ndarray] = {}  # per-call packing / receive (_buffer)
         self._spay = np.ndarray((s, p), dtype=self.wire_dtype, buffer=self._sbuf,
                                 offset=HEADER_LEN, strides=(self._msg_len, 4))
         self._flags = INT32 if self.int32 else 0
@@ -384,7 +385,8 @@ class Aggregator(Endpoint):
         self._epoch = blk
 
     def allreduce(self, x: Any, *, scale: float | None = None,
-                  version: int | None = None, step: int | None = None) -> Any:
+                  version: int | None = None, step: int | None = None,
+                  out: np.ndarray | None = None) -> Any:
         """Sum ``x`` over every member.
 
         Parameters
@@ -410,10 +412,16 @@ class Aggregator(Endpoint):
             one for the same call. Sync mode: every chunk's ``aux``, so the switch
             never sums chunks of different steps. After a timeout, a call with the
             same step id and tensor length resumes the failed one.
+        out:
+            A writable numpy array of ``x``'s dtype and size (``x`` itself may be it) that
+            the sum is written into once the call is complete. The call then allocates no
+            tensor-sized memory: it receives into a buffer the aggregator keeps from call
+            to call (and sends ``x`` as it is when ``x`` is whole chunks of the wire's dtype).
 
         Returns
         -------
-        Same type, dtype, shape (and device for torch) as ``x``: the element-wise sum.
+        Same type, dtype, shape (and device for torch) as ``x``: the element-wise sum
+        (``out`` itself when given).
 
         Raises
         ------
@@ -454,13 +462,25 @@ class Aggregator(Endpoint):
         e = arr.size
         if e > M32:
             raise ValueError(f"bad size={e}: a tensor has at most 2**32 - 1 elements")
+        dest = out
+        if dest is not None and (not isinstance(dest, np.ndarray) or dest.dtype != dt
+                                 or dest.size != e or not dest.flags.writeable):
+            raise ValueError(f"bad out: must be a writable numpy array of {e} {dt} elements")
         p = self.packet_elems
         n = -(-e // p) if e else 0
-        flat = np.zeros(n * p, dtype=self.wire_dtype)
+        # whole chunks of the wire's dtype go out as they are; else packed (zero padded) in
+        # a buffer kept from call to call
+        direct = e == n * p and dt == self.wire_dtype
+        if direct:
+            flat = np.ascontiguousarray(arr).reshape(-1)
+        else:
+            flat = self._buffer("in", n * p)
+            flat[e:] = 0
         quantized = False
         if self.int32:
             if dt == np.int32:
-                flat[:e] = arr.reshape(-1)
+                if not direct:
+                    flat[:e] = arr.reshape(-1)
             else:
                 if scale is None or not scale > 0:
                     raise ValueError(f"bad scale={scale!r}: the switch sums int32 "
@@ -472,7 +492,8 @@ class Aggregator(Endpoint):
             if dt == np.int32:
                 raise TypeError("bad dtype=int32: the switch sums fp32 (AGG_DTYPE=0); "
                                 "configure dtype='int32' to reduce integers")
-            flat[:e] = arr.reshape(-1)
+            if not direct:
+                flat[:e] = arr.reshape(-1)
         self.resumed = 0
         if n:
             pend = self._begin(step_id, e)
@@ -480,7 +501,8 @@ class Aggregator(Endpoint):
                 out, taken, aux_of, got_round = pend.out, pend.taken, pend.aux, pend.rounds_got
                 self.resumed = int(np.count_nonzero(taken))
             else:
-                out = np.empty(n * p, dtype=self.wire_dtype)
+                out = np.empty(n * p, dtype=self.wire_dtype) if dest is None \
+                    else self._buffer("out", n * p)
                 taken = np.zeros(n, dtype=np.uint8)
                 aux_of = np.zeros(n, dtype=np.uint32)
                 got_round = np.zeros(n, dtype=np.uint32)
@@ -504,6 +526,7 @@ class Aggregator(Endpoint):
                     # kept: the next call with this step id and length resumes it
                     self._pending = _Pending(step_id, e, list(self._rounds), out, taken,
                                              aux_of, got_round)
+                    self._buffers.pop("out", None)  # now the pending call's
                     if taken.any():
                         self._had_result = True  # answered: the slots are where we are
                     raise
@@ -519,10 +542,21 @@ class Aggregator(Endpoint):
             res = (res.astype(np.float64) / scale).astype(dt)
         elif res.dtype != dt:
             res = res.astype(dt)
+        if dest is not None:
+            np.copyto(dest, res.reshape(dest.shape))
+            return dest
         res = res.reshape(arr.shape)
         if torch is not None:
             return torch.from_numpy(np.ascontiguousarray(res)).to(device)
         return res
+
+    def _buffer(self, name: str, size: int) -> np.ndarray:
+        """``size`` elements of the wire's dtype from buffer ``name``, kept from call to
+        call (a new one when it is too small): no fresh pages to fault in per call."""
+        buf = self._buffers.get(name)
+        if buf is None or buf.size < size:
+            buf = self._buffers[name] = np.empty(size, dtype=self.wire_dtype)
+        return buf[:size]
 
     def send_chunks(self, x: np.ndarray, *, round_: int = 0, total: int | None = None,
                     aux: int | None = None) -> int:

@@ -331,8 +331,10 @@ class NetrlGroup(SwitchWorker):
             flat = arrays[0]
         else:
             flat = np.concatenate([a.reshape(-1) for a in arrays])
+        # one float32 tensor (a DDP bucket): the sum is written into it, nothing allocated
+        into = flat if not is_int and len(arrays) == 1 else None
         try:
-            out = np.asarray(agg.allreduce(flat, step=call - 1)).reshape(-1)
+            out = np.asarray(agg.allreduce(flat, step=call - 1, out=into)).reshape(-1)
         except Exception as e:
             raise dist.DistBackendError(
                 f"netrl: all_reduce #{call} ({sum(sizes)} {tensors[0].dtype} elements) through "
@@ -345,11 +347,12 @@ class NetrlGroup(SwitchWorker):
             out = div_toward_zero(total, self._size).astype(np.int32) if avg \
                 else wrap_int32(total)
         elif avg:
-            out = out / np.float32(self._size)
+            out = np.divide(out, np.float32(self._size), out=out if into is not None else None)
         off = 0
         with torch.no_grad():
             for t, a, e in zip(tensors, arrays, sizes, strict=True):
-                t.copy_(torch.from_numpy(out[off:off + e].reshape(a.shape)))
+                if into is None:
+                    t.copy_(torch.from_numpy(out[off:off + e].reshape(a.shape)))
                 off += e
         self._count("switch_calls")
         self._count("switch_elements", sum(sizes))
