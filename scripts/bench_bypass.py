@@ -28,7 +28,7 @@ Each client also reports its CPU seconds per wall second while measuring (``cpu`
 price of polling), and the switch processes' CPU over the whole run is printed.
 
 First of all (before any rack's switch runs; ``--no-onehost`` leaves it out, with the
-memif pair), **one host, torch**: ``torch.distributed.all_reduce`` of float32 ones on 2 and
+memif pair; ``--no-memif`` that pair alone), **one host, torch**: ``torch.distributed.all_reduce`` of float32 ones on 2 and
 4 rank processes of this host launched as torchrun launches them (``env://``), the ``netrl``
 backend (its embedded soft switch in rank 0, on loopback UDP: the best data path the
 backend has on one host) against gloo, in interleaved blocks per size (10 k, 1 M, 6.5 M,
@@ -42,7 +42,9 @@ above 1: netrl is faster; ``onehost2_allreduce_vs_gloo`` on the line before it: 
 The racks need root, iproute2 and the extension built with DPDK (without it the DPDK keys
 say ``not_measured``).
 
-Run: ``sudo python scripts/bench_bypass.py [--quick] [--rounds R] [--iters N] [--json FILE]``.
+Run: ``sudo python scripts/bench_bypass.py [--quick] [--rounds R] [--iters N] [--json FILE]
+[--onehost-ranks 2 4] [--onehost-sizes N ...] [--onehost-blocks B] [--no-onehost] [--no-memif]
+[--no-split]``.
 """
 
 from __future__ import annotations
@@ -439,7 +441,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--elems", type=int, default=256, help="fp32 elements of the all-reduced chunk")
     p.add_argument("--json", default="", help="write the figures to this file")
     p.add_argument("--no-onehost", action="store_true",
-                   help="leave out the one-host pair (loopback UDP vs memif)")
+                   help="leave out both one-host parts (torch all_reduce; loopback UDP vs memif)")
+    p.add_argument("--no-memif", action="store_true",
+                   help="leave out the one-host pair loopback UDP vs memif only")
     p.add_argument("--onehost-ranks", type=int, nargs="+", default=[2, 4],
                    help="rank counts of the one-host all_reduce table (the key: 4)")
     p.add_argument("--onehost-sizes", type=int, nargs="+", default=list(ONEHOST_SIZES),
@@ -464,17 +468,14 @@ def main(argv: list[str] | None = None) -> int:
             figures["onehost_allreduce"] = {
                 r: {n: {k: v for k, v in row.items() if k not in ("netrl", "gloo")}
                     for n, row in fig["sizes"].items()} for r, fig in table.items()}
+            onehost = "not_measured(4_ranks_not_in_--onehost-ranks)"
             for r, fig in table.items():
                 ratios = [row["ratio"] for n, row in fig["sizes"].items() if int(n) in KEY_SIZES]
-                if not ratios:
-                    continue
-                value = f"{min(ratios):.3f}"
+                value = f"{min(ratios):.3f}" if ratios else "not_measured(no_1M_6.5M_25M_size)"
                 if r == 4:
                     onehost = value
                 else:
                     print(f"onehost{r}_allreduce_vs_gloo={value}")
-            if 4 not in table:
-                onehost = "not_measured(4_ranks_not_in_--onehost-ranks)"
     if os.geteuid() != 0:
         print("bench_bypass: the racks need root (network namespaces)")
         if args.json:
@@ -495,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
             sides["dpdk"] = Side("dpdk", True, args.elems)
             if not args.no_split:  # what bounds it: the DPDK switch with kernel UDP clients
                 sides["dpdk_sw"] = Side("dpdk_sw", True, args.elems, kernel_clients=True)
-            if not args.no_onehost:
+            if not args.no_onehost and not args.no_memif:
                 import tempfile
 
                 work = Path(tempfile.mkdtemp(prefix="nrl-bypass-"))

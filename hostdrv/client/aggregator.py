@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,8 +25,10 @@ from hostdrv.client.aggregator_loop import (
     GRADIENT,
     INT32,
     M32,
+    CallBuffers,
     CallLoop,
     OutOfStep,
+    Pending,
     epoch_block,
     is_newer,
     newest_round,
@@ -193,7 +194,7 @@ class Aggregator(Endpoint):
         # round's result once it is DONE (protocol section 4, step 1): a safe poll of any round
         self._poll_lag = staleness + 1 if self.async_mode and staleness < M32 else 0
         self._pbuf = bytearray(self._msg_len)
-        self._buffers: dict[str, np.ndarray] = {}  # per-call packing / receive (_buffer)
+        self._buffers = CallBuffers(self.wire_dtype)  # packing and receiving, kept
         self._spay = np.ndarray((s, p), dtype=self.wire_dtype, buffer=self._sbuf,
                                 offset=HEADER_LEN, strides=(self._msg_len, 4))
         self._flags = INT32 if self.int32 else 0
@@ -202,7 +203,7 @@ class Aggregator(Endpoint):
         self._epoch = base  # the epoch this member runs in (AGG_EPOCH as it knows it)
         self._own_epoch = False  # it started that epoch itself (not taken from AGG_EPOCH)
         self._had_result = False  # a RESULT in that epoch
-        self._pending: _Pending | None = None  # the call that timed out (resumable)
+        self._pending: Pending | None = None  # the call that timed out (resumable)
         self._last_used = base  # the newest round the last call used
         self.step = step
         """Step id of the next call by default: the constructor's ``step``, plus one for
@@ -311,7 +312,7 @@ class Aggregator(Endpoint):
         self._had_result = False
         self.epochs += 1
 
-    def _begin(self, step: int, total: int) -> _Pending | None:
+    def _begin(self, step: int, total: int) -> Pending | None:
         """How a call starts (protocol section 4, "Epochs, failures and rejoin"): the
         timed-out call to resume, or ``None`` (every chunk, from :attr:`rounds`, after a
         new epoch, a follow or a lead when the last call failed)."""
@@ -340,7 +341,7 @@ class Aggregator(Endpoint):
         self.resync()
         return None
 
-    def _withdraw(self, pend: _Pending) -> None:
+    def _withdraw(self, pend: Pending) -> None:
         """Sync, before a newcomer leads a new epoch: make the rounds it leaves unusable.
 
         Its unanswered chunks may sit in OPEN copies (it was not behind: the others were
@@ -474,7 +475,7 @@ class Aggregator(Endpoint):
         if direct:
             flat = np.ascontiguousarray(arr).reshape(-1)
         else:
-            flat = self._buffer("in", n * p)
+            flat = self._buffers.get("in", n * p)
             flat[e:] = 0
         quantized = False
         if self.int32:
@@ -502,7 +503,7 @@ class Aggregator(Endpoint):
                 self.resumed = int(np.count_nonzero(taken))
             else:
                 out = np.empty(n * p, dtype=self.wire_dtype) if dest is None \
-                    else self._buffer("out", n * p)
+                    else self._buffers.get("out", n * p)
                 taken = np.zeros(n, dtype=np.uint8)
                 aux_of = np.zeros(n, dtype=np.uint32)
                 got_round = np.zeros(n, dtype=np.uint32)
@@ -524,9 +525,9 @@ class Aggregator(Endpoint):
                     taken[:] = 0
                 except AllreduceTimeoutError:
                     # kept: the next call with this step id and length resumes it
-                    self._pending = _Pending(step_id, e, list(self._rounds), out, taken,
+                    self._pending = Pending(step_id, e, list(self._rounds), out, taken,
                                              aux_of, got_round)
-                    self._buffers.pop("out", None)  # now the pending call's
+                    self._buffers.drop("out")  # now the pending call's
                     if taken.any():
                         self._had_result = True  # answered: the slots are where we are
                     raise
@@ -549,14 +550,6 @@ class Aggregator(Endpoint):
         if torch is not None:
             return torch.from_numpy(np.ascontiguousarray(res)).to(device)
         return res
-
-    def _buffer(self, name: str, size: int) -> np.ndarray:
-        """``size`` elements of the wire's dtype from buffer ``name``, kept from call to
-        call (a new one when it is too small): no fresh pages to fault in per call."""
-        buf = self._buffers.get(name)
-        if buf is None or buf.size < size:
-            buf = self._buffers[name] = np.empty(size, dtype=self.wire_dtype)
-        return buf[:size]
 
     def send_chunks(self, x: np.ndarray, *, round_: int = 0, total: int | None = None,
                     aux: int | None = None) -> int:
@@ -700,19 +693,6 @@ class Aggregator(Endpoint):
         self.last_aux, self.last_rounds = aux, rounds
         self.last_contributors = aux & AUX_COUNT_MASK
         self.last_rounds_per_call = rpc
-
-
-@dataclass
-class _Pending:
-    """A call that timed out, kept so that the next call of the same step resumes it."""
-
-    step: int
-    total: int
-    rounds: list[int]  # each slot's call base
-    out: np.ndarray  # the results of the answered chunks
-    taken: np.ndarray  # uint8 per chunk: answered
-    aux: np.ndarray
-    rounds_got: np.ndarray
 
 
 __all__ = ["Aggregator", "rounds_per_call"]
