@@ -469,9 +469,9 @@ class Aggregator(Endpoint):
             raise ValueError(f"bad out: must be a writable numpy array of {e} {dt} elements")
         p = self.packet_elems
         n = -(-e // p) if e else 0
-        # whole chunks of the wire's dtype go out as they are; else packed (zero padded) in
-        # a buffer kept from call to call
-        direct = e == n * p and dt == self.wire_dtype
+        # the wire's dtype goes out as it is (the native loop pads a short last chunk; the
+        # Python one needs whole chunks); else packed, zero padded, in a kept buffer
+        direct = dt == self.wire_dtype and (e == n * p or self._native() is not None)
         if direct:
             flat = np.ascontiguousarray(arr).reshape(-1)
         else:
@@ -510,7 +510,7 @@ class Aggregator(Endpoint):
             restarted = False
             while True:
                 try:
-                    self._run(flat.reshape(n, p), out.reshape(n, p), n, e, version, step_id,
+                    self._run(flat, out.reshape(n, p), n, e, version, step_id,
                               taken, aux_of, got_round)
                     break
                 except OutOfStep as oos:
@@ -640,8 +640,9 @@ class Aggregator(Endpoint):
     def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
              version: int | None, step: int, taken: np.ndarray, aux_of: np.ndarray,
              got_round: np.ndarray) -> None:
-        """Send the chunks of a ``total``-element tensor not yet ``taken`` (all but those a
-        resumed call already has), collect their results into ``out``.
+        """Send the chunks of a ``total``-element tensor (``chunks``: flat; whole chunks for
+        the Python loop) not yet ``taken`` (all but those a resumed call already has),
+        collect their results into ``out``.
 
         Every slot's rounds for the call start at its base (:attr:`rounds`). Sync:
         chunk ``c`` = ``j·S + s`` takes round ``base + j`` of slot ``s``, and the slot's
@@ -672,8 +673,8 @@ class Aggregator(Endpoint):
             self._run_native(native, chunks, out, n, total, version, rpc, step, taken, aux_of,
                              got_round)
         else:
-            self._run_python(chunks, out, n, total, version, rpc, step, taken, aux_of,
-                             got_round)
+            self._run_python(chunks.reshape(n, -1), out, n, total, version, rpc, step, taken,
+                             aux_of, got_round)
         self._rounds[:] = [(b + k) & M32 for b, k in zip(self._rounds, per_slot, strict=True)]
 
     def _run_python(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
