@@ -52,7 +52,6 @@ def _work(source: Future[_Outcome]) -> dist.Work:
     return torch_c10d.load().make_work(source.then(_unwrap))
 
 
-
 HEARTBEAT_JOIN = 30.0
 """Seconds shutdown and interpreter exit wait for a heartbeat thread to leave its store
 call (milliseconds normally; seconds on a loaded machine: a thread still in the call at
