@@ -47,7 +47,7 @@ COMPILE = ["-O2", "-fno-fast-math", "-ffp-contract=off"]
 LINK: list[str] = []
 MACROS: list[tuple[str, str]] = []
 if DPDK is not None:
-    SOURCES.append(NATIVE + "nrl_dpdk.cpp")
+    SOURCES += [NATIVE + "nrl_dpdk_port.cpp", NATIVE + "nrl_dpdk.cpp"]
     COMPILE += DPDK[0]  # with its -march (SSE4.2: the rte_* inline code needs it)
     LINK += DPDK[1]
     MACROS.append(("NRL_DPDK", "1"))

@@ -27,13 +27,24 @@ soft switch on loopback UDP (``kernel1``) with the switch and clients on memif p
 Each client also reports its CPU seconds per wall second while measuring (``cpu``: the
 price of polling), and the switch processes' CPU over the whole run is printed.
 
-The last line holds ``bypass_replay_rtt_vs_kernel`` and ``bypass_agg_rtt_vs_kernel``
-(median DPDK / median kernel: below 1 is a cut) and ``onehost_allreduce_vs_gloo``
-(``not_measured`` with the reason: the ``netrl`` torch backend's own C++ loop does not
-drive DPDK ports yet). Needs root, iproute2 and the extension built with DPDK (without it
-the DPDK keys say ``not_measured``).
+First of all (before any rack's switch runs; ``--no-onehost`` leaves it out, with the
+memif pair; ``--no-memif`` that pair alone), **one host, torch**: ``torch.distributed.all_reduce`` of float32 ones on 2 and
+4 rank processes of this host launched as torchrun launches them (``env://``), the ``netrl``
+backend (its embedded soft switch in rank 0, on loopback UDP: the best data path the
+backend has on one host) against gloo, in interleaved blocks per size (10 k, 1 M, 6.5 M,
+25 M elements), medians; the table adds what the netrl calls cost (CPU per call of the
+switch thread and of every rank, retransmissions, switch socket drops). It needs no root.
 
-Run: ``sudo python scripts/bench_bypass.py [--quick] [--rounds R] [--iters N] [--json FILE]``.
+The last line holds ``bypass_replay_rtt_vs_kernel`` and ``bypass_agg_rtt_vs_kernel``
+(median DPDK / median kernel: below 1 is a cut) and ``onehost_allreduce_vs_gloo`` (the
+worst gloo / netrl ratio of the median call over 1 M, 6.5 M and 25 M elements, 4 ranks;
+above 1: netrl is faster; ``onehost2_allreduce_vs_gloo`` on the line before it: 2 ranks).
+The racks need root, iproute2 and the extension built with DPDK (without it the DPDK keys
+say ``not_measured``).
+
+Run: ``sudo python scripts/bench_bypass.py [--quick] [--rounds R] [--iters N] [--json FILE]
+[--onehost-ranks 2 4] [--onehost-sizes N ...] [--onehost-blocks B] [--no-onehost] [--no-memif]
+[--no-split]``.
 """
 
 from __future__ import annotations
@@ -258,10 +269,168 @@ def _env() -> dict[str, str]:
     return env
 
 
+#: one torchrun-style rank (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``/``PORT``, ``env://``):
+#: argv = JSON [[elements, calls per block], ...], blocks, warm-up calls; prints one JSON line
+#: (per size and backend the call times, this rank's CPU in them, and on rank 0 what the
+#: netrl calls cost the embedded switch: its thread's CPU, datagrams, drops, retransmissions)
+RANK = textwrap.dedent("""
+    import datetime, json, os, sys, threading, time
+    from pathlib import Path
+    import torch
+    import torch.distributed as dist
+    from hostdrv.torch_backend import netrl_group
+    torch.set_num_threads(1)
+    plan, (blocks, warmup) = json.loads(sys.argv[1]), map(int, sys.argv[2:4])
+    dist.init_process_group("netrl", timeout=datetime.timedelta(seconds=300))
+    rank, group = dist.get_rank(), netrl_group()
+    gloo = dist.new_group(backend="gloo")
+    switch = group._switches[0] if group._switches else None  # embedded: in rank 0
+    tid = next((t.native_id for t in threading.enumerate() if t.name == "softswitch-native"),
+               None)  # its native loop's thread
+    clk = os.sysconf("SC_CLK_TCK")
+
+    def switch_cpu():
+        if tid is None:
+            return 0.0
+        f = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / clk
+
+    def sw_stats():
+        return switch.stats if switch is not None else {}
+
+    out = {"window": group.aggregator.window, "packet_elems": group.aggregator.packet_elems,
+           "sizes": {}}
+    for n, iters in plan:
+        t = torch.ones(n)
+        for g in (None, gloo):
+            for _ in range(warmup):
+                dist.all_reduce(t, group=g)
+        row = {"netrl": [], "gloo": [], "retrans": 0, "cpu": 0.0, "switch_cpu": 0.0,
+               "proc_cpu": 0.0, "gloo_cpu": 0.0, "wall": 0.0}
+        s0 = sw_stats()
+        for b in range(blocks):
+            for name in (("netrl", "gloo") if b % 2 == 0 else ("gloo", "netrl")):
+                g = gloo if name == "gloo" else None
+                dist.barrier(group=gloo)
+                c0, w0, k0 = time.process_time(), time.perf_counter(), switch_cpu()
+                for _ in range(iters):
+                    t0 = time.perf_counter()
+                    dist.all_reduce(t, group=g)
+                    row[name].append(time.perf_counter() - t0)
+                    if g is None:
+                        row["retrans"] += group.aggregator.retransmissions
+                if g is None:
+                    row["wall"] += time.perf_counter() - w0
+                    row["switch_cpu"] += switch_cpu() - k0
+                    row["proc_cpu"] += time.process_time() - c0
+                else:
+                    row["gloo_cpu"] += time.process_time() - c0
+        s1 = sw_stats()
+        row["switch"] = {k: s1.get(k, 0) - s0.get(k, 0) for k in
+                         ("datagrams", "sent", "send_calls", "busy_us", "rx_overflow")}
+        row["calls"] = blocks * iters
+        out["sizes"][str(n)] = row
+        del t
+    dist.barrier(group=gloo)
+    print(json.dumps(out), flush=True)
+    dist.destroy_process_group()
+""")
+
+
+def onehost_allreduce(ranks: int, plan: list[tuple[int, int]], blocks: int, warmup: int = 1,
+                      env: dict[str, str] | None = None, timeout: float = 900) -> dict[str, Any]:
+    """``torch.distributed.all_reduce`` of float32 ones on ``ranks`` rank processes of this
+    host, launched as torchrun does (``env://``): the ``netrl`` backend (its embedded soft
+    switch in rank 0, the launcher's defaults) against gloo, per (elements, calls) of
+    ``plan`` in ``blocks`` interleaved blocks (netrl then gloo, gloo then netrl, ...) after
+    ``warmup`` calls of each. Returns rank 0's figures (:data:`RANK`) with every rank's CPU
+    seconds (``rank_cpu``: in the netrl calls, rank 0's including the switch thread;
+    ``rank_gloo_cpu``)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for r in range(ranks):
+        e = _env()
+        e.update(env or {})
+        e.update(RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(ranks), LOCAL_WORLD_SIZE=str(ranks),
+                 MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+        for k in ("NETRL_SWITCH", "NETRL_LEAVES"):
+            e.pop(k, None)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-c", RANK, json.dumps(plan), str(blocks), str(warmup)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e))
+    try:
+        outs = [p.communicate(timeout=timeout) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, (_, err) in zip(procs, outs, strict=True):
+        if p.returncode:
+            raise RuntimeError(f"onehost rank failed ({p.returncode}): {err[-3000:]}")
+    got = [json.loads(o.strip().splitlines()[-1]) for o, _ in outs]
+    for n, row in got[0]["sizes"].items():  # every rank's CPU (rank 0's includes the switch)
+        row["rank_cpu"] = [g["sizes"][n]["proc_cpu"] for g in got]
+        row["rank_gloo_cpu"] = [g["sizes"][n]["gloo_cpu"] for g in got]
+    return got[0]
+
+
 def summary(times: list[float]) -> dict[str, float]:
     us = sorted(t * 1e6 for t in times)
     return {"median_us": statistics.median(us), "p10_us": us[len(us) // 10],
             "p90_us": us[(9 * len(us)) // 10], "n": len(us)}
+
+
+ONEHOST_SIZES = (10_000, 1_000_000, 6_500_000, 25_000_000)
+"""float32 elements of the one-host all-reduces (6.5 M: DDP's default 25 MiB bucket)."""
+KEY_SIZES = (1_000_000, 6_500_000, 25_000_000)
+"""The sizes ``onehost_allreduce_vs_gloo`` takes the worst ratio over (4 ranks)."""
+
+
+def calls_per_block(elems: int, quick: bool) -> int:
+    """Calls of one size per block: about 0.1-0.5 s of all-reduces on this machine."""
+    calls = 20 if elems <= 100_000 else 5 if elems <= 2_000_000 else 3 if elems <= 10_000_000 \
+        else 2
+    return max(1, calls // 2) if quick and elems > 100_000 else calls
+
+
+def onehost_table(ranks_list: list[int], sizes: list[int], blocks: int,
+                  quick: bool) -> dict[int, dict[str, Any]]:
+    """:func:`onehost_allreduce` for each rank count; prints its table. Returns per rank
+    count the figures, each size's row with ``netrl_ms``/``gloo_ms`` (medians) and
+    ``ratio`` (gloo / netrl) added."""
+    got: dict[int, dict[str, Any]] = {}
+    for ranks in ranks_list:
+        got[ranks] = onehost_allreduce(ranks, [(n, calls_per_block(n, quick)) for n in sizes],
+                                       blocks)
+    print(f"one host, torch.distributed.all_reduce of float32 ones, median ms per call over "
+          f"{blocks} interleaved blocks; netrl: embedded soft switch, kernel UDP on loopback")
+    print(f"{'ranks':>5} {'elems':>9} {'netrl ms':>9} {'gloo ms':>8} {'gloo/netrl':>10} "
+          f"{'calls':>5} {'P':>6} {'window':>6} {'sw cpu':>7} {'netrl cpu':>9} "
+          f"{'gloo cpu':>8} {'retx':>5} {'drops':>5}")
+    for ranks, fig in got.items():
+        for n, row in fig["sizes"].items():
+            c = row["calls"]
+            row["netrl_ms"] = 1e3 * statistics.median(row["netrl"])
+            row["gloo_ms"] = 1e3 * statistics.median(row["gloo"])
+            row["ratio"] = row["gloo_ms"] / row["netrl_ms"]
+            # CPU ms per call: the switch thread; every rank's in its netrl calls (the
+            # switch thread included, it runs in rank 0); every rank's in its gloo calls
+            row["switch_cpu_ms"] = 1e3 * row["switch_cpu"] / c
+            row["netrl_cpu_ms"] = 1e3 * sum(row["rank_cpu"]) / c
+            row["gloo_cpu_ms"] = 1e3 * sum(row["rank_gloo_cpu"]) / c
+            print(f"{ranks:>5} {int(n):>9} {row['netrl_ms']:>9.2f} {row['gloo_ms']:>8.2f} "
+                  f"{row['ratio']:>10.2f} {c:>5} {fig['packet_elems']:>6} {fig['window']:>6} "
+                  f"{row['switch_cpu_ms']:>7.1f} {row['netrl_cpu_ms']:>9.1f} "
+                  f"{row['gloo_cpu_ms']:>8.1f} {row['retrans'] / c:>5.1f} "
+                  f"{row['switch']['rx_overflow']:>5}")
+    print("(cpu: ms of CPU per call, summed over the rank processes; sw: the switch thread's "
+          "share; retx: retransmitted chunks per call at rank 0; drops: switch socket "
+          "overflows)")
+    return got
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,16 +441,45 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--elems", type=int, default=256, help="fp32 elements of the all-reduced chunk")
     p.add_argument("--json", default="", help="write the figures to this file")
     p.add_argument("--no-onehost", action="store_true",
-                   help="leave out the one-host pair (loopback UDP vs memif)")
+                   help="leave out both one-host parts (torch all_reduce; loopback UDP vs memif)")
+    p.add_argument("--no-memif", action="store_true",
+                   help="leave out the one-host pair loopback UDP vs memif only")
+    p.add_argument("--onehost-ranks", type=int, nargs="+", default=[2, 4],
+                   help="rank counts of the one-host all_reduce table (the key: 4)")
+    p.add_argument("--onehost-sizes", type=int, nargs="+", default=list(ONEHOST_SIZES),
+                   help="float32 elements of the one-host all_reduces")
+    p.add_argument("--onehost-blocks", type=int, default=None,
+                   help="interleaved netrl/gloo blocks per size (default 6, --quick 4)")
     p.add_argument("--no-split", action="store_true",
                    help="leave out the third rack (DPDK switch, kernel UDP clients)")
     args = p.parse_args(argv)
     rounds = args.rounds or (4 if args.quick else 10)
     iters = args.iters or (100 if args.quick else 200)
-    onehost = ("not_measured(the netrl torch backend's C++ loop, netrl_c10d.cpp, "
-               "does not drive DPDK ports yet)")
+    figures: dict[str, Any] = {"rounds": rounds, "iters": iters, "elems": args.elems}
+    onehost = "not_measured(--no-onehost)"
+    if not args.no_onehost:  # first, before any rack's switch runs beside it
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            onehost = "not_measured(no_torch)"
+        else:
+            table = onehost_table(args.onehost_ranks, args.onehost_sizes,
+                                  args.onehost_blocks or (4 if args.quick else 6), args.quick)
+            figures["onehost_allreduce"] = {
+                r: {n: {k: v for k, v in row.items() if k not in ("netrl", "gloo")}
+                    for n, row in fig["sizes"].items()} for r, fig in table.items()}
+            onehost = "not_measured(4_ranks_not_in_--onehost-ranks)"
+            for r, fig in table.items():
+                ratios = [row["ratio"] for n, row in fig["sizes"].items() if int(n) in KEY_SIZES]
+                value = f"{min(ratios):.3f}" if ratios else "not_measured(no_1M_6.5M_25M_size)"
+                if r == 4:
+                    onehost = value
+                else:
+                    print(f"onehost{r}_allreduce_vs_gloo={value}")
     if os.geteuid() != 0:
-        print("bench_bypass: needs root (network namespaces)")
+        print("bench_bypass: the racks need root (network namespaces)")
+        if args.json:
+            Path(args.json).write_text(json.dumps(figures, indent=1))
         print(f"bypass_replay_rtt_vs_kernel=not_measured(no_root) "
               f"bypass_agg_rtt_vs_kernel=not_measured(no_root) onehost_allreduce_vs_gloo={onehost}")
         return 0
@@ -292,14 +490,13 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         dpdk = False
     sides: dict[str, Side] = {}
-    figures: dict[str, Any] = {"rounds": rounds, "iters": iters, "elems": args.elems}
     try:
         sides["kernel"] = Side("kernel", False, args.elems)
         if dpdk:
             sides["dpdk"] = Side("dpdk", True, args.elems)
             if not args.no_split:  # what bounds it: the DPDK switch with kernel UDP clients
                 sides["dpdk_sw"] = Side("dpdk_sw", True, args.elems, kernel_clients=True)
-            if not args.no_onehost:
+            if not args.no_onehost and not args.no_memif:
                 import tempfile
 
                 work = Path(tempfile.mkdtemp(prefix="nrl-bypass-"))

@@ -249,3 +249,34 @@ def test_timeout_names_slot_and_round() -> None:
         assert isinstance(info.value, TimeoutError)
         assert (info.value.slot, info.value.round, info.value.chunk) == (0, 0, 0)
         agg.close()
+
+
+@pytest.mark.parametrize("size", [48, 35])  # whole chunks (sent from x as it is), packed
+def test_out_receives_the_sum_without_a_new_array(size: int) -> None:
+    """``allreduce(x, out=...)`` writes the sum the call without ``out`` returns (into
+    ``x`` itself as well), and the buffers it keeps do not leak from one call into the next."""
+    with SoftSwitch() as sw, SwitchControl(sw.url) as ctl:
+        ctl.configure_aggregation(members=2, slots=4, packet_elems=16)
+        aggs = [Aggregator(sw.url, worker=w, window=2) for w in range(2)]
+        for step in range(3):
+            xs = [make_input(5, w, step, size, "float32") for w in range(2)]
+            want = _threads(aggs, [x.copy() for x in xs])
+            outs = [np.full(size, np.nan, dtype=np.float32), xs[1]]  # a new array; x itself
+            got = [None, None]
+
+            def run(i: int, xs: list[np.ndarray] = xs, outs: list[np.ndarray] = outs,
+                    got: list[Any] = got) -> None:
+                got[i] = aggs[i].allreduce(xs[i], out=outs[i])
+
+            ts = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(20)
+            for i in range(2):
+                assert got[i] is outs[i]
+                np.testing.assert_array_equal(_bits(outs[i]), _bits(want[i]))
+        with pytest.raises(ValueError, match="out"):
+            aggs[0].allreduce(np.ones(size, dtype=np.float32), out=np.ones(size + 1, np.float32))
+        for a in aggs:
+            a.close()

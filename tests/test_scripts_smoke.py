@@ -73,9 +73,11 @@ SMOKE: dict[str, tuple[list[str], int, bool, bool, tuple[str, ...]]] = {
     # tests/test_rack.py::test_ddp_steps_on_the_rack
     "rack_allreduce.py": (["--racks", "1gbit:2", "--sizes-kb", "64", "--repeats", "2",
                            "--warmup", "1"], 600, True, True, ("ip", "tc")),
-    # two 2-host racks (kernel UDP, DPDK), one interleaved round of 10 round trips (about
-    # 10 s here; 100 s with the third rack and the one-host pair)
-    "bench_bypass.py": (["--quick", "--rounds", "1", "--iters", "10", "--no-split", "--no-onehost"],
+    # two 2-host racks (kernel UDP, DPDK), one interleaved round of 10 round trips, and the
+    # one-host torch part at 2 ranks, 10k elements, one block (about 30 s here; 100 s more
+    # with the third rack and the one-host memif pair)
+    "bench_bypass.py": (["--quick", "--rounds", "1", "--iters", "10", "--no-split", "--no-memif",
+                         "--onehost-ranks", "2", "--onehost-sizes", "10000", "--onehost-blocks", "1"],
                         600, False, True, ("ip",)),
 }
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,8 +25,10 @@ from hostdrv.client.aggregator_loop import (
     GRADIENT,
     INT32,
     M32,
+    CallBuffers,
     CallLoop,
     OutOfStep,
+    Pending,
     epoch_block,
     is_newer,
     newest_round,
@@ -193,6 +194,7 @@ class Aggregator(Endpoint):
         # round's result once it is DONE (protocol section 4, step 1): a safe poll of any round
         self._poll_lag = staleness + 1 if self.async_mode and staleness < M32 else 0
         self._pbuf = bytearray(self._msg_len)
+        self._buffers = CallBuffers(self.wire_dtype)  # packing and receiving, kept
         self._spay = np.ndarray((s, p), dtype=self.wire_dtype, buffer=self._sbuf,
                                 offset=HEADER_LEN, strides=(self._msg_len, 4))
         self._flags = INT32 if self.int32 else 0
@@ -201,7 +203,7 @@ class Aggregator(Endpoint):
         self._epoch = base  # the epoch this member runs in (AGG_EPOCH as it knows it)
         self._own_epoch = False  # it started that epoch itself (not taken from AGG_EPOCH)
         self._had_result = False  # a RESULT in that epoch
-        self._pending: _Pending | None = None  # the call that timed out (resumable)
+        self._pending: Pending | None = None  # the call that timed out (resumable)
         self._last_used = base  # the newest round the last call used
         self.step = step
         """Step id of the next call by default: the constructor's ``step``, plus one for
@@ -310,7 +312,7 @@ class Aggregator(Endpoint):
         self._had_result = False
         self.epochs += 1
 
-    def _begin(self, step: int, total: int) -> _Pending | None:
+    def _begin(self, step: int, total: int) -> Pending | None:
         """How a call starts (protocol section 4, "Epochs, failures and rejoin"): the
         timed-out call to resume, or ``None`` (every chunk, from :attr:`rounds`, after a
         new epoch, a follow or a lead when the last call failed)."""
@@ -339,7 +341,7 @@ class Aggregator(Endpoint):
         self.resync()
         return None
 
-    def _withdraw(self, pend: _Pending) -> None:
+    def _withdraw(self, pend: Pending) -> None:
         """Sync, before a newcomer leads a new epoch: make the rounds it leaves unusable.
 
         Its unanswered chunks may sit in OPEN copies (it was not behind: the others were
@@ -384,7 +386,8 @@ class Aggregator(Endpoint):
         self._epoch = blk
 
     def allreduce(self, x: Any, *, scale: float | None = None,
-                  version: int | None = None, step: int | None = None) -> Any:
+                  version: int | None = None, step: int | None = None,
+                  out: np.ndarray | None = None) -> Any:
         """Sum ``x`` over every member.
 
         Parameters
@@ -410,10 +413,16 @@ class Aggregator(Endpoint):
             one for the same call. Sync mode: every chunk's ``aux``, so the switch
             never sums chunks of different steps. After a timeout, a call with the
             same step id and tensor length resumes the failed one.
+        out:
+            A writable numpy array of ``x``'s dtype and size (``x`` itself may be it) that
+            the sum is written into once the call is complete. The call then allocates no
+            tensor-sized memory: it receives into a buffer the aggregator keeps from call
+            to call (and sends ``x`` as it is when ``x`` is whole chunks of the wire's dtype).
 
         Returns
         -------
-        Same type, dtype, shape (and device for torch) as ``x``: the element-wise sum.
+        Same type, dtype, shape (and device for torch) as ``x``: the element-wise sum
+        (``out`` itself when given).
 
         Raises
         ------
@@ -454,13 +463,25 @@ class Aggregator(Endpoint):
         e = arr.size
         if e > M32:
             raise ValueError(f"bad size={e}: a tensor has at most 2**32 - 1 elements")
+        dest = out
+        if dest is not None and (not isinstance(dest, np.ndarray) or dest.dtype != dt
+                                 or dest.size != e or not dest.flags.writeable):
+            raise ValueError(f"bad out: must be a writable numpy array of {e} {dt} elements")
         p = self.packet_elems
         n = -(-e // p) if e else 0
-        flat = np.zeros(n * p, dtype=self.wire_dtype)
+        # the wire's dtype goes out as it is (the native loop pads a short last chunk; the
+        # Python one needs whole chunks); else packed, zero padded, in a kept buffer
+        direct = dt == self.wire_dtype and (e == n * p or self._native() is not None)
+        if direct:
+            flat = np.ascontiguousarray(arr).reshape(-1)
+        else:
+            flat = self._buffers.get("in", n * p)
+            flat[e:] = 0
         quantized = False
         if self.int32:
             if dt == np.int32:
-                flat[:e] = arr.reshape(-1)
+                if not direct:
+                    flat[:e] = arr.reshape(-1)
             else:
                 if scale is None or not scale > 0:
                     raise ValueError(f"bad scale={scale!r}: the switch sums int32 "
@@ -472,7 +493,8 @@ class Aggregator(Endpoint):
             if dt == np.int32:
                 raise TypeError("bad dtype=int32: the switch sums fp32 (AGG_DTYPE=0); "
                                 "configure dtype='int32' to reduce integers")
-            flat[:e] = arr.reshape(-1)
+            if not direct:
+                flat[:e] = arr.reshape(-1)
         self.resumed = 0
         if n:
             pend = self._begin(step_id, e)
@@ -480,14 +502,15 @@ class Aggregator(Endpoint):
                 out, taken, aux_of, got_round = pend.out, pend.taken, pend.aux, pend.rounds_got
                 self.resumed = int(np.count_nonzero(taken))
             else:
-                out = np.empty(n * p, dtype=self.wire_dtype)
+                out = np.empty(n * p, dtype=self.wire_dtype) if dest is None \
+                    else self._buffers.get("out", n * p)
                 taken = np.zeros(n, dtype=np.uint8)
                 aux_of = np.zeros(n, dtype=np.uint32)
                 got_round = np.zeros(n, dtype=np.uint32)
             restarted = False
             while True:
                 try:
-                    self._run(flat.reshape(n, p), out.reshape(n, p), n, e, version, step_id,
+                    self._run(flat, out.reshape(n, p), n, e, version, step_id,
                               taken, aux_of, got_round)
                     break
                 except OutOfStep as oos:
@@ -502,8 +525,9 @@ class Aggregator(Endpoint):
                     taken[:] = 0
                 except AllreduceTimeoutError:
                     # kept: the next call with this step id and length resumes it
-                    self._pending = _Pending(step_id, e, list(self._rounds), out, taken,
+                    self._pending = Pending(step_id, e, list(self._rounds), out, taken,
                                              aux_of, got_round)
+                    self._buffers.drop("out")  # now the pending call's
                     if taken.any():
                         self._had_result = True  # answered: the slots are where we are
                     raise
@@ -519,6 +543,9 @@ class Aggregator(Endpoint):
             res = (res.astype(np.float64) / scale).astype(dt)
         elif res.dtype != dt:
             res = res.astype(dt)
+        if dest is not None:
+            np.copyto(dest, res.reshape(dest.shape))
+            return dest
         res = res.reshape(arr.shape)
         if torch is not None:
             return torch.from_numpy(np.ascontiguousarray(res)).to(device)
@@ -613,8 +640,9 @@ class Aggregator(Endpoint):
     def _run(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
              version: int | None, step: int, taken: np.ndarray, aux_of: np.ndarray,
              got_round: np.ndarray) -> None:
-        """Send the chunks of a ``total``-element tensor not yet ``taken`` (all but those a
-        resumed call already has), collect their results into ``out``.
+        """Send the chunks of a ``total``-element tensor (``chunks``: flat; whole chunks for
+        the Python loop) not yet ``taken`` (all but those a resumed call already has),
+        collect their results into ``out``.
 
         Every slot's rounds for the call start at its base (:attr:`rounds`). Sync:
         chunk ``c`` = ``j·S + s`` takes round ``base + j`` of slot ``s``, and the slot's
@@ -645,8 +673,8 @@ class Aggregator(Endpoint):
             self._run_native(native, chunks, out, n, total, version, rpc, step, taken, aux_of,
                              got_round)
         else:
-            self._run_python(chunks, out, n, total, version, rpc, step, taken, aux_of,
-                             got_round)
+            self._run_python(chunks.reshape(n, -1), out, n, total, version, rpc, step, taken,
+                             aux_of, got_round)
         self._rounds[:] = [(b + k) & M32 for b, k in zip(self._rounds, per_slot, strict=True)]
 
     def _run_python(self, chunks: np.ndarray, out: np.ndarray, n: int, total: int,
@@ -666,19 +694,6 @@ class Aggregator(Endpoint):
         self.last_aux, self.last_rounds = aux, rounds
         self.last_contributors = aux & AUX_COUNT_MASK
         self.last_rounds_per_call = rpc
-
-
-@dataclass
-class _Pending:
-    """A call that timed out, kept so that the next call of the same step resumes it."""
-
-    step: int
-    total: int
-    rounds: list[int]  # each slot's call base
-    out: np.ndarray  # the results of the answered chunks
-    taken: np.ndarray  # uint8 per chunk: answered
-    aux: np.ndarray
-    rounds_got: np.ndarray
 
 
 __all__ = ["Aggregator", "rounds_per_call"]

@@ -10,7 +10,8 @@ other than the chunk's: catch-up, give-up, contribute), and the retransmission t
 from __future__ import annotations
 
 import time
-from typing import NoReturn, Protocol
+from dataclasses import dataclass
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -67,6 +68,39 @@ def lag_aux(r: int, base: int, version: int | None, rpc: int) -> int:
         return r
     d = (base - version * rpc) & M32
     return r if d >= 1 << 31 else (r - d // rpc) & M32
+
+
+@dataclass
+class Pending:
+    """A call that timed out, kept so that the next call of the same step resumes it."""
+
+    step: int
+    total: int
+    rounds: list[int]  # each slot's call base
+    out: np.ndarray  # the results of the answered chunks
+    taken: np.ndarray  # uint8 per chunk: answered
+    aux: np.ndarray
+    rounds_got: np.ndarray
+
+
+class CallBuffers:
+    """The tensor-sized buffers an aggregator keeps from call to call (packing the input,
+    receiving the sums): a call faults in no fresh pages."""
+
+    def __init__(self, dtype: np.dtype[Any]) -> None:
+        self.dtype = dtype
+        self._bufs: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, size: int) -> np.ndarray:
+        """``size`` elements of buffer ``name`` (a new buffer when it is too small)."""
+        buf = self._bufs.get(name)
+        if buf is None or buf.size < size:
+            buf = self._bufs[name] = np.empty(size, dtype=self.dtype)
+        return buf[:size]
+
+    def drop(self, name: str) -> None:
+        """Forget buffer ``name`` (its memory is someone else's now)."""
+        self._bufs.pop(name, None)
 
 
 class OutOfStep(NetrlError):

@@ -55,14 +55,12 @@ the ranks sit on leaf switches of up to 7 under a root
 
 from __future__ import annotations
 
-import atexit
 import datetime
 import json
 import queue
 import threading
 import time
 import warnings
-import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -91,6 +89,17 @@ from hostdrv.client.torch_hierarchy import Plan
 from hostdrv.client.torch_hierarchy import configure as configure_hierarchy
 from hostdrv.client.torch_lanes import div_toward_zero, join_int32, split_int32, wrap_int32
 from hostdrv.client.torch_options import MAX_BACKOFF, NetrlOptions, default_window, retries_for
+from hostdrv.client.torch_worker import (  # noqa: F401 - importable from here as before
+    HEARTBEAT_JOIN,
+    STORE_HEARTBEAT_KEY,
+    STORE_LEFT_KEY,
+    SwitchWorker,
+    _live,
+    _Outcome,
+    _stop_heartbeats,
+    _unwrap,
+    _work,
+)
 from hostdrv.wire.protocol import MAX_JUMBO_ELEMS, MAX_MEMBERS
 
 BACKEND_NAME = "netrl"
@@ -106,10 +115,6 @@ STORE_ERROR_KEY = "netrl/error"
 STORE_CLOSED_KEY = "netrl/closed"
 """Store counter of ranks that shut their group down (rank 0 stops an embedded switch
 once every rank did, or after :data:`SHUTDOWN_GRACE` seconds)."""
-STORE_HEARTBEAT_KEY = "netrl/hb/"
-"""Store counter prefix (``netrl/hb/<rank>``) each rank increments every heartbeat."""
-STORE_LEFT_KEY = "netrl/left/"
-"""Store key prefix (``netrl/left/<rank>``) a rank sets when it shuts its group down."""
 SHUTDOWN_GRACE = 2.0
 """Seconds rank 0 waits for the other ranks to shut down before stopping its switch."""
 
@@ -119,26 +124,6 @@ _CPU = torch.device("cpu")
 
 class NetrlUnsupportedError(NetrlError, TypeError):
     """Fallback policy ``error`` (``strict``): an all-reduce the switch cannot sum."""
-
-
-_Outcome = list[torch.Tensor] | BaseException
-"""What a switch call ends with: the reduced tensors, or the error."""
-
-
-def _unwrap(source: Future[_Outcome]) -> list[torch.Tensor]:
-    outcome = source.value()
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome
-
-
-def _work(source: Future[_Outcome]) -> dist.Work:
-    """The c10d work of a switch call (the extension's ``NetrlWork``): its future fails
-    with a C++ error when ``source`` completes with an exception
-    (``Future.set_exception`` would complete it *successfully* with a Python exception
-    as its value, which DDP's reducer cannot use), and its ``wait()`` raises
-    ``DistBackendError`` then (torch's future-wrapping work would return)."""
-    return torch_c10d.load().make_work(source.then(_unwrap))
 
 
 def _op_name(op: Any) -> str:
@@ -159,29 +144,6 @@ def _avg_in_place(tensors: Sequence[torch.Tensor], n: int) -> None:
                 t.copy_(torch.div(t, n, rounding_mode="trunc"))
 
 
-HEARTBEAT_JOIN = 30.0
-"""Seconds shutdown and interpreter exit wait for a heartbeat thread to leave its store
-call (milliseconds normally; seconds on a loaded machine: a thread still in the call at
-finalization would abort the process)."""
-
-_live: weakref.WeakSet[NetrlGroup] = weakref.WeakSet()
-"""Groups whose heartbeat thread runs (stopped at interpreter exit)."""
-
-
-@atexit.register
-def _stop_heartbeats() -> None:
-    """Stop every heartbeat thread before the interpreter finalizes: a daemon thread
-    that comes back from a store call (C++, GIL released) during finalization is ended
-    by the interpreter with a forced unwind, and the C++ frames turn that into
-    ``std::terminate`` (an abort at exit when a script never destroys its group)."""
-    groups = list(_live)
-    for g in groups:
-        g._stop.set()
-    for g in groups:
-        if g._watch is not None:
-            g._watch.join(HEARTBEAT_JOIN)
-
-
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -195,7 +157,7 @@ def _warn_once(key: str, message: str) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
-class NetrlGroup:
+class NetrlGroup(SwitchWorker):
     """The Python side of a ``netrl`` group: the switch all-reduces (module docstring).
 
     The C++ backend torch dispatches to calls :meth:`allreduce`; every other
@@ -349,116 +311,6 @@ class NetrlGroup:
                                       dtype="fp32", mode="sync")
             return ctl.read("JOB_ID")
 
-    # -- fail fast: heartbeats in the store ---------------------------------------------
-    def _heartbeat(self) -> None:
-        """Beat ``netrl/hb/<rank>`` every ``heartbeat`` s and watch the other ranks':
-        one whose counter has not moved for ``dead_after`` s is declared dead."""
-        opt, store = self.options, self._store
-        period, dead_after = float(opt.heartbeat or 0.5), float(opt.dead_after or 5.0)
-        others = [r for r in range(self._size) if r != self._rank]
-        seen = {r: -1 for r in others}
-        moved = dict.fromkeys(others, time.monotonic())
-        store_ok = last = time.monotonic()
-        while not self._stop.wait(period):
-            now = time.monotonic()
-            # A tick that came late (this thread starved, or the store's host slow to answer)
-            # means the machine is overloaded, not that the peers died: time this rank could
-            # not watch does not count against them (a dead peer costs no CPU, so it is still
-            # declared dead on time on a machine that is otherwise keeping up).
-            late = now - last - 2 * period
-            last = now
-            if late > 0:
-                for r in others:
-                    moved[r] += late
-            try:
-                store.add(f"{STORE_HEARTBEAT_KEY}{self._rank}", 1)
-                for r in others:
-                    if self._stop.is_set():  # shutting down: no store call more than needed
-                        return
-                    beat = store.add(f"{STORE_HEARTBEAT_KEY}{r}", 0)
-                    if beat != seen[r]:
-                        seen[r], moved[r] = beat, now
-                store_ok = now
-            except Exception as e:  # noqa: BLE001 - the store's host may be the dead one
-                if now - store_ok > dead_after:
-                    self._declare_dead(f"the store is unreachable for {now - store_ok:.1f} s "
-                                       f"({type(e).__name__}: {e}); the rank hosting it "
-                                       "(rank 0, or torchrun's agent) died")
-                    return
-                continue
-            gone = sorted(r for r in others if now - moved[r] > dead_after)
-            if gone:
-                left = [r for r in gone if store.check([f"{STORE_LEFT_KEY}{r}"])]
-                died = [r for r in gone if r not in left]
-                parts = []
-                if died:
-                    parts.append(f"rank{'s' if len(died) > 1 else ''} "
-                                 f"{', '.join(map(str, died))} died (no heartbeat for "
-                                 f"{dead_after:g} s)")
-                if left:
-                    parts.append(f"rank{'s' if len(left) > 1 else ''} "
-                                 f"{', '.join(map(str, left))} left the group "
-                                 "(shut it down)")
-                self._declare_dead("; ".join(parts))
-                return
-
-    def _declare_dead(self, why: str) -> None:
-        """Fail the running and every queued switch call, and every later one."""
-        msg = (f"netrl: {why}; rank {self._rank} of {self._size} fails its pending and "
-               f"every later all_reduce through {self.url} (their contributions will "
-               "never arrive). Rebuild the group (torchrun's elastic restart does)")
-        with self._submit_lock:
-            if self._dead is not None or self._closed:
-                return
-            self._dead = msg
-            running, self._running = self._running, None
-            pending = []
-            while True:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is not None:
-                    pending.append(item[1])
-            if running is not None and not running.done():
-                running.set_result(dist.DistBackendError(msg))
-            for fut in pending:
-                fut.set_result(dist.DistBackendError(msg))
-
-    # -- the switch worker ----------------------------------------------------------
-    def _serve(self) -> None:
-        """Run the queued switch calls in issue order (the same order on every rank)."""
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            fn, fut = item
-            with self._submit_lock:
-                if fut.done():  # failed by _declare_dead while queued
-                    continue
-                self._running = fut
-            outcome: _Outcome
-            try:
-                outcome = fn()
-            except BaseException as e:  # noqa: BLE001 - handed to the waiter
-                outcome = e
-            with self._submit_lock:
-                if self._running is fut:
-                    self._running = None
-                if not fut.done():
-                    fut.set_result(outcome)
-            del item, fn, fut, outcome  # do not keep the last call's tensors alive
-
-    def _submit(self, fn: Callable[[], list[torch.Tensor]]) -> dist.Work:
-        fut: Future[_Outcome] = Future()
-        with self._submit_lock:
-            if self._closed:
-                fut.set_result(dist.DistBackendError("netrl: the process group is shut down"))
-            elif self._dead is not None:
-                fut.set_result(dist.DistBackendError(self._dead))
-            else:
-                self._queue.put((fn, fut))
-        return _work(fut)
 
     def _count(self, key: str, n: int = 1) -> None:
         with self._counts_lock:
@@ -479,8 +331,10 @@ class NetrlGroup:
             flat = arrays[0]
         else:
             flat = np.concatenate([a.reshape(-1) for a in arrays])
+        # one float32 tensor (a DDP bucket): the sum is written into it, nothing allocated
+        into = flat if not is_int and len(arrays) == 1 else None
         try:
-            out = np.asarray(agg.allreduce(flat, step=call - 1)).reshape(-1)
+            out = np.asarray(agg.allreduce(flat, step=call - 1, out=into)).reshape(-1)
         except Exception as e:
             raise dist.DistBackendError(
                 f"netrl: all_reduce #{call} ({sum(sizes)} {tensors[0].dtype} elements) through "
@@ -493,11 +347,12 @@ class NetrlGroup:
             out = div_toward_zero(total, self._size).astype(np.int32) if avg \
                 else wrap_int32(total)
         elif avg:
-            out = out / np.float32(self._size)
+            out = np.divide(out, np.float32(self._size), out=out if into is not None else None)
         off = 0
         with torch.no_grad():
             for t, a, e in zip(tensors, arrays, sizes, strict=True):
-                t.copy_(torch.from_numpy(out[off:off + e].reshape(a.shape)))
+                if into is None:
+                    t.copy_(torch.from_numpy(out[off:off + e].reshape(a.shape)))
                 off += e
         self._count("switch_calls")
         self._count("switch_elements", sum(sizes))

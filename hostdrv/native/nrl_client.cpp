@@ -258,7 +258,12 @@ AggOutcome agg_run(const AggArgs& a, uint8_t* sbuf, const uint8_t* chunks, uint8
             const uint32_t aux = catch_up ? lag_aux(r, rounds[s], a.has_version, a.version, rpc)
                                           : a.step;
             header(h, NRL_OP_GRADIENT, a.flags, a.job, a.worker, s, r, p, aux, a.total);
-            std::memcpy(h + NRL_HEADER_LEN, chunks + nxt * 4 * p, size_t(4) * p);
+            // chunks holds the tensor's `total` elements: the last chunk may be short,
+            // its packet zero padded
+            const uint64_t first = nxt * p;
+            const size_t have = size_t(std::min<uint64_t>(p, a.total - std::min<uint64_t>(a.total, first)));
+            std::memcpy(h + NRL_HEADER_LEN, chunks + first * 4, 4 * have);
+            if (have < p) std::memset(h + NRL_HEADER_LEN + 4 * have, 0, size_t(4) * (p - have));
             deadline[s] = now + a.timeout;
             tries[s] = 1;
             next_scan = std::min(next_scan, now + a.timeout);

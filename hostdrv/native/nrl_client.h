@@ -55,8 +55,9 @@ struct AggOutcome {
     uint64_t stale = 0, resent = 0, retrans = 0, jumps = 0, missing = 0;
 };
 
-/// sbuf: slots * (22 + 4P) bytes of GRADIENT messages (headers rewritten here); chunks and
-/// out: n * P words; rounds: per slot, its call base (chunk j*S + s takes round base + j;
+/// sbuf: slots * (22 + 4P) bytes of GRADIENT messages (headers rewritten here); chunks: the
+/// tensor's `total` words, read in place (the last chunk may be short: its packet is zero
+/// padded); out: n * P words; rounds: per slot, its call base (chunk j*S + s takes round base + j;
 /// async: a multiple of rpc, moved on by whole iterations); aux_of, got_round: per chunk;
 /// taken: per chunk, nonzero when its result is in out (a resumed call: the chunks the
 /// timed-out call had), updated; gso: the transport's GSO flag (cleared when the path

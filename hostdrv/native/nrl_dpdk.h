@@ -24,6 +24,9 @@ struct rte_mempool;
 
 namespace nrl::dpdk {
 
+inline constexpr uint32_t kFrameBytes = 9216;  // the largest frame a port carries (jumbo)
+inline constexpr uint16_t kBurst = 32;         // frames per rx_burst
+
 /// Start the EAL once per process (--no-huge --no-pci -m 256 --no-shconf plus `extra`);
 /// later calls do nothing. The calling thread keeps its CPU affinity. Throws
 /// std::runtime_error when the EAL refuses.

@@ -83,17 +83,25 @@ inline uint32_t le32(const uint8_t* p) {
 
 // IEEE 754 binary32 addition (round to nearest even, subnormals kept: no -ffast-math,
 // default MXCSR), every NaN result the canonical quiet NaN (hostdrv.wire.fp32.fp32_add_bits)
-inline void fp32_add(uint32_t* acc, const uint8_t* x, uint32_t p) {
-    for (uint32_t i = 0; i < p; ++i) {
+// (the loops vectorize: the planted-bug flag is read once, blocks of 16 elements, P's quantum)
+inline void fp32_add_run(uint32_t* __restrict acc, const uint8_t* __restrict x, uint32_t n,
+                         bool canonical) {
+    for (uint32_t i = 0; i < n; ++i) {
         float a, b;
         std::memcpy(&a, &acc[i], 4);
         std::memcpy(&b, x + 4 * i, 4);
-        float s = a + b;
+        const float s = a + b;
         uint32_t bits;
         std::memcpy(&bits, &s, 4);
-        if (s != s && !NRL_BUG(1)) bits = kCanonicalNan;
-        acc[i] = bits;
+        acc[i] = canonical && s != s ? kCanonicalNan : bits;
     }
+}
+
+inline void fp32_add(uint32_t* acc, const uint8_t* x, uint32_t p) {
+    const bool canonical = !NRL_BUG(1);
+    uint32_t i = 0;
+    for (; i + 16 <= p; i += 16) fp32_add_run(acc + i, x + 4 * i, 16, canonical);
+    fp32_add_run(acc + i, x + 4 * i, p - i, canonical);
 }
 
 }  // namespace

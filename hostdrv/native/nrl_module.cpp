@@ -136,7 +136,8 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
                             rb = rounds.request(true), ab = aux_of.request(true),
                             gb = got_round.request(true), tb = taken.request(true);
             uint8_t* sp = need(sb, size_t(slots) * (NRL_HEADER_LEN + 4 * size_t(elems)), true, "sbuf");
-            const uint8_t* cp = need(cb, 4 * words, false, "chunks");
+            // the tensor's elements (its last chunk may be short: agg_run pads the packet)
+            const uint8_t* cp = need(cb, 4 * std::min<size_t>(words, total), false, "chunks");
             uint8_t* op = need(ob, 4 * words, true, "out");
             auto* rp = reinterpret_cast<uint32_t*>(need(rb, 4 * size_t(slots), true, "rounds"));
             auto* ap = reinterpret_cast<uint32_t*>(need(ab, 4 * size_t(n), true, "aux_of"));

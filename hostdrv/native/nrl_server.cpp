@@ -22,6 +22,9 @@ namespace {
 
 constexpr size_t kBatch = 32;           // datagrams per recvmmsg
 constexpr size_t kRecvBytes = 65536;    // as the Python server's receive buffer
+constexpr size_t kRxHeadroom = 64;      // room for a frame header in front of each receive buffer
+constexpr size_t kRxStride = kRxHeadroom + kRecvBytes;
+static_assert(kRxHeadroom >= NRL_HEADER_OFFSET, "a header fits in front of a datagram");
 constexpr size_t kSendBatch = 256;      // datagrams per sendmmsg
 constexpr size_t kTxFlushBytes = 4 << 20;
 constexpr int kSolUdp = 17;
@@ -54,7 +57,7 @@ inline bool same_addr(const sockaddr_in& a, const sockaddr_in& b) {
 Server::Server(std::shared_ptr<SharedEngine> engine, int fd, py::object control,
                bool log_arrivals)
     : sh_(std::move(engine)), fd_(fd), control_(std::move(control)), log_arrivals_(log_arrivals) {
-    rx_.resize(kBatch * kRecvBytes);
+    rx_.resize(kBatch * kRxStride);
     frame_.resize(NRL_HEADER_OFFSET + kRecvBytes);
     tx_.reserve(kTxFlushBytes + (1 << 17));
 }
@@ -290,8 +293,12 @@ void Server::control(const uint8_t* data, size_t n, const sockaddr_in& from) {
     send_one(reinterpret_cast<const uint8_t*>(reply.data()), reply.size(), from);
 }
 
-// one received datagram (or a GRO batch of seg-byte datagrams) from `from`
-void Server::datagram(const uint8_t* data, size_t n, size_t seg, const sockaddr_in& from) {
+// one received datagram (or a GRO batch of seg-byte datagrams) from `from`; in_place: data is
+// serve's own receive buffer, writable from NRL_HEADER_OFFSET bytes before it, so each datagram
+// is framed where it lies (the bytes before a segment are its header room, or the tail of the
+// segment before it, already processed) instead of copied into frame_
+void Server::datagram(const uint8_t* data, size_t n, size_t seg, const sockaddr_in& from,
+                      bool in_place) {
     if (n >= 4 && std::memcmp(data, kControlMagic, 4) == 0) return control(data, n, from);
     std::lock_guard<std::mutex> lock(sh_->mu);
     Engine& e = sh_->eng;
@@ -337,13 +344,19 @@ void Server::datagram(const uint8_t* data, size_t n, size_t seg, const sockaddr_
     for (size_t off = 0; off < (n ? n : 1); off += step) {
         const size_t size = n ? std::min(step, n - off) : 0;
         const size_t flen = NRL_HEADER_OFFSET + size;
-        std::memcpy(f + NRL_HEADER_OFFSET, data + off, size);
-        put16(f + NRL_IP_OFFSET + 2, uint32_t(flen - NRL_IP_OFFSET) & 0xFFFF);
-        put16(f + NRL_UDP_OFFSET + 4, uint32_t(flen - NRL_UDP_OFFSET) & 0xFFFF);
+        uint8_t* fr = f;
+        if (in_place && size) {  // the header goes in front of the datagram where it lies
+            fr = const_cast<uint8_t*>(data + off) - NRL_HEADER_OFFSET;
+            std::memcpy(fr, f, NRL_HEADER_OFFSET);
+        } else {
+            std::memcpy(f + NRL_HEADER_OFFSET, data + off, size);
+        }
+        put16(fr + NRL_IP_OFFSET + 2, uint32_t(flen - NRL_IP_OFFSET) & 0xFFFF);
+        put16(fr + NRL_UDP_OFFSET + 4, uint32_t(flen - NRL_UDP_OFFSET) & 0xFFFF);
         ++handled;
         uint8_t p = port;
         if (any && size >= NRL_HEADER_LEN) {  // SoftSwitch._claimed_port
-            const uint32_t w = (uint32_t(f[NRL_OFF_WORKER]) << 8) | f[NRL_OFF_WORKER + 1];
+            const uint32_t w = (uint32_t(fr[NRL_OFF_WORKER]) << 8) | fr[NRL_OFF_WORKER + 1];
             for (const AnyPort& a : any_)
                 if (a.ip == ip && uint32_t(a.index) == w) {
                     p = a.port;
@@ -354,27 +367,32 @@ void Server::datagram(const uint8_t* data, size_t n, size_t seg, const sockaddr_
                     break;
                 }
         }
-        if (log_arrivals_ && size >= NRL_HEADER_LEN && f[NRL_OFF_OPCODE] == NRL_OP_GRADIENT) {
+        if (log_arrivals_ && size >= NRL_HEADER_LEN && fr[NRL_OFF_OPCODE] == NRL_OP_GRADIENT) {
             std::lock_guard<std::mutex> slock(stats_mu_);
-            arrivals_.push_back({be16(f + NRL_OFF_SLOT), be32(f + NRL_OFF_SEQ),
-                                 be16(f + NRL_OFF_WORKER), be32(f + NRL_OFF_AUX),
-                                 std::string(reinterpret_cast<const char*>(f) + NRL_PAYLOAD_OFFSET,
+            arrivals_.push_back({be16(fr + NRL_OFF_SLOT), be32(fr + NRL_OFF_SEQ),
+                                 be16(fr + NRL_OFF_WORKER), be32(fr + NRL_OFF_AUX),
+                                 std::string(reinterpret_cast<const char*>(fr) + NRL_PAYLOAD_OFFSET,
                                              flen - NRL_PAYLOAD_OFFSET)});
         }
-        e.process(f, flen, p);
+        e.process(fr, flen, p);
         for (const OutFrame& o : e.out) {
             const uint8_t* out = e.out_buf.data() + o.off;
             const uint32_t ip_dst = be32(out + 30);
             const uint32_t udp_dst = (uint32_t(out[36]) << 8) | out[37];
             const uint8_t* body = out + NRL_HEADER_OFFSET;
             const size_t blen = o.len - NRL_HEADER_OFFSET;
-            if (ip_dst == mcast_) {
+            if (ip_dst == mcast_) {  // one copy of the body in tx_ for every member
+                bool queued = false;
                 for (const Member& m : members_) {
                     if (!(m.port & o.ports)) continue;
-                    if (m.fixed)
-                        queue(body, blen, m.dst);
-                    else if (last_known_[m.index])
-                        queue(body, blen, last_[m.index]);
+                    const sockaddr_in* dst = m.fixed ? &m.dst
+                                             : last_known_[m.index] ? &last_[m.index] : nullptr;
+                    if (dst == nullptr) continue;
+                    if (queued)
+                        pending_.push_back({pending_.back().off, blen, *dst});
+                    else
+                        queue(body, blen, *dst);
+                    queued = true;
                 }
             } else if (ip_dst && udp_dst) {
                 queue(body, blen, make_addr(ip_dst, udp_dst));
@@ -402,7 +420,7 @@ void Server::serve(int poll_ms) {
     alignas(cmsghdr) uint8_t ctl[kBatch][CMSG_SPACE(4) * 2 + 16];
     while (!stop_.load(std::memory_order_relaxed)) {
         for (size_t j = 0; j < kBatch; ++j) {
-            iov[j] = {rx_.data() + j * kRecvBytes, kRecvBytes};
+            iov[j] = {rx_.data() + j * kRxStride + kRxHeadroom, kRecvBytes};
             std::memset(&msgs[j], 0, sizeof msgs[j]);
             msgs[j].msg_hdr.msg_name = &from[j];
             msgs[j].msg_hdr.msg_namelen = sizeof from[j];
@@ -437,7 +455,8 @@ void Server::serve(int poll_ms) {
                     rx_overflow_ = drops;
                 }
             }
-            datagram(rx_.data() + size_t(j) * kRecvBytes, n, seg ? seg : 1, from[j]);
+            datagram(rx_.data() + size_t(j) * kRxStride + kRxHeadroom, n, seg ? seg : 1, from[j],
+                     true);
             if (tx_.size() > kTxFlushBytes) flush();
         }
         if (!pending_.empty()) flush();

@@ -74,7 +74,8 @@ private:
         uint8_t port;
     };
     void rebuild();
-    void datagram(const uint8_t* data, size_t n, size_t seg, const sockaddr_in& from);
+    void datagram(const uint8_t* data, size_t n, size_t seg, const sockaddr_in& from,
+                  bool in_place = false);
     void control(const uint8_t* data, size_t n, const sockaddr_in& from);
     void queue(const uint8_t* body, size_t len, const sockaddr_in& dst);
     void flush();
