@@ -454,6 +454,11 @@ wire [31:0] wp_plus_k = {{32-INDEX_W{1'b0}}, wp_reg} + {27'd0, m_count[4:0]};
 wire [INDEX_W:0] size_add = size_add32[INDEX_W:0];
 wire [PAIR_LANE_W-1:0] pair_lane = pair_reg[PAIR_LANE_W-1:0];
 wire [63:0] pair_data = pl_data[pair_lane*64 +: 64];
+// an UPDATE pair taken from the payload beat, registered before the tree update
+// registers: the payload FIFO's block RAM head reaches only this lane select
+// (one pair per clock as before, each leaf update one clock later)
+reg up_v_reg;
+reg [63:0] up_pair_reg;
 
 always @* begin
     state_next = state_reg;
@@ -484,6 +489,13 @@ always @* begin
     tu_idx_next = tu_idx_reg;
     tu_prio_next = tu_prio_reg;
 
+    if (up_v_reg) begin
+        tu_v_next = 1'b1;
+        tu_check_next = 1'b1;
+        tu_idx_next = up_pair_reg[31:0];
+        tu_prio_next = up_pair_reg[63:32];
+    end
+
     pl_ready_int = 1'b0;
     meta_ready_int = 1'b0;
     rec_we_int = 1'b0;
@@ -503,7 +515,7 @@ always @* begin
         S_IDLE: begin
             if (reset_pend_reg) begin
                 // empty the memory once nothing is in flight
-                if (!upd_busy && !tu_v_reg && inflight_reg == 0 && !q_busy) begin
+                if (!upd_busy && !up_v_reg && !tu_v_reg && inflight_reg == 0 && !q_busy) begin
                     tree_clear_int = 1'b1;
                     wp_next = {INDEX_W{1'b0}};
                     size_next = {INDEX_W+1{1'b0}};
@@ -621,10 +633,6 @@ always @* begin
         end
         S_UPD: begin
             if (pl_valid) begin
-                tu_v_next = 1'b1;
-                tu_check_next = 1'b1;
-                tu_idx_next = pair_data[31:0];
-                tu_prio_next = pair_data[63:32];
                 pair_next = pair_reg + 1'b1;
                 left_next = left_reg - 8'd1;
                 if (pair_lane == PAIR_LANE_LAST || left_last) begin
@@ -637,7 +645,7 @@ always @* begin
             end
         end
         S_SMP_WAIT: begin
-            if (!upd_busy && !tu_v_reg && ctx_room && settled) begin
+            if (!upd_busy && !up_v_reg && !tu_v_reg && ctx_room && settled) begin
                 state_next = S_SMP_SETUP;
             end
         end
@@ -718,6 +726,8 @@ always @(posedge clk) begin
     tu_check_reg <= tu_check_next;
     tu_idx_reg <= tu_idx_next;
     tu_prio_reg <= tu_prio_next;
+    up_v_reg <= state_reg == S_UPD && pl_valid;
+    up_pair_reg <= pair_data;
     size_sat_reg <= size_add32[SIZE_ADD_W-1:0] > CAP_S ? CAP_B : size_add;
     size_zero_reg <= size_reg == 0;
     total_zero_reg <= tree_total == 0;
@@ -731,6 +741,7 @@ always @(posedge clk) begin
         reset_pend_reg <= 1'b0;
         tu_v_reg <= 1'b0;
         tu_check_reg <= 1'b0;
+        up_v_reg <= 1'b0;
     end
 end
 
