@@ -19,7 +19,9 @@ replay_mul.v
 replay_sum_tree.v
 replay_rate_limiter.v
 replay_executor.v
+replay_stack.v
 replay_responder.v
+replay_rec_store_bram.v
 replay_rec_store_axi.v
 replay_engine.v
 nrl_l2_learn.v

@@ -43,7 +43,9 @@ THE SOFTWARE.
  *                            leaves wp.. -> sum tree (one per clock), PUSH_ACK
  *                     UPDATE one (index, priority) pair per clock -> sum tree
  *                     SAMPLE one xorshift32 draw per clock -> replay_mul ->
- *                            replay_sum_tree descent -> response queue
+ *                            replay_sum_tree descent -> replay_stack
+ *   replay_stack      record chains (written by PUSH); a stacked sample's
+ *                     chain walk; the samples' response queue entries
  *   replay_responder  one beat per clock: 64-byte header, descriptor and the
  *                     record read from the record memory
  *
@@ -77,7 +79,7 @@ module replay_engine #
     parameter USER_WIDTH = 128,
     // Replay capacity C in records (power of two, 4 .. 131072)
     parameter CAPACITY = 16384,
-    // Record size R in bytes (multiple of 64)
+    // Record size R in bytes (multiple of 64, 64 .. 8192)
     parameter RECORD_BYTES = 128,
     // Value of the BUILD_HASH register
     parameter BUILD_HASH = 32'd0,
@@ -187,21 +189,23 @@ localparam SUM_W = 32 + INDEX_W;
 localparam REC_BEATS = RECORD_BYTES / BEAT_BYTES;
 localparam REC_BEAT_W = REC_BEATS > 1 ? $clog2(REC_BEATS) : 1;
 localparam REC_ADDR_W = INDEX_W + REC_BEAT_W;
-localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BEAT_BYTES;
-localparam PL_BEATS_W = $clog2(MAX_PL_BEATS + 1);
+// the payload FIFO holds two of the largest PUSH payloads: 16 records, or what a
+// 65535-byte frame holds (R > 4088)
+localparam PL_BYTES_16 = 64 + 16*RECORD_BYTES;
+localparam MAX_PL_BEATS = (PL_BYTES_16 < 65535 - 64 ? PL_BYTES_16 : 65535 - 64 + BEAT_BYTES - 1) / BEAT_BYTES;
+localparam PL_BEATS_W = $clog2((64 + 16*RECORD_BYTES) / BEAT_BYTES + 1);
 localparam PL_ADDR_WIDTH = $clog2(2*MAX_PL_BEATS);
 localparam META_ADDR_WIDTH = 5;
-localparam META_WIDTH = 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W;
+localparam META_WIDTH = 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W;
 localparam CTX_TAG_W = 2;  // 4 request contexts
 localparam RESP_Q_ADDR_W = 7;  // response queue: 128 entries
 localparam MUL_LAT = 4 + (SUM_W + 46) / 16;  // replay_mul: 9 clocks up to C = 2^17
-localparam SMP_USER_W = CTX_TAG_W + 6 + 1 + 1;  // sample side band: tag, i, last, uniform
-localparam RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 6 + INDEX_W + 32;
+localparam SMP_USER_W = 4 + CTX_TAG_W + 6 + 1 + 1;  // sample side band: stk, tag, i, last, uniform
+localparam RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 8 + 6 + INDEX_W + 32;
 localparam CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1);
 localparam NCNT = 16;
-// record memory column groups (block RAM record store): width and count
+// record memory column groups (block RAM record store): width
 localparam REC_COL_W = 32;
-localparam REC_COLS = DATA_WIDTH / REC_COL_W;
 // clocks from the responder's record address to its data
 localparam REC_RD_LAT = REC_STORE == 0 ? 3 : 1;
 
@@ -222,8 +226,8 @@ initial begin
         $error("Error: CAPACITY must be a power of two in 4 .. 131072 (instance %m)");
         $finish;
     end
-    if (RECORD_BYTES < 64 || RECORD_BYTES % 64 != 0 || RECORD_BYTES > 4032) begin
-        $error("Error: RECORD_BYTES must be a multiple of 64 in 64..4032 (instance %m)");
+    if (RECORD_BYTES < 64 || RECORD_BYTES % 64 != 0 || RECORD_BYTES > 8192) begin
+        $error("Error: RECORD_BYTES must be a multiple of 64 in 64..8192 (instance %m)");
         $finish;
     end
     if (REC_STORE != 0 && REC_STORE != 1) begin
@@ -378,6 +382,9 @@ wire [INDEX_W-1:0] upd_index;
 wire [31:0] upd_prio;
 wire upd_busy;
 wire q_busy;
+wire ch_begin, ch_rec, ch_end;
+wire [2:0] ch_worker;
+wire smp_done;
 wire r_valid;
 wire [INDEX_W-1:0] r_index;
 wire [31:0] r_prio;
@@ -390,9 +397,14 @@ wire ctx_we;
 wire [CTX_TAG_W-1:0] ctx_wa;
 wire [CTX_WIDTH-1:0] ctx_wd;
 wire ctx_free;
-wire rq_push;
-wire [RESP_ENTRY_W-1:0] rq_push_data;
+wire ex_rq_push;
+wire [RESP_ENTRY_W-1:0] ex_rq_push_data;
+wire st_rq_push;
+wire [RESP_ENTRY_W-1:0] st_rq_push_data;
 wire rq_pop;
+// never both at once (replay_executor): acks and NOT_YET, or the samples' entries
+wire rq_push = ex_rq_push || st_rq_push;
+wire [RESP_ENTRY_W-1:0] rq_push_data = ex_rq_push ? ex_rq_push_data : st_rq_push_data;
 // the executor's state, 0 when idle (the testbench's busy probe reads it here)
 // verilator lint_off UNUSEDSIGNAL
 wire [3:0] state_reg;
@@ -441,10 +453,11 @@ exec_inst (
     .upd_busy(upd_busy),
     .q_busy(q_busy),
     .tree_total(tree_total),
-    .r_valid(r_valid),
-    .r_index(r_index),
-    .r_prio(r_prio),
-    .r_user(r_user),
+    .ch_begin(ch_begin),
+    .ch_worker(ch_worker),
+    .ch_rec(ch_rec),
+    .ch_end(ch_end),
+    .smp_done(smp_done),
     .mul_valid(mul_in_valid),
     .mul_a(mul_in_a),
     .mul_b(mul_in_b),
@@ -453,8 +466,8 @@ exec_inst (
     .ctx_waddr(ctx_wa),
     .ctx_wdata(ctx_wd),
     .ctx_free(ctx_free),
-    .rq_push(rq_push),
-    .rq_push_data(rq_push_data),
+    .rq_push(ex_rq_push),
+    .rq_push_data(ex_rq_push_data),
     .rq_pop(rq_pop),
     .state(state_reg),
     .stat_empty(stat_empty),
@@ -514,6 +527,33 @@ tree_inst (
 );
 
 // ---------------------------------------------------------------------------
+// record chains and stacked samples: the tree's results become response queue
+// entries (k per stacked sample)
+
+replay_stack #(
+    .CAPACITY(CAPACITY),
+    .CTX_TAG_W(CTX_TAG_W),
+    .SMP_Q_ADDR_W(RESP_Q_ADDR_W)
+)
+stack_inst (
+    .clk(clk),
+    .rst(rst),
+    .ch_clear(tree_clear),
+    .ch_begin(ch_begin),
+    .ch_worker(ch_worker),
+    .ch_rec(ch_rec),
+    .ch_index(upd_index),
+    .ch_end(ch_end),
+    .r_valid(r_valid),
+    .r_index(r_index),
+    .r_prio(r_prio),
+    .r_user(r_user),
+    .rq_push(st_rq_push),
+    .rq_push_data(st_rq_push_data),
+    .smp_done(smp_done)
+);
+
+// ---------------------------------------------------------------------------
 // record store: written by the executor, read for the responder
 
 wire [REC_ADDR_W-1:0] rec_ra;
@@ -524,46 +564,27 @@ wire rsp_tvalid;
 wire rsp_tready;
 wire rsp_tlast;
 wire [USER_WIDTH-1:0] rsp_tuser;
+wire rsp_tzero;
 
 generate
 if (REC_STORE == 0) begin : g_rec_bram
 
-    // block RAM, C * R bytes (2 MiB by default: about 460 RAMB36 spread over
-    // the die), cut into REC_COLS column groups of REC_COL_W bits. Each group
-    // has its own registered copy of the write enable, write address, write
-    // data and read address (kept apart: one copy would fan out to every
-    // RAMB36), and an output register after the registered read, so the
-    // record data reaches the responder REC_RD_LAT = 3 clocks after its
-    // address. Writes land one clock later too, so a record read before a
-    // PUSH overwrites it still returns the old one (the PUSH waits for the
-    // response queue to empty, several clocks after the last read address).
-    genvar gc;
-    for (gc = 0; gc < REC_COLS; gc = gc + 1) begin : g_col
-        (* keep = "true" *) reg we_reg;
-        (* keep = "true" *) reg [REC_ADDR_W-1:0] wa_reg;
-        (* keep = "true" *) reg [REC_ADDR_W-1:0] ra_reg;
-        reg [REC_COL_W-1:0] wd_reg;
-        reg [REC_COL_W-1:0] mem[(2**REC_ADDR_W)-1:0];
-        reg [REC_COL_W-1:0] rd_reg;
-        reg [REC_COL_W-1:0] rd_out_reg;
-
-        always @(posedge clk) begin
-            we_reg <= rec_we;
-            wa_reg <= rec_wa;
-            wd_reg <= pl_data[gc*REC_COL_W +: REC_COL_W];
-            ra_reg <= rec_ra;
-            if (we_reg) begin
-                mem[wa_reg] <= wd_reg;
-            end
-            rd_reg <= mem[ra_reg];
-            rd_out_reg <= rd_reg;
-            if (rst) begin
-                we_reg <= 1'b0;
-            end
-        end
-
-        assign rec_rd[gc*REC_COL_W +: REC_COL_W] = rd_out_reg;
-    end
+    // block RAM (replay_rec_store_bram): record data REC_RD_LAT = 3 clocks
+    // after its address
+    replay_rec_store_bram #(
+        .DATA_WIDTH(DATA_WIDTH),
+        .REC_ADDR_W(REC_ADDR_W),
+        .REC_COL_W(REC_COL_W)
+    )
+    bram_inst (
+        .clk(clk),
+        .rst(rst),
+        .wr_en(rec_we),
+        .wr_addr(rec_wa),
+        .wr_data(pl_data),
+        .rd_addr(rec_ra),
+        .rd_data(rec_rd)
+    );
 
     assign rec_wr_ready = 1'b1;
     assign rpl_axi_err = 32'd0;
@@ -602,7 +623,7 @@ if (REC_STORE == 0) begin : g_rec_bram
     assign m_axi_rready = 1'b0;
 
     // verilator lint_off UNUSEDSIGNAL
-    wire unused_axi = m_axi_awready | m_axi_wready | (|m_axi_bid) | (|m_axi_bresp) |
+    wire unused_axi = rsp_tzero | m_axi_awready | m_axi_wready | (|m_axi_bid) | (|m_axi_bresp) |
                       m_axi_bvalid | m_axi_arready | (|m_axi_rid) | (|m_axi_rdata) |
                       (|m_axi_rresp) | m_axi_rlast | m_axi_rvalid;
     // verilator lint_on UNUSEDSIGNAL
@@ -632,14 +653,16 @@ end else begin : g_rec_axi
         .wr_addr(rec_wa),
         .wr_data(pl_data),
         .wr_ready(rec_wr_ready),
-        .rd_req_valid(rq_push && !rq_push_data[RESP_ENTRY_W-1]),
-        .rd_req_index(rq_push_data[32 +: INDEX_W]),
+        // a sample's record, unless its stack position broke (brk: no read)
+        .rd_req_valid(st_rq_push && !st_rq_push_data[38+INDEX_W]),
+        .rd_req_index(st_rq_push_data[32 +: INDEX_W]),
         .s_axis_tdata(rsp_tdata),
         .s_axis_tkeep(rsp_tkeep),
         .s_axis_tvalid(rsp_tvalid),
         .s_axis_tready(rsp_tready),
         .s_axis_tlast(rsp_tlast),
         .s_axis_tuser(rsp_tuser),
+        .s_axis_tzero(rsp_tzero),
         .m_axis_tdata(m_axis_tdata),
         .m_axis_tkeep(m_axis_tkeep),
         .m_axis_tvalid(m_axis_tvalid),
@@ -772,6 +795,7 @@ resp_inst (
     .m_axis_tready(rsp_tready),
     .m_axis_tlast(rsp_tlast),
     .m_axis_tuser(rsp_tuser),
+    .m_axis_tzero(rsp_tzero),
     .stat_tx_ack(stat_tx_ack),
     .stat_tx_resp(stat_tx_resp),
     .stat_tx_push_ny(stat_tx_push_ny),

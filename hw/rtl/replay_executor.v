@@ -44,7 +44,8 @@ THE SOFTWARE.
  *           with index >= size is counted and left out
  *   SAMPLE  one xorshift32 draw per clock to the draw multiplier
  *           (replay_mul), which feeds the sum tree descent; each result
- *           enters the response queue
+ *           goes to replay_stack, which puts its k entries (1 when the
+ *           request is not stacked) into the response queue
  *   dropped frame: its payload beats are skipped
  *
  * Rate limiting (docs/protocol.md section 5, replay_rate_limiter): a PUSH
@@ -73,11 +74,17 @@ THE SOFTWARE.
  * executor reserves an entry per sample, ack or NOT_YET and rq_pop releases
  * it).
  *
+ * Record chains (replay_stack): at an accepted PUSH ch_begin names its
+ * worker, every leaf it writes (ch_rec, index upd_index) is one record of
+ * the chain, and ch_end closes it.
+ *
  * Request context (LSB first): size, total (the sampled distribution's
  * size and sum), count, csum, seq, worker, port, udp_src, ip_src, eth_src.
- * Response queue entry (LSB first): prio, index, i (sample number), tag,
- * last (last entry of the request), ack (PUSH_ACK, else a sample).
- * Draw side band (LSB first): uniform, last, i, tag.
+ * Response queue entry (LSB first): prio, index, i (sample number), brk
+ * (a stack position whose chain broke), pos (its position), stk (the stack
+ * depth k, 0 when not stacked), tag, last (last entry of the request), ack
+ * (PUSH_ACK, else a sample). A stacked sample takes k entries.
+ * Draw side band (LSB first): uniform, last, i, tag, stk.
  */
 module replay_executor #
 (
@@ -85,7 +92,7 @@ module replay_executor #
     parameter DATA_WIDTH = 256,
     // Replay capacity C in records (power of two, 4 .. 131072)
     parameter CAPACITY = 16384,
-    // Record size R in bytes (multiple of 64)
+    // Record size R in bytes (multiple of 64, at most 8192)
     parameter RECORD_BYTES = 128,
     // log2 of the number of request contexts
     parameter CTX_TAG_W = 2,
@@ -98,13 +105,13 @@ module replay_executor #
     // Record memory address width (computed; do not override)
     parameter REC_ADDR_W = INDEX_W + (RECORD_BYTES > DATA_WIDTH/8 ? $clog2(RECORD_BYTES*8/DATA_WIDTH) : 1),
     // Width of the ingress meta entry (computed; do not override)
-    parameter META_WIDTH = 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + $clog2((64 + 16*RECORD_BYTES)/(DATA_WIDTH/8) + 1),
+    parameter META_WIDTH = 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + $clog2((64 + 16*RECORD_BYTES)/(DATA_WIDTH/8) + 1),
     // Width of a request context (computed; do not override)
     parameter CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1),
     // Width of a response queue entry (computed; do not override)
-    parameter RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 6 + INDEX_W + 32,
+    parameter RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 8 + 6 + INDEX_W + 32,
     // Width of the draw side band (computed; do not override)
-    parameter SMP_USER_W = CTX_TAG_W + 6 + 1 + 1
+    parameter SMP_USER_W = 4 + CTX_TAG_W + 6 + 1 + 1
 )
 (
     input  wire                     clk,
@@ -159,12 +166,16 @@ module replay_executor #
     input  wire                     upd_busy,
     input  wire                     q_busy,
     input  wire [SUM_W-1:0]         tree_total,
-    input  wire                     r_valid,
-    input  wire [INDEX_W-1:0]       r_index,
-    input  wire [31:0]              r_prio,
-    // verilator lint_off UNUSEDSIGNAL
-    input  wire [SMP_USER_W-1:0]    r_user,  // bit 0 (uniform) is used before the tree
-    // verilator lint_on UNUSEDSIGNAL
+
+    /*
+     * Record chains (replay_stack): a PUSH's worker, its records, its end;
+     * a sample's entries all pushed to the response queue
+     */
+    output wire                     ch_begin,
+    output wire [2:0]               ch_worker,
+    output wire                     ch_rec,
+    output wire                     ch_end,
+    input  wire                     smp_done,
 
     /*
      * Draws out (replay_mul, then the sum tree descent)
@@ -185,7 +196,7 @@ module replay_executor #
     /*
      * Response queue: push, pop by the responder (releases a reserved entry)
      */
-    output wire                     rq_push,
+    output wire                     rq_push,  // acks and NOT_YET (samples: replay_stack)
     output wire [RESP_ENTRY_W-1:0]  rq_push_data,
     input  wire                     rq_pop,
 
@@ -206,6 +217,7 @@ localparam PAIR_LANE_W = $clog2(PAIRS_PER_BEAT);
 localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BEAT_BYTES;
 localparam PL_BEATS_W = $clog2(MAX_PL_BEATS + 1);
 localparam RESP_Q_DEPTH = 2**RESP_Q_ADDR_W;
+localparam [RESP_Q_ADDR_W+1:0] RESP_Q_DEPTH_L = RESP_Q_DEPTH;
 
 // verilator lint_off UNUSEDPARAM
 `include "nrl_regs.vh"  // RST_RPL_SEED
@@ -224,7 +236,7 @@ localparam [SIZE_ADD_W-1:0] CAP_S = CAPACITY[SIZE_ADD_W-1:0];
 localparam [PAIR_LANE_W-1:0] PAIR_LANE_LAST = PAIRS_PER_BEAT_M1[PAIR_LANE_W-1:0];
 
 initial begin
-    if (META_WIDTH != 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W) begin
+    if (META_WIDTH != 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W) begin
         $error("Error: META_WIDTH must be the ingress meta entry width (instance %m)");
         $finish;
     end
@@ -245,13 +257,15 @@ localparam MO_SEQ = MO_CNT + 8;
 localparam MO_W = MO_SEQ + 32;
 localparam MO_PRIO = MO_W + 3;
 localparam MO_OP = MO_PRIO + 1;
-localparam MO_CSUM = MO_OP + 2;
+localparam MO_STK = MO_OP + 2;
+localparam MO_CSUM = MO_STK + 4;
 localparam MO_OK = MO_CSUM + 16;
 wire [7:0] m_count = meta_data[MO_CNT +: 8];
 wire [15:0] m_csum = meta_data[MO_CSUM +: 16];
 wire m_prio = meta_data[MO_PRIO];
 wire [1:0] m_op = meta_data[MO_OP +: 2];
 wire m_ok = meta_data[MO_OK];
+wire [3:0] m_stk = meta_data[MO_STK +: 4];  // stack depth k, 0 when not stacked
 
 // ---------------------------------------------------------------------------
 // sum tree updates
@@ -298,6 +312,9 @@ wire ctx_room = ctx_used_reg < 2**CTX_TAG_W;
 // responder has issued the frame's last beat
 reg [RESP_Q_ADDR_W+1:0] rq_used_reg;
 reg rq_take;
+reg [3:0] rq_take_n;  // entries taken: 1, or k for a stacked sample
+// the most entries in use that leave room for one more sample of the request
+reg [RESP_Q_ADDR_W+1:0] rq_lim_reg, rq_lim_next;
 // the responder's pop, registered: it is decoded from the queue head in the same clock,
 // and the release may come a clock late (a PUSH then waits one clock more)
 reg rq_pop_reg;
@@ -307,8 +324,9 @@ reg smp_issue;
 
 always @(posedge clk) begin
     rq_pop_reg <= rq_pop;
-    rq_used_reg <= rq_used_reg + {{RESP_Q_ADDR_W+1{1'b0}}, rq_take} - {{RESP_Q_ADDR_W+1{1'b0}}, rq_pop_reg};
-    inflight_reg <= inflight_reg + {7'd0, smp_issue} - {7'd0, r_valid};
+    rq_used_reg <= rq_used_reg + (rq_take ? {{RESP_Q_ADDR_W-2{1'b0}}, rq_take_n} : {RESP_Q_ADDR_W+2{1'b0}}) -
+                   {{RESP_Q_ADDR_W+1{1'b0}}, rq_pop_reg};
+    inflight_reg <= inflight_reg + {7'd0, smp_issue} - {7'd0, smp_done};
     if (rst) begin
         rq_pop_reg <= 1'b0;
         rq_used_reg <= {RESP_Q_ADDR_W+2{1'b0}};
@@ -383,7 +401,8 @@ localparam [1:0] NY_MIN_SIZE = NRL_NOT_YET_MIN_SIZE[1:0];
 localparam [1:0] NY_RATE = NRL_NOT_YET_RATE[1:0];
 // the IPv4 checksum of a 64-byte reply from that of a 128 + R byte one: the length
 // difference added back, one's complement (an all-ones sum is the zero it stands for)
-localparam [16:0] CSUM_SHORT_D = 17'd64 + RECORD_BYTES;
+localparam [31:0] RECORD_BYTES32 = RECORD_BYTES;
+localparam [16:0] CSUM_SHORT_D = 17'd64 + RECORD_BYTES32[16:0];
 
 reg rate_insert;      // the PUSH at the head is accepted: the accumulator gains
 reg rate_sample;      // the SAMPLE_REQ at the head is served: the accumulator loses
@@ -504,12 +523,14 @@ always @* begin
     ctx_we_int = 1'b0;
     ctx_wd = ctx_common;
     rq_take = 1'b0;
+    rq_take_n = 4'd1;
+    rq_lim_next = rq_lim_reg;
     smp_issue = 1'b0;
     stat_empty_int = 1'b0;
     mul_in_valid = 1'b0;
     mul_in_a = {6'd0, xorshift32(rng_reg)};
     mul_in_b = y_reg;
-    mul_in_user = {ctx_wr_reg, smp_i_reg[5:0], 1'b0, !m_prio};
+    mul_in_user = {m_stk, ctx_wr_reg, smp_i_reg[5:0], 1'b0, !m_prio};
 
     case (state_reg)
         S_IDLE: begin
@@ -672,13 +693,16 @@ always @* begin
                 ctx_wd[0 +: INDEX_W+1] = size_reg;
                 smp_i_next = 7'd0;
                 left_next = m_count;
+                rq_lim_next = RESP_Q_DEPTH_L - (m_stk == 4'd0 ? {{RESP_Q_ADDR_W+1{1'b0}}, 1'b1} :
+                                                {{RESP_Q_ADDR_W-2{1'b0}}, m_stk});
                 state_next = S_SMP_ISSUE;
             end
         end
         S_SMP_ISSUE: begin
-            if (rq_used_reg < RESP_Q_DEPTH) begin
+            if (rq_used_reg <= rq_lim_reg) begin
                 smp_issue = 1'b1;
                 rq_take = 1'b1;
+                rq_take_n = m_stk == 4'd0 ? 4'd1 : m_stk;
                 rng_next = xorshift32(rng_reg);
                 mul_in_valid = 1'b1;
                 mul_in_a = {m_prio ? smp_i_reg[5:0] : 6'd0, rng_next};
@@ -718,6 +742,7 @@ always @(posedge clk) begin
     rng_reg <= rng_next;
     y_reg <= y_next;
     smp_i_reg <= smp_i_next;
+    rq_lim_reg <= rq_lim_next;
     wp_reg <= wp_next;
     size_reg <= size_next;
     ctx_wr_reg <= ctx_wr_next;
@@ -742,26 +767,32 @@ always @(posedge clk) begin
         tu_v_reg <= 1'b0;
         tu_check_reg <= 1'b0;
         up_v_reg <= 1'b0;
+        rq_lim_reg <= {RESP_Q_ADDR_W+2{1'b0}};
     end
 end
 
-// response queue input: the ack (executor) or a sample (tree); never both,
-// since a PUSH waits for every earlier sample to leave the tree
+// response queue input: the ack or a NOT_YET here, the samples' entries from
+// replay_stack; never both, since a PUSH or a NOT_YET waits for every earlier
+// sample to be done (inflight_reg counts until replay_stack's smp_done)
 always @* begin
     rq_push_int = 1'b0;
-    rq_push_data_int = {1'b0, r_user[1], r_user[SMP_USER_W-1 -: CTX_TAG_W], r_user[7:2], r_index, r_prio};
+    rq_push_data_int = {1'b1, 1'b1, ctx_wr_reg, 8'd0, 6'd0, wp_reg, 32'd0};
     if (state_reg == S_PUSH_END) begin
         rq_push_int = 1'b1;
-        rq_push_data_int = {1'b1, 1'b1, ctx_wr_reg, 6'd0, wp_reg, 32'd0};
     end else if (ny_int) begin
         // NOT_YET: header only (ack), i = {1, sample, 00, reason}, prio = size
         rq_push_int = 1'b1;
-        rq_push_data_int = {1'b1, 1'b1, ctx_wr_reg, 1'b1, ny_sample, 2'b00, ny_reason,
+        rq_push_data_int = {1'b1, 1'b1, ctx_wr_reg, 8'd0, 1'b1, ny_sample, 2'b00, ny_reason,
                             {INDEX_W{1'b0}}, {{31-INDEX_W{1'b0}}, size_reg}};
-    end else if (r_valid) begin
-        rq_push_int = 1'b1;
     end
 end
+
+// record chains: the PUSH's worker when it is accepted, its leaves (the tree
+// updates without the UPDATE range check), its end
+assign ch_begin = rate_insert;
+assign ch_worker = meta_data[MO_W +: 3];
+assign ch_rec = tu_v_reg && !tu_check_reg;
+assign ch_end = state_reg == S_PUSH_END;
 
 endmodule
 
