@@ -68,7 +68,8 @@ def unsupported(vector: Vector, caps: Capabilities) -> str:
     """Why an implementation with ``caps`` cannot play ``vector`` ('' when it can)."""
     want = needs(vector)
     why = []
-    if want.max_stack > caps.max_stack:
+    # an implementation with stacks up to MAX_STACK also drops any deeper aux (BAD_COUNT)
+    if want.max_stack > caps.max_stack and caps.max_stack < C.MAX_STACK:
         why.append(f"SAMPLE_REQ stack depth (aux) up to {want.max_stack}, handled up to "
                    f"{caps.max_stack}")
     if want.max_record_bytes > caps.max_record_bytes:
