@@ -204,10 +204,6 @@ localparam SMP_USER_W = 4 + CTX_TAG_W + 6 + 1 + 1;  // sample side band: stk, ta
 localparam RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 8 + 6 + INDEX_W + 32;
 localparam CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1);
 localparam NCNT = 16;
-// record memory column groups (block RAM record store): width
-localparam REC_COL_W = 32;
-// clocks from the responder's record address to its data
-localparam REC_RD_LAT = REC_STORE == 0 ? 3 : 1;
 
 initial begin
     if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
@@ -399,37 +395,36 @@ wire [CTX_WIDTH-1:0] ctx_wd;
 wire ctx_free;
 wire ex_rq_push;
 wire [RESP_ENTRY_W-1:0] ex_rq_push_data;
-wire st_rq_push;
-wire [RESP_ENTRY_W-1:0] st_rq_push_data;
 wire rq_pop;
-// never both at once (replay_executor): acks and NOT_YET, or the samples' entries
-wire rq_push = ex_rq_push || st_rq_push;
-wire [RESP_ENTRY_W-1:0] rq_push_data = ex_rq_push ? ex_rq_push_data : st_rq_push_data;
 // the executor's state, 0 when idle (the testbench's busy probe reads it here)
 // verilator lint_off UNUSEDSIGNAL
 wire [3:0] state_reg;
 // verilator lint_on UNUSEDSIGNAL
 wire stat_empty;
 wire stat_bad_update;
+wire smp_setup, smp_issue, smp_last;
+wire [CTX_TAG_W-1:0] smp_tag;
+wire [3:0] smp_stk;
+wire smp_prio;
+wire [7:0] smp_count;
+wire rq_take;
+wire [3:0] rq_take_n;
+wire ctx_room, rq_empty, rq_room_1, rq_room_k, inflight_zero;
 
 replay_executor #(
     .DATA_WIDTH(DATA_WIDTH),
     .CAPACITY(CAPACITY),
     .RECORD_BYTES(RECORD_BYTES),
     .CTX_TAG_W(CTX_TAG_W),
-    .RESP_Q_ADDR_W(RESP_Q_ADDR_W),
     .REC_ADDR_W(REC_ADDR_W),
     .META_WIDTH(META_WIDTH),
     .CTX_WIDTH(CTX_WIDTH),
-    .RESP_ENTRY_W(RESP_ENTRY_W),
-    .SMP_USER_W(SMP_USER_W)
+    .RESP_ENTRY_W(RESP_ENTRY_W)
 )
 exec_inst (
     .clk(clk),
     .rst(rst),
     .rpl_reset(rpl_reset),
-    .seed(seed),
-    .seed_wr(seed_wr),
     .min_size(min_size),
     .spi(spi),
     .spi_error(spi_error),
@@ -457,21 +452,80 @@ exec_inst (
     .ch_worker(ch_worker),
     .ch_rec(ch_rec),
     .ch_end(ch_end),
-    .smp_done(smp_done),
-    .mul_valid(mul_in_valid),
-    .mul_a(mul_in_a),
-    .mul_b(mul_in_b),
-    .mul_user(mul_in_user),
+    .smp_setup(smp_setup),
+    .smp_issue(smp_issue),
+    .smp_last(smp_last),
+    .smp_tag(smp_tag),
+    .smp_stk(smp_stk),
+    .smp_prio(smp_prio),
+    .smp_count(smp_count),
+    .rq_take(rq_take),
+    .rq_take_n(rq_take_n),
+    .ctx_room(ctx_room),
+    .rq_empty(rq_empty),
+    .rq_room_1(rq_room_1),
+    .rq_room_k(rq_room_k),
+    .inflight_zero(inflight_zero),
     .ctx_we(ctx_we),
     .ctx_waddr(ctx_wa),
     .ctx_wdata(ctx_wd),
-    .ctx_free(ctx_free),
     .rq_push(ex_rq_push),
     .rq_push_data(ex_rq_push_data),
-    .rq_pop(rq_pop),
     .state(state_reg),
     .stat_empty(stat_empty),
     .stat_bad_update(stat_bad_update)
+);
+
+// ---------------------------------------------------------------------------
+// the executor's credits (request contexts, response queue entries, samples
+// in flight) and draws (xorshift32, the draw scale)
+
+replay_credits #(
+    .CTX_TAG_W(CTX_TAG_W),
+    .RESP_Q_ADDR_W(RESP_Q_ADDR_W)
+)
+credits_inst (
+    .clk(clk),
+    .rst(rst),
+    .ctx_take(ctx_we),
+    .ctx_free(ctx_free),
+    .ctx_room(ctx_room),
+    .rq_take(rq_take),
+    .rq_take_n(rq_take_n),
+    .rq_pop(rq_pop),
+    .lim_load(smp_setup),
+    .lim_stk(smp_stk),
+    .rq_empty(rq_empty),
+    .rq_room_1(rq_room_1),
+    .rq_room_k(rq_room_k),
+    .issue(smp_issue),
+    .smp_done(smp_done),
+    .inflight_zero(inflight_zero)
+);
+
+replay_draw #(
+    .SUM_W(SUM_W),
+    .INDEX_W(INDEX_W),
+    .CTX_TAG_W(CTX_TAG_W)
+)
+draw_inst (
+    .clk(clk),
+    .rst(rst),
+    .seed(seed),
+    .seed_wr(seed_wr),
+    .prio(smp_prio),
+    .count(smp_count),
+    .stk(smp_stk),
+    .tag(smp_tag),
+    .tree_total(tree_total),
+    .size(size),
+    .setup(smp_setup),
+    .issue(smp_issue),
+    .last(smp_last),
+    .mul_valid(mul_in_valid),
+    .mul_a(mul_in_a),
+    .mul_b(mul_in_b),
+    .mul_user(mul_in_user)
 );
 
 // ---------------------------------------------------------------------------
@@ -527,17 +581,37 @@ tree_inst (
 );
 
 // ---------------------------------------------------------------------------
-// record chains and stacked samples: the tree's results become response queue
-// entries (k per stacked sample)
+// egress (replay_egress): record chains and stacked samples, the record store,
+// the request contexts, the response queue and the responder
 
-replay_stack #(
+wire stat_tx_ack, stat_tx_resp, stat_tx_push_ny, stat_tx_sample_ny;
+// the response queue holds an entry (the testbench's busy probe reads it here)
+// verilator lint_off UNUSEDSIGNAL
+wire rq_valid;
+// verilator lint_on UNUSEDSIGNAL
+
+replay_egress #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH),
+    .USER_WIDTH(USER_WIDTH),
     .CAPACITY(CAPACITY),
+    .RECORD_BYTES(RECORD_BYTES),
+    .REC_STORE(REC_STORE),
+    .AXI_ADDR_WIDTH(AXI_ADDR_WIDTH),
+    .AXI_ID_WIDTH(AXI_ID_WIDTH),
+    .AXI_BASE_ADDR(AXI_BASE_ADDR),
     .CTX_TAG_W(CTX_TAG_W),
-    .SMP_Q_ADDR_W(RESP_Q_ADDR_W)
+    .RESP_Q_ADDR_W(RESP_Q_ADDR_W),
+    .REC_ADDR_W(REC_ADDR_W)
 )
-stack_inst (
+egress_inst (
     .clk(clk),
     .rst(rst),
+    .job_id(job_id),
+    .udp_port(udp_port),
+    .switch_ip(switch_ip),
+    .switch_mac(switch_mac),
+    .rpl_reset(rpl_reset),
     .ch_clear(tree_clear),
     .ch_begin(ch_begin),
     .ch_worker(ch_worker),
@@ -548,254 +622,63 @@ stack_inst (
     .r_index(r_index),
     .r_prio(r_prio),
     .r_user(r_user),
-    .rq_push(st_rq_push),
-    .rq_push_data(st_rq_push_data),
-    .smp_done(smp_done)
-);
-
-// ---------------------------------------------------------------------------
-// record store: written by the executor, read for the responder
-
-wire [REC_ADDR_W-1:0] rec_ra;
-wire [DATA_WIDTH-1:0] rec_rd;
-wire [DATA_WIDTH-1:0] rsp_tdata;
-wire [KEEP_WIDTH-1:0] rsp_tkeep;
-wire rsp_tvalid;
-wire rsp_tready;
-wire rsp_tlast;
-wire [USER_WIDTH-1:0] rsp_tuser;
-wire rsp_tzero;
-
-generate
-if (REC_STORE == 0) begin : g_rec_bram
-
-    // block RAM (replay_rec_store_bram): record data REC_RD_LAT = 3 clocks
-    // after its address
-    replay_rec_store_bram #(
-        .DATA_WIDTH(DATA_WIDTH),
-        .REC_ADDR_W(REC_ADDR_W),
-        .REC_COL_W(REC_COL_W)
-    )
-    bram_inst (
-        .clk(clk),
-        .rst(rst),
-        .wr_en(rec_we),
-        .wr_addr(rec_wa),
-        .wr_data(pl_data),
-        .rd_addr(rec_ra),
-        .rd_data(rec_rd)
-    );
-
-    assign rec_wr_ready = 1'b1;
-    assign rpl_axi_err = 32'd0;
-    assign m_axis_tdata = rsp_tdata;
-    assign m_axis_tkeep = rsp_tkeep;
-    assign m_axis_tvalid = rsp_tvalid;
-    assign rsp_tready = m_axis_tready;
-    assign m_axis_tlast = rsp_tlast;
-    assign m_axis_tuser = rsp_tuser;
-
-    assign m_axi_awid = {AXI_ID_WIDTH{1'b0}};
-    assign m_axi_awaddr = {AXI_ADDR_WIDTH{1'b0}};
-    assign m_axi_awlen = 8'd0;
-    assign m_axi_awsize = 3'd0;
-    assign m_axi_awburst = 2'd0;
-    assign m_axi_awlock = 1'b0;
-    assign m_axi_awcache = 4'd0;
-    assign m_axi_awprot = 3'd0;
-    assign m_axi_awqos = 4'd0;
-    assign m_axi_awvalid = 1'b0;
-    assign m_axi_wdata = 512'd0;
-    assign m_axi_wstrb = 64'd0;
-    assign m_axi_wlast = 1'b0;
-    assign m_axi_wvalid = 1'b0;
-    assign m_axi_bready = 1'b0;
-    assign m_axi_arid = {AXI_ID_WIDTH{1'b0}};
-    assign m_axi_araddr = {AXI_ADDR_WIDTH{1'b0}};
-    assign m_axi_arlen = 8'd0;
-    assign m_axi_arsize = 3'd0;
-    assign m_axi_arburst = 2'd0;
-    assign m_axi_arlock = 1'b0;
-    assign m_axi_arcache = 4'd0;
-    assign m_axi_arprot = 3'd0;
-    assign m_axi_arqos = 4'd0;
-    assign m_axi_arvalid = 1'b0;
-    assign m_axi_rready = 1'b0;
-
-    // verilator lint_off UNUSEDSIGNAL
-    wire unused_axi = rsp_tzero | m_axi_awready | m_axi_wready | (|m_axi_bid) | (|m_axi_bresp) |
-                      m_axi_bvalid | m_axi_arready | (|m_axi_rid) | (|m_axi_rdata) |
-                      (|m_axi_rresp) | m_axi_rlast | m_axi_rvalid;
-    // verilator lint_on UNUSEDSIGNAL
-
-end else begin : g_rec_axi
-
-    // external memory: each sample's record is requested when the sum tree
-    // returns its index (in response queue order) and its beats replace the
-    // responder's record beats on the way out
-    assign rec_rd = {DATA_WIDTH{1'b0}};
-
-    replay_rec_store_axi #(
-        .DATA_WIDTH(DATA_WIDTH),
-        .KEEP_WIDTH(KEEP_WIDTH),
-        .USER_WIDTH(USER_WIDTH),
-        .CAPACITY(CAPACITY),
-        .RECORD_BYTES(RECORD_BYTES),
-        .AXI_ADDR_WIDTH(AXI_ADDR_WIDTH),
-        .AXI_ID_WIDTH(AXI_ID_WIDTH),
-        .AXI_BASE_ADDR(AXI_BASE_ADDR),
-        .REC_ADDR_W(REC_ADDR_W)
-    )
-    store_inst (
-        .clk(clk),
-        .rst(rst),
-        .wr_valid(rec_we),
-        .wr_addr(rec_wa),
-        .wr_data(pl_data),
-        .wr_ready(rec_wr_ready),
-        // a sample's record, unless its stack position broke (brk: no read)
-        .rd_req_valid(st_rq_push && !st_rq_push_data[38+INDEX_W]),
-        .rd_req_index(st_rq_push_data[32 +: INDEX_W]),
-        .s_axis_tdata(rsp_tdata),
-        .s_axis_tkeep(rsp_tkeep),
-        .s_axis_tvalid(rsp_tvalid),
-        .s_axis_tready(rsp_tready),
-        .s_axis_tlast(rsp_tlast),
-        .s_axis_tuser(rsp_tuser),
-        .s_axis_tzero(rsp_tzero),
-        .m_axis_tdata(m_axis_tdata),
-        .m_axis_tkeep(m_axis_tkeep),
-        .m_axis_tvalid(m_axis_tvalid),
-        .m_axis_tready(m_axis_tready),
-        .m_axis_tlast(m_axis_tlast),
-        .m_axis_tuser(m_axis_tuser),
-        .m_axi_awid(m_axi_awid),
-        .m_axi_awaddr(m_axi_awaddr),
-        .m_axi_awlen(m_axi_awlen),
-        .m_axi_awsize(m_axi_awsize),
-        .m_axi_awburst(m_axi_awburst),
-        .m_axi_awlock(m_axi_awlock),
-        .m_axi_awcache(m_axi_awcache),
-        .m_axi_awprot(m_axi_awprot),
-        .m_axi_awqos(m_axi_awqos),
-        .m_axi_awvalid(m_axi_awvalid),
-        .m_axi_awready(m_axi_awready),
-        .m_axi_wdata(m_axi_wdata),
-        .m_axi_wstrb(m_axi_wstrb),
-        .m_axi_wlast(m_axi_wlast),
-        .m_axi_wvalid(m_axi_wvalid),
-        .m_axi_wready(m_axi_wready),
-        .m_axi_bid(m_axi_bid),
-        .m_axi_bresp(m_axi_bresp),
-        .m_axi_bvalid(m_axi_bvalid),
-        .m_axi_bready(m_axi_bready),
-        .m_axi_arid(m_axi_arid),
-        .m_axi_araddr(m_axi_araddr),
-        .m_axi_arlen(m_axi_arlen),
-        .m_axi_arsize(m_axi_arsize),
-        .m_axi_arburst(m_axi_arburst),
-        .m_axi_arlock(m_axi_arlock),
-        .m_axi_arcache(m_axi_arcache),
-        .m_axi_arprot(m_axi_arprot),
-        .m_axi_arqos(m_axi_arqos),
-        .m_axi_arvalid(m_axi_arvalid),
-        .m_axi_arready(m_axi_arready),
-        .m_axi_rid(m_axi_rid),
-        .m_axi_rdata(m_axi_rdata),
-        .m_axi_rresp(m_axi_rresp),
-        .m_axi_rlast(m_axi_rlast),
-        .m_axi_rvalid(m_axi_rvalid),
-        .m_axi_rready(m_axi_rready),
-        .err_clear(rpl_reset),
-        .axi_err(rpl_axi_err)
-    );
-
-    // verilator lint_off UNUSEDSIGNAL
-    wire unused_rec = |rec_ra;
-    // verilator lint_on UNUSEDSIGNAL
-
-end
-endgenerate
-
-// ---------------------------------------------------------------------------
-// request contexts (what a reply echoes), written by the executor, read by
-// the responder
-
-reg [CTX_WIDTH-1:0] ctx_mem[(2**CTX_TAG_W)-1:0];
-wire [CTX_TAG_W-1:0] ctx_ra;
-
-always @(posedge clk) begin
-    if (ctx_we) begin
-        ctx_mem[ctx_wa] <= ctx_wd;
-    end
-end
-
-// ---------------------------------------------------------------------------
-// response queue: pushed by the executor, popped by the responder
-
-wire [RESP_ENTRY_W-1:0] rq_data;
-wire rq_valid;
-wire rq_in_ready;
-wire [RESP_Q_ADDR_W+1:0] rq_count;
-
-// distributed RAM: the head feeds the context read and the responder's
-// header mux in one clock (from a block RAM output that was 3.51 ns)
-nrl_fifo #(
-    .WIDTH(RESP_ENTRY_W),
-    .ADDR_WIDTH(RESP_Q_ADDR_W),
-    .LUT_RAM(1)
-)
-rq_inst (
-    .clk(clk),
-    .rst(rst),
-    .in_data(rq_push_data),
-    .in_valid(rq_push),
-    .in_ready(rq_in_ready),
-    .out_data(rq_data),
-    .out_valid(rq_valid),
-    .out_ready(rq_pop),
-    .count(rq_count)
-);
-
-// ---------------------------------------------------------------------------
-// responder
-
-wire stat_tx_ack, stat_tx_resp, stat_tx_push_ny, stat_tx_sample_ny;
-
-replay_responder #(
-    .DATA_WIDTH(DATA_WIDTH),
-    .KEEP_WIDTH(KEEP_WIDTH),
-    .USER_WIDTH(USER_WIDTH),
-    .CAPACITY(CAPACITY),
-    .RECORD_BYTES(RECORD_BYTES),
-    .CTX_TAG_W(CTX_TAG_W),
-    .REC_RD_LAT(REC_RD_LAT),
-    .REC_ADDR_W(REC_ADDR_W),
-    .CTX_WIDTH(CTX_WIDTH),
-    .RESP_ENTRY_W(RESP_ENTRY_W)
-)
-resp_inst (
-    .clk(clk),
-    .rst(rst),
-    .job_id(job_id),
-    .udp_port(udp_port),
-    .switch_ip(switch_ip),
-    .switch_mac(switch_mac),
-    .rq_data(rq_data),
-    .rq_valid(rq_valid),
+    .smp_done(smp_done),
+    .ex_rq_push(ex_rq_push),
+    .ex_rq_push_data(ex_rq_push_data),
     .rq_pop(rq_pop),
-    .ctx_raddr(ctx_ra),
-    .ctx_rdata(ctx_mem[ctx_ra]),
+    .rq_valid(rq_valid),
+    .ctx_we(ctx_we),
+    .ctx_waddr(ctx_wa),
+    .ctx_wdata(ctx_wd),
     .ctx_free(ctx_free),
-    .rec_raddr(rec_ra),
-    .rec_rdata(rec_rd),
-    .m_axis_tdata(rsp_tdata),
-    .m_axis_tkeep(rsp_tkeep),
-    .m_axis_tvalid(rsp_tvalid),
-    .m_axis_tready(rsp_tready),
-    .m_axis_tlast(rsp_tlast),
-    .m_axis_tuser(rsp_tuser),
-    .m_axis_tzero(rsp_tzero),
+    .rec_we(rec_we),
+    .rec_waddr(rec_wa),
+    .rec_wdata(pl_data),
+    .rec_wr_ready(rec_wr_ready),
+    .m_axis_tdata(m_axis_tdata),
+    .m_axis_tkeep(m_axis_tkeep),
+    .m_axis_tvalid(m_axis_tvalid),
+    .m_axis_tready(m_axis_tready),
+    .m_axis_tlast(m_axis_tlast),
+    .m_axis_tuser(m_axis_tuser),
+    .m_axi_awid(m_axi_awid),
+    .m_axi_awaddr(m_axi_awaddr),
+    .m_axi_awlen(m_axi_awlen),
+    .m_axi_awsize(m_axi_awsize),
+    .m_axi_awburst(m_axi_awburst),
+    .m_axi_awlock(m_axi_awlock),
+    .m_axi_awcache(m_axi_awcache),
+    .m_axi_awprot(m_axi_awprot),
+    .m_axi_awqos(m_axi_awqos),
+    .m_axi_awvalid(m_axi_awvalid),
+    .m_axi_awready(m_axi_awready),
+    .m_axi_wdata(m_axi_wdata),
+    .m_axi_wstrb(m_axi_wstrb),
+    .m_axi_wlast(m_axi_wlast),
+    .m_axi_wvalid(m_axi_wvalid),
+    .m_axi_wready(m_axi_wready),
+    .m_axi_bid(m_axi_bid),
+    .m_axi_bresp(m_axi_bresp),
+    .m_axi_bvalid(m_axi_bvalid),
+    .m_axi_bready(m_axi_bready),
+    .m_axi_arid(m_axi_arid),
+    .m_axi_araddr(m_axi_araddr),
+    .m_axi_arlen(m_axi_arlen),
+    .m_axi_arsize(m_axi_arsize),
+    .m_axi_arburst(m_axi_arburst),
+    .m_axi_arlock(m_axi_arlock),
+    .m_axi_arcache(m_axi_arcache),
+    .m_axi_arprot(m_axi_arprot),
+    .m_axi_arqos(m_axi_arqos),
+    .m_axi_arvalid(m_axi_arvalid),
+    .m_axi_arready(m_axi_arready),
+    .m_axi_rid(m_axi_rid),
+    .m_axi_rdata(m_axi_rdata),
+    .m_axi_rresp(m_axi_rresp),
+    .m_axi_rlast(m_axi_rlast),
+    .m_axi_rvalid(m_axi_rvalid),
+    .m_axi_rready(m_axi_rready),
+    .axi_err(rpl_axi_err),
     .stat_tx_ack(stat_tx_ack),
     .stat_tx_resp(stat_tx_resp),
     .stat_tx_push_ny(stat_tx_push_ny),
@@ -807,10 +690,6 @@ resp_inst (
 
 assign cnt_inc = {stat_tx_sample_ny, stat_tx_push_ny, stat_bad_update, stat_empty, stat_drop, stat_tx_resp, stat_tx_ack,
                   stat_rx_update, stat_rx_sample, stat_rx_push};
-
-// verilator lint_off UNUSEDSIGNAL
-wire unused_ok = rq_in_ready | (|rq_count);
-// verilator lint_on UNUSEDSIGNAL
 
 endmodule
 

@@ -61,7 +61,7 @@ THE SOFTWARE.
  * beat is issued the entry is popped (rq_pop) and, at a request's last
  * entry, its context released (ctx_free).
  *
- * Response queue entry and request context: see replay_executor.
+ * Response queue entry and request context: see replay_egress.
  * TUSER[31:24] = the requester's ingress port, TUSER[15:0] = frame length.
  * m_axis_tzero: the frame's record beats are zeros (a broken stack position;
  * with an external record store, replay_rec_store_axi has no data for it).

@@ -151,7 +151,7 @@ class DdrTB(TB):
     async def check_memory(self) -> None:
         """Once every write is answered: record i at i * S in the AXI RAM, S = R rounded up to a
         power of two (the layout of replay_rec_store_axi)."""
-        store = self.dut.g_rec_axi.store_inst
+        store = self.dut.egress_inst.g_rec_axi.store_inst
         for _ in range(200_000):
             if not high(store.wr_pending_reg):
                 break
