@@ -32,8 +32,9 @@ THE SOFTWARE.
 /*
  * Replay engine responder: builds the PUSH_ACK and SAMPLE_RESP frames.
  *
- * Takes the head of the response queue (one entry per PUSH_ACK or per
- * sample, pushed by replay_executor) and issues one beat per clock:
+ * Takes the head of the response queue (one entry per PUSH_ACK or
+ * NOT_YET, pushed by replay_executor, and per sample or stack position,
+ * pushed by replay_stack) and issues one beat per clock:
  *
  *   PUSH_ACK     the 64-byte header (count = the records written, index =
  *                the first slot written)
