@@ -340,8 +340,10 @@ async def stacked_workload(tb: TB, ops: int, max_batch: int) -> None:
             msg = sample_request(2, job=JOB, worker=1, seq=tb.next_seq())
             msg.aux = rng.choice((MAX_STACK + 1, 255, 0xFFFFFFFF))
             await tb.send(frame_of(msg, MEMBERS[1], validate=False), MEMBERS[1].port)
-    for m in actors:
-        await tb.push(m, 2)
+    # past the ring's wrap whatever the size (overwrites break chains), interleaved
+    while tb.records_pushed <= tb.capacity + 8:
+        for m in actors:
+            await tb.push(m, 2)
     await tb.sample(learners[1], max_batch, False, stack=MAX_STACK)
     await tb.sample(learners[0], max_batch, True, stack=MAX_STACK)
 
