@@ -21,11 +21,11 @@ and every set on Icarus (about 12 times slower) run with the slow tests.
 ``test_a_difference_is_caught`` checks the harness itself: a frame cut short on
 its way to the RTL must fail naming its operation.
 
-The RTL plays the vectors its capabilities cover (:data:`hostdrv.switch.conformance.RTL`:
-no stacked samples, records up to 4032 bytes; issue 26). The others (the stacked and
-large-record kinds, played on the model and the native engine in test_conformance.py)
-are left out by :func:`hostdrv.switch.conformance.unsupported`, listed with their reason
-in ``EXCLUDED`` and checked by ``test_only_capability_exclusions``: never a silent skip.
+The RTL plays the vectors its capabilities cover (:data:`hostdrv.switch.conformance.RTL`):
+since issue 26 every vector, the stacked samples (``stacked_*``, in the default parameter set)
+and the records of 7104 and 8192 bytes (``large_*``, a parameter set each: slow) included.
+:func:`hostdrv.switch.conformance.unsupported` would name what a vector needs beyond them
+(``EXCLUDED``, checked empty by ``test_only_capability_exclusions``): never a silent skip.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ GROUPS = _groups([v for v in ALL if v.name not in EXCLUDED])
 DEFAULT_GROUP = max(GROUPS, key=lambda tag: len(GROUPS[tag]))
 """The parameter set run by default (Verilator)."""
 KINDS = ("sync_fp32", "sync_int32", "async", "hierarchy_leaf", "replay", "mixed", "registers", "l2",
-         "rate", "async_catchup", "step_flat", "step_leaf", "step_root", "ahead")
+         "rate", "async_catchup", "step_flat", "step_leaf", "step_root", "ahead", "stacked")
 
 CASES = [pytest.param("verilator", tag, id=f"verilator-{tag}",
                       marks=() if tag == DEFAULT_GROUP else pytest.mark.slow)
@@ -75,15 +75,15 @@ def test_the_default_run_covers_every_kind() -> None:
 
 
 def test_only_capability_exclusions() -> None:
-    """The vectors left out of the RTL leg are exactly those that need stacked samples or
-    records over 4032 bytes (the kinds of issue 26), each named with its reason; every other
-    kind (the whole suite before issue 26) is played."""
+    """No vector is left out of the RTL leg: the stacked-sample and large-record kinds of issue
+    26 are played (the RTL has the full capabilities), so every kind of the suite is."""
     print("\n".join(f"not on the RTL: {n}: {why}" for n, why in EXCLUDED.items()))
-    assert EXCLUDED and all(n.startswith(("stacked", "large")) for n in EXCLUDED), EXCLUDED
-    assert all(v.name in EXCLUDED for v in ALL if v.name.startswith(("stacked", "large")))
-    for v in ALL:
-        if v.name not in EXCLUDED:
-            assert K.needs(v).max_stack <= 1 and v.params["record_bytes"] <= 4032, v.name
+    assert K.RTL == K.FULL
+    assert not EXCLUDED, EXCLUDED
+    played = [v for g in GROUPS.values() for v in g]
+    assert any(v.name.startswith("stacked") and K.needs(v).max_stack > 1 for v in played)
+    assert {v.params["record_bytes"] for v in played if v.name.startswith("large")} \
+        >= {7104, K.FULL.max_record_bytes}
 
 
 def test_every_vector_can_be_built_for_the_rtl() -> None:
@@ -91,7 +91,7 @@ def test_every_vector_can_be_built_for_the_rtl() -> None:
     for v in (v for v in K.vectors() if not K.unsupported(v, K.RTL)):
         p = v.params
         assert 4 <= p["capacity"] <= 131072 and p["capacity"] & (p["capacity"] - 1) == 0, v.name
-        assert p["record_bytes"] % 64 == 0 and 64 <= p["record_bytes"] <= 4032, v.name
+        assert p["record_bytes"] % 64 == 0 and 64 <= p["record_bytes"] <= 8192, v.name
         assert 1 <= p["max_slots"] <= 64, v.name
         assert p["max_elems"] % 16 == 0 and 16 <= p["max_elems"] <= 352, v.name
         rv = K.rtl_vector(v)

@@ -7,7 +7,8 @@ channel) on Icarus and Verilator, checked frame for frame against
 C = 32 of R = 192 on a 512-bit bus (three 512-bit beats per record, a
 256-byte stride; on Verilator under ``slow``). The large configuration
 (C = 65536 records of R = 4032 bytes, a 256 MiB memory) runs on Icarus by
-default and on Verilator under ``slow``. Every test but the random workload
+default and on Verilator under ``slow``; records over 4 KB (two bursts each: R = 7104 on
+Icarus, 8192 on Verilator) run by default. Every test but the random workload
 (whose malformed frames bypass the testbench's PUSH) also checks each
 record's place in the memory (slot i at i times the power-of-two stride). ``verilator --lint-only -Wall``
 of the engine with ``REC_STORE = 1`` (four parameter sets) runs too.
@@ -35,6 +36,8 @@ TEST_MODULE = "sim.replay_engine.test_replay_ddr"
 # (DATA_WIDTH, CAPACITY, RECORD_BYTES)
 SMALL, ODD = (256, 64, 128), (512, 32, 192)
 LARGE = (512, 65536, 4032)
+# records over 4 KB: two AXI bursts each (the second 47 beats at R = 7104, 64 at R = 8192)
+JUMBO = {"icarus": (256, 32, 7104), "verilator": (512, 16, 8192)}
 BEYOND = (512, 1 << 17, 64)
 # (simulator, configuration): under a minute per simulator; Verilator's ODD run is slow-marked
 CASES = [
@@ -69,7 +72,9 @@ def _run(sim: str, width: int, capacity: int, record_bytes: int, env: dict[str, 
     ["-GREC_STORE=1", "-GRECORD_BYTES=4032", "-GCAPACITY=65536", "-GAXI_ADDR_WIDTH=34",
      "-GAXI_ID_WIDTH=4", "-GAXI_BASE_ADDR=34'h100000000"],
     ["-GREC_STORE=1", "-GDATA_WIDTH=512", "-GRECORD_BYTES=64", "-GCAPACITY=131072"],
-], ids=["default", "w512_r192", "large", "c2p17"])
+    ["-GREC_STORE=1", "-GRECORD_BYTES=8192", "-GCAPACITY=131072", "-GAXI_ADDR_WIDTH=34"],
+    ["-GREC_STORE=1", "-GDATA_WIDTH=512", "-GRECORD_BYTES=7104", "-GCAPACITY=16"],
+], ids=["default", "w512_r192", "large", "c2p17", "c2p17_r8192", "w512_r7104"])
 def test_replay_ddr_lint(params: list[str]) -> None:
     """verilator --lint-only -Wall with REC_STORE=1: no warning in the record store or the engine
     (scripts/lint_rtl.py lints the defaults, REC_STORE=0)."""
@@ -95,6 +100,14 @@ def test_replay_ddr_large(sim: str) -> None:
     """C = 65536 records of 4032 bytes in AXI memory: a few PUSH / SAMPLE / UPDATE, the records'
     place in memory checked (on Verilator under ``slow``: its build alone takes half a minute)."""
     _run(sim, *LARGE, env={"RPL_SEED": "3", "RPL_LARGE": "1"})
+
+
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_replay_ddr_jumbo(sim: str) -> None:
+    """Records over 4 KB in AXI memory (R = 7104 on Icarus, 8192 on Verilator): each record two
+    bursts, the large-configuration test (stacked samples too) against the model, every record's
+    place in memory checked."""
+    _run(sim, *JUMBO[sim], env={"RPL_SEED": "4", "RPL_LARGE": "1"})
 
 
 @pytest.mark.slow

@@ -27,9 +27,10 @@ soft switch's 16-bit length fields) are left out there and the model's results a
 recomputed without them (``sim/conformance``, ``tests/test_conformance_rtl.py``).
 Every vector's capacity is one the RTL can be built with (a power of two of at least 4).
 Capabilities (:class:`Capabilities`: :data:`FULL` for the model and the native engine,
-:data:`RTL` for nrl_switch) say which vectors an implementation can play:
-:func:`unsupported` names what a vector needs beyond them (stacked samples, records over
-4032 bytes), and the RTL leg leaves those vectors out by name, never silently.
+:data:`RTL` for nrl_switch, today the same as :data:`FULL`) say which vectors an
+implementation can play: :func:`unsupported` names what a vector needs beyond them (stacked
+samples, records over an implementation's largest R), and a leg would leave those vectors out
+by name, never silently.
 
 ``python -m hostdrv.switch.conformance DIR`` writes every vector of the suite to
 ``DIR/<name>.json``.

@@ -45,12 +45,12 @@ class Capabilities:
 
 FULL = Capabilities(C.MAX_STACK, C.MAX_RECORD_BYTES)
 """The whole protocol: the golden model and the native engine."""
-RTL = Capabilities(max_stack=1, max_record_bytes=4032)
-"""``hw/rtl`` (nrl_switch) today: ``replay_*`` does not decode a SAMPLE_REQ's ``aux`` (no
-stacked samples, no BAD_COUNT for k > MAX_STACK: a k-deep request is answered as k = 1) and
-its parameter checks (replay_engine.v, replay_ingress.v) take RECORD_BYTES <= 4032. The RTL
-leg plays only the vectors :func:`unsupported` finds nothing against (issue 26: RTL stacking
-is future work; ``tests/test_conformance_rtl.py`` lists the vectors left out and why)."""
+RTL = Capabilities(max_stack=C.MAX_STACK, max_record_bytes=C.MAX_RECORD_BYTES)
+"""``hw/rtl`` (nrl_switch): stacked samples (``replay_stack``: record chains written by PUSH,
+``aux`` = k walked oldest first, ``aux`` above ``MAX_STACK`` dropped as BAD_COUNT) and records up
+to ``MAX_RECORD_BYTES`` (8192) in both record stores (block RAM and the DDR3 AXI store, whose
+records over 4 KB are two bursts). The RTL leg plays every vector; :func:`unsupported` still
+names what an implementation with fewer capabilities would leave out."""
 
 
 def needs(vector: Vector) -> Capabilities:
@@ -68,7 +68,8 @@ def unsupported(vector: Vector, caps: Capabilities) -> str:
     """Why an implementation with ``caps`` cannot play ``vector`` ('' when it can)."""
     want = needs(vector)
     why = []
-    if want.max_stack > caps.max_stack:
+    # an implementation with stacks up to MAX_STACK also drops any deeper aux (BAD_COUNT)
+    if want.max_stack > caps.max_stack and caps.max_stack < C.MAX_STACK:
         why.append(f"SAMPLE_REQ stack depth (aux) up to {want.max_stack}, handled up to "
                    f"{caps.max_stack}")
     if want.max_record_bytes > caps.max_record_bytes:

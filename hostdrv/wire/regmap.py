@@ -52,7 +52,7 @@ REGISTERS: dict[str, Register] = {
     'AGG_MAX_ELEMS': Register('AGG_MAX_ELEMS', 0x074, 'ro', 0x160, 32, True, 'largest P the slot memory holds (RTL parameter; up to 16352 on a loopback soft switch)'),
     'AGG_EPOCH': Register('AGG_EPOCH', 0x078, 'rw', 0x0, 32, False, "round base of the job's current epoch, a multiple of 2^24 (any other value is refused): a mailbox the members write when they restart their rounds or cross into the next epoch block, and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); also bounds how far ahead a GRADIENT's round may be: (seq - AGG_EPOCH) mod 2^32 in [AGG_AHEAD_ROUNDS, 2^31) is dropped as AHEAD (CNT_DROP_AHEAD; rounds behind AGG_EPOCH are processed). A write clears no slot"),
     'RPL_CAPACITY': Register('RPL_CAPACITY', 0x080, 'ro', 0x4000, 32, True, 'C, records (power of two); build parameter: 16384 in the SUME bitstream, 1024 by default in the soft switch (--capacity, up to 2^20 and more in host memory) and the sim switch'),
-    'RPL_RECORD_BYTES': Register('RPL_RECORD_BYTES', 0x084, 'ro', 0x80, 32, True, 'R, bytes per record (multiple of 64, at most MAX_RECORD_BYTES = 8192; RTL parameter, at most 4032 in the RTL today)'),
+    'RPL_RECORD_BYTES': Register('RPL_RECORD_BYTES', 0x084, 'ro', 0x80, 32, True, 'R, bytes per record (multiple of 64, at most MAX_RECORD_BYTES = 8192; RTL parameter)'),
     'RPL_SEED': Register('RPL_SEED', 0x088, 'rw', 0x2545F491, 32, False, 'xorshift32 seed; a write resets the generator (0 is replaced by 0x2545F491)'),
     'RPL_SIZE': Register('RPL_SIZE', 0x08C, 'ro', 0x0, 32, False, 'valid records'),
     'RPL_WPTR': Register('RPL_WPTR', 0x090, 'ro', 0x0, 32, False, 'next index PUSH writes'),

@@ -28,7 +28,7 @@ localparam [11:0] REG_AGG_MAX_SLOTS = 12'h070; // slot memory depth (RTL paramet
 localparam [11:0] REG_AGG_MAX_ELEMS = 12'h074; // largest P the slot memory holds (RTL parameter; up to 16352 on a loopback soft switch)
 localparam [11:0] REG_AGG_EPOCH = 12'h078; // round base of the job's current epoch, a multiple of 2^24 (any other value is refused): a mailbox the members write when they restart their rounds or cross into the next epoch block, and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); also bounds how far ahead a GRADIENT's round may be: (seq - AGG_EPOCH) mod 2^32 in [AGG_AHEAD_ROUNDS, 2^31) is dropped as AHEAD (CNT_DROP_AHEAD; rounds behind AGG_EPOCH are processed). A write clears no slot
 localparam [11:0] REG_RPL_CAPACITY = 12'h080; // C, records (power of two); build parameter: 16384 in the SUME bitstream, 1024 by default in the soft switch (--capacity, up to 2^20 and more in host memory) and the sim switch
-localparam [11:0] REG_RPL_RECORD_BYTES = 12'h084; // R, bytes per record (multiple of 64, at most MAX_RECORD_BYTES = 8192; RTL parameter, at most 4032 in the RTL today)
+localparam [11:0] REG_RPL_RECORD_BYTES = 12'h084; // R, bytes per record (multiple of 64, at most MAX_RECORD_BYTES = 8192; RTL parameter)
 localparam [11:0] REG_RPL_SEED = 12'h088; // xorshift32 seed; a write resets the generator (0 is replaced by 0x2545F491)
 localparam [11:0] REG_RPL_SIZE = 12'h08C; // valid records
 localparam [11:0] REG_RPL_WPTR = 12'h090; // next index PUSH writes

@@ -18,9 +18,15 @@ replay_ingress.v
 replay_mul.v
 replay_sum_tree.v
 replay_rate_limiter.v
+replay_credits.v
+replay_draw.v
+replay_leaf_update.v
 replay_executor.v
+replay_stack.v
 replay_responder.v
+replay_rec_store_bram.v
 replay_rec_store_axi.v
+replay_egress.v
 replay_engine.v
 nrl_l2_learn.v
 nrl_classifier.v

@@ -43,7 +43,9 @@ THE SOFTWARE.
  *                            leaves wp.. -> sum tree (one per clock), PUSH_ACK
  *                     UPDATE one (index, priority) pair per clock -> sum tree
  *                     SAMPLE one xorshift32 draw per clock -> replay_mul ->
- *                            replay_sum_tree descent -> response queue
+ *                            replay_sum_tree descent -> replay_stack
+ *   replay_stack      record chains (written by PUSH); a stacked sample's
+ *                     chain walk; the samples' response queue entries
  *   replay_responder  one beat per clock: 64-byte header, descriptor and the
  *                     record read from the record memory
  *
@@ -77,7 +79,7 @@ module replay_engine #
     parameter USER_WIDTH = 128,
     // Replay capacity C in records (power of two, 4 .. 131072)
     parameter CAPACITY = 16384,
-    // Record size R in bytes (multiple of 64)
+    // Record size R in bytes (multiple of 64, 64 .. 8192)
     parameter RECORD_BYTES = 128,
     // Value of the BUILD_HASH register
     parameter BUILD_HASH = 32'd0,
@@ -187,23 +189,21 @@ localparam SUM_W = 32 + INDEX_W;
 localparam REC_BEATS = RECORD_BYTES / BEAT_BYTES;
 localparam REC_BEAT_W = REC_BEATS > 1 ? $clog2(REC_BEATS) : 1;
 localparam REC_ADDR_W = INDEX_W + REC_BEAT_W;
-localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BEAT_BYTES;
-localparam PL_BEATS_W = $clog2(MAX_PL_BEATS + 1);
+// the payload FIFO holds two of the largest PUSH payloads: 16 records, or what a
+// 65535-byte frame holds (R > 4088)
+localparam PL_BYTES_16 = 64 + 16*RECORD_BYTES;
+localparam MAX_PL_BEATS = (PL_BYTES_16 < 65535 - 64 ? PL_BYTES_16 : 65535 - 64 + BEAT_BYTES - 1) / BEAT_BYTES;
+localparam PL_BEATS_W = $clog2((64 + 16*RECORD_BYTES) / BEAT_BYTES + 1);
 localparam PL_ADDR_WIDTH = $clog2(2*MAX_PL_BEATS);
 localparam META_ADDR_WIDTH = 5;
-localparam META_WIDTH = 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W;
+localparam META_WIDTH = 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W;
 localparam CTX_TAG_W = 2;  // 4 request contexts
 localparam RESP_Q_ADDR_W = 7;  // response queue: 128 entries
 localparam MUL_LAT = 4 + (SUM_W + 46) / 16;  // replay_mul: 9 clocks up to C = 2^17
-localparam SMP_USER_W = CTX_TAG_W + 6 + 1 + 1;  // sample side band: tag, i, last, uniform
-localparam RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 6 + INDEX_W + 32;
+localparam SMP_USER_W = 4 + CTX_TAG_W + 6 + 1 + 1;  // sample side band: stk, tag, i, last, uniform
+localparam RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 8 + 6 + INDEX_W + 32;
 localparam CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1);
 localparam NCNT = 16;
-// record memory column groups (block RAM record store): width and count
-localparam REC_COL_W = 32;
-localparam REC_COLS = DATA_WIDTH / REC_COL_W;
-// clocks from the responder's record address to its data
-localparam REC_RD_LAT = REC_STORE == 0 ? 3 : 1;
 
 initial begin
     if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
@@ -222,8 +222,8 @@ initial begin
         $error("Error: CAPACITY must be a power of two in 4 .. 131072 (instance %m)");
         $finish;
     end
-    if (RECORD_BYTES < 64 || RECORD_BYTES % 64 != 0 || RECORD_BYTES > 4032) begin
-        $error("Error: RECORD_BYTES must be a multiple of 64 in 64..4032 (instance %m)");
+    if (RECORD_BYTES < 64 || RECORD_BYTES % 64 != 0 || RECORD_BYTES > 8192) begin
+        $error("Error: RECORD_BYTES must be a multiple of 64 in 64..8192 (instance %m)");
         $finish;
     end
     if (REC_STORE != 0 && REC_STORE != 1) begin
@@ -378,6 +378,9 @@ wire [INDEX_W-1:0] upd_index;
 wire [31:0] upd_prio;
 wire upd_busy;
 wire q_busy;
+wire ch_begin, ch_rec, ch_end;
+wire [2:0] ch_worker;
+wire smp_done;
 wire r_valid;
 wire [INDEX_W-1:0] r_index;
 wire [31:0] r_prio;
@@ -390,8 +393,8 @@ wire ctx_we;
 wire [CTX_TAG_W-1:0] ctx_wa;
 wire [CTX_WIDTH-1:0] ctx_wd;
 wire ctx_free;
-wire rq_push;
-wire [RESP_ENTRY_W-1:0] rq_push_data;
+wire ex_rq_push;
+wire [RESP_ENTRY_W-1:0] ex_rq_push_data;
 wire rq_pop;
 // the executor's state, 0 when idle (the testbench's busy probe reads it here)
 // verilator lint_off UNUSEDSIGNAL
@@ -399,25 +402,29 @@ wire [3:0] state_reg;
 // verilator lint_on UNUSEDSIGNAL
 wire stat_empty;
 wire stat_bad_update;
+wire smp_setup, smp_issue, smp_last;
+wire [CTX_TAG_W-1:0] smp_tag;
+wire [3:0] smp_stk;
+wire smp_prio;
+wire [7:0] smp_count;
+wire rq_take;
+wire [3:0] rq_take_n;
+wire ctx_room, rq_empty, rq_room_1, rq_room_k, inflight_zero;
 
 replay_executor #(
     .DATA_WIDTH(DATA_WIDTH),
     .CAPACITY(CAPACITY),
     .RECORD_BYTES(RECORD_BYTES),
     .CTX_TAG_W(CTX_TAG_W),
-    .RESP_Q_ADDR_W(RESP_Q_ADDR_W),
     .REC_ADDR_W(REC_ADDR_W),
     .META_WIDTH(META_WIDTH),
     .CTX_WIDTH(CTX_WIDTH),
-    .RESP_ENTRY_W(RESP_ENTRY_W),
-    .SMP_USER_W(SMP_USER_W)
+    .RESP_ENTRY_W(RESP_ENTRY_W)
 )
 exec_inst (
     .clk(clk),
     .rst(rst),
     .rpl_reset(rpl_reset),
-    .seed(seed),
-    .seed_wr(seed_wr),
     .min_size(min_size),
     .spi(spi),
     .spi_error(spi_error),
@@ -441,24 +448,84 @@ exec_inst (
     .upd_busy(upd_busy),
     .q_busy(q_busy),
     .tree_total(tree_total),
-    .r_valid(r_valid),
-    .r_index(r_index),
-    .r_prio(r_prio),
-    .r_user(r_user),
-    .mul_valid(mul_in_valid),
-    .mul_a(mul_in_a),
-    .mul_b(mul_in_b),
-    .mul_user(mul_in_user),
+    .ch_begin(ch_begin),
+    .ch_worker(ch_worker),
+    .ch_rec(ch_rec),
+    .ch_end(ch_end),
+    .smp_setup(smp_setup),
+    .smp_issue(smp_issue),
+    .smp_last(smp_last),
+    .smp_tag(smp_tag),
+    .smp_stk(smp_stk),
+    .smp_prio(smp_prio),
+    .smp_count(smp_count),
+    .rq_take(rq_take),
+    .rq_take_n(rq_take_n),
+    .ctx_room(ctx_room),
+    .rq_empty(rq_empty),
+    .rq_room_1(rq_room_1),
+    .rq_room_k(rq_room_k),
+    .inflight_zero(inflight_zero),
     .ctx_we(ctx_we),
     .ctx_waddr(ctx_wa),
     .ctx_wdata(ctx_wd),
-    .ctx_free(ctx_free),
-    .rq_push(rq_push),
-    .rq_push_data(rq_push_data),
-    .rq_pop(rq_pop),
+    .rq_push(ex_rq_push),
+    .rq_push_data(ex_rq_push_data),
     .state(state_reg),
     .stat_empty(stat_empty),
     .stat_bad_update(stat_bad_update)
+);
+
+// ---------------------------------------------------------------------------
+// the executor's credits (request contexts, response queue entries, samples
+// in flight) and draws (xorshift32, the draw scale)
+
+replay_credits #(
+    .CTX_TAG_W(CTX_TAG_W),
+    .RESP_Q_ADDR_W(RESP_Q_ADDR_W)
+)
+credits_inst (
+    .clk(clk),
+    .rst(rst),
+    .ctx_take(ctx_we),
+    .ctx_free(ctx_free),
+    .ctx_room(ctx_room),
+    .rq_take(rq_take),
+    .rq_take_n(rq_take_n),
+    .rq_pop(rq_pop),
+    .lim_load(smp_setup),
+    .lim_stk(smp_stk),
+    .rq_empty(rq_empty),
+    .rq_room_1(rq_room_1),
+    .rq_room_k(rq_room_k),
+    .issue(smp_issue),
+    .smp_done(smp_done),
+    .inflight_zero(inflight_zero)
+);
+
+replay_draw #(
+    .SUM_W(SUM_W),
+    .INDEX_W(INDEX_W),
+    .CTX_TAG_W(CTX_TAG_W)
+)
+draw_inst (
+    .clk(clk),
+    .rst(rst),
+    .seed(seed),
+    .seed_wr(seed_wr),
+    .prio(smp_prio),
+    .count(smp_count),
+    .stk(smp_stk),
+    .tag(smp_tag),
+    .tree_total(tree_total),
+    .size(size),
+    .setup(smp_setup),
+    .issue(smp_issue),
+    .last(smp_last),
+    .mul_valid(mul_in_valid),
+    .mul_a(mul_in_a),
+    .mul_b(mul_in_b),
+    .mul_user(mul_in_user)
 );
 
 // ---------------------------------------------------------------------------
@@ -514,264 +581,104 @@ tree_inst (
 );
 
 // ---------------------------------------------------------------------------
-// record store: written by the executor, read for the responder
-
-wire [REC_ADDR_W-1:0] rec_ra;
-wire [DATA_WIDTH-1:0] rec_rd;
-wire [DATA_WIDTH-1:0] rsp_tdata;
-wire [KEEP_WIDTH-1:0] rsp_tkeep;
-wire rsp_tvalid;
-wire rsp_tready;
-wire rsp_tlast;
-wire [USER_WIDTH-1:0] rsp_tuser;
-
-generate
-if (REC_STORE == 0) begin : g_rec_bram
-
-    // block RAM, C * R bytes (2 MiB by default: about 460 RAMB36 spread over
-    // the die), cut into REC_COLS column groups of REC_COL_W bits. Each group
-    // has its own registered copy of the write enable, write address, write
-    // data and read address (kept apart: one copy would fan out to every
-    // RAMB36), and an output register after the registered read, so the
-    // record data reaches the responder REC_RD_LAT = 3 clocks after its
-    // address. Writes land one clock later too, so a record read before a
-    // PUSH overwrites it still returns the old one (the PUSH waits for the
-    // response queue to empty, several clocks after the last read address).
-    genvar gc;
-    for (gc = 0; gc < REC_COLS; gc = gc + 1) begin : g_col
-        (* keep = "true" *) reg we_reg;
-        (* keep = "true" *) reg [REC_ADDR_W-1:0] wa_reg;
-        (* keep = "true" *) reg [REC_ADDR_W-1:0] ra_reg;
-        reg [REC_COL_W-1:0] wd_reg;
-        reg [REC_COL_W-1:0] mem[(2**REC_ADDR_W)-1:0];
-        reg [REC_COL_W-1:0] rd_reg;
-        reg [REC_COL_W-1:0] rd_out_reg;
-
-        always @(posedge clk) begin
-            we_reg <= rec_we;
-            wa_reg <= rec_wa;
-            wd_reg <= pl_data[gc*REC_COL_W +: REC_COL_W];
-            ra_reg <= rec_ra;
-            if (we_reg) begin
-                mem[wa_reg] <= wd_reg;
-            end
-            rd_reg <= mem[ra_reg];
-            rd_out_reg <= rd_reg;
-            if (rst) begin
-                we_reg <= 1'b0;
-            end
-        end
-
-        assign rec_rd[gc*REC_COL_W +: REC_COL_W] = rd_out_reg;
-    end
-
-    assign rec_wr_ready = 1'b1;
-    assign rpl_axi_err = 32'd0;
-    assign m_axis_tdata = rsp_tdata;
-    assign m_axis_tkeep = rsp_tkeep;
-    assign m_axis_tvalid = rsp_tvalid;
-    assign rsp_tready = m_axis_tready;
-    assign m_axis_tlast = rsp_tlast;
-    assign m_axis_tuser = rsp_tuser;
-
-    assign m_axi_awid = {AXI_ID_WIDTH{1'b0}};
-    assign m_axi_awaddr = {AXI_ADDR_WIDTH{1'b0}};
-    assign m_axi_awlen = 8'd0;
-    assign m_axi_awsize = 3'd0;
-    assign m_axi_awburst = 2'd0;
-    assign m_axi_awlock = 1'b0;
-    assign m_axi_awcache = 4'd0;
-    assign m_axi_awprot = 3'd0;
-    assign m_axi_awqos = 4'd0;
-    assign m_axi_awvalid = 1'b0;
-    assign m_axi_wdata = 512'd0;
-    assign m_axi_wstrb = 64'd0;
-    assign m_axi_wlast = 1'b0;
-    assign m_axi_wvalid = 1'b0;
-    assign m_axi_bready = 1'b0;
-    assign m_axi_arid = {AXI_ID_WIDTH{1'b0}};
-    assign m_axi_araddr = {AXI_ADDR_WIDTH{1'b0}};
-    assign m_axi_arlen = 8'd0;
-    assign m_axi_arsize = 3'd0;
-    assign m_axi_arburst = 2'd0;
-    assign m_axi_arlock = 1'b0;
-    assign m_axi_arcache = 4'd0;
-    assign m_axi_arprot = 3'd0;
-    assign m_axi_arqos = 4'd0;
-    assign m_axi_arvalid = 1'b0;
-    assign m_axi_rready = 1'b0;
-
-    // verilator lint_off UNUSEDSIGNAL
-    wire unused_axi = m_axi_awready | m_axi_wready | (|m_axi_bid) | (|m_axi_bresp) |
-                      m_axi_bvalid | m_axi_arready | (|m_axi_rid) | (|m_axi_rdata) |
-                      (|m_axi_rresp) | m_axi_rlast | m_axi_rvalid;
-    // verilator lint_on UNUSEDSIGNAL
-
-end else begin : g_rec_axi
-
-    // external memory: each sample's record is requested when the sum tree
-    // returns its index (in response queue order) and its beats replace the
-    // responder's record beats on the way out
-    assign rec_rd = {DATA_WIDTH{1'b0}};
-
-    replay_rec_store_axi #(
-        .DATA_WIDTH(DATA_WIDTH),
-        .KEEP_WIDTH(KEEP_WIDTH),
-        .USER_WIDTH(USER_WIDTH),
-        .CAPACITY(CAPACITY),
-        .RECORD_BYTES(RECORD_BYTES),
-        .AXI_ADDR_WIDTH(AXI_ADDR_WIDTH),
-        .AXI_ID_WIDTH(AXI_ID_WIDTH),
-        .AXI_BASE_ADDR(AXI_BASE_ADDR),
-        .REC_ADDR_W(REC_ADDR_W)
-    )
-    store_inst (
-        .clk(clk),
-        .rst(rst),
-        .wr_valid(rec_we),
-        .wr_addr(rec_wa),
-        .wr_data(pl_data),
-        .wr_ready(rec_wr_ready),
-        .rd_req_valid(rq_push && !rq_push_data[RESP_ENTRY_W-1]),
-        .rd_req_index(rq_push_data[32 +: INDEX_W]),
-        .s_axis_tdata(rsp_tdata),
-        .s_axis_tkeep(rsp_tkeep),
-        .s_axis_tvalid(rsp_tvalid),
-        .s_axis_tready(rsp_tready),
-        .s_axis_tlast(rsp_tlast),
-        .s_axis_tuser(rsp_tuser),
-        .m_axis_tdata(m_axis_tdata),
-        .m_axis_tkeep(m_axis_tkeep),
-        .m_axis_tvalid(m_axis_tvalid),
-        .m_axis_tready(m_axis_tready),
-        .m_axis_tlast(m_axis_tlast),
-        .m_axis_tuser(m_axis_tuser),
-        .m_axi_awid(m_axi_awid),
-        .m_axi_awaddr(m_axi_awaddr),
-        .m_axi_awlen(m_axi_awlen),
-        .m_axi_awsize(m_axi_awsize),
-        .m_axi_awburst(m_axi_awburst),
-        .m_axi_awlock(m_axi_awlock),
-        .m_axi_awcache(m_axi_awcache),
-        .m_axi_awprot(m_axi_awprot),
-        .m_axi_awqos(m_axi_awqos),
-        .m_axi_awvalid(m_axi_awvalid),
-        .m_axi_awready(m_axi_awready),
-        .m_axi_wdata(m_axi_wdata),
-        .m_axi_wstrb(m_axi_wstrb),
-        .m_axi_wlast(m_axi_wlast),
-        .m_axi_wvalid(m_axi_wvalid),
-        .m_axi_wready(m_axi_wready),
-        .m_axi_bid(m_axi_bid),
-        .m_axi_bresp(m_axi_bresp),
-        .m_axi_bvalid(m_axi_bvalid),
-        .m_axi_bready(m_axi_bready),
-        .m_axi_arid(m_axi_arid),
-        .m_axi_araddr(m_axi_araddr),
-        .m_axi_arlen(m_axi_arlen),
-        .m_axi_arsize(m_axi_arsize),
-        .m_axi_arburst(m_axi_arburst),
-        .m_axi_arlock(m_axi_arlock),
-        .m_axi_arcache(m_axi_arcache),
-        .m_axi_arprot(m_axi_arprot),
-        .m_axi_arqos(m_axi_arqos),
-        .m_axi_arvalid(m_axi_arvalid),
-        .m_axi_arready(m_axi_arready),
-        .m_axi_rid(m_axi_rid),
-        .m_axi_rdata(m_axi_rdata),
-        .m_axi_rresp(m_axi_rresp),
-        .m_axi_rlast(m_axi_rlast),
-        .m_axi_rvalid(m_axi_rvalid),
-        .m_axi_rready(m_axi_rready),
-        .err_clear(rpl_reset),
-        .axi_err(rpl_axi_err)
-    );
-
-    // verilator lint_off UNUSEDSIGNAL
-    wire unused_rec = |rec_ra;
-    // verilator lint_on UNUSEDSIGNAL
-
-end
-endgenerate
-
-// ---------------------------------------------------------------------------
-// request contexts (what a reply echoes), written by the executor, read by
-// the responder
-
-reg [CTX_WIDTH-1:0] ctx_mem[(2**CTX_TAG_W)-1:0];
-wire [CTX_TAG_W-1:0] ctx_ra;
-
-always @(posedge clk) begin
-    if (ctx_we) begin
-        ctx_mem[ctx_wa] <= ctx_wd;
-    end
-end
-
-// ---------------------------------------------------------------------------
-// response queue: pushed by the executor, popped by the responder
-
-wire [RESP_ENTRY_W-1:0] rq_data;
-wire rq_valid;
-wire rq_in_ready;
-wire [RESP_Q_ADDR_W+1:0] rq_count;
-
-// distributed RAM: the head feeds the context read and the responder's
-// header mux in one clock (from a block RAM output that was 3.51 ns)
-nrl_fifo #(
-    .WIDTH(RESP_ENTRY_W),
-    .ADDR_WIDTH(RESP_Q_ADDR_W),
-    .LUT_RAM(1)
-)
-rq_inst (
-    .clk(clk),
-    .rst(rst),
-    .in_data(rq_push_data),
-    .in_valid(rq_push),
-    .in_ready(rq_in_ready),
-    .out_data(rq_data),
-    .out_valid(rq_valid),
-    .out_ready(rq_pop),
-    .count(rq_count)
-);
-
-// ---------------------------------------------------------------------------
-// responder
+// egress (replay_egress): record chains and stacked samples, the record store,
+// the request contexts, the response queue and the responder
 
 wire stat_tx_ack, stat_tx_resp, stat_tx_push_ny, stat_tx_sample_ny;
+// the response queue holds an entry (the testbench's busy probe reads it here)
+// verilator lint_off UNUSEDSIGNAL
+wire rq_valid;
+// verilator lint_on UNUSEDSIGNAL
 
-replay_responder #(
+replay_egress #(
     .DATA_WIDTH(DATA_WIDTH),
     .KEEP_WIDTH(KEEP_WIDTH),
     .USER_WIDTH(USER_WIDTH),
     .CAPACITY(CAPACITY),
     .RECORD_BYTES(RECORD_BYTES),
+    .REC_STORE(REC_STORE),
+    .AXI_ADDR_WIDTH(AXI_ADDR_WIDTH),
+    .AXI_ID_WIDTH(AXI_ID_WIDTH),
+    .AXI_BASE_ADDR(AXI_BASE_ADDR),
     .CTX_TAG_W(CTX_TAG_W),
-    .REC_RD_LAT(REC_RD_LAT),
-    .REC_ADDR_W(REC_ADDR_W),
-    .CTX_WIDTH(CTX_WIDTH),
-    .RESP_ENTRY_W(RESP_ENTRY_W)
+    .RESP_Q_ADDR_W(RESP_Q_ADDR_W),
+    .REC_ADDR_W(REC_ADDR_W)
 )
-resp_inst (
+egress_inst (
     .clk(clk),
     .rst(rst),
     .job_id(job_id),
     .udp_port(udp_port),
     .switch_ip(switch_ip),
     .switch_mac(switch_mac),
-    .rq_data(rq_data),
-    .rq_valid(rq_valid),
+    .rpl_reset(rpl_reset),
+    .ch_clear(tree_clear),
+    .ch_begin(ch_begin),
+    .ch_worker(ch_worker),
+    .ch_rec(ch_rec),
+    .ch_index(upd_index),
+    .ch_end(ch_end),
+    .r_valid(r_valid),
+    .r_index(r_index),
+    .r_prio(r_prio),
+    .r_user(r_user),
+    .smp_done(smp_done),
+    .ex_rq_push(ex_rq_push),
+    .ex_rq_push_data(ex_rq_push_data),
     .rq_pop(rq_pop),
-    .ctx_raddr(ctx_ra),
-    .ctx_rdata(ctx_mem[ctx_ra]),
+    .rq_valid(rq_valid),
+    .ctx_we(ctx_we),
+    .ctx_waddr(ctx_wa),
+    .ctx_wdata(ctx_wd),
     .ctx_free(ctx_free),
-    .rec_raddr(rec_ra),
-    .rec_rdata(rec_rd),
-    .m_axis_tdata(rsp_tdata),
-    .m_axis_tkeep(rsp_tkeep),
-    .m_axis_tvalid(rsp_tvalid),
-    .m_axis_tready(rsp_tready),
-    .m_axis_tlast(rsp_tlast),
-    .m_axis_tuser(rsp_tuser),
+    .rec_we(rec_we),
+    .rec_waddr(rec_wa),
+    .rec_wdata(pl_data),
+    .rec_wr_ready(rec_wr_ready),
+    .m_axis_tdata(m_axis_tdata),
+    .m_axis_tkeep(m_axis_tkeep),
+    .m_axis_tvalid(m_axis_tvalid),
+    .m_axis_tready(m_axis_tready),
+    .m_axis_tlast(m_axis_tlast),
+    .m_axis_tuser(m_axis_tuser),
+    .m_axi_awid(m_axi_awid),
+    .m_axi_awaddr(m_axi_awaddr),
+    .m_axi_awlen(m_axi_awlen),
+    .m_axi_awsize(m_axi_awsize),
+    .m_axi_awburst(m_axi_awburst),
+    .m_axi_awlock(m_axi_awlock),
+    .m_axi_awcache(m_axi_awcache),
+    .m_axi_awprot(m_axi_awprot),
+    .m_axi_awqos(m_axi_awqos),
+    .m_axi_awvalid(m_axi_awvalid),
+    .m_axi_awready(m_axi_awready),
+    .m_axi_wdata(m_axi_wdata),
+    .m_axi_wstrb(m_axi_wstrb),
+    .m_axi_wlast(m_axi_wlast),
+    .m_axi_wvalid(m_axi_wvalid),
+    .m_axi_wready(m_axi_wready),
+    .m_axi_bid(m_axi_bid),
+    .m_axi_bresp(m_axi_bresp),
+    .m_axi_bvalid(m_axi_bvalid),
+    .m_axi_bready(m_axi_bready),
+    .m_axi_arid(m_axi_arid),
+    .m_axi_araddr(m_axi_araddr),
+    .m_axi_arlen(m_axi_arlen),
+    .m_axi_arsize(m_axi_arsize),
+    .m_axi_arburst(m_axi_arburst),
+    .m_axi_arlock(m_axi_arlock),
+    .m_axi_arcache(m_axi_arcache),
+    .m_axi_arprot(m_axi_arprot),
+    .m_axi_arqos(m_axi_arqos),
+    .m_axi_arvalid(m_axi_arvalid),
+    .m_axi_arready(m_axi_arready),
+    .m_axi_rid(m_axi_rid),
+    .m_axi_rdata(m_axi_rdata),
+    .m_axi_rresp(m_axi_rresp),
+    .m_axi_rlast(m_axi_rlast),
+    .m_axi_rvalid(m_axi_rvalid),
+    .m_axi_rready(m_axi_rready),
+    .axi_err(rpl_axi_err),
     .stat_tx_ack(stat_tx_ack),
     .stat_tx_resp(stat_tx_resp),
     .stat_tx_push_ny(stat_tx_push_ny),
@@ -783,10 +690,6 @@ resp_inst (
 
 assign cnt_inc = {stat_tx_sample_ny, stat_tx_push_ny, stat_bad_update, stat_empty, stat_drop, stat_tx_resp, stat_tx_ack,
                   stat_rx_update, stat_rx_sample, stat_rx_push};
-
-// verilator lint_off UNUSEDSIGNAL
-wire unused_ok = rq_in_ready | (|rq_count);
-// verilator lint_on UNUSEDSIGNAL
 
 endmodule
 

@@ -44,7 +44,8 @@ THE SOFTWARE.
  *           with index >= size is counted and left out
  *   SAMPLE  one xorshift32 draw per clock to the draw multiplier
  *           (replay_mul), which feeds the sum tree descent; each result
- *           enters the response queue
+ *           goes to replay_stack, which puts its k entries (1 when the
+ *           request is not stacked) into the response queue
  *   dropped frame: its payload beats are skipped
  *
  * Rate limiting (docs/protocol.md section 5, replay_rate_limiter): a PUSH
@@ -65,19 +66,13 @@ THE SOFTWARE.
  * has read every record it will overwrite. A REPLAY_RESET waits for an
  * idle executor and an empty tree pipeline, then clears the tree.
  *
- * The engine around it holds the storage the executor shares with the
- * responder: the record memory (written here from pl_data, read by the
- * responder), the request contexts (what a reply echoes: written here,
- * CTX_TAG_W bits of tag, released by the responder with ctx_free) and the
- * response queue (entries pushed here, popped by the responder; the
- * executor reserves an entry per sample, ack or NOT_YET and rq_pop releases
- * it).
+ * The storage the executor shares with the responder (the record memory,
+ * the request contexts, the response queue) is replay_egress's; the
+ * context, entry and side band layouts are described there.
  *
- * Request context (LSB first): size, total (the sampled distribution's
- * size and sum), count, csum, seq, worker, port, udp_src, ip_src, eth_src.
- * Response queue entry (LSB first): prio, index, i (sample number), tag,
- * last (last entry of the request), ack (PUSH_ACK, else a sample).
- * Draw side band (LSB first): uniform, last, i, tag.
+ * Record chains (replay_stack): at an accepted PUSH ch_begin names its
+ * worker, every leaf it writes (ch_rec, index upd_index) is one record of
+ * the chain, and ch_end closes it.
  */
 module replay_executor #
 (
@@ -85,12 +80,10 @@ module replay_executor #
     parameter DATA_WIDTH = 256,
     // Replay capacity C in records (power of two, 4 .. 131072)
     parameter CAPACITY = 16384,
-    // Record size R in bytes (multiple of 64)
+    // Record size R in bytes (multiple of 64, at most 8192)
     parameter RECORD_BYTES = 128,
     // log2 of the number of request contexts
     parameter CTX_TAG_W = 2,
-    // log2 of the response queue depth
-    parameter RESP_Q_ADDR_W = 7,
     // log2(C) (computed; do not override)
     parameter INDEX_W = $clog2(CAPACITY),
     // Width of sums, 32 + log2(C) (computed; do not override)
@@ -98,13 +91,11 @@ module replay_executor #
     // Record memory address width (computed; do not override)
     parameter REC_ADDR_W = INDEX_W + (RECORD_BYTES > DATA_WIDTH/8 ? $clog2(RECORD_BYTES*8/DATA_WIDTH) : 1),
     // Width of the ingress meta entry (computed; do not override)
-    parameter META_WIDTH = 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + $clog2((64 + 16*RECORD_BYTES)/(DATA_WIDTH/8) + 1),
+    parameter META_WIDTH = 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + $clog2((64 + 16*RECORD_BYTES)/(DATA_WIDTH/8) + 1),
     // Width of a request context (computed; do not override)
     parameter CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1),
     // Width of a response queue entry (computed; do not override)
-    parameter RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 6 + INDEX_W + 32,
-    // Width of the draw side band (computed; do not override)
-    parameter SMP_USER_W = CTX_TAG_W + 6 + 1 + 1
+    parameter RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 8 + 6 + INDEX_W + 32
 )
 (
     input  wire                     clk,
@@ -114,8 +105,6 @@ module replay_executor #
      * Configuration
      */
     input  wire                     rpl_reset,
-    input  wire [31:0]              seed,
-    input  wire                     seed_wr,
     input  wire [31:0]              min_size,
     input  wire [31:0]              spi,
     input  wire [31:0]              spi_error,
@@ -159,35 +148,46 @@ module replay_executor #
     input  wire                     upd_busy,
     input  wire                     q_busy,
     input  wire [SUM_W-1:0]         tree_total,
-    input  wire                     r_valid,
-    input  wire [INDEX_W-1:0]       r_index,
-    input  wire [31:0]              r_prio,
-    // verilator lint_off UNUSEDSIGNAL
-    input  wire [SMP_USER_W-1:0]    r_user,  // bit 0 (uniform) is used before the tree
-    // verilator lint_on UNUSEDSIGNAL
 
     /*
-     * Draws out (replay_mul, then the sum tree descent)
+     * Record chains (replay_stack): a PUSH's worker, its records, its end;
+     * a sample's entries all pushed to the response queue
      */
-    output wire                     mul_valid,
-    output wire [37:0]              mul_a,
-    output wire [SUM_W-1:0]         mul_b,
-    output wire [SMP_USER_W-1:0]    mul_user,
+    output wire                     ch_begin,
+    output wire [2:0]               ch_worker,
+    output wire                     ch_rec,
+    output wire                     ch_end,
 
     /*
-     * Request contexts: write port, release by the responder
+     * Draws (replay_draw) and credits (replay_credits): a SAMPLE_REQ served
+     * (setup), a draw (issue; last of the request), the request's tag, stack
+     * depth, PRIORITIZED flag and batch; queue entries taken; what the
+     * credits allow
+     */
+    output wire                     smp_setup,
+    output wire                     smp_issue,
+    output wire                     smp_last,
+    output wire [CTX_TAG_W-1:0]     smp_tag,
+    output wire [3:0]               smp_stk,
+    output wire                     smp_prio,
+    output wire [7:0]               smp_count,
+    output wire                     rq_take,
+    output wire [3:0]               rq_take_n,
+    input  wire                     ctx_room,
+    input  wire                     rq_empty,
+    input  wire                     rq_room_1,
+    input  wire                     rq_room_k,
+    input  wire                     inflight_zero,
+
+    /*
+     * Request contexts (write port) and response queue entries (acks and
+     * NOT_YET; the samples' come from replay_stack)
      */
     output wire                     ctx_we,
     output wire [CTX_TAG_W-1:0]     ctx_waddr,
     output wire [CTX_WIDTH-1:0]     ctx_wdata,
-    input  wire                     ctx_free,
-
-    /*
-     * Response queue: push, pop by the responder (releases a reserved entry)
-     */
     output wire                     rq_push,
     output wire [RESP_ENTRY_W-1:0]  rq_push_data,
-    input  wire                     rq_pop,
 
     /*
      * Status: state (0 when idle), counter pulses
@@ -205,10 +205,8 @@ localparam PAIRS_PER_BEAT = BEAT_BYTES / 8;                 // UPDATE pairs per 
 localparam PAIR_LANE_W = $clog2(PAIRS_PER_BEAT);
 localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BEAT_BYTES;
 localparam PL_BEATS_W = $clog2(MAX_PL_BEATS + 1);
-localparam RESP_Q_DEPTH = 2**RESP_Q_ADDR_W;
 
 // verilator lint_off UNUSEDPARAM
-`include "nrl_regs.vh"  // RST_RPL_SEED
 `include "nrl_protocol.vh"  // NRL_NOT_YET_*
 // verilator lint_on UNUSEDPARAM
 
@@ -224,7 +222,7 @@ localparam [SIZE_ADD_W-1:0] CAP_S = CAPACITY[SIZE_ADD_W-1:0];
 localparam [PAIR_LANE_W-1:0] PAIR_LANE_LAST = PAIRS_PER_BEAT_M1[PAIR_LANE_W-1:0];
 
 initial begin
-    if (META_WIDTH != 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W) begin
+    if (META_WIDTH != 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W) begin
         $error("Error: META_WIDTH must be the ingress meta entry width (instance %m)");
         $finish;
     end
@@ -245,31 +243,26 @@ localparam MO_SEQ = MO_CNT + 8;
 localparam MO_W = MO_SEQ + 32;
 localparam MO_PRIO = MO_W + 3;
 localparam MO_OP = MO_PRIO + 1;
-localparam MO_CSUM = MO_OP + 2;
+localparam MO_STK = MO_OP + 2;
+localparam MO_CSUM = MO_STK + 4;
 localparam MO_OK = MO_CSUM + 16;
 wire [7:0] m_count = meta_data[MO_CNT +: 8];
 wire [15:0] m_csum = meta_data[MO_CSUM +: 16];
 wire m_prio = meta_data[MO_PRIO];
 wire [1:0] m_op = meta_data[MO_OP +: 2];
 wire m_ok = meta_data[MO_OK];
+wire [3:0] m_stk = meta_data[MO_STK +: 4];  // stack depth k, 0 when not stacked
 
 // ---------------------------------------------------------------------------
 // sum tree updates
 
 reg tree_clear_int;
-reg tu_v_reg, tu_v_next;
-reg tu_check_reg, tu_check_next;
-reg [31:0] tu_idx_reg, tu_idx_next;
-reg [31:0] tu_prio_reg, tu_prio_next;
+reg leaf_v;                  // a PUSH's leaf this clock (replay_leaf_update)
+wire tu_busy;
 reg [INDEX_W-1:0] wp_reg, wp_next;
 reg [INDEX_W:0] size_reg, size_next;
-wire tu_bad = tu_check_reg && (tu_idx_reg[31:INDEX_W+1] != 0 || tu_idx_reg[INDEX_W:0] >= size_reg);
 
 assign tree_clear = tree_clear_int;
-assign upd_valid = tu_v_reg && !tu_bad;
-assign upd_index = tu_idx_reg[INDEX_W-1:0];
-assign upd_prio = tu_prio_reg;
-assign stat_bad_update = tu_v_reg && tu_bad;
 assign size = size_reg;
 assign wptr = wp_reg;
 
@@ -279,42 +272,24 @@ assign wptr = wp_reg;
 reg ctx_we_int;
 reg [CTX_WIDTH-1:0] ctx_wd;
 reg [CTX_TAG_W-1:0] ctx_wr_reg, ctx_wr_next;
-reg [CTX_TAG_W:0] ctx_used_reg;
 
 assign ctx_we = ctx_we_int;
 assign ctx_waddr = ctx_wr_reg;
 assign ctx_wdata = ctx_wd;
 
-always @(posedge clk) begin
-    ctx_used_reg <= ctx_used_reg + {{CTX_TAG_W{1'b0}}, ctx_we_int} - {{CTX_TAG_W{1'b0}}, ctx_free};
-    if (rst) begin
-        ctx_used_reg <= {CTX_TAG_W+1{1'b0}};
-    end
-end
+reg rq_take_int;
+reg [3:0] rq_take_n_int;  // entries taken: 1, or k for a stacked sample
+reg smp_issue_int;
+reg smp_setup_int;        // a SAMPLE_REQ is served: the draws' scale and the queue limit
 
-wire ctx_room = ctx_used_reg < 2**CTX_TAG_W;
-
-// entries reserved: samples issued or queued, acks queued; released when the
-// responder has issued the frame's last beat
-reg [RESP_Q_ADDR_W+1:0] rq_used_reg;
-reg rq_take;
-// the responder's pop, registered: it is decoded from the queue head in the same clock,
-// and the release may come a clock late (a PUSH then waits one clock more)
-reg rq_pop_reg;
-// samples between issue and the tree output
-reg [7:0] inflight_reg;
-reg smp_issue;
-
-always @(posedge clk) begin
-    rq_pop_reg <= rq_pop;
-    rq_used_reg <= rq_used_reg + {{RESP_Q_ADDR_W+1{1'b0}}, rq_take} - {{RESP_Q_ADDR_W+1{1'b0}}, rq_pop_reg};
-    inflight_reg <= inflight_reg + {7'd0, smp_issue} - {7'd0, r_valid};
-    if (rst) begin
-        rq_pop_reg <= 1'b0;
-        rq_used_reg <= {RESP_Q_ADDR_W+2{1'b0}};
-        inflight_reg <= 8'd0;
-    end
-end
+assign rq_take = rq_take_int;
+assign rq_take_n = rq_take_n_int;
+assign smp_issue = smp_issue_int;
+assign smp_setup = smp_setup_int;
+assign smp_tag = ctx_wr_reg;
+assign smp_stk = m_stk;
+assign smp_prio = m_prio;
+assign smp_count = m_count;
 
 // ---------------------------------------------------------------------------
 // state machine
@@ -323,10 +298,6 @@ reg pl_ready_int;
 reg meta_ready_int;
 reg rec_we_int;
 reg [REC_ADDR_W-1:0] rec_wa;
-reg mul_in_valid;
-reg [37:0] mul_in_a;
-reg [SUM_W-1:0] mul_in_b;
-reg [SMP_USER_W-1:0] mul_in_user;
 reg rq_push_int;
 reg [RESP_ENTRY_W-1:0] rq_push_data_int;
 
@@ -334,10 +305,6 @@ assign pl_ready = pl_ready_int;
 assign meta_ready = meta_ready_int;
 assign rec_we = rec_we_int;
 assign rec_waddr = rec_wa;
-assign mul_valid = mul_in_valid;
-assign mul_a = mul_in_a;
-assign mul_b = mul_in_b;
-assign mul_user = mul_in_user;
 assign rq_push = rq_push_int;
 assign rq_push_data = rq_push_data_int;
 assign stat_empty = stat_empty_int;
@@ -361,7 +328,6 @@ assign state = state_reg;
 
 reg [PL_BEATS_W-1:0] cnt_reg, cnt_next;
 reg [INDEX_W:0] size_sat_reg;  // min(size + count, C) for the PUSH in progress
-reg [2*DATA_WIDTH-1:0] blk_reg, blk_next;  // the priority block (first 64 bytes)
 reg [4:0] rec_j_reg, rec_j_next;
 reg [REC_BEAT_W-1:0] rec_b_reg, rec_b_next;
 reg [INDEX_W-1:0] rec_idx_reg, rec_idx_next;
@@ -369,9 +335,7 @@ reg [4:0] tu_j_reg, tu_j_next;
 reg [7:0] pair_reg, pair_next;
 reg [7:0] left_reg, left_next;  // pairs or samples still to go in this request
 wire left_last = left_reg == 8'd1;
-reg [31:0] rng_reg, rng_next;
-reg [SUM_W-1:0] y_reg, y_next;  // the draw scale: segment (prioritized) or size (uniform)
-reg [6:0] smp_i_reg, smp_i_next;
+assign smp_last = left_last;
 reg reset_pend_reg, reset_pend_next;
 reg stat_empty_int;
 
@@ -383,7 +347,8 @@ localparam [1:0] NY_MIN_SIZE = NRL_NOT_YET_MIN_SIZE[1:0];
 localparam [1:0] NY_RATE = NRL_NOT_YET_RATE[1:0];
 // the IPv4 checksum of a 64-byte reply from that of a 128 + R byte one: the length
 // difference added back, one's complement (an all-ones sum is the zero it stands for)
-localparam [16:0] CSUM_SHORT_D = 17'd64 + RECORD_BYTES;
+localparam [31:0] RECORD_BYTES32 = RECORD_BYTES;
+localparam [16:0] CSUM_SHORT_D = 17'd64 + RECORD_BYTES32[16:0];
 
 reg rate_insert;      // the PUSH at the head is accepted: the accumulator gains
 reg rate_sample;      // the SAMPLE_REQ at the head is served: the accumulator loses
@@ -417,24 +382,6 @@ rate_inst (
     .diff(rate_diff)
 );
 
-function [31:0] xorshift32(input [31:0] x);
-    reg [31:0] t;
-    begin
-        t = x ^ (x << 13);
-        t = t ^ (t >> 17);
-        xorshift32 = t ^ (t << 5);
-    end
-endfunction
-
-// log2 of a power-of-two batch size 1..64
-// verilator lint_off UNUSEDSIGNAL
-function [2:0] log2b(input [7:0] b);
-    begin
-        log2b = b[1] ? 3'd1 : b[2] ? 3'd2 : b[3] ? 3'd3 : b[4] ? 3'd4 :
-                b[5] ? 3'd5 : b[6] ? 3'd6 : 3'd0;
-    end
-endfunction
-// verilator lint_on UNUSEDSIGNAL
 
 wire [CTX_WIDTH-1:0] ctx_common = {meta_data[MO_ETH +: 48], meta_data[MO_IP +: 32],
                                    meta_data[MO_UDP +: 16], meta_data[MO_PORT +: 8],
@@ -445,7 +392,6 @@ wire [CTX_WIDTH-1:0] ctx_common = {meta_data[MO_ETH +: 48], meta_data[MO_IP +: 3
 // reaches S_SMP_SETUP (it waits for the update pipeline to drain first)
 reg size_zero_reg, total_zero_reg;
 wire m_empty = size_zero_reg || (m_prio && total_zero_reg);
-wire [SUM_W-1:0] seg = tree_total >> log2b(m_count);
 // verilator lint_off UNUSEDSIGNAL
 wire [31:0] size_add32 = {{31-INDEX_W{1'b0}}, size_reg} + {27'd0, m_count[4:0]};
 wire [31:0] wp_plus_j = {{32-INDEX_W{1'b0}}, wp_reg} + {27'd0, tu_j_reg};
@@ -455,19 +401,41 @@ wire [INDEX_W:0] size_add = size_add32[INDEX_W:0];
 wire [PAIR_LANE_W-1:0] pair_lane = pair_reg[PAIR_LANE_W-1:0];
 wire [63:0] pair_data = pl_data[pair_lane*64 +: 64];
 
+// the tree update registers: a PUSH's leaves, an UPDATE's pairs (registered
+// once more there: the payload FIFO head reaches only that register)
+replay_leaf_update #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .INDEX_W(INDEX_W)
+)
+leaf_inst (
+    .clk(clk),
+    .rst(rst),
+    .size(size_reg),
+    .blk_we(state_reg == S_PUSH_BLK && pl_valid),
+    .blk_hi(cnt_reg[0]),
+    .blk_data(pl_data),
+    .leaf_v(leaf_v),
+    .leaf_idx(wp_plus_j[INDEX_W-1:0]),
+    .leaf_j(tu_j_reg[3:0]),
+    .pair_v(state_reg == S_UPD && pl_valid),
+    .pair(pair_data),
+    .upd_valid(upd_valid),
+    .upd_index(upd_index),
+    .upd_prio(upd_prio),
+    .bad_update(stat_bad_update),
+    .busy(tu_busy),
+    .ch_rec(ch_rec)
+);
+
 always @* begin
     state_next = state_reg;
     cnt_next = cnt_reg;
-    blk_next = blk_reg;
     rec_j_next = rec_j_reg;
     rec_b_next = rec_b_reg;
     rec_idx_next = rec_idx_reg;
     tu_j_next = tu_j_reg;
     pair_next = pair_reg;
     left_next = left_reg;
-    rng_next = rng_reg;
-    y_next = y_reg;
-    smp_i_next = smp_i_reg;
     wp_next = wp_reg;
     size_next = size_reg;
     ctx_wr_next = ctx_wr_reg;
@@ -479,10 +447,7 @@ always @* begin
     ny_sample = 1'b0;
     ny_reason = NY_RATE;
 
-    tu_v_next = 1'b0;
-    tu_check_next = 1'b0;
-    tu_idx_next = tu_idx_reg;
-    tu_prio_next = tu_prio_reg;
+    leaf_v = 1'b0;
 
     pl_ready_int = 1'b0;
     meta_ready_int = 1'b0;
@@ -491,19 +456,17 @@ always @* begin
     tree_clear_int = 1'b0;
     ctx_we_int = 1'b0;
     ctx_wd = ctx_common;
-    rq_take = 1'b0;
-    smp_issue = 1'b0;
+    rq_take_int = 1'b0;
+    rq_take_n_int = 4'd1;
+    smp_issue_int = 1'b0;
+    smp_setup_int = 1'b0;
     stat_empty_int = 1'b0;
-    mul_in_valid = 1'b0;
-    mul_in_a = {6'd0, xorshift32(rng_reg)};
-    mul_in_b = y_reg;
-    mul_in_user = {ctx_wr_reg, smp_i_reg[5:0], 1'b0, !m_prio};
 
     case (state_reg)
         S_IDLE: begin
             if (reset_pend_reg) begin
                 // empty the memory once nothing is in flight
-                if (!upd_busy && !tu_v_reg && inflight_reg == 0 && !q_busy) begin
+                if (!upd_busy && !tu_busy && inflight_zero && !q_busy) begin
                     tree_clear_int = 1'b1;
                     wp_next = {INDEX_W{1'b0}};
                     size_next = {INDEX_W+1{1'b0}};
@@ -522,7 +485,7 @@ always @* begin
                     state_next = S_PUSH_WAIT;
                 end else if (m_op == 2'd1) begin
                     state_next = S_SMP_WAIT;
-                end else if (inflight_reg == 0 && !q_busy) begin
+                end else if (inflight_zero && !q_busy) begin
                     // UPDATE with the descent pipeline already empty: start now
                     pair_next = 8'd0;
                     left_next = m_count;
@@ -543,7 +506,7 @@ always @* begin
             end
         end
         S_PUSH_WAIT: begin
-            if (inflight_reg == 0 && !q_busy && rq_used_reg == 0 && ctx_room && settled) begin
+            if (inflight_zero && !q_busy && rq_empty && ctx_room && settled) begin
                 if (push_ok) begin
                     rate_insert = 1'b1;
                     cnt_next = {PL_BEATS_W{1'b0}};
@@ -553,7 +516,7 @@ always @* begin
                     ny_int = 1'b1;
                     ctx_we_int = 1'b1;
                     ctx_wr_next = ctx_wr_reg + 1'b1;
-                    rq_take = 1'b1;
+                    rq_take_int = 1'b1;
                     cnt_next = m_plb;
                     state_next = S_SKIP;
                 end
@@ -562,11 +525,7 @@ always @* begin
         S_PUSH_BLK: begin
             pl_ready_int = 1'b1;
             if (pl_valid) begin
-                if (cnt_reg[0]) begin
-                    blk_next[DATA_WIDTH +: DATA_WIDTH] = pl_data;
-                end else begin
-                    blk_next[0 +: DATA_WIDTH] = pl_data;
-                end
+                // the beat is held in replay_leaf_update (blk_we)
                 cnt_next = cnt_reg + 1'b1;
                 if (cnt_reg == PB_LAST) begin
                     rec_j_next = 5'd0;
@@ -594,9 +553,7 @@ always @* begin
             end
             // leaves, one per clock
             if (tu_j_reg != m_count[4:0]) begin
-                tu_v_next = 1'b1;
-                tu_idx_next = {{32-INDEX_W{1'b0}}, wp_plus_j[INDEX_W-1:0]};
-                tu_prio_next = blk_reg[tu_j_reg[3:0]*32 +: 32];
+                leaf_v = 1'b1;
                 tu_j_next = tu_j_reg + 1'b1;
             end
             if (rec_j_reg == m_count[4:0] && tu_j_reg == m_count[4:0]) begin
@@ -606,14 +563,14 @@ always @* begin
         S_PUSH_END: begin
             ctx_we_int = 1'b1;
             ctx_wr_next = ctx_wr_reg + 1'b1;
-            rq_take = 1'b1;
+            rq_take_int = 1'b1;
             wp_next = wp_plus_k[INDEX_W-1:0];
             size_next = size_sat_reg;
             meta_ready_int = 1'b1;
             state_next = S_IDLE;
         end
         S_UPD_WAIT: begin
-            if (inflight_reg == 0 && !q_busy) begin
+            if (inflight_zero && !q_busy) begin
                 pair_next = 8'd0;
                 left_next = m_count;
                 state_next = S_UPD;
@@ -621,10 +578,6 @@ always @* begin
         end
         S_UPD: begin
             if (pl_valid) begin
-                tu_v_next = 1'b1;
-                tu_check_next = 1'b1;
-                tu_idx_next = pair_data[31:0];
-                tu_prio_next = pair_data[63:32];
                 pair_next = pair_reg + 1'b1;
                 left_next = left_reg - 8'd1;
                 if (pair_lane == PAIR_LANE_LAST || left_last) begin
@@ -637,14 +590,14 @@ always @* begin
             end
         end
         S_SMP_WAIT: begin
-            if (!upd_busy && !tu_v_reg && ctx_room && settled) begin
+            if (!upd_busy && !tu_busy && ctx_room && settled) begin
                 state_next = S_SMP_SETUP;
             end
         end
         S_SMP_SETUP: begin
             if (m_empty || !min_ok || !smp_rate_ok) begin
                 // NOT_YET, after the samples before it have entered the queue
-                if (inflight_reg == 0 && !q_busy && rq_used_reg < RESP_Q_DEPTH) begin
+                if (inflight_zero && !q_busy && rq_room_1) begin
                     stat_empty_int = m_empty;
                     ny_int = 1'b1;
                     ny_sample = 1'b1;
@@ -652,32 +605,27 @@ always @* begin
                     ctx_we_int = 1'b1;
                     ctx_wd[INDEX_W+1+SUM_W+8 +: 16] = csum_short;
                     ctx_wr_next = ctx_wr_reg + 1'b1;
-                    rq_take = 1'b1;
+                    rq_take_int = 1'b1;
                     meta_ready_int = 1'b1;
                     state_next = S_IDLE;
                 end
             end else begin
                 rate_sample = 1'b1;
-                y_next = m_prio ? seg : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
+                smp_setup_int = 1'b1;
                 ctx_we_int = 1'b1;
                 ctx_wd[INDEX_W+1 +: SUM_W] = m_prio ? tree_total : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
                 ctx_wd[0 +: INDEX_W+1] = size_reg;
-                smp_i_next = 7'd0;
                 left_next = m_count;
                 state_next = S_SMP_ISSUE;
             end
         end
         S_SMP_ISSUE: begin
-            if (rq_used_reg < RESP_Q_DEPTH) begin
-                smp_issue = 1'b1;
-                rq_take = 1'b1;
-                rng_next = xorshift32(rng_reg);
-                mul_in_valid = 1'b1;
-                mul_in_a = {m_prio ? smp_i_reg[5:0] : 6'd0, rng_next};
-                smp_i_next = smp_i_reg + 1'b1;
+            if (rq_room_k) begin
+                smp_issue_int = 1'b1;
+                rq_take_int = 1'b1;
+                rq_take_n_int = m_stk == 4'd0 ? 4'd1 : m_stk;
                 left_next = left_reg - 8'd1;
                 if (left_last) begin
-                    mul_in_user[1] = 1'b1;  // last sample of the request
                     ctx_wr_next = ctx_wr_reg + 1'b1;
                     meta_ready_int = 1'b1;
                     state_next = S_IDLE;
@@ -689,9 +637,6 @@ always @* begin
         end
     endcase
 
-    if (seed_wr) begin
-        rng_next = seed == 0 ? RST_RPL_SEED : seed;
-    end
     if (spi_wr) begin
         rate_clear = 1'b1;
     end
@@ -700,24 +645,16 @@ end
 always @(posedge clk) begin
     state_reg <= state_next;
     cnt_reg <= cnt_next;
-    blk_reg <= blk_next;
     rec_j_reg <= rec_j_next;
     rec_b_reg <= rec_b_next;
     rec_idx_reg <= rec_idx_next;
     tu_j_reg <= tu_j_next;
     pair_reg <= pair_next;
     left_reg <= left_next;
-    rng_reg <= rng_next;
-    y_reg <= y_next;
-    smp_i_reg <= smp_i_next;
     wp_reg <= wp_next;
     size_reg <= size_next;
     ctx_wr_reg <= ctx_wr_next;
     reset_pend_reg <= reset_pend_next;
-    tu_v_reg <= tu_v_next;
-    tu_check_reg <= tu_check_next;
-    tu_idx_reg <= tu_idx_next;
-    tu_prio_reg <= tu_prio_next;
     size_sat_reg <= size_add32[SIZE_ADD_W-1:0] > CAP_S ? CAP_B : size_add;
     size_zero_reg <= size_reg == 0;
     total_zero_reg <= tree_total == 0;
@@ -726,31 +663,32 @@ always @(posedge clk) begin
         state_reg <= S_IDLE;
         wp_reg <= {INDEX_W{1'b0}};
         size_reg <= {INDEX_W+1{1'b0}};
-        rng_reg <= RST_RPL_SEED;
         ctx_wr_reg <= {CTX_TAG_W{1'b0}};
         reset_pend_reg <= 1'b0;
-        tu_v_reg <= 1'b0;
-        tu_check_reg <= 1'b0;
     end
 end
 
-// response queue input: the ack (executor) or a sample (tree); never both,
-// since a PUSH waits for every earlier sample to leave the tree
+// response queue input: the ack or a NOT_YET here, the samples' entries from
+// replay_stack; never both, since a PUSH or a NOT_YET waits for every earlier
+// sample to be done (inflight_reg counts until replay_stack's smp_done)
 always @* begin
     rq_push_int = 1'b0;
-    rq_push_data_int = {1'b0, r_user[1], r_user[SMP_USER_W-1 -: CTX_TAG_W], r_user[7:2], r_index, r_prio};
+    rq_push_data_int = {1'b1, 1'b1, ctx_wr_reg, 8'd0, 6'd0, wp_reg, 32'd0};
     if (state_reg == S_PUSH_END) begin
         rq_push_int = 1'b1;
-        rq_push_data_int = {1'b1, 1'b1, ctx_wr_reg, 6'd0, wp_reg, 32'd0};
     end else if (ny_int) begin
         // NOT_YET: header only (ack), i = {1, sample, 00, reason}, prio = size
         rq_push_int = 1'b1;
-        rq_push_data_int = {1'b1, 1'b1, ctx_wr_reg, 1'b1, ny_sample, 2'b00, ny_reason,
+        rq_push_data_int = {1'b1, 1'b1, ctx_wr_reg, 8'd0, 1'b1, ny_sample, 2'b00, ny_reason,
                             {INDEX_W{1'b0}}, {{31-INDEX_W{1'b0}}, size_reg}};
-    end else if (r_valid) begin
-        rq_push_int = 1'b1;
     end
 end
+
+// record chains: the PUSH's worker when it is accepted, its leaves (the tree
+// updates without the UPDATE range check), its end
+assign ch_begin = rate_insert;
+assign ch_worker = meta_data[MO_W +: 3];
+assign ch_end = state_reg == S_PUSH_END;
 
 endmodule
 

@@ -50,7 +50,9 @@ THE SOFTWARE.
  * FIFO is full or the meta FIFO could not absorb the frames in flight.
  *
  * Meta entry (LSB first): plb, port, udp_src, ip_src, eth_src, count,
- * seq, worker, prio, op, csum, ok.
+ * seq, worker, prio, op, stk, csum, ok. stk is a SAMPLE_REQ's stack depth
+ * k (aux) when 2 <= k <= MAX_STACK, else 0 (k = 0 or 1: one record per
+ * sample); a SAMPLE_REQ with aux > MAX_STACK is dropped as BAD_COUNT.
  */
 module replay_ingress #
 (
@@ -60,14 +62,14 @@ module replay_ingress #
     parameter KEEP_WIDTH = DATA_WIDTH/8,
     // Width of AXI stream tuser in bits (SUME layout)
     parameter USER_WIDTH = 128,
-    // Record size R in bytes (multiple of 64)
+    // Record size R in bytes (multiple of 64, at most 8192)
     parameter RECORD_BYTES = 128,
     // log2 of the payload FIFO depth in beats
     parameter PL_ADDR_WIDTH = 8,
     // log2 of the meta FIFO depth in frames
     parameter META_ADDR_WIDTH = 5,
     // Width of the meta entry (computed; do not override)
-    parameter META_WIDTH = 1 + 16 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + $clog2((64 + 16*RECORD_BYTES)/(DATA_WIDTH/8) + 1)
+    parameter META_WIDTH = 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + $clog2((64 + 16*RECORD_BYTES)/(DATA_WIDTH/8) + 1)
 )
 (
     input  wire                    clk,
@@ -122,8 +124,11 @@ module replay_ingress #
 
 localparam BEAT_BYTES = KEEP_WIDTH;
 localparam HDR_BEATS = 64 / BEAT_BYTES;
-localparam MAX_PL_BEATS = (64 + 16*RECORD_BYTES) / BEAT_BYTES;
-localparam PAY_BEATS_W = $clog2(MAX_PL_BEATS + 1);
+// payload beats of the largest PUSH: 16 records, or what a 65535-byte frame holds
+// (TUSER[15:0]; R > 4088)
+localparam PL_BYTES_16 = 64 + 16*RECORD_BYTES;
+localparam MAX_PL_BEATS = (PL_BYTES_16 < 65535 - 64 ? PL_BYTES_16 : 65535 - 64 + BEAT_BYTES - 1) / BEAT_BYTES;
+localparam PAY_BEATS_W = $clog2((64 + 16*RECORD_BYTES) / BEAT_BYTES + 1);
 localparam BEAT_W = 12;
 localparam [31:0] RECORD_BYTES32 = RECORD_BYTES;
 localparam [PAY_BEATS_W-1:0] MAX_PAY_BEATS_CNT = MAX_PL_BEATS[PAY_BEATS_W-1:0];
@@ -147,7 +152,7 @@ localparam [15:0] MAX_PAIRS16 = NRL_MAX_UPDATE_PAIRS[15:0];
 localparam [16:0] CSUM_FIXED = {1'b0, NRL_IPV4_VER_IHL, 8'h00} + {1'b0, NRL_IP_FLAGS_DF} +
                                {1'b0, NRL_IP_TTL, NRL_IP_PROTO_UDP};
 localparam [16:0] CSUM_K_ACK = CSUM_FIXED + 17'd50;
-localparam [16:0] CSUM_K_RESP = CSUM_FIXED + 17'd114 + RECORD_BYTES;
+localparam [16:0] CSUM_K_RESP = CSUM_FIXED + 17'd114 + RECORD_BYTES32[16:0];
 
 initial begin
     if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
@@ -158,8 +163,8 @@ initial begin
         $error("Error: AXI stream interface requires byte (8-bit) granularity (instance %m)");
         $finish;
     end
-    if (RECORD_BYTES < 64 || RECORD_BYTES % 64 != 0 || RECORD_BYTES > 4032) begin
-        $error("Error: RECORD_BYTES must be a multiple of 64 in 64..4032 (instance %m)");
+    if (RECORD_BYTES < 64 || RECORD_BYTES % 64 != 0 || RECORD_BYTES > 8192) begin
+        $error("Error: RECORD_BYTES must be a multiple of 64 in 64..8192 (instance %m)");
         $finish;
     end
     if (2**PL_ADDR_WIDTH < MAX_PL_BEATS) begin
@@ -309,6 +314,7 @@ reg [7:0] op0_reg, job0_reg, port0_reg;
 reg prio0_reg;  // flags.PRIORITIZED
 reg [15:0] worker0_reg;
 reg [PAY_BEATS_W-1:0] plb0_reg;
+reg [31:0] aux0_reg;
 
 always @(posedge clk) begin
     if (in_fire) begin
@@ -347,6 +353,7 @@ always @(posedge clk) begin
     worker0_reg <= {hb(NRL_OFF_WORKER), hb(NRL_OFF_WORKER+1)};
     seq0_reg <= {hb(NRL_OFF_SEQ), hb(NRL_OFF_SEQ+1), hb(NRL_OFF_SEQ+2), hb(NRL_OFF_SEQ+3)};
     count0_reg <= {hb(NRL_OFF_COUNT), hb(NRL_OFF_COUNT+1)};
+    aux0_reg <= {hb(NRL_OFF_AUX), hb(NRL_OFF_AUX+1), hb(NRL_OFF_AUX+2), hb(NRL_OFF_AUX+3)};
 
     if (rst) begin
         beat_reg <= {BEAT_W{1'b0}};
@@ -359,7 +366,7 @@ end
 // ---------------------------------------------------------------------------
 // stage 1: field decode, member lookup, partial sums
 
-localparam BUNDLE_W = 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PAY_BEATS_W;
+localparam BUNDLE_W = 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PAY_BEATS_W;
 
 wire [2:0] w0 = worker0_reg[2:0];
 wire is_push0 = op0_reg == NRL_OP_PUSH;
@@ -372,6 +379,9 @@ wire role_ok0 = is_push0 ? role0[1] : role0[2];
 wire cnt_pow2_0 = count0_reg == 16'd1 || count0_reg == 16'd2 || count0_reg == 16'd4 ||
                   count0_reg == 16'd8 || count0_reg == 16'd16 || count0_reg == 16'd32 ||
                   count0_reg == MAX_BATCH16;
+// the stack depth: 2 .. MAX_STACK, 0 for aux 0 or 1 (one record per sample)
+wire aux_big0 = aux0_reg > NRL_MAX_STACK;
+wire [3:0] stk0 = is_sample0 && aux0_reg[31:1] != 31'd0 && !aux_big0 ? aux0_reg[3:0] : 4'd0;
 
 reg v1_reg;
 // PUSH payload bytes count0 * R (R is a constant: shifts and adds)
@@ -393,14 +403,14 @@ reg big1_reg;          // count * R + 128 does not fit 16 bits
 
 always @(posedge clk) begin
     v1_reg <= v0_reg;
-    bundle1_reg <= {op2_0, prio0_reg, w0, seq0_reg, count0_reg[7:0], ethsrc0_reg,
+    bundle1_reg <= {stk0, op2_0, prio0_reg, w0, seq0_reg, count0_reg[7:0], ethsrc0_reg,
                     ipsrc0_reg, udpsrc0_reg, port0_reg, plb0_reg};
     op1_reg <= op2_0;
     job_bad1_reg <= job0_reg != job_id;
     dis1_reg <= !rpl_enable;
     unknown1_reg <= worker0_reg[15:3] != 13'd0 || !role_ok0;
     cnt_bad1_reg <= is_push0 ? (count0_reg == 16'd0 || count0_reg > MAX_PUSH16) :
-                    is_sample0 ? !cnt_pow2_0 :
+                    is_sample0 ? !cnt_pow2_0 || aux_big0 :
                     (count0_reg == 16'd0 || count0_reg > MAX_PAIRS16);
     n1_reg <= n0_reg;
     udpsrc1_reg <= udpsrc0_reg;

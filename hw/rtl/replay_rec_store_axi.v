@@ -24,7 +24,6 @@ THE SOFTWARE.
 */
 
 // Language: Verilog 2001
-// Language: Verilog 2001
 
 `resetall
 `timescale 1ns / 1ps
@@ -36,18 +35,22 @@ THE SOFTWARE.
  * through the MIG), block RAM keeps only the sum tree and the queues.
  *
  * Layout: record i at AXI_BASE_ADDR + i * S, S = RECORD_BYTES rounded up to
- * a power of two (at most 4096), so a record is one INCR burst of
- * RECORD_BYTES/64 beats of 512 bits that never crosses a 4 KB boundary.
- * Memory used: CAPACITY * S bytes (131072 * 4096 = 512 MiB at most).
+ * a power of two (at most 8192). A record is one INCR burst of
+ * RECORD_BYTES/64 beats of 512 bits when R <= 4096, else one burst per 4 KB
+ * piece (64 beats, the last one shorter: R = 7104 is 64 + 47 beats), so no
+ * burst crosses a 4 KB boundary (AXI4). Memory used: CAPACITY * S bytes
+ * (131072 * 8192 = 1 GiB at most: the SUME's DDR3 SODIMM holds 4 GiB).
  *
  * Write side: the executor's record beats (wr_valid, wr_addr = {index,
  * beat}, wr_data; two 256-bit beats are packed into one 512-bit word) enter
- * a W FIFO; a record's first beat queues its AW (address, LEN = beats - 1).
+ * a W FIFO (WLAST at each burst's last word); the first beat of each 4 KB
+ * piece queues its AW (address, LEN = its beats - 1).
  * wr_ready is low while the W / AW FIFOs are nearly full or while a read is
  * queued or outstanding; the engine holds the payload stream meanwhile.
  *
- * Read side: rd_req (one per sample, the index the sum tree returned, in
- * response queue order) enters the AR queue. An AR burst is issued when the
+ * Read side: rd_req (one per record a SAMPLE_RESP carries, in response
+ * queue order; none for a broken stack position) enters the AR queue. Each
+ * of a record's bursts (one per 4 KB piece) is issued when the
  * read data FIFO has room for the whole record (beats in the FIFO plus
  * beats requested count against its depth) and no write is queued or
  * waiting for its B response, so up to 2^RD_FIFO_ADDR_W / beats records are
@@ -63,7 +66,8 @@ THE SOFTWARE.
  * Output: the responder's frames (s_axis) pass through; the record beats of
  * a SAMPLE_RESP (every beat from byte 128 on; a PUSH_ACK is shorter)
  * get their data from the read data FIFO, and the frame stalls (tvalid low)
- * until it is there. The responder's own record data is unused.
+ * until it is there. The responder's own record data is unused, except in
+ * a frame with s_axis_tzero (a broken stack position: zeros, no read).
  *
  * Bound: a SAMPLE_RESP is 128 + R bytes on the stream and R bytes (R/64
  * beats) from memory. The replies leave back to back, one sample per
@@ -71,7 +75,7 @@ THE SOFTWARE.
  * long as the memory returns R/64 beats in that time; else one sample per
  * R / B_read seconds, B_read the sustained read bandwidth (PUSH writes
  * share it), the engine stalling, never dropping. SUME: 256-bit stream at
- * 200 MHz (6.4 GB/s) needs 3.2 GB/s at R = 128 and 6.2 GB/s at R = 4032 of
+ * 200 MHz (6.4 GB/s) needs 3.2 GB/s at R = 128 and 6.3 GB/s at R = 8192 of
  * the DDR3-1866 SODIMM's 14.9 GB/s peak (MIG, 512-bit AXI at the 233 MHz UI
  * clock). The read data FIFO (2^RD_FIFO_ADDR_W beats of 64 B, 32 KiB by
  * default) bounds the latency hidden: 5 us at 6.4 GB/s.
@@ -87,7 +91,7 @@ module replay_rec_store_axi #
     parameter USER_WIDTH = 128,
     // Replay capacity C in records (power of two)
     parameter CAPACITY = 16384,
-    // Record size R in bytes (multiple of 64, at most 4032)
+    // Record size R in bytes (multiple of 64, at most 8192)
     parameter RECORD_BYTES = 128,
     // Width of the AXI4 address
     parameter AXI_ADDR_WIDTH = 32,
@@ -131,6 +135,7 @@ module replay_rec_store_axi #
     output wire                       s_axis_tready,
     input  wire                       s_axis_tlast,
     input  wire [USER_WIDTH-1:0]      s_axis_tuser,
+    input  wire                       s_axis_tzero,  // record beats are zeros: no read
     output wire [DATA_WIDTH-1:0]      m_axis_tdata,
     output wire [KEEP_WIDTH-1:0]      m_axis_tkeep,
     output wire                       m_axis_tvalid,
@@ -194,6 +199,11 @@ localparam REC_BEATS = RECORD_BYTES / BEAT_BYTES;        // stream beats per rec
 localparam REC_BEAT_W = REC_ADDR_W - INDEX_W;
 localparam AXI_BEATS = RECORD_BYTES / 64;                // 512-bit beats per record
 localparam STRIDE_W = $clog2(RECORD_BYTES);              // log2 of the record stride S
+localparam NBURST = (AXI_BEATS + 63) / 64;               // bursts per record (4 KB pieces)
+localparam BURST_W = NBURST > 1 ? $clog2(NBURST) : 1;
+localparam PIECE_BEATS = RECORD_BYTES > 4096 ? 4096 / BEAT_BYTES : REC_BEATS;  // stream beats per piece
+localparam LAST_AXI_BEATS = AXI_BEATS - 64 * (NBURST - 1);  // beats of the last burst
+localparam BEAT_CNT_W = 12;   // beats of a frame: (128 + 8192) / 32 = 260 at most
 localparam PACK = DATA_WIDTH == 256 ? 1 : 0;             // two stream beats per AXI beat
 localparam RD_DEPTH = 2**RD_FIFO_ADDR_W;
 localparam CNT_W = RD_FIFO_ADDR_W + 2;
@@ -201,14 +211,20 @@ localparam AR_Q_ADDR_W = 8;   // sample reads queued: at most the response queue
 localparam AW_Q_ADDR_W = 4;
 localparam OB_W = 8;          // AW bursts waiting for B
 localparam REC_BEATS_M1 = REC_BEATS - 1;
-localparam AXI_BEATS_M1 = AXI_BEATS - 1;
 localparam [REC_BEAT_W-1:0] REC_LAST = REC_BEATS_M1[REC_BEAT_W-1:0];
-localparam [7:0] AXLEN = AXI_BEATS_M1[7:0];
-localparam [CNT_W-1:0] AXI_BEATS_C = AXI_BEATS[CNT_W-1:0];
+localparam LAST_AXI_BEATS_M1 = LAST_AXI_BEATS - 1;
+localparam PIECE_BEATS_M1 = PIECE_BEATS - 1;
+localparam [7:0] AXLEN_LAST = LAST_AXI_BEATS_M1[7:0];   // LEN of the last (or only) burst
+localparam [7:0] AXLEN_FULL = 8'd63;                     // LEN of a 4 KB piece
+localparam [CNT_W-1:0] LAST_BEATS_C = LAST_AXI_BEATS[CNT_W-1:0];
+localparam [CNT_W-1:0] FULL_BEATS_C = 64;
+localparam BURST_LAST_I = NBURST - 1;
+localparam [BURST_W-1:0] BURST_LAST = BURST_LAST_I[BURST_W-1:0];
+localparam [AXI_ADDR_WIDTH-1:0] PIECE_OFF = 4096;
 localparam RD_ROOM_I = RD_DEPTH - AXI_BEATS;
 localparam REC_START = 2*HDR_BEATS;
 localparam [CNT_W-1:0] RD_ROOM = RD_ROOM_I[CNT_W-1:0];
-localparam [7:0] REC_START_B = REC_START[7:0];
+localparam [BEAT_CNT_W-1:0] REC_START_B = REC_START[BEAT_CNT_W-1:0];
 localparam [AXI_ADDR_WIDTH-1:0] BASE = AXI_BASE_ADDR;
 
 initial begin
@@ -216,8 +232,12 @@ initial begin
         $error("Error: DATA_WIDTH must be 256 or 512 (instance %m)");
         $finish;
     end
-    if (RECORD_BYTES < 64 || RECORD_BYTES % 64 != 0 || RECORD_BYTES > 4032) begin
-        $error("Error: RECORD_BYTES must be a multiple of 64 in 64..4032 (instance %m)");
+    if (RECORD_BYTES < 64 || RECORD_BYTES % 64 != 0 || RECORD_BYTES > 8192) begin
+        $error("Error: RECORD_BYTES must be a multiple of 64 in 64..8192 (instance %m)");
+        $finish;
+    end
+    if (NBURST > 2) begin
+        $error("Error: a record is at most two 4 KB bursts (instance %m)");
         $finish;
     end
     if (INDEX_W + STRIDE_W > AXI_ADDR_WIDTH) begin
@@ -239,8 +259,24 @@ end
 
 wire [INDEX_W-1:0] wr_index = wr_addr[REC_BEAT_W +: INDEX_W];
 wire [REC_BEAT_W-1:0] wr_beat = wr_addr[REC_BEAT_W-1:0];
-wire wr_first = wr_beat == {REC_BEAT_W{1'b0}};
-wire wr_lastb = wr_beat == REC_LAST;
+// the piece (4 KB burst) of this beat, its first beat, the burst's last beat
+wire [BURST_W-1:0] wr_piece;
+wire wr_first;
+wire wr_lastb;
+
+generate
+if (NBURST > 1) begin : g_wr_pieces
+    localparam PB_W = $clog2(PIECE_BEATS);
+    localparam [PB_W-1:0] PB_LAST = PIECE_BEATS_M1[PB_W-1:0];
+    assign wr_piece = wr_beat[PB_W];
+    assign wr_first = wr_beat[PB_W-1:0] == {PB_W{1'b0}};
+    assign wr_lastb = wr_beat[PB_W-1:0] == PB_LAST || wr_beat == REC_LAST;
+end else begin : g_wr_one
+    assign wr_piece = 1'b0;
+    assign wr_first = wr_beat == {REC_BEAT_W{1'b0}};
+    assign wr_lastb = wr_beat == REC_LAST;
+end
+endgenerate
 
 reg [DATA_WIDTH-1:0] wr_lo_reg;  // low half of a 512-bit word (256-bit stream)
 wire wr_hi = PACK ? wr_beat[0] : 1'b1;  // this beat completes a word
@@ -258,7 +294,7 @@ wire [W_FIFO_ADDR_W+1:0] w_count;
 wire [AW_Q_ADDR_W+1:0] aw_count;
 wire w_out_valid, aw_out_valid;
 wire [512:0] w_out;
-wire [INDEX_W-1:0] aw_out;
+wire [INDEX_W+BURST_W-1:0] aw_out;
 wire unused_w_in_ready, unused_aw_in_ready;
 
 reg wr_room_reg;
@@ -293,7 +329,7 @@ w_fifo_inst (
 );
 
 nrl_fifo #(
-    .WIDTH(INDEX_W),
+    .WIDTH(INDEX_W + BURST_W),
     .ADDR_WIDTH(AW_Q_ADDR_W),
     .FULL_GUARD(0),
     .COUNT_REG(1)
@@ -301,7 +337,7 @@ nrl_fifo #(
 aw_fifo_inst (
     .clk(clk),
     .rst(rst),
-    .in_data(wr_index),
+    .in_data({wr_index, wr_piece}),
     .in_valid(wr_take && wr_first),
     .in_ready(unused_aw_in_ready),
     .out_data(aw_out),
@@ -330,8 +366,11 @@ always @(posedge clk) begin
 end
 
 assign m_axi_awid = {AXI_ID_WIDTH{1'b0}};
-assign m_axi_awaddr = BASE + ({{AXI_ADDR_WIDTH-INDEX_W{1'b0}}, aw_out} << STRIDE_W);
-assign m_axi_awlen = AXLEN;
+// record base, plus 4 KB for the second piece
+wire aw_piece = NBURST > 1 && aw_out[0];
+assign m_axi_awaddr = BASE + ({{AXI_ADDR_WIDTH-INDEX_W{1'b0}}, aw_out[BURST_W +: INDEX_W]} << STRIDE_W) +
+                      (aw_piece ? PIECE_OFF : {AXI_ADDR_WIDTH{1'b0}});
+assign m_axi_awlen = NBURST > 1 && !aw_piece ? AXLEN_FULL : AXLEN_LAST;
 assign m_axi_awsize = 3'd6;
 assign m_axi_awburst = 2'b01;
 assign m_axi_awlock = 1'b0;
@@ -374,6 +413,7 @@ arq_inst (
 
 reg ar_valid_reg;
 reg [AXI_ADDR_WIDTH-1:0] ar_addr_reg;
+reg [7:0] ar_len_reg;
 reg [CNT_W-1:0] rd_resv_reg;   // read data FIFO beats held or requested
 reg [OB_W-1:0] rd_out_reg;     // AR bursts accepted, RLAST not yet seen
 wire ar_hs = ar_valid_reg && m_axi_arready;
@@ -402,24 +442,33 @@ always @(posedge clk) begin
 end
 wire rd_pop;  // a 512-bit word leaves the read data FIFO
 
-assign arq_pop = arq_valid && (!ar_valid_reg || m_axi_arready) && !wr_pending_reg &&
-                 rd_resv_reg <= RD_ROOM && rd_out_reg < (2**OB_W) - 2;
+// one AR per 4 KB piece of the head's record; the head leaves with its last
+reg [BURST_W-1:0] ar_piece_reg;
+wire ar_last_piece = ar_piece_reg == BURST_LAST;
+wire [CNT_W-1:0] ar_beats = ar_last_piece ? LAST_BEATS_C : FULL_BEATS_C;
+wire ar_issue = arq_valid && (!ar_valid_reg || m_axi_arready) && !wr_pending_reg &&
+                rd_resv_reg <= RD_ROOM && rd_out_reg < (2**OB_W) - 2;
+assign arq_pop = ar_issue && ar_last_piece;
 
 always @(posedge clk) begin
     if (ar_hs) begin
         ar_valid_reg <= 1'b0;
     end
-    if (arq_pop) begin
+    if (ar_issue) begin
         ar_valid_reg <= 1'b1;
-        ar_addr_reg <= BASE + ({{AXI_ADDR_WIDTH-INDEX_W{1'b0}}, arq_out} << STRIDE_W);
+        ar_addr_reg <= BASE + ({{AXI_ADDR_WIDTH-INDEX_W{1'b0}}, arq_out} << STRIDE_W) +
+                       (NBURST > 1 && ar_piece_reg != {BURST_W{1'b0}} ? PIECE_OFF : {AXI_ADDR_WIDTH{1'b0}});
+        ar_len_reg <= ar_last_piece ? AXLEN_LAST : AXLEN_FULL;
+        ar_piece_reg <= ar_last_piece ? {BURST_W{1'b0}} : ar_piece_reg + 1'b1;
     end
-    rd_resv_reg <= rd_resv_reg + (arq_pop ? AXI_BEATS_C : {CNT_W{1'b0}}) -
+    rd_resv_reg <= rd_resv_reg + (ar_issue ? ar_beats : {CNT_W{1'b0}}) -
                    {{CNT_W-1{1'b0}}, rd_pop};
     rd_out_reg <= rd_out_reg + {{OB_W-1{1'b0}}, ar_hs} - {{OB_W-1{1'b0}}, r_last_hs};
-    rd_pending_reg <= rd_req_valid || arq_count != 0 || arq_pop || ar_valid_reg ||
+    rd_pending_reg <= rd_req_valid || arq_count != 0 || ar_issue || ar_valid_reg ||
                       rd_out_reg != 0;
     if (rst) begin
         ar_valid_reg <= 1'b0;
+        ar_piece_reg <= {BURST_W{1'b0}};
         rd_resv_reg <= {CNT_W{1'b0}};
         rd_out_reg <= {OB_W{1'b0}};
         rd_pending_reg <= 1'b0;
@@ -428,7 +477,7 @@ end
 
 assign m_axi_arid = {AXI_ID_WIDTH{1'b0}};
 assign m_axi_araddr = ar_addr_reg;
-assign m_axi_arlen = AXLEN;
+assign m_axi_arlen = ar_len_reg;
 assign m_axi_arsize = 3'd6;
 assign m_axi_arburst = 2'b01;
 assign m_axi_arlock = 1'b0;
@@ -463,10 +512,10 @@ rd_fifo_inst (
 // ---------------------------------------------------------------------------
 // output: record beats of SAMPLE_RESP frames take the read data
 
-reg [7:0] ob_reg;        // beat number in the frame
+reg [BEAT_CNT_W-1:0] ob_reg;  // beat number in the frame
 reg rd_half_reg;         // 256-bit stream: the high half is next
 // a PUSH_ACK is 64 bytes, so only a SAMPLE_RESP reaches beat 128 / W
-wire is_rec = ob_reg >= REC_START_B;
+wire is_rec = ob_reg >= REC_START_B && !s_axis_tzero;
 wire [DATA_WIDTH-1:0] rec_beat;
 
 generate
@@ -491,13 +540,13 @@ assign m_axis_tuser = s_axis_tuser;
 
 always @(posedge clk) begin
     if (out_hs) begin
-        ob_reg <= s_axis_tlast ? 8'd0 : ob_reg + 8'd1;
+        ob_reg <= s_axis_tlast ? {BEAT_CNT_W{1'b0}} : ob_reg + 1'b1;
     end
     if (rec_hs && PACK) begin
         rd_half_reg <= !rd_half_reg;
     end
     if (rst) begin
-        ob_reg <= 8'd0;
+        ob_reg <= {BEAT_CNT_W{1'b0}};
         rd_half_reg <= 1'b0;
     end
 end

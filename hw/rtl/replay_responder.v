@@ -32,14 +32,17 @@ THE SOFTWARE.
 /*
  * Replay engine responder: builds the PUSH_ACK and SAMPLE_RESP frames.
  *
- * Takes the head of the response queue (one entry per PUSH_ACK or per
- * sample, pushed by replay_executor) and issues one beat per clock:
+ * Takes the head of the response queue (one entry per PUSH_ACK or
+ * NOT_YET, pushed by replay_executor, and per sample or stack position,
+ * pushed by replay_stack) and issues one beat per clock:
  *
  *   PUSH_ACK     the 64-byte header (count = the records written, index =
  *                the first slot written)
  *   SAMPLE_RESP  the 64-byte header, the 64-byte descriptor (index,
- *                priority, total, batch, size) and the record, read from
- *                the record memory
+ *                priority, total, batch, size; for a stacked sample also
+ *                stack = k, pos, valid) and the record, read from the
+ *                record memory; a stack position whose chain broke (brk)
+ *                has index NO_INDEX, valid 0 and an all-zero record
  *   NOT_YET      the 64-byte header of a PUSH_ACK or SAMPLE_RESP with flag
  *                NOT_YET, count 0, slot = the reason, aux = size (an ack
  *                entry with i[5] set: i[4] sample, i[1:0] reason, prio size)
@@ -59,8 +62,10 @@ THE SOFTWARE.
  * beat is issued the entry is popped (rq_pop) and, at a request's last
  * entry, its context released (ctx_free).
  *
- * Response queue entry and request context: see replay_executor.
+ * Response queue entry and request context: see replay_egress.
  * TUSER[31:24] = the requester's ingress port, TUSER[15:0] = frame length.
+ * m_axis_tzero: the frame's record beats are zeros (a broken stack position;
+ * with an external record store, replay_rec_store_axi has no data for it).
  */
 module replay_responder #
 (
@@ -72,7 +77,7 @@ module replay_responder #
     parameter USER_WIDTH = 128,
     // Replay capacity C in records (power of two, 4 .. 131072)
     parameter CAPACITY = 16384,
-    // Record size R in bytes (multiple of 64)
+    // Record size R in bytes (multiple of 64, at most 8192)
     parameter RECORD_BYTES = 128,
     // log2 of the number of request contexts
     parameter CTX_TAG_W = 2,
@@ -88,7 +93,7 @@ module replay_responder #
     // Width of a request context (computed; do not override)
     parameter CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1),
     // Width of a response queue entry (computed; do not override)
-    parameter RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 6 + INDEX_W + 32
+    parameter RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 8 + 6 + INDEX_W + 32
 )
 (
     input  wire                     clk,
@@ -131,6 +136,7 @@ module replay_responder #
     input  wire                     m_axis_tready,
     output wire                     m_axis_tlast,
     output wire [USER_WIDTH-1:0]    m_axis_tuser,
+    output wire                     m_axis_tzero,
 
     /*
      * Counter pulses
@@ -146,16 +152,18 @@ localparam HDR_BEATS = 64 / BEAT_BYTES;
 localparam REC_BEAT_W = REC_ADDR_W - INDEX_W;
 localparam RESP_BEATS = HDR_BEATS + HDR_BEATS + RECORD_BYTES / BEAT_BYTES;  // header, descriptor, record
 localparam OUT_ADDR_W = 4;
+localparam BEAT_CNT_W = 12;  // beats of a frame: (128 + 8192) / 32 = 260 at most
 
 // verilator lint_off UNUSEDPARAM
 `include "nrl_protocol.vh"  // frame and header constants of the replies
 // verilator lint_on UNUSEDPARAM
 
 localparam REC_START = 2*HDR_BEATS;
-localparam [7:0] ACK_BEATS_B = HDR_BEATS[7:0];
-localparam [7:0] RESP_BEATS_B = RESP_BEATS[7:0];
-localparam [7:0] HDR_BEATS_B = HDR_BEATS[7:0];
-localparam [7:0] REC_START_B = REC_START[7:0];
+localparam [BEAT_CNT_W-1:0] ACK_BEATS_B = HDR_BEATS[BEAT_CNT_W-1:0];
+localparam [BEAT_CNT_W-1:0] RESP_BEATS_B = RESP_BEATS[BEAT_CNT_W-1:0];
+localparam [BEAT_CNT_W-1:0] HDR_BEATS_B = HDR_BEATS[BEAT_CNT_W-1:0];
+localparam [BEAT_CNT_W-1:0] REC_START_B = REC_START[BEAT_CNT_W-1:0];
+localparam [BEAT_CNT_W-1:0] BEAT_ONE = 1;
 
 initial begin
     if (REC_RD_LAT < 1 || REC_RD_LAT > 8) begin
@@ -195,6 +203,9 @@ wire rq_ack = rq_data[RESP_ENTRY_W-1];
 wire rq_last = rq_data[RESP_ENTRY_W-2];
 wire [CTX_TAG_W-1:0] rq_tag = rq_data[RESP_ENTRY_W-3 -: CTX_TAG_W];
 wire [5:0] rq_i = rq_data[32+INDEX_W +: 6];
+wire rq_brk = rq_data[38+INDEX_W];              // a stack position whose chain broke
+wire [2:0] rq_pos = rq_data[39+INDEX_W +: 3];   // its position j
+wire [3:0] rq_stk = rq_data[42+INDEX_W +: 4];   // the stack depth k (0: not stacked)
 wire [INDEX_W-1:0] rq_index = rq_data[32 +: INDEX_W];
 wire [31:0] rq_prio = rq_data[31:0];
 wire rq_ny = rq_ack && rq_i[5];        // a NOT_YET answer (header only)
@@ -218,10 +229,11 @@ wire [47:0] c_eth = ctx_rdata[INDEX_W+1+SUM_W+115 +: 48];
 // beat generation (G1) and output FIFO
 
 wire [OUT_ADDR_W+1:0] out_count;
-reg [7:0] beat_reg, beat_next;
+reg [BEAT_CNT_W-1:0] beat_reg, beat_next;
 reg g1_v_reg;
 reg g1_rec_reg;
 reg g1_last_reg;
+reg g1_zero_reg;
 reg [DATA_WIDTH-1:0] g1_data_reg;
 reg [31:0] g1_user_reg;
 
@@ -232,10 +244,11 @@ localparam [OUT_ADDR_W+1:0] OUT_LIMIT = (2**OUT_ADDR_W) - 2;
 wire gen_credit = out_used_reg < OUT_LIMIT;
 // last beat of the frame: compared against each constant, then selected, so
 // no subtract/compare carry chain sits between the queue head and rq_pop
-wire beat_is_last = rq_ack ? beat_reg == ACK_BEATS_B - 8'd1 : beat_reg == RESP_BEATS_B - 8'd1;
+wire beat_is_last = rq_ack ? beat_reg == ACK_BEATS_B - BEAT_ONE : beat_reg == RESP_BEATS_B - BEAT_ONE;
 // frame, IPv4 and UDP lengths: one constant per reply type, selected
 localparam [15:0] ACK_LEN = 16'd64;
-localparam [15:0] RESP_LEN = 16'd128 + RECORD_BYTES;
+localparam [31:0] RECORD_BYTES32 = RECORD_BYTES;
+localparam [15:0] RESP_LEN = 16'd128 + RECORD_BYTES32[15:0];
 wire [15:0] frame_len = rq_ack ? ACK_LEN : RESP_LEN;
 wire [15:0] ip_len = rq_ack ? ACK_LEN - 16'd14 : RESP_LEN - 16'd14;
 wire [15:0] udp_len = rq_ack ? ACK_LEN - 16'd34 : RESP_LEN - 16'd34;
@@ -283,16 +296,19 @@ always @* begin
     hdr[56*8 +: 32] = be32(rq_ny ? rq_prio : rq_ack ? {{32-INDEX_W{1'b0}}, rq_index} : {26'd0, rq_i});
 
     desc = 512'd0;
-    desc[0 +: 32] = {{32-INDEX_W{1'b0}}, rq_index};
+    desc[0 +: 32] = rq_brk ? NRL_NO_INDEX : {{32-INDEX_W{1'b0}}, rq_index};
     desc[32 +: 32] = rq_prio;
     desc[64 +: 64] = {{64-SUM_W{1'b0}}, c_total};
     desc[128 +: 32] = {24'd0, c_count};
     desc[160 +: 32] = {{31-INDEX_W{1'b0}}, c_size};
+    desc[NRL_DESC_STACK*8 +: 32] = {28'd0, rq_stk};
+    desc[NRL_DESC_POS*8 +: 32] = {29'd0, rq_pos};
+    desc[NRL_DESC_VALID*8 +: 32] = {31'd0, rq_stk != 4'd0 && !rq_brk};
 end
 
 // verilator lint_off UNUSEDSIGNAL
-wire [7:0] rec_beat = beat_reg - REC_START_B;
-wire [7:0] desc_beat = beat_reg - HDR_BEATS_B;
+wire [BEAT_CNT_W-1:0] rec_beat = beat_reg - REC_START_B;
+wire [BEAT_CNT_W-1:0] desc_beat = beat_reg - HDR_BEATS_B;
 // verilator lint_on UNUSEDSIGNAL
 // which half of the 64-byte header / descriptor a 256-bit beat carries
 wire hdr_half = HDR_BEATS == 2 ? beat_reg[0] : 1'b0;
@@ -310,7 +326,7 @@ always @* begin
     rec_ra = {rq_index, rec_beat[REC_BEAT_W-1:0]};
     if (gen_go) begin
         if (beat_is_last) begin
-            beat_next = 8'd0;
+            beat_next = {BEAT_CNT_W{1'b0}};
             rq_pop_int = 1'b1;
             ctx_free_int = rq_last;
             stat_tx_ack_int = rq_ack && !rq_ny;
@@ -328,20 +344,21 @@ always @(posedge clk) begin
     g1_v_reg <= gen_go;
     g1_rec_reg <= beat_reg >= REC_START_B;
     g1_last_reg <= beat_is_last;
+    g1_zero_reg <= rq_brk && !rq_ack;
     g1_data_reg <= beat_reg < HDR_BEATS_B ? hdr[hdr_half*DATA_WIDTH +: DATA_WIDTH] :
                    desc[desc_half*DATA_WIDTH +: DATA_WIDTH];
     g1_user_reg <= {c_port, 8'd0, frame_len};
     out_used_reg <= out_used_reg + {{OUT_ADDR_W+1{1'b0}}, gen_go} -
                     {{OUT_ADDR_W+1{1'b0}}, m_axis_tvalid && m_axis_tready};
     if (rst) begin
-        beat_reg <= 8'd0;
+        beat_reg <= {BEAT_CNT_W{1'b0}};
         g1_v_reg <= 1'b0;
         out_used_reg <= {OUT_ADDR_W+2{1'b0}};
     end
 end
 
-// G1 delayed to meet the record data: valid, last, user, record beat, data
-localparam G_W = 1 + 32 + 1 + DATA_WIDTH;
+// G1 delayed to meet the record data: zero record, valid, last, user, record beat, data
+localparam G_W = 1 + 1 + 32 + 1 + DATA_WIDTH;
 wire g_v;
 wire [G_W-1:0] g_bus;
 
@@ -353,7 +370,7 @@ if (REC_RD_LAT > 1) begin : g_rd_delay
 
     always @(posedge clk) begin
         dly_v_reg[0] <= g1_v_reg;
-        dly_reg[0] <= {g1_last_reg, g1_user_reg, g1_rec_reg, g1_data_reg};
+        dly_reg[0] <= {g1_zero_reg, g1_last_reg, g1_user_reg, g1_rec_reg, g1_data_reg};
         for (k = 1; k < REC_RD_LAT - 1; k = k + 1) begin
             dly_v_reg[k] <= dly_v_reg[k-1];
             dly_reg[k] <= dly_reg[k-1];
@@ -367,23 +384,24 @@ if (REC_RD_LAT > 1) begin : g_rd_delay
     assign g_bus = dly_reg[REC_RD_LAT-2];
 end else begin : g_rd_direct
     assign g_v = g1_v_reg;
-    assign g_bus = {g1_last_reg, g1_user_reg, g1_rec_reg, g1_data_reg};
+    assign g_bus = {g1_zero_reg, g1_last_reg, g1_user_reg, g1_rec_reg, g1_data_reg};
 end
 endgenerate
 
 wire g_rec = g_bus[DATA_WIDTH];
+wire g_zero = g_bus[G_W-1];
 
-wire [DATA_WIDTH+32:0] out_data;
+wire [DATA_WIDTH+33:0] out_data;
 wire out_in_ready;
 
 nrl_fifo #(
-    .WIDTH(DATA_WIDTH + 33),
+    .WIDTH(DATA_WIDTH + 34),
     .ADDR_WIDTH(OUT_ADDR_W)
 )
 out_inst (
     .clk(clk),
     .rst(rst),
-    .in_data({g_bus[G_W-1 -: 33], g_rec ? rec_rdata : g_bus[DATA_WIDTH-1:0]}),
+    .in_data({g_bus[G_W-1 -: 34], g_rec ? (g_zero ? {DATA_WIDTH{1'b0}} : rec_rdata) : g_bus[DATA_WIDTH-1:0]}),
     .in_valid(g_v),
     .in_ready(out_in_ready),
     .out_data(out_data),
@@ -396,6 +414,7 @@ assign m_axis_tdata = out_data[DATA_WIDTH-1:0];
 assign m_axis_tkeep = {KEEP_WIDTH{1'b1}};
 assign m_axis_tlast = out_data[DATA_WIDTH+32];
 assign m_axis_tuser = {{USER_WIDTH-32{1'b0}}, out_data[DATA_WIDTH +: 32]};
+assign m_axis_tzero = out_data[DATA_WIDTH+33];
 
 // verilator lint_off UNUSEDSIGNAL
 wire unused_ok = out_in_ready | (|out_count);

@@ -18,6 +18,7 @@ from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from hostdrv.switch.reference import Egress, SwitchModel
+from hostdrv.wire.consts import DESC_STACK, DESC_VALID, MAX_STACK, OFF_OPCODE, PAYLOAD_OFFSET
 from hostdrv.wire.protocol import (
     Frame,
     Message,
@@ -203,9 +204,9 @@ class TB(StreamTB):
         msg = push(self.records(k), list(prios), job=JOB, worker=m.wid, seq=self.next_seq())
         await self.send(frame_of(msg, m), m.port)
 
-    async def sample(self, m: Member, batch: int, prioritized: bool) -> None:
+    async def sample(self, m: Member, batch: int, prioritized: bool, stack: int = 0) -> None:
         msg = sample_request(batch, job=JOB, worker=m.wid, seq=self.next_seq(),
-                             prioritized=prioritized)
+                             prioritized=prioritized, stack=stack)
         await self.send(frame_of(msg, m), m.port)
 
     async def update(self, m: Member, idx: Sequence[int], prios: Sequence[int]) -> None:
@@ -303,6 +304,63 @@ class PipeMonitor:
                     self.out_first_clocks.append(self.clock)
                 out_busy = not high(self.dut.m_axis_tlast)
 
+
+
+STACK_ACTORS = (0b010, 0b110, 0b110, 0b010)
+"""MEMBER_ROLE of members 0..3 in the stacked workload: four actors (1 and 2 learners too)."""
+
+
+async def stacked_workload(tb: TB, ops: int, max_batch: int) -> None:
+    """Stacked samples (protocol section 5): four actors' PUSHes interleaved in the ring (a stack
+    follows its actor's chain, not the ring), the ring wrapped so overwrites break chains, k from
+    0 to MAX_STACK (and aux above it: BAD_COUNT), UPDATEs, one RPL_RESET (chains restart), then
+    batches of ``max_batch`` at k = MAX_STACK. Expects a reset testbench; writes MEMBER_ROLE_*."""
+    for wid, role in enumerate(STACK_ACTORS):
+        await tb.write(f"MEMBER_ROLE_{wid}", role)
+    actors = MEMBERS[:4]
+    learners = (MEMBERS[1], MEMBERS[2])
+    rng = tb.rng
+    batches = [b for b in (1, 2, 4, 8, 16, 32, 64) if b <= max_batch]
+    await tb.sample(learners[0], 4, True, stack=4)  # EMPTY
+    for n in range(ops):
+        size = tb.m.read("RPL_SIZE")
+        r = rng.random()
+        if n == ops // 2:
+            await tb.write("RPL_RESET", 1)
+        elif size == 0 or r < 0.5:
+            k = rng.choice((1, 1, 1, 2, 3, 5, 8))
+            await tb.push(rng.choice(actors), k)
+        elif r < 0.85:
+            await tb.sample(rng.choice(learners), rng.choice(batches), rng.random() < 0.6,
+                            stack=rng.choice((0, 1, 2, 3, 4, 4, 5, MAX_STACK)))
+        elif r < 0.93:
+            idx = [rng.randrange(size) for _ in range(rng.randint(1, 6))]
+            await tb.update(rng.choice(learners), idx, [rng.randint(0, 1 << 20) for _ in idx])
+        else:
+            msg = sample_request(2, job=JOB, worker=1, seq=tb.next_seq())
+            msg.aux = rng.choice((MAX_STACK + 1, 255, 0xFFFFFFFF))
+            await tb.send(frame_of(msg, MEMBERS[1], validate=False), MEMBERS[1].port)
+    # past the ring's wrap whatever the size (overwrites break chains), interleaved
+    while tb.records_pushed <= tb.capacity + 8:
+        for m in actors:
+            await tb.push(m, 2)
+    await tb.sample(learners[1], max_batch, False, stack=MAX_STACK)
+    await tb.sample(learners[0], max_batch, True, stack=MAX_STACK)
+
+
+def stack_coverage(tb: TB) -> tuple[int, int]:
+    """(stack positions answered with a chain record, positions where the chain broke) among the
+    model's SAMPLE_RESP frames so far (descriptor words ``valid`` and ``stack``)."""
+    valid = broken = 0
+    for e in tb.expected:
+        f = e.frame
+        if len(f) > PAYLOAD_OFFSET + DESC_VALID and f[OFF_OPCODE] == Opcode.SAMPLE_RESP:
+            stack, = struct.unpack_from("<I", f, PAYLOAD_OFFSET + DESC_STACK)
+            ok, = struct.unpack_from("<I", f, PAYLOAD_OFFSET + DESC_VALID)
+            if stack:
+                valid += ok
+                broken += 1 - ok
+    return valid, broken
 
 
 async def random_workload(tb: TB, ops: int, max_batch: int) -> None:

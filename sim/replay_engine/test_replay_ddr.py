@@ -34,9 +34,18 @@ from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiRam
 
+from hostdrv.wire.consts import MAX_STACK
 from hostdrv.wire.protocol import Opcode
 from sim.common.tb import STRESS, LeanStream, high
-from sim.replay_engine.replay_engine_tb import ACTORS, LEARNERS, TB, Member, random_workload
+from sim.replay_engine.replay_engine_tb import (
+    ACTORS,
+    LEARNERS,
+    TB,
+    Member,
+    random_workload,
+    stack_coverage,
+    stacked_workload,
+)
 
 MEM_BYTES = int(os.environ.get("RPL_MEM_BYTES", str(1 << 20)))
 RD_LAT = int(os.environ.get("RPL_RD_LAT", "20"))
@@ -142,7 +151,7 @@ class DdrTB(TB):
     async def check_memory(self) -> None:
         """Once every write is answered: record i at i * S in the AXI RAM, S = R rounded up to a
         power of two (the layout of replay_rec_store_axi)."""
-        store = self.dut.g_rec_axi.store_inst
+        store = self.dut.egress_inst.g_rec_axi.store_inst
         for _ in range(200_000):
             if not high(store.wr_pending_reg):
                 break
@@ -267,6 +276,21 @@ async def test_ddr_random_workload(dut: HierarchyObject, idle: bool, backpressur
 
 
 @cocotb.test(skip=LARGE or BEYOND > 0)
+@cocotb.parametrize(idle=STRESS, backpressure=STRESS)
+async def test_ddr_stacked(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
+    """Stacked samples with the records in AXI memory: the stacked workload of the block RAM
+    tests (four actors interleaved, broken chains, k up to 8, B = 64 at k = 8; a broken
+    position's zero record is never read), all AXI channels paused; every record in place."""
+    tb = DdrTB(dut, seed=_seed(idle, backpressure, 40))
+    await tb.reset()
+    tb.stress_all(idle, backpressure)
+    await stacked_workload(tb, int(10 * SCALE), max_batch=64)
+    valid, broken = stack_coverage(tb)
+    assert valid and broken, (valid, broken)
+    await tb.finish()
+
+
+@cocotb.test(skip=LARGE or BEYOND > 0)
 async def test_ddr_throughput(dut: HierarchyObject) -> None:
     """With a memory that keeps up (no latency, no pauses) the replies leave back to back.
 
@@ -353,8 +377,9 @@ async def test_ddr_error_responses(dut: HierarchyObject) -> None:
 
 @cocotb.test(skip=not LARGE or BEYOND > 0)
 async def test_ddr_large(dut: HierarchyObject) -> None:
-    """A large configuration (e.g. C = 65536, R = 4032): few records written, samples
-    and an UPDATE compared with the model, stream and AXI channels paused."""
+    """A large configuration (C = 65536, R = 4032; R = 7104 or 8192: two bursts per record):
+    few records written, samples (stacked too) and an UPDATE compared with the model, stream and
+    AXI channels paused."""
     tb = DdrTB(dut, seed=_seed(False, False, 30))
     await tb.reset()
     tb.stress_all(True, True, axi=0.2)
@@ -364,6 +389,11 @@ async def test_ddr_large(dut: HierarchyObject) -> None:
     await tb.sample(LEARNERS[1], 8, True)
     await tb.update(LEARNERS[0], [0, 4], [1 << 30, 0])
     await tb.sample(LEARNERS[0], 4, True)
+    # stacks: chains of two actors, interleaved (records over 4 KB are two bursts each)
+    for m in (ACTORS[0], ACTORS[1], ACTORS[0], ACTORS[0], ACTORS[1]):
+        await tb.push(m, 1)
+    await tb.sample(LEARNERS[0], 4, False, stack=4)
+    await tb.sample(LEARNERS[1], 2, True, stack=MAX_STACK)
     await tb.finish()
 
 

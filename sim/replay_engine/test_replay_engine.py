@@ -29,6 +29,7 @@ from cocotb.handle import HierarchyObject
 from cocotbext.axi import AxiResp
 
 from hostdrv.wire import regmap
+from hostdrv.wire.consts import MAX_STACK
 from hostdrv.wire.protocol import sample_request, update
 from sim.common.tb import STRESS, model_refuses
 from sim.replay_engine.replay_engine_tb import (
@@ -45,6 +46,8 @@ from sim.replay_engine.replay_engine_tb import (
     frame_of,
     push_msg,
     random_workload,
+    stack_coverage,
+    stacked_workload,
     unauthorized_frames,
 )
 
@@ -154,6 +157,23 @@ async def test_random_workload(dut: HierarchyObject, idle: bool, backpressure: b
     tb.set_stress(idle, backpressure)
     await random_workload(tb, int(40 * SCALE), max_batch=16)
     assert tb.records_pushed > tb.capacity, "the workload must wrap the ring"
+    await tb.finish()
+
+
+@cocotb.test()
+@cocotb.parametrize(idle=STRESS, backpressure=STRESS)
+async def test_stacked(dut: HierarchyObject, idle: bool, backpressure: bool) -> None:
+    """Stacked samples: four actors interleaved, chains broken by overwrites and restarted by
+    RPL_RESET, k = 0 .. 8 and BAD_COUNT above, B = 64 at k = 8 (512 frames): every frame and
+    counter from the model (``stacked_workload``)."""
+    tb = TB(dut, seed=SEED * 3000 + 2 * idle + backpressure)
+    await tb.reset()
+    tb.set_stress(idle, backpressure)
+    await stacked_workload(tb, int(12 * SCALE), max_batch=64)
+    valid, broken = stack_coverage(tb)
+    assert tb.records_pushed > tb.capacity, "the workload must wrap the ring"
+    assert valid and broken, (valid, broken)
+    assert tb.m.counters()["CNT_DROP_BAD_COUNT"] > 0 or SCALE < 2
     await tb.finish()
 
 
@@ -413,6 +433,17 @@ async def test_throughput(dut: HierarchyObject) -> None:
     assert mon.max_result_run >= 64, f"samples: longest run {mon.max_result_run} < 64"
     latency = mon.out_first_clocks[-64] - mon.in_last_clocks[-1]
     tb.log.info("sample latency %d clocks (last request beat to first response beat)", latency)
+    # a stacked batch (B = 64, k = MAX_STACK: 512 frames) leaves back to back once the first
+    # frame is out, when a frame is at least 5 beats (replay_stack walks a k-deep chain in at most
+    # 4k + 1 clocks; every record size on the 256-bit SUME bus)
+    await tb.sample(LEARNERS[0], 64, True, stack=MAX_STACK)
+    await tb.check_outputs()
+    beats = (128 + tb.record_bytes) * 8 // len(dut.s_axis_tdata)
+    starts = mon.out_first_clocks[-64 * MAX_STACK:]
+    gaps = sorted({b - a for a, b in zip(starts[1:], starts[2:], strict=False)})
+    tb.log.info("stacked batch: %d-beat frames, gaps between frame starts %s", beats, gaps)
+    if beats >= 5:
+        assert gaps == [beats], f"stacked frames not back to back: {gaps} (frames of {beats} beats)"
     await tb.check_state()
 
 
