@@ -474,7 +474,7 @@ class ReplayClient(Endpoint):
                 d = off + HEADER_LEN
                 st, j, ok = STACK_WORDS.unpack_from(rmv, d + C.DESC_STACK)
                 if k > 1 and st != k:
-                    if st == 0:  # a k = 1 answer: the switch does not decode aux (the RTL today)
+                    if st == 0:  # a k = 1 answer: a switch that does not decode aux (one built before stacks)
                         raise ValueError(
                             f"bad stack={stack}: the switch at {self.url} answered with one "
                             "record per sample (no stack words): it does not implement stacked "
