@@ -247,3 +247,34 @@ def test_the_soft_switch_names_stay_importable() -> None:
     r = subprocess.run([sys.executable, "-m", "hostdrv.switch.soft", "--help"],
                        capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 0 and "netfpga-softswitch" in r.stdout, r.stderr
+
+
+#: a room's size limit, in lines: past it a file is cut at a seam (issue 20, docs/architecture.md)
+ROOM_LINES = 700
+#: the folders of source the limit holds for, and the kinds of file it counts
+ROOM_FOLDERS = ("hostdrv", "rl", "scripts", "hw", "sim", "tests")
+ROOM_SUFFIXES = {".py", ".v", ".vh", ".cpp", ".h", ".c", ".tcl", ".sh"}
+#: files allowed past the limit, with the reason (generated, or one table that reads as one)
+ROOM_EXCEPTIONS: dict[str, str] = {}
+
+
+def _tracked_sources() -> list[Path]:
+    out = subprocess.run(["git", "ls-files", *ROOM_FOLDERS, "netrl.py"], capture_output=True,
+                         text=True, cwd=REPO, check=False)
+    if out.returncode != 0:  # not a git checkout (an sdist): every file on disk
+        return sorted(p for d in ROOM_FOLDERS for p in (REPO / d).rglob("*")
+                      if p.suffix in ROOM_SUFFIXES and p.is_file())
+    return sorted(REPO / f for f in out.stdout.split()
+                  if Path(f).suffix in ROOM_SUFFIXES and (REPO / f).is_file())
+
+
+def test_no_room_past_its_size() -> None:
+    """Every source file stays within :data:`ROOM_LINES` lines (a reader holds one room in
+    mind); one that grows past it is cut at a natural seam, as the ones issue 20 named
+    were, not left to grow."""
+    big = {str(p.relative_to(REPO)): n for p in _tracked_sources()
+           if (n := len(p.read_text(encoding="utf-8", errors="replace").splitlines()))
+           > ROOM_LINES}
+    over = {f: n for f, n in big.items() if f not in ROOM_EXCEPTIONS}
+    assert not over, f"files over {ROOM_LINES} lines, cut them at a seam: {over}"
+    assert set(ROOM_EXCEPTIONS) <= set(big), "an exception no longer needed: drop it"
