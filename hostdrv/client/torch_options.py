@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hostdrv.wire.consts import HEADER_OFFSET
 from hostdrv.wire.net import SOCKET_BUFFER
 from hostdrv.wire.protocol import HEADER_LEN
 
@@ -190,8 +191,9 @@ veths, see :func:`datagram_truesize`)."""
 SKB_SHARED_INFO = 320
 """Bytes the kernel adds to every data buffer (``skb_shared_info``) before rounding the
 allocation up to a power of two."""
-FRAME_HEADERS = 14 + 20 + 8
-"""Ethernet, IPv4 and UDP headers in front of a datagram's payload."""
+FRAME_HEADERS = HEADER_OFFSET
+"""Ethernet, IPv4 and UDP headers in front of a datagram's payload (the generated
+:data:`~hostdrv.wire.consts.HEADER_OFFSET`)."""
 INFLIGHT_BYTES = 128 << 10
 """Gradient bytes one rank keeps in flight at most by default: the bandwidth-delay product
 of a 10 Gbit/s link at a 100 µs round trip (the rack's host-switch round trip at no link
