@@ -49,7 +49,7 @@ def counter_window(regs: list[dict[str, Any]]) -> int:
     return base
 
 
-RULE_KEYS = ("bits", "max", "range", "multiple", "at_least", "one_hot")
+RULE_KEYS = ("bits", "max", "range", "multiple", "at_least", "one_hot", "bits_of")
 """The ``legal:`` keys of hw/regs.yaml (its header says what each means)."""
 
 
@@ -87,6 +87,8 @@ def load(path: Path = SOURCE) -> dict[str, Any]:
             base.setdefault("width", 32)
             base.setdefault("param", False)
             base.setdefault("server", False)
+            base.setdefault("admin", False)
+            base["job"] = base.pop("scope", block.get("scope", "global")) == "job"
             base["block"] = block["name"]
             if arr:
                 arrays.append({"name": r["name"], "base": arr["base"] + r["offset"],
@@ -117,8 +119,8 @@ def load(path: Path = SOURCE) -> dict[str, Any]:
         seen[a] = r["name"]
     names = {r["name"] for r in regs}
     for r in regs:
-        for key in ("range", "at_least"):
-            ref = r.get("legal", {}).get(key)
+        for key in ("range", "at_least", "bits_of", "reset_param"):
+            ref = r.get("legal", {}).get(key) if key != "reset_param" else r.get(key)
             ref = ref[1] if key == "range" and ref else ref
             if ref is not None and ref not in names:
                 raise ValueError(f"register {r['name']}: legal {key} names no register {ref!r}")
@@ -195,6 +197,12 @@ def render_py(spec: dict[str, Any]) -> str:
         "    doc: str",
         "    server: bool = False",
         '    """Kept by the soft/sim switch server, not by the RTL (not decoded on the board)."""',
+        "    job: bool = False",
+        '    """Every job has its own copy, in its page (``job_address``); else global (page 0)."""',
+        "    admin: bool = False",
+        '    """Only the admin key writes it (a job key writes its own page\'s other job registers)."""',
+        '    reset_param: str = ""',
+        '    """The reset value is this build parameter\'s value (``reset`` at the RTL defaults)."""',
         "",
         "",
         "REGISTERS: dict[str, Register] = {",
@@ -203,12 +211,17 @@ def render_py(spec: dict[str, Any]) -> str:
         out.append(
             f"    {r['name']!r}: Register({r['name']!r}, 0x{r['addr']:03X}, {r['access']!r}, "
             f"0x{r['reset']:X}, {r['width']}, {bool(r['param'])}, {r['doc']!r}"
-            + (", server=True" if r["server"] else "") + "),"
+            + (", server=True" if r["server"] else "") + (", job=True" if r["job"] else "")
+            + (", admin=True" if r["admin"] else "")
+            + (f", reset_param={r['reset_param']!r}" if r.get("reset_param") else "") + "),"
         )
     out.append("}")
     out.append('"""Every register by name; array entries are ``NAME_<i>``."""')
     out.append("")
     out.append("BY_ADDR: dict[int, Register] = {r.addr: r for r in REGISTERS.values()}")
+    out.append("")
+    out.append(f"JOB_PAGE = 0x{spec['job_page']:X}")
+    out.append('"""Bytes between two jobs\' pages: job j\'s copy of a job register is at j * JOB_PAGE + addr."""')
     out.append("")
     for a in spec["arrays"]:
         out.append(f"{a['name']}_BASE = 0x{a['base']:03X}")
@@ -265,6 +278,8 @@ def render_py(spec: dict[str, Any]) -> str:
             args.append(f"at_least={legal['at_least']!r}")
         if legal.get("one_hot"):
             args.append("one_hot=True")
+        if "bits_of" in legal:
+            args.append(f"bits_of={legal['bits_of']!r}")
         out.append(f"    {r['name']!r}: WriteRule({', '.join(args)}),")
     out.append("}")
     out.append('"""rw register -> the rule a value written to it must keep (beyond its width)."""')
@@ -278,15 +293,40 @@ RULES_PY_HEAD = '''
 
 def find(reg: str | int) -> Register | None:
     """The register named ``reg`` (``"AGG_SLOTS"``, ``"MEMBER_IP_3"``) or at byte address
-    ``reg``; ``None`` when there is none."""
+    ``reg`` (in any job's page: :func:`split`); ``None`` when there is none."""
     if isinstance(reg, str):
         return REGISTERS.get(reg)
-    if isinstance(reg, bool):
-        return None
+    return split(reg)[1]
+
+
+def split(addr: int) -> tuple[int, Register | None]:
+    """``(job, register)`` of byte address ``addr``: its page and the register at its offset,
+    ``None`` when there is none (a global register's offset in a page other than 0 has none;
+    whether the switch has that many jobs is the switch's to say: ``JOBS``)."""
+    if isinstance(addr, bool):
+        return 0, None
     try:
-        return BY_ADDR.get(reg.__index__())  # int, numpy integer
+        a = addr.__index__()  # int, numpy integer
     except (AttributeError, TypeError):
-        return None
+        return 0, None
+    job, off = divmod(a, JOB_PAGE) if a >= 0 else (0, -1)
+    r = BY_ADDR.get(off)
+    return job, (r if r is not None and (job == 0 or r.job) else None)
+
+
+def job_address(reg: str | int | Register, job: int) -> int:
+    """The byte address of job ``job``'s copy of register ``reg`` (a global register: its own,
+    for job 0 only).
+
+    Raises
+    ------
+    UnknownRegisterError
+        No such register, or a global register asked for another job than 0.
+    """
+    r = reg if isinstance(reg, Register) else lookup(reg)
+    if job < 0 or (job and not r.job):
+        raise UnknownRegisterError(f"{r.name} of job {job}")
+    return job * JOB_PAGE + r.addr
 
 
 def lookup(reg: str | int) -> Register:
@@ -304,9 +344,10 @@ def lookup(reg: str | int) -> Register:
 
 
 def label(addr: int) -> str:
-    """The name of the register at ``addr``, or the address in hex when it has none."""
-    r = find(addr)
-    return r.name if r is not None else f"0x{addr:03X}"
+    """The name of the register at ``addr`` (``NAME@job`` in another job's page than 0), or the
+    address in hex when it has none."""
+    job, r = split(addr)
+    return f"0x{addr:03X}" if r is None else (f"{r.name}@{job}" if job else r.name)
 
 
 # -- write rules (hw/regs.yaml `legal:` and `self_clear:`) --------------------------
@@ -334,6 +375,8 @@ class WriteRule:
     """Not below this register's value."""
     one_hot: bool = False
     """0 or one bit set (one SUME port)."""
+    bits_of: str | None = None
+    """Only bits 0 .. this register's value - 1."""
 
 '''.splitlines()
 
@@ -357,6 +400,8 @@ def describe_rule(legal: dict[str, Any]) -> str:
         parts.append(f"at least `{legal['at_least']}`")
     if legal.get("one_hot"):
         parts.append("0 or one-hot")
+    if "bits_of" in legal:
+        parts.append(f"only bits below `{legal['bits_of']}`")
     return "; ".join(parts) or "(width only)"
 
 
@@ -392,6 +437,12 @@ def render_md(spec: dict[str, Any]) -> str:
         "value at the time of the write: write `AGG_MEMBERS` first when it grows,",
         "`AGG_THRESHOLD` first when the members shrink below it",
         "(`SwitchControl.configure_aggregation` does).",
+        "",
+        "Jobs (`docs/protocol.md` section 11): a register marked *job* has one copy per job,",
+        f"job j's at `j * 0x{spec['job_page']:X}` + its address (job 0's at the address itself, page 0,",
+        "which also holds every global register); *admin*: only the admin key writes it (a job's",
+        "key writes the other job registers of its own page, and no global one); *reset = P*:",
+        "its reset value is build parameter P's.",
         "",
         "## Write rules",
         "",
@@ -432,12 +483,18 @@ def render_md(spec: dict[str, Any]) -> str:
             out.append("|---|---|---|---|---|")
         for r in block["registers"]:
             addr = r.get("addr", (arr or {}).get("base", 0) + r.get("offset", 0))
-            name = r["name"] + ("[i]" if arr else "")
+            name = f"`{r['name']}" + ("[i]" if arr else "") + "`"
             reset = "" if r["access"] == "rc" else f"0x{r.get('reset', 0):X}"
             if r.get("param"):
                 reset += " (param)"
+            if r.get("reset_param"):
+                reset += f" (= `{r['reset_param']}`)"
+            scope = r.get("scope", block.get("scope", "global"))
+            marks = [m for m, on in (("job", scope == "job"), ("admin", r.get("admin"))) if on]
+            if marks:
+                name += " (" + ", ".join(marks) + ")"
             fourth = r["engine"] if owned else reset
-            out.append(f"| 0x{addr:03X} | `{name}` | {r['access']} | {fourth} | {r['doc']} |")
+            out.append(f"| 0x{addr:03X} | {name} | {r['access']} | {fourth} | {r['doc']} |")
         out.append("")
     return "\n".join(out)
 
@@ -519,12 +576,19 @@ def render_h(spec: dict[str, Any], groups: list[dict[str, Any]]) -> str:
     out.append(f"#define NRL_COUNTER_COUNT {len(counters)}u")
     out.append("")
     out.append("/* Every register, address order of hw/regs.yaml:")
-    out.append("   X(name, address, access, reset, width, param, server); access NRL_ACCESS_* */")
+    out.append("   X(name, address, access, reset, width, param, server, job, admin); access NRL_ACCESS_*;")
+    out.append("   job: every job has a copy at job * NRL_JOB_PAGE + address; admin: admin key only */")
+    out.append(f"#define NRL_JOB_PAGE 0x{spec['job_page']:X}u")
     out += [f"#define NRL_ACCESS_{a} {i}u" for i, a in enumerate(("RO", "RW", "RC"))]
     out.append("#define NRL_REGISTER_TABLE(X) \\")
     for r in spec["flat"]:
         out.append(f"    X({r['name']}, 0x{r['addr']:03X}u, NRL_ACCESS_{r['access'].upper()}, "
-                   f"0x{r['reset']:X}u, {r['width']}u, {int(r['param'])}, {int(r['server'])}) \\")
+                   f"0x{r['reset']:X}u, {r['width']}u, {int(r['param'])}, {int(r['server'])}, "
+                   f"{int(r['job'])}, {int(r['admin'])}) \\")
+    out.append("")
+    out.append("/* Registers whose reset value is a build parameter's: X(name, parameter) */")
+    out.append("#define NRL_RESET_PARAMS(X) \\")
+    out += [f"    X({r['name']}, {r['reset_param']}) \\" for r in spec["flat"] if r.get("reset_param")]
     out.append("")
     out += render_h_rules(spec)
     out.append("#endif /* NRL_PROTOCOL_H */")
@@ -532,7 +596,7 @@ def render_h(spec: dict[str, Any], groups: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-H_RULE_CHECKS = ("bits", "max", "multiple", "range", "at_least", "one_hot")  # NRL_RULE_* bit i
+H_RULE_CHECKS = ("bits", "max", "multiple", "range", "at_least", "one_hot", "bits_of")  # NRL_RULE_* bit i
 
 
 def render_h_rules(spec: dict[str, Any]) -> list[str]:
@@ -553,6 +617,10 @@ def render_h_rules(spec: dict[str, Any]) -> list[str]:
                        f"{legal.get('max', 0)}u, 0x{legal.get('multiple', 0):X}u, {low}u, "
                        f"{f'NRL_REG_{high}' if high else '0u'}, \"{high}\", "
                        f"{f'NRL_REG_{least}' if least else '0u'}, \"{least}\", 0x{clear:X}u) \\")
+    out += ["", "/* bits_of rules (NRL_RULE_BITS_OF): X(name, register) only bits 0 .. its value - 1 */",
+            "#define NRL_BITS_OF(X) \\"]
+    out += [f"    X({r['name']}, NRL_REG_{r['legal']['bits_of']}) \\" for r in spec["flat"]
+            if "bits_of" in (r.get("legal") or {})]
     return out + [""]
 
 

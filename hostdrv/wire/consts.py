@@ -111,6 +111,8 @@ MAX_UPDATE_PAIRS = 128
 """Pairs per UPDATE."""
 MAX_RECORD_BYTES = 8192
 """Largest R: one record and its 128-byte framing in one jumbo frame (a SAMPLE_RESP is 128 + R bytes; a PUSH holds min(16, (MTU - 128) / R) records, and at most 65535 bytes)."""
+MAX_JOBS = 8
+"""Largest JOBS: jobs (register pages) a switch serves at once (section 11)."""
 MAX_STACK = 8
 """Largest SAMPLE_REQ stack depth k (aux): k records per sample, the sampled one and its chain predecessors (section 5); aux above it is a BAD_COUNT drop."""
 

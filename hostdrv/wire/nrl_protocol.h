@@ -61,6 +61,7 @@
 #define NRL_MAX_BATCH 0x40u /* largest SAMPLE_REQ batch (a power of two) */
 #define NRL_MAX_UPDATE_PAIRS 0x80u /* pairs per UPDATE */
 #define NRL_MAX_RECORD_BYTES 0x2000u /* largest R: one record and its 128-byte framing in one jumbo frame (a SAMPLE_RESP is 128 + R bytes; a PUSH holds min(16, (MTU - 128) / R) records, and at most 65535 bytes) */
+#define NRL_MAX_JOBS 0x8u /* largest JOBS: jobs (register pages) a switch serves at once (section 11) */
 #define NRL_MAX_STACK 0x8u /* largest SAMPLE_REQ stack depth k (aux): k records per sample, the sampled one and its chain predecessors (section 5); aux above it is a BAD_COUNT drop */
 
 /* RESULT aux word (protocol section 2). */
@@ -112,6 +113,8 @@
 #define NRL_REG_SWITCH_MAC_HI 0x020u
 #define NRL_REG_SWITCH_MAC_LO 0x024u
 #define NRL_REG_MCAST_IP 0x028u
+#define NRL_REG_JOBS 0x02Cu
+#define NRL_REG_JOB_ENABLE 0x030u
 #define NRL_REG_AGG_MEMBERS 0x040u
 #define NRL_REG_AGG_THRESHOLD 0x044u
 #define NRL_REG_AGG_SLOTS 0x048u
@@ -141,6 +144,12 @@
 #define NRL_REG_RPL_RATE_DIFF_LO 0x0ACu
 #define NRL_REG_RPL_RATE_DIFF_HI 0x0B0u
 #define NRL_REG_RPL_AXI_ERR 0x0B4u
+#define NRL_REG_JOB_SLOT_BASE 0x0C0u
+#define NRL_REG_JOB_SLOT_COUNT 0x0C4u
+#define NRL_REG_JOB_RPL_BASE 0x0C8u
+#define NRL_REG_JOB_RPL_CAP 0x0CCu
+#define NRL_REG_JOB_RPL_RECORD 0x0D0u
+#define NRL_REG_JOB_LEASE 0x0D4u
 #define NRL_REG_MEMBER_PORT_0 0x100u
 #define NRL_REG_MEMBER_PORT_1 0x110u
 #define NRL_REG_MEMBER_PORT_2 0x120u
@@ -215,6 +224,8 @@
 #define NRL_RST_SWITCH_MAC_HI 0x2u
 #define NRL_RST_SWITCH_MAC_LO 0x4E524C00u
 #define NRL_RST_MCAST_IP 0xEF004E52u
+#define NRL_RST_JOBS 0x1u
+#define NRL_RST_JOB_ENABLE 0x1u
 #define NRL_RST_AGG_MEMBERS 0x0u
 #define NRL_RST_AGG_THRESHOLD 0x0u
 #define NRL_RST_AGG_SLOTS 0x10u
@@ -244,118 +255,140 @@
 #define NRL_RST_RPL_RATE_DIFF_LO 0x0u
 #define NRL_RST_RPL_RATE_DIFF_HI 0x0u
 #define NRL_RST_RPL_AXI_ERR 0x0u
+#define NRL_RST_JOB_SLOT_BASE 0x0u
+#define NRL_RST_JOB_SLOT_COUNT 0x40u
+#define NRL_RST_JOB_RPL_BASE 0x0u
+#define NRL_RST_JOB_RPL_CAP 0x4000u
+#define NRL_RST_JOB_RPL_RECORD 0x80u
+#define NRL_RST_JOB_LEASE 0x0u
 #define NRL_RST_L2_AGE_FRAMES 0x100000u
 #define NRL_COUNTER_COUNT 29u
 
 /* Every register, address order of hw/regs.yaml:
-   X(name, address, access, reset, width, param, server); access NRL_ACCESS_* */
+   X(name, address, access, reset, width, param, server, job, admin); access NRL_ACCESS_*;
+   job: every job has a copy at job * NRL_JOB_PAGE + address; admin: admin key only */
+#define NRL_JOB_PAGE 0x1000u
 #define NRL_ACCESS_RO 0u
 #define NRL_ACCESS_RW 1u
 #define NRL_ACCESS_RC 2u
 #define NRL_REGISTER_TABLE(X) \
-    X(MAGIC, 0x000u, NRL_ACCESS_RO, 0x4E524C31u, 32u, 0, 0) \
-    X(VERSION, 0x004u, NRL_ACCESS_RO, 0x10000u, 32u, 0, 0) \
-    X(BUILD_HASH, 0x008u, NRL_ACCESS_RO, 0x0u, 32u, 1, 0) \
-    X(CTRL, 0x010u, NRL_ACCESS_RW, 0x3u, 32u, 0, 0) \
-    X(JOB_ID, 0x014u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
-    X(UDP_PORT, 0x018u, NRL_ACCESS_RW, 0x4E52u, 16u, 0, 0) \
-    X(SWITCH_IP, 0x01Cu, NRL_ACCESS_RW, 0xA000001u, 32u, 0, 0) \
-    X(SWITCH_MAC_HI, 0x020u, NRL_ACCESS_RW, 0x2u, 16u, 0, 0) \
-    X(SWITCH_MAC_LO, 0x024u, NRL_ACCESS_RW, 0x4E524C00u, 32u, 0, 0) \
-    X(MCAST_IP, 0x028u, NRL_ACCESS_RW, 0xEF004E52u, 32u, 0, 0) \
-    X(AGG_MEMBERS, 0x040u, NRL_ACCESS_RW, 0x0u, 4u, 0, 0) \
-    X(AGG_THRESHOLD, 0x044u, NRL_ACCESS_RW, 0x0u, 4u, 0, 0) \
-    X(AGG_SLOTS, 0x048u, NRL_ACCESS_RW, 0x10u, 7u, 0, 0) \
-    X(AGG_ELEMS, 0x04Cu, NRL_ACCESS_RW, 0x100u, 14u, 0, 0) \
-    X(AGG_DTYPE, 0x050u, NRL_ACCESS_RW, 0x0u, 1u, 0, 0) \
-    X(AGG_MODE, 0x054u, NRL_ACCESS_RW, 0x0u, 1u, 0, 0) \
-    X(AGG_STALENESS, 0x058u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(AGG_ROLE, 0x05Cu, NRL_ACCESS_RW, 0x0u, 1u, 0, 0) \
-    X(AGG_UPLINK_PORT, 0x060u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
-    X(AGG_PARENT_IP, 0x064u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(AGG_PARENT_UDP, 0x068u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0) \
-    X(AGG_LEAF_ID, 0x06Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0) \
-    X(AGG_MAX_SLOTS, 0x070u, NRL_ACCESS_RO, 0x40u, 32u, 1, 0) \
-    X(AGG_MAX_ELEMS, 0x074u, NRL_ACCESS_RO, 0x160u, 32u, 1, 0) \
-    X(AGG_EPOCH, 0x078u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(RPL_CAPACITY, 0x080u, NRL_ACCESS_RO, 0x4000u, 32u, 1, 0) \
-    X(RPL_RECORD_BYTES, 0x084u, NRL_ACCESS_RO, 0x80u, 32u, 1, 0) \
-    X(RPL_SEED, 0x088u, NRL_ACCESS_RW, 0x2545F491u, 32u, 0, 0) \
-    X(RPL_SIZE, 0x08Cu, NRL_ACCESS_RO, 0x0u, 32u, 0, 0) \
-    X(RPL_WPTR, 0x090u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0) \
-    X(RPL_TOTAL_LO, 0x094u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0) \
-    X(RPL_TOTAL_HI, 0x098u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0) \
-    X(RPL_RESET, 0x09Cu, NRL_ACCESS_RW, 0x0u, 1u, 0, 0) \
-    X(RPL_MIN_SIZE, 0x0A0u, NRL_ACCESS_RW, 0x1u, 32u, 0, 0) \
-    X(RPL_SPI, 0x0A4u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(RPL_SPI_ERROR, 0x0A8u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(RPL_RATE_DIFF_LO, 0x0ACu, NRL_ACCESS_RO, 0x0u, 32u, 0, 0) \
-    X(RPL_RATE_DIFF_HI, 0x0B0u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0) \
-    X(RPL_AXI_ERR, 0x0B4u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0) \
-    X(MEMBER_PORT_0, 0x100u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
-    X(MEMBER_PORT_1, 0x110u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
-    X(MEMBER_PORT_2, 0x120u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
-    X(MEMBER_PORT_3, 0x130u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
-    X(MEMBER_PORT_4, 0x140u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
-    X(MEMBER_PORT_5, 0x150u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
-    X(MEMBER_PORT_6, 0x160u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
-    X(MEMBER_PORT_7, 0x170u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0) \
-    X(MEMBER_IP_0, 0x104u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(MEMBER_IP_1, 0x114u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(MEMBER_IP_2, 0x124u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(MEMBER_IP_3, 0x134u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(MEMBER_IP_4, 0x144u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(MEMBER_IP_5, 0x154u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(MEMBER_IP_6, 0x164u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(MEMBER_IP_7, 0x174u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0) \
-    X(MEMBER_UDP_0, 0x108u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0) \
-    X(MEMBER_UDP_1, 0x118u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0) \
-    X(MEMBER_UDP_2, 0x128u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0) \
-    X(MEMBER_UDP_3, 0x138u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0) \
-    X(MEMBER_UDP_4, 0x148u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0) \
-    X(MEMBER_UDP_5, 0x158u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0) \
-    X(MEMBER_UDP_6, 0x168u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0) \
-    X(MEMBER_UDP_7, 0x178u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0) \
-    X(MEMBER_ROLE_0, 0x10Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0) \
-    X(MEMBER_ROLE_1, 0x11Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0) \
-    X(MEMBER_ROLE_2, 0x12Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0) \
-    X(MEMBER_ROLE_3, 0x13Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0) \
-    X(MEMBER_ROLE_4, 0x14Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0) \
-    X(MEMBER_ROLE_5, 0x15Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0) \
-    X(MEMBER_ROLE_6, 0x16Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0) \
-    X(MEMBER_ROLE_7, 0x17Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0) \
-    X(CNT_RX_GRADIENT, 0x200u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_RX_RESULT, 0x204u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_RX_PUSH, 0x208u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_RX_SAMPLE, 0x20Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_RX_UPDATE, 0x210u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_TX_RESULT, 0x214u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_TX_RESEND, 0x218u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_TX_UP, 0x21Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_TX_PUSH_ACK, 0x220u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_TX_SAMPLE_RESP, 0x224u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_PASS, 0x228u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_TX_PUSH_NOT_YET, 0x22Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_TX_SAMPLE_NOT_YET, 0x230u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_BAD_LENGTH, 0x240u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_BAD_HEADER, 0x244u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_BAD_JOB, 0x248u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_DISABLED, 0x24Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_UNKNOWN_WORKER, 0x250u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_SPOOFED, 0x254u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_BAD_COUNT, 0x258u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_BAD_DTYPE, 0x25Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_BAD_SLOT, 0x260u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_STALE, 0x264u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_DUPLICATE, 0x268u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_LATE, 0x26Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_EMPTY, 0x270u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_BAD_INDEX, 0x274u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_MISMATCH, 0x278u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(CNT_DROP_AHEAD, 0x27Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0) \
-    X(L2_AGE_FRAMES, 0x300u, NRL_ACCESS_RW, 0x100000u, 32u, 0, 0) \
-    X(SRV_RX_OVERFLOW, 0xF00u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1) \
-    X(SRV_CTRL_REFUSED, 0xF04u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1) \
+    X(MAGIC, 0x000u, NRL_ACCESS_RO, 0x4E524C31u, 32u, 0, 0, 0, 0) \
+    X(VERSION, 0x004u, NRL_ACCESS_RO, 0x10000u, 32u, 0, 0, 0, 0) \
+    X(BUILD_HASH, 0x008u, NRL_ACCESS_RO, 0x0u, 32u, 1, 0, 0, 0) \
+    X(CTRL, 0x010u, NRL_ACCESS_RW, 0x3u, 32u, 0, 0, 0, 0) \
+    X(JOB_ID, 0x014u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 1) \
+    X(UDP_PORT, 0x018u, NRL_ACCESS_RW, 0x4E52u, 16u, 0, 0, 0, 0) \
+    X(SWITCH_IP, 0x01Cu, NRL_ACCESS_RW, 0xA000001u, 32u, 0, 0, 0, 0) \
+    X(SWITCH_MAC_HI, 0x020u, NRL_ACCESS_RW, 0x2u, 16u, 0, 0, 0, 0) \
+    X(SWITCH_MAC_LO, 0x024u, NRL_ACCESS_RW, 0x4E524C00u, 32u, 0, 0, 0, 0) \
+    X(MCAST_IP, 0x028u, NRL_ACCESS_RW, 0xEF004E52u, 32u, 0, 0, 0, 0) \
+    X(JOBS, 0x02Cu, NRL_ACCESS_RO, 0x1u, 32u, 1, 0, 0, 0) \
+    X(JOB_ENABLE, 0x030u, NRL_ACCESS_RW, 0x1u, 8u, 0, 0, 0, 1) \
+    X(AGG_MEMBERS, 0x040u, NRL_ACCESS_RW, 0x0u, 4u, 0, 0, 1, 0) \
+    X(AGG_THRESHOLD, 0x044u, NRL_ACCESS_RW, 0x0u, 4u, 0, 0, 1, 0) \
+    X(AGG_SLOTS, 0x048u, NRL_ACCESS_RW, 0x10u, 7u, 0, 0, 1, 0) \
+    X(AGG_ELEMS, 0x04Cu, NRL_ACCESS_RW, 0x100u, 14u, 0, 0, 1, 0) \
+    X(AGG_DTYPE, 0x050u, NRL_ACCESS_RW, 0x0u, 1u, 0, 0, 1, 0) \
+    X(AGG_MODE, 0x054u, NRL_ACCESS_RW, 0x0u, 1u, 0, 0, 1, 0) \
+    X(AGG_STALENESS, 0x058u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(AGG_ROLE, 0x05Cu, NRL_ACCESS_RW, 0x0u, 1u, 0, 0, 1, 0) \
+    X(AGG_UPLINK_PORT, 0x060u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
+    X(AGG_PARENT_IP, 0x064u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(AGG_PARENT_UDP, 0x068u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0, 1, 0) \
+    X(AGG_LEAF_ID, 0x06Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0, 1, 0) \
+    X(AGG_MAX_SLOTS, 0x070u, NRL_ACCESS_RO, 0x40u, 32u, 1, 0, 1, 0) \
+    X(AGG_MAX_ELEMS, 0x074u, NRL_ACCESS_RO, 0x160u, 32u, 1, 0, 1, 0) \
+    X(AGG_EPOCH, 0x078u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(RPL_CAPACITY, 0x080u, NRL_ACCESS_RO, 0x4000u, 32u, 1, 0, 1, 0) \
+    X(RPL_RECORD_BYTES, 0x084u, NRL_ACCESS_RO, 0x80u, 32u, 1, 0, 1, 0) \
+    X(RPL_SEED, 0x088u, NRL_ACCESS_RW, 0x2545F491u, 32u, 0, 0, 1, 0) \
+    X(RPL_SIZE, 0x08Cu, NRL_ACCESS_RO, 0x0u, 32u, 0, 0, 1, 0) \
+    X(RPL_WPTR, 0x090u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0, 1, 0) \
+    X(RPL_TOTAL_LO, 0x094u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0, 1, 0) \
+    X(RPL_TOTAL_HI, 0x098u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0, 1, 0) \
+    X(RPL_RESET, 0x09Cu, NRL_ACCESS_RW, 0x0u, 1u, 0, 0, 1, 0) \
+    X(RPL_MIN_SIZE, 0x0A0u, NRL_ACCESS_RW, 0x1u, 32u, 0, 0, 1, 0) \
+    X(RPL_SPI, 0x0A4u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(RPL_SPI_ERROR, 0x0A8u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(RPL_RATE_DIFF_LO, 0x0ACu, NRL_ACCESS_RO, 0x0u, 32u, 0, 0, 1, 0) \
+    X(RPL_RATE_DIFF_HI, 0x0B0u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0, 1, 0) \
+    X(RPL_AXI_ERR, 0x0B4u, NRL_ACCESS_RO, 0x0u, 32u, 0, 0, 0, 0) \
+    X(JOB_SLOT_BASE, 0x0C0u, NRL_ACCESS_RW, 0x0u, 7u, 0, 0, 1, 1) \
+    X(JOB_SLOT_COUNT, 0x0C4u, NRL_ACCESS_RW, 0x40u, 7u, 0, 0, 1, 1) \
+    X(JOB_RPL_BASE, 0x0C8u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 1) \
+    X(JOB_RPL_CAP, 0x0CCu, NRL_ACCESS_RW, 0x4000u, 32u, 0, 0, 1, 1) \
+    X(JOB_RPL_RECORD, 0x0D0u, NRL_ACCESS_RW, 0x80u, 14u, 0, 0, 1, 1) \
+    X(JOB_LEASE, 0x0D4u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(MEMBER_PORT_0, 0x100u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
+    X(MEMBER_PORT_1, 0x110u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
+    X(MEMBER_PORT_2, 0x120u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
+    X(MEMBER_PORT_3, 0x130u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
+    X(MEMBER_PORT_4, 0x140u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
+    X(MEMBER_PORT_5, 0x150u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
+    X(MEMBER_PORT_6, 0x160u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
+    X(MEMBER_PORT_7, 0x170u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
+    X(MEMBER_IP_0, 0x104u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(MEMBER_IP_1, 0x114u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(MEMBER_IP_2, 0x124u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(MEMBER_IP_3, 0x134u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(MEMBER_IP_4, 0x144u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(MEMBER_IP_5, 0x154u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(MEMBER_IP_6, 0x164u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(MEMBER_IP_7, 0x174u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(MEMBER_UDP_0, 0x108u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0, 1, 0) \
+    X(MEMBER_UDP_1, 0x118u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0, 1, 0) \
+    X(MEMBER_UDP_2, 0x128u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0, 1, 0) \
+    X(MEMBER_UDP_3, 0x138u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0, 1, 0) \
+    X(MEMBER_UDP_4, 0x148u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0, 1, 0) \
+    X(MEMBER_UDP_5, 0x158u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0, 1, 0) \
+    X(MEMBER_UDP_6, 0x168u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0, 1, 0) \
+    X(MEMBER_UDP_7, 0x178u, NRL_ACCESS_RW, 0x0u, 16u, 0, 0, 1, 0) \
+    X(MEMBER_ROLE_0, 0x10Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0, 1, 0) \
+    X(MEMBER_ROLE_1, 0x11Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0, 1, 0) \
+    X(MEMBER_ROLE_2, 0x12Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0, 1, 0) \
+    X(MEMBER_ROLE_3, 0x13Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0, 1, 0) \
+    X(MEMBER_ROLE_4, 0x14Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0, 1, 0) \
+    X(MEMBER_ROLE_5, 0x15Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0, 1, 0) \
+    X(MEMBER_ROLE_6, 0x16Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0, 1, 0) \
+    X(MEMBER_ROLE_7, 0x17Cu, NRL_ACCESS_RW, 0x0u, 3u, 0, 0, 1, 0) \
+    X(CNT_RX_GRADIENT, 0x200u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_RX_RESULT, 0x204u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_RX_PUSH, 0x208u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_RX_SAMPLE, 0x20Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_RX_UPDATE, 0x210u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_TX_RESULT, 0x214u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_TX_RESEND, 0x218u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_TX_UP, 0x21Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_TX_PUSH_ACK, 0x220u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_TX_SAMPLE_RESP, 0x224u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_PASS, 0x228u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 0, 0) \
+    X(CNT_TX_PUSH_NOT_YET, 0x22Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_TX_SAMPLE_NOT_YET, 0x230u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_BAD_LENGTH, 0x240u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_BAD_HEADER, 0x244u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_BAD_JOB, 0x248u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_DISABLED, 0x24Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_UNKNOWN_WORKER, 0x250u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_SPOOFED, 0x254u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_BAD_COUNT, 0x258u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_BAD_DTYPE, 0x25Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_BAD_SLOT, 0x260u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_STALE, 0x264u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_DUPLICATE, 0x268u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_LATE, 0x26Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_EMPTY, 0x270u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_BAD_INDEX, 0x274u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_MISMATCH, 0x278u, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(CNT_DROP_AHEAD, 0x27Cu, NRL_ACCESS_RC, 0x0u, 32u, 0, 0, 1, 0) \
+    X(L2_AGE_FRAMES, 0x300u, NRL_ACCESS_RW, 0x100000u, 32u, 0, 0, 0, 0) \
+    X(SRV_RX_OVERFLOW, 0xF00u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1, 0, 0) \
+    X(SRV_CTRL_REFUSED, 0xF04u, NRL_ACCESS_RC, 0x0u, 32u, 0, 1, 0, 0) \
+
+/* Registers whose reset value is a build parameter's: X(name, parameter) */
+#define NRL_RESET_PARAMS(X) \
+    X(JOB_SLOT_COUNT, AGG_MAX_SLOTS) \
+    X(JOB_RPL_CAP, RPL_CAPACITY) \
+    X(JOB_RPL_RECORD, RPL_RECORD_BYTES) \
 
 /* Write rules (hw/regs.yaml legal: and self_clear:; hostdrv.wire.regmap.WRITE_RULES,
    SELF_CLEARING, refusal): X(name, checks, bits, max, multiple, low, high, high_name,
@@ -367,8 +400,10 @@
 #define NRL_RULE_RANGE 0x8u
 #define NRL_RULE_AT_LEAST 0x10u
 #define NRL_RULE_ONE_HOT 0x20u
+#define NRL_RULE_BITS_OF 0x40u
 #define NRL_WRITE_RULES(X) \
     X(CTRL, NRL_RULE_BITS, 0x80000003u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x80000000u) \
+    X(JOB_ENABLE, NRL_RULE_BITS_OF, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
     X(AGG_MEMBERS, NRL_RULE_MAX | NRL_RULE_AT_LEAST, 0x0u, 8u, 0x0u, 0u, 0u, "", NRL_REG_AGG_THRESHOLD, "AGG_THRESHOLD", 0x0u) \
     X(AGG_THRESHOLD, NRL_RULE_MAX | NRL_RULE_RANGE, 0x0u, 8u, 0x0u, 1u, NRL_REG_AGG_MEMBERS, "AGG_MEMBERS", 0u, "", 0x0u) \
     X(AGG_SLOTS, NRL_RULE_RANGE, 0x0u, 0u, 0x0u, 1u, NRL_REG_AGG_MAX_SLOTS, "AGG_MAX_SLOTS", 0u, "", 0x0u) \
@@ -376,6 +411,7 @@
     X(AGG_UPLINK_PORT, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
     X(AGG_EPOCH, NRL_RULE_MULTIPLE, 0x0u, 0u, 0x1000000u, 0u, 0u, "", 0u, "", 0x0u) \
     X(RPL_RESET, 0u, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x1u) \
+    X(JOB_RPL_RECORD, NRL_RULE_MULTIPLE | NRL_RULE_RANGE, 0x0u, 0u, 0x40u, 64u, NRL_REG_RPL_RECORD_BYTES, "RPL_RECORD_BYTES", 0u, "", 0x0u) \
     X(MEMBER_PORT_0, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
     X(MEMBER_PORT_1, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
     X(MEMBER_PORT_2, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
@@ -384,5 +420,9 @@
     X(MEMBER_PORT_5, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
     X(MEMBER_PORT_6, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
     X(MEMBER_PORT_7, NRL_RULE_ONE_HOT, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
+
+/* bits_of rules (NRL_RULE_BITS_OF): X(name, register) only bits 0 .. its value - 1 */
+#define NRL_BITS_OF(X) \
+    X(JOB_ENABLE, NRL_REG_JOBS) \
 
 #endif /* NRL_PROTOCOL_H */

@@ -23,6 +23,12 @@ class Register:
     doc: str
     server: bool = False
     """Kept by the soft/sim switch server, not by the RTL (not decoded on the board)."""
+    job: bool = False
+    """Every job has its own copy, in its page (``job_address``); else global (page 0)."""
+    admin: bool = False
+    """Only the admin key writes it (a job key writes its own page's other job registers)."""
+    reset_param: str = ""
+    """The reset value is this build parameter's value (``reset`` at the RTL defaults)."""
 
 
 REGISTERS: dict[str, Register] = {
@@ -30,102 +36,110 @@ REGISTERS: dict[str, Register] = {
     'VERSION': Register('VERSION', 0x004, 'ro', 0x10000, 32, False, 'major[31:16] minor[15:0]; major is the protocol version'),
     'BUILD_HASH': Register('BUILD_HASH', 0x008, 'ro', 0x0, 32, True, 'first 32 bits of the git commit the bitstream was built from'),
     'CTRL': Register('CTRL', 0x010, 'rw', 0x3, 32, False, 'bit0 aggregation engine on, bit1 replay engine on, bit31 clear all counters (self-clearing)'),
-    'JOB_ID': Register('JOB_ID', 0x014, 'rw', 0x0, 8, False, 'job id a protocol packet must carry'),
+    'JOB_ID': Register('JOB_ID', 0x014, 'rw', 0x0, 8, False, "the job's id: the header job byte that selects this job (among the enabled ones, JOB_ENABLE); two enabled jobs never share one (a write that would make them is refused)", job=True, admin=True),
     'UDP_PORT': Register('UDP_PORT', 0x018, 'rw', 0x4E52, 16, False, "UDP destination port that marks a protocol frame (a board: the port clients send to, and the source port and multicast destination port of the frames the switch sends). A soft or sim switch takes every datagram on its socket, whatever this holds, and sends from its socket's port; it uses UDP_PORT only as a leaf's parent port when AGG_PARENT_UDP is 0 (docs/protocol.md section 1)"),
     'SWITCH_IP': Register('SWITCH_IP', 0x01C, 'rw', 0xA000001, 32, False, 'IPv4 source of every frame the switch originates'),
     'SWITCH_MAC_HI': Register('SWITCH_MAC_HI', 0x020, 'rw', 0x2, 16, False, 'Ethernet source MAC bits 47:32'),
     'SWITCH_MAC_LO': Register('SWITCH_MAC_LO', 0x024, 'rw', 0x4E524C00, 32, False, 'Ethernet source MAC bits 31:0'),
     'MCAST_IP': Register('MCAST_IP', 0x028, 'rw', 0xEF004E52, 32, False, 'IPv4 destination of multicast RESULTs'),
-    'AGG_MEMBERS': Register('AGG_MEMBERS', 0x040, 'rw', 0x0, 4, False, 'N, aggregation members (ids 0..N-1), 0 to 8 and not below AGG_THRESHOLD'),
-    'AGG_THRESHOLD': Register('AGG_THRESHOLD', 0x044, 'rw', 0x0, 4, False, 'H, contributions that complete a round in async mode: 1..AGG_MEMBERS (a write of 0 or above AGG_MEMBERS is refused; the reset value 0 acts as 1; ignored in sync mode)'),
-    'AGG_SLOTS': Register('AGG_SLOTS', 0x048, 'rw', 0x10, 7, False, 'S, slots in use (1..AGG_MAX_SLOTS)'),
-    'AGG_ELEMS': Register('AGG_ELEMS', 0x04C, 'rw', 0x100, 14, False, 'P, elements per packet (multiple of 16, 16..AGG_MAX_ELEMS)'),
-    'AGG_DTYPE': Register('AGG_DTYPE', 0x050, 'rw', 0x0, 1, False, '0 fp32, 1 int32'),
-    'AGG_MODE': Register('AGG_MODE', 0x054, 'rw', 0x0, 1, False, '0 sync (complete at N), 1 async (complete at H, staleness bound)'),
-    'AGG_STALENESS': Register('AGG_STALENESS', 0x058, 'rw', 0x0, 32, False, 'async: drop a GRADIENT whose seq - aux exceeds this'),
-    'AGG_ROLE': Register('AGG_ROLE', 0x05C, 'rw', 0x0, 1, False, '0 root (or flat), 1 leaf'),
-    'AGG_UPLINK_PORT': Register('AGG_UPLINK_PORT', 0x060, 'rw', 0x0, 8, False, 'leaf: one-hot egress port towards the parent'),
-    'AGG_PARENT_IP': Register('AGG_PARENT_IP', 0x064, 'rw', 0x0, 32, False, 'leaf: IPv4 address of the parent switch'),
-    'AGG_PARENT_UDP': Register('AGG_PARENT_UDP', 0x068, 'rw', 0x0, 16, False, "leaf: parent's UDP port (0 = UDP_PORT)"),
-    'AGG_LEAF_ID': Register('AGG_LEAF_ID', 0x06C, 'rw', 0x0, 3, False, "leaf: this switch's member id in the parent job"),
-    'AGG_MAX_SLOTS': Register('AGG_MAX_SLOTS', 0x070, 'ro', 0x40, 32, True, 'slot memory depth (RTL parameter)'),
-    'AGG_MAX_ELEMS': Register('AGG_MAX_ELEMS', 0x074, 'ro', 0x160, 32, True, 'largest P the slot memory holds (RTL parameter; up to 16352 on a loopback soft switch)'),
-    'AGG_EPOCH': Register('AGG_EPOCH', 0x078, 'rw', 0x0, 32, False, "round base of the job's current epoch, a multiple of 2^24 (any other value is refused): a mailbox the members write when they restart their rounds or cross into the next epoch block, and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); also bounds how far ahead a GRADIENT's round may be: (seq - AGG_EPOCH) mod 2^32 in [AGG_AHEAD_ROUNDS, 2^31) is dropped as AHEAD (CNT_DROP_AHEAD; rounds behind AGG_EPOCH are processed). A write clears no slot"),
-    'RPL_CAPACITY': Register('RPL_CAPACITY', 0x080, 'ro', 0x4000, 32, True, 'C, records (power of two); build parameter: 16384 in the SUME bitstream, 1024 by default in the soft switch (--capacity, up to 2^20 and more in host memory) and the sim switch'),
-    'RPL_RECORD_BYTES': Register('RPL_RECORD_BYTES', 0x084, 'ro', 0x80, 32, True, 'R, bytes per record (multiple of 64, at most MAX_RECORD_BYTES = 8192; RTL parameter)'),
-    'RPL_SEED': Register('RPL_SEED', 0x088, 'rw', 0x2545F491, 32, False, 'xorshift32 seed; a write resets the generator (0 is replaced by 0x2545F491)'),
-    'RPL_SIZE': Register('RPL_SIZE', 0x08C, 'ro', 0x0, 32, False, 'valid records'),
-    'RPL_WPTR': Register('RPL_WPTR', 0x090, 'ro', 0x0, 32, False, 'next index PUSH writes'),
-    'RPL_TOTAL_LO': Register('RPL_TOTAL_LO', 0x094, 'ro', 0x0, 32, False, 'sum tree total bits 31:0'),
-    'RPL_TOTAL_HI': Register('RPL_TOTAL_HI', 0x098, 'ro', 0x0, 32, False, 'sum tree total bits 63:32'),
-    'RPL_RESET': Register('RPL_RESET', 0x09C, 'rw', 0x0, 1, False, 'write 1: empty the memory (size, write pointer, priorities to 0) and clear RPL_RATE_DIFF; self-clearing'),
-    'RPL_MIN_SIZE': Register('RPL_MIN_SIZE', 0x0A0, 'rw', 0x1, 32, False, 'rate limiter (docs/protocol.md section 5): valid records before any SAMPLE_REQ is served (Reverb MinSize); a PUSH that leaves size <= RPL_MIN_SIZE is always accepted'),
-    'RPL_SPI': Register('RPL_SPI', 0x0A4, 'rw', 0x0, 32, False, 'rate limiter: target samples per inserted record, unsigned Q16.16 (0x10000 = 1.0); 0 = no ratio limiting (only RPL_MIN_SIZE). A write clears RPL_RATE_DIFF'),
-    'RPL_SPI_ERROR': Register('RPL_SPI_ERROR', 0x0A8, 'rw', 0x0, 32, False, 'rate limiter: error buffer in samples, unsigned Q16.16; min_diff = RPL_SPI * RPL_MIN_SIZE - RPL_SPI_ERROR, max_diff = RPL_SPI * RPL_MIN_SIZE + RPL_SPI_ERROR'),
-    'RPL_RATE_DIFF_LO': Register('RPL_RATE_DIFF_LO', 0x0AC, 'ro', 0x0, 32, False, "rate limiter accumulator diff = (records accepted) * RPL_SPI - (samples served) * 1.0 since the last RPL_SPI or RPL_RESET write, signed 64-bit Q16.16 (two's complement, wraps), bits 31:0"),
-    'RPL_RATE_DIFF_HI': Register('RPL_RATE_DIFF_HI', 0x0B0, 'ro', 0x0, 32, False, 'rate limiter accumulator bits 63:32 (see RPL_RATE_DIFF_LO)'),
+    'JOBS': Register('JOBS', 0x02C, 'ro', 0x1, 32, True, 'J, jobs (register pages) this switch serves, 1 to MAX_JOBS = 8; build parameter: 4 by default in the soft switch (--jobs), 1 in the RTL today (its job table is then fixed: the JOB_ registers read their reset values and refuse every write)'),
+    'JOB_ENABLE': Register('JOB_ENABLE', 0x030, 'rw', 0x1, 8, False, "bit j: job j is served (its id selects it, its slots and table are its own); a write that enables a job whose slot range or table overlaps another enabled job's, or whose JOB_ID another enabled job carries, is refused. Setting or clearing bit j empties job j's table and frees its slot copies (docs/protocol.md section 11)", admin=True),
+    'AGG_MEMBERS': Register('AGG_MEMBERS', 0x040, 'rw', 0x0, 4, False, 'N, aggregation members (ids 0..N-1), 0 to 8 and not below AGG_THRESHOLD', job=True),
+    'AGG_THRESHOLD': Register('AGG_THRESHOLD', 0x044, 'rw', 0x0, 4, False, 'H, contributions that complete a round in async mode: 1..AGG_MEMBERS (a write of 0 or above AGG_MEMBERS is refused; the reset value 0 acts as 1; ignored in sync mode)', job=True),
+    'AGG_SLOTS': Register('AGG_SLOTS', 0x048, 'rw', 0x10, 7, False, 'S, slots in use (1..AGG_MAX_SLOTS)', job=True),
+    'AGG_ELEMS': Register('AGG_ELEMS', 0x04C, 'rw', 0x100, 14, False, 'P, elements per packet (multiple of 16, 16..AGG_MAX_ELEMS)', job=True),
+    'AGG_DTYPE': Register('AGG_DTYPE', 0x050, 'rw', 0x0, 1, False, '0 fp32, 1 int32', job=True),
+    'AGG_MODE': Register('AGG_MODE', 0x054, 'rw', 0x0, 1, False, '0 sync (complete at N), 1 async (complete at H, staleness bound)', job=True),
+    'AGG_STALENESS': Register('AGG_STALENESS', 0x058, 'rw', 0x0, 32, False, 'async: drop a GRADIENT whose seq - aux exceeds this', job=True),
+    'AGG_ROLE': Register('AGG_ROLE', 0x05C, 'rw', 0x0, 1, False, '0 root (or flat), 1 leaf', job=True),
+    'AGG_UPLINK_PORT': Register('AGG_UPLINK_PORT', 0x060, 'rw', 0x0, 8, False, 'leaf: one-hot egress port towards the parent', job=True),
+    'AGG_PARENT_IP': Register('AGG_PARENT_IP', 0x064, 'rw', 0x0, 32, False, 'leaf: IPv4 address of the parent switch', job=True),
+    'AGG_PARENT_UDP': Register('AGG_PARENT_UDP', 0x068, 'rw', 0x0, 16, False, "leaf: parent's UDP port (0 = UDP_PORT)", job=True),
+    'AGG_LEAF_ID': Register('AGG_LEAF_ID', 0x06C, 'rw', 0x0, 3, False, "leaf: this switch's member id in the parent job", job=True),
+    'AGG_MAX_SLOTS': Register('AGG_MAX_SLOTS', 0x070, 'ro', 0x40, 32, True, 'slot memory depth (RTL parameter)', job=True),
+    'AGG_MAX_ELEMS': Register('AGG_MAX_ELEMS', 0x074, 'ro', 0x160, 32, True, 'largest P the slot memory holds (RTL parameter; up to 16352 on a loopback soft switch)', job=True),
+    'AGG_EPOCH': Register('AGG_EPOCH', 0x078, 'rw', 0x0, 32, False, "round base of the job's current epoch, a multiple of 2^24 (any other value is refused): a mailbox the members write when they restart their rounds or cross into the next epoch block, and a (re)joining member reads (docs/protocol.md section 4, Epochs, failures and rejoin); also bounds how far ahead a GRADIENT's round may be: (seq - AGG_EPOCH) mod 2^32 in [AGG_AHEAD_ROUNDS, 2^31) is dropped as AHEAD (CNT_DROP_AHEAD; rounds behind AGG_EPOCH are processed). A write clears no slot", job=True),
+    'RPL_CAPACITY': Register('RPL_CAPACITY', 0x080, 'ro', 0x4000, 32, True, 'C, records (power of two); build parameter: 16384 in the SUME bitstream, 1024 by default in the soft switch (--capacity, up to 2^20 and more in host memory) and the sim switch', job=True),
+    'RPL_RECORD_BYTES': Register('RPL_RECORD_BYTES', 0x084, 'ro', 0x80, 32, True, 'R, bytes per record (multiple of 64, at most MAX_RECORD_BYTES = 8192; RTL parameter)', job=True),
+    'RPL_SEED': Register('RPL_SEED', 0x088, 'rw', 0x2545F491, 32, False, 'xorshift32 seed; a write resets the generator (0 is replaced by 0x2545F491)', job=True),
+    'RPL_SIZE': Register('RPL_SIZE', 0x08C, 'ro', 0x0, 32, False, 'valid records', job=True),
+    'RPL_WPTR': Register('RPL_WPTR', 0x090, 'ro', 0x0, 32, False, 'next index PUSH writes', job=True),
+    'RPL_TOTAL_LO': Register('RPL_TOTAL_LO', 0x094, 'ro', 0x0, 32, False, 'sum tree total bits 31:0', job=True),
+    'RPL_TOTAL_HI': Register('RPL_TOTAL_HI', 0x098, 'ro', 0x0, 32, False, 'sum tree total bits 63:32', job=True),
+    'RPL_RESET': Register('RPL_RESET', 0x09C, 'rw', 0x0, 1, False, 'write 1: empty the memory (size, write pointer, priorities to 0) and clear RPL_RATE_DIFF; self-clearing', job=True),
+    'RPL_MIN_SIZE': Register('RPL_MIN_SIZE', 0x0A0, 'rw', 0x1, 32, False, 'rate limiter (docs/protocol.md section 5): valid records before any SAMPLE_REQ is served (Reverb MinSize); a PUSH that leaves size <= RPL_MIN_SIZE is always accepted', job=True),
+    'RPL_SPI': Register('RPL_SPI', 0x0A4, 'rw', 0x0, 32, False, 'rate limiter: target samples per inserted record, unsigned Q16.16 (0x10000 = 1.0); 0 = no ratio limiting (only RPL_MIN_SIZE). A write clears RPL_RATE_DIFF', job=True),
+    'RPL_SPI_ERROR': Register('RPL_SPI_ERROR', 0x0A8, 'rw', 0x0, 32, False, 'rate limiter: error buffer in samples, unsigned Q16.16; min_diff = RPL_SPI * RPL_MIN_SIZE - RPL_SPI_ERROR, max_diff = RPL_SPI * RPL_MIN_SIZE + RPL_SPI_ERROR', job=True),
+    'RPL_RATE_DIFF_LO': Register('RPL_RATE_DIFF_LO', 0x0AC, 'ro', 0x0, 32, False, "rate limiter accumulator diff = (records accepted) * RPL_SPI - (samples served) * 1.0 since the last RPL_SPI or RPL_RESET write, signed 64-bit Q16.16 (two's complement, wraps), bits 31:0", job=True),
+    'RPL_RATE_DIFF_HI': Register('RPL_RATE_DIFF_HI', 0x0B0, 'ro', 0x0, 32, False, 'rate limiter accumulator bits 63:32 (see RPL_RATE_DIFF_LO)', job=True),
     'RPL_AXI_ERR': Register('RPL_AXI_ERR', 0x0B4, 'ro', 0x0, 32, False, "records in external memory (RTL REC_STORE = 1, build.tcl --ddr): bit 31 is set, and stays set, at the first AXI4 response other than OKAY; bits 30:0 count them (each write burst's BRESP, each read beat's RRESP; saturating). Cleared by RPL_RESET. Always 0 with records in block RAM and in the soft and sim switches"),
-    'MEMBER_PORT_0': Register('MEMBER_PORT_0', 0x100, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
-    'MEMBER_PORT_1': Register('MEMBER_PORT_1', 0x110, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
-    'MEMBER_PORT_2': Register('MEMBER_PORT_2', 0x120, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
-    'MEMBER_PORT_3': Register('MEMBER_PORT_3', 0x130, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
-    'MEMBER_PORT_4': Register('MEMBER_PORT_4', 0x140, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
-    'MEMBER_PORT_5': Register('MEMBER_PORT_5', 0x150, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
-    'MEMBER_PORT_6': Register('MEMBER_PORT_6', 0x160, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
-    'MEMBER_PORT_7': Register('MEMBER_PORT_7', 0x170, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i'),
-    'MEMBER_IP_0': Register('MEMBER_IP_0', 0x104, 'rw', 0x0, 32, False, 'IPv4 address'),
-    'MEMBER_IP_1': Register('MEMBER_IP_1', 0x114, 'rw', 0x0, 32, False, 'IPv4 address'),
-    'MEMBER_IP_2': Register('MEMBER_IP_2', 0x124, 'rw', 0x0, 32, False, 'IPv4 address'),
-    'MEMBER_IP_3': Register('MEMBER_IP_3', 0x134, 'rw', 0x0, 32, False, 'IPv4 address'),
-    'MEMBER_IP_4': Register('MEMBER_IP_4', 0x144, 'rw', 0x0, 32, False, 'IPv4 address'),
-    'MEMBER_IP_5': Register('MEMBER_IP_5', 0x154, 'rw', 0x0, 32, False, 'IPv4 address'),
-    'MEMBER_IP_6': Register('MEMBER_IP_6', 0x164, 'rw', 0x0, 32, False, 'IPv4 address'),
-    'MEMBER_IP_7': Register('MEMBER_IP_7', 0x174, 'rw', 0x0, 32, False, 'IPv4 address'),
-    'MEMBER_UDP_0': Register('MEMBER_UDP_0', 0x108, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
-    'MEMBER_UDP_1': Register('MEMBER_UDP_1', 0x118, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
-    'MEMBER_UDP_2': Register('MEMBER_UDP_2', 0x128, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
-    'MEMBER_UDP_3': Register('MEMBER_UDP_3', 0x138, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
-    'MEMBER_UDP_4': Register('MEMBER_UDP_4', 0x148, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
-    'MEMBER_UDP_5': Register('MEMBER_UDP_5', 0x158, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
-    'MEMBER_UDP_6': Register('MEMBER_UDP_6', 0x168, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
-    'MEMBER_UDP_7': Register('MEMBER_UDP_7', 0x178, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from'),
-    'MEMBER_ROLE_0': Register('MEMBER_ROLE_0', 0x10C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner'),
-    'MEMBER_ROLE_1': Register('MEMBER_ROLE_1', 0x11C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner'),
-    'MEMBER_ROLE_2': Register('MEMBER_ROLE_2', 0x12C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner'),
-    'MEMBER_ROLE_3': Register('MEMBER_ROLE_3', 0x13C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner'),
-    'MEMBER_ROLE_4': Register('MEMBER_ROLE_4', 0x14C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner'),
-    'MEMBER_ROLE_5': Register('MEMBER_ROLE_5', 0x15C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner'),
-    'MEMBER_ROLE_6': Register('MEMBER_ROLE_6', 0x16C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner'),
-    'MEMBER_ROLE_7': Register('MEMBER_ROLE_7', 0x17C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner'),
-    'CNT_RX_GRADIENT': Register('CNT_RX_GRADIENT', 0x200, 'rc', 0x0, 32, False, 'GRADIENT frames received'),
-    'CNT_RX_RESULT': Register('CNT_RX_RESULT', 0x204, 'rc', 0x0, 32, False, 'RESULT frames received (leaf, from the parent)'),
-    'CNT_RX_PUSH': Register('CNT_RX_PUSH', 0x208, 'rc', 0x0, 32, False, 'PUSH frames received'),
-    'CNT_RX_SAMPLE': Register('CNT_RX_SAMPLE', 0x20C, 'rc', 0x0, 32, False, 'SAMPLE_REQ frames received'),
-    'CNT_RX_UPDATE': Register('CNT_RX_UPDATE', 0x210, 'rc', 0x0, 32, False, 'UPDATE frames received'),
-    'CNT_TX_RESULT': Register('CNT_TX_RESULT', 0x214, 'rc', 0x0, 32, False, 'multicast RESULT frames sent'),
-    'CNT_TX_RESEND': Register('CNT_TX_RESEND', 0x218, 'rc', 0x0, 32, False, 'RESULT frames re-sent to one worker'),
-    'CNT_TX_UP': Register('CNT_TX_UP', 0x21C, 'rc', 0x0, 32, False, 'partial sums sent to the parent (leaf)'),
-    'CNT_TX_PUSH_ACK': Register('CNT_TX_PUSH_ACK', 0x220, 'rc', 0x0, 32, False, 'PUSH_ACK frames sent for accepted PUSHes (NOT_YET answers are CNT_TX_PUSH_NOT_YET)'),
-    'CNT_TX_SAMPLE_RESP': Register('CNT_TX_SAMPLE_RESP', 0x224, 'rc', 0x0, 32, False, 'SAMPLE_RESP frames sent with a record (one per served sample, k per sample of a request with stack depth k >= 2; NOT_YET answers are CNT_TX_SAMPLE_NOT_YET)'),
+    'JOB_SLOT_BASE': Register('JOB_SLOT_BASE', 0x0C0, 'rw', 0x0, 7, False, "first slot of the job's range in the slot memory: the job's slot s is slot JOB_SLOT_BASE + s; JOB_SLOT_BASE + JOB_SLOT_COUNT <= AGG_MAX_SLOTS. A write frees the copies of the job's slots (old and new range)", job=True, admin=True),
+    'JOB_SLOT_COUNT': Register('JOB_SLOT_COUNT', 0x0C4, 'rw', 0x40, 7, False, "slots in the job's range (0 to AGG_MAX_SLOTS): a GRADIENT or RESULT whose slot is not below min(AGG_SLOTS, JOB_SLOT_COUNT) is a BAD_SLOT drop; 0: the job aggregates on its hosts (the clients' fallback). A write frees the copies of the job's slots", job=True, admin=True, reset_param='AGG_MAX_SLOTS'),
+    'JOB_RPL_BASE': Register('JOB_RPL_BASE', 0x0C8, 'rw', 0x0, 32, False, "first record of the job's replay table in the record memory, a multiple of JOB_RPL_CAP; JOB_RPL_BASE + JOB_RPL_CAP <= RPL_CAPACITY. A write empties the table", job=True, admin=True),
+    'JOB_RPL_CAP': Register('JOB_RPL_CAP', 0x0CC, 'rw', 0x4000, 32, False, "records of the job's replay table: 0 (no table: the job's PUSH, SAMPLE_REQ and UPDATE are DISABLED drops) or a power of two up to RPL_CAPACITY; the table's indices are 0 .. JOB_RPL_CAP - 1. A write empties the table", job=True, admin=True, reset_param='RPL_CAPACITY'),
+    'JOB_RPL_RECORD': Register('JOB_RPL_RECORD', 0x0D0, 'rw', 0x80, 14, False, "bytes per record of the job's table (a PUSH carries count records of this size, a SAMPLE_RESP one): a multiple of 64 up to RPL_RECORD_BYTES. A write empties the table", job=True, admin=True, reset_param='RPL_RECORD_BYTES'),
+    'JOB_LEASE': Register('JOB_LEASE', 0x0D4, 'rw', 0x0, 32, False, "the job's lease: the Unix time (seconds, 32 bits) until which the job's clients hold its share; they renew it while they run. 0: no lease (never reclaimed). The switch only stores it: the admin's allocator (netrl jobs) reclaims an enabled job whose lease has passed", job=True),
+    'MEMBER_PORT_0': Register('MEMBER_PORT_0', 0x100, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i', job=True),
+    'MEMBER_PORT_1': Register('MEMBER_PORT_1', 0x110, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i', job=True),
+    'MEMBER_PORT_2': Register('MEMBER_PORT_2', 0x120, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i', job=True),
+    'MEMBER_PORT_3': Register('MEMBER_PORT_3', 0x130, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i', job=True),
+    'MEMBER_PORT_4': Register('MEMBER_PORT_4', 0x140, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i', job=True),
+    'MEMBER_PORT_5': Register('MEMBER_PORT_5', 0x150, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i', job=True),
+    'MEMBER_PORT_6': Register('MEMBER_PORT_6', 0x160, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i', job=True),
+    'MEMBER_PORT_7': Register('MEMBER_PORT_7', 0x170, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i', job=True),
+    'MEMBER_IP_0': Register('MEMBER_IP_0', 0x104, 'rw', 0x0, 32, False, 'IPv4 address', job=True),
+    'MEMBER_IP_1': Register('MEMBER_IP_1', 0x114, 'rw', 0x0, 32, False, 'IPv4 address', job=True),
+    'MEMBER_IP_2': Register('MEMBER_IP_2', 0x124, 'rw', 0x0, 32, False, 'IPv4 address', job=True),
+    'MEMBER_IP_3': Register('MEMBER_IP_3', 0x134, 'rw', 0x0, 32, False, 'IPv4 address', job=True),
+    'MEMBER_IP_4': Register('MEMBER_IP_4', 0x144, 'rw', 0x0, 32, False, 'IPv4 address', job=True),
+    'MEMBER_IP_5': Register('MEMBER_IP_5', 0x154, 'rw', 0x0, 32, False, 'IPv4 address', job=True),
+    'MEMBER_IP_6': Register('MEMBER_IP_6', 0x164, 'rw', 0x0, 32, False, 'IPv4 address', job=True),
+    'MEMBER_IP_7': Register('MEMBER_IP_7', 0x174, 'rw', 0x0, 32, False, 'IPv4 address', job=True),
+    'MEMBER_UDP_0': Register('MEMBER_UDP_0', 0x108, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from', job=True),
+    'MEMBER_UDP_1': Register('MEMBER_UDP_1', 0x118, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from', job=True),
+    'MEMBER_UDP_2': Register('MEMBER_UDP_2', 0x128, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from', job=True),
+    'MEMBER_UDP_3': Register('MEMBER_UDP_3', 0x138, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from', job=True),
+    'MEMBER_UDP_4': Register('MEMBER_UDP_4', 0x148, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from', job=True),
+    'MEMBER_UDP_5': Register('MEMBER_UDP_5', 0x158, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from', job=True),
+    'MEMBER_UDP_6': Register('MEMBER_UDP_6', 0x168, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from', job=True),
+    'MEMBER_UDP_7': Register('MEMBER_UDP_7', 0x178, 'rw', 0x0, 16, False, 'UDP source port (0 = any source port of MEMBER_IP: any process on that host can then act as this member, and on a soft or sim switch take its multicast RESULTs, docs/protocol.md section 4); the soft switch sends multicast RESULTs to it, or with 0 to the address the member last sent from', job=True),
+    'MEMBER_ROLE_0': Register('MEMBER_ROLE_0', 0x10C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner', job=True),
+    'MEMBER_ROLE_1': Register('MEMBER_ROLE_1', 0x11C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner', job=True),
+    'MEMBER_ROLE_2': Register('MEMBER_ROLE_2', 0x12C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner', job=True),
+    'MEMBER_ROLE_3': Register('MEMBER_ROLE_3', 0x13C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner', job=True),
+    'MEMBER_ROLE_4': Register('MEMBER_ROLE_4', 0x14C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner', job=True),
+    'MEMBER_ROLE_5': Register('MEMBER_ROLE_5', 0x15C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner', job=True),
+    'MEMBER_ROLE_6': Register('MEMBER_ROLE_6', 0x16C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner', job=True),
+    'MEMBER_ROLE_7': Register('MEMBER_ROLE_7', 0x17C, 'rw', 0x0, 3, False, 'bit0 aggregation worker, bit1 actor, bit2 learner', job=True),
+    'CNT_RX_GRADIENT': Register('CNT_RX_GRADIENT', 0x200, 'rc', 0x0, 32, False, 'GRADIENT frames received', job=True),
+    'CNT_RX_RESULT': Register('CNT_RX_RESULT', 0x204, 'rc', 0x0, 32, False, 'RESULT frames received (leaf, from the parent)', job=True),
+    'CNT_RX_PUSH': Register('CNT_RX_PUSH', 0x208, 'rc', 0x0, 32, False, 'PUSH frames received', job=True),
+    'CNT_RX_SAMPLE': Register('CNT_RX_SAMPLE', 0x20C, 'rc', 0x0, 32, False, 'SAMPLE_REQ frames received', job=True),
+    'CNT_RX_UPDATE': Register('CNT_RX_UPDATE', 0x210, 'rc', 0x0, 32, False, 'UPDATE frames received', job=True),
+    'CNT_TX_RESULT': Register('CNT_TX_RESULT', 0x214, 'rc', 0x0, 32, False, 'multicast RESULT frames sent', job=True),
+    'CNT_TX_RESEND': Register('CNT_TX_RESEND', 0x218, 'rc', 0x0, 32, False, 'RESULT frames re-sent to one worker', job=True),
+    'CNT_TX_UP': Register('CNT_TX_UP', 0x21C, 'rc', 0x0, 32, False, 'partial sums sent to the parent (leaf)', job=True),
+    'CNT_TX_PUSH_ACK': Register('CNT_TX_PUSH_ACK', 0x220, 'rc', 0x0, 32, False, 'PUSH_ACK frames sent for accepted PUSHes (NOT_YET answers are CNT_TX_PUSH_NOT_YET)', job=True),
+    'CNT_TX_SAMPLE_RESP': Register('CNT_TX_SAMPLE_RESP', 0x224, 'rc', 0x0, 32, False, 'SAMPLE_RESP frames sent with a record (one per served sample, k per sample of a request with stack depth k >= 2; NOT_YET answers are CNT_TX_SAMPLE_NOT_YET)', job=True),
     'CNT_PASS': Register('CNT_PASS', 0x228, 'rc', 0x0, 32, False, 'non-protocol frames switched at L2: flooded, forwarded to a learned port, or filtered (destination learned on the source port)'),
-    'CNT_TX_PUSH_NOT_YET': Register('CNT_TX_PUSH_NOT_YET', 0x22C, 'rc', 0x0, 32, False, 'PUSH_ACK NOT_YET frames sent: PUSHes the rate limiter refused (nothing written; not counted in CNT_TX_PUSH_ACK)'),
-    'CNT_TX_SAMPLE_NOT_YET': Register('CNT_TX_SAMPLE_NOT_YET', 0x230, 'rc', 0x0, 32, False, 'SAMPLE_RESP NOT_YET frames sent: SAMPLE_REQs refused (empty, below RPL_MIN_SIZE or ratio; not counted in CNT_TX_SAMPLE_RESP)'),
-    'CNT_DROP_BAD_LENGTH': Register('CNT_DROP_BAD_LENGTH', 0x240, 'rc', 0x0, 32, False, 'drops: frame, IPv4, UDP or payload length'),
-    'CNT_DROP_BAD_HEADER': Register('CNT_DROP_BAD_HEADER', 0x244, 'rc', 0x0, 32, False, 'drops: version, reserved, flags or opcode'),
-    'CNT_DROP_BAD_JOB': Register('CNT_DROP_BAD_JOB', 0x248, 'rc', 0x0, 32, False, 'drops: job id'),
-    'CNT_DROP_DISABLED': Register('CNT_DROP_DISABLED', 0x24C, 'rc', 0x0, 32, False, 'drops: engine off'),
-    'CNT_DROP_UNKNOWN_WORKER': Register('CNT_DROP_UNKNOWN_WORKER', 0x250, 'rc', 0x0, 32, False, 'drops: member id or role'),
-    'CNT_DROP_SPOOFED': Register('CNT_DROP_SPOOFED', 0x254, 'rc', 0x0, 32, False, 'drops: port, address or UDP port mismatch'),
-    'CNT_DROP_BAD_COUNT': Register('CNT_DROP_BAD_COUNT', 0x258, 'rc', 0x0, 32, False, 'drops: count field'),
-    'CNT_DROP_BAD_DTYPE': Register('CNT_DROP_BAD_DTYPE', 0x25C, 'rc', 0x0, 32, False, 'drops: dtype flag differs from AGG_DTYPE'),
-    'CNT_DROP_BAD_SLOT': Register('CNT_DROP_BAD_SLOT', 0x260, 'rc', 0x0, 32, False, 'drops: slot >= AGG_SLOTS'),
-    'CNT_DROP_STALE': Register('CNT_DROP_STALE', 0x264, 'rc', 0x0, 32, False, 'drops: staleness bound or reused slot copy'),
-    'CNT_DROP_DUPLICATE': Register('CNT_DROP_DUPLICATE', 0x268, 'rc', 0x0, 32, False, 'drops: contribution already counted'),
-    'CNT_DROP_LATE': Register('CNT_DROP_LATE', 0x26C, 'rc', 0x0, 32, False, 'drops: async contribution after completion'),
-    'CNT_DROP_EMPTY': Register('CNT_DROP_EMPTY', 0x270, 'rc', 0x0, 32, False, 'SAMPLE_REQs that found nothing to sample (size 0, or tree total 0 for a prioritized one); no longer dropped: answered NOT_YET (reason EMPTY) and counted in CNT_TX_SAMPLE_NOT_YET too'),
-    'CNT_DROP_BAD_INDEX': Register('CNT_DROP_BAD_INDEX', 0x274, 'rc', 0x0, 32, False, 'UPDATE pairs skipped: index >= size'),
-    'CNT_DROP_MISMATCH': Register('CNT_DROP_MISMATCH', 0x278, 'rc', 0x0, 32, False, "drops: GRADIENT whose tensor length (total) differs from its round's, or in sync mode whose step id (aux) differs from its round's"),
-    'CNT_DROP_AHEAD': Register('CNT_DROP_AHEAD', 0x27C, 'rc', 0x0, 32, False, 'drops: GRADIENT whose round is too far ahead of the epoch: (seq - AGG_EPOCH) mod 2^32 in [AGG_AHEAD_ROUNDS, 2^31), AGG_AHEAD_ROUNDS = 2^25'),
+    'CNT_TX_PUSH_NOT_YET': Register('CNT_TX_PUSH_NOT_YET', 0x22C, 'rc', 0x0, 32, False, 'PUSH_ACK NOT_YET frames sent: PUSHes the rate limiter refused (nothing written; not counted in CNT_TX_PUSH_ACK)', job=True),
+    'CNT_TX_SAMPLE_NOT_YET': Register('CNT_TX_SAMPLE_NOT_YET', 0x230, 'rc', 0x0, 32, False, 'SAMPLE_RESP NOT_YET frames sent: SAMPLE_REQs refused (empty, below RPL_MIN_SIZE or ratio; not counted in CNT_TX_SAMPLE_RESP)', job=True),
+    'CNT_DROP_BAD_LENGTH': Register('CNT_DROP_BAD_LENGTH', 0x240, 'rc', 0x0, 32, False, 'drops: frame, IPv4, UDP or payload length', job=True),
+    'CNT_DROP_BAD_HEADER': Register('CNT_DROP_BAD_HEADER', 0x244, 'rc', 0x0, 32, False, 'drops: version, reserved, flags or opcode', job=True),
+    'CNT_DROP_BAD_JOB': Register('CNT_DROP_BAD_JOB', 0x248, 'rc', 0x0, 32, False, 'drops: job id', job=True),
+    'CNT_DROP_DISABLED': Register('CNT_DROP_DISABLED', 0x24C, 'rc', 0x0, 32, False, 'drops: engine off', job=True),
+    'CNT_DROP_UNKNOWN_WORKER': Register('CNT_DROP_UNKNOWN_WORKER', 0x250, 'rc', 0x0, 32, False, 'drops: member id or role', job=True),
+    'CNT_DROP_SPOOFED': Register('CNT_DROP_SPOOFED', 0x254, 'rc', 0x0, 32, False, 'drops: port, address or UDP port mismatch', job=True),
+    'CNT_DROP_BAD_COUNT': Register('CNT_DROP_BAD_COUNT', 0x258, 'rc', 0x0, 32, False, 'drops: count field', job=True),
+    'CNT_DROP_BAD_DTYPE': Register('CNT_DROP_BAD_DTYPE', 0x25C, 'rc', 0x0, 32, False, 'drops: dtype flag differs from AGG_DTYPE', job=True),
+    'CNT_DROP_BAD_SLOT': Register('CNT_DROP_BAD_SLOT', 0x260, 'rc', 0x0, 32, False, 'drops: slot >= AGG_SLOTS', job=True),
+    'CNT_DROP_STALE': Register('CNT_DROP_STALE', 0x264, 'rc', 0x0, 32, False, 'drops: staleness bound or reused slot copy', job=True),
+    'CNT_DROP_DUPLICATE': Register('CNT_DROP_DUPLICATE', 0x268, 'rc', 0x0, 32, False, 'drops: contribution already counted', job=True),
+    'CNT_DROP_LATE': Register('CNT_DROP_LATE', 0x26C, 'rc', 0x0, 32, False, 'drops: async contribution after completion', job=True),
+    'CNT_DROP_EMPTY': Register('CNT_DROP_EMPTY', 0x270, 'rc', 0x0, 32, False, 'SAMPLE_REQs that found nothing to sample (size 0, or tree total 0 for a prioritized one); no longer dropped: answered NOT_YET (reason EMPTY) and counted in CNT_TX_SAMPLE_NOT_YET too', job=True),
+    'CNT_DROP_BAD_INDEX': Register('CNT_DROP_BAD_INDEX', 0x274, 'rc', 0x0, 32, False, 'UPDATE pairs skipped: index >= size', job=True),
+    'CNT_DROP_MISMATCH': Register('CNT_DROP_MISMATCH', 0x278, 'rc', 0x0, 32, False, "drops: GRADIENT whose tensor length (total) differs from its round's, or in sync mode whose step id (aux) differs from its round's", job=True),
+    'CNT_DROP_AHEAD': Register('CNT_DROP_AHEAD', 0x27C, 'rc', 0x0, 32, False, 'drops: GRADIENT whose round is too far ahead of the epoch: (seq - AGG_EPOCH) mod 2^32 in [AGG_AHEAD_ROUNDS, 2^31), AGG_AHEAD_ROUNDS = 2^25', job=True),
     'L2_AGE_FRAMES': Register('L2_AGE_FRAMES', 0x300, 'rw', 0x100000, 32, False, 'aging period in received frames (every frame, protocol or not): at the end of each period, MAC table entries that taught or refreshed nothing during it are removed, so an entry lives 1 to 2 periods after its last frame; 0 = no aging. A write restarts the period'),
     'SRV_RX_OVERFLOW': Register('SRV_RX_OVERFLOW', 0xF00, 'rc', 0x0, 32, False, 'datagrams the kernel dropped before the switch read them (socket receive buffer full, SO_RXQ_OVFL)', server=True),
     'SRV_CTRL_REFUSED': Register('SRV_CTRL_REFUSED', 0xF04, 'rc', 0x0, 32, False, "control requests refused: from a non-loopback address without --control-key; or with a missing or wrong HMAC, an expired timestamp, a replayed attempt or another run's session (a request signed for session 0, a client learning the session, is refused but not counted)", server=True),
@@ -133,6 +147,9 @@ REGISTERS: dict[str, Register] = {
 """Every register by name; array entries are ``NAME_<i>``."""
 
 BY_ADDR: dict[int, Register] = {r.addr: r for r in REGISTERS.values()}
+
+JOB_PAGE = 0x1000
+"""Bytes between two jobs' pages: job j's copy of a job register is at j * JOB_PAGE + addr."""
 
 MEMBER_PORT_BASE = 0x100
 MEMBER_IP_BASE = 0x104
@@ -190,6 +207,8 @@ SWITCH_IP = 0x01C
 SWITCH_MAC_HI = 0x020
 SWITCH_MAC_LO = 0x024
 MCAST_IP = 0x028
+JOBS = 0x02C
+JOB_ENABLE = 0x030
 AGG_MEMBERS = 0x040
 AGG_THRESHOLD = 0x044
 AGG_SLOTS = 0x048
@@ -219,6 +238,12 @@ RPL_SPI_ERROR = 0x0A8
 RPL_RATE_DIFF_LO = 0x0AC
 RPL_RATE_DIFF_HI = 0x0B0
 RPL_AXI_ERR = 0x0B4
+JOB_SLOT_BASE = 0x0C0
+JOB_SLOT_COUNT = 0x0C4
+JOB_RPL_BASE = 0x0C8
+JOB_RPL_CAP = 0x0CC
+JOB_RPL_RECORD = 0x0D0
+JOB_LEASE = 0x0D4
 MEMBER_PORT_0 = 0x100
 MEMBER_PORT_1 = 0x110
 MEMBER_PORT_2 = 0x120
@@ -298,15 +323,40 @@ def member_reg(field: str, index: int) -> str:
 
 def find(reg: str | int) -> Register | None:
     """The register named ``reg`` (``"AGG_SLOTS"``, ``"MEMBER_IP_3"``) or at byte address
-    ``reg``; ``None`` when there is none."""
+    ``reg`` (in any job's page: :func:`split`); ``None`` when there is none."""
     if isinstance(reg, str):
         return REGISTERS.get(reg)
-    if isinstance(reg, bool):
-        return None
+    return split(reg)[1]
+
+
+def split(addr: int) -> tuple[int, Register | None]:
+    """``(job, register)`` of byte address ``addr``: its page and the register at its offset,
+    ``None`` when there is none (a global register's offset in a page other than 0 has none;
+    whether the switch has that many jobs is the switch's to say: ``JOBS``)."""
+    if isinstance(addr, bool):
+        return 0, None
     try:
-        return BY_ADDR.get(reg.__index__())  # int, numpy integer
+        a = addr.__index__()  # int, numpy integer
     except (AttributeError, TypeError):
-        return None
+        return 0, None
+    job, off = divmod(a, JOB_PAGE) if a >= 0 else (0, -1)
+    r = BY_ADDR.get(off)
+    return job, (r if r is not None and (job == 0 or r.job) else None)
+
+
+def job_address(reg: str | int | Register, job: int) -> int:
+    """The byte address of job ``job``'s copy of register ``reg`` (a global register: its own,
+    for job 0 only).
+
+    Raises
+    ------
+    UnknownRegisterError
+        No such register, or a global register asked for another job than 0.
+    """
+    r = reg if isinstance(reg, Register) else lookup(reg)
+    if job < 0 or (job and not r.job):
+        raise UnknownRegisterError(f"{r.name} of job {job}")
+    return job * JOB_PAGE + r.addr
 
 
 def lookup(reg: str | int) -> Register:
@@ -324,9 +374,10 @@ def lookup(reg: str | int) -> Register:
 
 
 def label(addr: int) -> str:
-    """The name of the register at ``addr``, or the address in hex when it has none."""
-    r = find(addr)
-    return r.name if r is not None else f"0x{addr:03X}"
+    """The name of the register at ``addr`` (``NAME@job`` in another job's page than 0), or the
+    address in hex when it has none."""
+    job, r = split(addr)
+    return f"0x{addr:03X}" if r is None else (f"{r.name}@{job}" if job else r.name)
 
 
 # -- write rules (hw/regs.yaml `legal:` and `self_clear:`) --------------------------
@@ -354,6 +405,8 @@ class WriteRule:
     """Not below this register's value."""
     one_hot: bool = False
     """0 or one bit set (one SUME port)."""
+    bits_of: str | None = None
+    """Only bits 0 .. this register's value - 1."""
 
 SELF_CLEARING: dict[str, int] = {
     'CTRL': 0x80000000,
@@ -363,12 +416,14 @@ SELF_CLEARING: dict[str, int] = {
 
 WRITE_RULES: dict[str, WriteRule] = {
     'CTRL': WriteRule(bits=0x80000003),
+    'JOB_ENABLE': WriteRule(bits_of='JOBS'),
     'AGG_MEMBERS': WriteRule(max=8, at_least='AGG_THRESHOLD'),
     'AGG_THRESHOLD': WriteRule(max=8, low=1, high='AGG_MEMBERS'),
     'AGG_SLOTS': WriteRule(low=1, high='AGG_MAX_SLOTS'),
     'AGG_ELEMS': WriteRule(multiple=16, low=16, high='AGG_MAX_ELEMS'),
     'AGG_UPLINK_PORT': WriteRule(one_hot=True),
     'AGG_EPOCH': WriteRule(multiple=0x1000000),
+    'JOB_RPL_RECORD': WriteRule(multiple=64, low=64, high='RPL_RECORD_BYTES'),
     'MEMBER_PORT_0': WriteRule(one_hot=True),
     'MEMBER_PORT_1': WriteRule(one_hot=True),
     'MEMBER_PORT_2': WriteRule(one_hot=True),

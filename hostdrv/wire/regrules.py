@@ -64,6 +64,9 @@ def refusal(reg: str | int | Register, value: int, current: Callable[[str], int]
         return f"below {rule.at_least} ({low}): lower {rule.at_least} first"
     if rule.one_hot and value & (value - 1):
         return "must be 0 or one-hot (one SUME port)"
+    if rule.bits_of is not None and value >> current(rule.bits_of):
+        n = current(rule.bits_of)
+        return f"only bits 0 .. {n - 1} ({rule.bits_of} = {n})"
     return ""
 
 

@@ -59,6 +59,7 @@ localparam [31:0] NRL_MAX_PUSH_RECORDS = 32'h00000010; // records per PUSH
 localparam [31:0] NRL_MAX_BATCH = 32'h00000040; // largest SAMPLE_REQ batch (a power of two)
 localparam [31:0] NRL_MAX_UPDATE_PAIRS = 32'h00000080; // pairs per UPDATE
 localparam [31:0] NRL_MAX_RECORD_BYTES = 32'h00002000; // largest R: one record and its 128-byte framing in one jumbo frame (a SAMPLE_RESP is 128 + R bytes; a PUSH holds min(16, (MTU - 128) / R) records, and at most 65535 bytes)
+localparam [31:0] NRL_MAX_JOBS = 32'h00000008; // largest JOBS: jobs (register pages) a switch serves at once (section 11)
 localparam [31:0] NRL_MAX_STACK = 32'h00000008; // largest SAMPLE_REQ stack depth k (aux): k records per sample, the sampled one and its chain predecessors (section 5); aux above it is a BAD_COUNT drop
 
 // RESULT aux word (protocol section 2).

@@ -6,12 +6,14 @@ localparam [11:0] REG_MAGIC = 12'h000; // ASCII 'NRL1'
 localparam [11:0] REG_VERSION = 12'h004; // major[31:16] minor[15:0]; major is the protocol version
 localparam [11:0] REG_BUILD_HASH = 12'h008; // first 32 bits of the git commit the bitstream was built from
 localparam [11:0] REG_CTRL = 12'h010; // bit0 aggregation engine on, bit1 replay engine on, bit31 clear all counters (self-clearing)
-localparam [11:0] REG_JOB_ID = 12'h014; // job id a protocol packet must carry
+localparam [11:0] REG_JOB_ID = 12'h014; // the job's id: the header job byte that selects this job (among the enabled ones, JOB_ENABLE); two enabled jobs never share one (a write that would make them is refused)
 localparam [11:0] REG_UDP_PORT = 12'h018; // UDP destination port that marks a protocol frame (a board: the port clients send to, and the source port and multicast destination port of the frames the switch sends). A soft or sim switch takes every datagram on its socket, whatever this holds, and sends from its socket's port; it uses UDP_PORT only as a leaf's parent port when AGG_PARENT_UDP is 0 (docs/protocol.md section 1)
 localparam [11:0] REG_SWITCH_IP = 12'h01C; // IPv4 source of every frame the switch originates
 localparam [11:0] REG_SWITCH_MAC_HI = 12'h020; // Ethernet source MAC bits 47:32
 localparam [11:0] REG_SWITCH_MAC_LO = 12'h024; // Ethernet source MAC bits 31:0
 localparam [11:0] REG_MCAST_IP = 12'h028; // IPv4 destination of multicast RESULTs
+localparam [11:0] REG_JOBS = 12'h02C; // J, jobs (register pages) this switch serves, 1 to MAX_JOBS = 8; build parameter: 4 by default in the soft switch (--jobs), 1 in the RTL today (its job table is then fixed: the JOB_ registers read their reset values and refuse every write)
+localparam [11:0] REG_JOB_ENABLE = 12'h030; // bit j: job j is served (its id selects it, its slots and table are its own); a write that enables a job whose slot range or table overlaps another enabled job's, or whose JOB_ID another enabled job carries, is refused. Setting or clearing bit j empties job j's table and frees its slot copies (docs/protocol.md section 11)
 localparam [11:0] REG_AGG_MEMBERS = 12'h040; // N, aggregation members (ids 0..N-1), 0 to 8 and not below AGG_THRESHOLD
 localparam [11:0] REG_AGG_THRESHOLD = 12'h044; // H, contributions that complete a round in async mode: 1..AGG_MEMBERS (a write of 0 or above AGG_MEMBERS is refused; the reset value 0 acts as 1; ignored in sync mode)
 localparam [11:0] REG_AGG_SLOTS = 12'h048; // S, slots in use (1..AGG_MAX_SLOTS)
@@ -41,6 +43,12 @@ localparam [11:0] REG_RPL_SPI_ERROR = 12'h0A8; // rate limiter: error buffer in 
 localparam [11:0] REG_RPL_RATE_DIFF_LO = 12'h0AC; // rate limiter accumulator diff = (records accepted) * RPL_SPI - (samples served) * 1.0 since the last RPL_SPI or RPL_RESET write, signed 64-bit Q16.16 (two's complement, wraps), bits 31:0
 localparam [11:0] REG_RPL_RATE_DIFF_HI = 12'h0B0; // rate limiter accumulator bits 63:32 (see RPL_RATE_DIFF_LO)
 localparam [11:0] REG_RPL_AXI_ERR = 12'h0B4; // records in external memory (RTL REC_STORE = 1, build.tcl --ddr): bit 31 is set, and stays set, at the first AXI4 response other than OKAY; bits 30:0 count them (each write burst's BRESP, each read beat's RRESP; saturating). Cleared by RPL_RESET. Always 0 with records in block RAM and in the soft and sim switches
+localparam [11:0] REG_JOB_SLOT_BASE = 12'h0C0; // first slot of the job's range in the slot memory: the job's slot s is slot JOB_SLOT_BASE + s; JOB_SLOT_BASE + JOB_SLOT_COUNT <= AGG_MAX_SLOTS. A write frees the copies of the job's slots (old and new range)
+localparam [11:0] REG_JOB_SLOT_COUNT = 12'h0C4; // slots in the job's range (0 to AGG_MAX_SLOTS): a GRADIENT or RESULT whose slot is not below min(AGG_SLOTS, JOB_SLOT_COUNT) is a BAD_SLOT drop; 0: the job aggregates on its hosts (the clients' fallback). A write frees the copies of the job's slots
+localparam [11:0] REG_JOB_RPL_BASE = 12'h0C8; // first record of the job's replay table in the record memory, a multiple of JOB_RPL_CAP; JOB_RPL_BASE + JOB_RPL_CAP <= RPL_CAPACITY. A write empties the table
+localparam [11:0] REG_JOB_RPL_CAP = 12'h0CC; // records of the job's replay table: 0 (no table: the job's PUSH, SAMPLE_REQ and UPDATE are DISABLED drops) or a power of two up to RPL_CAPACITY; the table's indices are 0 .. JOB_RPL_CAP - 1. A write empties the table
+localparam [11:0] REG_JOB_RPL_RECORD = 12'h0D0; // bytes per record of the job's table (a PUSH carries count records of this size, a SAMPLE_RESP one): a multiple of 64 up to RPL_RECORD_BYTES. A write empties the table
+localparam [11:0] REG_JOB_LEASE = 12'h0D4; // the job's lease: the Unix time (seconds, 32 bits) until which the job's clients hold its share; they renew it while they run. 0: no lease (never reclaimed). The switch only stores it: the admin's allocator (netrl jobs) reclaims an enabled job whose lease has passed
 localparam [11:0] REG_CNT_RX_GRADIENT = 12'h200; // GRADIENT frames received
 localparam [11:0] REG_CNT_RX_RESULT = 12'h204; // RESULT frames received (leaf, from the parent)
 localparam [11:0] REG_CNT_RX_PUSH = 12'h208; // PUSH frames received
@@ -88,6 +96,8 @@ localparam [31:0] RST_SWITCH_IP = 32'h0A000001;
 localparam [31:0] RST_SWITCH_MAC_HI = 32'h00000002;
 localparam [31:0] RST_SWITCH_MAC_LO = 32'h4E524C00;
 localparam [31:0] RST_MCAST_IP = 32'hEF004E52;
+localparam [31:0] RST_JOBS = 32'h00000001;
+localparam [31:0] RST_JOB_ENABLE = 32'h00000001;
 localparam [31:0] RST_AGG_MEMBERS = 32'h00000000;
 localparam [31:0] RST_AGG_THRESHOLD = 32'h00000000;
 localparam [31:0] RST_AGG_SLOTS = 32'h00000010;
@@ -117,6 +127,12 @@ localparam [31:0] RST_RPL_SPI_ERROR = 32'h00000000;
 localparam [31:0] RST_RPL_RATE_DIFF_LO = 32'h00000000;
 localparam [31:0] RST_RPL_RATE_DIFF_HI = 32'h00000000;
 localparam [31:0] RST_RPL_AXI_ERR = 32'h00000000;
+localparam [31:0] RST_JOB_SLOT_BASE = 32'h00000000;
+localparam [31:0] RST_JOB_SLOT_COUNT = 32'h00000040;
+localparam [31:0] RST_JOB_RPL_BASE = 32'h00000000;
+localparam [31:0] RST_JOB_RPL_CAP = 32'h00004000;
+localparam [31:0] RST_JOB_RPL_RECORD = 32'h00000080;
+localparam [31:0] RST_JOB_LEASE = 32'h00000000;
 localparam [31:0] RST_L2_AGE_FRAMES = 32'h00100000;
 
 // Counter owners (engine: in hw/regs.yaml): bit i of a mask stands for the counter at
