@@ -40,7 +40,8 @@ def dpdk_flags() -> tuple[list[str], list[str]] | None:
 
 
 DPDK = dpdk_flags()
-SOURCES = [NATIVE + "nrl_engine.cpp", NATIVE + "nrl_server.cpp", NATIVE + "nrl_client.cpp",
+SOURCES = [NATIVE + "nrl_engine.cpp", NATIVE + "nrl_engine_regs.cpp",
+           NATIVE + "nrl_engine_replay.cpp", NATIVE + "nrl_server.cpp", NATIVE + "nrl_client.cpp",
            NATIVE + "nrl_module.cpp", NATIVE + "nrl_ps.cpp", NATIVE + "nrl_ps_module.cpp",
            NATIVE + "nrl_dpdk_module.cpp"]
 COMPILE = ["-O2", "-fno-fast-math", "-ffp-contract=off"]

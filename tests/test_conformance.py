@@ -158,8 +158,9 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> object:
            "-DNRL_PLANT_BUG", "-DNRL_MODULE_NAME=_native_planted",
            f"-I{NATIVE}", f"-I{WIRE}", f"-I{pybind11.get_include()}",
            f"-I{sysconfig.get_paths()['include']}",
-           *(str(NATIVE / f) for f in ("nrl_engine.cpp", "nrl_server.cpp", "nrl_client.cpp",
-                                                  "nrl_module.cpp")),
+           *(str(NATIVE / f) for f in ("nrl_engine.cpp", "nrl_engine_regs.cpp",
+                                       "nrl_engine_replay.cpp", "nrl_server.cpp",
+                                       "nrl_client.cpp", "nrl_module.cpp")),
            "-o", str(so)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-4000:]

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 // netfpga-rl native switch engine: hostdrv.switch.reference.SwitchModel in C++17, bit for bit.
 //
-// hostdrv/switch/reference/ is the specification (docs/protocol.md sections 4 to 7); every
-// rule below names the step of SwitchModel.process it implements. Constants and the
-// register map, with its write rules (NRL_WRITE_RULES), come from the generated
+// hostdrv/switch/reference/ is the specification (docs/protocol.md sections 4 to 7, and 11:
+// jobs); every rule below names the step of SwitchModel.process it implements. Constants and
+// the register map, with its write rules (NRL_WRITE_RULES), come from the generated
 // nrl_protocol.h (scripts/gen_regs.py).
+//
+// Sources: nrl_engine.cpp (frames, checks, aggregation), nrl_engine_regs.cpp (register
+// pages, the job table and its write refusals), nrl_engine_replay.cpp (the replay tables).
 #ifndef NRL_ENGINE_H
 #define NRL_ENGINE_H
 
@@ -87,13 +90,16 @@ struct RegInfo {
     uint32_t width;
     bool param;
     bool server;
+    bool job;  // every job has a copy in its page (job * NRL_JOB_PAGE + addr); else page 0 only
+    bool admin;  // written by the admin key only (the soft switch's control channel)
 };
 
 #ifdef NRL_PLANT_BUG
 extern int planted_bug;  // see nrl_engine.cpp
 #endif
 
-/// Register lookup by byte address; nullptr when no register lives there.
+/// Register lookup by byte offset in a page (0 .. NRL_JOB_PAGE - 1); nullptr when no
+/// register lives there.
 const RegInfo* reg_info(uint32_t addr);
 /// Every register, in table order (count in *n).
 const RegInfo* reg_table(size_t* n);
@@ -130,10 +136,23 @@ inline const WriteRule* write_rule(uint32_t addr) {
     return nullptr;
 }
 
+/// The register bounding a bits_of rule (NRL_BITS_OF: JOB_ENABLE by JOBS).
+struct BitsOf {
+    uint32_t addr;  // the rw register
+    uint32_t bound;  // only bits 0 .. this register's value - 1 (a global register)
+};
+
+inline constexpr BitsOf kBitsOf[] = {
+#define NRL_X(name, bound) {NRL_REG_##name, bound},
+    NRL_BITS_OF(NRL_X)
+#undef NRL_X
+};
+
 /// Why `value` may not be written to rw register `r` with write rule `rule` (nullptr: none),
-/// the registers holding `regs` now; "" when it may. hostdrv.wire.regmap.refusal word for word.
+/// the registers of its page holding `regs` now and the global ones (page 0) `globals`; ""
+/// when it may. hostdrv.wire.regrules.refusal word for word.
 inline std::string write_refusal(const RegInfo& r, const WriteRule* rule, uint32_t value,
-                                 const uint32_t* regs) {
+                                 const uint32_t* regs, const uint32_t* globals) {
     char buf[128];
     if (r.width < 32 && value >> r.width) {
         std::snprintf(buf, sizeof buf, "must be an unsigned %u-bit value", unsigned(r.width));
@@ -179,6 +198,17 @@ inline std::string write_refusal(const RegInfo& r, const WriteRule* rule, uint32
         return buf;
     }
     if (checks & NRL_RULE_ONE_HOT && value & (value - 1)) return "must be 0 or one-hot (one SUME port)";
+    if (checks & NRL_RULE_BITS_OF) {
+        for (const BitsOf& b : kBitsOf) {
+            if (b.addr != r.addr) continue;
+            const uint32_t n = globals[b.bound >> 2];
+            if (n < 32 && value >> n) {
+                std::snprintf(buf, sizeof buf, "only bits 0 .. %d (%s = %u)", int(n) - 1,
+                              reg_info(b.bound)->name, n);
+                return buf;
+            }
+        }
+    }
     return {};
 }
 
@@ -229,19 +259,78 @@ private:
     uint64_t word_ = 0;
 };
 
+/// One job's replay table (docs/protocol.md sections 5 and 11): records JOB_RPL_BASE ..
+/// JOB_RPL_BASE + JOB_RPL_CAP - 1 of the record memory, JOB_RPL_RECORD bytes each, with its
+/// own size, write pointer, sum tree, generator (RPL_SEED of its page), rate limiter and record
+/// chains. Its tree and chains exist while its job is enabled (configure / release).
+struct ReplayTable {
+    uint32_t cap = 0;  // C = JOB_RPL_CAP (0: no table); indices 0 .. C - 1
+    uint32_t rb = 0;  // R = JOB_RPL_RECORD
+    uint32_t base = 0;  // JOB_RPL_BASE: record i is record base + i of the memory
+    uint32_t wp = 0, size = 0, rng = NRL_RST_RPL_SEED;
+    RateLimiter limiter;  // its registers' copy and RPL_RATE_DIFF
+    std::vector<uint64_t> tree;  // node 1 the root, leaf i node cap + i
+    // record chains (stacked samples): per record the member that pushed it, that member's
+    // PUSHed-record count then (from 1 after an emptying) and its previous record; per member
+    // its last record and its count
+    std::vector<uint8_t> owner;
+    std::vector<uint32_t> wseq, prev;
+    uint32_t last[NRL_MAX_MEMBERS], pushed[NRL_MAX_MEMBERS];
+
+    /// The table of C = cap records of rb bytes from record base on, emptied (memory for its
+    /// tree and chains allocated).
+    void configure(uint32_t cap_, uint32_t rb_, uint32_t base_);
+    /// No memory (its job is disabled), emptied.
+    void release();
+    /// RPL_RESET: size, write pointer, priorities, RPL_RATE_DIFF and chains cleared; the
+    /// generator is not reseeded.
+    void empty();
+    /// The sum tree's total (RPL_TOTAL_*).
+    uint64_t total() const { return tree.empty() ? 0 : tree[1]; }
+    void tree_set(uint32_t index, uint64_t priority);
+    uint32_t tree_find(uint64_t target) const;
+    /// RPL_SEED: 0 seeds the reset value.
+    void seed(uint32_t v) { rng = v ? v : NRL_RST_RPL_SEED; }
+    uint32_t draw() {
+        uint32_t x = rng;
+        x ^= x << NRL_XORSHIFT_A;
+        x ^= x >> NRL_XORSHIFT_B;
+        x ^= x << NRL_XORSHIFT_C;
+        rng = x;
+        return x;
+    }
+    /// Stack positions 0 .. k - 1 of sampled record `index` into chain[] (oldest first,
+    /// NRL_NO_INDEX where the chain broke): ReplayBlock._chain.
+    void stack_chain(uint32_t index, uint32_t k, uint32_t* chain) const;
+};
+
+/// Member table entry i's registers (offsets in a page).
+inline constexpr uint32_t kMemberStride = NRL_REG_MEMBER_PORT_1 - NRL_REG_MEMBER_PORT_0;
+inline constexpr uint32_t kMemberIp = NRL_REG_MEMBER_IP_0 - NRL_REG_MEMBER_PORT_0;
+inline constexpr uint32_t kMemberUdp = NRL_REG_MEMBER_UDP_0 - NRL_REG_MEMBER_PORT_0;
+inline constexpr uint32_t kMemberRole = NRL_REG_MEMBER_ROLE_0 - NRL_REG_MEMBER_PORT_0;
+inline constexpr uint32_t kMemberEnd = NRL_REG_MEMBER_PORT_0 + NRL_MAX_MEMBERS * kMemberStride;
+inline constexpr uint32_t member_port(uint32_t i) { return NRL_REG_MEMBER_PORT_0 + i * kMemberStride; }
+
 class Engine {
 public:
-    /// Parameters as SwitchModel's (validated by the caller, hostdrv.switch.native).
+    /// Parameters as SwitchModel's (validated by the caller, hostdrv.switch.native); jobs is
+    /// JOBS, 1 .. NRL_MAX_JOBS.
     Engine(uint32_t capacity, uint32_t record_bytes, uint32_t max_slots, uint32_t max_elems,
-           uint32_t build_hash);
+           uint32_t build_hash, uint32_t jobs = 1);
 
-    /// Register read by byte address (the address must be a register: reg_info() != nullptr).
+    /// Register read by byte address, job j's page at j * NRL_JOB_PAGE (the address must be
+    /// a register: page_reg() != nullptr).
     uint32_t read(uint32_t addr) const;
-    /// Register write; returns "" on success, else the reason (nothing changed):
-    /// "read-only (ro)" style messages are built by the caller from status.
-    /// status: 0 ok, 1 read-only, 2 out of range (why holds the rule: NRL_WRITE_RULES of
-    /// nrl_protocol.h, in hostdrv.wire.regmap.refusal's words).
+    /// Register write by byte address (as read); returns 0 on success, else (nothing changed)
+    /// 1 read-only, 2 out of range (why holds the rule: NRL_WRITE_RULES of nrl_protocol.h, in
+    /// hostdrv.wire.regrules.refusal's words, or the job table's refusal), 3 no register.
     int write(uint32_t addr, uint32_t value, std::string* why);
+    /// The register at byte address addr of this switch (its page below JOBS, a global one in
+    /// page 0 only); nullptr when none.
+    const RegInfo* page_reg(uint32_t addr) const;
+    /// JOBS.
+    uint32_t jobs() const { return jobs_; }
 
     /// Process one frame from one-hot src_port; the emitted frames are in out[] (cleared first).
     void process(const uint8_t* frame, size_t n, uint8_t src_port);
@@ -251,7 +340,7 @@ public:
 
     /// Bumped by every successful register write (the server loop rebuilds its tables).
     uint64_t generation = 0;
-    /// Member entries whose registers were written since the server loop last looked.
+    /// Job 0's member entries whose registers were written since the server loop last looked.
     uint8_t members_written = 0;
 
 private:
@@ -281,13 +370,43 @@ private:
         uint32_t udp_src;
         uint8_t port;
     };
+    static constexpr uint32_t kWords = NRL_JOB_PAGE / 4;
 
-    uint32_t& R(uint32_t addr) { return regs_[addr >> 2]; }
-    uint32_t R(uint32_t addr) const { return regs_[addr >> 2]; }
-    void inc(uint32_t addr) { regs_[addr >> 2] += 1; }
-    uint32_t* acc(uint32_t slot, uint32_t q) {
-        return &acc_[(static_cast<size_t>(slot) * 2 + q) * max_elems_];
+    // the page of the frame in process (pg_, job_, tb_: the selected job's, else page 0's)
+    uint32_t& R(uint32_t addr) { return pg_[addr >> 2]; }
+    uint32_t R(uint32_t addr) const { return pg_[addr >> 2]; }
+    void inc(uint32_t addr) { pg_[addr >> 2] += 1; }
+    // a global register (page 0)
+    uint32_t G(uint32_t addr) const { return regs_[0][addr >> 2]; }
+    // job j's copy of a job register
+    uint32_t& J(uint32_t j, uint32_t addr) { return regs_[j][addr >> 2]; }
+    uint32_t J(uint32_t j, uint32_t addr) const { return regs_[j][addr >> 2]; }
+    void select(uint32_t j) {
+        job_ = j;
+        pg_ = regs_[j];
+        tb_ = &tables_[j];
     }
+    /// Physical slot memory slot of the selected job's slot s.
+    uint32_t phys(uint32_t s) const { return R(NRL_REG_JOB_SLOT_BASE) + s; }
+    uint32_t* acc(uint32_t slot, uint32_t q) {
+        return &acc_[(static_cast<size_t>(phys(slot)) * 2 + q) * max_elems_];
+    }
+    Copy& copy(uint32_t slot, uint32_t q) { return copies_[size_t(phys(slot)) * 2 + q]; }
+    const uint8_t* record(uint32_t index) const {
+        return &records_[(size_t(tb_->base) + index) * rb_];
+    }
+
+    // the job table (nrl_engine_regs.cpp)
+    bool enabled(uint32_t j) const { return G(NRL_REG_JOB_ENABLE) >> j & 1; }
+    /// Why job j may not hold share (slot base, count, table base, cap, id) among the
+    /// enabled jobs of mask `others` (j excluded); "" when it may.
+    std::string overlap(uint32_t j, const uint32_t share[5], uint32_t others) const;
+    /// The job table's refusal of a taken-so-far write of value to job j's register off.
+    std::string job_refusal(uint32_t j, uint32_t off, uint32_t value) const;
+    /// Free the slot copies of job j's range.
+    void free_slots(uint32_t j);
+    /// Empty job j's table (and give it memory while its job is enabled).
+    void empty_table(uint32_t j);
 
     // ordinary traffic: L2Table.egress, .learn, .tick
     uint8_t l2_egress(const uint8_t* f, size_t n, uint8_t src_port) const;
@@ -298,12 +417,10 @@ private:
                   uint32_t total, const Rx& rx);
     void result(const uint8_t* f, uint32_t slot, uint32_t r, uint32_t aux, uint32_t total,
                 uint32_t flags, uint32_t worker);
+    // replay (nrl_engine_replay.cpp), on the selected job's table
     void push(const uint8_t* f, uint32_t w, uint32_t seq, uint32_t count, const Rx& rx);
     void sample(uint32_t w, uint32_t seq, uint32_t batch, bool prioritized, uint32_t stack,
                 const Rx& rx);
-    /// Stack positions 0 .. k - 1 of sampled record `index` into chain[] (oldest first,
-    /// NRL_NO_INDEX where the chain broke): ReplayBlock._chain.
-    void stack_chain(uint32_t index, uint32_t k, uint32_t* chain) const;
     void update(const uint8_t* f, uint32_t count);
     /// The NOT_YET answer to a refused PUSH (op PUSH_ACK) or SAMPLE_REQ (op SAMPLE_RESP).
     void not_yet(uint32_t op, uint32_t w, uint32_t seq, uint32_t reason, const Rx& rx);
@@ -318,42 +435,21 @@ private:
                    uint32_t flags, uint32_t worker, uint32_t slot, uint32_t seq, uint32_t count,
                    uint32_t aux, uint32_t payload_len, uint32_t total, uint8_t ports);
 
-    void tree_set(uint32_t index, uint64_t priority);
-    uint32_t tree_find(uint64_t target) const;
-    uint32_t draw() {
-        uint32_t x = rng_;
-        x ^= x << NRL_XORSHIFT_A;
-        x ^= x >> NRL_XORSHIFT_B;
-        x ^= x << NRL_XORSHIFT_C;
-        rng_ = x;
-        return x;
-    }
-
-    uint32_t cap_, rb_, max_slots_, max_elems_;
-    uint32_t regs_[1024];
-    std::vector<Copy> copies_;  // [slot * 2 + q]
+    uint32_t cap_, rb_, max_slots_, max_elems_, jobs_;
+    uint32_t regs_[NRL_MAX_JOBS][kWords];  // page j: job j's registers (page 0: the globals too)
+    uint32_t* pg_ = regs_[0];
+    uint32_t job_ = 0;
+    ReplayTable tables_[NRL_MAX_JOBS];
+    ReplayTable* tb_ = &tables_[0];
+    std::vector<Copy> copies_;  // [physical slot * 2 + q]
     std::vector<uint32_t> acc_;
-    // C * R bytes from calloc: a large memory (2^20 records of 8 KB) is zero pages the kernel
+    // the record memory, C * R bytes from calloc (tables carve it: record i of job j's table is
+    // record JOB_RPL_BASE + i): a large memory (2^20 records of 8 KB) is zero pages the kernel
     // maps as records are written, so a soft switch starts at once and uses what it holds
     struct FreeBytes {
         void operator()(uint8_t* p) const { std::free(p); }
     };
     std::unique_ptr<uint8_t[], FreeBytes> records_;
-    std::vector<uint64_t> tree_;  // node 1 the root, leaf i node cap + i
-    // record chains (stacked samples): per record the member that pushed it, that member's
-    // PUSHed-record count then (from 1 after RPL_RESET) and its previous record; per member
-    // its last record and its count
-    std::vector<uint8_t> owner_;
-    std::vector<uint32_t> wseq_, prev_;
-    uint32_t last_[NRL_MAX_MEMBERS], pushed_[NRL_MAX_MEMBERS];
-    void reset_chains() {
-        for (uint32_t w = 0; w < NRL_MAX_MEMBERS; ++w) {
-            last_[w] = NRL_NO_INDEX;
-            pushed_[w] = 0;
-        }
-    }
-    uint32_t wp_ = 0, size_ = 0, rng_ = NRL_RST_RPL_SEED;
-    RateLimiter limiter_;  // its registers' copy and RPL_RATE_DIFF
     L2Entry l2_[NRL_L2_ENTRIES];
     uint32_t l2_victim_ = 0;                      // replacement pointer
     uint32_t l2_left_ = NRL_RST_L2_AGE_FRAMES;    // frames until the aging sweep

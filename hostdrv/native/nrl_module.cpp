@@ -56,16 +56,20 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
 
     py::class_<SharedEngine, std::shared_ptr<SharedEngine>>(m, "Engine", py::module_local())
         .def(py::init([](uint32_t capacity, uint32_t record_bytes, uint32_t max_slots,
-                         uint32_t max_elems, uint32_t build_hash) {
+                         uint32_t max_elems, uint32_t build_hash, uint32_t jobs) {
+                 if (jobs < 1 || jobs > NRL_MAX_JOBS)
+                     throw py::value_error("Engine: jobs must be 1 .. " +
+                                           std::to_string(NRL_MAX_JOBS));
                  return std::make_shared<SharedEngine>(capacity, record_bytes, max_slots,
-                                                       max_elems, build_hash);
+                                                       max_elems, build_hash, jobs);
              }),
              py::arg("capacity"), py::arg("record_bytes"), py::arg("max_slots"),
-             py::arg("max_elems"), py::arg("build_hash"))
+             py::arg("max_elems"), py::arg("build_hash"), py::arg("jobs") = 1)
         .def("read",
              [](SharedEngine& s, uint32_t addr) {
                  py::gil_scoped_release nogil;
                  std::lock_guard<std::mutex> lock(s.mu);
+                 if (s.eng.page_reg(addr) == nullptr) throw py::value_error("no register");
                  return s.eng.read(addr);
              })
         .def("write",
@@ -93,16 +97,21 @@ PYBIND11_MODULE(NRL_MODULE_NAME, m) {
                  s.mu.unlock();
                  return out;
              })
-        .def("counters", [](SharedEngine& s) {
-            py::gil_scoped_release nogil;
-            std::lock_guard<std::mutex> lock(s.mu);
-            std::vector<uint32_t> v;
-            size_t n;
-            const nrl::RegInfo* t = nrl::reg_table(&n);
-            for (size_t i = 0; i < n; ++i)
-                if (t[i].access == NRL_ACCESS_RC && !t[i].server) v.push_back(s.eng.read(t[i].addr));
-            return v;
-        });
+        .def(
+            "counters",
+            [](SharedEngine& s, uint32_t job) {
+                if (job >= s.eng.jobs()) throw py::value_error("no such job");
+                py::gil_scoped_release nogil;
+                std::lock_guard<std::mutex> lock(s.mu);
+                std::vector<uint32_t> v;
+                size_t n;
+                const nrl::RegInfo* t = nrl::reg_table(&n);
+                for (size_t i = 0; i < n; ++i)
+                    if (t[i].access == NRL_ACCESS_RC && !t[i].server)
+                        v.push_back(s.eng.read(job * NRL_JOB_PAGE + t[i].addr));
+                return v;
+            },
+            py::arg("job") = 0);
 
     py::class_<nrl::Server>(m, "Server", py::module_local())
         .def(py::init<std::shared_ptr<SharedEngine>, int, py::object, bool>(), py::arg("engine"),

@@ -34,7 +34,6 @@ constexpr size_t kGsoSegments = 64;     // hostdrv.wire.net.GSO_MAX_SEGMENTS
 constexpr size_t kGsoBytes = 65507;     // hostdrv.wire.net.GSO_MAX_BYTES
 constexpr int kSoRxqOvfl = 40;          // SO_RXQ_OVFL
 constexpr uint8_t kControlMagic[4] = {'N', 'R', 'L', 'C'};
-constexpr uint32_t kMemberStride = NRL_REG_MEMBER_PORT_1 - NRL_REG_MEMBER_PORT_0;
 
 inline uint64_t now_us() {
     timespec ts;

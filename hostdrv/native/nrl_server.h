@@ -22,7 +22,8 @@ namespace nrl {
 
 /// The engine and the mutex every user takes (Python calls and the server loop).
 struct SharedEngine {
-    SharedEngine(uint32_t c, uint32_t r, uint32_t s, uint32_t p, uint32_t h) : eng(c, r, s, p, h) {}
+    SharedEngine(uint32_t c, uint32_t r, uint32_t s, uint32_t p, uint32_t h, uint32_t jobs = 1)
+        : eng(c, r, s, p, h, jobs) {}
     Engine eng;
     std::mutex mu;
 };

@@ -17,8 +17,9 @@ import sys
 
 import numpy as np
 
+from hostdrv.errors import UnknownRegisterError
 from hostdrv.switch.reference import Egress, check_params, check_src_port
-from hostdrv.wire import regmap
+from hostdrv.wire import consts, regmap
 
 try:
     import hostdrv._native as _native
@@ -43,8 +44,10 @@ class NativeSwitchModel:
 
     Parameters
     ----------
-    capacity, record_bytes, max_slots, max_elems, build_hash:
-        As :class:`~hostdrv.switch.reference.SwitchModel` (same checks, same errors).
+    capacity, record_bytes, max_slots, max_elems, build_hash, jobs:
+        As :class:`~hostdrv.switch.reference.SwitchModel` (same checks, same errors);
+        ``jobs`` is ``JOBS``, the register pages (1 .. ``MAX_JOBS``, docs/protocol.md
+        section 11).
     module:
         The extension module to use (tests pass a copy built with a planted bug).
 
@@ -57,28 +60,59 @@ class NativeSwitchModel:
     """
 
     def __init__(self, *, capacity: int = 1024, record_bytes: int = 128, max_slots: int = 64,
-                 max_elems: int = 352, build_hash: int = 0, module: object = None) -> None:
+                 max_elems: int = 352, build_hash: int = 0, jobs: int = 1,
+                 module: object = None) -> None:
         check_params(capacity, record_bytes, max_slots, max_elems, build_hash)
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= consts.MAX_JOBS:
+            raise ValueError(f"jobs={jobs!r} is invalid: must be 1 .. {consts.MAX_JOBS}")
         mod = module if module is not None else _native
         if mod is None:
             raise RuntimeError(native_error)
-        self.engine = mod.Engine(capacity, record_bytes, max_slots, max_elems, build_hash)
+        self.jobs = jobs
+        self.engine = mod.Engine(capacity, record_bytes, max_slots, max_elems, build_hash, jobs)
         self._process = self.engine.process
 
     # -- registers -------------------------------------------------------------
-    def read(self, reg: str | int) -> int:
-        """Read a register by name or byte address (as :meth:`SwitchModel.read`)."""
-        return self.engine.read(regmap.lookup(reg).addr)
+    def _address(self, reg: str | int, job: int) -> tuple[regmap.Register, int]:
+        """The register ``reg`` of job ``job`` (a page address selects its job itself, then
+        ``job`` is 0) and its byte address in this switch.
 
-    def write(self, reg: str | int, value: int) -> None:
-        """Write a register by name or byte address (as :meth:`SwitchModel.write`).
+        Raises
+        ------
+        UnknownRegisterError
+            No such register in this switch (a page at or above ``JOBS``, a global register
+            outside page 0).
+        """
+        if isinstance(reg, str):
+            page, r = 0, regmap.find(reg)
+        else:
+            page, r = regmap.split(reg)
+        if r is None:
+            raise UnknownRegisterError(reg)
+        if isinstance(job, bool) or not isinstance(job, int | np.integer):
+            raise UnknownRegisterError(reg)
+        if page and job:
+            raise UnknownRegisterError(reg)
+        j = page or int(job)
+        if not 0 <= j < self.jobs or (j and not r.job):
+            raise UnknownRegisterError(reg if page else f"{r.name}@{j}")
+        return r, j * regmap.JOB_PAGE + r.addr
+
+    def read(self, reg: str | int, job: int = 0) -> int:
+        """Read a register by name or byte address, of job ``job`` (as :meth:`SwitchModel.read`)."""
+        return self.engine.read(self._address(reg, job)[1])
+
+    def write(self, reg: str | int, value: int, job: int = 0) -> None:
+        """Write a register by name or byte address, of job ``job`` (as
+        :meth:`SwitchModel.write`).
 
         Raises
         ------
         ValueError
-            For an unknown or read-only register, or an illegal value; nothing changed.
+            For an unknown or read-only register, or an illegal value (the register map's
+            rules, the job table's refusals); nothing changed.
         """
-        r = regmap.lookup(reg)
+        r, addr = self._address(reg, job)
         name = r.name
         if r.access != _ACCESS_RW:
             raise ValueError(f"register {name} is read-only ({r.access})")
@@ -88,13 +122,21 @@ class NativeSwitchModel:
         if not 0 <= value <= 0xFFFFFFFF:
             raise ValueError(f"register {name}: value {value:#x} out of range: "
                              f"must be an unsigned {r.width}-bit value")
-        status, why = self.engine.write(r.addr, value)
+        status, why = self.engine.write(addr, value)
         if status:
             raise ValueError(f"register {name}: value {value:#x} out of range: {why}")
 
-    def counters(self) -> dict[str, int]:
-        """Every ``CNT_*`` register by name, in register map order."""
-        return dict(zip(regmap.COUNTERS, self.engine.counters(), strict=True))
+    def counters(self, job: int = 0) -> dict[str, int]:
+        """Every ``CNT_*`` register of job ``job``'s page by name, in register map order.
+
+        Raises
+        ------
+        UnknownRegisterError
+            ``job`` is not below ``JOBS``.
+        """
+        if isinstance(job, bool) or not 0 <= job < self.jobs:
+            raise UnknownRegisterError(f"counters@{job}")
+        return dict(zip(regmap.COUNTERS, self.engine.counters(job), strict=True))
 
     # -- frames ----------------------------------------------------------------
     def process(self, frame: bytes, src_port: int) -> list[Egress]:

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+// netfpga-rl native switch engine: the register pages and the job table (docs/protocol.md
+// section 11): SwitchModel.read / write with their refusals and side effects, bit for bit.
+//
+// Page j (byte addresses j * NRL_JOB_PAGE + offset, j < JOBS) holds job j's copy of every job
+// register; page 0 holds the global ones too. A frame reads and counts in its job's page.
+#include <algorithm>
+#include <cstring>
+
+#include "nrl_engine.h"
+
+namespace nrl {
+
+namespace {
+
+const RegInfo kRegs[] = {
+#define NRL_X(name, addr, access, reset, width, param, server, job, admin) \
+    {#name, addr, access, reset, width, param != 0, server != 0, job != 0, admin != 0},
+    NRL_REGISTER_TABLE(NRL_X)
+#undef NRL_X
+};
+constexpr size_t kNRegs = sizeof(kRegs) / sizeof(kRegs[0]);
+
+struct AddrIndex {
+    int16_t at[NRL_JOB_PAGE / 4];
+    AddrIndex() {
+        for (auto& a : at) a = -1;
+        for (size_t i = 0; i < kNRegs; ++i) at[kRegs[i].addr >> 2] = static_cast<int16_t>(i);
+    }
+};
+const AddrIndex kIndex;
+
+// writes that free the slot copies of the job's range (hostdrv.switch.reference.agg.AGG_CONFIG,
+// the job's id and slot range)
+constexpr uint32_t kFreesSlots[] = {
+    NRL_REG_JOB_ID,        NRL_REG_AGG_MEMBERS,     NRL_REG_AGG_THRESHOLD,  NRL_REG_AGG_SLOTS,
+    NRL_REG_AGG_ELEMS,     NRL_REG_AGG_DTYPE,       NRL_REG_AGG_MODE,       NRL_REG_AGG_STALENESS,
+    NRL_REG_AGG_ROLE,      NRL_REG_AGG_UPLINK_PORT, NRL_REG_AGG_PARENT_IP,  NRL_REG_AGG_PARENT_UDP,
+    NRL_REG_AGG_LEAF_ID,   NRL_REG_JOB_SLOT_BASE,   NRL_REG_JOB_SLOT_COUNT};
+
+// a job's share, in the order of Engine::overlap's share[]
+constexpr uint32_t kShare[5] = {NRL_REG_JOB_SLOT_BASE, NRL_REG_JOB_SLOT_COUNT, NRL_REG_JOB_RPL_BASE,
+                                NRL_REG_JOB_RPL_CAP, NRL_REG_JOB_ID};
+enum { kSlotBase, kSlotCount, kRplBase, kRplCap, kId };
+
+constexpr uint32_t kCounterFirst = NRL_REG_CNT_RX_GRADIENT;
+constexpr uint32_t kCounterLast = NRL_REG_CNT_DROP_AHEAD;
+
+bool is_one_of(uint32_t addr, const uint32_t* list, size_t n) {
+    return std::find(list, list + n, addr) != list + n;
+}
+
+std::string fmt(const char* f, uint64_t a, uint64_t b = 0, uint64_t c = 0, uint64_t d = 0) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, f, (unsigned long long)a, (unsigned long long)b,
+                  (unsigned long long)c, (unsigned long long)d);
+    return buf;
+}
+
+}  // namespace
+
+const RegInfo* reg_info(uint32_t addr) {
+    if (addr & 3 || addr >= NRL_JOB_PAGE) return nullptr;
+    int16_t i = kIndex.at[addr >> 2];
+    return i < 0 ? nullptr : &kRegs[i];
+}
+
+const RegInfo* reg_table(size_t* n) {
+    *n = kNRegs;
+    return kRegs;
+}
+
+Engine::Engine(uint32_t capacity, uint32_t record_bytes, uint32_t max_slots, uint32_t max_elems,
+               uint32_t build_hash, uint32_t jobs)
+    : cap_(capacity), rb_(record_bytes), max_slots_(max_slots), max_elems_(max_elems),
+      jobs_(jobs) {
+    std::memset(regs_, 0, sizeof(regs_));
+    for (uint32_t j = 0; j < NRL_MAX_JOBS; ++j) {
+        for (const RegInfo& r : kRegs) J(j, r.addr) = r.reset;
+        J(j, NRL_REG_RPL_CAPACITY) = capacity;
+        J(j, NRL_REG_RPL_RECORD_BYTES) = record_bytes;
+        J(j, NRL_REG_AGG_MAX_SLOTS) = max_slots;
+        J(j, NRL_REG_AGG_MAX_ELEMS) = max_elems;
+#define NRL_X(name, param) J(j, NRL_REG_##name) = J(j, NRL_REG_##param);
+        NRL_RESET_PARAMS(NRL_X)
+#undef NRL_X
+        if (J(j, NRL_REG_AGG_SLOTS) > max_slots) J(j, NRL_REG_AGG_SLOTS) = max_slots;
+        if (J(j, NRL_REG_AGG_ELEMS) > max_elems) J(j, NRL_REG_AGG_ELEMS) = max_elems;
+        J(j, NRL_REG_RPL_RESET) = 0;
+        tables_[j].seed(J(j, NRL_REG_RPL_SEED));
+    }
+    J(0, NRL_REG_BUILD_HASH) = build_hash;
+    J(0, NRL_REG_JOBS) = jobs;
+    copies_.resize(size_t(max_slots) * 2);
+    acc_.assign(size_t(max_slots) * 2 * max_elems, 0);
+    records_.reset(static_cast<uint8_t*>(std::calloc(size_t(capacity) * record_bytes, 1)));
+    if (!records_) throw std::bad_alloc();
+    for (uint32_t j = 0; j < NRL_MAX_JOBS; ++j) empty_table(j);
+    out.reserve(NRL_MAX_BATCH);
+}
+
+const RegInfo* Engine::page_reg(uint32_t addr) const {
+    const uint32_t j = addr / NRL_JOB_PAGE;
+    if (j >= jobs_) return nullptr;
+    const RegInfo* r = reg_info(addr % NRL_JOB_PAGE);
+    return r != nullptr && (j == 0 || r->job) ? r : nullptr;
+}
+
+uint32_t Engine::read(uint32_t addr) const {
+    const uint32_t j = addr / NRL_JOB_PAGE, off = addr % NRL_JOB_PAGE;
+    const ReplayTable& t = tables_[j];
+    switch (off) {
+        case NRL_REG_RPL_SIZE: return t.size;
+        case NRL_REG_RPL_WPTR: return t.wp;
+        case NRL_REG_RPL_TOTAL_LO: return uint32_t(t.total());
+        case NRL_REG_RPL_TOTAL_HI: return uint32_t(t.total() >> 32);
+        case NRL_REG_RPL_RESET: return 0;
+        case NRL_REG_RPL_RATE_DIFF_LO: return uint32_t(t.limiter.word());
+        case NRL_REG_RPL_RATE_DIFF_HI: return uint32_t(t.limiter.word() >> 32);
+        default: return J(j, off);
+    }
+}
+
+// -- the job table ------------------------------------------------------------
+
+std::string Engine::overlap(uint32_t j, const uint32_t share[5], uint32_t others) const {
+    for (uint32_t k = 0; k < jobs_; ++k) {
+        if (k == j || !(others >> k & 1)) continue;
+        const uint32_t b = J(k, NRL_REG_JOB_SLOT_BASE), n = J(k, NRL_REG_JOB_SLOT_COUNT);
+        if (share[kSlotCount] && n && share[kSlotBase] < b + n && b < share[kSlotBase] + share[kSlotCount])
+            return fmt("job %llu's slots overlap job %llu's (%llu .. %llu)", j, k, b, b + n - 1);
+        const uint32_t rb = J(k, NRL_REG_JOB_RPL_BASE), rc = J(k, NRL_REG_JOB_RPL_CAP);
+        if (share[kRplCap] && rc && uint64_t(share[kRplBase]) < uint64_t(rb) + rc &&
+            uint64_t(rb) < uint64_t(share[kRplBase]) + share[kRplCap])
+            return fmt("job %llu's replay table overlaps job %llu's (records %llu .. %llu)", j, k,
+                       rb, uint64_t(rb) + rc - 1);
+        if (share[kId] == J(k, NRL_REG_JOB_ID))
+            return fmt("job %llu's JOB_ID %llu is job %llu's", j, share[kId], k);
+    }
+    return {};
+}
+
+std::string Engine::job_refusal(uint32_t j, uint32_t off, uint32_t value) const {
+    const bool table = off == NRL_REG_JOB_ENABLE || off == NRL_REG_JOB_SLOT_BASE ||
+                       off == NRL_REG_JOB_SLOT_COUNT || off == NRL_REG_JOB_RPL_BASE ||
+                       off == NRL_REG_JOB_RPL_CAP || off == NRL_REG_JOB_RPL_RECORD;
+    if (table && jobs_ == 1) return "fixed job table (JOBS = 1)";
+    uint32_t share[5];
+    for (int i = 0; i < 5; ++i) share[i] = J(j, kShare[i]);
+    const int at = int(std::find(kShare, kShare + 5, off) - kShare);
+    if (at < 5) share[at] = value;
+    const uint64_t slots = J(j, NRL_REG_AGG_MAX_SLOTS), records = J(j, NRL_REG_RPL_CAPACITY);
+    if ((at == kSlotBase || at == kSlotCount) &&
+        uint64_t(share[kSlotBase]) + share[kSlotCount] > slots)
+        return fmt("JOB_SLOT_BASE + JOB_SLOT_COUNT (%llu + %llu) above AGG_MAX_SLOTS (%llu)",
+                   share[kSlotBase], share[kSlotCount], slots);
+    if (at == kRplCap && value && ((value & (value - 1)) || value > records))
+        return fmt("must be 0 or a power of two up to RPL_CAPACITY (%llu)", records);
+    if (at == kRplBase || at == kRplCap) {
+        if (share[kRplCap] && share[kRplBase] % share[kRplCap])
+            return fmt("JOB_RPL_BASE (%llu) not a multiple of JOB_RPL_CAP (%llu)",
+                       share[kRplBase], share[kRplCap]);
+        if (uint64_t(share[kRplBase]) + share[kRplCap] > records)
+            return fmt("JOB_RPL_BASE + JOB_RPL_CAP (%llu + %llu) above RPL_CAPACITY (%llu)",
+                       share[kRplBase], share[kRplCap], records);
+    }
+    if (off == NRL_REG_JOB_ENABLE) {
+        const uint32_t newly = value & ~G(NRL_REG_JOB_ENABLE);
+        for (uint32_t b = 0; b < jobs_; ++b) {
+            if (!(newly >> b & 1)) continue;
+            uint32_t s[5];
+            for (int i = 0; i < 5; ++i) s[i] = J(b, kShare[i]);
+            std::string why = overlap(b, s, value);
+            if (!why.empty()) return why;
+        }
+    } else if (at < 5 && enabled(j)) {
+        return overlap(j, share, G(NRL_REG_JOB_ENABLE));
+    }
+    return {};
+}
+
+void Engine::free_slots(uint32_t j) {
+    const uint32_t b = J(j, NRL_REG_JOB_SLOT_BASE);
+    const uint32_t e = std::min(b + J(j, NRL_REG_JOB_SLOT_COUNT), max_slots_);
+    for (uint32_t s = b; s < e; ++s) copies_[size_t(s) * 2].valid = copies_[size_t(s) * 2 + 1].valid = false;
+}
+
+void Engine::empty_table(uint32_t j) {
+    if (enabled(j))
+        tables_[j].configure(J(j, NRL_REG_JOB_RPL_CAP), J(j, NRL_REG_JOB_RPL_RECORD),
+                             J(j, NRL_REG_JOB_RPL_BASE));
+    else
+        tables_[j].release();
+}
+
+int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
+    const RegInfo* r = page_reg(addr);
+    if (r == nullptr) return 3;
+    if (r->access != NRL_ACCESS_RW) return 1;
+    const uint32_t j = addr / NRL_JOB_PAGE, off = addr % NRL_JOB_PAGE;
+    const WriteRule* rule = write_rule(off);
+    *why = write_refusal(*r, rule, value, regs_[j], regs_[0]);
+    if (why->empty()) *why = job_refusal(j, off, value);
+    if (!why->empty()) return 2;
+    ++generation;
+    if (j == 0 && off >= NRL_REG_MEMBER_PORT_0 && off < kMemberEnd)
+        members_written |= uint8_t(1u << ((off - NRL_REG_MEMBER_PORT_0) / kMemberStride));
+    ReplayTable& t = tables_[j];
+    const bool frees = is_one_of(off, kFreesSlots, sizeof kFreesSlots / 4);
+    if (frees) free_slots(j);  // the range before the write
+    const uint32_t old = J(j, off);
+    J(j, off) = rule != nullptr ? value & ~rule->self_clear : value;  // self-clearing bits read 0
+    if (frees) free_slots(j);  // and after it
+    switch (off) {
+        case NRL_REG_CTRL:
+            if (value & NRL_CTRL_CLEAR_COUNTERS)
+                for (uint32_t p = 0; p < NRL_MAX_JOBS; ++p)
+                    for (uint32_t a = kCounterFirst; a <= kCounterLast; a += 4)
+                        if (const RegInfo* c = reg_info(a); c && c->access == NRL_ACCESS_RC && !c->server)
+                            J(p, a) = 0;
+            break;
+        case NRL_REG_RPL_SEED: t.seed(value); break;
+        case NRL_REG_L2_AGE_FRAMES: l2_left_ = value; break;  // a write restarts the aging period
+        case NRL_REG_RPL_RESET:
+            if (value) t.empty();
+            break;
+        case NRL_REG_RPL_SPI: t.limiter.set_spi(value); break;
+        case NRL_REG_RPL_MIN_SIZE: t.limiter.set_min_size(value); break;
+        case NRL_REG_RPL_SPI_ERROR: t.limiter.set_error(value); break;
+        case NRL_REG_JOB_RPL_BASE:
+        case NRL_REG_JOB_RPL_CAP:
+        case NRL_REG_JOB_RPL_RECORD: empty_table(j); break;
+        case NRL_REG_JOB_ENABLE:
+            for (uint32_t b = 0; b < jobs_; ++b)
+                if ((old ^ value) >> b & 1) {
+                    free_slots(b);
+                    empty_table(b);
+                }
+            break;
+        default: break;
+    }
+    return 0;
+}
+
+}  // namespace nrl
