@@ -50,13 +50,6 @@ bool is_one_of(uint32_t addr, const uint32_t* list, size_t n) {
     return std::find(list, list + n, addr) != list + n;
 }
 
-std::string fmt(const char* f, uint64_t a, uint64_t b = 0, uint64_t c = 0, uint64_t d = 0) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, f, (unsigned long long)a, (unsigned long long)b,
-                  (unsigned long long)c, (unsigned long long)d);
-    return buf;
-}
-
 }  // namespace
 
 const RegInfo* reg_info(uint32_t addr) {
@@ -123,58 +116,75 @@ uint32_t Engine::read(uint32_t addr) const {
 
 // -- the job table ------------------------------------------------------------
 
+// jobs.py's _conflict: why job j holding share (slot base, count, table base, cap, id)
+// collides with another job of the mask `others`; "" when it does not
 std::string Engine::overlap(uint32_t j, const uint32_t share[5], uint32_t others) const {
+    auto span = [](uint64_t first, uint64_t n) {
+        return std::to_string(first) + " .. " + std::to_string(first + n - 1);
+    };
+    auto meet = [](uint64_t a, uint64_t na, uint64_t b, uint64_t nb) {
+        return na && nb && a < b + nb && b < a + na;
+    };
     for (uint32_t k = 0; k < jobs_; ++k) {
         if (k == j || !(others >> k & 1)) continue;
+        if (J(k, NRL_REG_JOB_ID) == share[kId])
+            return "JOB_ID " + std::to_string(share[kId]) + " is job " + std::to_string(k) + "'s";
         const uint32_t b = J(k, NRL_REG_JOB_SLOT_BASE), n = J(k, NRL_REG_JOB_SLOT_COUNT);
-        if (share[kSlotCount] && n && share[kSlotBase] < b + n && b < share[kSlotBase] + share[kSlotCount])
-            return fmt("job %llu's slots overlap job %llu's (%llu .. %llu)", j, k, b, b + n - 1);
+        if (meet(share[kSlotBase], share[kSlotCount], b, n))
+            return "slots " + span(share[kSlotBase], share[kSlotCount]) + " overlap job " +
+                   std::to_string(k) + "'s " + span(b, n);
         const uint32_t rb = J(k, NRL_REG_JOB_RPL_BASE), rc = J(k, NRL_REG_JOB_RPL_CAP);
-        if (share[kRplCap] && rc && uint64_t(share[kRplBase]) < uint64_t(rb) + rc &&
-            uint64_t(rb) < uint64_t(share[kRplBase]) + share[kRplCap])
-            return fmt("job %llu's replay table overlaps job %llu's (records %llu .. %llu)", j, k,
-                       rb, uint64_t(rb) + rc - 1);
-        if (share[kId] == J(k, NRL_REG_JOB_ID))
-            return fmt("job %llu's JOB_ID %llu is job %llu's", j, share[kId], k);
+        if (meet(share[kRplBase], share[kRplCap], rb, rc))
+            return "records " + span(share[kRplBase], share[kRplCap]) + " overlap job " +
+                   std::to_string(k) + "'s " + span(rb, rc);
     }
     return {};
 }
 
+// jobs.py's share_refusal, word for word (the register's own legal: rule judged before)
 std::string Engine::job_refusal(uint32_t j, uint32_t off, uint32_t value) const {
-    const bool table = off == NRL_REG_JOB_ENABLE || off == NRL_REG_JOB_SLOT_BASE ||
+    const bool fixed = off == NRL_REG_JOB_ENABLE || off == NRL_REG_JOB_SLOT_BASE ||
                        off == NRL_REG_JOB_SLOT_COUNT || off == NRL_REG_JOB_RPL_BASE ||
                        off == NRL_REG_JOB_RPL_CAP || off == NRL_REG_JOB_RPL_RECORD;
-    if (table && jobs_ == 1) return "fixed job table (JOBS = 1)";
+    if (fixed && jobs_ == 1)
+        return "a one-job switch (JOBS = 1) has a fixed share: it keeps its reset value";
+    const uint32_t enabled = G(NRL_REG_JOB_ENABLE);
+    if (off == NRL_REG_JOB_ENABLE) {
+        for (uint32_t k = 0; k < jobs_; ++k) {
+            if (!(value >> k & 1) || enabled >> k & 1) continue;
+            uint32_t s[5];
+            for (int i = 0; i < 5; ++i) s[i] = J(k, kShare[i]);
+            const std::string why = overlap(k, s, value);
+            if (!why.empty()) return "job " + std::to_string(k) + " cannot be enabled: " + why;
+        }
+        return {};
+    }
+    const int at = int(std::find(kShare, kShare + 5, off) - kShare);
+    if (at == 5) return {};  // JOB_RPL_RECORD, JOB_LEASE and the rest: their legal: rule only
     uint32_t share[5];
     for (int i = 0; i < 5; ++i) share[i] = J(j, kShare[i]);
-    const int at = int(std::find(kShare, kShare + 5, off) - kShare);
-    if (at < 5) share[at] = value;
-    const uint64_t slots = J(j, NRL_REG_AGG_MAX_SLOTS), records = J(j, NRL_REG_RPL_CAPACITY);
-    if ((at == kSlotBase || at == kSlotCount) &&
-        uint64_t(share[kSlotBase]) + share[kSlotCount] > slots)
-        return fmt("JOB_SLOT_BASE + JOB_SLOT_COUNT (%llu + %llu) above AGG_MAX_SLOTS (%llu)",
-                   share[kSlotBase], share[kSlotCount], slots);
-    if (at == kRplCap && value && ((value & (value - 1)) || value > records))
-        return fmt("must be 0 or a power of two up to RPL_CAPACITY (%llu)", records);
-    if (at == kRplBase || at == kRplCap) {
-        if (share[kRplCap] && share[kRplBase] % share[kRplCap])
-            return fmt("JOB_RPL_BASE (%llu) not a multiple of JOB_RPL_CAP (%llu)",
-                       share[kRplBase], share[kRplCap]);
-        if (uint64_t(share[kRplBase]) + share[kRplCap] > records)
-            return fmt("JOB_RPL_BASE + JOB_RPL_CAP (%llu + %llu) above RPL_CAPACITY (%llu)",
-                       share[kRplBase], share[kRplCap], records);
+    share[at] = value;
+    if (at == kSlotBase || at == kSlotCount) {
+        const uint64_t end = uint64_t(share[kSlotBase]) + share[kSlotCount];
+        if (end > J(j, NRL_REG_AGG_MAX_SLOTS))
+            return "JOB_SLOT_BASE + JOB_SLOT_COUNT = " + std::to_string(end) +
+                   " is more than AGG_MAX_SLOTS (" + std::to_string(J(j, NRL_REG_AGG_MAX_SLOTS)) + ")";
     }
-    if (off == NRL_REG_JOB_ENABLE) {
-        const uint32_t newly = value & ~G(NRL_REG_JOB_ENABLE);
-        for (uint32_t b = 0; b < jobs_; ++b) {
-            if (!(newly >> b & 1)) continue;
-            uint32_t s[5];
-            for (int i = 0; i < 5; ++i) s[i] = J(b, kShare[i]);
-            std::string why = overlap(b, s, value);
-            if (!why.empty()) return why;
-        }
-    } else if (at < 5 && enabled(j)) {
-        return overlap(j, share, G(NRL_REG_JOB_ENABLE));
+    if (at == kRplBase || at == kRplCap) {
+        const uint32_t cap = share[kRplCap], base = share[kRplBase];
+        const std::string size = std::to_string(J(j, NRL_REG_RPL_CAPACITY));
+        if ((cap & (cap - 1)) || cap > J(j, NRL_REG_RPL_CAPACITY))
+            return "JOB_RPL_CAP must be 0 or a power of two up to RPL_CAPACITY (" + size + ")";
+        if (cap && base % cap)
+            return "JOB_RPL_BASE (" + std::to_string(base) + ") must be a multiple of JOB_RPL_CAP (" +
+                   std::to_string(cap) + ")";
+        if (uint64_t(base) + cap > J(j, NRL_REG_RPL_CAPACITY))
+            return "JOB_RPL_BASE + JOB_RPL_CAP = " + std::to_string(uint64_t(base) + cap) +
+                   " is more than RPL_CAPACITY (" + size + ")";
+    }
+    if (enabled >> j & 1) {
+        const std::string why = overlap(j, share, enabled);
+        if (!why.empty()) return "job " + std::to_string(j) + " is enabled and " + why;
     }
     return {};
 }
@@ -206,7 +216,8 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
     if (j == 0 && off >= NRL_REG_MEMBER_PORT_0 && off < kMemberEnd)
         members_written |= uint8_t(1u << ((off - NRL_REG_MEMBER_PORT_0) / kMemberStride));
     ReplayTable& t = tables_[j];
-    const bool frees = is_one_of(off, kFreesSlots, sizeof kFreesSlots / 4);
+    // an enabled job's slots only: a disabled job's range may be an enabled one's
+    const bool frees = is_one_of(off, kFreesSlots, sizeof kFreesSlots / 4) && enabled(j);
     if (frees) free_slots(j);  // the range before the write
     const uint32_t old = J(j, off);
     J(j, off) = rule != nullptr ? value & ~rule->self_clear : value;  // self-clearing bits read 0

@@ -74,28 +74,30 @@ class NativeSwitchModel:
 
     # -- registers -------------------------------------------------------------
     def _address(self, reg: str | int, job: int) -> tuple[regmap.Register, int]:
-        """The register ``reg`` of job ``job`` (a page address selects its job itself, then
-        ``job`` is 0) and its byte address in this switch.
+        """The register ``reg`` of job ``job`` (a page address names its job itself, then
+        ``job`` must be 0) and its byte address in this switch (as ``SwitchModel._resolve``).
 
         Raises
         ------
         UnknownRegisterError
-            No such register in this switch (a page at or above ``JOBS``, a global register
+            No such register in this switch (a job at or above ``JOBS``, a global register
             outside page 0).
+        ValueError
+            A page address with a ``job`` other than 0.
         """
         if isinstance(reg, str):
-            page, r = 0, regmap.find(reg)
+            r, j = regmap.lookup(reg), job
         else:
-            page, r = regmap.split(reg)
-        if r is None:
-            raise UnknownRegisterError(reg)
-        if isinstance(job, bool) or not isinstance(job, int | np.integer):
-            raise UnknownRegisterError(reg)
-        if page and job:
-            raise UnknownRegisterError(reg)
-        j = page or int(job)
-        if not 0 <= j < self.jobs or (j and not r.job):
-            raise UnknownRegisterError(reg if page else f"{r.name}@{j}")
+            j, found = regmap.split(reg)
+            if found is None:
+                raise UnknownRegisterError(reg)
+            if job:
+                raise ValueError(f"address {reg:#x} names its job ({j}): pass job=0")
+            r = found
+        if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < self.jobs:
+            raise UnknownRegisterError(f"{r.name} of job {j!r} (JOBS = {self.jobs})")
+        if j and not r.job:
+            raise UnknownRegisterError(f"{r.name} of job {j} (a global register: page 0 only)")
         return r, j * regmap.JOB_PAGE + r.addr
 
     def read(self, reg: str | int, job: int = 0) -> int:
@@ -131,11 +133,11 @@ class NativeSwitchModel:
 
         Raises
         ------
-        UnknownRegisterError
-            ``job`` is not below ``JOBS``.
+        ValueError
+            For a job the switch does not have.
         """
-        if isinstance(job, bool) or not 0 <= job < self.jobs:
-            raise UnknownRegisterError(f"counters@{job}")
+        if isinstance(job, bool) or not isinstance(job, int) or not 0 <= job < self.jobs:
+            raise ValueError(f"job {job!r} out of range 0 .. {self.jobs - 1}")
         return dict(zip(regmap.COUNTERS, self.engine.counters(job), strict=True))
 
     # -- frames ----------------------------------------------------------------
