@@ -59,6 +59,7 @@ class Traffic:
         self.jobs: dict[int, Job] = {}
         self.pool: list[Op] = []  # GRADIENTs of rounds under way, delivered a few at a time
         self.sent: list[Op] = []  # frames the network may deliver again, late
+        self.enabled = 1  # JOB_ENABLE as carved
 
     # -- addresses of job j's member i (ports are shared: a soft switch's virtual ports)
     @staticmethod
@@ -127,11 +128,30 @@ class Traffic:
             self.members(j, job)
         w("JOB_ENABLE", 0b111 | 1 << (self.njobs - 1))  # the last job overlaps: refused
         w("JOB_ENABLE", 0b111)
+        self.enabled = 0b111
         w("JOB_ID", 10, 1)  # job 0's id: refused
         w("JOB_SLOT_BASE", 3, 1)  # overlaps job 0's slots: refused
         w("JOB_RPL_BASE", 0, 1)  # overlaps job 0's table: refused
         w("JOB_ID", 11, self.njobs - 1)  # a disabled job may carry an enabled job's id
         w("JOB_ENABLE", 0b111 | 1 << (self.njobs - 1))  # ... and is refused for it
+
+    def carve_even(self) -> None:
+        """Every job enabled with an equal share: job 0 shrinks first, the others are carved
+        while disabled, then all enabled in one write."""
+        n = self.njobs
+        slots, records = PARAMS["max_slots"] // n, PARAMS["capacity"] // n
+        self.write("JOB_SLOT_COUNT", slots)
+        self.write("JOB_RPL_CAP", records)
+        for j in range(n):
+            for name, value in (("JOB_SLOT_COUNT", slots), ("JOB_SLOT_BASE", j * slots),
+                                ("JOB_RPL_CAP", records), ("JOB_RPL_BASE", j * records),
+                                ("JOB_RPL_RECORD", 64 << (j & 1))):
+                self.write(name, value, j)
+            self.jobs[j] = Job(20 + j, 2 + j % 2, elems=16 << (j % 2), dtype=j % 2,
+                               slots=slots + 1, record=64 << (j & 1))
+            self.members(j, self.jobs[j])
+        self.enabled = (1 << n) - 1
+        self.write("JOB_ENABLE", self.enabled)
 
     # -- traffic ---------------------------------------------------------------
     def elements(self, job: Job) -> bytes:
@@ -217,9 +237,9 @@ class Traffic:
         j = rng.randrange(n)
         kind = rng.randrange(12)
         if kind == 0:  # a job leaves and comes back (its slots freed, its table emptied)
-            k = rng.choice([1, 2])
-            self.write("JOB_ENABLE", 0b111 & ~(1 << k))
-            self.write("JOB_ENABLE", 0b111)
+            k = rng.choice(sorted(self.jobs))
+            self.write("JOB_ENABLE", self.enabled & ~(1 << k))
+            self.write("JOB_ENABLE", self.enabled)
         elif kind == 1:
             self.write(rng.choice(["JOB_SLOT_BASE", "JOB_SLOT_COUNT"]), rng.randrange(17), j)
         elif kind == 2:
@@ -334,6 +354,21 @@ def test_interleaved_jobs_agree(seed: int, jobs: int) -> None:
     model, native = _both(jobs)
     want, got = play(model, t.ops, jobs), play(native, t.ops, jobs)
     assert first_difference(t.ops, want, got) == ""
+
+
+@pytest.mark.parametrize("jobs", [2, 8])
+def test_every_job_enabled_agrees(jobs: int) -> None:
+    """All JOBS jobs enabled at once, equal shares of the slots and the records."""
+    t = Traffic(40 + jobs, jobs)
+    t.carve_even()
+    t.events(300)
+    model, native = _both(jobs)
+    want = play(model, t.ops, jobs)
+    assert first_difference(t.ops, want, play(native, t.ops, jobs)) == ""
+    top = [{k: max(pages[j][k] for _, pages in want[0]) for k in regmap.COUNTERS}
+           for j in range(jobs)]
+    assert all(c["CNT_TX_RESULT"] for c in top)  # every job aggregated
+    assert sum(bool(c["CNT_TX_PUSH_ACK"]) for c in top) >= jobs // 2
 
 
 def test_vectors_reach_the_job_paths() -> None:

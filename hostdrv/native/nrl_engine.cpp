@@ -13,7 +13,7 @@
 //   7: a step mismatch on a DONE copy gets the plain RESEND (no forced ERROR)
 //   8: the far-ahead bound is off by one (a round exactly AGG_AHEAD_ROUNDS ahead passes)
 //   9: a sync leaf sends its round, not its step, up
-// The normal build has none of this code.
+// (bugs 3 and 5 live in nrl_engine_replay.cpp). The normal build has none of this code.
 #include "nrl_engine.h"
 
 #include <algorithm>

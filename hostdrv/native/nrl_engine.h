@@ -398,10 +398,11 @@ private:
 
     // the job table (nrl_engine_regs.cpp)
     bool enabled(uint32_t j) const { return G(NRL_REG_JOB_ENABLE) >> j & 1; }
-    /// Why job j may not hold share (slot base, count, table base, cap, id) among the
-    /// enabled jobs of mask `others` (j excluded); "" when it may.
+    /// Why job j holding share (JOB_SLOT_BASE, JOB_SLOT_COUNT, JOB_RPL_BASE, JOB_RPL_CAP,
+    /// JOB_ID) collides with another job of mask `others` (jobs.py _conflict); "" when not.
     std::string overlap(uint32_t j, const uint32_t share[5], uint32_t others) const;
-    /// The job table's refusal of a taken-so-far write of value to job j's register off.
+    /// Section 11's refusal of writing value to job j's register off, the register's own
+    /// legal: rule passed (jobs.py share_refusal, word for word); "" when taken.
     std::string job_refusal(uint32_t j, uint32_t off, uint32_t value) const;
     /// Free the slot copies of job j's range.
     void free_slots(uint32_t j);
