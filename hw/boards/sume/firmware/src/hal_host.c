@@ -44,7 +44,7 @@ static const char *preload_path;
 
 static void load_reset_values(void)
 {
-#define NRL_FW_RESET(name, addr, acc, reset, width, param, server) \
+#define NRL_FW_RESET(name, addr, acc, reset, width, param, server, job, admin) \
     regs[(addr) / 4u] = (reset);                                   \
     access_of[(addr) / 4u] = (acc);                                \
     mask_of[(addr) / 4u] = (width) >= 32u ? 0xFFFFFFFFu : ((1u << (width)) - 1u); \
@@ -139,7 +139,7 @@ void hal_reg_write(uint32_t off, uint32_t value)
     if (access_of[i] != NRL_ACCESS_RW)
         return;  /* ro and rc registers ignore writes */
     if (off == NRL_REG_CTRL && (value & NRL_CTRL_CLEAR_COUNTERS)) {
-#define NRL_FW_CLEAR(name, addr, acc, reset, width, param, server) \
+#define NRL_FW_CLEAR(name, addr, acc, reset, width, param, server, job, admin) \
         if ((acc) == NRL_ACCESS_RC) regs[(addr) / 4u] = 0;
         NRL_REGISTER_TABLE(NRL_FW_CLEAR)
 #undef NRL_FW_CLEAR

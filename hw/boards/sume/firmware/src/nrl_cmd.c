@@ -25,7 +25,7 @@ struct reg_entry {
     uint8_t server;
 };
 
-#define NRL_FW_ENTRY(name, addr, access, reset, width, param, server) \
+#define NRL_FW_ENTRY(name, addr, access, reset, width, param, server, job, admin) \
     {(uint16_t)(addr), (uint8_t)(access), (uint8_t)(server)},
 static const struct reg_entry REGISTERS[] = {NRL_REGISTER_TABLE(NRL_FW_ENTRY)};
 #undef NRL_FW_ENTRY
