@@ -340,8 +340,9 @@ public:
 
     /// Bumped by every successful register write (the server loop rebuilds its tables).
     uint64_t generation = 0;
-    /// Job 0's member entries whose registers were written since the server loop last looked.
-    uint8_t members_written = 0;
+    /// Member entries whose registers were written since the server loop last looked: bit
+    /// j * NRL_MAX_MEMBERS + i for job j's entry i.
+    uint64_t members_written = 0;
 
 private:
     enum State : uint8_t { OPEN = 0, UP = 1, DONE = 2 };

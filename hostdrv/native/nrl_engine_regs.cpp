@@ -213,8 +213,9 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
     if (why->empty()) *why = job_refusal(j, off, value);
     if (!why->empty()) return 2;
     ++generation;
-    if (j == 0 && off >= NRL_REG_MEMBER_PORT_0 && off < kMemberEnd)
-        members_written |= uint8_t(1u << ((off - NRL_REG_MEMBER_PORT_0) / kMemberStride));
+    if (off >= NRL_REG_MEMBER_PORT_0 && off < kMemberEnd)
+        members_written |= uint64_t(1) << (j * NRL_MAX_MEMBERS +
+                                           (off - NRL_REG_MEMBER_PORT_0) / kMemberStride);
     ReplayTable& t = tables_[j];
     // an enabled job's slots only: a disabled job's range may be an enabled one's
     const bool frees = is_one_of(off, kFreesSlots, sizeof kFreesSlots / 4) && enabled(j);

@@ -85,49 +85,63 @@ py::list Server::arrivals() {
     return out;
 }
 
-// source -> ingress port, egress port -> address (SoftSwitch._rebuild_tables); the
-// caller holds the engine mutex
+// source -> ingress port, egress port -> address (DatagramLoop._rebuild_tables): the member
+// tables (and a leaf's parent) of every enabled job's page; the caller holds the engine mutex
 void Server::rebuild() {
     Engine& e = sh_->eng;
     generation_ = e.generation;
-    for (int i = 0; i < int(NRL_MAX_MEMBERS); ++i)  // written entries forget their address
-        if (e.members_written & (1u << i)) last_known_[i] = false;
+    for (uint32_t j = 0; j < NRL_MAX_JOBS; ++j)  // written entries forget their address
+        for (uint32_t i = 0; i < NRL_MAX_MEMBERS; ++i)
+            if (e.members_written >> (j * NRL_MAX_MEMBERS + i) & 1) last_known_[j][i] = false;
     e.members_written = 0;
     exact_.clear();
     any_.clear();
     members_.clear();
+    bool id_seen[256] = {};
+    for (auto& p : page_of_id_) p = 0;
     uint32_t used = 0;
-    for (int i = 0; i < int(NRL_MAX_MEMBERS); ++i) {
-        const uint32_t base = NRL_REG_MEMBER_PORT_0 + uint32_t(i) * kMemberStride;
-        const uint32_t port = e.read(base);
-        const uint32_t ip = e.read(base + (NRL_REG_MEMBER_IP_0 - NRL_REG_MEMBER_PORT_0));
-        const uint32_t udp = e.read(base + (NRL_REG_MEMBER_UDP_0 - NRL_REG_MEMBER_PORT_0));
-        const uint32_t role = e.read(base + (NRL_REG_MEMBER_ROLE_0 - NRL_REG_MEMBER_PORT_0));
-        if (!port) continue;
-        used |= port;
-        if (udp) {
-            bool seen = false;
-            for (const Exact& x : exact_) seen |= x.ip == ip && x.udp == udp;
-            if (!seen) exact_.push_back({ip, udp, uint8_t(port)});
-        } else {
-            any_.push_back({ip, i, uint8_t(port)});
+    const uint32_t enabled = e.read(NRL_REG_JOB_ENABLE);
+    for (uint32_t j = 0; j < e.jobs(); ++j) {
+        if (!(enabled >> j & 1)) continue;
+        const uint32_t page = j * NRL_JOB_PAGE;
+        const uint32_t job_id = e.read(page + NRL_REG_JOB_ID) & 0xFF;
+        if (!id_seen[job_id]) {
+            id_seen[job_id] = true;
+            page_of_id_[job_id] = uint8_t(j);
         }
-        if ((role & NRL_ROLE_WORKER) && ip)
-            members_.push_back({uint8_t(port), i, make_addr(ip, udp), udp != 0});
-    }
-    const uint32_t uplink = e.read(NRL_REG_AGG_UPLINK_PORT);
-    if (e.read(NRL_REG_AGG_ROLE) == 1 && uplink) {
-        const uint32_t pip = e.read(NRL_REG_AGG_PARENT_IP);
-        const uint32_t pudp = e.read(NRL_REG_AGG_PARENT_UDP) ? e.read(NRL_REG_AGG_PARENT_UDP)
-                                                             : e.read(NRL_REG_UDP_PORT);
-        bool seen = false;
-        for (Exact& x : exact_)
-            if (x.ip == pip && x.udp == pudp) {
-                x.port = uint8_t(uplink);
-                seen = true;
+        for (int i = 0; i < int(NRL_MAX_MEMBERS); ++i) {
+            const uint32_t base = page + member_port(uint32_t(i));
+            const uint32_t port = e.read(base);
+            const uint32_t ip = e.read(base + kMemberIp);
+            const uint32_t udp = e.read(base + kMemberUdp);
+            const uint32_t role = e.read(base + kMemberRole);
+            if (!port) continue;
+            used |= port;
+            if (udp) {
+                bool seen = false;
+                for (const Exact& x : exact_) seen |= x.ip == ip && x.udp == udp;
+                if (!seen) exact_.push_back({ip, udp, uint8_t(port)});
+            } else {
+                any_.push_back({ip, int(j), i, uint8_t(port)});
             }
-        if (!seen) exact_.push_back({pip, pudp, uint8_t(uplink)});
-        used |= uplink;
+            if ((role & NRL_ROLE_WORKER) && ip)
+                members_.push_back({uint8_t(port), int(j), i, job_id, make_addr(ip, udp), udp != 0});
+        }
+        const uint32_t uplink = e.read(page + NRL_REG_AGG_UPLINK_PORT);
+        if (e.read(page + NRL_REG_AGG_ROLE) == 1 && uplink) {
+            const uint32_t pip = e.read(page + NRL_REG_AGG_PARENT_IP);
+            const uint32_t pudp = e.read(page + NRL_REG_AGG_PARENT_UDP)
+                                      ? e.read(page + NRL_REG_AGG_PARENT_UDP)
+                                      : e.read(NRL_REG_UDP_PORT);
+            bool seen = false;
+            for (Exact& x : exact_)
+                if (x.ip == pip && x.udp == pudp) {
+                    x.port = uint8_t(uplink);
+                    seen = true;
+                }
+            if (!seen) exact_.push_back({pip, pudp, uint8_t(uplink)});
+            used |= uplink;
+        }
     }
     stranger_ = 0x80;
     for (int b = 7; b >= 0; --b)
@@ -354,14 +368,16 @@ void Server::datagram(const uint8_t* data, size_t n, size_t seg, const sockaddr_
         put16(fr + NRL_UDP_OFFSET + 4, uint32_t(flen - NRL_UDP_OFFSET) & 0xFFFF);
         ++handled;
         uint8_t p = port;
-        if (any && size >= NRL_HEADER_LEN) {  // SoftSwitch._claimed_port
+        if (any && size >= NRL_HEADER_LEN) {  // DatagramLoop._claimed_port
+            // the entry the worker field names in the job the job byte selects
             const uint32_t w = (uint32_t(fr[NRL_OFF_WORKER]) << 8) | fr[NRL_OFF_WORKER + 1];
+            const int j = page_of_id_[fr[NRL_OFF_JOB]];
             for (const AnyPort& a : any_)
-                if (a.ip == ip && uint32_t(a.index) == w) {
+                if (a.ip == ip && a.job == j && uint32_t(a.index) == w) {
                     p = a.port;
-                    if (!last_known_[w] || !same_addr(last_[w], from)) {
-                        last_known_[w] = true;
-                        last_[w] = from;
+                    if (!last_known_[j][w] || !same_addr(last_[j][w], from)) {
+                        last_known_[j][w] = true;
+                        last_[j][w] = from;
                     }
                     break;
                 }
@@ -380,12 +396,13 @@ void Server::datagram(const uint8_t* data, size_t n, size_t seg, const sockaddr_
             const uint32_t udp_dst = (uint32_t(out[36]) << 8) | out[37];
             const uint8_t* body = out + NRL_HEADER_OFFSET;
             const size_t blen = o.len - NRL_HEADER_OFFSET;
-            if (ip_dst == mcast_) {  // one copy of the body in tx_ for every member
+            if (ip_dst == mcast_) {  // one copy of the body in tx_ for every member of its job
                 bool queued = false;
                 for (const Member& m : members_) {
-                    if (!(m.port & o.ports)) continue;
+                    if (!(m.port & o.ports) || m.job_id != out[NRL_OFF_JOB]) continue;
                     const sockaddr_in* dst = m.fixed ? &m.dst
-                                             : last_known_[m.index] ? &last_[m.index] : nullptr;
+                                             : last_known_[m.job][m.index] ? &last_[m.job][m.index]
+                                                                           : nullptr;
                     if (dst == nullptr) continue;
                     if (queued)
                         pending_.push_back({pending_.back().off, blen, *dst});

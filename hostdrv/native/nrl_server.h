@@ -60,7 +60,9 @@ public:
 private:
     struct Member {
         uint8_t port;
+        int job;             // page
         int index;           // member entry
+        uint32_t job_id;     // its page's JOB_ID: the multicast RESULTs it takes carry it
         sockaddr_in dst;     // valid when fixed or the entry's last address is known
         bool fixed;
     };
@@ -71,6 +73,7 @@ private:
     };
     struct AnyPort {
         uint32_t ip;
+        int job;
         int index;
         uint8_t port;
     };
@@ -95,13 +98,14 @@ private:
     std::vector<Arrival> arrivals_;  // guarded by stats_mu_
     uint64_t datagrams_ = 0, sent_ = 0, send_calls_ = 0, receives_ = 0, busy_us_ = 0,
              rx_overflow_ = 0;
-    // routing tables (SoftSwitch._rebuild_tables)
+    // routing tables (DatagramLoop._rebuild_tables): every enabled job's member table
     uint64_t generation_ = ~uint64_t(0);
     std::vector<Exact> exact_;
     std::vector<AnyPort> any_;
     std::vector<Member> members_;
-    bool last_known_[NRL_MAX_MEMBERS] = {};
-    sockaddr_in last_[NRL_MAX_MEMBERS] = {};
+    uint8_t page_of_id_[256] = {};  // JOB_ID -> the enabled job carrying it (0: none)
+    bool last_known_[NRL_MAX_JOBS][NRL_MAX_MEMBERS] = {};
+    sockaddr_in last_[NRL_MAX_JOBS][NRL_MAX_MEMBERS] = {};
     uint8_t stranger_ = 0x80;
     uint32_t mcast_ = 0, switch_ip_ = 0, udp_port_ = 0;
     uint8_t mac_[6] = {};
