@@ -114,9 +114,10 @@ def test_register_file_reads_back_what_the_model_reads() -> None:
     """RegisterFile (what the board and serial transports expect to read back) against the
     reference model given the same writes: a refused write (None) keeps the old value."""
     from hostdrv.switch.reference import SwitchModel
-    from hostdrv.wire import regrules
+    from hostdrv.wire import regmap, regrules
 
-    model = SwitchModel()
+    # at the RTL's build parameters, the ones RegisterFile assumes (JOB_RPL_CAP resets to C)
+    model = SwitchModel(capacity=regmap.REGISTERS["RPL_CAPACITY"].reset)
     regs = regrules.RegisterFile()
     for name, value in _writes() + [("MAGIC", 1), ("CNT_PASS", 0), ("RPL_SIZE", 3)]:
         try:
@@ -129,13 +130,17 @@ def test_register_file_reads_back_what_the_model_reads() -> None:
 
 
 def test_the_model_judges_by_the_generated_rule() -> None:
-    """The model's refusals are the regmap's, word for word (one source)."""
+    """The model's refusals are the regmap's, word for word (one source), and for the job
+    share registers (section 11) the share rules' (a one-job model: its share is fixed)."""
     from hostdrv.switch.reference import SwitchModel
+    from hostdrv.switch.reference.jobs import share_refusal
     from hostdrv.wire import regrules
 
     model = SwitchModel()
     for name, value in _writes():
         why = regrules.refusal(name, value, model._value)
+        if not why and name.startswith("JOB_") and name != "JOB_LEASE":
+            why = share_refusal(model._pages, 0, name, value, model._params)
         try:
             model.write(name, value)
         except ValueError as e:

@@ -10,11 +10,16 @@ switch's ``write`` and the tests), :func:`read_back` and :class:`RegisterFile`
 
 from __future__ import annotations
 
-__all__ = ["RegisterFile", "read_back", "refusal"]
+__all__ = ["FIXED_SHARE", "RegisterFile", "read_back", "refusal"]
 
 from collections.abc import Callable
 
 from hostdrv.wire.regmap import REGISTERS, SELF_CLEARING, WRITE_RULES, Register, lookup
+
+FIXED_SHARE = frozenset(["JOB_ENABLE", "JOB_SLOT_BASE", "JOB_SLOT_COUNT", "JOB_RPL_BASE",
+                         "JOB_RPL_CAP", "JOB_RPL_RECORD"])
+"""The share registers a one-job switch (``JOBS`` = 1, the RTL's) keeps at their reset values:
+every write to them is refused (``docs/protocol.md`` section 11)."""
 
 
 def _bit_list(mask: int) -> str:
@@ -101,6 +106,8 @@ class RegisterFile:
         keeps its old value)."""
         r = lookup(reg)
         if r.access != "rw" or refusal(r, value, self.read):
+            return None
+        if r.name in FIXED_SHARE and self.read("JOBS") == 1:
             return None
         self._values[r.name] = read_back(r, value)
         return self._values[r.name]

@@ -1,4 +1,4 @@
-"""In-switch aggregation (``docs/protocol.md`` sections 4, 6 and 7), mirroring ``hw/rtl/grad_agg*``.
+"""In-switch aggregation (``docs/protocol.md`` sections 4, 6, 7 and 11), mirroring ``hw/rtl/grad_agg*``.
 
 :class:`AggregationBlock` holds what ``grad_agg_ingress`` and ``grad_agg_egress``
 do once a GRADIENT or RESULT passed the common checks: two shadow copies per
@@ -31,11 +31,11 @@ __all__ = ["AGG_CONFIG", "AggregationBlock", "fp32_add"]
 _OPEN, _UP, _DONE = 0, 1, 2
 _M_PORT = tuple(f"MEMBER_PORT_{i}" for i in range(MAX_MEMBERS))
 AGG_CONFIG = frozenset(
-    ["JOB_ID", "AGG_MEMBERS", "AGG_THRESHOLD", "AGG_SLOTS", "AGG_ELEMS", "AGG_DTYPE", "AGG_MODE",
+    ["JOB_ID", "JOB_SLOT_BASE", "JOB_SLOT_COUNT", "AGG_MEMBERS", "AGG_THRESHOLD", "AGG_SLOTS", "AGG_ELEMS", "AGG_DTYPE", "AGG_MODE",
      "AGG_STALENESS", "AGG_ROLE", "AGG_UPLINK_PORT", "AGG_PARENT_IP", "AGG_PARENT_UDP",
      "AGG_LEAF_ID"]
 )
-"""Registers whose write invalidates every aggregation slot copy (a new job, section 4)."""
+"""Job registers whose write frees the copies of the job's slots (a new job, sections 4 and 11)."""
 _INT32 = int(Flags.INT32)
 _ERROR = int(Flags.ERROR)
 _RESEND = int(Flags.RESEND)
@@ -84,12 +84,13 @@ class AggregationBlock(SwitchBlock):
 
     _copies: list[list[_Copy]]
     _acc: np.ndarray
+    _sbase: int  # JOB_SLOT_BASE of the job whose frame is being processed: its slot s is _sbase + s
 
     def _gradient(self, frame: bytes, w: int, slot: int, r: int, aux: int, total: int,
                   rx: Rx) -> list[Egress]:
         regs = self._regs
         q = r & 1
-        c = self._copies[slot][q]
+        c = self._copies[self._sbase + slot][q]
         if regs["AGG_MODE"] and ((r - aux) & M32) > regs["AGG_STALENESS"]:
             # too stale: never added; a DONE copy of this round or a newer one answers
             # (the async catch-up of a member lagging beyond the bound)
@@ -131,7 +132,7 @@ class AggregationBlock(SwitchBlock):
             return []
         p = regs["AGG_ELEMS"]
         x = np.frombuffer(frame, dtype="<u4", count=p, offset=PAYLOAD_OFFSET)
-        acc = self._acc[slot, q, :p]
+        acc = self._acc[self._sbase + slot, q, :p]
         if c.count == 0:
             acc[:] = x
         elif regs["AGG_DTYPE"]:
@@ -154,10 +155,10 @@ class AggregationBlock(SwitchBlock):
     def _result(self, frame: bytes, slot: int, r: int, aux: int, total: int, flags: int,
                  worker: int) -> list[Egress]:
         q = r & 1
-        c = self._copies[slot][q]
+        c = self._copies[self._sbase + slot][q]
         if c.valid and c.round == r and c.state == _UP:
             p = self._regs["AGG_ELEMS"]
-            self._acc[slot, q, :p] = np.frombuffer(frame, dtype="<u4", count=p,
+            self._acc[self._sbase + slot, q, :p] = np.frombuffer(frame, dtype="<u4", count=p,
                                                    offset=PAYLOAD_OFFSET)
             c.state = _DONE
             c.aux, c.total = aux, total
@@ -172,11 +173,11 @@ class AggregationBlock(SwitchBlock):
         return f | Flags.ERROR if c is not None and c.error else f
 
     def _payload(self, slot: int, q: int) -> bytes:
-        return self._acc[slot, q, :self._regs["AGG_ELEMS"]].tobytes()
+        return self._acc[self._sbase + slot, q, :self._regs["AGG_ELEMS"]].tobytes()
 
     def _multicast(self, slot: int, q: int) -> Egress:
         regs = self._regs
-        c = self._copies[slot][q]
+        c = self._copies[self._sbase + slot][q]
         ports = 0
         for i in range(regs["AGG_MEMBERS"]):
             ports |= regs[_M_PORT[i]]
@@ -190,7 +191,7 @@ class AggregationBlock(SwitchBlock):
         """The copy's RESULT to one member (``RESEND``); with ``step_error`` = w, the answer to
         w's step mismatch on a DONE copy: ``ERROR`` forced on, ``worker`` = w, ``aux`` = the
         copy's ``total`` (the copy itself is unchanged)."""
-        c = self._copies[slot][q]
+        c = self._copies[self._sbase + slot][q]
         self._inc("CNT_TX_RESEND")
         flags = self._agg_flags(c) | _RESEND
         worker, aux = (c.culprit if c.error else 0), c.aux
@@ -202,7 +203,7 @@ class AggregationBlock(SwitchBlock):
 
     def _up(self, slot: int, q: int) -> Egress:
         regs = self._regs
-        c = self._copies[slot][q]
+        c = self._copies[self._sbase + slot][q]
         self._inc("CNT_TX_UP")
         f = self._frame(BROADCAST_MAC, regs["AGG_PARENT_IP"],
                         regs["AGG_PARENT_UDP"] or regs["UDP_PORT"], Opcode.GRADIENT,

@@ -25,12 +25,15 @@ import struct
 
 import numpy as np
 
+from hostdrv.errors import UnknownRegisterError
 from hostdrv.switch.reference.agg import _INT32, _M_PORT, AGG_CONFIG, AggregationBlock, _Copy
 from hostdrv.switch.reference.frames import M32, Egress, Rx, check_params, check_src_port
+from hostdrv.switch.reference.jobs import TABLE_SHAPE, Page, share_refusal, slot_range
 from hostdrv.switch.reference.l2 import L2Table
 from hostdrv.switch.reference.replay import ReplayBlock
 from hostdrv.wire import consts as C
 from hostdrv.wire import regmap, regrules
+from hostdrv.wire.consts import MAX_JOBS
 from hostdrv.wire.protocol import (
     BLOCK,
     FLAGS_MASK,
@@ -45,8 +48,7 @@ from hostdrv.wire.protocol import (
     Flags,
     Opcode,
 )
-from hostdrv.wire.ratelimit import RateLimiter, RateLimiterConfig
-from hostdrv.wire.sampler import SumTree, XorShift32
+from hostdrv.wire.ratelimit import RateLimiter
 
 __all__ = ["SwitchModel"]
 
@@ -70,6 +72,7 @@ _M_IP = tuple(f"MEMBER_IP_{i}" for i in range(MAX_MEMBERS))
 _M_UDP = tuple(f"MEMBER_UDP_{i}" for i in range(MAX_MEMBERS))
 _M_ROLE = tuple(f"MEMBER_ROLE_{i}" for i in range(MAX_MEMBERS))
 _AHEAD = C.AGG_AHEAD_ROUNDS  # (seq - AGG_EPOCH) mod 2**32 in [_AHEAD, 2**31): dropped as AHEAD
+_JOB_AT = C.OFF_JOB  # a frame shorter than this + 1 names no job: its counters are page 0's
 _PRIORITIZED = int(Flags.PRIORITIZED)
 _CTRL_CLEAR = C.CTRL_CLEAR_COUNTERS
 # the rate limiter's registers: a write reaches the limiter (RPL_SPI also clears RPL_RATE_DIFF)
@@ -96,6 +99,9 @@ class SwitchModel(AggregationBlock, ReplayBlock):
         UDP datagrams (``AGG_MAX_ELEMS``).
     build_hash:
         Value of ``BUILD_HASH`` (32 bits).
+    jobs:
+        ``JOBS``, jobs served at once, 1 to ``MAX_JOBS`` (section 11): one register page,
+        counter set, slot range and replay table each; 1 is the RTL's (a fixed share).
 
     Attributes
     ----------
@@ -115,49 +121,81 @@ class SwitchModel(AggregationBlock, ReplayBlock):
     """
 
     def __init__(self, *, capacity: int = 1024, record_bytes: int = 128, max_slots: int = 64,
-                 max_elems: int = 352, build_hash: int = 0) -> None:
+                 max_elems: int = 352, build_hash: int = 0, jobs: int = 1) -> None:
         check_params(capacity, record_bytes, max_slots, max_elems, build_hash)
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+            raise ValueError(f"jobs={jobs!r} is invalid: must be 1 .. {MAX_JOBS}")
         self._params = {
             "RPL_CAPACITY": capacity,
             "RPL_RECORD_BYTES": record_bytes,
             "AGG_MAX_SLOTS": max_slots,
             "AGG_MAX_ELEMS": max_elems,
             "BUILD_HASH": build_hash,
+            "JOBS": jobs,
         }
-        self._cap = capacity
-        self._rb = record_bytes
-        self._regs: dict[str, int] = {
-            r.name: r.reset for r in regmap.REGISTERS.values() if r.access == "rw"
+        reset: dict[str, int] = {
+            r.name: self._params[r.reset_param] if r.reset_param else r.reset
+            for r in regmap.REGISTERS.values() if r.access == "rw"
         }
-        self._regs["AGG_SLOTS"] = min(self._regs["AGG_SLOTS"], max_slots)
-        self._regs["AGG_ELEMS"] = min(self._regs["AGG_ELEMS"], max_elems)
-        self._regs["RPL_RESET"] = 0
-        self._cnt: dict[str, int] = dict.fromkeys(regmap.COUNTERS, 0)
-        # aggregation: two shadow copies per slot, accumulators as raw 32-bit words
+        reset["AGG_SLOTS"] = min(reset["AGG_SLOTS"], max_slots)
+        reset["AGG_ELEMS"] = min(reset["AGG_ELEMS"], max_elems)
+        reset["RPL_RESET"] = 0
+        # one page per job (section 11): registers, counters, generator, limiter, table
+        self._pages = [Page(dict(reset), regmap.COUNTERS) for _ in range(jobs)]
+        self._pages[0].carve(True)  # job 0 is enabled at reset and owns all the memory
+        self._by_id: dict[int, int] = {}  # JOB_ID -> job, for the enabled jobs
+        self._index_ids()
+        # aggregation: two shadow copies per memory slot, accumulators as raw 32-bit words
         self._copies = [[_Copy(), _Copy()] for _ in range(max_slots)]
         self._acc = np.zeros((max_slots, 2, max_elems), dtype="<u4")
-        # replay: records, sum tree (node 1 is the root, leaf i is node C + i), PRNG
-        self._records = bytearray(capacity * record_bytes)
-        self._tree = SumTree(capacity)
-        self._wp = 0
-        self._size = 0
-        self._rng = XorShift32(self._regs["RPL_SEED"])
-        self._init_chains()  # per record: owner, wseq, prev (stacked samples, section 5)
-        # rate limiter (section 5): its registers' copy and the RPL_RATE_DIFF accumulator
-        self._limiter = RateLimiter(RateLimiterConfig(
-            self._regs["RPL_MIN_SIZE"], self._regs["RPL_SPI"], self._regs["RPL_SPI_ERROR"]))
+        self._bind(0)
         # ordinary traffic: the learning switch's MAC table
-        self.l2 = L2Table(C.L2_ENTRIES, self._regs["L2_AGE_FRAMES"])
+        self.l2 = L2Table(C.L2_ENTRIES, reset["L2_AGE_FRAMES"])
+
+    def _bind(self, j: int) -> None:
+        """Serve job ``j``: the blocks read its registers, count in its page, use its slots,
+        generator, limiter and table."""
+        p = self._pages[j]
+        self._page = p
+        self._regs, self._cnt = p.regs, p.cnt
+        self._rng, self._limiter = p.rng, p.limiter
+        self._t = p.table  # type: ignore[assignment]  # None: no table (DISABLED before use)
+        self._sbase = p.regs["JOB_SLOT_BASE"]
+
+    def _index_ids(self) -> None:
+        """``_by_id``: the enabled jobs by ``JOB_ID`` (section 11: never two with one id)."""
+        on = self._pages[0].regs["JOB_ENABLE"]
+        self._by_id = {p.regs["JOB_ID"]: j for j, p in reversed(list(enumerate(self._pages)))
+                       if on >> j & 1}
+
+    def _resolve(self, reg: str | int, job: int) -> tuple[int, regmap.Register]:
+        """``(job, register)`` of a name and ``job``, or of a page address (``job`` 0)."""
+        if isinstance(reg, str):
+            r, j = regmap.lookup(reg), job
+        else:
+            j, found = regmap.split(reg)
+            if found is None:
+                raise UnknownRegisterError(reg)
+            if job:
+                raise ValueError(f"address {reg:#x} names its job ({j}): pass job=0")
+            r = found
+        if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < len(self._pages):
+            raise UnknownRegisterError(f"{r.name} of job {j!r} (JOBS = {len(self._pages)})")
+        if j and not r.job:
+            raise UnknownRegisterError(f"{r.name} of job {j} (a global register: page 0 only)")
+        return j, r
 
     # -- registers -----------------------------------------------------------
-    def read(self, reg: str | int) -> int:
+    def read(self, reg: str | int, job: int = 0) -> int:
         """Read a register.
 
         Parameters
         ----------
         reg:
             Register name (``"AGG_SLOTS"``, ``"MEMBER_IP_3"``, ``"CNT_DROP_STALE"``)
-            or byte address.
+            or byte address (in any job's page, section 11).
+        job:
+            With a name: whose copy of a job register (0 for a global one).
 
         Returns
         -------
@@ -168,105 +206,142 @@ class SwitchModel(AggregationBlock, ReplayBlock):
         Raises
         ------
         ValueError
-            For an unknown name or address.
+            For an unknown name or address, a job the switch does not have, or a
+            global register of another job than 0 (:class:`UnknownRegisterError`).
         """
-        r = regmap.lookup(reg)
+        j, r = self._resolve(reg, job)
         name = r.name
-        if name in self._cnt:
-            return self._cnt[name]
+        p = self._pages[j]
+        if name in p.cnt:
+            return p.cnt[name]
         if name in self._params:
             return self._params[name]
+        t = p.table
         if name == "RPL_SIZE":
-            return self._size
+            return t.size if t else 0
         if name == "RPL_WPTR":
-            return self._wp
+            return t.wp if t else 0
         if name == "RPL_TOTAL_LO":
-            return self._tree.total & M32
+            return t.tree.total & M32 if t else 0
         if name == "RPL_TOTAL_HI":
-            return self._tree.total >> 32
+            return t.tree.total >> 32 if t else 0
         if name == "RPL_RATE_DIFF_LO":
-            return self._limiter.word & M32
+            return p.limiter.word & M32
         if name == "RPL_RATE_DIFF_HI":
-            return self._limiter.word >> 32
-        if name in self._regs:
-            return self._regs[name]
+            return p.limiter.word >> 32
+        if name in p.regs:
+            return p.regs[name]
         return r.reset  # MAGIC, VERSION
 
-    def write(self, reg: str | int, value: int) -> None:
+    def write(self, reg: str | int, value: int, job: int = 0) -> None:
         """Write a register.
 
-        Side effects: ``CTRL`` bit 31 clears every counter (and reads back
-        0); a write to ``RPL_SEED`` reseeds the generator (0 seeds
-        ``0x2545F491``); writing 1 to ``RPL_RESET`` empties the replay memory
-        and clears the rate limiter's ``RPL_RATE_DIFF``, and so does any write
-        to ``RPL_SPI``;
-        a write to ``JOB_ID`` or any ``AGG_`` configuration register
-        invalidates every aggregation slot copy.
+        Side effects: ``CTRL`` bit 31 clears every counter of every job (and reads
+        back 0); a write to ``RPL_SEED`` reseeds the job's generator (0 seeds
+        ``0x2545F491``); writing 1 to ``RPL_RESET`` empties the job's table and
+        clears its rate limiter's ``RPL_RATE_DIFF``, and so does any write to
+        ``RPL_SPI``; a write to ``JOB_ID``, ``JOB_SLOT_*`` or any ``AGG_``
+        configuration register frees the copies of the job's slots (an enabled job's); a write to
+        ``JOB_RPL_*`` empties the job's table; changing a ``JOB_ENABLE`` bit does
+        both for that job (section 11).
 
         Parameters
         ----------
         reg:
-            Register name or byte address.
+            Register name or byte address (in any job's page).
         value:
             The value to write.
+        job:
+            With a name: whose copy of a job register (0 for a global one).
 
         Raises
         ------
         ValueError
             For an unknown or read-only register, or a value out of the
-            register's range (the message names both); nothing is changed.
+            register's range or refused by section 11's rules (the message names
+            both); nothing is changed.
         """
-        r = regmap.lookup(reg)
+        j, r = self._resolve(reg, job)
         name = r.name
         if r.access != "rw":
             raise ValueError(f"register {name} is read-only ({r.access})")
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
             raise ValueError(f"register {name}: value {value!r} is not an integer")
         value = int(value)
-        why = self._illegal(name, value)
+        pages = self._pages
+        p = pages[j]
+        why = regrules.refusal(name, value, lambda n: self._value(n, j))
+        if not why and (name.startswith("JOB_") and name != "JOB_LEASE"):
+            why = share_refusal(pages, j, name, value, self._params)
         if why:
             raise ValueError(f"register {name}: value {value:#x} out of range: {why}")
+        stored = regrules.read_back(r, value)  # self-clearing bits read 0
         if name == "CTRL":
             if value & _CTRL_CLEAR:
-                self._cnt = dict.fromkeys(regmap.COUNTERS, 0)
+                for q in pages:
+                    q.cnt.update(dict.fromkeys(q.cnt, 0))
         elif name == "RPL_SEED":
-            self._rng.seed(value)
+            p.rng.seed(value)
         elif name == "RPL_RESET":
             if value:
-                self._tree.clear()
-                self._wp = 0
-                self._size = 0
-                self._limiter.reset()
-                self._reset_chains()
+                if p.table is not None:
+                    p.table.empty()
+                p.limiter.reset()
         elif name in _LIMITER_WRITE:
-            _LIMITER_WRITE[name](self._limiter, value)
+            _LIMITER_WRITE[name](p.limiter, value)
         elif name == "L2_AGE_FRAMES":
             self.l2.set_age(value)
-        elif name in AGG_CONFIG:
-            for pair in self._copies:
-                for c in pair:
-                    c.valid = False
-        self._regs[name] = regrules.read_back(r, value)  # self-clearing bits read 0
+        elif name == "JOB_ENABLE":
+            changed = stored ^ p.regs["JOB_ENABLE"]
+            for q in pages:
+                q.regs[name] = stored
+            for k, q in enumerate(pages):
+                if changed >> k & 1:
+                    self._free(slot_range(q.regs))
+                    q.carve(bool(stored >> k & 1))
+        elif name in AGG_CONFIG and p.regs["JOB_ENABLE"] >> j & 1:
+            # an enabled job's slots only: a disabled job's range may be an enabled one's
+            self._free(slot_range(p.regs))
+            p.regs[name] = stored
+            self._free(slot_range(p.regs))
+        elif name in TABLE_SHAPE:
+            p.regs[name] = stored
+            p.carve(bool(p.regs["JOB_ENABLE"] >> j & 1))
+        if r.job:
+            p.regs[name] = stored
+        else:
+            for q in pages:
+                q.regs[name] = stored
+        if name in ("JOB_ID", "JOB_ENABLE"):
+            self._index_ids()
+        self._bind(0)
 
-    def _illegal(self, name: str, value: int) -> str:
-        """Why ``value`` is not legal for rw register ``name`` ('' when it is): its width
-        and the register map's write rule (``legal:`` in ``hw/regs.yaml``), judged on
-        the registers' values now."""
-        return regrules.refusal(name, value, self._value)
+    def _free(self, slots: range) -> None:
+        """Free the copies of memory slots ``slots``."""
+        for pair in self._copies[slots.start:slots.stop]:
+            for c in pair:
+                c.valid = False
 
-    def _value(self, name: str) -> int:
-        """A rw or parameter register's value (what a write rule compares with)."""
-        return self._params[name] if name in self._params else self._regs[name]
+    def _value(self, name: str, job: int = 0) -> int:
+        """A rw or parameter register's value in job ``job``'s page (what a write rule compares with)."""
+        return self._params[name] if name in self._params else self._pages[job].regs[name]
 
-    def counters(self) -> dict[str, int]:
-        """Every ``CNT_*`` register by name.
+    def counters(self, job: int = 0) -> dict[str, int]:
+        """Every ``CNT_*`` register of job ``job``'s page by name.
 
         Returns
         -------
         dict[str, int]
             A snapshot (a new dict) in register map order.
+
+        Raises
+        ------
+        ValueError
+            For a job the switch does not have.
         """
-        return dict(self._cnt)
+        if isinstance(job, bool) or not isinstance(job, int) or not 0 <= job < len(self._pages):
+            raise ValueError(f"job {job!r} out of range 0 .. {len(self._pages) - 1}")
+        return dict(self._pages[job].cnt)
 
     # -- frames ----------------------------------------------------------------
     def process(self, frame: bytes, src_port: int) -> list[Egress]:
@@ -293,6 +368,8 @@ class SwitchModel(AggregationBlock, ReplayBlock):
         """
         check_src_port(src_port)
         n = len(frame)
+        if self._page is not self._pages[0]:
+            self._bind(0)
         regs = self._regs
         l2 = self.l2
         if (n < _ETH_MIN_PROTO or frame[12] != 0x08 or frame[13] != 0x00 or frame[14] != 0x45
@@ -306,6 +383,11 @@ class SwitchModel(AggregationBlock, ReplayBlock):
         # a protocol frame teaches the MAC table too
         l2.learn(frame, src_port)
         l2.tick()
+        # the job the frame names (section 11): its page counts the frame, its registers judge it
+        job = self._by_id.get(frame[_JOB_AT], -1) if n > _JOB_AT else -1
+        if job > 0:
+            self._bind(job)
+            regs = self._regs
 
         # 0. RX counters, before any check
         if n > _OPCODE_AT:
@@ -319,16 +401,16 @@ class SwitchModel(AggregationBlock, ReplayBlock):
         if ip_len != n - 14 or udp_len != n - 34:
             return self._drop("BAD_LENGTH")
         # 2. header
-        ver, op, flags, job, worker, slot, seq, count, aux, total = HEADER.unpack_from(frame, 42)
+        ver, op, flags, _job, worker, slot, seq, count, aux, total = HEADER.unpack_from(frame, 42)
         agg = op in (Opcode.GRADIENT, Opcode.RESULT)
         if (ver != VERSION or op not in _RX_COUNTER or flags & ~FLAGS_MASK
                 or (total and not agg)):
             return self._drop("BAD_HEADER")
         # 3. job
-        if job != regs["JOB_ID"]:
+        if job < 0:
             return self._drop("BAD_JOB")
-        # 4. engine
-        if not regs["CTRL"] & (1 if agg else 2):
+        # 4. engine (and, for replay, the job's table)
+        if not regs["CTRL"] & (1 if agg else 2) or not (agg or self._t):
             return self._drop("DISABLED")
         # 5-6. sender
         if op == Opcode.RESULT:
@@ -349,7 +431,7 @@ class SwitchModel(AggregationBlock, ReplayBlock):
             plen = 4 * count
         elif op == Opcode.PUSH:
             ok = 1 <= count <= MAX_PUSH_RECORDS
-            plen = BLOCK + count * self._rb
+            plen = BLOCK + count * self._t.rb
         elif op == Opcode.SAMPLE_REQ:
             ok = 1 <= count <= MAX_BATCH and count & (count - 1) == 0 and aux <= MAX_STACK
             plen = 0
@@ -365,7 +447,7 @@ class SwitchModel(AggregationBlock, ReplayBlock):
             # 9. dtype, 10. slot
             if (flags & _INT32) != regs["AGG_DTYPE"]:
                 return self._drop("BAD_DTYPE")
-            if slot >= regs["AGG_SLOTS"]:
+            if slot >= min(regs["AGG_SLOTS"], regs["JOB_SLOT_COUNT"]):
                 return self._drop("BAD_SLOT")
             # 11. a GRADIENT's round too far ahead of the epoch (behind it: processed)
             if op == Opcode.GRADIENT and _AHEAD <= ((seq - regs["AGG_EPOCH"]) & M32) < 1 << 31:
