@@ -42,8 +42,9 @@ from hostdrv.client.transport import (
     ControlForbiddenError,
 )
 from hostdrv.errors import RegisterError
-from hostdrv.switch.soft import SoftSwitch, SoftSwitchProcess
+from hostdrv.switch.soft import DEFAULT_JOBS, SoftSwitch, SoftSwitchProcess, build_parser
 from hostdrv.wire import regmap
+from hostdrv.wire.consts import MAX_JOBS
 from hostdrv.wire.control import ControlStatus
 
 JOBS = 4
@@ -136,7 +137,13 @@ def test_key_ids_pick_the_key(keyed: Keyed) -> None:
             assert j2.read("JOB_ID") == 12
 
 
-def test_job_keys_need_an_admin_key() -> None:
+def test_job_keys_need_an_admin_key(capsys: pytest.CaptureFixture[str]) -> None:
+    for bad in ("1", "x:key", f"{MAX_JOBS}:key", "1:"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["--job-key", bad])
+        assert "expected J:FILE" in capsys.readouterr().err
+    args = build_parser().parse_args(["--job-key", "1:a.key", "--job-key", "3:b.key"])
+    assert dict(args.job_key) == {1: "a.key", 3: "b.key"} and args.jobs == DEFAULT_JOBS
     with pytest.raises(ValueError, match="need an admin key"):
         SoftSwitch("127.0.0.1:0", engine="model", jobs=JOBS, job_keys={1: b"secret"})
     with pytest.raises(ValueError, match="jobs 0..3"):
