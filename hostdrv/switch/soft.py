@@ -562,6 +562,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "netfpga-softswitch") ->
 
 __all__ = [
     "DEFAULT_ENGINE",
+    "DEFAULT_JOBS",
     "ENGINES",
     "SO_RXQ_OVFL",
     "Arrival",
