@@ -95,7 +95,7 @@ class Aggregator(Endpoint):
         Override the port bitmap / the (IP, UDP port) registered (e.g. behind
         a NAT or a test proxy).
     control:
-        Control URL or :class:`SwitchControl` (default: ``url``).
+        Control URL or :class:`SwitchControl` of job ``page`` (default ``url``; keys: Endpoint).
     max_backoff:
         Largest retransmission timeout in seconds.
     step:

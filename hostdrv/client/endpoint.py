@@ -35,7 +35,8 @@ class Endpoint:
     ``job`` given is checked against it. Without ``page``: job 0's page, and ``job``
     (default 0) must be its ``JOB_ID``. Opens the transport for ``url`` and, with
     ``register``, writes the member entry (:meth:`register`). Sequence ids start at a
-    random value.
+    random value. On a switch with keys (section 11) pass ``control=SwitchControl(url,
+    key_file=FILE, job=page)``, FILE job ``page``'s key (or the admin key with ``key_id=0``).
     """
 
     def __init__(self, url: str, *, worker: int, job: int | None, register: bool, roles: int,
