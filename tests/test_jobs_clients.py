@@ -15,15 +15,17 @@ admitted beside it (:mod:`hostdrv.client.jobs`):
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hostdrv.client.aggregator import Aggregator
 from hostdrv.client.control import SwitchControl
-from hostdrv.client.jobs import admit, jobs_table, shrink
+from hostdrv.client.jobs import admit, jobs_table, renew, shrink
 from hostdrv.client.replay import ReplayClient
 from hostdrv.switch.soft import SoftSwitch
 
@@ -141,3 +143,40 @@ def test_two_replay_tables_push_and_sample_independently(switch: SoftSwitch) -> 
     finally:
         c0.close()
         c1.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_job_runs_with_its_own_key_only(engine: str, tmp_path: Path) -> None:
+    """Admitted with the admin key, job 1 is configured, joined and renewed by its clients
+    with job 1's key alone (its AGG_*, member table, RPL_* and JOB_LEASE)."""
+    admin_key, job_key = b"admin-" + os.urandom(8).hex().encode(), os.urandom(8).hex().encode()
+    with SoftSwitch("127.0.0.1:0", engine=engine, jobs=JOBS, control_key=admin_key,
+                    job_keys={1: job_key}) as sw:
+        paths = {name: tmp_path / f"{name}.key" for name in ("admin", "job1")}
+        paths["admin"].write_bytes(admin_key)
+        paths["job1"].write_bytes(job_key)
+        with SwitchControl(sw.url, key_file=paths["admin"]) as admin:
+            shrink(admin, 0, slots=admin.read("AGG_MAX_SLOTS") // 2)
+            g = admit(admin, 1, slots=4, lease_s=60)
+        ctls = [SwitchControl(sw.url, key_file=paths["job1"], job=1) for _ in range(3)]
+        ctls[0].configure_aggregation(members=2, slots=8, packet_elems=16)
+        assert renew(ctls[0], 1, 120) >= g.lease
+        aggs = [Aggregator(sw.url, worker=w, page=1, control=ctls[w + 1]) for w in range(2)]
+        x = [np.random.default_rng(w).standard_normal(16 * 6).astype(np.float32)
+             for w in range(2)]
+        out: list[np.ndarray] = [np.empty(0)] * 2
+
+        def member(w: int) -> None:
+            out[w] = aggs[w].allreduce(x[w])
+
+        threads = [threading.Thread(target=member, args=(w,)) for w in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        for w in range(2):
+            np.testing.assert_array_equal(out[w].view(np.uint32), (x[0] + x[1]).view(np.uint32))
+            aggs[w].close()
+        assert aggs[0].slots == min(ctls[0].read("AGG_SLOTS"), g.slots)
+        assert sw.read("SRV_CTRL_REFUSED") == 0  # nothing the job did needed the admin key
+        ctls[0].close()
