@@ -216,6 +216,9 @@ def test_netrl_jobs_and_regs_job(keyed: Keyed, capsys: pytest.CaptureFixture[str
     assert netrl.main(["regs", url, "--key", key, "--job", "3", "dump", "--json"]) == 0
     page = json.loads(capsys.readouterr().out)
     assert page["JOB_SLOT_BASE"] == rows[3]["slot_base"] and page["JOB_SLOT_COUNT"] == 4
+    slots3 = regmap.job_address("JOB_SLOT_COUNT", 3)  # a page address, as given
+    assert netrl.main(["regs", url, "--key", key, "read", hex(slots3)]) == 0
+    assert capsys.readouterr().out.startswith(f"JOB_SLOT_COUNT@3 0x{slots3:03X} = ")
     assert netrl.main(["jobs", url, "--key", key, "admit", "3", "--slots", "1"]) == 1
     assert "enabled already" in capsys.readouterr().err
     assert netrl.main(["jobs", url, "--key", key, "release", "3"]) == 0

@@ -43,6 +43,7 @@ from hostdrv.client.transport import (
 )
 from hostdrv.errors import UnknownRegisterError
 from hostdrv.wire import regmap
+from hostdrv.wire.consts import MAX_JOBS
 from hostdrv.wire.control import job_key_id
 from hostdrv.wire.net import TransportError
 
@@ -72,9 +73,9 @@ def add_regs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                            "admin key")
     action = regs.add_subparsers(dest="action", required=True)
     read = action.add_parser("read", help="read one register")
-    read.add_argument("register", help="name (AGG_SLOTS) or byte address (0x048)")
+    read.add_argument("register", help="name (AGG_SLOTS) or byte address (0x048; job 1's 0x1048)")
     write = action.add_parser("write", help="write one register, then read it back")
-    write.add_argument("register", help="name (AGG_SLOTS) or byte address (0x048)")
+    write.add_argument("register", help="name (AGG_SLOTS) or byte address (0x048; job 1's 0x1048)")
     write.add_argument("value", help="value (decimal, 0x hex, 0b binary)")
     action.add_parser("identity", help="MAGIC, VERSION, BUILD_HASH; over serial:// also the "
                                        "Si5324 clock status (set-up, loss of lock)")
@@ -120,8 +121,11 @@ def resolve(register: str) -> tuple[str | None, int]:
             raise UnknownRegisterError(register) from None  # as the user spelt it
         return reg.name, reg.addr
     addr = parse_int(register, "register")
-    if not 0 <= addr < 0x1000 or addr % 4:
-        raise RegisterError("register", register, "addresses are 0x000..0xFFC, multiples of 4")
+    end = MAX_JOBS * regmap.JOB_PAGE  # job j's page at j * 0x1000 (docs/protocol.md section 11)
+    if not 0 <= addr < end or addr % 4:
+        raise RegisterError("register", register,
+                            f"addresses are 0x000..0x{end - 4:X}, multiples of 4 (0x000..0xFFC "
+                            "job 0's page and the global registers; job j's at j * 0x1000)")
     known = regmap.find(addr)
     return (known.name if known else None), addr
 
@@ -244,16 +248,18 @@ def _action(args: argparse.Namespace, ctl: SwitchControl, transport: RegisterTra
             out: TextIO) -> int:
     if args.action in ("read", "write"):
         name, addr = resolve(args.register)
+        # a name: in --job's page; an address: in its own page
+        page = regmap.split(addr)[0] if args.register[:1].isdigit() else None
         if name is not None:
-            addr = ctl.address(name)
+            addr = ctl.address(name, page)
         label = f"{regmap.label(addr) if name else '-'} 0x{addr:03X}"
         if args.action == "write":
             value = parse_int(args.value, name or f"0x{addr:03X}")
             if name is not None:
-                ctl.write(name, value)  # checks access and width before sending
+                ctl.write(name, value, job=page)  # checks access and width before sending
             else:
                 transport.write(addr, value)
-        value = ctl.read(name) if name is not None else transport.read(addr)
+        value = ctl.read(name, job=page) if name is not None else transport.read(addr)
         print(f"{label} = 0x{value:08X} ({value})", file=out)
         return 0
     if args.action == "identity":
