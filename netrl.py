@@ -4,7 +4,8 @@
 
     netrl switch --listen 127.0.0.1:20050     # the soft switch (soft://), alias netfpga-softswitch
     netrl simswitch --listen 127.0.0.1:20060  # the sim switch (sim://), alias netfpga-simswitch
-    netrl regs soft://127.0.0.1:20050 dump    # switch registers by name
+    netrl regs soft://127.0.0.1:20050 dump    # switch registers by name (--job J: job J's page)
+    netrl jobs soft://127.0.0.1:20050 list    # the jobs of a switch: admit, release, reclaim
     netrl train --algo ppo --workers 4        # RL training through the switch (python -m rl)
     netrl compare --algo ppo                  # the sync strategies side by side
     netrl demo                                # PPO, then DQN with in-network replay (make demo)
@@ -81,6 +82,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("simswitch", "the sim switch: the switch RTL in Verilator (sim://); "
                          "also netfpga-simswitch", "hostdrv.switch.sim:main", "sim", takes_prog=True),
     Command("regs", "read, write, dump or watch switch registers by name", "netrl:regs_main"),
+    Command("jobs", "list, admit, release, renew or reclaim the jobs of a switch",
+            "netrl:jobs_main"),
     Command("train", "train DQN, A2C, PPO or DDPG with one sync strategy", "rl.cli:main", "rl",
             with_name=True),
     Command("compare", "train with each sync strategy on one seed, plot them", "rl.cli:main",
@@ -158,6 +161,17 @@ def regs_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog=PROG)
     add_regs_parser(parser.add_subparsers(dest="command", required=True))
     return run_regs(parser.parse_args(["regs", *argv]))
+
+
+def jobs_main(argv: Sequence[str]) -> int:
+    """``netrl jobs URL ACTION ...`` (:mod:`hostdrv.client.jobs_cli`)."""
+    import argparse
+
+    from hostdrv.client.jobs_cli import add_jobs_parser, run_jobs
+
+    parser = argparse.ArgumentParser(prog=PROG)
+    add_jobs_parser(parser.add_subparsers(dest="command", required=True))
+    return run_jobs(parser.parse_args(["jobs", *argv]))
 
 
 # ---------------------------------------------------------------------------
@@ -246,7 +260,7 @@ def rack_main(argv: Sequence[str]) -> int:
 
 
 __all__ = ["COMMANDS", "Command", "NoCheckoutError", "bench_main", "benchmarks",
-           "checkout_root", "main", "rack_main", "regs_main", "usage"]
+           "checkout_root", "jobs_main", "main", "rack_main", "regs_main", "usage"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -29,6 +29,7 @@ HELP_SAYS = {
     "switch": ("usage: netrl switch", "--listen"),
     "simswitch": ("usage: netrl simswitch", "--top"),
     "regs": ("usage: netrl regs", "dump"),
+    "jobs": ("usage: netrl jobs", "admit"),
     "train": ("usage: netrl train", "--sync"),
     "compare": ("usage: netrl compare", "--syncs"),
     "demo": ("usage: netrl demo", "--skip-dqn"),

@@ -1,7 +1,8 @@
 """Build ``hw/rtl/nrl_axil_split.v`` and run its cocotb testbench (Icarus and Verilator).
 
 Routing of reads and writes by hw/regs.yaml, SLVERR from an engine, CNT_PASS
-and the UDP_PORT shadow, against two Python engine register files.
+and the UDP_PORT shadow, the job table of a one-job switch and the job pages
+(the switch's 16-bit address), against two Python engine register files.
 """
 
 from __future__ import annotations
@@ -21,4 +22,5 @@ def test_nrl_axil_split(sim: str) -> None:
         toplevel="nrl_axil_split",
         sources=[RTL / "nrl_axil_split.v"],
         test_module="sim.nrl_axil_split.test_nrl_axil_split",
+        parameters={"ADDR_WIDTH": 16},
     )

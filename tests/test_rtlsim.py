@@ -33,6 +33,7 @@ from hostdrv.switch.reference import SwitchModel, fp32_add
 from hostdrv.switch.rtl import RtlSwitch, build_rtl
 from hostdrv.switch.sim import DEFAULT_PARAMS, SimSwitch
 from hostdrv.wire import regmap
+from hostdrv.wire.consts import MAX_JOBS
 from sim.common.switch_scenario import (
     SWITCH_MAC,
     agg_frames,
@@ -196,3 +197,36 @@ def test_replay_client_through_sim_url() -> None:
         np.testing.assert_array_equal(batch.obs, obs[batch.indices])
         rc.close()
         ctl.close()
+
+
+def test_job_pages_and_table(rtl: RtlSwitch) -> None:
+    """A one-job RTL (docs/protocol.md section 11): JOBS and the fixed share read as the model's
+    and refuse writes as the model, JOB_LEASE round-trips, and a page beyond JOBS is no register, as the model says (it never
+    reaches the bus, where the RTL would answer SLVERR)."""
+    model = SwitchModel(capacity=rtl.read("RPL_CAPACITY"), record_bytes=rtl.read("RPL_RECORD_BYTES"),
+                        max_slots=rtl.read("AGG_MAX_SLOTS"), max_elems=rtl.read("AGG_MAX_ELEMS"))
+    assert rtl.jobs == rtl.read("JOBS") == model.read("JOBS")
+    for r in regmap.REGISTERS.values():
+        if not r.admin:
+            continue
+        try:  # the fixed share: the model refuses even its own value; so does the RTL
+            model.write(r.name, model.read(r.name))
+        except ValueError:
+            assert rtl.read(r.name) == model.read(r.name), r.name
+            with pytest.raises(ValueError):
+                rtl.write(r.name, model.read(r.name))
+    lease = rtl.read("JOB_LEASE")
+    rtl.write("JOB_LEASE", lease ^ 0x5A5A5A5A)
+    assert rtl.read("JOB_LEASE") == lease ^ 0x5A5A5A5A
+    rtl.write(regmap.JOB_LEASE, lease)
+    assert rtl.read(regmap.JOB_LEASE) == lease
+    for page in range(rtl.jobs, MAX_JOBS):
+        addr = regmap.job_address("JOB_LEASE", page)
+        with pytest.raises(ValueError):
+            model.read(addr)
+        with pytest.raises(ValueError):
+            rtl.read(addr)
+        with pytest.raises(ValueError):
+            rtl.write(addr, 1)
+        with pytest.raises(ValueError):
+            rtl.read("JOB_LEASE", job=page)

@@ -33,6 +33,7 @@ from hostdrv.client.aggregator_loop import (
     is_newer,
     newest_round,
     rounds_per_call,
+    send_chunks_once,
 )
 from hostdrv.client.control import ROLE_WORKER, SwitchControl
 from hostdrv.client.endpoint import Endpoint
@@ -72,14 +73,20 @@ class Aggregator(Endpoint):
     worker:
         Member id, 0 … ``AGG_MEMBERS`` − 1.
     job:
-        Job id (must equal ``JOB_ID``).
+        Job id, the ``job`` byte of its messages: must be its job's ``JOB_ID`` (default:
+        that ``JOB_ID`` with ``page``, else 0).
+    page:
+        The job (register page, ``docs/protocol.md`` section 11) this member belongs to:
+        its configuration is that page's ``AGG_*``, its member entry that page's, its
+        slots 0 .. min(``AGG_SLOTS``, ``JOB_SLOT_COUNT``) − 1 of that page (the job's
+        share of the slot memory). Default: job 0.
     timeout:
         Seconds before a chunk's GRADIENT is sent again; doubles at each
         retransmission up to ``max_backoff``.
     retries:
         Retransmissions of one chunk before :class:`AllreduceTimeoutError`.
     window:
-        Chunks in flight, at most ``AGG_SLOTS`` (the default).
+        Chunks in flight, at most the job's slots (the default).
     register:
         Write this worker's member entry (``MEMBER_PORT`` = ``1 << worker``
         unless ``port`` is given, ``MEMBER_IP``/``MEMBER_UDP`` = this socket,
@@ -88,7 +95,7 @@ class Aggregator(Endpoint):
         Override the port bitmap / the (IP, UDP port) registered (e.g. behind
         a NAT or a test proxy).
     control:
-        Control URL or :class:`SwitchControl` (default: ``url``).
+        Control URL or :class:`SwitchControl` of job ``page`` (default ``url``; keys: Endpoint).
     max_backoff:
         Largest retransmission timeout in seconds.
     step:
@@ -144,19 +151,26 @@ class Aggregator(Endpoint):
     choose ``scale`` with ``N * max|x| * scale < 2**31``.
     """
 
-    def __init__(self, url: str, *, worker: int, job: int = 0, timeout: float = 0.05,
+    def __init__(self, url: str, *, worker: int, job: int | None = None, timeout: float = 0.05,
                  retries: int = 10, window: int | None = None, register: bool = True,
                  port: int | None = None, member_address: tuple[str, int] | None = None,
                  control: str | SwitchControl | None = None, max_backoff: float = 1.0,
-                 backends: Mapping[str, Backend] | None = None, step: int = 0) -> None:
+                 backends: Mapping[str, Backend] | None = None, step: int = 0,
+                 page: int | None = None) -> None:
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise ValueError(f"bad step={step!r}: a step id is an integer >= 0")
         super().__init__(url, worker=worker, job=job, register=False, roles=ROLE_WORKER,
                          port=port, member_address=member_address, control=control,
-                         backends=backends)
+                         backends=backends, page=page)
         try:
             ctl = self.control
-            self.slots = ctl.read("AGG_SLOTS")
+            share = ctl.read("JOB_SLOT_COUNT")
+            if not share:
+                raise ValueError(f"bad page={self.page}: job {self.page} has no slots on the "
+                                 f"switch at {url} (JOB_SLOT_COUNT=0): its members aggregate on "
+                                 "the hosts (hostdrv.peers.ps)")
+            self.slots = min(ctl.read("AGG_SLOTS"), share)
+            """S, the slots this member uses: min(``AGG_SLOTS``, ``JOB_SLOT_COUNT``)."""
             self.packet_elems = ctl.read("AGG_ELEMS")
             """P, the switch's elements per packet (``AGG_ELEMS``): one chunk's length."""
             self.int32 = ctl.read("AGG_DTYPE") == 1
@@ -165,7 +179,7 @@ class Aggregator(Endpoint):
             members = ctl.read("AGG_MEMBERS")
             if not 1 <= self.slots <= 64 or self.packet_elems % 16 or \
                     not 16 <= self.packet_elems <= MAX_JUMBO_ELEMS:
-                raise ValueError(f"bad switch configuration AGG_SLOTS={self.slots} "
+                raise ValueError(f"bad switch configuration: slots {self.slots} "
                                  f"AGG_ELEMS={self.packet_elems}")
             if worker >= members:
                 raise ValueError(f"bad worker={worker}: the switch's job has AGG_MEMBERS="
@@ -576,20 +590,7 @@ class Aggregator(Endpoint):
         int
             Payload bytes handed to the transport (headers excluded).
         """
-        flat = np.ascontiguousarray(x, dtype=self.wire_dtype).reshape(-1)
-        p, s_count, L = self.packet_elems, self.slots, self._msg_len
-        n = flat.size // p
-        chunks = flat[:n * p].reshape(n, p)
-        pack = HEADER.pack_into
-        for a in range(0, n, s_count):
-            k = min(s_count, n - a)
-            for s in range(k):
-                pack(self._sbuf, s * L, VERSION, GRADIENT, self._flags, self.job, self.worker,
-                     s, round_ & M32, p, (round_ if aux is None else aux) & M32,
-                     n * p if total is None else total)
-            self._spay[:k] = chunks[a:a + k]
-            self.transport.send_segments(self._smv[:k * L], L)
-        return n * p * 4
+        return send_chunks_once(self, x, round_, total, aux)
 
     def _counters_now(self) -> dict[str, int]:
         """Nonzero counters that can explain a missing RESULT (empty if unreadable)."""

@@ -142,6 +142,27 @@ class LoopOwner(Protocol):
     def _counters_now(self) -> dict[str, int]: ...
 
 
+def send_chunks_once(owner: LoopOwner, x: np.ndarray, round_: int, total: int | None,
+                     aux: int | None) -> int:
+    """:meth:`Aggregator.send_chunks <hostdrv.client.aggregator.Aggregator.send_chunks>`:
+    every chunk of ``x`` sent once from the owner's per-slot buffers (one GSO call per batch
+    of slots); returns the payload bytes sent."""
+    flat = np.ascontiguousarray(x, dtype=owner.wire_dtype).reshape(-1)
+    p, s_count, L = owner.packet_elems, owner.slots, owner._msg_len
+    n = flat.size // p
+    chunks = flat[:n * p].reshape(n, p)
+    pack = HEADER.pack_into
+    for a in range(0, n, s_count):
+        k = min(s_count, n - a)
+        for s in range(k):
+            pack(owner._sbuf, s * L, VERSION, GRADIENT, owner._flags, owner.job, owner.worker,
+                 s, round_ & M32, p, (round_ if aux is None else aux) & M32,
+                 n * p if total is None else total)
+        owner._spay[:k] = chunks[a:a + k]
+        owner.transport.send_segments(owner._smv[:k * L], L)
+    return n * p * 4
+
+
 class CallLoop:
     """One call's per-packet loop: send the chunks of a ``total``-element tensor not yet
     ``taken``, collect their results into ``out`` (see :meth:`Aggregator._run

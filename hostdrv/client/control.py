@@ -22,6 +22,7 @@ from hostdrv.client.transport import (
 from hostdrv.errors import NetrlError, RegisterError
 from hostdrv.wire import consts as C
 from hostdrv.wire import regmap
+from hostdrv.wire.control import job_key_id
 from hostdrv.wire.net import int_to_ip, ip_to_int, parse_hostport
 from hostdrv.wire.protocol import MAX_MEMBERS, VERSION
 from hostdrv.wire.ratelimit import RateLimiterConfig, RateLimiterState
@@ -103,6 +104,15 @@ class SwitchControl:
         section 9). Default: the URL's ``?key=FILE`` query, else the
         ``NETRL_CONTROL_KEY`` environment variable, else unsigned requests
         (which a switch executes from loopback only, and only without a key).
+    job:
+        The job whose page the job registers are read and written in (``AGG_*``, the
+        member table, ``RPL_*``, ``JOB_*``, the counters; ``docs/protocol.md`` section
+        11); global registers are page 0's whatever it is. ``None``: job 0, signed with
+        the admin key. Given, requests are signed with job ``job``'s key id (``job + 1``)
+        unless ``key_id`` says otherwise: pass that job's key file (``--job-key J:FILE``).
+    key_id:
+        Byte 5 of the signed requests: 0 for the admin key (``--control-key``; an admin
+        working in job ``job``'s page), j + 1 for job j's key. Default: as ``job`` says.
 
     Examples
     --------
@@ -115,23 +125,48 @@ class SwitchControl:
     def __init__(self, url: str, *, timeout: float = 0.25, retries: int = 8,
                  transport: RegisterTransport | None = None,
                  backends: Mapping[str, Backend] | None = None,
-                 key_file: str | os.PathLike[str] | None = None) -> None:
+                 key_file: str | os.PathLike[str] | None = None,
+                 job: int | None = None, key_id: int | None = None) -> None:
+        if job is not None and (isinstance(job, bool) or not isinstance(job, int)
+                                or not 0 <= job < C.MAX_JOBS):
+            raise RegisterError("job", job, f"a job is 0..{C.MAX_JOBS - 1} (a register page)")
         self.url = url
+        self.job = 0 if job is None else job
+        """The job (register page) job registers are addressed in."""
+        self.key_id = key_id if key_id is not None else (0 if job is None else job_key_id(job))
+        """Byte 5 of the signed requests: 0 the admin key, j + 1 job j's."""
+        options: dict[str, object] = {}
+        if key_file is not None:
+            options["key_file"] = key_file
+        if self.key_id:
+            options["key_id"] = self.key_id
         if transport is not None:
             self._t = transport
-        elif key_file is not None:
-            self._t = open_registers(url, backends=backends, timeout=timeout, retries=retries,
-                                     key_file=key_file)
         else:
-            self._t = open_registers(url, backends=backends, timeout=timeout, retries=retries)
+            self._t = open_registers(url, backends=backends, timeout=timeout, retries=retries,
+                                     **options)
 
     # -- raw access ------------------------------------------------------------
     @staticmethod
     def _reg(name: str) -> regmap.Register:
         return regmap.lookup(name)  # UnknownRegisterError, a RegisterError
 
-    def read(self, name: str) -> int:
-        """Read register ``name`` (e.g. ``"AGG_SLOTS"``, ``"MEMBER_IP_3"``).
+    def address(self, name: str, job: int | None = None) -> int:
+        """The byte address ``name`` is read and written at: a job register's in job
+        ``job``'s page (default :attr:`job`), a global register's own.
+
+        Raises
+        ------
+        RegisterError
+            Unknown register name, or a job below 0.
+        """
+        reg = self._reg(name)
+        j = self.job if job is None else job
+        return regmap.job_address(reg, j) if reg.job else reg.addr
+
+    def read(self, name: str, *, job: int | None = None) -> int:
+        """Read register ``name`` (e.g. ``"AGG_SLOTS"``, ``"MEMBER_IP_3"``): a job register
+        in job ``job``'s page (default :attr:`job`).
 
         Raises
         ------
@@ -139,20 +174,20 @@ class SwitchControl:
             Unknown register name.
         RegisterAccessError
             The switch refused the access (:class:`~hostdrv.client.transport.ControlAuthError`
-            when it is not authenticated).
+            when it is not authenticated; status 2 for a job the switch does not serve).
         SwitchTimeoutError
             The switch did not answer.
         """
-        reg = self._reg(name)
+        addr = self.address(name, job)
         try:
-            return self._t.read(reg.addr)
-        except RegisterError as e:  # name the register, not its address
+            return self._t.read(addr)
+        except RegisterError as e:  # name the register (and its job), not its address
             if e.status is None:
                 raise
-            raise type(e)(name, None, e.text, e.status) from None
+            raise type(e)(regmap.label(addr), None, e.text, e.status) from None
 
-    def write(self, name: str, value: int) -> None:
-        """Write register ``name``.
+    def write(self, name: str, value: int, *, job: int | None = None) -> None:
+        """Write register ``name`` (a job register in job ``job``'s page, default :attr:`job`).
 
         Raises
         ------
@@ -161,9 +196,12 @@ class SwitchControl:
             (checked before anything is sent).
         RegisterAccessError
             The switch refused the value (e.g. ``AGG_ELEMS`` not a multiple of 16,
-            ``MEMBER_PORT_i`` not 0 or one-hot: status 3), or the request
-            (:class:`~hostdrv.client.transport.ControlAuthError`, status 5: not from
-            loopback, or not signed with the switch's control key).
+            ``MEMBER_PORT_i`` not 0 or one-hot, a job share that overlaps another's:
+            status 3), or the request (:class:`~hostdrv.client.transport.ControlAuthError`,
+            status 5: not from loopback, or not signed with a key of the switch;
+            :class:`~hostdrv.client.transport.ControlForbiddenError`, status 6: a job's key
+            writing outside its job's non-admin job registers). The error names the
+            register as ``NAME@j`` in job j's page.
         SwitchTimeoutError
             The switch did not answer.
         """
@@ -174,12 +212,13 @@ class SwitchControl:
             raise RegisterError(name, value, "value must be an integer")
         if not 0 <= value < (1 << reg.width) and not (name == "CTRL" and value >> 31 == 1):
             raise RegisterError(name, value, f"must be an unsigned {reg.width}-bit value")
+        addr = self.address(name, job)
         try:
-            self._t.write(reg.addr, value)
-        except RegisterError as e:  # name the register, not its address
+            self._t.write(addr, value)
+        except RegisterError as e:  # name the register (and its job), not its address
             if e.status is None:
                 raise
-            raise type(e)(name, value, e.text, e.status) from None
+            raise type(e)(regmap.label(addr), value, e.text, e.status) from None
 
     def close(self) -> None:
         """Release the transport."""
@@ -325,7 +364,8 @@ class SwitchControl:
         leaf_id:
             Leaf: this switch's member id at the parent.
         job:
-            Job id to set (``JOB_ID``); unchanged when ``None``.
+            Job id to set (``JOB_ID`` of this control's job; an admin register: the
+            admin key only); unchanged when ``None``.
         elems:
             Deprecated name of ``packet_elems`` (a :class:`DeprecationWarning`).
 
@@ -401,7 +441,9 @@ class SwitchControl:
         self.write("AGG_PARENT_IP", parent_ip)
         self.write("AGG_PARENT_UDP", parent_udp)
         self.write("AGG_LEAF_ID", leaf_id if role == "leaf" else 0)
-        self.write("CTRL", self.read("CTRL") | CTRL_AGG)
+        ctrl = self.read("CTRL")
+        if not ctrl & CTRL_AGG:  # global: a job's key finds it on, it cannot write it
+            self.write("CTRL", ctrl | CTRL_AGG)
 
     def configure_replay(self, *, seed: int = regmap.REGISTERS["RPL_SEED"].reset, reset: bool = True) -> None:
         """Enable the replay engine, seed its generator and (by default) empty it.
@@ -418,7 +460,9 @@ class SwitchControl:
         self.write("RPL_SEED", seed)
         if reset:
             self.reset_replay()
-        self.write("CTRL", self.read("CTRL") | CTRL_REPLAY)
+        ctrl = self.read("CTRL")
+        if not ctrl & CTRL_REPLAY:  # global: a job's key finds it on, it cannot write it
+            self.write("CTRL", ctrl | CTRL_REPLAY)
 
     def reset_replay(self) -> None:
         """Empty the replay memory (size, write pointer and priorities to 0)."""

@@ -13,6 +13,7 @@ from typing import Any
 from hostdrv.client.control import SwitchControl
 from hostdrv.client.transport import Backend, DatagramTransport, UdpDatagramTransport, open_datagram
 from hostdrv.wire import regmap
+from hostdrv.wire.consts import MAX_JOBS
 from hostdrv.wire.net import ip_to_int
 from hostdrv.wire.protocol import MAX_MEMBERS
 
@@ -26,31 +27,55 @@ _RECV_BYTES = 65536
 
 
 class Endpoint:
-    """A member of the switch's job: control channel, datagram transport, member entry.
+    """A member of one of the switch's jobs: control channel, datagram transport, member entry.
 
-    Checks ``worker`` and ``job`` against the switch (``JOB_ID``), opens the
-    transport for ``url`` and, with ``register``, writes the member entry
-    (:meth:`register`). Sequence ids start at a random value.
+    ``page`` is the job (register page, ``docs/protocol.md`` section 11) the endpoint
+    belongs to: its control reads and writes that page's job registers, and the ``job``
+    byte of its messages is that page's ``JOB_ID``. ``job`` (the id) defaults to it; a
+    ``job`` given is checked against it. Without ``page``: job 0's page, and ``job``
+    (default 0) must be its ``JOB_ID``. Opens the transport for ``url`` and, with
+    ``register``, writes the member entry (:meth:`register`). Sequence ids start at a
+    random value. On a switch with keys (section 11) pass ``control=SwitchControl(url,
+    key_file=FILE, job=page)``, FILE job ``page``'s key (or the admin key with ``key_id=0``).
     """
 
-    def __init__(self, url: str, *, worker: int, job: int, register: bool, roles: int,
+    def __init__(self, url: str, *, worker: int, job: int | None, register: bool, roles: int,
                  port: int | None, member_address: tuple[str, int] | None,
                  control: str | SwitchControl | None,
-                 backends: Mapping[str, Backend] | None) -> None:
+                 backends: Mapping[str, Backend] | None, page: int | None = None) -> None:
         if not 0 <= worker < MAX_MEMBERS:
             raise ValueError(f"bad worker={worker!r}: member ids are 0..{MAX_MEMBERS - 1}")
-        if not 0 <= job <= 0xFF:
+        if job is not None and not 0 <= job <= 0xFF:
             raise ValueError(f"bad job={job!r}: must be 0..255")
+        if page is not None and (isinstance(page, bool) or not isinstance(page, int)
+                                 or not 0 <= page < MAX_JOBS):
+            raise ValueError(f"bad page={page!r}: a job (register page) is 0..{MAX_JOBS - 1}")
         self.url = url
         self.worker = worker
-        self.job = job
-        self.control = control if isinstance(control, SwitchControl) else SwitchControl(
-            control or url, backends=backends)
+        self.page = 0 if page is None else page
+        """The job (register page) this endpoint is a member of."""
+        if isinstance(control, SwitchControl):
+            if control.job != self.page:
+                raise ValueError(f"bad control: it addresses job {control.job}'s page, this "
+                                 f"endpoint is job {self.page}'s (SwitchControl(..., "
+                                 f"job={self.page}))")
+            self.control = control
+        else:
+            self.control = SwitchControl(control or url, backends=backends, job=page)
         try:
             switch_job = self.control.read("JOB_ID")
-            if switch_job != job:
-                raise ValueError(f"bad job={job}: the switch at {url} runs JOB_ID={switch_job}; "
-                                 "every packet of another job would be dropped (CNT_DROP_BAD_JOB)")
+            want = switch_job if job is None and page is not None else (job or 0)
+            if switch_job != want:
+                raise ValueError(f"bad job={want}: the switch at {url} runs JOB_ID={switch_job}"
+                                 + (f" in job {self.page}'s page" if self.page else "")
+                                 + "; every packet of another job would be dropped "
+                                 "(CNT_DROP_BAD_JOB)")
+            if page is not None and not self.control.read("JOB_ENABLE") >> page & 1:
+                raise ValueError(f"bad page={self.page}: job {self.page} is not enabled on the "
+                                 f"switch at {url} (JOB_ENABLE): admit it first "
+                                 "(hostdrv.client.jobs.admit, netrl jobs admit)")
+            self.job = switch_job
+            """The ``job`` byte of this endpoint's messages (its page's ``JOB_ID``)."""
             self.transport: DatagramTransport = open_datagram(url, backends=backends)
         except BaseException:
             self.control.close()

@@ -8,6 +8,7 @@
     netrl regs sim://127.0.0.1:20051 dump [--json]
     netrl regs serial:///dev/ttyUSB1 watch [--interval 1] [--count N]
     netrl regs serial:///dev/ttyUSB1 identity
+    netrl regs soft://127.0.0.1:20050 --job 2 dump
 
 Names come from :mod:`hostdrv.wire.regmap` (``docs/registers.md``); an address
 (``0x048``) works where no name does. ``dump`` prints every counter by name
@@ -17,6 +18,10 @@ value and rate per second, redrawn in place like ``top`` on a terminal, one
 frame after the other otherwise. ``identity`` prints ``MAGIC``, ``VERSION`` and
 ``BUILD_HASH`` and, over ``serial://``, what the firmware reports of the
 Si5324 that clocks the 10G ports: set-up acknowledged, locked or loss of lock.
+``--job J`` reads and writes job J's page of a multi-job switch (``docs/protocol.md``
+section 11): its job registers by name, and ``dump`` shows the page (its share, lease
+and configuration, then its counters); ``--key`` is then the admin key, or job J's own
+key with ``--job-key``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from hostdrv.client.transport import (
 )
 from hostdrv.errors import UnknownRegisterError
 from hostdrv.wire import regmap
+from hostdrv.wire.consts import MAX_JOBS
+from hostdrv.wire.control import job_key_id
 from hostdrv.wire.net import TransportError
 
 CLEAR_SCREEN = "\x1b[H\x1b[2J"
@@ -58,11 +65,17 @@ def add_regs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     regs.add_argument("--retries", type=int, default=4, help="requests before giving up")
     regs.add_argument("--key", default=None,
                       help="control key file of a soft/sim switch started with --control-key")
+    regs.add_argument("--job", type=int, default=None,
+                      help="job J's page of a multi-job switch (job registers by name; dump "
+                           "shows the page)")
+    regs.add_argument("--job-key", action="store_true",
+                      help="--key is job J's own key (--job-key J:FILE of the switch), not the "
+                           "admin key")
     action = regs.add_subparsers(dest="action", required=True)
     read = action.add_parser("read", help="read one register")
-    read.add_argument("register", help="name (AGG_SLOTS) or byte address (0x048)")
+    read.add_argument("register", help="name (AGG_SLOTS) or byte address (0x048; job 1's 0x1048)")
     write = action.add_parser("write", help="write one register, then read it back")
-    write.add_argument("register", help="name (AGG_SLOTS) or byte address (0x048)")
+    write.add_argument("register", help="name (AGG_SLOTS) or byte address (0x048; job 1's 0x1048)")
     write.add_argument("value", help="value (decimal, 0x hex, 0b binary)")
     action.add_parser("identity", help="MAGIC, VERSION, BUILD_HASH; over serial:// also the "
                                        "Si5324 clock status (set-up, loss of lock)")
@@ -108,8 +121,11 @@ def resolve(register: str) -> tuple[str | None, int]:
             raise UnknownRegisterError(register) from None  # as the user spelt it
         return reg.name, reg.addr
     addr = parse_int(register, "register")
-    if not 0 <= addr < 0x1000 or addr % 4:
-        raise RegisterError("register", register, "addresses are 0x000..0xFFC, multiples of 4")
+    end = MAX_JOBS * regmap.JOB_PAGE  # job j's page at j * 0x1000 (docs/protocol.md section 11)
+    if not 0 <= addr < end or addr % 4:
+        raise RegisterError("register", register,
+                            f"addresses are 0x000..0x{end - 4:X}, multiples of 4 (0x000..0xFFC "
+                            "job 0's page and the global registers; job j's at j * 0x1000)")
     known = regmap.find(addr)
     return (known.name if known else None), addr
 
@@ -199,12 +215,24 @@ def run_regs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     options: dict[str, object] = {"timeout": args.timeout, "retries": args.retries}
     if args.key is not None:
         options["key_file"] = args.key
+    job = getattr(args, "job", None)
+    key_id = 0  # the admin key, also in job J's page; --job-key: job J's own key
+    if getattr(args, "job_key", False):
+        if job is None:
+            print("netrl regs: --job-key needs --job J", file=sys.stderr)
+            return 1
+        key_id = options["key_id"] = job_key_id(job)
     try:
         transport = open_registers(args.url, **options)
     except (TransportError, OSError) as e:
         print(f"netrl regs: {e}", file=sys.stderr)
         return 1
-    ctl = SwitchControl(args.url, transport=transport)
+    try:
+        ctl = SwitchControl(args.url, transport=transport, job=job, key_id=key_id)
+    except RegisterError as e:
+        transport.close()
+        print(f"netrl regs: {e}", file=sys.stderr)
+        return 1
     try:
         return _action(args, ctl, transport, out)
     except KeyboardInterrupt:
@@ -220,14 +248,18 @@ def _action(args: argparse.Namespace, ctl: SwitchControl, transport: RegisterTra
             out: TextIO) -> int:
     if args.action in ("read", "write"):
         name, addr = resolve(args.register)
-        label = f"{name or '-'} 0x{addr:03X}"
+        # a name: in --job's page; an address: in its own page
+        page = regmap.split(addr)[0] if args.register[:1].isdigit() else None
+        if name is not None:
+            addr = ctl.address(name, page)
+        label = f"{regmap.label(addr) if name else '-'} 0x{addr:03X}"
         if args.action == "write":
             value = parse_int(args.value, name or f"0x{addr:03X}")
             if name is not None:
-                ctl.write(name, value)  # checks access and width before sending
+                ctl.write(name, value, job=page)  # checks access and width before sending
             else:
                 transport.write(addr, value)
-        value = ctl.read(name) if name is not None else transport.read(addr)
+        value = ctl.read(name, job=page) if name is not None else transport.read(addr)
         print(f"{label} = 0x{value:08X} ({value})", file=out)
         return 0
     if args.action == "identity":
@@ -245,6 +277,18 @@ def _action(args: argparse.Namespace, ctl: SwitchControl, transport: RegisterTra
                 return 1
         return 0
     names = counter_names(args.url)
+    if args.action == "dump" and args.job is not None:
+        values = {r.name: ctl.read(r.name) for r in regmap.REGISTERS.values()
+                  if r.job and not r.name.startswith("CNT_")}
+        values.update({n: ctl.read(n) for n in regmap.COUNTERS})
+        if args.json:
+            print(json.dumps(values), file=out)
+        else:
+            width = max(len(n) for n in values)
+            print(f"job {args.job}'s page (0x{args.job * regmap.JOB_PAGE:04X})", file=out)
+            for name, value in values.items():
+                print(f"{name:<{width}}  {value}", file=out)
+        return 0
     if args.action == "dump":
         values = read_counters(ctl, transport, names)
         if args.json:

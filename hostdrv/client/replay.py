@@ -91,12 +91,18 @@ class ReplayClient(Endpoint):
     worker:
         Member id (0 … 7) of this actor/learner.
     job:
-        Job id.
+        Job id, the ``job`` byte of its messages: must be its table's job's ``JOB_ID``
+        (default: that ``JOB_ID`` with ``table``, else 0).
+    table:
+        The job (register page, ``docs/protocol.md`` section 11) whose replay table this
+        client uses: its capacity and record size are that page's ``JOB_RPL_CAP`` and
+        ``JOB_RPL_RECORD``, its limiter and size registers that page's ``RPL_*``.
+        Default: job 0's.
     obs_shape, obs_dtype, action_shape, action_dtype:
         Layout of a transition. A record is ``obs``, ``action``, ``reward``
         (float32), ``next_obs``, ``done`` (uint8), little-endian, packed
         back to back from byte 0 and padded with zeros to R =
-        ``RPL_RECORD_BYTES``. ``obs_shape=None``: raw records of another layout
+        ``JOB_RPL_RECORD`` of the table. ``obs_shape=None``: raw records of another layout
         (Atari frame records, :mod:`rl.replay.frames`): :meth:`push_records` and the
         ``records`` of a sample, no :meth:`pack` / :meth:`push`.
     timeout:
@@ -138,8 +144,8 @@ class ReplayClient(Endpoint):
     UPDATE leaves the old priorities.
     """
 
-    def __init__(self, url: str, *, worker: int, job: int = 0,
-                 obs_shape: tuple[int, ...] | None,
+    def __init__(self, url: str, *, worker: int, job: int | None = None,
+                 obs_shape: tuple[int, ...] | None, table: int | None = None,
                  obs_dtype: Any = np.float32, action_shape: tuple[int, ...] = (),
                  action_dtype: Any = np.int64, timeout: float = 0.2, retries: int = 5,
                  register: bool = True, roles: int = ROLE_ACTOR | ROLE_LEARNER,
@@ -149,9 +155,16 @@ class ReplayClient(Endpoint):
                  rate_timeout: float = 10.0, mtu: int | None = None) -> None:
         super().__init__(url, worker=worker, job=job, register=register, roles=roles,
                          port=port, member_address=member_address, control=control,
-                         backends=backends)
-        self.record_bytes = self.control.read("RPL_RECORD_BYTES")
-        self.capacity = self.control.read("RPL_CAPACITY")
+                         backends=backends, page=table)
+        self.record_bytes = self.control.read("JOB_RPL_RECORD")
+        """R, bytes per record of this client's table (``JOB_RPL_RECORD``)."""
+        self.capacity = self.control.read("JOB_RPL_CAP")
+        """C, records of this client's table (``JOB_RPL_CAP``; its indices are 0 .. C - 1)."""
+        if not self.capacity:
+            self.close()
+            raise ValueError(f"bad table={self.page}: job {self.page} has no replay table on "
+                             f"the switch at {url} (JOB_RPL_CAP=0): admit it with table records "
+                             "(hostdrv.client.jobs.admit(..., table_records=...))")
         self.timeout = timeout
         self.retries = retries
         self.window = max(1, window)

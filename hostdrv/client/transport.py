@@ -108,8 +108,10 @@ class SwitchTimeoutError(NetrlError, TimeoutError):
 def register_refusal(field: str, value: int | None, status: ControlStatus,
                      text: str) -> RegisterError:
     """The exception for a switch's refusal ``status``: :class:`ControlAuthError` for
-    status 5 (not authenticated), else :class:`~hostdrv.errors.RegisterError`."""
-    cls = ControlAuthError if status == ControlStatus.UNAUTHENTICATED else RegisterError
+    status 5 (not authenticated), :class:`ControlForbiddenError` for status 6 (a job key's
+    write outside its job's registers), else :class:`~hostdrv.errors.RegisterError`."""
+    cls = (ControlAuthError if status == ControlStatus.UNAUTHENTICATED
+           else ControlForbiddenError if status == ControlStatus.FORBIDDEN else RegisterError)
     return cls(field, value, text, status)
 
 
@@ -129,6 +131,17 @@ class ControlAuthError(RegisterError):
             "--control-key FILE, only requests signed with that file: pass it as "
             "SwitchControl(url, key_file=FILE), a ?key=FILE query on the URL or the "
             f"{CONTROL_KEY_ENV} environment variable")
+
+
+class ControlForbiddenError(RegisterError):
+    """The switch refused a write under a job's key (status 6, ``docs/protocol.md`` section
+    11): job j's key writes only job j's job registers that are not *admin* (its ``AGG_*``,
+    member table, ``RPL_*`` and ``JOB_LEASE``); nothing changed. ``field`` names the
+    register (``NAME@j`` in job j's page)."""
+
+    hint = ("; a job's key (SwitchControl(url, key_file=..., job=J)) writes only job J's "
+            "non-admin job registers: the global and admin registers (JOB_ENABLE, JOB_ID, "
+            "JOB_SLOT_*, JOB_RPL_*) take the admin key (--control-key)")
 
 
 # ---------------------------------------------------------------------------
@@ -386,14 +399,22 @@ class UdpRegisterTransport(RegisterTransport):
         first request's refusal (one more round trip) and again after the switch
         restarts; it ignores a refusal of a replayed attempt (a duplicate of one of
         its sends) and waits for the answer to its own.
+    key_id:
+        Which key ``key`` is, sent as byte 5 of every signed request: 0 the admin key
+        (``--control-key``), j + 1 job j's (``--job-key J:FILE``; ``docs/protocol.md``
+        section 11).
     """
 
     def __init__(self, url: str, switch: tuple[str, int], *, timeout: float = 0.25,
-                 retries: int = 8, key: bytes | None = None) -> None:
+                 retries: int = 8, key: bytes | None = None, key_id: int = 0) -> None:
+        if isinstance(key_id, bool) or not isinstance(key_id, int) or not 0 <= key_id <= 0xFF:
+            raise TransportError(f"bad key_id={key_id!r}: 0 (admin key) or j + 1 (job j's key)")
         self.url = url
         self.timeout = timeout
         self.retries = retries
         self._key = key
+        self.key_id = key_id
+        """Byte 5 of the signed requests: the key they are signed with."""
         try:
             self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self.sock.bind(("0.0.0.0", 0))
@@ -431,7 +452,7 @@ class UdpRegisterTransport(RegisterTransport):
             try:
                 self.sock.send(req if key is None else sign_control(
                     req, key, session=self._session, timestamp=first, nonce=nonce,
-                    attempt=sends))
+                    attempt=sends, key_id=self.key_id))
             except ConnectionRefusedError:
                 pass
             sends += 1
@@ -526,7 +547,7 @@ def udp_switch_registers(url: str, *, key_file: str | os.PathLike[str] | None = 
     key_file:
         Control key file to sign requests with (see :func:`control_key_for`).
     **options:
-        ``timeout``, ``retries`` of :class:`UdpRegisterTransport`.
+        ``timeout``, ``retries``, ``key_id`` of :class:`UdpRegisterTransport`.
     """
     address = switch_address(url)
     key = control_key_for(url, key_file)

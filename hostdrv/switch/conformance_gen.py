@@ -47,15 +47,39 @@ class VectorBuilder:
         self.sent: list[Op] = []  # frames the network may retransmit or deliver late
         self.stations: list[list[Any]] = []  # [MAC, port] of the hosts behind the switch
         self.unstreamable = 0  # frames of 0 or over MAX_STREAM_FRAME bytes so far
+        self.page = 0  # the job whose registers write and read reach (section 11)
+        self.rb, self.cap = params["record_bytes"], params["capacity"]  # the page's table
+        self._tenants: dict[int, dict[str, Any]] = {}
+
+    _TENANT = ("packet_elems", "dtype", "slots", "members", "job", "mode", "staleness",
+               "_threshold", "_written_threshold", "size", "ip", "udp", "role", "page", "rb", "cap")
+
+    def tenant(self, page: int) -> None:
+        """Act as job ``page`` (section 11) from now on: its registers, member table and
+        traffic state (the job left is remembered; a new one starts with hosts of its own:
+        10.page.1.i)."""
+        self._tenants[self.page] = {k: getattr(self, k) for k in self._TENANT}
+        state = self._tenants.get(page)
+        if state is None:
+            state = {k: getattr(self, k) for k in self._TENANT}
+            state.update(page=page, size=0, _written_threshold=0,
+                         ip=[0x0A000100 + (page << 16) + i for i in range(C.MAX_MEMBERS)],
+                         udp=[0] * C.MAX_MEMBERS, role=[0] * C.MAX_MEMBERS)
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def _addr(self, name: str) -> int:
+        r = regmap.REGISTERS[name]
+        return regmap.job_address(r, self.page if r.job else 0)
 
     # -- operations ---------------------------------------------------------
     def write(self, name: str, value: int) -> None:
-        self.v.ops.append(("write", regmap.REGISTERS[name].addr, value))
+        self.v.ops.append(("write", self._addr(name), value))
         if name == "AGG_THRESHOLD":
             self._written_threshold = value
 
     def read(self, name: str) -> None:
-        self.v.ops.append(("read", regmap.REGISTERS[name].addr))
+        self.v.ops.append(("read", self._addr(name)))
 
     def frame(self, port: int, data: bytes) -> None:
         op = ("frame", port, data)
@@ -152,14 +176,14 @@ class VectorBuilder:
 
     def push(self, w: int, k: int | None = None) -> bytes:
         rng = self.rng
-        fit = (C.MAX_FRAME_LEN - 2 * C.BLOCK) // self.p["record_bytes"]  # a 65535-byte frame
+        fit = (C.MAX_FRAME_LEN - 2 * C.BLOCK) // self.rb  # a 65535-byte frame
         k = k or rng.randint(1, min(C.MAX_PUSH_RECORDS, fit))
         prios = [rng.choice([0, rng.randrange(1 << 18), C.PRIORITY_ONE, rng.randrange(1 << 32)])
                  for _ in range(k)]
         block = bytearray(C.BLOCK)
         block[:4 * k] = struct.pack(f"<{k}I", *prios)
-        recs = self.np.integers(0, 256, k * self.p["record_bytes"], dtype=np.uint8).tobytes()
-        self.size = min(self.size + k, self.p["capacity"])
+        recs = self.np.integers(0, 256, k * self.rb, dtype=np.uint8).tobytes()
+        self.size = min(self.size + k, self.cap)
         return self.build(w, Opcode.PUSH, seq=rng.randrange(1 << 32), count=k,
                           payload=bytes(block) + recs)
 

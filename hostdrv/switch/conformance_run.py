@@ -37,20 +37,23 @@ class Capabilities:
         ``MAX_STACK`` dropped as BAD_COUNT).
     max_record_bytes:
         Largest record size R it can be built with.
+    max_jobs:
+        Largest ``JOBS`` it can be built with (section 11).
     """
 
     max_stack: int
     max_record_bytes: int
+    max_jobs: int = 1
 
 
-FULL = Capabilities(C.MAX_STACK, C.MAX_RECORD_BYTES)
+FULL = Capabilities(C.MAX_STACK, C.MAX_RECORD_BYTES, C.MAX_JOBS)
 """The whole protocol: the golden model and the native engine."""
-RTL = Capabilities(max_stack=C.MAX_STACK, max_record_bytes=C.MAX_RECORD_BYTES)
+RTL = Capabilities(max_stack=C.MAX_STACK, max_record_bytes=C.MAX_RECORD_BYTES, max_jobs=1)
 """``hw/rtl`` (nrl_switch): stacked samples (``replay_stack``: record chains written by PUSH,
 ``aux`` = k walked oldest first, ``aux`` above ``MAX_STACK`` dropped as BAD_COUNT) and records up
 to ``MAX_RECORD_BYTES`` (8192) in both record stores (block RAM and the DDR3 AXI store, whose
-records over 4 KB are two bursts). The RTL leg plays every vector; :func:`unsupported` still
-names what an implementation with fewer capabilities would leave out."""
+records over 4 KB are two bursts). One job (``JOBS`` = 1, a fixed share): the vectors of
+several jobs are left out of the RTL leg, by name (:func:`unsupported`)."""
 
 
 def needs(vector: Vector) -> Capabilities:
@@ -61,7 +64,7 @@ def needs(vector: Vector) -> Capabilities:
         f = op[2] if op[0] == "frame" else b""
         if len(f) == C.PAYLOAD_OFFSET and f[C.OFF_OPCODE] == C.OP_SAMPLE_REQ:
             stack = max(stack, int.from_bytes(f[C.OFF_AUX:C.OFF_AUX + 4], "big"))
-    return Capabilities(stack, vector.params["record_bytes"])
+    return Capabilities(stack, vector.params["record_bytes"], vector.params.get("jobs", 1))
 
 
 def unsupported(vector: Vector, caps: Capabilities) -> str:
@@ -75,6 +78,8 @@ def unsupported(vector: Vector, caps: Capabilities) -> str:
     if want.max_record_bytes > caps.max_record_bytes:
         why.append(f"records of {want.max_record_bytes} bytes, built up to "
                    f"{caps.max_record_bytes}")
+    if want.max_jobs > caps.max_jobs:
+        why.append(f"{want.max_jobs} jobs, built with up to {caps.max_jobs}")
     return "; ".join(why)
 
 
@@ -84,7 +89,7 @@ class Switch(Protocol):
     def process(self, frame: bytes, src_port: int) -> list[Any]: ...
     def read(self, reg: str | int) -> int: ...
     def write(self, reg: str | int, value: int) -> None: ...
-    def counters(self) -> dict[str, int]: ...
+    def counters(self, job: int = 0) -> dict[str, int]: ...
 
 
 @dataclass
@@ -105,10 +110,20 @@ class Trace:
     registers: dict[int, int]
 
 
+def _counters(switch: Switch, jobs: int) -> dict[str, int]:
+    """Every page's counters: job 0's by name, job j's as ``NAME@j``."""
+    out = dict(switch.counters())
+    for j in range(1, jobs):
+        out.update({f"{k}@{j}": v for k, v in switch.counters(j).items()})
+    return out
+
+
 def run(vector: Vector, switch: Switch) -> Trace:
-    """Play ``vector`` on ``switch`` (built with ``vector.params``)."""
+    """Play ``vector`` on ``switch`` (built with ``vector.params``); a vector of several jobs
+    (``params["jobs"]``) records every page's counters and registers."""
     results: list[Any] = []
     counters: list[dict[str, int]] = []
+    jobs = vector.params.get("jobs", 1)
     for op in vector.ops:
         kind = op[0]
         if kind == "frame":
@@ -121,8 +136,11 @@ def run(vector: Vector, switch: Switch) -> Trace:
                 results.append(str(e))
         else:
             results.append(switch.read(op[1]))
-        counters.append(switch.counters())
+        counters.append(_counters(switch, jobs))
     regs = {r.addr: switch.read(r.addr) for r in regmap.REGISTERS.values() if not r.server}
+    for j in range(1, jobs):
+        regs.update({a: switch.read(a) for a in (regmap.job_address(r, j)
+                     for r in regmap.REGISTERS.values() if r.job and not r.server)})
     return Trace(results, counters, regs)
 
 
@@ -132,8 +150,7 @@ def describe(op: Op) -> str:
         f = op[2]
         what = f"opcode {f[C.OFF_OPCODE]}" if len(f) > C.OFF_OPCODE else "short"
         return f"frame of {len(f)} bytes ({what}) from port {op[1]:#04x}"
-    name = regmap.BY_ADDR[op[1]].name if op[1] in regmap.BY_ADDR else f"{op[1]:#x}"
-    return f"{op[0]} {name}" + (f" = {op[2]:#x}" if op[0] == "write" else "")
+    return f"{op[0]} {regmap.label(op[1])}" + (f" = {op[2]:#x}" if op[0] == "write" else "")
 
 
 def compare(vector: Vector, want: Trace, got: Trace) -> str:
@@ -159,7 +176,7 @@ def compare(vector: Vector, want: Trace, got: Trace) -> str:
             diff = {k: (v, got.counters[i][k]) for k, v in want.counters[i].items()
                     if got.counters[i][k] != v}
             return f"{vector.name} op {i} ({describe(op)}): counters (expected, got) {diff}"
-    diff = {regmap.BY_ADDR[a].name: (v, got.registers.get(a)) for a, v in want.registers.items()
+    diff = {regmap.label(a): (v, got.registers.get(a)) for a, v in want.registers.items()
             if got.registers.get(a) != v}
     return f"{vector.name} registers at the end (expected, got): {diff}" if diff else ""
 

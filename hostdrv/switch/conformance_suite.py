@@ -451,6 +451,68 @@ def _registers(seed: int) -> Vector:
     return g.v
 
 
+def _carve(g: VectorBuilder, page: int, **share: int) -> None:
+    """Job ``page``'s share (``slot_base``, ``slots``, ``rpl_base``, ``rpl_cap``, ``record``),
+    written in an order the share rules take while the job is disabled."""
+    g.tenant(page)
+    for name, key in (("JOB_SLOT_COUNT", "slots"), ("JOB_SLOT_BASE", "slot_base"),
+                      ("JOB_RPL_CAP", "rpl_cap"), ("JOB_RPL_BASE", "rpl_base"),
+                      ("JOB_RPL_RECORD", "record")):
+        if key in share:
+            g.write(name, share[key])
+    g.cap, g.rb = share.get("rpl_cap", g.cap), share.get("record", g.rb)
+
+
+def _jobs(seed: int) -> Vector:
+    """Several jobs and tables at once (protocol section 11): three jobs carved out of the
+    slot and record memories, each with hosts of its own, interleaved aggregation and replay
+    with loss, malformed frames, a member of one job sending with another's id, refused
+    carvings, and a job disabled and re-enabled while the others run."""
+    g = VectorBuilder("jobs", seed, _params(jobs=4, capacity=64, record_bytes=128, max_slots=8))
+    rng = g.rng
+    ids = rng.sample(range(256), 4)
+    _carve(g, 0, slots=3, rpl_cap=16)
+    _carve(g, 1, slots=4, slot_base=4, rpl_cap=32, rpl_base=32)
+    _carve(g, 2, slots=0, rpl_cap=16, rpl_base=16, record=64)
+    g.tenant(0)
+    g.write("JOB_ENABLE", 0b1111)  # refused: job 3 still has the reset share (everything)
+    for page in range(3):
+        g.tenant(page)
+        g.write("JOB_ID", ids[page])
+    g.tenant(0)
+    g.write("JOB_ENABLE", 0b111)
+    g.write("JOB_SLOT_COUNT", 5)  # refused: job 1's slots
+    g.write("JOB_ID", ids[1])  # refused: job 1's id
+    shapes = {0: dict(members=3, slots=3, packet_elems=32), 1: dict(members=4, slots=4,
+              packet_elems=16, mode=1, threshold=2, staleness=2), 2: dict(members=0, slots=1,
+              packet_elems=16)}
+    for page, shape in shapes.items():
+        g.tenant(page)
+        g.configure(job=ids[page], **shape)  # type: ignore[arg-type]
+    for phase in range(24):
+        g.tenant(rng.randrange(3))
+        r = rng.random()
+        if r < 0.4 and g.page != 2:
+            g.aggregation(rng.randint(1, 3), loss=0.05, dup=0.05)
+        elif r < 0.75:
+            g.replay(rng.randint(5, 25))
+        elif r < 0.85:
+            g.malformed(rng.randint(3, 10))
+        elif r < 0.92:  # a member of this job sending with another job's id
+            mine = g.job
+            g.job = ids[rng.choice([p for p in range(3) if p != g.page])]
+            g.frame(*g.valid_frame())
+            g.job = mine
+        elif phase == 12:
+            g.tenant(0)
+            g.write("JOB_ENABLE", 0b101)  # job 1 leaves: its slots and table are freed
+            g.write("JOB_ENABLE", 0b111)
+        else:
+            for name in ("RPL_SIZE", "RPL_WPTR", "RPL_TOTAL_LO", "CNT_RX_GRADIENT"):
+                g.read(name)
+    return g.v
+
+
 def vectors(scale: int = 1) -> list[Vector]:
     """The conformance suite (deterministic); ``scale`` > 1 adds seeds of every kind."""
     out: list[Vector] = []
@@ -463,5 +525,5 @@ def vectors(scale: int = 1) -> list[Vector]:
                 _async_catchup(s + 17), _step_flat(s + 18), _step_flat(s + 19),
                 _step_leaf(s + 20), _step_leaf(s + 21), _step_root(s + 22), _ahead(s + 23),
                 _ahead(s + 24), _stacked(s + 25), _stacked(s + 26), _large(s + 27, 7104),
-                _large(s + 28, C.MAX_RECORD_BYTES)]
+                _large(s + 28, C.MAX_RECORD_BYTES), _jobs(s + 29), _jobs(s + 30)]
     return out

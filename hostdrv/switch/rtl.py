@@ -40,6 +40,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from hostdrv.errors import UnknownRegisterError
 from hostdrv.switch.reference import Egress, SwitchModel
 from hostdrv.switch.rtl_build import (
     BUILD_ROOT,
@@ -172,6 +173,9 @@ class RtlSwitch:
         self._lib.nrl_step(self._handle, 8)
         self._take()
         self._host_counts = {}
+        self.jobs = 1
+        self.jobs = max(self._read_param("JOBS"), 1)
+        """``JOBS``: the job pages this RTL decodes (1; an engine alone, without it, counts as 1)."""
         self._validator = self._new_validator()
         self._settle_replay()
         self._take()
@@ -263,30 +267,52 @@ class RtlSwitch:
         return int(self._lib.nrl_beats_in(self._handle)), int(self._lib.nrl_beats_out(self._handle))
 
     # -- registers ---------------------------------------------------------------------
-    def read(self, reg: str | int) -> int:
-        """Read a register over AXI4-Lite (by name or byte address, as the model).
+    def _bus_address(self, reg: str | int, job: int) -> tuple[regmap.Register, int]:
+        """The register and its AXI4-Lite byte address: a name in job ``job``'s page, or a byte
+        address (in any page, ``job`` then 0), as :meth:`SwitchModel.read` takes them.
+
+        Raises
+        ------
+        UnknownRegisterError
+            No such register, or a page of a job this RTL does not serve (``JOBS``): the
+            address never reaches the bus (the RTL would answer SLVERR).
+        """
+        r = regmap.lookup(reg)
+        if isinstance(reg, str):
+            addr = regmap.job_address(r, job)
+        elif job:
+            raise UnknownRegisterError(f"{reg:#x} with job {job}: a byte address names its page")
+        else:
+            addr = int(reg)
+        if addr // regmap.JOB_PAGE >= self.jobs:
+            raise UnknownRegisterError(f"{regmap.label(addr)}: this switch serves {self.jobs} job(s)")
+        return r, addr
+
+    def read(self, reg: str | int, job: int = 0) -> int:
+        """Read a register over AXI4-Lite (by name, in job ``job``'s page, or byte address, as
+        the model).
 
         A counter also counts the frames judged host-side (see :meth:`process`).
 
         Raises
         ------
         ValueError
-            For an unknown name or address.
+            For an unknown name or address (a page of a job beyond ``JOBS`` included).
         RtlSimError
             When the read never completes or answers an error response.
         """
-        r = regmap.lookup(reg)
-        v = int(self._lib.nrl_axil_read(self._handle, r.addr, 1000))
+        r, addr = self._bus_address(reg, job)
+        v = int(self._lib.nrl_axil_read(self._handle, addr, 1000))
         if v < 0:
-            raise RtlSimError(f"AXI4-Lite read of {r.name} (0x{r.addr:03X}) timed out")
+            raise RtlSimError(f"AXI4-Lite read of {r.name} (0x{addr:03X}) timed out")
         if v >> 32:
-            raise RtlSimError(f"AXI4-Lite read of {r.name} (0x{r.addr:03X}) answered "
+            raise RtlSimError(f"AXI4-Lite read of {r.name} (0x{addr:03X}) answered "
                               f"RRESP={v >> 32}")
         extra = self._host_counts.get(r.name)
         return (v + extra) & _M32 if extra else v & _M32
 
-    def write(self, reg: str | int, value: int) -> None:
-        """Write a register over AXI4-Lite.
+    def write(self, reg: str | int, value: int, job: int = 0) -> None:
+        """Write a register over AXI4-Lite (addressed as :meth:`read`).
 
         Values are checked first exactly as :meth:`SwitchModel.write` checks
         them (the hardware refuses the same values itself, with SLVERR), so a
@@ -299,13 +325,13 @@ class RtlSwitch:
         RtlSimError
             When the write never completes or answers an error response.
         """
-        r = regmap.lookup(reg)
-        self._validator.write(r.name, value)
-        resp = int(self._lib.nrl_axil_write(self._handle, r.addr, int(value) & 0xFFFFFFFF, 1000))
+        r, addr = self._bus_address(reg, job)
+        self._validator.write(addr, value)
+        resp = int(self._lib.nrl_axil_write(self._handle, addr, int(value) & 0xFFFFFFFF, 1000))
         if resp < 0:
-            raise RtlSimError(f"AXI4-Lite write of {r.name} (0x{r.addr:03X}) timed out")
+            raise RtlSimError(f"AXI4-Lite write of {r.name} (0x{addr:03X}) timed out")
         if resp:
-            raise RtlSimError(f"AXI4-Lite write of {r.name} (0x{r.addr:03X}) answered BRESP={resp}")
+            raise RtlSimError(f"AXI4-Lite write of {r.name} (0x{addr:03X}) answered BRESP={resp}")
         if r.name == "RPL_RESET" and int(value) & 1:
             self._settle_replay()
         elif r.name == "CTRL" and int(value) & _CTRL_CLEAR:

@@ -58,6 +58,7 @@ from types import MappingProxyType
 
 from hostdrv.switch.rtl import RtlSwitch
 from hostdrv.switch.soft import SoftSwitch, SoftSwitchProcess
+from hostdrv.switch.soft_control import parse_job_key
 
 __all__ = [
     "DEFAULT_PARAMS",
@@ -91,8 +92,9 @@ class SimSwitch(SoftSwitch):
         :data:`DEFAULT_PARAMS` of the top).
     switch:
         Serve this already built :class:`~hostdrv.switch.rtl.RtlSwitch` instead.
-    log_arrivals, control_key:
-        As :class:`~hostdrv.switch.soft.SoftSwitch`.
+    log_arrivals, control_key, job_keys:
+        As :class:`~hostdrv.switch.soft.SoftSwitch` (a job key for a job the RTL's
+        ``JOBS`` does not serve signs requests the RTL answers as no register).
 
     Examples
     --------
@@ -107,7 +109,8 @@ class SimSwitch(SoftSwitch):
                  build_dir: str | Path | None = None, idle_cycles: int | None = None,
                  trace: str | Path | None = None, switch: RtlSwitch | None = None,
                  log_arrivals: bool = False,
-                 control_key: bytes | str | os.PathLike[str] | None = None) -> None:
+                 control_key: bytes | str | os.PathLike[str] | None = None,
+                 job_keys: Mapping[int, bytes | str | os.PathLike[str]] | None = None) -> None:
         if switch is None:
             merged: dict[str, int | str] = dict(DEFAULT_PARAMS.get(top, {}))
             merged.update(params or {})
@@ -116,7 +119,7 @@ class SimSwitch(SoftSwitch):
         # SoftSwitch only calls process/read/write/counters on its model, which
         # RtlSwitch provides with the same contract.
         super().__init__(listen, log_arrivals=log_arrivals, model=switch,  # type: ignore[arg-type]
-                         control_key=control_key)
+                         control_key=control_key, job_keys=job_keys)
 
     @property
     def url(self) -> str:
@@ -211,6 +214,11 @@ def build_parser(prog: str = "netfpga-simswitch") -> argparse.ArgumentParser:
                    help="execute only control requests signed with the key in FILE (HMAC-SHA256, "
                         "docs/protocol.md section 9), from any address; default: unsigned "
                         "requests from loopback only")
+    p.add_argument("--job-key", metavar="J:FILE", action="append", type=parse_job_key,
+                   default=[],
+                   help="job J's control key (repeatable; needs --control-key): requests "
+                        "signed with it (key id J+1) read any register and write only job J's "
+                        "non-admin job registers (docs/protocol.md section 11)")
     return p
 
 
@@ -230,7 +238,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "netfpga-simswitch") -> 
         rtl.close()
         return 0
     try:
-        sw = SimSwitch(args.listen, switch=rtl, control_key=args.control_key)
+        sw = SimSwitch(args.listen, switch=rtl, control_key=args.control_key,
+                       job_keys=dict(args.job_key))
     except (OSError, ValueError) as e:
         print(f"{SimSwitch.log_name}: {e}", file=sys.stderr)
         rtl.close()

@@ -80,6 +80,13 @@ a retry (a new attempt of a request) is answered from the reply cache
 (:class:`~hostdrv.wire.control.ControlReplayGuard`, ``docs/protocol.md``
 section 9).
 
+With job keys as well (``--job-key J:FILE``, ``SoftSwitch(job_keys={j: key})``)
+byte 5 of a signed request names its key (0 the admin key, j + 1 job j's): a
+request under job j's key reads any register and writes only page j's job
+registers that are not *admin*; any other write is refused with status 6
+(forbidden), nothing changed, and counted in ``SRV_CTRL_REFUSED``. Registers are
+addressed by byte address, job j's page at ``j * 0x1000`` (section 11).
+
 Command line
 ------------
 ``python -m hostdrv.switch.soft`` (``netfpga-softswitch``) options:
@@ -98,7 +105,15 @@ Command line
     around it stripped), from any address; clients pass the same file
     (``SwitchControl(url, key_file=FILE)``, ``soft://host:port?key=FILE`` or
     ``NETRL_CONTROL_KEY=FILE``). Without it only loopback may use the control
-    channel.
+    channel. This is the admin key (key id 0).
+``--jobs J``
+    ``JOBS``: jobs (register pages) served at once, 1 to 8, default 4
+    (``docs/protocol.md`` section 11).
+``--job-key J:FILE``
+    Job J's key (repeatable, needs ``--control-key``): a request signed with it
+    (key id J + 1, ``SwitchControl(url, key_file=FILE, job=J)``) reads any register
+    and writes only job J's job registers that are not *admin*; any other write is
+    refused with status 6 (forbidden) and counted in ``SRV_CTRL_REFUSED``.
 ``--engine native|model``
     The compiled engine with its native socket loop, or the golden model with the
     Python loop (see Engines). Default :data:`DEFAULT_ENGINE` or ``NRL_SOFTSWITCH_ENGINE``.
@@ -128,7 +143,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hostdrv.switch import native as native_engine
 from hostdrv.switch.engine import Engine
@@ -136,11 +151,15 @@ from hostdrv.switch.reference import SwitchModel
 from hostdrv.switch.soft_control import (  # noqa: F401 - _is_loopback: importable here as before
     _SERVER_STATS,
     ControlServer,
+    KeySource,
     _is_loopback,
+    control_keys,
+    parse_job_key,
 )
 from hostdrv.switch.soft_loop import RECV_BYTES, SO_RXQ_OVFL, Arrival, DatagramLoop
 from hostdrv.switch.soft_process import SoftSwitchProcess
-from hostdrv.wire.control import ControlReplayGuard, load_control_key
+from hostdrv.wire.consts import MAX_JOBS
+from hostdrv.wire.control import ADMIN_KEY_ID, ControlReplayGuard
 from hostdrv.wire.dpdkport import NOT_BUILT, DpdkError, check_interface, devargs
 from hostdrv.wire.net import SOL_UDP, UDP_GRO, ip_to_int, parse_hostport, tune_socket
 from hostdrv.wire.protocol import HEADER_OFFSET
@@ -150,6 +169,8 @@ ENGINES = ("native", "model")
 DEFAULT_ENGINE = "native"
 """The engine a soft switch serves unless told (``NRL_SOFTSWITCH_ENGINE`` overrides it);
 the golden model when the extension is not built (the test suite fails then)."""
+DEFAULT_JOBS = 4
+"""``JOBS`` of a soft switch unless told (``--jobs``; the RTL's is 1)."""
 _NATIVE_STATS = ("datagrams", "sent", "send_calls", "receives", "busy_us", "rx_overflow")
 
 
@@ -185,8 +206,9 @@ class SoftSwitch(ControlServer, DatagramLoop):
     listen:
         ``"host:port"`` or (host, port) to bind; port 0 picks a free one
         (see :attr:`address`).
-    capacity, record_bytes, max_slots, max_elems, build_hash:
-        Model parameters (see :class:`~hostdrv.switch.reference.SwitchModel`).
+    capacity, record_bytes, max_slots, max_elems, build_hash, jobs:
+        Model parameters (see :class:`~hostdrv.switch.reference.SwitchModel`); ``jobs``
+        (``JOBS``, default :data:`DEFAULT_JOBS`) is how many register pages it serves.
     log_arrivals:
         Keep every GRADIENT datagram in :attr:`arrivals` (tests use it to
         recompute fp32 sums in arrival order).
@@ -202,6 +224,10 @@ class SoftSwitch(ControlServer, DatagramLoop):
         the key in this file (a path; whitespace around it stripped), from any
         address (``--control-key``). ``None``: execute unsigned requests, from
         loopback addresses only.
+    job_keys:
+        Job j's key by j (``{j: bytes or path}``, ``--job-key J:FILE``): requests signed
+        with it (key id j + 1) read any register and write only page j's job registers
+        that are not *admin* (``docs/protocol.md`` section 11). Needs ``control_key``.
 
     Raises
     ------
@@ -209,7 +235,8 @@ class SoftSwitch(ControlServer, DatagramLoop):
         When the address cannot be bound or the key file cannot be read
         (:class:`~hostdrv.wire.net.TransportError`).
     ValueError
-        For an empty control key or a bad model parameter.
+        For an empty control key, job keys without a control key or for a job the
+        switch does not have, or a bad model parameter.
 
     Examples
     --------
@@ -224,18 +251,15 @@ class SoftSwitch(ControlServer, DatagramLoop):
                  capacity: int = 1024, record_bytes: int = 128, max_slots: int = 64,
                  max_elems: int = 352, build_hash: int = 0, log_arrivals: bool = False,
                  model: Engine | None = None,
-                 control_key: bytes | str | os.PathLike[str] | None = None,
+                 control_key: KeySource | None = None,
                  engine: str | None = None, dpdk: Sequence[str] = (),
-                 dpdk_address: str | tuple[str, int] | None = None) -> None:
-        if isinstance(control_key, bytes | bytearray):
-            self._control_key: bytes | None = bytes(control_key).strip()
-            if not self._control_key:
-                raise ValueError("bad control_key: empty")
-        else:
-            self._control_key = None if control_key is None else load_control_key(control_key)
+                 dpdk_address: str | tuple[str, int] | None = None,
+                 jobs: int = DEFAULT_JOBS, job_keys: Mapping[int, KeySource] | None = None) -> None:
+        self._keys = control_keys(control_key, job_keys, MAX_JOBS if model is not None else jobs)
+        self._control_key: bytes | None = self._keys.get(ADMIN_KEY_ID)
         self.model = model if model is not None else make_model(
             engine or default_engine(), capacity=capacity, record_bytes=record_bytes,
-            max_slots=max_slots, max_elems=max_elems, build_hash=build_hash)
+            max_slots=max_slots, max_elems=max_elems, build_hash=build_hash, jobs=jobs)
         host, port = parse_hostport(listen) if isinstance(listen, str) else listen
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         tune_socket(sock)
@@ -269,10 +293,12 @@ class SoftSwitch(ControlServer, DatagramLoop):
         self._rbuf = bytearray(RECV_BYTES)
         self._frame = bytearray(HEADER_OFFSET + RECV_BYTES)
         self._tables_valid = False
-        self._sources: dict[tuple[str, int], tuple[int, bytes, dict[int, int] | None]] = {}
-        self._members: list[tuple[int, tuple[str, int]]] = []
-        self._agg_entries: list[tuple[int, int, tuple[str, int] | None]] = []
-        self._last_addr: dict[int, tuple[str, int]] = {}
+        self._sources: dict[tuple[str, int],
+                            tuple[int, bytes, dict[tuple[int, int], int] | None]] = {}
+        self._members: list[tuple[int, int, tuple[str, int]]] = []
+        self._agg_entries: list[tuple[tuple[int, int], int, int, tuple[str, int] | None]] = []
+        self._last_addr: dict[tuple[int, int], tuple[str, int]] = {}
+        self._pages: dict[int, int] = {}
         self._stats = {"datagrams": 0, "control": 0, "sent": 0, "send_calls": 0, "receives": 0,
                        "busy_us": 0, "errors": 0, "rx_overflow": 0, "ctrl_refused": 0}
         self._srv_base = dict.fromkeys(_SERVER_STATS.values(), 0)
@@ -396,7 +422,7 @@ class SoftSwitch(ControlServer, DatagramLoop):
         (``errors``; the first is printed), datagrams the kernel dropped
         because the socket's receive buffer was full (``rx_overflow``, as last
         reported by ``SO_RXQ_OVFL``) and control requests refused as not
-        authenticated (``ctrl_refused``). The registers ``SRV_RX_OVERFLOW`` and
+        authenticated or forbidden (``ctrl_refused``). The registers ``SRV_RX_OVERFLOW`` and
         ``SRV_CTRL_REFUSED`` count the last two since counters were last cleared.
         With the native loop ``receives`` counts datagrams (``recvmmsg`` takes many
         per call) and ``send_calls`` counts ``sendmmsg`` calls.
@@ -469,6 +495,14 @@ def build_parser(prog: str = "netfpga-softswitch") -> argparse.ArgumentParser:
                    help="execute only control requests signed with the key in FILE (HMAC-SHA256, "
                         "docs/protocol.md section 9), from any address; default: unsigned "
                         "requests from loopback only")
+    p.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
+                   help=f"JOBS, jobs served at once (register pages), 1..{MAX_JOBS} "
+                        "(docs/protocol.md section 11)")
+    p.add_argument("--job-key", metavar="J:FILE", action="append", type=parse_job_key,
+                   default=[],
+                   help="job J's control key (repeatable; needs --control-key): requests "
+                        "signed with it (key id J+1) read any register and write only job J's "
+                        "non-admin job registers")
     p.add_argument("--engine", choices=ENGINES, default=None,
                    help="native: the compiled engine and its socket loop; model: the Python "
                         f"golden model (debugging). Default: {DEFAULT_ENGINE}, or "
@@ -492,7 +526,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "netfpga-softswitch") ->
         sw = SoftSwitch(args.listen, capacity=args.capacity, record_bytes=args.record_bytes,
                         max_slots=args.max_slots, max_elems=args.max_elems,
                         build_hash=args.build_hash, control_key=args.control_key,
-                        engine=args.engine, dpdk=args.dpdk, dpdk_address=args.dpdk_address)
+                        engine=args.engine, dpdk=args.dpdk, dpdk_address=args.dpdk_address,
+                        jobs=args.jobs, job_keys=dict(args.job_key))
     except (OSError, ValueError, RuntimeError) as e:
         print(f"{SoftSwitch.log_name}: {e}", file=sys.stderr)
         return 2
@@ -527,6 +562,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "netfpga-softswitch") ->
 
 __all__ = [
     "DEFAULT_ENGINE",
+    "DEFAULT_JOBS",
     "ENGINES",
     "SO_RXQ_OVFL",
     "Arrival",

@@ -46,6 +46,7 @@ SO_RXQ_OVFL = getattr(socket, "SO_RXQ_OVFL", 40)
 _ANC = 2 * socket.CMSG_SPACE(4)  # UDP_GRO segment size and SO_RXQ_OVFL drop count
 _GRADIENT = int(Opcode.GRADIENT)
 _WORKER_AT = HEADER_OFFSET + 4  # the header's worker field (u16) in a frame
+_JOB_AT = HEADER_OFFSET + 3  # the header's job byte in a frame
 
 
 @dataclass(frozen=True)
@@ -86,10 +87,11 @@ class DatagramLoop:
     _stats: dict[str, int]
     _native: object | None
     _tables_valid: bool
-    _sources: dict[tuple[str, int], tuple[int, bytes, dict[int, int] | None]]
-    _members: list[tuple[int, tuple[str, int]]]
-    _agg_entries: list[tuple[int, int, tuple[str, int] | None]]
-    _last_addr: dict[int, tuple[str, int]]
+    _sources: dict[tuple[str, int], tuple[int, bytes, dict[tuple[int, int], int] | None]]
+    _members: list[tuple[int, int, tuple[str, int]]]
+    _agg_entries: list[tuple[tuple[int, int], int, int, tuple[str, int] | None]]
+    _last_addr: dict[tuple[int, int], tuple[str, int]]
+    _pages: dict[int, int]
 
     if TYPE_CHECKING:
         @property
@@ -99,32 +101,45 @@ class DatagramLoop:
 
     # -- addressing --------------------------------------------------------------
     def _rebuild_tables(self) -> None:
-        """Recompute source → ingress port and egress port → address maps from the registers."""
+        """Recompute source → ingress port and egress port → address maps from the registers:
+        the member tables (and a leaf's parent) of every enabled job's page."""
         rd = self.model.read
         exact: dict[tuple[int, int], int] = {}
-        any_port: dict[int, dict[int, int]] = {}
+        any_port: dict[int, dict[tuple[int, int], int]] = {}
         used = 0
-        agg: list[tuple[int, int, tuple[str, int] | None]] = []
-        for i in range(regmap.MEMBER_COUNT):
-            port = rd(regmap.member_reg("MEMBER_PORT", i))
-            ip = rd(regmap.member_reg("MEMBER_IP", i))
-            udp = rd(regmap.member_reg("MEMBER_UDP", i))
-            role = rd(regmap.member_reg("MEMBER_ROLE", i))
-            if not port:
+        agg: list[tuple[tuple[int, int], int, int, tuple[str, int] | None]] = []
+        pages: dict[int, int] = {}
+        enabled = rd("JOB_ENABLE")
+        for j in range(rd("JOBS")):
+            if not enabled >> j & 1:
                 continue
-            used |= port
-            if udp:
-                exact.setdefault((ip, udp), port)
-            else:
-                any_port.setdefault(ip, {}).setdefault(i, port)
-            if role & 1 and ip:
-                agg.append((i, port, (int_to_ip(ip), udp) if udp else None))
+            base = j * regmap.JOB_PAGE
+            job_id = rd(base + regmap.JOB_ID)
+            pages.setdefault(job_id, j)
+            for i in range(regmap.MEMBER_COUNT):
+                at = base + i * regmap.MEMBER_STRIDE
+                port = rd(at + regmap.MEMBER_PORT_BASE)
+                ip = rd(at + regmap.MEMBER_IP_BASE)
+                udp = rd(at + regmap.MEMBER_UDP_BASE)
+                role = rd(at + regmap.MEMBER_ROLE_BASE)
+                if not port:
+                    continue
+                used |= port
+                if udp:
+                    exact.setdefault((ip, udp), port)
+                else:
+                    any_port.setdefault(ip, {}).setdefault((j, i), port)
+                if role & 1 and ip:
+                    agg.append(((j, i), job_id, port, (int_to_ip(ip), udp) if udp else None))
+            uplink = rd(base + regmap.AGG_UPLINK_PORT)
+            if rd(base + regmap.AGG_ROLE) == 1 and uplink:
+                parent = (rd(base + regmap.AGG_PARENT_IP),
+                          rd(base + regmap.AGG_PARENT_UDP) or rd("UDP_PORT"))
+                exact[parent] = uplink
+                used |= uplink
+        self._pages = pages
         self._agg_entries = agg
         self._members = self._member_list()
-        if rd("AGG_ROLE") == 1 and rd("AGG_UPLINK_PORT"):
-            parent = (rd("AGG_PARENT_IP"), rd("AGG_PARENT_UDP") or rd("UDP_PORT"))
-            exact[parent] = rd("AGG_UPLINK_PORT")
-            used |= rd("AGG_UPLINK_PORT")
         self._exact, self._any_port = exact, any_port
         free = [1 << b for b in range(7, -1, -1) if not used & (1 << b)]
         self._stranger_port = free[0] if free else 0x80
@@ -136,17 +151,18 @@ class DatagramLoop:
         self._sources.clear()
         self._tables_valid = True
 
-    def _member_list(self) -> list[tuple[int, tuple[str, int]]]:
-        """(port, address) of every aggregation member a multicast RESULT can reach."""
+    def _member_list(self) -> list[tuple[int, int, tuple[str, int]]]:
+        """(JOB_ID, port, address) of every aggregation member a multicast RESULT can reach."""
         last = self._last_addr
-        return [(port, dst if dst is not None else last[i]) for i, port, dst in self._agg_entries
-                if dst is not None or i in last]
+        return [(job_id, port, dst if dst is not None else last[key])
+                for key, job_id, port, dst in self._agg_entries if dst is not None or key in last]
 
-    def _source(self, addr: tuple[str, int]) -> tuple[int, bytes, dict[int, int] | None]:
+    def _source(self, addr: tuple[str, int]
+                ) -> tuple[int, bytes, dict[tuple[int, int], int] | None]:
         """(ingress port, 42-byte frame header template, any-port entries) for ``addr``.
 
         The third item is ``None`` unless ``addr`` matches no ``MEMBER_IP``:``MEMBER_UDP``
-        pair but entries with ``MEMBER_UDP`` = 0 of its IP ({member id: port});
+        pair but entries with ``MEMBER_UDP`` = 0 of its IP ({(job, member id): port});
         the ingress port is then the first of them, or the one the header names
         (:meth:`_claimed_port`).
         """
@@ -165,22 +181,24 @@ class DatagramLoop:
         self._sources[addr] = entry
         return entry
 
-    def _claimed_port(self, frame: bytearray, size: int, anyp: dict[int, int],
+    def _claimed_port(self, frame: bytearray, size: int, anyp: dict[tuple[int, int], int],
                       addr: tuple[str, int], default: int) -> int:
         """Ingress port of a datagram from an address known only by ``MEMBER_UDP`` = 0 entries.
 
-        The entry the header's ``worker`` names, if it is one of them: the
+        The entry the header's ``worker`` names in the job its ``job`` byte selects, if it
+        is one of them: the
         datagram is then authentic for that member, so its source address
         becomes where that member's multicast RESULTs go. Otherwise ``default``.
         """
         if size < HEADER_LEN:
             return default
         w = (frame[_WORKER_AT] << 8) | frame[_WORKER_AT + 1]
-        port = anyp.get(w)
+        key = (self._pages.get(frame[_JOB_AT], 0), w)
+        port = anyp.get(key)
         if port is None:
             return default
-        if self._last_addr.get(w) != addr:
-            self._last_addr[w] = addr
+        if self._last_addr.get(key) != addr:
+            self._last_addr[key] = addr
             self._members[:] = self._member_list()  # in place: _process holds the list
         return port
 
@@ -264,9 +282,9 @@ class DatagramLoop:
                 ip_dst, udp_dst = unpack_out(out, 30)
                 body = memoryview(out)[HEADER_OFFSET:]
                 if ip_dst == mcast:
-                    ports = eg.dst_ports
-                    for mport, dst in members:
-                        if mport & ports:
+                    ports, job_id = eg.dst_ports, out[_JOB_AT]
+                    for mjob, mport, dst in members:
+                        if mport & ports and mjob == job_id:
                             pending.setdefault(dst, []).append(body)
                 elif ip_dst and udp_dst:
                     pending.setdefault((int_to_ip(ip_dst), udp_dst), []).append(body)

@@ -31,6 +31,12 @@ stripped)::
     request (16) | session u32 | timestamp_ms u64 | nonce u64 | attempt u32
                  | HMAC-SHA256(key, bytes 0 .. 39) (32)                    = 72 bytes
 
+Byte 5 of a signed request (signed with the rest) is its **key id**: 0 the admin
+key (``--control-key``), j + 1 job j's key (``--job-key J:FILE``, section 11). A
+job's key reads any register and writes only page j's job registers that are not
+*admin*; the switch refuses any other write with status 6
+(:attr:`ControlStatus.FORBIDDEN`).
+
 ``session`` is the switch's (a random nonzero number it draws when it starts,
 learned from the ``value`` of a status-5 reply; 0 before that), ``timestamp``
 (ms since the Unix epoch) and ``nonce`` (random) name the request and stay the
@@ -54,6 +60,7 @@ import os
 import struct
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -78,6 +85,20 @@ CONTROL_REPLAY_CACHE = 65536
 """Requests a switch remembers (within the window) to refuse their replays."""
 REPLAYED = "replayed"
 """First word of the reason of a status-5 reply refusing a replayed attempt."""
+ADMIN_KEY_ID = 0
+"""Byte 5 of a request signed with the admin key (``--control-key``); job j's key is j + 1."""
+KEY_ID_OFFSET = 5
+"""Offset of the key id in a signed request (0 in an unsigned one)."""
+
+
+def job_key_id(job: int) -> int:
+    """The key id (byte 5 of a signed request) of job ``job``'s key: ``job + 1``."""
+    return job + 1
+
+
+def key_job(key_id: int) -> int | None:
+    """The job whose key ``key_id`` names, ``None`` for the admin key (id 0)."""
+    return None if key_id == ADMIN_KEY_ID else key_id - 1
 
 
 class ControlStatus(IntEnum):
@@ -91,6 +112,9 @@ class ControlStatus(IntEnum):
     UNAUTHENTICATED = 5
     """Not from loopback without a control key; or a missing or wrong HMAC, another
     session, an expired timestamp or a replayed attempt."""
+    FORBIDDEN = 6
+    """A write under job j's key to anything but page j's job registers that are not
+    *admin* (``docs/protocol.md`` section 11); nothing changed."""
     INTERNAL = 0xFF
     """Never sent by a switch: a host-side failure (the board's register tool) or a
     status byte this driver does not know."""
@@ -131,6 +155,8 @@ class SignedRequest:
         Random 64-bit number naming the request (with ``timestamp``).
     attempt:
         0 for the first send, one more for each retry.
+    key_id:
+        Byte 5: the key it is signed with (0 the admin key, j + 1 job j's).
     """
 
     request: bytes
@@ -138,11 +164,12 @@ class SignedRequest:
     timestamp: int
     nonce: int
     attempt: int
+    key_id: int = ADMIN_KEY_ID
 
 
 def sign_control(request: bytes | bytearray | memoryview, key: bytes, *, session: int = 0,
                  timestamp: int | None = None, nonce: int | None = None,
-                 attempt: int = 0) -> bytes:
+                 attempt: int = 0, key_id: int | None = None) -> bytes:
     """``request`` (16 bytes) followed by its trailer and HMAC-SHA256 under ``key`` (72 bytes).
 
     Parameters
@@ -161,30 +188,53 @@ def sign_control(request: bytes | bytearray | memoryview, key: bytes, *, session
         first send's ``timestamp`` and ``nonce`` and the next ``attempt``.
     attempt:
         0 for the first send, +1 per retry.
+    key_id:
+        Which key ``key`` is (byte 5, signed with the rest): :data:`ADMIN_KEY_ID` for the
+        admin key, :func:`job_key_id` for a job's. ``None``: byte 5 as ``request`` has it.
     """
     ts = int(time.time() * 1000) if timestamp is None else timestamp
     n = int.from_bytes(os.urandom(8), "big") if nonce is None else nonce
-    body = bytes(request[:CONTROL.size]) + CONTROL_TRAILER.pack(
+    head = bytearray(request[:CONTROL.size])
+    if key_id is not None:
+        if not 0 <= key_id <= 0xFF:
+            raise ValueError(f"bad key_id={key_id!r}: a key id is a byte (0 admin, j + 1 job j)")
+        head[KEY_ID_OFFSET] = key_id
+    body = bytes(head) + CONTROL_TRAILER.pack(
         session & 0xFFFFFFFF, ts & 0xFFFFFFFFFFFFFFFF, n & 0xFFFFFFFFFFFFFFFF,
         attempt & 0xFFFFFFFF)
     return body + hmac.new(key, body, hashlib.sha256).digest()
 
 
-def parse_signed(data: bytes | bytearray | memoryview, key: bytes) -> SignedRequest | str:
-    """The fields of a signed request whose HMAC under ``key`` is right, else why not.
+def parse_signed(data: bytes | bytearray | memoryview,
+                 key: bytes | Mapping[int, bytes]) -> SignedRequest | str:
+    """The fields of a signed request whose HMAC is right, else why not.
 
-    Bytes after the HMAC are ignored (they are not signed).
+    ``key`` is the one key to check the HMAC with (byte 5 is then not looked at), or
+    the switch's keys by key id (:data:`ADMIN_KEY_ID`, :func:`job_key_id`): the
+    request's byte 5 picks the key, an id with no key is refused. Bytes after the
+    HMAC are ignored (they are not signed).
     """
     if len(data) < CONTROL_SIGNED_BYTES:
         return (f"no HMAC: a {len(data)}-byte request; this switch needs signed requests "
                 f"({CONTROL_SIGNED_BYTES} bytes: request, session, timestamp, nonce, attempt, "
                 "HMAC-SHA256)")
     body = bytes(data[:CONTROL.size + CONTROL_TRAILER.size])
+    key_id = body[KEY_ID_OFFSET]
+    if isinstance(key, bytes | bytearray):
+        k: bytes | None = bytes(key)
+        whose = "this switch's control key"
+    else:
+        k = key.get(key_id)
+        j = key_job(key_id)
+        whose = "the admin key" if j is None else f"job {j}'s key"
+        if k is None:
+            return (f"key id {key_id} ({whose}): this switch has no such key "
+                    f"(key ids it takes: {', '.join(str(i) for i in sorted(key))})")
     mac = bytes(data[len(body):len(body) + CONTROL_MAC_BYTES])
-    if not hmac.compare_digest(hmac.new(key, body, hashlib.sha256).digest(), mac):
-        return "wrong HMAC: the request is not signed with this switch's control key"
+    if not hmac.compare_digest(hmac.new(k, body, hashlib.sha256).digest(), mac):
+        return f"wrong HMAC: the request (key id {key_id}) is not signed with {whose}"
     session, ts, nonce, attempt = CONTROL_TRAILER.unpack_from(body, CONTROL.size)
-    return SignedRequest(body[:CONTROL.size], session, ts, nonce, attempt)
+    return SignedRequest(body[:CONTROL.size], session, ts, nonce, attempt, key_id)
 
 
 class ControlReplayGuard:

@@ -32,16 +32,25 @@ THE SOFTWARE.
 /*
  * AXI4-Lite register splitter of the netfpga-rl switch
  *
- * One AXI4-Lite slave (the switch's 4 KB register space, hw/regs.yaml) in
- * front of the two engines' register blocks, which overlap: both implement
- * the identity, control and member blocks. Decode (byte address, bits 11:0):
+ * One AXI4-Lite slave (the switch's register space, hw/regs.yaml) in front
+ * of the two engines' register blocks, which overlap: both implement the
+ * identity, control and member blocks.
+ *
+ * Job pages (docs/protocol.md section 11): job j's registers are at
+ * j * 0x1000 + offset, bits ADDR_WIDTH-1:12 of the address being the page.
+ * This switch serves JOBS = 1 job (the generated RST_JOBS), so every address
+ * outside page 0 is no register: a read answers 0 with SLVERR, a write
+ * SLVERR, and neither reaches an engine or changes anything here. Decode of
+ * page 0 (byte address, bits 11:0):
  *
  *   writes
+ *     JOBS, JOB_ENABLE, JOB_SLOT_*, JOB_RPL_*, JOB_LEASE  this module
  *     0x000-0x03F identity/control, 0x100-0x1FF members   both engines
  *     0x080-0x0FF RPL_*                                   replay engine
  *     everything else (0x040-0x07F AGG_* with the AGG_EPOCH
  *     mailbox at 0x078, counters, ...)                    aggregation engine
  *   reads
+ *     JOBS, JOB_ENABLE, JOB_SLOT_*, JOB_RPL_*, JOB_LEASE  this module
  *     0x080-0x0FF RPL_*                                   replay engine
  *     counters (0x200-0x27F): by the owner hw/regs.yaml
  *     gives each (engine:, generated into nrl_regs.vh as
@@ -66,15 +75,32 @@ THE SOFTWARE.
  * keeps a shadow of UDP_PORT (udp_port) for the classifier, taken from the
  * writes it forwards. One transaction at a time; reads and writes
  * alternate when both wait.
+ *
+ * It also holds the job table of a one-job switch (hw/regs.yaml group job,
+ * docs/protocol.md section 11): JOBS reads RST_JOBS (1), and the fixed share
+ * reads its reset values, JOB_ENABLE RST_JOB_ENABLE (job 0 on), JOB_SLOT_BASE
+ * and JOB_RPL_BASE 0, JOB_SLOT_COUNT AGG_MAX_SLOTS, JOB_RPL_CAP RPL_CAPACITY
+ * and JOB_RPL_RECORD RPL_RECORD_BYTES; every write to those six is refused
+ * (SLVERR, nothing changed), as the model of a JOBS = 1 switch refuses it.
+ * JOB_LEASE is a 32-bit mailbox (written with wstrb, read back, no effect);
+ * a write to JOBS (read-only) is ignored and answered OKAY, as the engines
+ * answer one to their read-only registers.
  */
 module nrl_axil_split #
 (
-    // Width of the AXI4-Lite address in bits (the register map is 12 bits)
+    // Width of the AXI4-Lite address in bits: 12 (page 0 only) .. 32; bits
+    // ADDR_WIDTH-1:12 are the job page (docs/protocol.md section 11)
     parameter ADDR_WIDTH = 12,
     // Width of the AXI4-Lite data in bits
     parameter DATA_WIDTH = 32,
     // Width of the AXI4-Lite wstrb in bits
-    parameter STRB_WIDTH = DATA_WIDTH/8
+    parameter STRB_WIDTH = DATA_WIDTH/8,
+    // Slot memory depth (AGG_MAX_SLOTS): JOB_SLOT_COUNT of the one job
+    parameter AGG_MAX_SLOTS = 64,
+    // Replay capacity in records (RPL_CAPACITY): JOB_RPL_CAP of the one job
+    parameter RPL_CAPACITY = 16384,
+    // Replay record bytes (RPL_RECORD_BYTES): JOB_RPL_RECORD of the one job
+    parameter RPL_RECORD_BYTES = 128
 )
 (
     input  wire                   clk,
@@ -106,7 +132,7 @@ module nrl_axil_split #
     /*
      * AXI4-Lite master to the aggregation engine
      */
-    output wire [ADDR_WIDTH-1:0]  m_axil_agg_awaddr,
+    output wire [11:0]            m_axil_agg_awaddr,
     output wire [2:0]             m_axil_agg_awprot,
     output wire                   m_axil_agg_awvalid,
     input  wire                   m_axil_agg_awready,
@@ -117,7 +143,7 @@ module nrl_axil_split #
     input  wire [1:0]             m_axil_agg_bresp,
     input  wire                   m_axil_agg_bvalid,
     output wire                   m_axil_agg_bready,
-    output wire [ADDR_WIDTH-1:0]  m_axil_agg_araddr,
+    output wire [11:0]            m_axil_agg_araddr,
     output wire [2:0]             m_axil_agg_arprot,
     output wire                   m_axil_agg_arvalid,
     input  wire                   m_axil_agg_arready,
@@ -129,7 +155,7 @@ module nrl_axil_split #
     /*
      * AXI4-Lite master to the replay engine
      */
-    output wire [ADDR_WIDTH-1:0]  m_axil_rpl_awaddr,
+    output wire [11:0]            m_axil_rpl_awaddr,
     output wire [2:0]             m_axil_rpl_awprot,
     output wire                   m_axil_rpl_awvalid,
     input  wire                   m_axil_rpl_awready,
@@ -140,7 +166,7 @@ module nrl_axil_split #
     input  wire [1:0]             m_axil_rpl_bresp,
     input  wire                   m_axil_rpl_bvalid,
     output wire                   m_axil_rpl_bready,
-    output wire [ADDR_WIDTH-1:0]  m_axil_rpl_araddr,
+    output wire [11:0]            m_axil_rpl_araddr,
     output wire [2:0]             m_axil_rpl_arprot,
     output wire                   m_axil_rpl_arvalid,
     input  wire                   m_axil_rpl_arready,
@@ -164,8 +190,13 @@ module nrl_axil_split #
 
 // bus width assertions
 initial begin
-    if (ADDR_WIDTH != 12) begin
-        $error("Error: ADDR_WIDTH must be 12, the register map's width (instance %m)");
+    if (ADDR_WIDTH < 12 || ADDR_WIDTH > 32) begin
+        $error("Error: ADDR_WIDTH must be 12 (the register map's page) to 32 (instance %m)");
+        $finish;
+    end
+
+    if (RST_JOBS != 32'd1) begin
+        $error("Error: this register path serves one job (JOBS = 1) (instance %m)");
         $finish;
     end
 
@@ -189,10 +220,26 @@ localparam [2:0]
     STATE_READ_SUM_HI = 3'd6,
     STATE_READ_RESP = 3'd5;
 
-// write routing: bit 0 aggregation engine, bit 1 replay engine
+// the job table registers this module answers (JOBS, JOB_ENABLE, JOB_SLOT_BASE .. JOB_LEASE)
+function job_reg(input [11:2] a);
+    begin
+        job_reg = a == REG_JOBS[11:2] || a == REG_JOB_ENABLE[11:2] ||
+            (a >= REG_JOB_SLOT_BASE[11:2] && a <= REG_JOB_LEASE[11:2]);
+    end
+endfunction
+
+// the fixed share of the one job: a write to it is refused (SLVERR)
+function job_fixed(input [11:2] a);
+    begin
+        job_fixed = a == REG_JOB_ENABLE[11:2] ||
+            (a >= REG_JOB_SLOT_BASE[11:2] && a <= REG_JOB_RPL_RECORD[11:2]);
+    end
+endfunction
+
+// write routing: bit 0 aggregation engine, bit 1 replay engine; 2'b00 this module
 function [1:0] wr_route(input [11:0] a);
     begin
-        if (a[11:2] == REG_L2_AGE_FRAMES[11:2]) begin
+        if (a[11:2] == REG_L2_AGE_FRAMES[11:2] || job_reg(a[11:2])) begin
             wr_route = 2'b00;
         end else if (a < 12'h040 || (a >= 12'h100 && a < 12'h200)) begin
             wr_route = 2'b11;
@@ -214,7 +261,7 @@ function [1:0] rd_route(input [11:0] a);
     reg [CNT_WORD_W-1:0] word;
     begin
         word = a[2 +: CNT_WORD_W];
-        if (a[11:2] == REG_L2_AGE_FRAMES[11:2]) begin
+        if (a[11:2] == REG_L2_AGE_FRAMES[11:2] || job_reg(a[11:2])) begin
             rd_route = 2'b00;
         end else if (a[11:CNT_WORD_W+2] == REG_CNT_WINDOW[11:CNT_WORD_W+2]) begin
             if (CNT_SWITCH[word]) begin
@@ -235,7 +282,7 @@ endfunction
 reg [2:0] state_reg, state_next;
 reg read_first_reg, read_first_next;
 
-reg [ADDR_WIDTH-1:0] addr_reg, addr_next;
+reg [11:0] addr_reg, addr_next;
 reg [2:0] prot_reg, prot_next;
 reg [DATA_WIDTH-1:0] wdata_reg, wdata_next;
 reg [STRB_WIDTH-1:0] wstrb_reg, wstrb_next;
@@ -267,6 +314,7 @@ reg [15:0] cnt_hi_reg, cnt_hi_next;
 reg [15:0] udp_port_reg, udp_port_next;
 reg [31:0] l2_age_reg, l2_age_next;
 reg l2_age_load_reg, l2_age_load_next;
+reg [31:0] job_lease_reg, job_lease_next;
 
 wire wr_req = s_axil_awvalid && s_axil_wvalid;
 wire rd_req = s_axil_arvalid;
@@ -320,6 +368,45 @@ wire [1:0] r_fire = {m_axil_rpl_rvalid && m_axil_rpl_rready, m_axil_agg_rvalid &
 wire [15:0] s_wmask = {{8{s_axil_wstrb[1]}}, {8{s_axil_wstrb[0]}}};
 wire [31:0] s_wmask32 = {{8{s_axil_wstrb[3]}}, {8{s_axil_wstrb[2]}}, s_wmask};
 wire [11:0] s_waddr = {s_axil_awaddr[11:2], 2'b00};
+wire [11:0] s_raddr = {s_axil_araddr[11:2], 2'b00};
+
+// an address outside page 0: no register (JOBS = 1)
+wire s_wpage;
+wire s_rpage;
+
+generate
+if (ADDR_WIDTH > 12) begin : g_page
+    assign s_wpage = |s_axil_awaddr[ADDR_WIDTH-1:12];
+    assign s_rpage = |s_axil_araddr[ADDR_WIDTH-1:12];
+end else begin : g_page0
+    assign s_wpage = 1'b0;
+    assign s_rpage = 1'b0;
+end
+endgenerate
+
+wire [1:0] s_wr_route = s_wpage ? 2'b00 : wr_route(s_axil_awaddr[11:0]);
+wire [1:0] s_rd_route = s_rpage ? 2'b00 : rd_route(s_axil_araddr[11:0]);
+
+// the job table's read words (JOBS = 1: the reset share, JOB_LEASE)
+localparam [31:0] SHARE_SLOTS = AGG_MAX_SLOTS;
+localparam [31:0] SHARE_CAP = RPL_CAPACITY;
+localparam [31:0] SHARE_RECORD = RPL_RECORD_BYTES;
+
+reg [31:0] job_rdata;
+
+always @* begin
+    case (s_raddr)
+        REG_JOBS: job_rdata = RST_JOBS;
+        REG_JOB_ENABLE: job_rdata = RST_JOB_ENABLE;
+        REG_JOB_SLOT_BASE: job_rdata = RST_JOB_SLOT_BASE;
+        REG_JOB_SLOT_COUNT: job_rdata = SHARE_SLOTS;
+        REG_JOB_RPL_BASE: job_rdata = RST_JOB_RPL_BASE;
+        REG_JOB_RPL_CAP: job_rdata = SHARE_CAP;
+        REG_JOB_RPL_RECORD: job_rdata = SHARE_RECORD;
+        REG_JOB_LEASE: job_rdata = job_lease_reg;
+        default: job_rdata = l2_age_reg;  // L2_AGE_FRAMES, the other local read
+    endcase
+end
 
 always @* begin
     state_next = state_reg;
@@ -344,31 +431,39 @@ always @* begin
     udp_port_next = udp_port_reg;
     l2_age_next = l2_age_reg;
     l2_age_load_next = 1'b0;
+    job_lease_next = job_lease_reg;
 
     case (state_reg)
         STATE_IDLE: begin
             resp_next = 2'b00;
             if (do_write) begin
                 read_first_next = 1'b1;
-                addr_next = s_axil_awaddr;
+                addr_next = s_axil_awaddr[11:0];
                 prot_next = s_axil_awprot;
                 wdata_next = s_axil_wdata;
                 wstrb_next = s_axil_wstrb;
-                awvalid_next = wr_route(s_axil_awaddr);
-                wvalid_next = wr_route(s_axil_awaddr);
-                wait_next = wr_route(s_axil_awaddr);
+                awvalid_next = s_wr_route;
+                wvalid_next = s_wr_route;
+                wait_next = s_wr_route;
                 state_next = STATE_WRITE;
+                // no register outside page 0; the fixed job share refuses every write
+                if (s_wpage || job_fixed(s_axil_awaddr[11:2])) begin
+                    resp_next = 2'b10;
+                end
+                if (!s_wpage && s_waddr == REG_JOB_LEASE) begin
+                    job_lease_next = (job_lease_reg & ~s_wmask32) | (s_axil_wdata & s_wmask32);
+                end
                 // registers of the switch top, taken from the forwarded write
                 // (unless the engines refuse the value: bits beyond the register's width)
-                if (s_waddr == REG_UDP_PORT &&
+                if (!s_wpage && s_waddr == REG_UDP_PORT &&
                         (s_axil_wdata & s_wmask32 & 32'hFFFF0000) == 32'd0) begin
                     udp_port_next = (udp_port_reg & ~s_wmask) | (s_axil_wdata[15:0] & s_wmask);
                 end
-                if (s_waddr == REG_L2_AGE_FRAMES) begin
+                if (!s_wpage && s_waddr == REG_L2_AGE_FRAMES) begin
                     l2_age_next = (l2_age_reg & ~s_wmask32) | (s_axil_wdata & s_wmask32);
                     l2_age_load_next = 1'b1;
                 end
-                if (s_waddr == REG_CTRL && s_axil_wstrb[3] && s_axil_wdata[31] &&
+                if (!s_wpage && s_waddr == REG_CTRL && s_axil_wstrb[3] && s_axil_wdata[31] &&
                         (s_axil_wdata & s_wmask32 & 32'h7FFFFFFC) == 32'd0) begin
                     cnt_lo_next = 16'd0;
                     cnt_carry_next = 1'b0;
@@ -376,16 +471,21 @@ always @* begin
                 end
             end else if (do_read) begin
                 read_first_next = 1'b0;
-                addr_next = s_axil_araddr;
+                addr_next = s_axil_araddr[11:0];
                 prot_next = s_axil_arprot;
-                arvalid_next = rd_route(s_axil_araddr);
-                wait_next = rd_route(s_axil_araddr);
+                arvalid_next = s_rd_route;
+                wait_next = s_rd_route;
                 agg_rdata_next = {DATA_WIDTH{1'b0}};
                 rpl_rdata_next = {DATA_WIDTH{1'b0}};
-                if (rd_route(s_axil_araddr) == 2'b00 && s_axil_araddr[11:2] == REG_L2_AGE_FRAMES[11:2]) begin
-                    agg_rdata_next = l2_age_reg;
+                if (s_rpage) begin
+                    // no register outside page 0: 0, SLVERR
+                    resp_next = 2'b10;
                     state_next = STATE_READ_SUM;
-                end else if (rd_route(s_axil_araddr) == 2'b00) begin
+                end else if (s_rd_route == 2'b00 && (s_raddr == REG_L2_AGE_FRAMES ||
+                        job_reg(s_raddr[11:2]))) begin
+                    agg_rdata_next = job_rdata;
+                    state_next = STATE_READ_SUM;
+                end else if (s_rd_route == 2'b00) begin
                     // CNT_PASS: snapshot both halves and the pending carry
                     agg_rdata_next = {cnt_hi_reg, cnt_lo_reg};
                     rpl_rdata_next = {15'd0, cnt_carry_reg, 16'd0};
@@ -474,6 +574,7 @@ always @(posedge clk) begin
     udp_port_reg <= udp_port_next;
     l2_age_reg <= l2_age_next;
     l2_age_load_reg <= l2_age_load_next;
+    job_lease_reg <= job_lease_next;
 
     if (rst) begin
         state_reg <= STATE_IDLE;
@@ -491,6 +592,7 @@ always @(posedge clk) begin
         udp_port_reg <= RST_UDP_PORT[15:0];
         l2_age_reg <= RST_L2_AGE_FRAMES;
         l2_age_load_reg <= 1'b0;
+        job_lease_reg <= RST_JOB_LEASE;
     end
 end
 

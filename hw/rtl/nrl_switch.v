@@ -52,8 +52,11 @@ THE SOFTWARE.
  * frame to its destination's learned port, or floods it to the MAC ports but
  * its source (broadcast, multicast, unknown destination), counted in
  * CNT_PASS (docs/architecture.md, L2 switching; aging period L2_AGE_FRAMES). Each engine sets the destination bitmap of what it emits.
- * The register space (hw/regs.yaml, 12-bit addresses) is split between the
- * engines by nrl_axil_split (see there and docs/architecture.md).
+ * The register space (hw/regs.yaml: 12-bit offsets in job pages of 0x1000
+ * bytes, docs/protocol.md section 11) is split between the engines by
+ * nrl_axil_split (see there and docs/architecture.md); this switch serves
+ * one job, so an address outside page 0 (bits AXIL_ADDR_WIDTH-1:12 not 0)
+ * is no register and answers SLVERR.
  */
 module nrl_switch #
 (
@@ -63,8 +66,9 @@ module nrl_switch #
     parameter KEEP_WIDTH = DATA_WIDTH/8,
     // Width of AXI stream tuser in bits (SUME layout)
     parameter USER_WIDTH = 128,
-    // Width of the AXI4-Lite address in bits
-    parameter AXIL_ADDR_WIDTH = 12,
+    // Width of the AXI4-Lite address in bits, 12..32: bits 11:0 the register,
+    // the bits above the job page (16: a 64 KB window, pages 0..15)
+    parameter AXIL_ADDR_WIDTH = 16,
     // Width of the AXI4-Lite data in bits
     parameter AXIL_DATA_WIDTH = 32,
     // Width of the AXI4-Lite wstrb in bits
@@ -226,7 +230,7 @@ wire                  mg_l2_tlast,  mg_agg_tlast,  mg_rpl_tlast;
 wire [USER_WIDTH-1:0] mg_l2_tuser,  mg_agg_tuser,  mg_rpl_tuser;
 
 // register buses to the engines
-wire [AXIL_ADDR_WIDTH-1:0] agg_axil_awaddr,  rpl_axil_awaddr;
+wire [11:0]                agg_axil_awaddr,  rpl_axil_awaddr;
 wire [2:0]                 agg_axil_awprot,  rpl_axil_awprot;
 wire                       agg_axil_awvalid, rpl_axil_awvalid;
 wire                       agg_axil_awready, rpl_axil_awready;
@@ -237,7 +241,7 @@ wire                       agg_axil_wready,  rpl_axil_wready;
 wire [1:0]                 agg_axil_bresp,   rpl_axil_bresp;
 wire                       agg_axil_bvalid,  rpl_axil_bvalid;
 wire                       agg_axil_bready,  rpl_axil_bready;
-wire [AXIL_ADDR_WIDTH-1:0] agg_axil_araddr,  rpl_axil_araddr;
+wire [11:0]                agg_axil_araddr,  rpl_axil_araddr;
 wire [2:0]                 agg_axil_arprot,  rpl_axil_arprot;
 wire                       agg_axil_arvalid, rpl_axil_arvalid;
 wire                       agg_axil_arready, rpl_axil_arready;
@@ -507,7 +511,10 @@ merge_inst (
 nrl_axil_split #(
     .ADDR_WIDTH(AXIL_ADDR_WIDTH),
     .DATA_WIDTH(AXIL_DATA_WIDTH),
-    .STRB_WIDTH(AXIL_STRB_WIDTH)
+    .STRB_WIDTH(AXIL_STRB_WIDTH),
+    .AGG_MAX_SLOTS(AGG_MAX_SLOTS),
+    .RPL_CAPACITY(RPL_CAPACITY),
+    .RPL_RECORD_BYTES(RPL_RECORD_BYTES)
 )
 axil_split_inst (
     .clk(clk),

@@ -137,6 +137,8 @@ reg [INDEX_W-1:0] last_reg[NMEM-1:0];   // per member: its last record
 reg [NMEM-1:0] last_none_reg;           // per member: no record since RPL_RESET
 
 reg [2:0] cw_w_reg;                     // the PUSH in progress: worker,
+reg [NMEM-1:0] cw_hot_reg;              // the same worker one-hot (the write-back's enables,
+                                        // decoded a clock early: no decoder before them)
 reg [31:0] cw_cnt_reg;                  // its count so far,
 reg [INDEX_W-1:0] cw_last_reg;          // its last record
 reg cw_none_reg;
@@ -152,6 +154,7 @@ always @(posedge clk) begin
     cw_end_reg <= ch_end;
     if (ch_begin) begin
         cw_w_reg <= ch_worker;
+        cw_hot_reg <= {{(NMEM-1){1'b0}}, 1'b1} << ch_worker;
         cw_cnt_reg <= pushed_reg[ch_worker];
         cw_last_reg <= last_reg[ch_worker];
         cw_none_reg <= last_none_reg[ch_worker];
@@ -164,10 +167,12 @@ always @(posedge clk) begin
         cw_last_reg <= ch_index;
         cw_none_reg <= 1'b0;
     end
-    if (cw_end_reg) begin
-        pushed_reg[cw_w_reg] <= cw_cnt_reg;
-        last_reg[cw_w_reg] <= cw_last_reg;
-        last_none_reg[cw_w_reg] <= cw_none_reg;
+    for (m = 0; m < NMEM; m = m + 1) begin
+        if (cw_end_reg && cw_hot_reg[m]) begin
+            pushed_reg[m] <= cw_cnt_reg;
+            last_reg[m] <= cw_last_reg;
+            last_none_reg[m] <= cw_none_reg;
+        end
     end
     if (rst || ch_clear) begin
         for (m = 0; m < NMEM; m = m + 1) begin

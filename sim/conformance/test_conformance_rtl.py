@@ -13,7 +13,10 @@ cocotb test: a reset switch, then the vector's operations in order, one at a tim
   in the meantime is taken with its bytes (``tkeep`` of the last beat) and its
   egress bitmap (TUSER[31:24]); TUSER[15:0] must be its length.
 * ``write``: the hardware checks only ``MEMBER_PORT_i`` and ``AGG_UPLINK_PORT``
-  (0 or one-hot, else SLVERR and the value kept; docs/registers.md). Those writes
+  (0 or one-hot, else SLVERR and the value kept; docs/registers.md) and the job
+  table's admin registers (``JOB_ID`` beyond its width; ``JOB_ENABLE``,
+  ``JOB_SLOT_*`` and ``JOB_RPL_*``, fixed in a one-job RTL: every write SLVERR,
+  docs/protocol.md section 11). Those writes
   are always driven over AXI4-Lite and their response compared: OKAY where the
   model accepts, SLVERR where it refuses. SLVERR carries no message, so the
   *refusal* is compared, not its text: an SLVERR stands for the model's message,
@@ -65,8 +68,10 @@ from sim.conformance import CORRUPT_ENV, RESULTS_ENV, VECTORS_ENV
 CLK_PERIOD_NS = 5
 """200 MHz, the SUME datapath clock."""
 
-HW_CHECKED = frozenset([f"MEMBER_PORT_{i}" for i in range(8)] + ["AGG_UPLINK_PORT"])
-"""The registers whose illegal values the RTL refuses itself (SLVERR)."""
+HW_CHECKED = frozenset([f"MEMBER_PORT_{i}" for i in range(8)] + ["AGG_UPLINK_PORT"] +
+                       [r.name for r in regmap.REGISTERS.values() if r.access == "rw" and r.admin])
+"""The registers whose illegal values the RTL refuses itself (SLVERR): the port registers and
+the job table's admin registers (JOB_ID, JOB_ENABLE, JOB_SLOT_*, JOB_RPL_*)."""
 
 OUTPUT_TIMEOUT = 20000
 """Clocks an operation may take to emit the frames the model expects."""

@@ -10,7 +10,12 @@ shows who answered and a ``both`` counter reads the 32-bit sum. An engine
 answers SLVERR for one chosen address; the split must pass it on. CNT_PASS
 counts ``pass_inc`` pulses and CTRL bit 31 clears it; UDP_PORT is shadowed.
 L2_AGE_FRAMES is the split's own register: its writes reach no engine, read
-back, drive ``l2_age_frames`` and pulse ``l2_age_load`` once.
+back, drive ``l2_age_frames`` and pulse ``l2_age_load`` once. So is the job
+table of a one-job switch (JOBS, JOB_ENABLE and group ``job``,
+docs/protocol.md section 11): it reads the model's reset values, refuses the
+writes the model refuses (SLVERR, nothing changed), keeps JOB_LEASE, and no
+engine sees it. An address outside page 0 (bits above 11 of the address) is no
+register: SLVERR on reads (0) and writes, and no engine sees it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from cocotb.handle import HierarchyObject
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
+from hostdrv.switch.reference import SwitchModel
 from hostdrv.wire import regmap
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
@@ -45,7 +51,19 @@ def engine_value(engine: str, addr: int) -> int:
     return (addr * 0x85EBCA6B + 0x1234FFFF) & MASK
 
 
+def split_regs() -> set[int]:
+    """The job table the split answers itself: JOBS, JOB_ENABLE and the ``job`` group."""
+    spec = gen_regs.load()
+    return {r["addr"] for r in spec["flat"]
+            if r["block"] == "job" or r["name"] in ("JOBS", "JOB_ENABLE")}
+
+
+SPLIT_REGS = split_regs()
+
+
 def write_targets(addr: int) -> set[str]:
+    if addr in SPLIT_REGS:
+        return set()
     if addr < 0x040 or 0x100 <= addr < 0x200:
         return {"agg", "rpl"}
     if 0x080 <= addr < 0x100:
@@ -162,7 +180,7 @@ async def test_reads_reach_the_owner(dut: HierarchyObject) -> None:
     master, slaves = await setup(dut)
     owners = counter_owners()
     for addr in addresses():
-        if addr in (regmap.CNT_PASS, regmap.L2_AGE_FRAMES):
+        if addr in (regmap.CNT_PASS, regmap.L2_AGE_FRAMES) or addr in SPLIT_REGS:
             continue
         for sl in slaves.values():
             sl.reads.clear()
@@ -183,7 +201,7 @@ async def test_writes_reach_their_block(dut: HierarchyObject) -> None:
     master, slaves = await setup(dut)
     rng = random.Random(SEED + 7)
     for addr in addresses():
-        if addr == regmap.L2_AGE_FRAMES:
+        if addr == regmap.L2_AGE_FRAMES or addr in SPLIT_REGS:
             continue
         for sl in slaves.values():
             sl.writes.clear()
@@ -296,3 +314,62 @@ async def test_l2_age_frames(dut: HierarchyObject) -> None:
         assert loads == k + 1, f"{loads} l2_age_load pulses after {k + 1} writes"
     watcher.cancel()
     assert not any(sl.reads or sl.writes for sl in slaves.values()), "L2_AGE_FRAMES reached an engine"
+
+
+@cocotb.test()
+async def test_job_table(dut: HierarchyObject) -> None:
+    """The job table of a one-job switch: the model's reset values (a model with the split's
+    parameters), writes taken or refused (SLVERR) as the model takes them, JOB_LEASE
+    kept with its strobes; no engine sees any of it."""
+    master, slaves = await setup(dut)
+    model = SwitchModel(capacity=int(dut.RPL_CAPACITY.value), record_bytes=int(dut.RPL_RECORD_BYTES.value),
+                        max_slots=int(dut.AGG_MAX_SLOTS.value))
+    names = [r.name for r in regmap.REGISTERS.values() if r.addr in SPLIT_REGS]
+    assert names and "JOB_LEASE" in names
+    for name in names:
+        assert await master.read_dword(regmap.REGISTERS[name].addr) == model.read(name), name
+    rng = random.Random(SEED + 5)
+    for name in names:
+        r = regmap.REGISTERS[name]
+        if r.access != "rw":  # read-only (JOBS): the host refuses its writes before the bus
+            continue
+        for value in (model.read(name), rng.getrandbits(r.width), 0):
+            try:
+                model.write(name, value)
+                want = AxiResp.OKAY
+            except ValueError:
+                want = AxiResp.SLVERR
+            w = await master.write(r.addr, value.to_bytes(4, "little"))
+            assert w.resp == want, f"write {name} = {value:#x}: {w.resp}, the model {want}"
+            assert await master.read_dword(r.addr) == model.read(name), name
+    lease = regmap.JOB_LEASE
+    model.write("JOB_LEASE", (model.read("JOB_LEASE") & ~0xFF0000) | 0xA50000)
+    assert (await master.write(lease + 2, bytes([0xA5]))).resp == AxiResp.OKAY
+    assert await master.read_dword(lease) == model.read("JOB_LEASE")
+    assert not any(sl.reads or sl.writes for sl in slaves.values()), "the job table reached an engine"
+
+
+@cocotb.test()
+async def test_pages(dut: HierarchyObject) -> None:
+    """An address outside page 0 is no register (one job): SLVERR, reads 0, reaches no engine,
+    changes neither the split's registers nor the UDP_PORT shadow."""
+    master, slaves = await setup(dut)
+    width = len(dut.s_axil_araddr)
+    pages = [p for p in (1, 2, (1 << (width - 12)) - 1) if 0 < p < 1 << (width - 12)]
+    udp = int(dut.udp_port.value)
+    l2_age = await master.read_dword(regmap.L2_AGE_FRAMES)
+    for page in pages:
+        for r in regmap.REGISTERS.values():
+            if r.server:
+                continue
+            addr = page * regmap.JOB_PAGE + r.addr
+            rd = await master.read(addr, 4)
+            assert (rd.resp, int.from_bytes(rd.data, "little")) == (AxiResp.SLVERR, 0), f"read {addr:#06x}"
+            w = await master.write(addr, (r.reset ^ 0x80000005).to_bytes(4, "little"))
+            assert w.resp == AxiResp.SLVERR, f"write {addr:#06x}: {w.resp}"
+    assert not any(sl.reads or sl.writes for sl in slaves.values()), "a page address reached an engine"
+    assert int(dut.udp_port.value) == udp
+    assert await master.read_dword(regmap.L2_AGE_FRAMES) == l2_age
+    assert await master.read_dword(regmap.CNT_PASS) == 0
+    assert await master.read_dword(regmap.JOB_LEASE) == regmap.REGISTERS["JOB_LEASE"].reset
+    assert await master.read_dword(regmap.JOB_SLOT_COUNT) == int(dut.AGG_MAX_SLOTS.value)

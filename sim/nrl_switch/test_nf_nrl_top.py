@@ -24,6 +24,7 @@ from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStream
 
 from hostdrv.switch.reference import SwitchModel
 from hostdrv.wire import regmap
+from hostdrv.wire.sume import SUME_S0_AXI_BASE
 
 CLK_PERIOD_NS = 5
 # input i's SUME source bit: MAC port i on bit 2i, the DMA input on bit 1
@@ -37,7 +38,14 @@ def queues_of(dst: int) -> list[int]:
 
 
 async def axil_read(dut: HierarchyObject, prefix: str, addr: int) -> int:
-    """One AXI4-Lite read on a SUME-style upper-case port group."""
+    """One AXI4-Lite read on a SUME-style upper-case port group (OKAY)."""
+    data, resp = await axil_read_resp(dut, prefix, addr)
+    assert resp == 0, f"{prefix} read {addr:#010x}: RRESP={resp}"
+    return data
+
+
+async def axil_read_resp(dut: HierarchyObject, prefix: str, addr: int) -> tuple[int, int]:
+    """One AXI4-Lite read on a SUME-style upper-case port group: (data, RRESP)."""
     sig = lambda name: getattr(dut, f"{prefix}_AXI_{name}")  # noqa: E731
     sig("ARADDR").value = addr
     sig("ARVALID").value = 1
@@ -47,11 +55,11 @@ async def axil_read(dut: HierarchyObject, prefix: str, addr: int) -> int:
         if sig("ARREADY").value:
             sig("ARVALID").value = 0
         if sig("RVALID").value:
-            data = int(sig("RDATA").value)
+            data, resp = int(sig("RDATA").value), int(sig("RRESP").value)
             break
     await RisingEdge(dut.axis_aclk)
     sig("RREADY").value = 0
-    return data
+    return data, resp
 
 
 @cocotb.test()
@@ -81,6 +89,11 @@ async def run_wrapper(dut: HierarchyObject) -> None:
     await ClockCycles(dut.axis_aclk, 8)
 
     assert await axil_read(dut, "S0", regmap.REGISTERS["MAGIC"].addr) == regmap.REGISTERS["MAGIC"].reset
+    # the full SUME address: the window's base bits are not decoded, bits 15:12 are the job
+    # page, and a one-job switch has no register outside page 0 (SLVERR)
+    base = SUME_S0_AXI_BASE
+    assert await axil_read(dut, "S0", base + regmap.MAGIC) == regmap.REGISTERS["MAGIC"].reset
+    assert await axil_read_resp(dut, "S0", base + regmap.job_address("JOB_ID", 1)) == (0, 2)
     assert await axil_read(dut, "S1", 0x0) == 0
 
     rng = random.Random(5)

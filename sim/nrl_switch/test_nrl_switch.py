@@ -321,6 +321,98 @@ async def run_registers(dut: HierarchyObject) -> None:
     assert model.read("CNT_DROP_MISMATCH") == 2 and model.read("CNT_TX_PUSH_ACK") == 2
 
 
+JOB_TABLE = [r.name for r in regmap.REGISTERS.values() if r.access == "rw" and r.admin] + ["JOB_LEASE"]
+"""The job table's writable registers (JOB_ID, JOB_ENABLE, the share; docs/protocol.md section 11)
+and the lease mailbox: written over the bus, each answer the model's."""
+
+
+async def read_resp(tb: TB, addr: int) -> tuple[int, AxiResp]:
+    """A raw AXI4-Lite read of byte address ``addr``: (data, response)."""
+    assert tb.axil is not None
+    r = await tb.axil.read(addr, 4)
+    return int.from_bytes(r.data, "little"), AxiResp(r.resp)
+
+
+def model_read(model: SwitchModel, addr: int) -> int | None:
+    """What the model reads at ``addr``; ``None`` when it has no register there."""
+    try:
+        return model.read(addr)
+    except ValueError:
+        return None
+
+
+async def check_map(tb: TB, model: SwitchModel) -> None:
+    """Every register of page 0 the RTL decodes (the server's own excepted) reads the model's value."""
+    for r in regmap.REGISTERS.values():
+        if not r.server:
+            data, resp = await read_resp(tb, r.addr)
+            assert (data, resp) == (model.read(r.name), AxiResp.OKAY), f"{r.name}: {data:#x} {resp!r}"
+
+
+@cocotb.test()
+async def run_job_registers(dut: HierarchyObject) -> None:
+    """The job table of a one-job switch against the model (docs/protocol.md section 11).
+
+    After reset every register reads the model's value (JOBS, JOB_ENABLE and the share
+    JOB_SLOT_* / JOB_RPL_* with the build's parameters among them). Writes to the job
+    table answer as the model takes or refuses them (the fixed share of a JOBS = 1
+    switch: SLVERR, nothing changed; JOB_LEASE and JOB_ID stored). Every address in a
+    page other than 0 (job pages of JOBS and beyond, up to the top of the address bus)
+    is no register, as in the model: a read answers SLVERR, a write SLVERR and changes
+    nothing (not the engines' registers, not the split's UDP_PORT shadow). Traffic
+    afterwards still matches the model."""
+    tb = TB(dut)
+    await tb.reset()
+    model = await new_model(tb)
+    assert await tb.read("JOBS") == model.read("JOBS")
+    await check_map(tb, model)
+    for reg, value in config_writes():
+        model.write(reg, value)
+        await tb.write(reg, value)
+    for name in JOB_TABLE:
+        r = regmap.REGISTERS[name]
+        old = model.read(name)
+        mask = (1 << r.width) - 1
+        wide = [1 << r.width] if r.width < 32 else []
+        for value in [old, old ^ 1, (old + 0x10) & mask, 0, mask, *wide]:
+            try:
+                model.write(name, value)
+                want = AxiResp.OKAY
+            except ValueError:
+                want = AxiResp.SLVERR
+            resp = await tb.write_resp(r.addr, value)
+            assert resp == want, f"{name} = {value:#x} answered {resp!r}, the model {want!r}"
+            assert await tb.read(name) == model.read(name), name
+    # byte strobes on the lease: one byte lands
+    model.write("JOB_LEASE", (model.read("JOB_LEASE") & ~0xFF00) | 0x5A00)
+    assert await tb.write_resp(regmap.JOB_LEASE + 1, bytes([0x5A])) == AxiResp.OKAY
+    assert await tb.read("JOB_LEASE") == model.read("JOB_LEASE")
+    for reg, value in config_writes():  # JOB_ID back to the frames' job
+        model.write(reg, value)
+        await tb.write(reg, value)
+    # pages: job pages 1 .. top of the bus; every offset of the map, global or job
+    pages = 1 << (len(dut.s_axil_araddr) - 12)
+    udp_shadow = int(dut.axil_split_inst.udp_port.value)
+    for page in (1, 2, pages - 1):
+        for r in regmap.REGISTERS.values():
+            if r.server:
+                continue
+            addr = page * regmap.JOB_PAGE + r.addr
+            want = AxiResp.SLVERR if model_read(model, addr) is None else AxiResp.OKAY
+            data, resp = await read_resp(tb, addr)
+            assert resp == want, f"read {addr:#06x}: {resp!r}, the model {want!r}"
+            if resp == AxiResp.SLVERR:
+                assert data == 0, f"read {addr:#06x}: {data:#x}"
+                bad = (r.reset ^ 0x5) & ((1 << r.width) - 1)
+                assert await tb.write_resp(addr, bad) == AxiResp.SLVERR, f"write {addr:#06x}"
+    assert int(dut.axil_split_inst.udp_port.value) == udp_shadow
+    await check_map(tb, model)
+    nrng = np.random.default_rng(5)
+    frames = [gradient_frame(nrng, w, 0, 0) for w in range(3)]
+    frames += rpl_frames(nrng, model.read("RPL_RECORD_BYTES"))[:4]
+    await exchange(tb, model, frames)
+
+
 @cocotb.test()
 async def run_l2_line_rate(dut: HierarchyObject) -> None:
     """Back-to-back L2 frames of every length class pass with no stall and no bubble."""

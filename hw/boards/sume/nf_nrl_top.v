@@ -52,8 +52,11 @@ THE SOFTWARE.
  * SUME conventions are adapted here, once: the active-low axis_resetn /
  * axi_resetn become the active-high synchronous rst of the netfpga-rl RTL
  * (registered), the register port S0_AXI (the input arbiter's window in
- * the reference design, 4 KB at 0x44010000) carries the switch's register
- * map (its low 12 address bits), and S1_AXI/S2_AXI (output port lookup and
+ * the reference design, at 0x44010000) carries the switch's register
+ * map (its low 16 address bits: a 12-bit offset in a job page, bits 15:12
+ * the page, docs/protocol.md section 11; the switch serves one job, so an
+ * address outside page 0 answers SLVERR, and the reference's 4 KB M01 window
+ * reaches page 0 alone), and S1_AXI/S2_AXI (output port lookup and
  * output queues windows) answer with zeros. The whole design runs on
  * axis_aclk: in the reference top.v axi_aclk is the same 200 MHz clock
  * (clk_200), the AXI interconnect in control_sub crossing from the 100 MHz
@@ -64,7 +67,7 @@ module nf_nrl_top #
 (
     // Width of the AXI4-Lite data in bits
     parameter C_S_AXI_DATA_WIDTH   = 32,
-    // Width of the AXI4-Lite address in bits (the low 12 are decoded)
+    // Width of the AXI4-Lite address in bits (the low 16 are decoded)
     parameter C_S_AXI_ADDR_WIDTH   = 32,
     // Width of the master AXI stream data in bits (SUME: 256)
     parameter C_M_AXIS_DATA_WIDTH  = 256,
@@ -109,7 +112,7 @@ module nf_nrl_top #
 
     // AXI4-Lite slave S0
     /* verilator lint_off UNUSEDSIGNAL */
-    input  wire [C_S_AXI_ADDR_WIDTH-1:0]     S0_AXI_AWADDR,  // bits 11:0 decoded
+    input  wire [C_S_AXI_ADDR_WIDTH-1:0]     S0_AXI_AWADDR,  // bits 15:0 decoded
     /* verilator lint_on UNUSEDSIGNAL */
     input  wire                              S0_AXI_AWVALID,
     input  wire [C_S_AXI_DATA_WIDTH-1:0]     S0_AXI_WDATA,
@@ -117,7 +120,7 @@ module nf_nrl_top #
     input  wire                              S0_AXI_WVALID,
     input  wire                              S0_AXI_BREADY,
     /* verilator lint_off UNUSEDSIGNAL */
-    input  wire [C_S_AXI_ADDR_WIDTH-1:0]     S0_AXI_ARADDR,  // bits 11:0 decoded
+    input  wire [C_S_AXI_ADDR_WIDTH-1:0]     S0_AXI_ARADDR,  // bits 15:0 decoded
     /* verilator lint_on UNUSEDSIGNAL */
     input  wire                              S0_AXI_ARVALID,
     input  wire                              S0_AXI_RREADY,
@@ -288,8 +291,8 @@ initial begin
         $finish;
     end
 
-    if (C_S_AXI_DATA_WIDTH != 32 || C_S_AXI_ADDR_WIDTH < 12) begin
-        $error("Error: AXI4-Lite must be 32-bit data, at least 12-bit address (instance %m)");
+    if (C_S_AXI_DATA_WIDTH != 32 || C_S_AXI_ADDR_WIDTH < 16) begin
+        $error("Error: AXI4-Lite must be 32-bit data, at least 16-bit address (instance %m)");
         $finish;
     end
 
@@ -356,6 +359,7 @@ nrl_switch #(
     .DATA_WIDTH(DW),
     .KEEP_WIDTH(KW),
     .USER_WIDTH(UW),
+    .AXIL_ADDR_WIDTH(16),
     .BUILD_HASH(BUILD_HASH),
     .AGG_MAX_SLOTS(AGG_MAX_SLOTS),
     .AGG_MAX_ELEMS(AGG_MAX_ELEMS),
@@ -381,7 +385,7 @@ nrl_switch_inst (
     .m_axis_tready(sw_tready),
     .m_axis_tlast(sw_tlast),
     .m_axis_tuser(sw_tuser),
-    .s_axil_awaddr(S0_AXI_AWADDR[11:0]),
+    .s_axil_awaddr(S0_AXI_AWADDR[15:0]),
     .s_axil_awprot(3'b000),
     .s_axil_awvalid(S0_AXI_AWVALID),
     .s_axil_awready(S0_AXI_AWREADY),
@@ -392,7 +396,7 @@ nrl_switch_inst (
     .s_axil_bresp(S0_AXI_BRESP),
     .s_axil_bvalid(S0_AXI_BVALID),
     .s_axil_bready(S0_AXI_BREADY),
-    .s_axil_araddr(S0_AXI_ARADDR[11:0]),
+    .s_axil_araddr(S0_AXI_ARADDR[15:0]),
     .s_axil_arprot(3'b000),
     .s_axil_arvalid(S0_AXI_ARVALID),
     .s_axil_arready(S0_AXI_ARREADY),
