@@ -86,6 +86,7 @@ if str(REPO) not in sys.path:  # this checkout's hostdrv, not an installed one
     sys.path.insert(0, str(REPO))
 
 from hostdrv.rack.probes import measure_rate, measure_rtt, net_counters  # noqa: E402
+from hostdrv.wire.consts import MAX_JOBS  # noqa: E402
 
 HOST_IF = "eth0"
 BRIDGE = "br0"
@@ -173,6 +174,7 @@ class RackConfig:
     leaves: 0: every host on the one switch; K >= 1: K leaf switch namespaces under the
         switch namespace as root (``switch="soft"``, no delay line).
     extra_switches: more soft switches in the switch namespace (ports after ``switch_port``).
+    jobs: the soft switches' ``--jobs`` (``docs/protocol.md`` section 11; None: their default).
     """
 
     prefix: str = "nrl"
@@ -188,6 +190,7 @@ class RackConfig:
     delay_line: bool = False
     leaves: int = 0
     extra_switches: int = 0
+    jobs: int | None = None
 
     def check(self) -> None:
         """Raise :class:`RackError` when a field is out of range."""
@@ -214,6 +217,8 @@ class RackConfig:
                             "addresses above are the switches')")
         if not 0 <= self.extra_switches <= 8 or (self.extra_switches and self.switch != "soft"):
             raise RackError(f"bad extra_switches={self.extra_switches}: 0..8, switch='soft'")
+        if self.jobs is not None and (not 1 <= self.jobs <= MAX_JOBS or self.switch != "soft"):
+            raise RackError(f"bad jobs={self.jobs}: 1..{MAX_JOBS}, switch='soft'")
         _rate_bytes(self.rate)
 
 
@@ -447,6 +452,8 @@ class Rack:
                         "--control-key", str(self.key_file), "--max-elems", str(cfg.max_elems)]
                 if cfg.engine:
                     args += ["--engine", cfg.engine]
+                if cfg.jobs is not None:
+                    args += ["--jobs", str(cfg.jobs)]
                 self._start(ns, name, args, "listening", wait)
 
     def _write_hosts_files(self) -> None:

@@ -13,6 +13,9 @@
   host 0's rack address) trains PPO with in-switch sync (the ``netrl``
   backend) on the rack's soft switch: every rank ends with the same weights.
 
+* Three jobs on the rack's switch (``--jobs 4``): two aggregation jobs and a replay job at
+  once (``scripts/bench_multijob.py role``), each exact, each page's counters its own job's.
+
 Every test builds its own rack with a unique prefix and removes it, also when
 it fails. They need root and network namespaces (the one machine-dependent
 skip, listed in ``tests/test_ci_policy.py``).
@@ -28,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -421,3 +425,52 @@ def test_paper_workload_on_the_rack_beside_the_model(permitted: None) -> None:
     assert "| 1gbit | a2c | inswitch |" in r.stdout and "| 1gbit | a2c | allreduce |" in r.stdout
     keys = dict(kv.split("=") for kv in r.stdout.strip().splitlines()[-1].split())
     assert keys["rack_rl_rows"] == "2" and float(keys["rack_rl_model_error"]) >= 0
+
+
+def test_three_jobs_share_the_rack_switch(permitted: None, tmp_path: Path) -> None:
+    """The rack's soft switch with ``--jobs 4`` (model engine: the native one does not serve
+    jobs yet): jobs 1 and 2 aggregate (2 workers each, hosts 0-1 and 2-3) while job 3 replays
+    (actor on host 0, learner on host 1), all at once, through ``bench_multijob.py role``.
+    Every aggregation call is exact (checked in each member; the last result here against
+    numpy too), every sampled record is one the actor pushed, and each page's counters hold
+    its own job's traffic and nothing of the others' (page 0, released, nothing at all)."""
+    bench = _load_script("bench_multijob")
+    script, elems, seconds, members = str(REPO / "scripts" / "bench_multijob.py"), 2048, 3.0, 2
+    with _rack(hosts=4, jobs=4, engine="model") as rack:
+        url = rack.switch_url
+        r = rack.run(0, [sys.executable, script, "setup", "--url", url, "--members",
+                         str(members)], timeout=120)
+        assert r.returncode == 0, r.stderr[-3000:]
+        grants = json.loads(r.stdout.strip().splitlines()[-1])
+        assert [grants[str(j)]["slots"] for j in (1, 2, 3)] == [32, 32, 0], grants
+        assert grants["3"]["table_records"] == 256
+        roles = [(0, "agg", 1, 0), (1, "agg", 1, 1), (2, "agg", 2, 0), (3, "agg", 2, 1),
+                 (0, "actor", 3, 0), (1, "learner", 3, 1)]
+        go = time.time() + 15  # every member joined (and the actor's prefill in) by then
+        procs = [rack.popen(h, [sys.executable, script, "role", role, "--url", url, "--page",
+                                str(page), "--worker", str(w), "--members", str(members),
+                                "--elems", str(elems), "--go", str(go), "--seconds", str(seconds),
+                                "--save", str(tmp_path / f"p{page}w{w}.npy")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for h, role, page, w in roles]
+        outs = [p.communicate(timeout=180) for p in procs]
+        for p, (_o, e), role in zip(procs, outs, roles, strict=True):
+            assert p.returncode == 0, (role, e[-3000:])
+        res = {(role[2], role[3]): json.loads(o.strip().splitlines()[-1])
+               for (o, _e), role in zip(outs, roles, strict=True)}
+        r = rack.run(0, [sys.executable, script, "counters", "--url", url], timeout=120)
+        assert r.returncode == 0, r.stderr[-3000:]
+        counts = {int(j): c for j, c in json.loads(r.stdout.strip().splitlines()[-1]).items()}
+    chunks = -(-elems // 256)
+    for page in (1, 2):
+        calls = {res[(page, w)]["calls"] for w in range(members)}
+        assert len(calls) == 1 and calls.pop() >= 1, res  # the members agreed on every call
+        want = bench.agg_expected(members, elems)[res[(page, 0)]["variant"]]
+        for w in range(members):
+            got = np.load(tmp_path / f"p{page}w{w}.npy")
+            np.testing.assert_array_equal(got[1:].view(np.uint32), want[1:].view(np.uint32))
+        assert counts[page]["CNT_RX_GRADIENT"] >= res[(page, 0)]["ops"] * members * chunks
+    assert res[(3, 1)]["ops"] > 0 and res[(3, 0)]["ops"] > 0, res
+    assert res[(3, 1)]["max_seq"] < res[(3, 0)]["pushed_total"]
+    assert counts[3]["CNT_RX_SAMPLE"] > 0
+    bench.check_pages(counts)  # each job's traffic in its page, nothing in the others

@@ -65,6 +65,9 @@ SMOKE: dict[str, tuple[list[str], int, bool, bool, tuple[str, ...]]] = {
                             "--iterations", "2", "--out", "{tmp}/workloads.json"], 900, True, False, ()),  # 95 s
     "bench_grad_agg.py": (["--no-synth", "--slots", "4"], 900, True, False, ("verilator",)),  # 279 s
     "coverage.py": (["-n", "1", "--tests", "tests/test_replay_mul.py"], 1800, True, False, ("verilator",)),
+    # three jobs on one --jobs 4 soft switch (model engine), alone and shared, and the host
+    # fallback: 1 repeat of 2 s per phase (about 17 s here)
+    "bench_multijob.py": (["--quick"], 300, False, False, ()),
     "bench_torch.py": (["--ranks", "2", "--sizes", "16", "--iters", "5", "--warmup", "1",
                         "--ddp-steps", "0"], 600, False, False, ()),  # 10 s
     "bench_rack.py": (["--algos", "ppo", "--hosts", "2", "--iterations", "1", "--delays", "0"],
