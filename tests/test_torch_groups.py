@@ -1,5 +1,5 @@
 """Each ``netrl`` process group its own switch job (``hostdrv/client/torch_jobs.py``,
-``docs/torch.md`` "Groups and jobs").
+``docs/torch.md`` "Subgroups and switch jobs").
 
 Four rank processes (``tests/torchgroups.py``, started like ``tests/test_torch_backend.py``'s)
 with an embedded soft switch: the world group and the ``new_group`` subgroups {0, 1} and

@@ -1,4 +1,4 @@
-"""Each ``netrl`` process group its own switch job (``docs/torch.md``, "Groups and jobs").
+"""Each ``netrl`` process group its own switch job (``docs/torch.md``, "Subgroups and switch jobs").
 
 A switch serves ``JOBS`` jobs at once, each in a register page with its own slots
 (``docs/protocol.md`` section 11). The world group and every
