@@ -30,7 +30,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "hostdrv.switch": ("hostdrv.wire", "hostdrv.switch", "hostdrv._native", "hostdrv.extras",
                        "hostdrv.errors"),
     "hostdrv.client": ("hostdrv.wire", "hostdrv.client", "hostdrv.switch.launch",
-                       "hostdrv._native", "hostdrv.extras", "hostdrv.errors"),
+                       "hostdrv.peers.ps", "hostdrv._native", "hostdrv.extras",
+                       "hostdrv.errors"),
     "hostdrv.rack": ("hostdrv.wire", "hostdrv.rack", "hostdrv.errors"),
     # the baselines (the native parameter server): the wire and the extension, no switch or client
     "hostdrv.peers": ("hostdrv.wire", "hostdrv.peers", "hostdrv._native", "hostdrv.errors"),

@@ -216,7 +216,7 @@ def _job_main(rank: int, world: int) -> dict[str, Any]:
     t = torch.arange(4, dtype=torch.float64) + rank
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
     out["avg_f64"] = t
-    # a group made by new_group while netrl is the default backend: gloo only
+    # a group made by new_group while netrl is the default backend: its own switch job
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sub = dist.new_group(ranks=list(range(world)))
@@ -363,7 +363,14 @@ def rank_main() -> None:
     else:
         dist.init_process_group("netrl", init_method=init, rank=rank, world_size=world,
                                 timeout=timeout, pg_options=pg_options)
-    result = JOBS[os.environ["JOB"]](rank, world)
+    job = os.environ["JOB"]
+    if ":" in job:  # module:function, a job of another test module's rank side
+        import importlib
+
+        mod, _, fn = job.partition(":")
+        result = getattr(importlib.import_module(mod), fn)(rank, world)
+    else:
+        result = JOBS[job](rank, world)
     torch.save(result, Path(os.environ["OUT"]) / f"rank{rank}.pt")
     if os.environ["JOB"] == "kill":
         os._exit(0)  # a dead peer: do not wait for it in the teardown

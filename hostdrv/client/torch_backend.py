@@ -17,7 +17,10 @@ whose collective fingerprint checks (shape, dtype, op across ranks) then run.
 What goes where (``docs/torch.md`` has the full story):
 
 * ``all_reduce`` (and ``all_reduce_coalesced``) with ``SUM`` or ``AVG`` of float32
-  or int32 CPU tensors on a group that owns the switch job is summed by the switch
+  or int32 CPU tensors is summed by the switch, in the group's own switch job (the
+  world group and every ``new_group(backend="netrl")`` admit one,
+  :mod:`hostdrv.client.torch_jobs`; a group granted no slots sums on the hosts, logged
+  and counted as ``host_fallback``)
   (:class:`hostdrv.Aggregator`, one per rank, on a worker thread that runs the
   switch calls in issue order; ``async_op=True`` returns a work whose future
   completes when the sum arrives). DDP's gradient buckets are such calls.
@@ -29,8 +32,8 @@ What goes where (``docs/torch.md`` has the full story):
   two's-complement addition does) and divided by the world size, rounded
   toward zero, for ``AVG``. The switch's job stays fp32 throughout.
 * A sum the switch cannot do (op ``MAX``/``MIN``/``PRODUCT``/..., a dtype other
-  than float32/int32, a sparse tensor, tensors of mixed dtypes in one call, a
-  group without a switch job) **falls back to gloo** and is counted in
+  than float32/int32, a sparse tensor, tensors of mixed dtypes in one call)
+  **falls back to gloo** and is counted in
   :meth:`NetrlGroup.stats`; the options' ``fallback`` policy can also warn once
   per reason or raise :class:`NetrlUnsupportedError`. ``AVG`` on the gloo path is
   gloo's ``SUM`` divided as above (gloo has no ``AVG``). A CUDA tensor raises.
@@ -84,7 +87,7 @@ from torch._C._distributed_c10d import (
 )
 from torch.futures import Future
 
-from hostdrv.client import torch_c10d
+from hostdrv.client import torch_c10d, torch_jobs
 from hostdrv.client.torch_hierarchy import Plan
 from hostdrv.client.torch_hierarchy import configure as configure_hierarchy
 from hostdrv.client.torch_lanes import div_toward_zero, join_int32, split_int32, wrap_int32
@@ -190,10 +193,21 @@ class NetrlGroup(SwitchWorker):
     """
 
     def __init__(self, store: Store, rank: int, size: int, timeout: datetime.timedelta,
-                 options: NetrlOptions | None = None, *, use_switch: bool = True) -> None:
+                 options: NetrlOptions | None = None, *, use_switch: bool = True,
+                 world: bool = True, name: str = "the world group") -> None:
         self.options = (options or NetrlOptions()).resolve()
+        self.world = world
+        """Whether this is the world (default) group (a subgroup finds its switch here)."""
+        self.name = name
+        """The group in log lines and errors."""
+        self.job: torch_jobs.GroupJob | None = None
+        """The group's switch job (page, ``JOB_ID``, slots), or why it has none and which
+        host path it takes (:class:`~hostdrv.client.torch_jobs.GroupJob`; ``None``: a
+        leaf/root hierarchy, or gloo only)."""
+        self._lease: torch_jobs.JobLease | None = None  # rank 0: the job it admitted
+        self._ps_server: Any = None  # rank 0 of a group on the host fallback
         self._plan: Plan | None = None
-        if use_switch and size > MAX_MEMBERS:
+        if use_switch and world and size > MAX_MEMBERS:
             leaves = len(self.options.leaves) if self.options.leaves else None
             self._plan = Plan.for_size(size, leaves)
         self._rank, self._size = rank, size
@@ -217,7 +231,11 @@ class NetrlGroup(SwitchWorker):
         self._stop = threading.Event()
         self._watch: threading.Thread | None = None
         if use_switch:
-            self._connect()
+            try:
+                self._connect()
+            except BaseException:
+                self._release_job()
+                raise
             self._thread = threading.Thread(target=self._serve, name=f"netrl-r{rank}",
                                             daemon=True)
             self._thread.start()
@@ -236,58 +254,78 @@ class NetrlGroup(SwitchWorker):
 
     # -- setup ----------------------------------------------------------------------
     def _connect(self) -> None:
-        """Rank 0 starts/configures the switch and publishes it; every rank joins."""
+        """Rank 0 sets the switch job up and publishes it; every rank joins."""
+        if self._plan is None:  # one switch: the group's own job
+            torch_jobs.connect(self, STORE_JOB_KEY)
+        else:
+            self._connect_hierarchy()
+
+    def _rank0_publish(self, setup: Callable[[], str]) -> None:
+        """Rank 0: run ``setup`` (returns what goes under :data:`STORE_JOB_KEY`) and publish
+        it, or publish why it failed (the other ranks raise it) and raise."""
+        store = self._store
+        try:
+            topology = setup()
+        except Exception as e:
+            store.set(STORE_ERROR_KEY, f"{type(e).__name__}: {e}")
+            self._stop_embedded()
+            raise
+        store.set(STORE_JOB_KEY, topology)
+        store.set(STORE_URL_KEY, self.url or "")
+
+    def _await_rank0(self) -> str:
+        """Ranks above 0: what rank 0 published under :data:`STORE_JOB_KEY`."""
+        store, rank = self._store, self._rank
+        deadline = time.monotonic() + self.timeout.total_seconds()
+        while not store.check([STORE_URL_KEY]):
+            if store.check([STORE_ERROR_KEY]):
+                raise RuntimeError(f"netrl: rank 0 could not set the switch up: "
+                                   f"{store.get(STORE_ERROR_KEY).decode()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"netrl: rank {rank} got no switch from rank 0 within "
+                                   f"the group timeout {self.timeout}")
+            time.sleep(0.02)
+        return str(store.get(STORE_JOB_KEY).decode())
+
+    def _make_aggregator(self, url: str, member: int, members: int, job: int,
+                         page: int | None) -> None:
         from hostdrv.client.aggregator import Aggregator
 
-        opt, store, rank, plan = self.options, self._store, self._rank, self._plan
-        if rank == 0:
-            try:
-                url = opt.switch or self._start_embedded()
-                if plan is None:
-                    topology = [(url, self._configure(url))]
-                else:
-                    if opt.switch and not opt.leaves:
-                        raise ValueError(
-                            f"netrl: {self._size} ranks need leaf switches under the root "
-                            f"{opt.switch}: give their URLs (NetrlOptions.leaves, "
-                            "NETRL_LEAVES), or set neither for embedded soft switches")
-                    leaves = list(opt.leaves or [self._start_embedded()
-                                                 for _ in range(plan.leaves)])
-                    jobs = configure_hierarchy(url, leaves, plan, slots=opt.slots,
-                                               packet_elems=opt.packet_elems)
-                    topology = list(zip(leaves, jobs, strict=True))
-            except Exception as e:
-                store.set(STORE_ERROR_KEY, f"{type(e).__name__}: {e}")
-                self._stop_embedded()
-                raise
-            store.set(STORE_JOB_KEY, json.dumps(topology))
-            store.set(STORE_URL_KEY, url)
-        else:
-            deadline = time.monotonic() + self.timeout.total_seconds()
-            while not store.check([STORE_URL_KEY]):
-                if store.check([STORE_ERROR_KEY]):
-                    raise RuntimeError(f"netrl: rank 0 could not set the switch up: "
-                                       f"{store.get(STORE_ERROR_KEY).decode()}")
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"netrl: rank {rank} got no switch from rank 0 within "
-                                       f"the group timeout {self.timeout}")
-                time.sleep(0.02)
-            topology = json.loads(store.get(STORE_JOB_KEY).decode())
-        if plan is None:  # one switch: each rank uses its own NETRL_SWITCH, as given
-            url, job = opt.switch or topology[0][0], topology[0][1]
-            member, members = rank, self._size
-        else:  # this rank's leaf
-            leaf, member = plan.leaf_of(rank)
-            url, job = topology[leaf]
-            members = plan.members(leaf)
+        opt = self.options
         secs = opt.timeout or self.timeout.total_seconds()
         rto = float(opt.rto or 0.05)
         self._agg = Aggregator(url, worker=member, job=int(job), timeout=rto,
                                retries=retries_for(secs, rto), max_backoff=MAX_BACKOFF,
-                               port=opt.member_port, window=opt.window)
+                               port=opt.member_port, window=opt.window, page=page)
         if opt.window is None:
             self._agg.window = default_window(self._agg.packet_elems, self._agg.slots, members)
         self.url = url
+
+    def _connect_hierarchy(self) -> None:
+        """Above one switch's members: the leaf/root hierarchy (job 0 of each switch)."""
+        opt, plan = self.options, self._plan
+        assert plan is not None
+
+        def setup() -> str:
+            url = opt.switch or self._start_embedded()
+            if opt.switch and not opt.leaves:
+                raise ValueError(
+                    f"netrl: {self._size} ranks need leaf switches under the root "
+                    f"{opt.switch}: give their URLs (NetrlOptions.leaves, "
+                    "NETRL_LEAVES), or set neither for embedded soft switches")
+            leaves = list(opt.leaves or [self._start_embedded() for _ in range(plan.leaves)])
+            jobs = configure_hierarchy(url, leaves, plan, slots=opt.slots,
+                                       packet_elems=opt.packet_elems)
+            self.url = url
+            return json.dumps(list(zip(leaves, jobs, strict=True)))
+
+        if self._rank == 0:
+            self._rank0_publish(setup)
+        topology = json.loads(self._store.get(STORE_JOB_KEY).decode() if self._rank == 0
+                              else self._await_rank0())
+        leaf, member = plan.leaf_of(self._rank)
+        url, job = topology[leaf]
+        self._make_aggregator(url, member, plan.members(leaf), job, None)
 
     def _start_embedded(self) -> str:
         from hostdrv.switch.launch import start_soft_switch
@@ -354,8 +392,9 @@ class NetrlGroup(SwitchWorker):
                 if into is None:
                     t.copy_(torch.from_numpy(out[off:off + e].reshape(a.shape)))
                 off += e
-        self._count("switch_calls")
-        self._count("switch_elements", sum(sizes))
+        on_host = self.job is not None and self.job.why is not None
+        self._count("host_fallback" if on_host else "switch_calls")
+        self._count("host_elements" if on_host else "switch_elements", sum(sizes))
         return tensors
 
     # -- all-reduce -------------------------------------------------------------------
@@ -389,8 +428,11 @@ class NetrlGroup(SwitchWorker):
         if opts is None:
             opts = AllreduceOptions()
         op = opts.reduceOp
-        why = self._why_not_switch(tensors, op)
         avg = _op_name(op) == "AVG"
+        if self.job is not None and self.job.why is not None and self._agg is None:
+            self._count("host_fallback")  # the group's host path is gloo (logged at setup)
+            return self._gloo_allreduce(tensors, opts, coalesced, avg)
+        why = self._why_not_switch(tensors, op)
         if why is None:
             work_tensors = [t if t.is_contiguous() else t.contiguous() for t in tensors]
             with self._counts_lock:
@@ -407,6 +449,11 @@ class NetrlGroup(SwitchWorker):
 
             return self._submit(run)
         self._fall_back(why)
+        return self._gloo_allreduce(tensors, opts, coalesced, avg)
+
+    def _gloo_allreduce(self, tensors: list[torch.Tensor], opts: Any, coalesced: bool,
+                        avg: bool) -> dist.Work:
+        """The all-reduce on gloo (``AVG``: gloo's ``SUM``, then divided)."""
         gloo_call = self.gloo.allreduce_coalesced if coalesced else self.gloo.allreduce
         if not avg:
             return gloo_call(tensors, opts)
@@ -437,8 +484,10 @@ class NetrlGroup(SwitchWorker):
     # -- introspection and teardown ---------------------------------------------------
     def stats(self) -> dict[str, int]:
         """Counters: ``calls``/``switch_calls`` (all-reduces through the switch),
-        ``switch_elements`` (elements summed there) and one ``fallback:<why>`` per
-        reason an all-reduce went to gloo (``op=MAX``, ``dtype=float64``, ...)."""
+        ``switch_elements`` (elements summed there), one ``fallback:<why>`` per
+        reason an all-reduce went to gloo (``op=MAX``, ``dtype=float64``, ...), and on a
+        group that got no switch job (:attr:`job` says why) ``host_fallback`` (its
+        all-reduces summed on the hosts) and ``host_elements``."""
         with self._counts_lock:
             return dict(self._counts)
 
@@ -489,17 +538,32 @@ class NetrlGroup(SwitchWorker):
             try:
                 done = self._store.add(STORE_CLOSED_KEY, 1)
                 deadline = time.monotonic() + SHUTDOWN_GRACE
-                while self._switches and done < self._size \
-                        and time.monotonic() < deadline:
+                holds = self._switches or self._lease is not None or self._ps_server is not None
+                while holds and done < self._size and time.monotonic() < deadline:
                     time.sleep(0.02)
                     done = self._store.add(STORE_CLOSED_KEY, 0)
             except Exception:  # noqa: BLE001 - the store may be gone with another rank
                 pass
-        self._stop_embedded()
+        self._release_job()
         try:
             self.gloo.shutdown()
         except Exception:  # noqa: BLE001 - gloo may already be torn down
             pass
+
+    def _release_job(self) -> None:
+        """Rank 0: release the group's job, stop its parameter server and its switches."""
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.release(torch_jobs.root_store(self._store), SHUTDOWN_GRACE)
+        server, self._ps_server = self._ps_server, None
+        if server is not None:
+            server.close()
+        self._stop_embedded()
+
+    def _on_beat(self, now: float) -> None:
+        """Each heartbeat: rank 0 renews its job's lease when due."""
+        if self._lease is not None:
+            self._lease.tick(now)
 
     def abort(self) -> None:
         """Like :meth:`shutdown` (nothing in flight can be cancelled on the switch)."""
@@ -524,13 +588,11 @@ def create_backend(opts: Any, backend_options: Any = None) -> Any:
         raise TypeError(f"netrl: pg_options must be a hostdrv.torch_backend.NetrlOptions, "
                         f"not {type(backend_options).__name__}")
     native = torch_c10d.load()
-    default_group = not list(opts.global_ranks_in_group)
-    if not default_group:
-        _warn_once("subgroup", "netrl: a group made by new_group runs every collective, "
-                   "all_reduce included, on gloo: the switch holds one job, owned by the "
-                   "default group (stats() counts these sums as fallback:group=not-default)")
+    members = list(opts.global_ranks_in_group)
+    name = "the world group" if not members else \
+        f"group {getattr(opts, 'group_id', '?')} (world ranks {members})"
     group = NetrlGroup(opts.store, opts.group_rank, opts.group_size, opts.timeout,
-                       backend_options, use_switch=default_group)
+                       backend_options, world=not members, name=name)
     return native.NetrlBackend(opts.group_rank, opts.group_size, group, group.gloo)
 
 

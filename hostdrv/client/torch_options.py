@@ -81,7 +81,13 @@ class NetrlOptions:
         Elements per packet rank 0 configures (``NETRL_ELEMS``; default the switch's
         ``AGG_MAX_ELEMS``).
     slots:
-        Slots rank 0 configures (``NETRL_SLOTS``; default ``AGG_MAX_SLOTS``).
+        Slots the group's job asks for and configures (``NETRL_SLOTS``; default its share
+        ``AGG_MAX_SLOTS // JOBS``, every slot on a switch of one job;
+        :mod:`hostdrv.client.torch_jobs`). Granted best effort: fewer when fewer are free,
+        and none sends the group's sums to the hosts.
+    lease:
+        Seconds of the group's job lease (``JOB_LEASE``), renewed by its heartbeat every
+        quarter of it (``NETRL_LEASE``; 60).
     rto:
         First retransmission timeout in seconds (``NETRL_RTO``; 0.05), doubling up to
         :data:`MAX_BACKOFF`.
@@ -117,13 +123,14 @@ class NetrlOptions:
     leaves: tuple[str, ...] | None = None
     dead_after: float | None = None
     heartbeat: float | None = None
+    lease: float | None = None
 
     def __post_init__(self) -> None:
         if self.fallback is not None and self.fallback not in FALLBACKS:
             raise ValueError(f"bad fallback={self.fallback!r}: one of {', '.join(FALLBACKS)}")
         if self.leaves is not None and (isinstance(self.leaves, str) or not self.leaves):
             raise ValueError(f"bad leaves={self.leaves!r}: a non-empty sequence of URLs")
-        for name in ("timeout", "rto", "dead_after", "heartbeat"):
+        for name in ("timeout", "rto", "dead_after", "heartbeat", "lease"):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"bad {name}={value!r}: must be positive seconds")
@@ -154,7 +161,8 @@ class NetrlOptions:
                    leaves=tuple(u.strip() for u in env.get("NETRL_LEAVES", "").split(",")
                                 if u.strip()) or None,
                    dead_after=_env_seconds(env, "NETRL_DEAD_AFTER"),
-                   heartbeat=_env_seconds(env, "NETRL_HEARTBEAT"))
+                   heartbeat=_env_seconds(env, "NETRL_HEARTBEAT"),
+                   lease=_env_seconds(env, "NETRL_LEASE"))
 
     def resolve(self, env: Mapping[str, str] | None = None) -> NetrlOptions:
         """These options with every ``None`` field taken from the environment, then the

@@ -93,6 +93,9 @@ class SwitchWorker:
     _stop: threading.Event
     _watch: threading.Thread | None
 
+    def _on_beat(self, now: float) -> None:
+        """Called on the heartbeat thread every beat (the group renews its job's lease)."""
+
     # -- fail fast: heartbeats in the store ---------------------------------------------
     def _heartbeat(self) -> None:
         """Beat ``netrl/hb/<rank>`` every ``heartbeat`` s and watch the other ranks':
@@ -114,6 +117,7 @@ class SwitchWorker:
             if late > 0:
                 for r in others:
                     moved[r] += late
+            self._on_beat(now)
             try:
                 store.add(f"{STORE_HEARTBEAT_KEY}{self._rank}", 1)
                 for r in others:
