@@ -37,13 +37,12 @@ the replay page no GRADIENT, page 0 nothing while it is released). A failed chec
 Context: this runs on one host over loopback UDP, so the links are not the bottleneck: the
 switch process and the clients share the machine's cores (2 on the machine this was written
 on, loaded by other work), and sharing is bounded by CPU. The issue's aim is
-``shared_vs_alone >= 0.9`` on a switch whose links are. The native soft-switch engine does
-not serve ``--jobs`` yet: the default ``--engine`` is the model (``NRL_SOFTSWITCH_ENGINE``
-overrides it).
+``shared_vs_alone >= 0.9`` on a switch whose links are. The soft switch runs the native engine
+by default (``--engine model`` or ``NRL_SOFTSWITCH_ENGINE`` for the reference model).
 
 Run: ``python scripts/bench_multijob.py [--quick] [--reps R] [--seconds S] [--members N]
 [--elems E] [--engine model|native]``. The ``role``, ``setup`` and ``counters`` commands are
-the pieces the rack test (``tests/test_rack_jobs.py``) runs in host namespaces.
+the pieces the rack test (``tests/test_rack.py``, three jobs) runs in host namespaces.
 """
 
 from __future__ import annotations
@@ -484,8 +483,8 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--capacity", type=int, default=1024, help="switch record memory [1024]")
     p.add_argument("--batch", type=int, default=32, help="learner sample batch [32]")
     p.add_argument("--prefill", type=int, default=64, help="records pushed before timing [64]")
-    p.add_argument("--engine", default=os.environ.get("NRL_SOFTSWITCH_ENGINE") or "model",
-                   help="soft switch engine [model: native does not serve --jobs yet]")
+    p.add_argument("--engine", default=os.environ.get("NRL_SOFTSWITCH_ENGINE") or "native",
+                   help="soft switch engine [native]")
 
 
 def _role_main(args: argparse.Namespace) -> None:

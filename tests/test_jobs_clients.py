@@ -28,6 +28,7 @@ from hostdrv.client.control import SwitchControl
 from hostdrv.client.jobs import admit, jobs_table, renew, shrink
 from hostdrv.client.replay import ReplayClient
 from hostdrv.switch.soft import SoftSwitch
+from hostdrv.wire.control import job_key_id
 
 JOBS = 4
 ENGINES = ("model", "native")
@@ -158,7 +159,8 @@ def test_a_job_runs_with_its_own_key_only(engine: str, tmp_path: Path) -> None:
         with SwitchControl(sw.url, key_file=paths["admin"]) as admin:
             shrink(admin, 0, slots=admin.read("AGG_MAX_SLOTS") // 2)
             g = admit(admin, 1, slots=4, lease_s=60)
-        ctls = [SwitchControl(sw.url, key_file=paths["job1"], job=1) for _ in range(3)]
+        ctls = [SwitchControl(sw.url, key_file=paths["job1"], job=1, key_id=job_key_id(1))
+                for _ in range(3)]
         ctls[0].configure_aggregation(members=2, slots=8, packet_elems=16)
         assert renew(ctls[0], 1, 120) >= g.lease
         aggs = [Aggregator(sw.url, worker=w, page=1, control=ctls[w + 1]) for w in range(2)]

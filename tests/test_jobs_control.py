@@ -45,7 +45,7 @@ from hostdrv.errors import RegisterError
 from hostdrv.switch.soft import DEFAULT_JOBS, SoftSwitch, SoftSwitchProcess, build_parser
 from hostdrv.wire import regmap
 from hostdrv.wire.consts import MAX_JOBS
-from hostdrv.wire.control import ControlStatus
+from hostdrv.wire.control import ControlStatus, job_key_id
 
 JOBS = 4
 ENGINES = ("model", "native")
@@ -63,7 +63,7 @@ class Keyed:
         """A control of ``job``'s page signed with job ``key``'s key (None: the admin's)."""
         path = self.admin if key is None else self.job_keys[key]
         return SwitchControl(self.sw.url, key_file=path, job=job,
-                             key_id=None if key is not None or job is None else 0)
+                             key_id=0 if key is None else job_key_id(key))
 
 
 @pytest.fixture(params=ENGINES)
@@ -122,10 +122,12 @@ def test_key_ids_pick_the_key(keyed: Keyed) -> None:
     with keyed.ctl() as admin:
         refused = _refused(admin)
         # job 1's key signed as job 2's (key id 3): a wrong HMAC; job 3 has no key at all
-        with SwitchControl(keyed.sw.url, key_file=keyed.job_keys[1], job=2) as bad, \
+        with SwitchControl(keyed.sw.url, key_file=keyed.job_keys[1], job=2,
+                           key_id=job_key_id(2)) as bad, \
                 pytest.raises(ControlAuthError, match="wrong HMAC"):
             bad.read("AGG_ELEMS")
-        with SwitchControl(keyed.sw.url, key_file=keyed.job_keys[1], job=3) as none, \
+        with SwitchControl(keyed.sw.url, key_file=keyed.job_keys[1], job=3,
+                           key_id=job_key_id(3)) as none, \
                 pytest.raises(ControlAuthError, match="no such key"):
             none.read("AGG_ELEMS")
         assert _refused(admin) > refused

@@ -428,15 +428,14 @@ def test_paper_workload_on_the_rack_beside_the_model(permitted: None) -> None:
 
 
 def test_three_jobs_share_the_rack_switch(permitted: None, tmp_path: Path) -> None:
-    """The rack's soft switch with ``--jobs 4`` (model engine: the native one does not serve
-    jobs yet): jobs 1 and 2 aggregate (2 workers each, hosts 0-1 and 2-3) while job 3 replays
+    """The rack's soft switch with ``--jobs 4`` (its native engine): jobs 1 and 2 aggregate (2 workers each, hosts 0-1 and 2-3) while job 3 replays
     (actor on host 0, learner on host 1), all at once, through ``bench_multijob.py role``.
     Every aggregation call is exact (checked in each member; the last result here against
     numpy too), every sampled record is one the actor pushed, and each page's counters hold
     its own job's traffic and nothing of the others' (page 0, released, nothing at all)."""
     bench = _load_script("bench_multijob")
     script, elems, seconds, members = str(REPO / "scripts" / "bench_multijob.py"), 2048, 3.0, 2
-    with _rack(hosts=4, jobs=4, engine="model") as rack:
+    with _rack(hosts=4, jobs=4) as rack:
         url = rack.switch_url
         r = rack.run(0, [sys.executable, script, "setup", "--url", url, "--members",
                          str(members)], timeout=120)

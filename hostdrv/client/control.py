@@ -22,7 +22,6 @@ from hostdrv.client.transport import (
 from hostdrv.errors import NetrlError, RegisterError
 from hostdrv.wire import consts as C
 from hostdrv.wire import regmap
-from hostdrv.wire.control import job_key_id
 from hostdrv.wire.net import int_to_ip, ip_to_int, parse_hostport
 from hostdrv.wire.protocol import MAX_MEMBERS, VERSION
 from hostdrv.wire.ratelimit import RateLimiterConfig, RateLimiterState
@@ -107,12 +106,11 @@ class SwitchControl:
     job:
         The job whose page the job registers are read and written in (``AGG_*``, the
         member table, ``RPL_*``, ``JOB_*``, the counters; ``docs/protocol.md`` section
-        11); global registers are page 0's whatever it is. ``None``: job 0, signed with
-        the admin key. Given, requests are signed with job ``job``'s key id (``job + 1``)
-        unless ``key_id`` says otherwise: pass that job's key file (``--job-key J:FILE``).
+        11); global registers are page 0's whatever it is. ``None``: job 0.
     key_id:
-        Byte 5 of the signed requests: 0 for the admin key (``--control-key``; an admin
-        working in job ``job``'s page), j + 1 for job j's key. Default: as ``job`` says.
+        Byte 5 of the signed requests: which key ``key_file`` holds. 0 (the default): the
+        admin key (``--control-key``), whatever page ``job`` addresses; j + 1
+        (:func:`~hostdrv.wire.control.job_key_id`) for job j's key (``--job-key J:FILE``).
 
     Examples
     --------
@@ -133,7 +131,7 @@ class SwitchControl:
         self.url = url
         self.job = 0 if job is None else job
         """The job (register page) job registers are addressed in."""
-        self.key_id = key_id if key_id is not None else (0 if job is None else job_key_id(job))
+        self.key_id = 0 if key_id is None else key_id
         """Byte 5 of the signed requests: 0 the admin key, j + 1 job j's."""
         options: dict[str, object] = {}
         if key_file is not None:

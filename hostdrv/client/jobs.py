@@ -311,7 +311,7 @@ def release(ctl: SwitchControl, job: int) -> None:
 def renew(ctl: SwitchControl, job: int, lease_s: float) -> int:
     """Move job ``job``'s lease to ``lease_s`` seconds from now; returns ``JOB_LEASE``.
 
-    Works with the job's own key (``SwitchControl(url, key_file=..., job=job)``): its
+    Works with the job's own key (``SwitchControl(url, key_file=..., job=job, key_id=job + 1)``): its
     clients call it while they run."""
     lease = int(time.time() + lease_s)
     ctl.write("JOB_LEASE", lease, job=job)

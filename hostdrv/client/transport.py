@@ -139,7 +139,7 @@ class ControlForbiddenError(RegisterError):
     member table, ``RPL_*`` and ``JOB_LEASE``); nothing changed. ``field`` names the
     register (``NAME@j`` in job j's page)."""
 
-    hint = ("; a job's key (SwitchControl(url, key_file=..., job=J)) writes only job J's "
+    hint = ("; a job's key (SwitchControl(url, key_file=..., job=J, key_id=J + 1)) writes only job J's "
             "non-admin job registers: the global and admin registers (JOB_ENABLE, JOB_ID, "
             "JOB_SLOT_*, JOB_RPL_*) take the admin key (--control-key)")
 

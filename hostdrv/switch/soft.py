@@ -111,7 +111,7 @@ Command line
     (``docs/protocol.md`` section 11).
 ``--job-key J:FILE``
     Job J's key (repeatable, needs ``--control-key``): a request signed with it
-    (key id J + 1, ``SwitchControl(url, key_file=FILE, job=J)``) reads any register
+    (key id J + 1, ``SwitchControl(url, key_file=FILE, job=J, key_id=J + 1)``) reads any register
     and writes only job J's job registers that are not *admin*; any other write is
     refused with status 6 (forbidden) and counted in ``SRV_CTRL_REFUSED``.
 ``--engine native|model``
