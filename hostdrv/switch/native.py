@@ -17,8 +17,8 @@ import sys
 
 import numpy as np
 
-from hostdrv.errors import UnknownRegisterError
 from hostdrv.switch.reference import Egress, check_params, check_src_port
+from hostdrv.switch.reference.jobs import resolve
 from hostdrv.wire import consts, regmap
 
 try:
@@ -85,19 +85,7 @@ class NativeSwitchModel:
         ValueError
             A page address with a ``job`` other than 0.
         """
-        if isinstance(reg, str):
-            r, j = regmap.lookup(reg), job
-        else:
-            j, found = regmap.split(reg)
-            if found is None:
-                raise UnknownRegisterError(reg)
-            if job:
-                raise ValueError(f"address {reg:#x} names its job ({j}): pass job=0")
-            r = found
-        if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < self.jobs:
-            raise UnknownRegisterError(f"{r.name} of job {j!r} (JOBS = {self.jobs})")
-        if j and not r.job:
-            raise UnknownRegisterError(f"{r.name} of job {j} (a global register: page 0 only)")
+        j, r = resolve(reg, job, self.jobs)
         return r, j * regmap.JOB_PAGE + r.addr
 
     def read(self, reg: str | int, job: int = 0) -> int:

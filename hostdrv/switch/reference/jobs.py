@@ -12,18 +12,48 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from hostdrv.errors import UnknownRegisterError
 from hostdrv.switch.reference.replay import ReplayTable
+from hostdrv.wire import regmap
 from hostdrv.wire.ratelimit import RateLimiter, RateLimiterConfig
 from hostdrv.wire.regrules import FIXED_SHARE
 from hostdrv.wire.sampler import XorShift32
 
-__all__ = ["FIXED_SHARE", "ID_OR_SHARE", "TABLE_SHAPE", "Page", "share_refusal", "slot_range",
-           "table_range"]
+__all__ = ["FIXED_SHARE", "ID_OR_SHARE", "TABLE_SHAPE", "Page", "resolve", "share_refusal",
+           "slot_range", "table_range"]
 
 TABLE_SHAPE = frozenset(["JOB_RPL_BASE", "JOB_RPL_CAP", "JOB_RPL_RECORD"])
 """Job registers whose write empties the job's table (it is carved anew)."""
 ID_OR_SHARE = frozenset(["JOB_ID", "JOB_SLOT_BASE", "JOB_SLOT_COUNT", "JOB_RPL_BASE", "JOB_RPL_CAP"])
 """Job registers an enabled job's write of must not collide with another enabled job."""
+
+
+def resolve(reg: str | int, job: int, jobs: int) -> tuple[int, regmap.Register]:
+    """``(job, register)`` of a register name and ``job``, or of a page address (``job``
+    must then be 0: the address names its job), on a switch of ``jobs`` jobs.
+
+    Raises
+    ------
+    UnknownRegisterError
+        No such register on this switch (a job at or above ``jobs``, a global register
+        outside page 0).
+    ValueError
+        A page address with a ``job`` other than 0.
+    """
+    if isinstance(reg, str):
+        r, j = regmap.lookup(reg), job
+    else:
+        j, found = regmap.split(reg)
+        if found is None:
+            raise UnknownRegisterError(reg)
+        if job:
+            raise ValueError(f"address {reg:#x} names its job ({j}): pass job=0")
+        r = found
+    if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < jobs:
+        raise UnknownRegisterError(f"{r.name} of job {j!r} (JOBS = {jobs})")
+    if j and not r.job:
+        raise UnknownRegisterError(f"{r.name} of job {j} (a global register: page 0 only)")
+    return j, r
 
 
 class Page:

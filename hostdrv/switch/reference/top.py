@@ -25,10 +25,9 @@ import struct
 
 import numpy as np
 
-from hostdrv.errors import UnknownRegisterError
 from hostdrv.switch.reference.agg import _INT32, _M_PORT, AGG_CONFIG, AggregationBlock, _Copy
 from hostdrv.switch.reference.frames import M32, Egress, Rx, check_params, check_src_port
-from hostdrv.switch.reference.jobs import TABLE_SHAPE, Page, share_refusal, slot_range
+from hostdrv.switch.reference.jobs import TABLE_SHAPE, Page, resolve, share_refusal, slot_range
 from hostdrv.switch.reference.l2 import L2Table
 from hostdrv.switch.reference.replay import ReplayBlock
 from hostdrv.wire import consts as C
@@ -170,20 +169,7 @@ class SwitchModel(AggregationBlock, ReplayBlock):
 
     def _resolve(self, reg: str | int, job: int) -> tuple[int, regmap.Register]:
         """``(job, register)`` of a name and ``job``, or of a page address (``job`` 0)."""
-        if isinstance(reg, str):
-            r, j = regmap.lookup(reg), job
-        else:
-            j, found = regmap.split(reg)
-            if found is None:
-                raise UnknownRegisterError(reg)
-            if job:
-                raise ValueError(f"address {reg:#x} names its job ({j}): pass job=0")
-            r = found
-        if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < len(self._pages):
-            raise UnknownRegisterError(f"{r.name} of job {j!r} (JOBS = {len(self._pages)})")
-        if j and not r.job:
-            raise UnknownRegisterError(f"{r.name} of job {j} (a global register: page 0 only)")
-        return j, r
+        return resolve(reg, job, len(self._pages))
 
     # -- registers -----------------------------------------------------------
     def read(self, reg: str | int, job: int = 0) -> int:
