@@ -88,6 +88,9 @@ class FakeRwaxi:
         self.path.write_text(FAKE_RWAXI.format(python=sys.executable, state=str(self.state)))
         self.path.chmod(0o755)
         init = {"MAGIC": 0x4E524C31, "VERSION": 0x10000, "BUILD_HASH": 0xB0A4D}
+        # a board serves one job (JOBS = 1): its job table reads the reset share
+        init.update({n: regmap.REGISTERS[n].reset for n in (
+            "JOBS", "JOB_ENABLE", "JOB_SLOT_COUNT", "JOB_RPL_CAP", "JOB_RPL_RECORD")})
         init.update(regs or {})
         self.save({"regs": {self.key(n): v for n, v in init.items()}, "fail": [], "log": []})
 

@@ -154,3 +154,36 @@ def test_host_fallback_on_gloo_when_no_parameter_server(monkeypatch: pytest.Monk
         assert job.host == "gloo" and job.why
         assert stats == {"host_fallback": 2}
     assert sum("aggregates on the hosts, on gloo" in m for m in caplog.messages) == 2
+
+
+def test_world_group_adopts_job_0_at_its_reset_share_and_gives_it_back() -> None:
+    """A launcher's replay table and replay members in job 0 survive the world group's
+    admission (it adopts job 0, narrowed to its share, with a lease); its release restores
+    the reset share; a subgroup on a reset-share switch disables job 0 and admits it afresh."""
+    from hostdrv.client.control import SwitchControl
+    from hostdrv.client.jobs import jobs_table
+    from hostdrv.client.torch_jobs import JobLease, at_reset_share, claim, default_share
+    from hostdrv.switch.soft import SoftSwitch
+
+    with SoftSwitch("127.0.0.1:0", jobs=4) as sw, SwitchControl(sw.url) as ctl:
+        max_slots = ctl.read("AGG_MAX_SLOTS")
+        before = jobs_table(ctl)
+        assert at_reset_share(before, max_slots)
+        ctl.set_member(5, port=1 << 5, ip="127.0.0.1", udp=4000, role=2)
+        job = claim(ctl, members=4, slots=None, packet_elems=None, lease_s=60.0, world=True)
+        after = jobs_table(ctl)
+        assert (job.page, job.adopted, job.why) == (0, True, None)
+        assert job.slots == after[0].slot_count == default_share(max_slots, 4)
+        assert after[0].lease > 0 and after[0].enabled
+        assert (after[0].table_base, after[0].table_records) == \
+            (before[0].table_base, before[0].table_records)
+        assert ctl.member(5)["udp"] == 4000
+        lease = JobLease(sw.url, job, 60.0)
+        lease.release(torch.distributed.HashStore(), 5.0)
+        assert jobs_table(ctl) == before
+        sub = claim(ctl, members=2, slots=None, packet_elems=None, lease_s=60.0, world=False)
+        rows = jobs_table(ctl)
+        # job 0 was disabled (its table emptied) and admitted afresh: slots only, a lease
+        assert (sub.page, sub.adopted) == (0, False)
+        assert rows[0].enabled and rows[0].lease > 0 and rows[0].table_records == 0
+        assert rows[0].slot_count == default_share(max_slots, 4)

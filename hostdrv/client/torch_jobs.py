@@ -11,7 +11,11 @@ A switch serves ``JOBS`` jobs at once, each in a register page with its own slot
   lease of ``lease_s``): its share is ``NetrlOptions.slots`` slots, by default
   ``AGG_MAX_SLOTS // JOBS`` (:func:`default_share`), so the world group leaves slots for
   later groups. A switch still at its reset share (job 0 enabled alone, owning every slot,
-  no lease: nobody admitted it) is taken as unclaimed: job 0 is disabled first;
+  no lease: nobody admitted it) is taken as unclaimed: the world group adopts job 0 (its
+  slots narrowed to the share, a lease set; what others configured in it, such as the
+  replay table and members a launcher set up there, stays), a subgroup disables it first.
+  Releasing an adopted job 0 gives the switch back its reset share when no other job is
+  enabled;
 * it configures aggregation on that page (members = the group size, slots = the grant)
   and publishes a :class:`GroupJob` (URL, page, ``JOB_ID``) in the group's store; every
   rank builds its :class:`~hostdrv.Aggregator` with ``page=``;
@@ -43,7 +47,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from hostdrv.client.control import SwitchControl
-from hostdrv.client.jobs import admit, jobs_table, reclaim_expired, release, renew
+from hostdrv.client.jobs import admit, jobs_table, reclaim_expired, release, renew, shrink
 from hostdrv.client.torch_worker import _live
 from hostdrv.client.transport import switch_address
 from hostdrv.wire.protocol import MAX_MEMBERS
@@ -78,6 +82,9 @@ class GroupJob:
         The parameter server's (host, port).
     why:
         Why the group aggregates on the hosts.
+    adopted:
+        The job is job 0 of a switch found at its reset share (:func:`claim`): released,
+        it goes back to that share.
     """
 
     url: str | None
@@ -87,6 +94,7 @@ class GroupJob:
     host: str | None = None
     ps: tuple[str, int] | None = None
     why: str | None = None
+    adopted: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -168,6 +176,13 @@ def _enabled(rows: list[Any]) -> str:
                      for r in rows if r.enabled) or "none"
 
 
+def at_reset_share(rows: list[Any], max_slots: int) -> bool:
+    """Whether the switch is at its reset share: job 0 enabled alone, with every slot and
+    no lease (nobody admitted it)."""
+    return bool(rows[0].enabled and rows[0].lease == 0 and rows[0].slot_count == max_slots
+                and not any(r.enabled for r in rows[1:]))
+
+
 def claim(ctl: SwitchControl, *, members: int, slots: int | None, packet_elems: int | None,
           lease_s: float, world: bool) -> GroupJob:
     """Admit and configure a job for a group of ``members`` ranks (call under
@@ -191,8 +206,14 @@ def claim(ctl: SwitchControl, *, members: int, slots: int | None, packet_elems: 
         return GroupJob(url, 0, ctl.read("JOB_ID"), min(slots or max_slots, max_slots))
     reclaim_expired(ctl)
     rows = jobs_table(ctl)
-    if rows[0].enabled and rows[0].lease == 0 and rows[0].slot_count == max_slots \
-            and not any(r.enabled for r in rows[1:]):
+    if at_reset_share(rows, max_slots):
+        if world:  # adopt job 0: keep its table and members, narrow its slots to the share
+            share = min(slots or default_share(max_slots, jobs), max_slots)
+            shrink(ctl, 0, slots=share)
+            renew(ctl, 0, lease_s)
+            ctl.configure_aggregation(members=members, slots=share, packet_elems=elems,
+                                      dtype="fp32", mode="sync")
+            return GroupJob(url, 0, ctl.read("JOB_ID"), share, adopted=True)
         release(ctl, 0)  # the reset share: nobody admitted job 0
         rows = jobs_table(ctl)
     free = [r.job for r in rows if not r.enabled]
@@ -249,8 +270,15 @@ class JobLease:
             self._ctl.close()
 
     def _release_if_ours(self, page: int) -> None:
-        if self._ctl.read("JOB_ID", job=page) == self.job.job_id:
-            release(self._ctl, page)
+        if self._ctl.read("JOB_ID", job=page) != self.job.job_id:
+            return
+        rows = jobs_table(self._ctl)
+        if self.job.adopted and not any(r.enabled for r in rows[1:]):
+            # back to the reset share: every slot, no lease (the table was never touched)
+            self._ctl.write("JOB_SLOT_COUNT", self._ctl.read("AGG_MAX_SLOTS"), job=page)
+            self._ctl.write("JOB_LEASE", 0, job=page)
+            return
+        release(self._ctl, page)
 
 
 # -- the host fallback -------------------------------------------------------------------
@@ -381,6 +409,6 @@ def connect(group: Any, job_key: str) -> None:
                 rank, size, path, job.url, job.why)
 
 
-__all__ = ["ADMISSION_KEY", "DEFAULT_LEASE", "GroupJob", "HostSum", "JobLease",
+__all__ = ["ADMISSION_KEY", "at_reset_share", "DEFAULT_LEASE", "GroupJob", "HostSum", "JobLease",
            "admission_lock", "claim", "connect", "default_share", "join_host", "root_store",
            "start_server", "world_switch"]
