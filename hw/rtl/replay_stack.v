@@ -50,11 +50,12 @@ THE SOFTWARE.
  * response queue entry at once (one per clock). One with stk = k (2..8)
  * walks its chain from the sampled record x: read x's words, then each
  * predecessor's, stopping at the first that is not valid (prev none, or
- * another owner, or wseq not one less) or after k - 1 steps; three clocks
- * a read (registered address, registered read, output register). Then its
- * k entries go out oldest first, one per clock: position j < lo (older
- * than the oldest valid one) with brk set. So a sample of depth k takes at
- * most 3k + k + 1 clocks here, while the responder takes
+ * another owner, or wseq not one less) or after k - 1 steps; four clocks
+ * a read (registered address, registered read, output register, registered
+ * predecessor test). Then its k entries go out oldest first, one per clock:
+ * position j < lo (older than the oldest valid one) with brk set. So a
+ * sample of depth k takes at most 4k + k + 1 clocks here, while the
+ * responder takes
  * k * (128 + R) / W (W the bus bytes, at least 6k on a 256-bit bus): the
  * walk keeps up with the stream at a 256-bit bus. smp_done pulses with a
  * sample's last entry.
@@ -250,7 +251,8 @@ localparam [1:0]
     W_EMIT = 2'd2;
 
 reg [1:0] w_state_reg;
-reg [1:0] rd_wait_reg;           // clocks until rdo_reg holds the word read
+reg [1:0] rd_wait_reg;           // clocks until rdo_reg holds the word read and
+                                 // pred_eq_reg its comparison (3 after a read starts)
 reg first_reg;                   // the word read is the sampled record's
 reg [2:0] j_reg;                 // the position the next valid predecessor fills
 reg [2:0] lo_reg;                // the oldest valid position
@@ -271,9 +273,14 @@ wire [2:0] k_m1 = h_stk[2:0] - 3'd1;  // k - 1 (k = 8: 7)
 // the head leaves with its entry (not stacked) or with its last one
 assign q_pop = w_state_reg == W_IDLE ? q_valid && h_stk == 4'd0 :
                w_state_reg == W_EMIT && e_reg == k_m1;
-wire pred_ok = !first_reg && rd_owner == own_reg && rd_wseq == sm1_reg;
+// the predecessor test, registered (its 32-bit compare fanned out into the chain
+// write and the entry made the engine's second worst path): a clock after the
+// word arrived in rdo_reg, which holds it while rd_wait_reg counts down
+reg pred_eq_reg;
+wire pred_ok = !first_reg && pred_eq_reg;
 
 always @(posedge clk) begin
+    pred_eq_reg <= rd_owner == own_reg && rd_wseq == sm1_reg;
     out_v_reg <= 1'b0;
     out_done_reg <= 1'b0;
     if (rd_wait_reg != 2'd0) begin
@@ -288,7 +295,7 @@ always @(posedge clk) begin
                     out_reg <= {1'b0, h_last, h_tag, 8'd0, h_i, h_index, h_prio};
                 end else begin
                     ra_reg <= h_index;
-                    rd_wait_reg <= 2'd2;
+                    rd_wait_reg <= 2'd3;
                     first_reg <= 1'b1;
                     chain_reg[k_m1] <= h_index;
                     lo_reg <= k_m1;
@@ -309,7 +316,7 @@ always @(posedge clk) begin
                     own_reg <= rd_owner;
                     sm1_reg <= rd_wseq - 32'd1;
                     ra_reg <= rd_prev;
-                    rd_wait_reg <= 2'd2;
+                    rd_wait_reg <= 2'd3;
                     // the stack is full, or the chain ends here
                     if ((!first_reg && j_reg == 3'd0) || rd_none) begin
                         e_reg <= 3'd0;

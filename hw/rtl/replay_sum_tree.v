@@ -63,7 +63,8 @@ THE SOFTWARE.
  * of its index. The result is the leaf index, the leaf priority and the
  * query's side band, 5 log2(C) + 1 clocks after the query.
  *
- * Updates and queries must not be in flight together (upd_busy, q_busy):
+ * Updates and queries must not be in flight together (upd_busy, q_busy, the
+ * latter registered: it falls a clock after the last query left):
  * the replay engine drains one before it starts the other, which is how
  * requests take effect in arrival order. clear_start zeroes every node in
  * CAPACITY/2 clocks (clearing is high meanwhile); it also runs after reset.
@@ -292,9 +293,21 @@ assign bus_uni[0] = q_uni_reg;
 assign bus_idx[0 +: LEVELS] = q_idx_reg;
 assign bus_user[0 +: USER_WIDTH] = q_user_reg;
 
-// per-stage B and C valid bits, for q_busy
+// per-stage B and C valid bits, for q_busy. q_busy is registered (the wide OR
+// and the executor's wait conditions behind it made the engine's worst path):
+// q_busy_reg holds whether a query was in a stage or entering (q_valid) in the
+// clock before, so it is high in every clock a query is in the pipeline and
+// falls one clock after the last one left (a wait for it lasts a clock longer)
 wire [LEVELS-1:0] stage_busy;
-assign q_busy = (|bus_v) | (|stage_busy);
+reg q_busy_reg;
+assign q_busy = q_busy_reg;
+
+always @(posedge clk) begin
+    q_busy_reg <= q_valid | (|bus_v) | (|stage_busy);
+    if (rst) begin
+        q_busy_reg <= 1'b0;
+    end
+end
 
 // ---------------------------------------------------------------------------
 // internal levels e = 1 .. LEVELS-1, each with the descent stage d = e-1 that
