@@ -13,11 +13,13 @@ merges the files and writes the report.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from hostdrv.switch.rtl_tools import read_filelist, setup_verilator_env  # noqa: F401 - re-exported
 
@@ -98,6 +100,34 @@ def run_cocotb(
             cov_dir.mkdir(parents=True, exist_ok=True)
             dat = cov_dir / f"{toplevel}_{tag}_{uuid.uuid4().hex[:8]}.dat"
             plusargs.append(f"+verilator+coverage+file+{dat}")
+    # two tests of one build (two xdist workers) build it one at a time: the second
+    # finds it up to date; each run writes its results to a file of its own
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with open(build_dir / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _build(runner, sources, includes, toplevel, params, build_args, build_dir)
+    results = runner.test(
+        hdl_toplevel=toplevel,
+        test_module=test_module,
+        parameters=params,
+        build_dir=build_dir,
+        test_dir=build_dir,
+        results_xml=str(build_dir / f"results_{os.getpid()}_{uuid.uuid4().hex[:8]}.xml"),
+        extra_env=dict(extra_env or {}),
+        testcase=testcase,
+        plusargs=plusargs,
+        waves=os.environ.get("WAVES") == "1",
+    )
+    try:
+        total, failed = get_results(results)
+    finally:
+        Path(results).unlink(missing_ok=True)
+    assert total > 0, f"no cocotb test ran for {toplevel} on {sim}"
+    assert failed == 0, f"{failed} of {total} cocotb tests failed for {toplevel} on {sim} ({build_dir})"
+
+
+def _build(runner: Any, sources: Sequence[Path], includes: Sequence[Path], toplevel: str,
+           params: dict[str, object], build_args: list[str], build_dir: Path) -> None:
     runner.build(
         sources=[str(s) for s in sources],
         includes=[str(i) for i in (list(includes) or [RTL])],
@@ -109,17 +139,3 @@ def run_cocotb(
         waves=os.environ.get("WAVES") == "1",
         always=False,
     )
-    results = runner.test(
-        hdl_toplevel=toplevel,
-        test_module=test_module,
-        parameters=params,
-        build_dir=build_dir,
-        test_dir=build_dir,
-        extra_env=dict(extra_env or {}),
-        testcase=testcase,
-        plusargs=plusargs,
-        waves=os.environ.get("WAVES") == "1",
-    )
-    total, failed = get_results(results)
-    assert total > 0, f"no cocotb test ran for {toplevel} on {sim}"
-    assert failed == 0, f"{failed} of {total} cocotb tests failed for {toplevel} on {sim} ({build_dir})"
