@@ -19,7 +19,9 @@ The other parameter sets (wider packets, other replay memories: a build each)
 and every set on Icarus (about 12 times slower) run with the slow tests.
 ``NRL_CONF_SCALE`` = *n* plays *n* seeds of every vector (1 by default).
 ``test_a_difference_is_caught`` checks the harness itself: a frame cut short on
-its way to the RTL must fail naming its operation.
+its way to the RTL must fail naming its operation; ``test_a_count_the_model_does_not_make_is_caught``
+checks the counter reads between full reads (a count only the RTL makes is caught by the next
+full read, at most ``FULL_READ_EVERY`` operations later).
 
 The RTL plays the vectors its capabilities cover (:data:`hostdrv.switch.conformance.RTL`):
 since issue 26 every vector, the stacked samples (``stacked_*``, in the default parameter set)
@@ -41,7 +43,14 @@ from toolcheck import require_simulator
 
 from hostdrv.switch import conformance as K
 from sim.common.runner import RTL, read_filelist, run_cocotb
-from sim.conformance import CORRUPT_ENV, RESULTS_ENV, VECTORS_ENV, build_tag, rtl_parameters
+from sim.conformance import (
+    CORRUPT_ENV,
+    EXTRA_ENV,
+    RESULTS_ENV,
+    VECTORS_ENV,
+    build_tag,
+    rtl_parameters,
+)
 
 
 def _groups(vectors: list[K.Vector]) -> dict[str, list[K.Vector]]:
@@ -153,3 +162,33 @@ def test_a_difference_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
                               {CORRUPT_ENV: str(i)})
     assert failure
     assert str(outcomes[v.name]["diff"]).startswith(f"{v.name} op {i} "), outcomes[v.name]
+
+
+def test_a_count_the_model_does_not_make_is_caught(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between full reads the harness reads the counters the model changes: a count only the
+    RTL makes is caught by the next full read, which names its operation. The RTL alone
+    gets one more frame, a replay frame cut by 4 bytes, amid an async vector's gradients:
+    no frame comes out and it counts two counters the model leaves alone until then."""
+    from hostdrv.switch.reference import SwitchModel
+    from sim.conformance.test_conformance_rtl import FULL_READ_EVERY
+    v = next(v for v in GROUPS[DEFAULT_GROUP] if v.name.startswith("async"))
+    rpl = next(v for v in GROUPS[DEFAULT_GROUP] if v.name.startswith("replay"))
+    port, frame = next((op[1], op[2][:-4]) for op in rpl.ops if op[0] == "frame")
+    i = next(i for i, op in enumerate(v.ops) if i % FULL_READ_EVERY == 1
+             and all(o[0] == "frame" for o in v.ops[i:i + FULL_READ_EVERY]))
+    trace = K.run(v, SwitchModel(**v.params))
+    more = K.run(K.Vector(v.name, v.params, [*v.ops[:i + 1], ("frame", port, frame)]),
+                 SwitchModel(**v.params))
+    counted = {n for n, c in more.counters[-1].items() if c != trace.counters[i][n]}
+    touched = {n for j in range(i, i + FULL_READ_EVERY - 1)
+               for n, c in trace.counters[j].items() if c != trace.counters[j - 1][n]}
+    assert more.results[-1] == [] and counted and not counted & touched, (counted, touched)
+    short = K.Vector(v.name, v.params, v.ops[:i + 2 * FULL_READ_EVERY])
+    outcomes, failure = _play("verilator", [short], tmp_path, monkeypatch,
+                              {EXTRA_ENV: f"{i}:{port}:{frame.hex()}"})
+    assert failure
+    diff = str(outcomes[v.name]["diff"])
+    at = i + FULL_READ_EVERY - 1
+    assert diff.startswith(f"{v.name} op {at} ") and "counters" in diff, (at, diff)
+

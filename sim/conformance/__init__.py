@@ -18,6 +18,10 @@ CORRUPT_ENV = "NRL_CONF_CORRUPT"
 """Environment variable (the harness's self-check): the index of a frame operation whose
 frame reaches the RTL cut to its first 20 bytes (the model gets it whole)."""
 
+EXTRA_ENV = "NRL_CONF_EXTRA"
+"""Environment variable (the harness's check of its counter reads): ``i:port:hex``, one more
+frame (``hex``, from ``port``) the RTL alone gets after frame operation ``i``."""
+
 DATA_WIDTH = 256
 """The SUME bus width the suite runs on."""
 

@@ -11,7 +11,11 @@ cocotb test: a reset switch, then the vector's operations in order, one at a tim
   have passed) and neither stream has moved for a quiet window (96 clocks + 3 per
   bit of a replay index, as ``hostdrv.switch.rtl``). Each frame that left
   in the meantime is taken with its bytes (``tkeep`` of the last beat) and its
-  egress bitmap (TUSER[31:24]); TUSER[15:0] must be its length.
+  egress bitmap (TUSER[31:24]); TUSER[15:0] must be its length. Once the frames the
+  model expects have left, the rest of the quiet window is one wait for a timer or a
+  rise of ``m_axis_tvalid``, whichever comes first (not a Python step per clock): a
+  rise means a frame the model does not send, and the clock-by-clock watch resumes
+  and takes it.
 * ``write``: the hardware checks only ``MEMBER_PORT_i`` and ``AGG_UPLINK_PORT``
   (0 or one-hot, else SLVERR and the value kept; docs/registers.md) and the job
   table's admin registers (``JOB_ID`` beyond its width; ``JOB_ENABLE``,
@@ -27,10 +31,17 @@ cocotb test: a reset switch, then the vector's operations in order, one at a tim
   must answer OKAY.
 * ``read``: an AXI4-Lite read (OKAY) of the address.
 
-After every operation, once the switch is idle, every ``CNT_*`` register is read
-over AXI4-Lite (about 26 reads of 4 clocks each: affordable, so the counters are
-compared after every operation, not only at frame bursts); after the last one,
-every register of the map. After ``RPL_RESET`` (and reset) the clocks of the
+After every operation, once the switch is idle, ``CNT_*`` registers are read
+over AXI4-Lite (4 to 5 clocks a read) and compared with the model's: the counters
+the model changed at that operation after every operation, and all 29 after every
+``FULL_READ_EVERY`` th operation, after every register write or read operation and
+after the last one. The counters only count up between writes, so a count the RTL
+changes and the model does not is caught at the next full read, at most
+``FULL_READ_EVERY`` operations later (the difference then names that operation);
+a counter not read at an operation is taken to be unchanged. A count read below
+the model's is read again every ``COUNT_POLL`` clocks, up to ``OUTPUT_TIMEOUT``
+(a priority update's entries are judged one by one after its frame has gone
+quiet on the streams). After the last operation, every register of the map is read. After ``RPL_RESET`` (and reset) the clocks of the
 replay sum tree's clearing sweep (capacity / 2 + 64) pass before the next
 operation, as on ``hostdrv.switch.rtl``.
 
@@ -44,7 +55,9 @@ the first difference, which names the operation. Each test writes its outcome to
 operations played and left out, the writes driven and refused on each side, the
 clocks and seconds) for the pytest side to report. With ``$NRL_CONF_CORRUPT`` = *i*
 the frame of operation *i* reaches the RTL cut to 20 bytes: the harness's check
-that a difference is caught and named (at operation *i*).
+that a difference is caught and named (at operation *i*). With ``$NRL_CONF_EXTRA`` =
+``i:port:hex`` the RTL alone gets one more frame after operation *i*: the check that a
+count the model does not make is caught by the next full read of the counters.
 """
 
 from __future__ import annotations
@@ -52,18 +65,20 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import cocotb
 from cocotb.handle import HierarchyObject
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import First, RisingEdge, Timer
+from cocotb.utils import get_sim_time
 
 from hostdrv.switch import conformance as K
 from hostdrv.switch.reference import SwitchModel
 from hostdrv.wire import regmap
 from sim.common.tb import ClockReset, frame_beats
-from sim.conformance import CORRUPT_ENV, RESULTS_ENV, VECTORS_ENV
+from sim.conformance import CORRUPT_ENV, EXTRA_ENV, RESULTS_ENV, VECTORS_ENV
 
 CLK_PERIOD_NS = 5
 """200 MHz, the SUME datapath clock."""
@@ -75,6 +90,13 @@ the job table's admin registers (JOB_ID, JOB_ENABLE, JOB_SLOT_*, JOB_RPL_*)."""
 
 OUTPUT_TIMEOUT = 20000
 """Clocks an operation may take to emit the frames the model expects."""
+
+COUNT_POLL = 32
+"""Clocks between two reads of a counter that has not reached the model's count yet."""
+
+FULL_READ_EVERY = 8
+"""Every counter is read after every this many operations (and after every register
+operation and the last one); in between, the counters the model changed."""
 
 _INPUTS = ("s_axis_tvalid", "s_axis_tdata", "s_axis_tkeep", "s_axis_tlast", "s_axis_tuser",
            "m_axis_tready", "s_axil_awvalid", "s_axil_awaddr", "s_axil_awprot", "s_axil_wvalid",
@@ -165,10 +187,34 @@ class Rtl(ClockReset):
         start = self.clock
         while True:
             await self.tick()
-            if self.quiet >= self.window and not self.cur and (
+            if self.cur:
+                continue
+            if len(self.out) >= expect and 0 < self.quiet < self.window:
+                await self.wait_quiet()
+            if self.quiet >= self.window and (
                     len(self.out) >= expect or self.clock - start > OUTPUT_TIMEOUT):
                 break
         return self.take()
+
+    async def wait_quiet(self) -> None:
+        """The rest of the quiet window (see :meth:`watch`)."""
+        await self.watch(self.window - self.quiet)
+
+    async def watch(self, clocks: int) -> None:
+        """Up to ``clocks`` clocks as one wait: a timer, or ``m_axis_tvalid`` rising
+        first. Called right after a clock at which no beat left (``quiet`` > 0: a valid that
+        stays high past a beat has no rise to wait for); after a rise (or a valid raised at
+        that clock) the clock-by-clock watch takes over again."""
+        tvalid = self.dut.m_axis_tvalid
+        t0 = get_sim_time("ns")
+        await First(Timer(clocks * CLK_PERIOD_NS, "ns"), RisingEdge(tvalid))
+        clocks = round((get_sim_time("ns") - t0) / CLK_PERIOD_NS)
+        self.clock += clocks
+        v = tvalid.value
+        if v.is_resolvable and int(v):
+            self.quiet = 0  # a beat is presented: tick() takes it at the next clock
+        else:
+            self.quiet += clocks
 
     async def write(self, addr: int, value: int) -> int:
         """An AXI4-Lite write of a whole word; its BRESP."""
@@ -217,8 +263,24 @@ class Rtl(ClockReset):
             self.errors.append(f"read of {addr:#05x} answered RRESP={resp}")
         return data
 
-    async def counters(self) -> dict[str, int]:
-        return {name: await self.read(regmap.REGISTERS[name].addr) for name in regmap.COUNTERS}
+    async def counters(self, want: dict[str, int],
+                       names: Iterable[str] = regmap.COUNTERS) -> dict[str, int]:
+        """The counters ``names``; those that differ from ``want`` are read again every
+        ``COUNT_POLL`` clocks until they agree or ``OUTPUT_TIMEOUT`` clocks have passed (an
+        operation's last counts can land after the streams went quiet: a priority update's
+        entries are judged one by one after its frame)."""
+        got = {name: await self.read(regmap.REGISTERS[name].addr) for name in names}
+        start = self.clock
+        while self.clock - start < OUTPUT_TIMEOUT:
+            late = [n for n, c in got.items() if c != want[n]]
+            if not late:
+                break
+            if self.quiet:
+                await self.watch(COUNT_POLL)
+            else:
+                await self.tick()
+            got.update({n: await self.read(regmap.REGISTERS[n].addr) for n in late})
+        return got
 
 
 def _prefix(vector: K.Vector, trace: K.Trace, n: int) -> tuple[K.Vector, K.Trace]:
@@ -238,11 +300,14 @@ async def play(dut: HierarchyObject, path: str) -> dict[str, Any]:
     stats = {"driven_okay": 0, "driven_slverr": 0, "refused_by_host": 0}
     diff = ""
     corrupt = int(os.environ.get(CORRUPT_ENV, "-1"))
+    extra_at, extra_port, extra = (os.environ.get(EXTRA_ENV) or "-1:0:").split(":")
     for i, op in enumerate(vector.ops):
         expected = want.results[i]
         if op[0] == "frame":
             data = op[2][:20] if i == corrupt else op[2]
             got.results.append(await rtl.frame(data, op[1], len(expected)))
+            if i == int(extra_at):  # the RTL alone gets one more frame: see EXTRA_ENV
+                got.results[-1] += await rtl.frame(bytes.fromhex(extra), int(extra_port), 0)
         elif op[0] == "write":
             name = regmap.BY_ADDR[op[1]].name
             if expected and name not in HW_CHECKED:
@@ -259,7 +324,13 @@ async def play(dut: HierarchyObject, path: str) -> dict[str, Any]:
                     await rtl.idle(rtl.settle)
         else:
             got.results.append(await rtl.read(op[1]))
-        got.counters.append(await rtl.counters())
+        if op[0] != "frame" or i % FULL_READ_EVERY == 0 or i == len(vector.ops) - 1:
+            got.counters.append(await rtl.counters(want.counters[i]))
+        else:  # the counters the model changed; the others as they were (see the docstring)
+            before = want.counters[i - 1]
+            changed = [n for n, c in want.counters[i].items() if before[n] != c]
+            got.counters.append({**got.counters[-1],
+                                 **await rtl.counters(want.counters[i], changed)})
         if rtl.errors:
             diff = f"{vector.name} op {i} ({K.describe(op)}): {rtl.errors[0]}"
             break
