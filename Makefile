@@ -58,7 +58,7 @@ demo: setup
 	$(PY) -m netrl demo
 
 test: setup
-	$(PY) -m pytest -n $(JOBS) -q --durations=25
+	$(PY) -m pytest -n $(JOBS) -q --durations=60
 
 test-slow: setup
 	$(PY) -m pytest -n $(JOBS) -q -m slow

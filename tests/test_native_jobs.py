@@ -3,7 +3,8 @@
 Random interleaved traffic of several jobs, each with its own id, members, slot range and
 replay table (GRADIENT rounds, PUSH / SAMPLE_REQ / UPDATE, a member of job A sending with
 job B's id, the right id with the wrong member, ids no enabled job carries), and admin
-register writes (carving the job table, refused carvings, ``JOB_ENABLE`` toggles, per-page
+register writes (carving the job table, refused carvings, ``JOB_ENABLE`` toggles and its
+set / clear pair, ``JOB_OWNER`` claims, per-page
 replay and aggregation registers) run through :class:`SwitchModel` and
 :class:`NativeSwitchModel`: every emitted frame must agree byte for byte, every write's
 outcome (the refusal's words too), every page's counters after every operation and every
@@ -238,8 +239,14 @@ class Traffic:
         kind = rng.randrange(12)
         if kind == 0:  # a job leaves and comes back (its slots freed, its table emptied)
             k = rng.choice(sorted(self.jobs))
-            self.write("JOB_ENABLE", self.enabled & ~(1 << k))
-            self.write("JOB_ENABLE", self.enabled)
+            if rng.random() < 0.5:
+                self.write("JOB_ENABLE", self.enabled & ~(1 << k))
+                self.write("JOB_ENABLE", self.enabled)
+            else:  # the set / clear pair; a set of an enabled job is refused
+                self.write("JOB_ENABLE_CLR", 1 << k)
+                self.write("JOB_ENABLE_SET", self.enabled)
+                self.write("JOB_ENABLE_SET", 1 << k)
+                self.write("JOB_OWNER", rng.choice([0, 7, 9]), j)  # a claim: taken or refused
         elif kind == 1:
             self.write(rng.choice(["JOB_SLOT_BASE", "JOB_SLOT_COUNT"]), rng.randrange(17), j)
         elif kind == 2:
@@ -402,7 +409,8 @@ def test_one_job_fixed_table_agrees() -> None:
     t.jobs = {0: Job(0, 3)}
     for name, value in (("JOB_ENABLE", 1), ("JOB_SLOT_BASE", 0), ("JOB_SLOT_COUNT", 4),
                         ("JOB_RPL_BASE", 0), ("JOB_RPL_CAP", 64), ("JOB_RPL_RECORD", 128),
-                        ("JOB_LEASE", 12345), ("JOB_ID", 5), ("JOB_ID", 0)):
+                        ("JOB_LEASE", 12345), ("JOB_ID", 5), ("JOB_ID", 0), ("JOB_OWNER", 3),
+                        ("JOB_ENABLE_SET", 1), ("JOB_ENABLE_CLR", 1)):
         t.write(name, value)
     t.members(0, t.jobs[0])
     for _ in range(60):

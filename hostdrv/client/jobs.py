@@ -10,7 +10,7 @@ ordinary :class:`~hostdrv.client.control.SwitchControl`:
   they are not free it refuses naming what is taken, or, with ``best_effort``, grants
   the slots that are free (fewer, or none: the job's members then aggregate on the
   hosts, :mod:`hostdrv.peers.ps`);
-* :func:`release` disables a job (its slots and table are free again);
+* :func:`release` disables a job (its slots and table are free again) and frees its claim;
 * :func:`renew` moves a job's lease (``JOB_LEASE``) on; a job's own key may do it;
 * :func:`reclaim_expired` releases every enabled job whose lease has passed;
 * :func:`shrink` narrows an enabled job's share in place (an administrator shrinks a job
@@ -21,16 +21,26 @@ Writes are ordered so the switch never refuses one: a job is carved while disabl
 (its count and capacity first set to 0, then its bases, then its sizes) and enabled
 last, and the switch checks the enable against every enabled job. ``netrl jobs``
 (:mod:`hostdrv.client.jobs_cli`) runs these from the command line.
+
+Several allocators may admit on one switch at once (two programs sharing a switch): the
+switch's test-and-set registers keep them apart. :func:`admit` first claims the job's
+page (``JOB_OWNER``: a token is refused while another one is there), carves it, and
+enables it with ``JOB_ENABLE_SET`` (refused when the job is enabled already or now
+collides with a job another allocator enabled meanwhile: nothing changed, the claim is
+given back and :class:`AdmissionError` says why); :func:`release` clears its bit with
+``JOB_ENABLE_CLR``. No allocator rewrites ``JOB_ENABLE`` as a whole, so none clears
+another's bit.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from dataclasses import dataclass
 
 from hostdrv.client.control import SwitchControl
-from hostdrv.errors import NetrlError
+from hostdrv.errors import NetrlError, RegisterError
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +68,8 @@ class JobRow:
         ``JOB_RPL_BASE``, ``JOB_RPL_CAP``, ``JOB_RPL_RECORD``: its replay table.
     lease:
         ``JOB_LEASE``, Unix seconds (0: none).
+    owner:
+        ``JOB_OWNER``: the token of the allocator that claimed it (0: unclaimed).
     """
 
     job: int
@@ -69,6 +81,7 @@ class JobRow:
     table_records: int
     record_bytes: int
     lease: int
+    owner: int = 0
 
     @property
     def slots(self) -> range:
@@ -104,6 +117,8 @@ class Grant:
         Its replay table (``table_records`` 0: none).
     lease:
         ``JOB_LEASE`` written (0: none).
+    owner:
+        The ``JOB_OWNER`` token it holds the job with (give it to :func:`release`).
     """
 
     job: int
@@ -115,6 +130,7 @@ class Grant:
     table_records: int
     record_bytes: int
     lease: int
+    owner: int = 0
 
     @property
     def fallback(self) -> bool:
@@ -128,8 +144,24 @@ def jobs_table(ctl: SwitchControl) -> list[JobRow]:
     return [JobRow(j, bool(enabled >> j & 1), ctl.read("JOB_ID", job=j),
                    ctl.read("JOB_SLOT_BASE", job=j), ctl.read("JOB_SLOT_COUNT", job=j),
                    ctl.read("JOB_RPL_BASE", job=j), ctl.read("JOB_RPL_CAP", job=j),
-                   ctl.read("JOB_RPL_RECORD", job=j), ctl.read("JOB_LEASE", job=j))
+                   ctl.read("JOB_RPL_RECORD", job=j), ctl.read("JOB_LEASE", job=j),
+                   ctl.read("JOB_OWNER", job=j))
             for j in range(ctl.read("JOBS"))]
+
+
+def new_token() -> int:
+    """A fresh ``JOB_OWNER`` token: random, 32 bits, never 0."""
+    return secrets.randbits(32) or 1
+
+
+def claim_page(ctl: SwitchControl, job: int, owner: int) -> bool:
+    """Claim job ``job``'s page with token ``owner`` (``JOB_OWNER``, a test-and-set at the
+    switch): ``False`` when another allocator holds it."""
+    try:
+        ctl.write("JOB_OWNER", owner, job=job)
+    except RegisterError:
+        return False
+    return True
 
 
 def _taken(rows: list[JobRow], what: str) -> str:
@@ -168,8 +200,8 @@ def _is_pow2(n: int) -> bool:
 
 def admit(ctl: SwitchControl, job: int, *, slots: int, table_records: int = 0,
           record_bytes: int | None = None, job_id: int | None = None, best_effort: bool = False,
-          lease_s: float | None = None) -> Grant:
-    """Give disabled job ``job`` a free slot range and replay table, then enable it.
+          lease_s: float | None = None, owner: int | None = None) -> Grant:
+    """Claim disabled job ``job``, give it a free slot range and replay table, then enable it.
 
     Parameters
     ----------
@@ -193,13 +225,18 @@ def admit(ctl: SwitchControl, job: int, *, slots: int, table_records: int = 0,
         largest free aligned table up to ``table_records`` (possibly none).
     lease_s:
         Seconds from now its lease (``JOB_LEASE``) runs; ``None``: no lease (0).
+    owner:
+        The ``JOB_OWNER`` token to claim the job with (default: :func:`new_token`); the
+        grant carries it.
 
     Raises
     ------
     AdmissionError
-        The job is enabled already or the switch has no such job; its id is taken; its
-        slots or table are not free (without ``best_effort``): the message names the jobs
-        that hold them.
+        The job is enabled already, claimed by another allocator, or the switch has no
+        such job; its id is taken; its slots or table are not free (without
+        ``best_effort``): the message names the jobs that hold them. Another allocator
+        enabling a colliding job between this one's reads and its enable is refused by the
+        switch and raised here too (the claim is given back; nothing else changed).
     ValueError
         ``slots``, ``table_records`` or ``record_bytes`` cannot exist on this switch.
     """
@@ -211,6 +248,24 @@ def admit(ctl: SwitchControl, job: int, *, slots: int, table_records: int = 0,
         raise AdmissionError(f"cannot admit job {job}: it is enabled already (JOB_ID "
                              f"{rows[job].job_id}, slots {_span(rows[job].slots)}, table "
                              f"{_span(rows[job].table)}); release it first")
+    token = new_token() if owner is None else owner
+    if len(rows) > 1 and not claim_page(ctl, job, token):
+        raise AdmissionError(f"cannot admit job {job}: another allocator has claimed it "
+                             f"(JOB_OWNER {ctl.read('JOB_OWNER', job=job):#x})")
+    try:
+        return _carve(ctl, rows, job, token, slots=slots, table_records=table_records,
+                      record_bytes=record_bytes, job_id=job_id, best_effort=best_effort,
+                      lease_s=lease_s)
+    except BaseException:
+        if len(rows) > 1:
+            ctl.write("JOB_OWNER", 0, job=job)  # give the claim back
+        raise
+
+
+def _carve(ctl: SwitchControl, rows: list[JobRow], job: int, token: int, *, slots: int,
+           table_records: int, record_bytes: int | None, job_id: int | None,
+           best_effort: bool, lease_s: float | None) -> Grant:
+    """:func:`admit` once job ``job`` is claimed with ``token``."""
     max_slots, capacity = ctl.read("AGG_MAX_SLOTS"), ctl.read("RPL_CAPACITY")
     max_record = ctl.read("RPL_RECORD_BYTES")
     rb = max_record if record_bytes is None else record_bytes
@@ -265,8 +320,12 @@ def admit(ctl: SwitchControl, job: int, *, slots: int, table_records: int = 0,
     ctl.write("JOB_RPL_RECORD", rb, job=job)
     ctl.write("JOB_ID", job_id, job=job)
     ctl.write("JOB_LEASE", lease, job=job)
-    ctl.write("JOB_ENABLE", ctl.read("JOB_ENABLE") | 1 << job)  # checked against the others
-    grant = Grant(job, job_id, slot_base, got, slots, table_base, records, rb, lease)
+    try:  # a test-and-set, checked against every enabled job (others may have come meanwhile)
+        ctl.write("JOB_ENABLE_SET", 1 << job)
+    except RegisterError as e:
+        raise AdmissionError(f"cannot admit job {job}: the switch refused to enable it ({e}); "
+                             "another allocator admitted a job meanwhile: try again") from e
+    grant = Grant(job, job_id, slot_base, got, slots, table_base, records, rb, lease, token)
     if grant.fallback:
         log.warning("job %d (JOB_ID %d) admitted with no slots (asked %d; taken: %s): its "
                     "members aggregate on the hosts", job, job_id, slots, _taken(others, "slots"))
@@ -301,11 +360,13 @@ def shrink(ctl: SwitchControl, job: int, *, slots: int | None = None,
 
 
 def release(ctl: SwitchControl, job: int) -> None:
-    """Disable job ``job`` (its teardown): its slots and table are free for others, its
-    slot copies freed and its table emptied by the switch. Needs the admin key."""
-    enabled = ctl.read("JOB_ENABLE")
-    if enabled >> job & 1:
-        ctl.write("JOB_ENABLE", enabled & ~(1 << job))
+    """Disable job ``job`` (its teardown) and free its claim (``JOB_OWNER``): its slots and
+    table are free for others, its slot copies freed and its table emptied by the switch.
+    Clears its bit alone (``JOB_ENABLE_CLR``). Needs the admin key."""
+    if ctl.read("JOB_ENABLE") >> job & 1:
+        ctl.write("JOB_ENABLE_CLR", 1 << job)
+    if ctl.read("JOBS") > 1 and ctl.read("JOB_OWNER", job=job):
+        ctl.write("JOB_OWNER", 0, job=job)
 
 
 def renew(ctl: SwitchControl, job: int, lease_s: float) -> int:
@@ -319,15 +380,17 @@ def renew(ctl: SwitchControl, job: int, lease_s: float) -> int:
 
 
 def reclaim_expired(ctl: SwitchControl, now: float | None = None) -> list[int]:
-    """Release every enabled job whose lease (not 0) has passed at ``now`` (default: the
-    clock); returns them."""
+    """Release every enabled or claimed job whose lease (not 0) has passed at ``now``
+    (default: the clock); returns them. (A claimed, disabled page holds the lease its
+    allocator carved before it died; one claimed with no lease is freed by hand:
+    ``netrl jobs release``.)"""
     at = time.time() if now is None else now
-    gone = [r.job for r in jobs_table(ctl) if r.enabled and r.expired(at)]
+    gone = [r.job for r in jobs_table(ctl) if (r.enabled or r.owner) and r.expired(at)]
     for j in gone:
         log.warning("job %d: lease passed, reclaimed (disabled)", j)
         release(ctl, j)
     return gone
 
 
-__all__ = ["AdmissionError", "Grant", "JobRow", "admit", "jobs_table", "reclaim_expired",
-           "release", "renew", "shrink"]
+__all__ = ["AdmissionError", "Grant", "JobRow", "admit", "claim_page", "jobs_table", "new_token",
+           "reclaim_expired", "release", "renew", "shrink"]

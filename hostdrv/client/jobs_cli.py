@@ -68,7 +68,8 @@ def add_jobs_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def format_table(rows: list[dict[str, object]], now: float) -> str:
     """``list`` as text: one line per job."""
-    head = f"{'JOB':>3}  {'ON':>2}  {'ID':>3}  {'SLOTS':>9}  {'TABLE':>13}  {'REC':>5}  LEASE"
+    head = (f"{'JOB':>3}  {'ON':>2}  {'ID':>3}  {'SLOTS':>9}  {'TABLE':>13}  {'REC':>5}  "
+            f"{'OWNER':>10}  LEASE")
     lines = [head]
     for r in rows:
         count, cap = int(r["slot_count"]), int(r["table_records"])  # type: ignore[call-overload]
@@ -77,8 +78,10 @@ def format_table(rows: list[dict[str, object]], now: float) -> str:
         slots = f"{base}..{base + count - 1}" if count else "-"
         table = f"{tbase}..{tbase + cap - 1}" if cap else "-"
         left = ("-" if not lease else f"{lease} ({lease - now:+.0f} s)")
+        owner = int(r.get("owner", 0))  # type: ignore[call-overload]
+        claim = f"{owner:#010x}" if owner else "-"
         lines.append(f"{r['job']:>3}  {'on' if r['enabled'] else '--':>2}  {r['job_id']:>3}  "
-                     f"{slots:>9}  {table:>13}  {r['record_bytes']:>5}  {left}")
+                     f"{slots:>9}  {table:>13}  {r['record_bytes']:>5}  {claim:>10}  {left}")
     return "\n".join(lines) + "\n"
 
 

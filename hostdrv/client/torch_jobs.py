@@ -5,13 +5,16 @@ A switch serves ``JOBS`` jobs at once, each in a register page with its own slot
 ``new_group(..., backend="netrl")`` admit a job of their own on the same switch:
 
 * the group's rank 0 (its group rank 0) takes the admission lock (a key in the root of
-  the group's store: the groups of one program admit one at a time, since admission reads
-  and rewrites ``JOB_ENABLE``), reclaims the jobs whose lease passed, and admits a job on
-  the lowest disabled page with :func:`hostdrv.client.jobs.admit` (``best_effort``, a
-  lease of ``lease_s``): its share is ``NetrlOptions.slots`` slots, by default
+  the group's store: the groups of one program admit one at a time), reclaims the jobs
+  whose lease passed, and admits a job on the lowest disabled page it can claim with
+  :func:`hostdrv.client.jobs.admit` (``best_effort``, a lease of ``lease_s``; the
+  switch's test-and-set registers ``JOB_OWNER`` and ``JOB_ENABLE_SET`` keep programs that
+  share the switch apart: a page another program claimed or enabled meanwhile is passed
+  over): its share is ``NetrlOptions.slots`` slots, by default
   ``AGG_MAX_SLOTS // JOBS`` (:func:`default_share`), so the world group leaves slots for
   later groups. A switch still at its reset share (job 0 enabled alone, owning every slot,
-  no lease: nobody admitted it) is taken as unclaimed: the world group adopts job 0 (its
+  no lease, no owner: nobody admitted it) is taken as unclaimed: the world group claims
+  and adopts job 0 (its
   slots narrowed to the share, a lease set; what others configured in it, such as the
   replay table and members a launcher set up there, stays), a subgroup disables it first.
   Releasing an adopted job 0 gives the switch back its reset share when no other job is
@@ -47,7 +50,17 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from hostdrv.client.control import SwitchControl
-from hostdrv.client.jobs import admit, jobs_table, reclaim_expired, release, renew, shrink
+from hostdrv.client.jobs import (
+    AdmissionError,
+    admit,
+    claim_page,
+    jobs_table,
+    new_token,
+    reclaim_expired,
+    release,
+    renew,
+    shrink,
+)
 from hostdrv.client.torch_worker import _live
 from hostdrv.client.transport import switch_address
 from hostdrv.wire.protocol import MAX_MEMBERS
@@ -59,6 +72,9 @@ DEFAULT_LEASE = 60.0
 renews it every quarter of that."""
 ADMISSION_KEY = "netrl/admission"
 """Key of the admission lock in the root of the groups' store."""
+ADMIT_TRIES = 8
+"""Admissions a group tries (a page another program claimed or enabled meanwhile is passed
+over) before it falls back to the hosts."""
 LOCK_STALE = 60.0
 """Seconds after which a holder's admission lock is taken as abandoned (its process died)."""
 STORE_HOST_OK_KEY = "netrl/host_ok/"
@@ -85,6 +101,8 @@ class GroupJob:
     adopted:
         The job is job 0 of a switch found at its reset share (:func:`claim`): released,
         it goes back to that share.
+    owner:
+        The ``JOB_OWNER`` token the group holds its job with (0: none, a one-job switch).
     """
 
     url: str | None
@@ -95,6 +113,7 @@ class GroupJob:
     ps: tuple[str, int] | None = None
     why: str | None = None
     adopted: bool = False
+    owner: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -177,10 +196,10 @@ def _enabled(rows: list[Any]) -> str:
 
 
 def at_reset_share(rows: list[Any], max_slots: int) -> bool:
-    """Whether the switch is at its reset share: job 0 enabled alone, with every slot and
-    no lease (nobody admitted it)."""
+    """Whether the switch is at its reset share: job 0 enabled alone, with every slot, no
+    lease and no owner (nobody admitted it)."""
     return bool(rows[0].enabled and rows[0].lease == 0 and rows[0].slot_count == max_slots
-                and not any(r.enabled for r in rows[1:]))
+                and rows[0].owner == 0 and not any(r.enabled for r in rows[1:]))
 
 
 def claim(ctl: SwitchControl, *, members: int, slots: int | None, packet_elems: int | None,
@@ -206,22 +225,35 @@ def claim(ctl: SwitchControl, *, members: int, slots: int | None, packet_elems: 
         return GroupJob(url, 0, ctl.read("JOB_ID"), min(slots or max_slots, max_slots))
     reclaim_expired(ctl)
     rows = jobs_table(ctl)
-    if at_reset_share(rows, max_slots):
+    token = new_token()
+    if at_reset_share(rows, max_slots) and claim_page(ctl, 0, token):
         if world:  # adopt job 0: keep its table and members, narrow its slots to the share
             share = min(slots or default_share(max_slots, jobs), max_slots)
             shrink(ctl, 0, slots=share)
             renew(ctl, 0, lease_s)
             ctl.configure_aggregation(members=members, slots=share, packet_elems=elems,
                                       dtype="fp32", mode="sync")
-            return GroupJob(url, 0, ctl.read("JOB_ID"), share, adopted=True)
+            return GroupJob(url, 0, ctl.read("JOB_ID"), share, adopted=True, owner=token)
         release(ctl, 0)  # the reset share: nobody admitted job 0
+    share = slots or default_share(max_slots, jobs)
+    for _ in range(ADMIT_TRIES):
         rows = jobs_table(ctl)
-    free = [r.job for r in rows if not r.enabled]
-    if not free:
-        return GroupJob(url, why=f"every job of the switch at {url} is taken (JOBS={jobs}: "
-                        f"{_enabled(rows)})")
-    page, share = free[0], slots or default_share(max_slots, jobs)
-    grant = admit(ctl, page, slots=share, best_effort=True, lease_s=lease_s)
+        free = [r.job for r in rows if not r.enabled and r.owner == 0]
+        if not free:
+            return GroupJob(url, why=f"every job of the switch at {url} is taken (JOBS={jobs}: "
+                            f"{_enabled(rows)})")
+        page = free[0]
+        try:
+            grant = admit(ctl, page, slots=share, best_effort=True, lease_s=lease_s,
+                          owner=token)
+        except AdmissionError as e:  # another program claimed or enabled meanwhile
+            log.info("netrl: admission of job %d on %s raced another allocator (%s): trying "
+                     "again", page, url, e)
+            continue
+        break
+    else:
+        return GroupJob(url, why=f"admission on {url} lost {ADMIT_TRIES} races to other "
+                        f"programs (taken: {_enabled(jobs_table(ctl))})")
     if grant.fallback:
         release(ctl, page)  # a job without slots only holds a page
         return GroupJob(url, page, grant.job_id, why=(
@@ -230,7 +262,7 @@ def claim(ctl: SwitchControl, *, members: int, slots: int | None, packet_elems: 
     with SwitchControl(url, job=page) as jc:
         jc.configure_aggregation(members=members, slots=grant.slots, packet_elems=elems,
                                  dtype="fp32", mode="sync")
-    return GroupJob(url, page, grant.job_id, grant.slots)
+    return GroupJob(url, page, grant.job_id, grant.slots, owner=token)
 
 
 class JobLease:
@@ -270,13 +302,18 @@ class JobLease:
             self._ctl.close()
 
     def _release_if_ours(self, page: int) -> None:
-        if self._ctl.read("JOB_ID", job=page) != self.job.job_id:
+        if self.job.owner:  # a claimed job: ours while its claim is our token
+            if self._ctl.read("JOB_OWNER", job=page) != self.job.owner:
+                return
+        elif self._ctl.read("JOB_ID", job=page) != self.job.job_id:
             return
         rows = jobs_table(self._ctl)
         if self.job.adopted and not any(r.enabled for r in rows[1:]):
-            # back to the reset share: every slot, no lease (the table was never touched)
+            # back to the reset share: every slot, no lease, no owner (the table was never
+            # touched)
             self._ctl.write("JOB_SLOT_COUNT", self._ctl.read("AGG_MAX_SLOTS"), job=page)
             self._ctl.write("JOB_LEASE", 0, job=page)
+            self._ctl.write("JOB_OWNER", 0, job=page)
             return
         release(self._ctl, page)
 

@@ -5,6 +5,7 @@
 // Page j (byte addresses j * NRL_JOB_PAGE + offset, j < JOBS) holds job j's copy of every job
 // register; page 0 holds the global ones too. A frame reads and counts in its job's page.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "nrl_engine.h"
@@ -143,13 +144,31 @@ std::string Engine::overlap(uint32_t j, const uint32_t share[5], uint32_t others
 
 // jobs.py's share_refusal, word for word (the register's own legal: rule judged before)
 std::string Engine::job_refusal(uint32_t j, uint32_t off, uint32_t value) const {
-    const bool fixed = off == NRL_REG_JOB_ENABLE || off == NRL_REG_JOB_SLOT_BASE ||
+    const bool fixed = off == NRL_REG_JOB_ENABLE || off == NRL_REG_JOB_ENABLE_SET ||
+                       off == NRL_REG_JOB_ENABLE_CLR || off == NRL_REG_JOB_SLOT_BASE ||
                        off == NRL_REG_JOB_SLOT_COUNT || off == NRL_REG_JOB_RPL_BASE ||
-                       off == NRL_REG_JOB_RPL_CAP || off == NRL_REG_JOB_RPL_RECORD;
+                       off == NRL_REG_JOB_RPL_CAP || off == NRL_REG_JOB_RPL_RECORD ||
+                       off == NRL_REG_JOB_OWNER;
     if (fixed && jobs_ == 1)
         return "a one-job switch (JOBS = 1) has a fixed share: it keeps its reset value";
     const uint32_t enabled = G(NRL_REG_JOB_ENABLE);
-    if (off == NRL_REG_JOB_ENABLE) {
+    if (off == NRL_REG_JOB_OWNER) {
+        const uint32_t held = J(j, NRL_REG_JOB_OWNER);
+        if (value != 0 && held != 0 && held != value) {
+            char hex[16];
+            std::snprintf(hex, sizeof hex, "%#x", held);
+            return "job " + std::to_string(j) + " is claimed by another allocator (JOB_OWNER " +
+                   hex + ")";
+        }
+        return {};
+    }
+    if (off == NRL_REG_JOB_ENABLE_CLR) return {};
+    if (off == NRL_REG_JOB_ENABLE_SET) {
+        for (uint32_t k = 0; k < jobs_; ++k)
+            if ((value & enabled) >> k & 1) return "job " + std::to_string(k) + " is enabled already";
+        value |= enabled;  // judged as the JOB_ENABLE it makes
+    }
+    if (off == NRL_REG_JOB_ENABLE || off == NRL_REG_JOB_ENABLE_SET) {
         for (uint32_t k = 0; k < jobs_; ++k) {
             if (!(value >> k & 1) || enabled >> k & 1) continue;
             uint32_t s[5];
@@ -207,7 +226,8 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
     const RegInfo* r = page_reg(addr);
     if (r == nullptr) return 3;
     if (r->access != NRL_ACCESS_RW) return 1;
-    const uint32_t j = addr / NRL_JOB_PAGE, off = addr % NRL_JOB_PAGE;
+    const uint32_t j = addr / NRL_JOB_PAGE;
+    uint32_t off = addr % NRL_JOB_PAGE;
     const WriteRule* rule = write_rule(off);
     *why = write_refusal(*r, rule, value, regs_[j], regs_[0]);
     if (why->empty()) *why = job_refusal(j, off, value);
@@ -220,6 +240,12 @@ int Engine::write(uint32_t addr, uint32_t value, std::string* why) {
     // an enabled job's slots only: a disabled job's range may be an enabled one's
     const bool frees = is_one_of(off, kFreesSlots, sizeof kFreesSlots / 4) && enabled(j);
     if (frees) free_slots(j);  // the range before the write
+    if (off == NRL_REG_JOB_ENABLE_SET || off == NRL_REG_JOB_ENABLE_CLR) {  // the JOB_ENABLE they make
+        const uint32_t on = G(NRL_REG_JOB_ENABLE);
+        value = off == NRL_REG_JOB_ENABLE_SET ? on | value : on & ~value;
+        off = NRL_REG_JOB_ENABLE;
+        rule = write_rule(off);
+    }
     const uint32_t old = J(j, off);
     J(j, off) = rule != nullptr ? value & ~rule->self_clear : value;  // self-clearing bits read 0
     if (frees) free_slots(j);  // and after it

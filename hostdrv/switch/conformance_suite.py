@@ -467,7 +467,8 @@ def _jobs(seed: int) -> Vector:
     """Several jobs and tables at once (protocol section 11): three jobs carved out of the
     slot and record memories, each with hosts of its own, interleaved aggregation and replay
     with loss, malformed frames, a member of one job sending with another's id, refused
-    carvings, and a job disabled and re-enabled while the others run."""
+    carvings, claims (``JOB_OWNER``) taken and refused, and jobs disabled and re-enabled
+    while the others run (``JOB_ENABLE`` and its set / clear pair)."""
     g = VectorBuilder("jobs", seed, _params(jobs=4, capacity=64, record_bytes=128, max_slots=8))
     rng = g.rng
     ids = rng.sample(range(256), 4)
@@ -483,6 +484,11 @@ def _jobs(seed: int) -> Vector:
     g.write("JOB_ENABLE", 0b111)
     g.write("JOB_SLOT_COUNT", 5)  # refused: job 1's slots
     g.write("JOB_ID", ids[1])  # refused: job 1's id
+    g.write("JOB_ENABLE_SET", 0b1010)  # refused: job 1 is enabled already
+    g.write("JOB_OWNER", 0x600D)  # job 0 claimed ...
+    g.write("JOB_OWNER", 0xBAD)  # ... refused: another token holds it
+    g.write("JOB_OWNER", 0x600D)  # the same token: taken
+    g.write("JOB_OWNER", 0)  # freed
     shapes = {0: dict(members=3, slots=3, packet_elems=32), 1: dict(members=4, slots=4,
               packet_elems=16, mode=1, threshold=2, staleness=2), 2: dict(members=0, slots=1,
               packet_elems=16)}
@@ -490,6 +496,12 @@ def _jobs(seed: int) -> Vector:
         g.tenant(page)
         g.configure(job=ids[page], **shape)  # type: ignore[arg-type]
     for phase in range(24):
+        if phase == 12:
+            g.tenant(0)
+            g.write("JOB_ENABLE", 0b101)  # job 1 leaves: its slots and table are freed
+            g.write("JOB_ENABLE", 0b111)
+            g.write("JOB_ENABLE_CLR", 0b100)  # and job 2, by its bit alone
+            g.write("JOB_ENABLE_SET", 0b100)
         g.tenant(rng.randrange(3))
         r = rng.random()
         if r < 0.4 and g.page != 2:
@@ -503,10 +515,6 @@ def _jobs(seed: int) -> Vector:
             g.job = ids[rng.choice([p for p in range(3) if p != g.page])]
             g.frame(*g.valid_frame())
             g.job = mine
-        elif phase == 12:
-            g.tenant(0)
-            g.write("JOB_ENABLE", 0b101)  # job 1 leaves: its slots and table are freed
-            g.write("JOB_ENABLE", 0b111)
         else:
             for name in ("RPL_SIZE", "RPL_WPTR", "RPL_TOTAL_LO", "CNT_RX_GRADIENT"):
                 g.read(name)

@@ -115,6 +115,8 @@
 #define NRL_REG_MCAST_IP 0x028u
 #define NRL_REG_JOBS 0x02Cu
 #define NRL_REG_JOB_ENABLE 0x030u
+#define NRL_REG_JOB_ENABLE_SET 0x034u
+#define NRL_REG_JOB_ENABLE_CLR 0x038u
 #define NRL_REG_AGG_MEMBERS 0x040u
 #define NRL_REG_AGG_THRESHOLD 0x044u
 #define NRL_REG_AGG_SLOTS 0x048u
@@ -150,6 +152,7 @@
 #define NRL_REG_JOB_RPL_CAP 0x0CCu
 #define NRL_REG_JOB_RPL_RECORD 0x0D0u
 #define NRL_REG_JOB_LEASE 0x0D4u
+#define NRL_REG_JOB_OWNER 0x0D8u
 #define NRL_REG_MEMBER_PORT_0 0x100u
 #define NRL_REG_MEMBER_PORT_1 0x110u
 #define NRL_REG_MEMBER_PORT_2 0x120u
@@ -226,6 +229,8 @@
 #define NRL_RST_MCAST_IP 0xEF004E52u
 #define NRL_RST_JOBS 0x1u
 #define NRL_RST_JOB_ENABLE 0x1u
+#define NRL_RST_JOB_ENABLE_SET 0x0u
+#define NRL_RST_JOB_ENABLE_CLR 0x0u
 #define NRL_RST_AGG_MEMBERS 0x0u
 #define NRL_RST_AGG_THRESHOLD 0x0u
 #define NRL_RST_AGG_SLOTS 0x10u
@@ -261,6 +266,7 @@
 #define NRL_RST_JOB_RPL_CAP 0x4000u
 #define NRL_RST_JOB_RPL_RECORD 0x80u
 #define NRL_RST_JOB_LEASE 0x0u
+#define NRL_RST_JOB_OWNER 0x0u
 #define NRL_RST_L2_AGE_FRAMES 0x100000u
 #define NRL_COUNTER_COUNT 29u
 
@@ -284,6 +290,8 @@
     X(MCAST_IP, 0x028u, NRL_ACCESS_RW, 0xEF004E52u, 32u, 0, 0, 0, 0) \
     X(JOBS, 0x02Cu, NRL_ACCESS_RO, 0x1u, 32u, 1, 0, 0, 0) \
     X(JOB_ENABLE, 0x030u, NRL_ACCESS_RW, 0x1u, 8u, 0, 0, 0, 1) \
+    X(JOB_ENABLE_SET, 0x034u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 0, 1) \
+    X(JOB_ENABLE_CLR, 0x038u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 0, 1) \
     X(AGG_MEMBERS, 0x040u, NRL_ACCESS_RW, 0x0u, 4u, 0, 0, 1, 0) \
     X(AGG_THRESHOLD, 0x044u, NRL_ACCESS_RW, 0x0u, 4u, 0, 0, 1, 0) \
     X(AGG_SLOTS, 0x048u, NRL_ACCESS_RW, 0x10u, 7u, 0, 0, 1, 0) \
@@ -319,6 +327,7 @@
     X(JOB_RPL_CAP, 0x0CCu, NRL_ACCESS_RW, 0x4000u, 32u, 0, 0, 1, 1) \
     X(JOB_RPL_RECORD, 0x0D0u, NRL_ACCESS_RW, 0x80u, 14u, 0, 0, 1, 1) \
     X(JOB_LEASE, 0x0D4u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 0) \
+    X(JOB_OWNER, 0x0D8u, NRL_ACCESS_RW, 0x0u, 32u, 0, 0, 1, 1) \
     X(MEMBER_PORT_0, 0x100u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
     X(MEMBER_PORT_1, 0x110u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
     X(MEMBER_PORT_2, 0x120u, NRL_ACCESS_RW, 0x0u, 8u, 0, 0, 1, 0) \
@@ -404,6 +413,8 @@
 #define NRL_WRITE_RULES(X) \
     X(CTRL, NRL_RULE_BITS, 0x80000003u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x80000000u) \
     X(JOB_ENABLE, NRL_RULE_BITS_OF, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0x0u) \
+    X(JOB_ENABLE_SET, NRL_RULE_BITS_OF, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0xFFu) \
+    X(JOB_ENABLE_CLR, NRL_RULE_BITS_OF, 0x0u, 0u, 0x0u, 0u, 0u, "", 0u, "", 0xFFu) \
     X(AGG_MEMBERS, NRL_RULE_MAX | NRL_RULE_AT_LEAST, 0x0u, 8u, 0x0u, 0u, 0u, "", NRL_REG_AGG_THRESHOLD, "AGG_THRESHOLD", 0x0u) \
     X(AGG_THRESHOLD, NRL_RULE_MAX | NRL_RULE_RANGE, 0x0u, 8u, 0x0u, 1u, NRL_REG_AGG_MEMBERS, "AGG_MEMBERS", 0u, "", 0x0u) \
     X(AGG_SLOTS, NRL_RULE_RANGE, 0x0u, 0u, 0x0u, 1u, NRL_REG_AGG_MAX_SLOTS, "AGG_MAX_SLOTS", 0u, "", 0x0u) \
@@ -424,5 +435,7 @@
 /* bits_of rules (NRL_RULE_BITS_OF): X(name, register) only bits 0 .. its value - 1 */
 #define NRL_BITS_OF(X) \
     X(JOB_ENABLE, NRL_REG_JOBS) \
+    X(JOB_ENABLE_SET, NRL_REG_JOBS) \
+    X(JOB_ENABLE_CLR, NRL_REG_JOBS) \
 
 #endif /* NRL_PROTOCOL_H */

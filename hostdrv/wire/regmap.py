@@ -44,6 +44,8 @@ REGISTERS: dict[str, Register] = {
     'MCAST_IP': Register('MCAST_IP', 0x028, 'rw', 0xEF004E52, 32, False, 'IPv4 destination of multicast RESULTs'),
     'JOBS': Register('JOBS', 0x02C, 'ro', 0x1, 32, True, 'J, jobs (register pages) this switch serves, 1 to MAX_JOBS = 8; build parameter: 4 by default in the soft switch (--jobs), 1 in the RTL today (its job table is then fixed: the JOB_ registers read their reset values and refuse every write)'),
     'JOB_ENABLE': Register('JOB_ENABLE', 0x030, 'rw', 0x1, 8, False, "bit j: job j is served (its id selects it, its slots and table are its own); a write that enables a job whose slot range or table overlaps another enabled job's, or whose JOB_ID another enabled job carries, is refused. Setting or clearing bit j empties job j's table and frees its slot copies (docs/protocol.md section 11)", admin=True),
+    'JOB_ENABLE_SET': Register('JOB_ENABLE_SET', 0x034, 'rw', 0x0, 8, False, "write mask m: enable the jobs of m at once (JOB_ENABLE |= m), refused (nothing changed) when a job of m is enabled already or would collide with an enabled job (the JOB_ENABLE rules): a test-and-set, so two allocators admitting at once never both get one job, and neither clears the other's bit as a read-modify-write of JOB_ENABLE can. Reads 0", admin=True),
+    'JOB_ENABLE_CLR': Register('JOB_ENABLE_CLR', 0x038, 'rw', 0x0, 8, False, 'write mask m: disable the jobs of m (JOB_ENABLE &= ~m), leaving the other bits as they are. Reads 0', admin=True),
     'AGG_MEMBERS': Register('AGG_MEMBERS', 0x040, 'rw', 0x0, 4, False, 'N, aggregation members (ids 0..N-1), 0 to 8 and not below AGG_THRESHOLD', job=True),
     'AGG_THRESHOLD': Register('AGG_THRESHOLD', 0x044, 'rw', 0x0, 4, False, 'H, contributions that complete a round in async mode: 1..AGG_MEMBERS (a write of 0 or above AGG_MEMBERS is refused; the reset value 0 acts as 1; ignored in sync mode)', job=True),
     'AGG_SLOTS': Register('AGG_SLOTS', 0x048, 'rw', 0x10, 7, False, 'S, slots in use (1..AGG_MAX_SLOTS)', job=True),
@@ -79,6 +81,7 @@ REGISTERS: dict[str, Register] = {
     'JOB_RPL_CAP': Register('JOB_RPL_CAP', 0x0CC, 'rw', 0x4000, 32, False, "records of the job's replay table: 0 (no table: the job's PUSH, SAMPLE_REQ and UPDATE are DISABLED drops) or a power of two up to RPL_CAPACITY; the table's indices are 0 .. JOB_RPL_CAP - 1. A write empties the table", job=True, admin=True, reset_param='RPL_CAPACITY'),
     'JOB_RPL_RECORD': Register('JOB_RPL_RECORD', 0x0D0, 'rw', 0x80, 14, False, "bytes per record of the job's table (a PUSH carries count records of this size, a SAMPLE_RESP one): a multiple of 64 up to RPL_RECORD_BYTES. A write empties the table", job=True, admin=True, reset_param='RPL_RECORD_BYTES'),
     'JOB_LEASE': Register('JOB_LEASE', 0x0D4, 'rw', 0x0, 32, False, "the job's lease: the Unix time (seconds, 32 bits) until which the job's clients hold its share; they renew it while they run. 0: no lease (never reclaimed). The switch only stores it: the admin's allocator (netrl jobs) reclaims an enabled job whose lease has passed", job=True),
+    'JOB_OWNER': Register('JOB_OWNER', 0x0D8, 'rw', 0x0, 32, False, "the job's claim: a token (not 0) its allocator writes before it carves and enables the job; a write of a token is refused while another token is there (a test-and-set: two allocators never carve one job at once), 0 frees it. The switch only stores it; netrl's allocator claims a job with a random token and frees it when it releases the job", job=True, admin=True),
     'MEMBER_PORT_0': Register('MEMBER_PORT_0', 0x100, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i', job=True),
     'MEMBER_PORT_1': Register('MEMBER_PORT_1', 0x110, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i', job=True),
     'MEMBER_PORT_2': Register('MEMBER_PORT_2', 0x120, 'rw', 0x0, 8, False, 'SUME port the member sends from and receives on, 8 bits: 0 (entry unused) or one-hot; any other value is refused (status 3 out of range, AXI4-Lite SLVERR) and the register keeps its value. A soft switch has one virtual port per member: write 1 << i for entry i', job=True),
@@ -209,6 +212,8 @@ SWITCH_MAC_LO = 0x024
 MCAST_IP = 0x028
 JOBS = 0x02C
 JOB_ENABLE = 0x030
+JOB_ENABLE_SET = 0x034
+JOB_ENABLE_CLR = 0x038
 AGG_MEMBERS = 0x040
 AGG_THRESHOLD = 0x044
 AGG_SLOTS = 0x048
@@ -244,6 +249,7 @@ JOB_RPL_BASE = 0x0C8
 JOB_RPL_CAP = 0x0CC
 JOB_RPL_RECORD = 0x0D0
 JOB_LEASE = 0x0D4
+JOB_OWNER = 0x0D8
 MEMBER_PORT_0 = 0x100
 MEMBER_PORT_1 = 0x110
 MEMBER_PORT_2 = 0x120
@@ -410,6 +416,8 @@ class WriteRule:
 
 SELF_CLEARING: dict[str, int] = {
     'CTRL': 0x80000000,
+    'JOB_ENABLE_SET': 0xFF,
+    'JOB_ENABLE_CLR': 0xFF,
     'RPL_RESET': 0x1,
 }
 """rw register -> its self-clearing bits: they act when written 1, and read 0."""
@@ -417,6 +425,8 @@ SELF_CLEARING: dict[str, int] = {
 WRITE_RULES: dict[str, WriteRule] = {
     'CTRL': WriteRule(bits=0x80000003),
     'JOB_ENABLE': WriteRule(bits_of='JOBS'),
+    'JOB_ENABLE_SET': WriteRule(bits_of='JOBS'),
+    'JOB_ENABLE_CLR': WriteRule(bits_of='JOBS'),
     'AGG_MEMBERS': WriteRule(max=8, at_least='AGG_THRESHOLD'),
     'AGG_THRESHOLD': WriteRule(max=8, low=1, high='AGG_MEMBERS'),
     'AGG_SLOTS': WriteRule(low=1, high='AGG_MAX_SLOTS'),

@@ -44,13 +44,15 @@ THE SOFTWARE.
  * page 0 (byte address, bits 11:0):
  *
  *   writes
- *     JOBS, JOB_ENABLE, JOB_SLOT_*, JOB_RPL_*, JOB_LEASE  this module
+ *     JOBS, JOB_ENABLE(_SET/_CLR), JOB_SLOT_*, JOB_RPL_*,
+ *     JOB_LEASE, JOB_OWNER                                this module
  *     0x000-0x03F identity/control, 0x100-0x1FF members   both engines
  *     0x080-0x0FF RPL_*                                   replay engine
  *     everything else (0x040-0x07F AGG_* with the AGG_EPOCH
  *     mailbox at 0x078, counters, ...)                    aggregation engine
  *   reads
- *     JOBS, JOB_ENABLE, JOB_SLOT_*, JOB_RPL_*, JOB_LEASE  this module
+ *     JOBS, JOB_ENABLE(_SET/_CLR), JOB_SLOT_*, JOB_RPL_*,
+ *     JOB_LEASE, JOB_OWNER                                this module
  *     0x080-0x0FF RPL_*                                   replay engine
  *     counters (0x200-0x27F): by the owner hw/regs.yaml
  *     gives each (engine:, generated into nrl_regs.vh as
@@ -80,8 +82,9 @@ THE SOFTWARE.
  * docs/protocol.md section 11): JOBS reads RST_JOBS (1), and the fixed share
  * reads its reset values, JOB_ENABLE RST_JOB_ENABLE (job 0 on), JOB_SLOT_BASE
  * and JOB_RPL_BASE 0, JOB_SLOT_COUNT AGG_MAX_SLOTS, JOB_RPL_CAP RPL_CAPACITY
- * and JOB_RPL_RECORD RPL_RECORD_BYTES; every write to those six is refused
- * (SLVERR, nothing changed), as the model of a JOBS = 1 switch refuses it.
+ * and JOB_RPL_RECORD RPL_RECORD_BYTES; every write to those six, to the
+ * JOB_ENABLE_SET / JOB_ENABLE_CLR pair and to JOB_OWNER (all three read 0) is
+ * refused (SLVERR, nothing changed), as the model of a JOBS = 1 switch refuses it.
  * JOB_LEASE is a 32-bit mailbox (written with wstrb, read back, no effect);
  * a write to JOBS (read-only) is ignored and answered OKAY, as the engines
  * answer one to their read-only registers.
@@ -220,11 +223,13 @@ localparam [2:0]
     STATE_READ_SUM_HI = 3'd6,
     STATE_READ_RESP = 3'd5;
 
-// the job table registers this module answers (JOBS, JOB_ENABLE, JOB_SLOT_BASE .. JOB_LEASE)
+// the job table registers this module answers (JOBS, JOB_ENABLE and its set / clear pair,
+// JOB_SLOT_BASE .. JOB_OWNER)
 function job_reg(input [11:2] a);
     begin
         job_reg = a == REG_JOBS[11:2] || a == REG_JOB_ENABLE[11:2] ||
-            (a >= REG_JOB_SLOT_BASE[11:2] && a <= REG_JOB_LEASE[11:2]);
+            a == REG_JOB_ENABLE_SET[11:2] || a == REG_JOB_ENABLE_CLR[11:2] ||
+            (a >= REG_JOB_SLOT_BASE[11:2] && a <= REG_JOB_OWNER[11:2]);
     end
 endfunction
 
@@ -232,7 +237,9 @@ endfunction
 function job_fixed(input [11:2] a);
     begin
         job_fixed = a == REG_JOB_ENABLE[11:2] ||
-            (a >= REG_JOB_SLOT_BASE[11:2] && a <= REG_JOB_RPL_RECORD[11:2]);
+            a == REG_JOB_ENABLE_SET[11:2] || a == REG_JOB_ENABLE_CLR[11:2] ||
+            (a >= REG_JOB_SLOT_BASE[11:2] && a <= REG_JOB_RPL_RECORD[11:2]) ||
+            a == REG_JOB_OWNER[11:2];
     end
 endfunction
 
@@ -404,6 +411,9 @@ always @* begin
         REG_JOB_RPL_CAP: job_rdata = SHARE_CAP;
         REG_JOB_RPL_RECORD: job_rdata = SHARE_RECORD;
         REG_JOB_LEASE: job_rdata = job_lease_reg;
+        REG_JOB_ENABLE_SET: job_rdata = RST_JOB_ENABLE_SET;
+        REG_JOB_ENABLE_CLR: job_rdata = RST_JOB_ENABLE_CLR;
+        REG_JOB_OWNER: job_rdata = RST_JOB_OWNER;
         default: job_rdata = l2_age_reg;  // L2_AGE_FRAMES, the other local read
     endcase
 end

@@ -14,6 +14,8 @@ localparam [11:0] REG_SWITCH_MAC_LO = 12'h024; // Ethernet source MAC bits 31:0
 localparam [11:0] REG_MCAST_IP = 12'h028; // IPv4 destination of multicast RESULTs
 localparam [11:0] REG_JOBS = 12'h02C; // J, jobs (register pages) this switch serves, 1 to MAX_JOBS = 8; build parameter: 4 by default in the soft switch (--jobs), 1 in the RTL today (its job table is then fixed: the JOB_ registers read their reset values and refuse every write)
 localparam [11:0] REG_JOB_ENABLE = 12'h030; // bit j: job j is served (its id selects it, its slots and table are its own); a write that enables a job whose slot range or table overlaps another enabled job's, or whose JOB_ID another enabled job carries, is refused. Setting or clearing bit j empties job j's table and frees its slot copies (docs/protocol.md section 11)
+localparam [11:0] REG_JOB_ENABLE_SET = 12'h034; // write mask m: enable the jobs of m at once (JOB_ENABLE |= m), refused (nothing changed) when a job of m is enabled already or would collide with an enabled job (the JOB_ENABLE rules): a test-and-set, so two allocators admitting at once never both get one job, and neither clears the other's bit as a read-modify-write of JOB_ENABLE can. Reads 0
+localparam [11:0] REG_JOB_ENABLE_CLR = 12'h038; // write mask m: disable the jobs of m (JOB_ENABLE &= ~m), leaving the other bits as they are. Reads 0
 localparam [11:0] REG_AGG_MEMBERS = 12'h040; // N, aggregation members (ids 0..N-1), 0 to 8 and not below AGG_THRESHOLD
 localparam [11:0] REG_AGG_THRESHOLD = 12'h044; // H, contributions that complete a round in async mode: 1..AGG_MEMBERS (a write of 0 or above AGG_MEMBERS is refused; the reset value 0 acts as 1; ignored in sync mode)
 localparam [11:0] REG_AGG_SLOTS = 12'h048; // S, slots in use (1..AGG_MAX_SLOTS)
@@ -49,6 +51,7 @@ localparam [11:0] REG_JOB_RPL_BASE = 12'h0C8; // first record of the job's repla
 localparam [11:0] REG_JOB_RPL_CAP = 12'h0CC; // records of the job's replay table: 0 (no table: the job's PUSH, SAMPLE_REQ and UPDATE are DISABLED drops) or a power of two up to RPL_CAPACITY; the table's indices are 0 .. JOB_RPL_CAP - 1. A write empties the table
 localparam [11:0] REG_JOB_RPL_RECORD = 12'h0D0; // bytes per record of the job's table (a PUSH carries count records of this size, a SAMPLE_RESP one): a multiple of 64 up to RPL_RECORD_BYTES. A write empties the table
 localparam [11:0] REG_JOB_LEASE = 12'h0D4; // the job's lease: the Unix time (seconds, 32 bits) until which the job's clients hold its share; they renew it while they run. 0: no lease (never reclaimed). The switch only stores it: the admin's allocator (netrl jobs) reclaims an enabled job whose lease has passed
+localparam [11:0] REG_JOB_OWNER = 12'h0D8; // the job's claim: a token (not 0) its allocator writes before it carves and enables the job; a write of a token is refused while another token is there (a test-and-set: two allocators never carve one job at once), 0 frees it. The switch only stores it; netrl's allocator claims a job with a random token and frees it when it releases the job
 localparam [11:0] REG_CNT_RX_GRADIENT = 12'h200; // GRADIENT frames received
 localparam [11:0] REG_CNT_RX_RESULT = 12'h204; // RESULT frames received (leaf, from the parent)
 localparam [11:0] REG_CNT_RX_PUSH = 12'h208; // PUSH frames received
@@ -98,6 +101,8 @@ localparam [31:0] RST_SWITCH_MAC_LO = 32'h4E524C00;
 localparam [31:0] RST_MCAST_IP = 32'hEF004E52;
 localparam [31:0] RST_JOBS = 32'h00000001;
 localparam [31:0] RST_JOB_ENABLE = 32'h00000001;
+localparam [31:0] RST_JOB_ENABLE_SET = 32'h00000000;
+localparam [31:0] RST_JOB_ENABLE_CLR = 32'h00000000;
 localparam [31:0] RST_AGG_MEMBERS = 32'h00000000;
 localparam [31:0] RST_AGG_THRESHOLD = 32'h00000000;
 localparam [31:0] RST_AGG_SLOTS = 32'h00000010;
@@ -133,6 +138,7 @@ localparam [31:0] RST_JOB_RPL_BASE = 32'h00000000;
 localparam [31:0] RST_JOB_RPL_CAP = 32'h00004000;
 localparam [31:0] RST_JOB_RPL_RECORD = 32'h00000080;
 localparam [31:0] RST_JOB_LEASE = 32'h00000000;
+localparam [31:0] RST_JOB_OWNER = 32'h00000000;
 localparam [31:0] RST_L2_AGE_FRAMES = 32'h00100000;
 
 // Counter owners (engine: in hw/regs.yaml): bit i of a mask stands for the counter at

@@ -282,7 +282,7 @@ def engine_registers() -> list[str]:
     grad_agg's)."""
     return [n for n, r in regmap.REGISTERS.items()
             if not n.startswith(("RPL_", "L2_", "JOB_ENABLE", "JOB_SLOT_", "JOB_RPL_",
-                                 "JOB_LEASE"))
+                                 "JOB_LEASE", "JOB_OWNER"))
             and n != "JOBS" and not r.server]
 
 

@@ -52,10 +52,11 @@ def engine_value(engine: str, addr: int) -> int:
 
 
 def split_regs() -> set[int]:
-    """The job table the split answers itself: JOBS, JOB_ENABLE and the ``job`` group."""
+    """The job table the split answers itself: JOBS, JOB_ENABLE (and its set / clear pair)
+    and the ``job`` group."""
     spec = gen_regs.load()
-    return {r["addr"] for r in spec["flat"]
-            if r["block"] == "job" or r["name"] in ("JOBS", "JOB_ENABLE")}
+    return {r["addr"] for r in spec["flat"] if r["block"] == "job" or r["name"] in (
+        "JOBS", "JOB_ENABLE", "JOB_ENABLE_SET", "JOB_ENABLE_CLR")}
 
 
 SPLIT_REGS = split_regs()

@@ -124,6 +124,9 @@ def share_refusal(pages: list[Page], j: int, name: str, value: int,
         Every job's page (their number is ``JOBS``).
     j:
         The job written (0 for a global register such as ``JOB_ENABLE``).
+        ``JOB_ENABLE_SET`` is judged as the ``JOB_ENABLE`` it makes, after the check that
+        none of its jobs is enabled already; ``JOB_OWNER`` takes a token only where none
+        or the same one is held.
     name, value:
         The register and the value written.
     params:
@@ -132,6 +135,18 @@ def share_refusal(pages: list[Page], j: int, name: str, value: int,
     if len(pages) == 1 and name in FIXED_SHARE:
         return "a one-job switch (JOBS = 1) has a fixed share: it keeps its reset value"
     enabled = pages[0].regs["JOB_ENABLE"]
+    if name == "JOB_OWNER":
+        held = pages[j].regs["JOB_OWNER"]
+        if value and held and held != value:
+            return f"job {j} is claimed by another allocator (JOB_OWNER {held:#x})"
+        return ""
+    if name == "JOB_ENABLE_CLR":
+        return ""
+    if name == "JOB_ENABLE_SET":
+        on = [k for k in range(len(pages)) if (value & enabled) >> k & 1]
+        if on:
+            return f"job {on[0]} is enabled already"
+        name, value = "JOB_ENABLE", enabled | value
     if name == "JOB_ENABLE":
         for k in range(len(pages)):
             if value >> k & 1 and not enabled >> k & 1:

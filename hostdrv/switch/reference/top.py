@@ -229,7 +229,9 @@ class SwitchModel(AggregationBlock, ReplayBlock):
         ``RPL_SPI``; a write to ``JOB_ID``, ``JOB_SLOT_*`` or any ``AGG_``
         configuration register frees the copies of the job's slots (an enabled job's); a write to
         ``JOB_RPL_*`` empties the job's table; changing a ``JOB_ENABLE`` bit does
-        both for that job (section 11).
+        both for that job (section 11), and so does ``JOB_ENABLE_SET`` /
+        ``JOB_ENABLE_CLR``, which set / clear the bits of their mask in ``JOB_ENABLE``
+        (and read 0).
 
         Parameters
         ----------
@@ -262,6 +264,10 @@ class SwitchModel(AggregationBlock, ReplayBlock):
         if why:
             raise ValueError(f"register {name}: value {value:#x} out of range: {why}")
         stored = regrules.read_back(r, value)  # self-clearing bits read 0
+        if name in ("JOB_ENABLE_SET", "JOB_ENABLE_CLR"):  # the JOB_ENABLE they make (read 0)
+            on = p.regs["JOB_ENABLE"]
+            stored = on | value if name == "JOB_ENABLE_SET" else on & ~value
+            name, r = "JOB_ENABLE", regmap.lookup("JOB_ENABLE")
         if name == "CTRL":
             if value & _CTRL_CLEAR:
                 for q in pages:
