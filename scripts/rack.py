@@ -624,13 +624,13 @@ def _load(prefix: str) -> Rack:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``scripts/rack.py`` (the command line is ``scripts/rack_cli.py``)."""
-    sys.modules.setdefault("rack", sys.modules[__name__])  # rack_cli uses this module
+    """Entry point of ``scripts/rack.py`` (the command line is ``scripts/rack_cli.py``, given
+    this module)."""
     if str(Path(__file__).resolve().parent) not in sys.path:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
     from rack_cli import main as cli_main
 
-    return cli_main(argv)
+    return cli_main(argv, sys.modules[__name__])
 
 
 if __name__ == "__main__":

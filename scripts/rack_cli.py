@@ -1,6 +1,6 @@
-#!/usr/bin/env python3
 """The command line of ``scripts/rack.py`` (``up``, ``run``, ``status``, ``down``): see its doc
-and ``docs/rack.md``. ``scripts/rack.py``'s :func:`rack.main` calls :func:`main` here."""
+and ``docs/rack.md``. ``scripts/rack.py``'s :func:`rack.main` calls :func:`main` here with
+itself as ``lib`` (this module imports nothing of it: no circle)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from rack import SWITCHES, Rack, RackConfig, RackError, _load, down, list_racks, state_root
 
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rack.py", description=sys.modules["rack"].__doc__.splitlines()[0])
+def _parser(lib: ModuleType) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rack.py", description=(lib.__doc__ or "").splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    d = RackConfig()
+    d = lib.RackConfig()
     up = sub.add_parser("up", help="build the rack and start its switch")
     up.add_argument("--prefix", default=d.prefix)
     up.add_argument("--hosts", type=int, default=d.hosts)
@@ -25,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="run the delay line even at --delay-us 0")
     up.add_argument("--mtu", type=int, default=d.mtu)
     up.add_argument("--subnet", default=d.subnet, help="first three octets of the /24")
-    up.add_argument("--switch", choices=SWITCHES, default=d.switch,
+    up.add_argument("--switch", choices=lib.SWITCHES, default=d.switch,
                     help="soft: soft switch behind a bridge; rtl: the RTL (Verilator) with "
                          "host i's link as MAC port i; bridge: a bridge only; none: nothing")
     up.add_argument("--switch-port", type=int, default=d.switch_port)
@@ -48,9 +47,11 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``scripts/rack.py``."""
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None, lib: ModuleType) -> int:
+    """Entry point of ``scripts/rack.py``; ``lib`` is that module (``Rack``, ``down``, ...)."""
+    Rack, RackConfig, RackError = lib.Rack, lib.RackConfig, lib.RackError  # noqa: N806
+    load, down, list_racks, state_root = lib._load, lib.down, lib.list_racks, lib.state_root
+    args = _parser(lib).parse_args(argv)
     try:
         if args.cmd == "up":
             rack = Rack(RackConfig(prefix=args.prefix, hosts=args.hosts, rate=args.rate,
@@ -72,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"extra_switch_url={rack.extra_switch_url(m)}")
             return 0
         if args.cmd == "run":
-            rack = _load(args.prefix)
+            rack = load(args.prefix)
             argv_ = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
             if not argv_:
                 raise RackError("run: no command (scripts/rack.py run --host 0 -- CMD ...)")
@@ -90,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             prefixes = [args.prefix] if args.prefix else list_racks()
             for prefix in prefixes:
                 path = state_root() / prefix / "config.json"
-                rack = _load(prefix) if path.exists() else Rack(RackConfig(prefix=prefix))
+                rack = load(prefix) if path.exists() else Rack(RackConfig(prefix=prefix))
                 print(json.dumps(rack.status(), indent=1))
             if not prefixes:
                 print("no racks")
@@ -104,7 +105,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rack.py: {e}", file=sys.stderr)
         return 2
     return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
