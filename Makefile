@@ -15,7 +15,8 @@ JOBS   ?= 2
 # Debian ninja-build (torch.utils.cpp_extension builds the netrl c10d backend with it),
 # iverilog (simulation), yosys (synthesis estimates), tcl (tclsh, the
 # build.tcl dry run), linux-headers-amd64 (Linux 6.1 on Debian 12: the kbuild test of
-# the patched sume_riffa driver) and g++ (the native switch engine, built by pip) when
+# the patched sume_riffa driver), ccache (every Verilator build compiles the same runtime:
+# cached, a build takes a third of the time) and g++ (the native switch engine, built by pip) when
 # missing; under CI the tests fail if any is absent. g++ comes first: pip compiles hostdrv._native
 setup: $(STAMP)
 	@missing=""; \
@@ -23,6 +24,7 @@ setup: $(STAMP)
 	command -v yosys >/dev/null 2>&1 || missing="$$missing yosys"; \
 	command -v tclsh >/dev/null 2>&1 || missing="$$missing tcl"; \
 	command -v ninja >/dev/null 2>&1 || missing="$$missing ninja-build"; \
+	command -v ccache >/dev/null 2>&1 || missing="$$missing ccache"; \
 	ls -d /usr/src/linux-headers-6.1*-amd64 >/dev/null 2>&1 || missing="$$missing linux-headers-amd64"; \
 	if [ -n "$$missing" ]; then \
 	  echo "[setup] installing Debian$$missing"; \

@@ -10,8 +10,9 @@ touches its own bits only). On a soft switch with the model and with the native 
 * the rules one by one, through the client's calls;
 * allocator threads, each with its own control connection, admitting, checking and
   releasing jobs as fast as they can: every grant is its holder's alone (its token in
-  ``JOB_OWNER``, its bit set, its slots overlapping no other enabled job's) for as long as
-  it is held, and the switch ends with no job enabled or claimed;
+  ``JOB_OWNER``, its bit set; its slots overlapping no other enabled job's in every read of
+  the whole table that two reads in a row confirm: a table read is register by register)
+  for as long as it is held, and the switch ends with no job enabled or claimed;
 * the torch backend's :func:`~hostdrv.client.torch_jobs.claim` from two "programs" at once
   (no shared admission lock): two different pages.
 """
@@ -27,6 +28,7 @@ import pytest
 from hostdrv.client.control import SwitchControl
 from hostdrv.client.jobs import (
     AdmissionError,
+    JobRow,
     admit,
     claim_page,
     jobs_table,
@@ -70,8 +72,20 @@ def test_the_rules_through_the_client(switch: SoftSwitch) -> None:
         assert a.read("JOB_ENABLE_SET") == a.read("JOB_ENABLE_CLR") == 0  # they read 0
 
 
+def _stable_table(ctl: SwitchControl) -> list[JobRow] | None:
+    """The job table when two reads in a row agree (a read is register by register: while
+    other allocators write, one read may mix two moments), else ``None``."""
+    rows = jobs_table(ctl)
+    for _ in range(3):
+        again = jobs_table(ctl)
+        if again == rows:
+            return rows
+        rows = again
+    return None
+
+
 def _allocator(url: str, rounds: int, violations: list[str], done: list[int],
-               max_slots: int) -> None:
+               max_slots: int, overlap_checks: list[int]) -> None:
     token, held = new_token(), 0
     with SwitchControl(url, timeout=2.0) as ctl:
         while held < rounds:
@@ -85,11 +99,16 @@ def _allocator(url: str, rounds: int, violations: list[str], done: list[int],
                           owner=token)
             except AdmissionError:
                 continue  # another allocator was faster: look again
-            for _ in range(2):  # held: it stays ours and overlaps nobody
-                rows = jobs_table(ctl)
+            for _ in range(2):  # held: it stays ours (its page is only ours to write) ...
+                enabled, owner = ctl.read("JOB_ENABLE"), ctl.read("JOB_OWNER", job=g.job)
+                if not (enabled >> g.job & 1 and owner == token):
+                    violations.append(f"job {g.job} of {token:#x} taken away: JOB_ENABLE "
+                                      f"{enabled:#b}, JOB_OWNER {owner:#x}")
+                rows = _stable_table(ctl)  # ... and overlaps no enabled job
+                if rows is None:
+                    continue
+                overlap_checks.append(1)
                 mine = rows[g.job]
-                if not (mine.enabled and mine.owner == token):
-                    violations.append(f"job {g.job} of {token:#x} taken away: {mine}")
                 for r in rows:
                     if r.job != g.job and r.enabled and set(r.slots) & set(mine.slots):
                         violations.append(f"job {g.job} of {token:#x} overlaps {r}")
@@ -104,8 +123,9 @@ def test_allocators_at_once_never_share_or_clear_a_job(switch: SoftSwitch) -> No
         max_slots = admin.read("AGG_MAX_SLOTS")
     violations: list[str] = []
     done: list[int] = []
+    checks: list[int] = []
     threads = [threading.Thread(target=_allocator,
-                                args=(switch.url, 12, violations, done, max_slots))
+                                args=(switch.url, 12, violations, done, max_slots, checks))
                for _ in range(6)]
     for t in threads:
         t.start()
@@ -114,6 +134,7 @@ def test_allocators_at_once_never_share_or_clear_a_job(switch: SoftSwitch) -> No
     assert not any(t.is_alive() for t in threads)
     assert violations == []
     assert done == [12] * 6
+    assert checks  # the overlap check ran on consistent reads of the table
     with SwitchControl(switch.url) as admin:
         rows = jobs_table(admin)
     assert [(r.enabled, r.owner) for r in rows] == [(False, 0)] * JOBS

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 import sysconfig
 from pathlib import Path
@@ -43,6 +44,12 @@ def setup_verilator_env() -> None:
     mf = os.environ.get("MAKEFLAGS", "")
     if pch not in mf:
         os.environ["MAKEFLAGS"] = f"{mf} {pch}".strip()
+    # Every Verilator build compiles the same runtime (verilated.cpp, its VPI, the
+    # cocotb main) again: through ccache (Debian's, installed by make setup) a build
+    # after the first takes ~4 s instead of ~13 s. verilated.mk prefixes the compiler
+    # with OBJCACHE; a value already set (even empty) is kept.
+    if "OBJCACHE" not in os.environ and shutil.which("ccache"):
+        os.environ["OBJCACHE"] = "ccache"
 
 
 def read_filelist(path: Path) -> list[Path]:
