@@ -37,6 +37,8 @@ counts its own frames and a read returns the sum (nrl_axil_split)."""
 
 COUNTER_WINDOW_WORDS = 32
 """The RTL counters lie in one aligned window of this many 32-bit words."""
+FIXED_SHARE_WORDS = 64
+"""fixed_share: registers lie in the first this many words (the RTL's word mask FIXED_SHARE_WORDS)."""
 
 
 def counter_window(regs: list[dict[str, Any]]) -> int:
@@ -88,6 +90,7 @@ def load(path: Path = SOURCE) -> dict[str, Any]:
             base.setdefault("param", False)
             base.setdefault("server", False)
             base.setdefault("admin", False)
+            base.setdefault("fixed_share", False)
             base["job"] = base.pop("scope", block.get("scope", "global")) == "job"
             base["block"] = block["name"]
             if arr:
@@ -116,6 +119,9 @@ def load(path: Path = SOURCE) -> dict[str, Any]:
         if not rtl_counter and "engine" in r:
             raise ValueError(f"register {r['name']}: engine is for the RTL counters only")
         check_write_rule(r)
+        if r["fixed_share"] and ("index" in r or r["access"] != "rw" or a >= 4 * FIXED_SHARE_WORDS):
+            raise ValueError(f"register {r['name']}: fixed_share is for rw registers below "
+                             f"{4 * FIXED_SHARE_WORDS:#x} outside arrays")
         seen[a] = r["name"]
     names = {r["name"] for r in regs}
     for r in regs:
@@ -153,6 +159,12 @@ def render_vh(spec: dict[str, Any]) -> str:
         if "index" in r or r["access"] == "rc":
             continue
         lines.append(f"localparam [31:0] RST_{r['name']} = 32'h{r['reset']:08X};")
+    lines.append("")
+    mask = sum(1 << r["addr"] // 4 for r in spec["flat"] if r["fixed_share"])
+    lines.append("// fixed_share: in hw/regs.yaml: bit k stands for the register at byte address 4*k; a")
+    lines.append("// one-job switch (JOBS = 1) refuses every write to these (docs/protocol.md section 11).")
+    lines.append(f"localparam [{FIXED_SHARE_WORDS - 1}:0] FIXED_SHARE_WORDS = "
+                 f"{FIXED_SHARE_WORDS}'h{mask:0{FIXED_SHARE_WORDS // 4}X};")
     lines.append("")
     base = spec["counter_window"]
     lines.append("// Counter owners (engine: in hw/regs.yaml): bit i of a mask stands for the counter at")
@@ -255,6 +267,12 @@ def render_py(spec: dict[str, Any]) -> str:
     out.append("")
     out.append("")
     out += RULES_PY_HEAD
+    out.append("FIXED_SHARE: frozenset[str] = frozenset([")
+    out += [f"    {r['name']!r}," for r in spec["flat"] if r["fixed_share"]]
+    out.append("])")
+    out.append('"""The share registers (fixed_share: in hw/regs.yaml) a one-job switch (``JOBS`` = 1, the RTL\'s)')
+    out.append('keeps at their reset values: every write to them is refused (``docs/protocol.md`` section 11)."""')
+    out.append("")
     out.append("SELF_CLEARING: dict[str, int] = {")
     for r in spec["flat"]:
         if r.get("self_clear"):
@@ -442,7 +460,8 @@ def render_md(spec: dict[str, Any]) -> str:
         f"job j's at `j * 0x{spec['job_page']:X}` + its address (job 0's at the address itself, page 0,",
         "which also holds every global register); *admin*: only the admin key writes it (a job's",
         "key writes the other job registers of its own page, and no global one); *reset = P*:",
-        "its reset value is build parameter P's.",
+        "its reset value is build parameter P's; *fixed share*: a one-job switch (`JOBS` = 1, the",
+        "RTL's today) keeps it at its reset value and refuses every write to it.",
         "",
         "## Write rules",
         "",
@@ -490,7 +509,8 @@ def render_md(spec: dict[str, Any]) -> str:
             if r.get("reset_param"):
                 reset += f" (= `{r['reset_param']}`)"
             scope = r.get("scope", block.get("scope", "global"))
-            marks = [m for m, on in (("job", scope == "job"), ("admin", r.get("admin"))) if on]
+            marks = [m for m, on in (("job", scope == "job"), ("admin", r.get("admin")),
+                                     ("fixed share", r.get("fixed_share"))) if on]
             if marks:
                 name += " (" + ", ".join(marks) + ")"
             fourth = r["engine"] if owned else reset
@@ -589,6 +609,10 @@ def render_h(spec: dict[str, Any], groups: list[dict[str, Any]]) -> str:
     out.append("/* Registers whose reset value is a build parameter's: X(name, parameter) */")
     out.append("#define NRL_RESET_PARAMS(X) \\")
     out += [f"    X({r['name']}, {r['reset_param']}) \\" for r in spec["flat"] if r.get("reset_param")]
+    out.append("")
+    out.append("/* fixed_share registers: a one-job switch (JOBS = 1) refuses every write to them: X(name) */")
+    out.append("#define NRL_FIXED_SHARE(X) \\")
+    out += [f"    X({r['name']}) \\" for r in spec["flat"] if r["fixed_share"]]
     out.append("")
     out += render_h_rules(spec)
     out.append("#endif /* NRL_PROTOCOL_H */")

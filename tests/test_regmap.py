@@ -160,7 +160,11 @@ def test_the_generator_refuses_a_malformed_rule(tmp_path: Path) -> None:
                      ("range: [1, AGG_MAX_SLOTS]", "range: [1, NO_SUCH_REG]"),
                      ("access: ro, reset: 0x4E524C31,", "access: ro, reset: 0x4E524C31, "
                                                         "self_clear: 1,"),
-                     ("self_clear: 0x1,", "self_clear: 0x2,")):
+                     ("self_clear: 0x1,", "self_clear: 0x2,"),
+                     # fixed_share: on a read-only register, on an array (the RTL's word mask)
+                     ("{name: JOBS, addr: 0x02C, access: ro,", "{name: JOBS, addr: 0x02C, access: ro, "
+                                                               "fixed_share: true,"),
+                     ("{name: MEMBER_PORT, ", "{name: MEMBER_PORT, fixed_share: true, ")):
         assert old in text, old
         bad = tmp_path / "regs.yaml"
         bad.write_text(text.replace(old, new, 1))

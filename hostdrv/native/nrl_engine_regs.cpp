@@ -144,11 +144,10 @@ std::string Engine::overlap(uint32_t j, const uint32_t share[5], uint32_t others
 
 // jobs.py's share_refusal, word for word (the register's own legal: rule judged before)
 std::string Engine::job_refusal(uint32_t j, uint32_t off, uint32_t value) const {
-    const bool fixed = off == NRL_REG_JOB_ENABLE || off == NRL_REG_JOB_ENABLE_SET ||
-                       off == NRL_REG_JOB_ENABLE_CLR || off == NRL_REG_JOB_SLOT_BASE ||
-                       off == NRL_REG_JOB_SLOT_COUNT || off == NRL_REG_JOB_RPL_BASE ||
-                       off == NRL_REG_JOB_RPL_CAP || off == NRL_REG_JOB_RPL_RECORD ||
-                       off == NRL_REG_JOB_OWNER;
+    bool fixed = false;  // fixed_share: in hw/regs.yaml
+#define NRL_X(name) fixed = fixed || off == NRL_REG_##name;
+    NRL_FIXED_SHARE(NRL_X)
+#undef NRL_X
     if (fixed && jobs_ == 1)
         return "a one-job switch (JOBS = 1) has a fixed share: it keeps its reset value";
     const uint32_t enabled = G(NRL_REG_JOB_ENABLE);

@@ -399,6 +399,18 @@
     X(JOB_RPL_CAP, RPL_CAPACITY) \
     X(JOB_RPL_RECORD, RPL_RECORD_BYTES) \
 
+/* fixed_share registers: a one-job switch (JOBS = 1) refuses every write to them: X(name) */
+#define NRL_FIXED_SHARE(X) \
+    X(JOB_ENABLE) \
+    X(JOB_ENABLE_SET) \
+    X(JOB_ENABLE_CLR) \
+    X(JOB_SLOT_BASE) \
+    X(JOB_SLOT_COUNT) \
+    X(JOB_RPL_BASE) \
+    X(JOB_RPL_CAP) \
+    X(JOB_RPL_RECORD) \
+    X(JOB_OWNER) \
+
 /* Write rules (hw/regs.yaml legal: and self_clear:; hostdrv.wire.regmap.WRITE_RULES,
    SELF_CLEARING, refusal): X(name, checks, bits, max, multiple, low, high, high_name,
    at_least, at_least_name, self_clear); checks: the NRL_RULE_* that apply; high and

@@ -414,6 +414,20 @@ class WriteRule:
     bits_of: str | None = None
     """Only bits 0 .. this register's value - 1."""
 
+FIXED_SHARE: frozenset[str] = frozenset([
+    'JOB_ENABLE',
+    'JOB_ENABLE_SET',
+    'JOB_ENABLE_CLR',
+    'JOB_SLOT_BASE',
+    'JOB_SLOT_COUNT',
+    'JOB_RPL_BASE',
+    'JOB_RPL_CAP',
+    'JOB_RPL_RECORD',
+    'JOB_OWNER',
+])
+"""The share registers (fixed_share: in hw/regs.yaml) a one-job switch (``JOBS`` = 1, the RTL's)
+keeps at their reset values: every write to them is refused (``docs/protocol.md`` section 11)."""
+
 SELF_CLEARING: dict[str, int] = {
     'CTRL': 0x80000000,
     'JOB_ENABLE_SET': 0xFF,

@@ -14,13 +14,7 @@ __all__ = ["FIXED_SHARE", "RegisterFile", "read_back", "refusal"]
 
 from collections.abc import Callable
 
-from hostdrv.wire.regmap import REGISTERS, SELF_CLEARING, WRITE_RULES, Register, lookup
-
-FIXED_SHARE = frozenset(["JOB_ENABLE", "JOB_ENABLE_SET", "JOB_ENABLE_CLR", "JOB_SLOT_BASE",
-                         "JOB_SLOT_COUNT", "JOB_RPL_BASE", "JOB_RPL_CAP", "JOB_RPL_RECORD",
-                         "JOB_OWNER"])
-"""The share registers a one-job switch (``JOBS`` = 1, the RTL's) keeps at their reset values:
-every write to them is refused (``docs/protocol.md`` section 11)."""
+from hostdrv.wire.regmap import FIXED_SHARE, REGISTERS, SELF_CLEARING, WRITE_RULES, Register, lookup
 
 
 def _bit_list(mask: int) -> str:

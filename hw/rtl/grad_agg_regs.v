@@ -57,7 +57,12 @@ THE SOFTWARE.
  * counters and reads back 0.
  *
  * The AXI4-Lite handshake is nrl_axil_regif (awready/arready registered,
- * one clock after a request is taken); the identity, control and
+ * one clock after a request is taken; the write presented two clocks after
+ * it is taken, WRITE_REG = 2: its rules, range compares against
+ * AGG_MAX_SLOTS / AGG_MAX_ELEMS and the members, are judged from flip-flops
+ * in the first clock and ORed into the answer in the second, so a write
+ * lands, and is answered, two clocks later than on the bus; the path from
+ * the write data to bresp was 4.11 ns at the defaults); the identity, control and
  * member-table registers live in nrl_common_regs; this file owns the
  * aggregation registers, the counters and the read pipeline.
  *
@@ -202,7 +207,8 @@ reg [31:0] rd_data;
 nrl_axil_regif #(
     .ADDR_WIDTH(12),
     .READY_REG(1),
-    .READ_STAGES(3)
+    .READ_STAGES(3),
+    .WRITE_REG(2)
 )
 axil_regif_inst (
     .clk(clk),
@@ -247,7 +253,8 @@ wire [32*32-1:0] common_ctl_words;
 wire [32*32-1:0] common_member_words;
 
 nrl_common_regs #(
-    .BUILD_HASH(BUILD_HASH)
+    .BUILD_HASH(BUILD_HASH),
+    .JUDGE_REG(1)
 )
 common_regs_inst (
     .clk(clk),
@@ -286,14 +293,71 @@ endfunction
 
 wire [11:0] waddr = {wr_addr, 2'b00};
 
+/*
+ * Write rules, judged over two clocks: nrl_axil_regif (WRITE_REG = 2) holds
+ * the write on wr_addr/wr_data/wr_strb in the clock before wr_en, when each
+ * aggregation register's rule is judged on it as if it addressed that
+ * register, and the address decoded, both registered; in the clock of wr_en
+ * the refusal is the rule of the register addressed (two LUT levels from
+ * flip-flops to bresp). Nothing is written in the judging clock, so the
+ * registers a rule compares against (MEMBERS, THRESHOLD) hold the values
+ * they have when the write lands.
+ */
+localparam J_MEMBERS = 0, J_THRESHOLD = 1, J_SLOTS = 2, J_ELEMS = 3, J_BIT = 4,
+           J_PARENT_UDP = 5, J_LEAF_ID = 6, J_EPOCH = 7, J_UPLINK = 8, NJ = 9;
+
+// each register's value after the write (wr_strb applied)
+wire [31:0] wv_members = merge({28'd0, members_reg}, wr_data, wr_strb);
+wire [31:0] wv_threshold = merge({28'd0, threshold_reg}, wr_data, wr_strb);
+wire [31:0] wv_slots = merge({25'd0, slots_reg}, wr_data, wr_strb);
+wire [31:0] wv_elems = merge({23'd0, elems_reg}, wr_data, wr_strb);
+// DTYPE, MODE and ROLE: one bit, the same rule (bits 31:1 of a 1-bit register's value)
+wire [31:1] wv_bit_hi = wr_data[31:1] & {{8{wr_strb[3]}}, {8{wr_strb[2]}}, {8{wr_strb[1]}}, {7{wr_strb[0]}}};
+wire [31:0] wv_parent_udp = merge({16'd0, parent_udp_reg}, wr_data, wr_strb);
+wire [31:0] wv_leaf_id = merge({29'd0, leaf_id_reg}, wr_data, wr_strb);
+wire [31:0] wv_epoch = merge(epoch_reg, wr_data, wr_strb);
+
+wire [NJ-1:0] judge_hit;
+wire [NJ-1:0] judge_bad;
+
+assign judge_hit[J_MEMBERS] = waddr == REG_AGG_MEMBERS;
+assign judge_hit[J_THRESHOLD] = waddr == REG_AGG_THRESHOLD;
+assign judge_hit[J_SLOTS] = waddr == REG_AGG_SLOTS;
+assign judge_hit[J_ELEMS] = waddr == REG_AGG_ELEMS;
+assign judge_hit[J_BIT] = waddr == REG_AGG_DTYPE || waddr == REG_AGG_MODE || waddr == REG_AGG_ROLE;
+assign judge_hit[J_PARENT_UDP] = waddr == REG_AGG_PARENT_UDP;
+assign judge_hit[J_LEAF_ID] = waddr == REG_AGG_LEAF_ID;
+assign judge_hit[J_EPOCH] = waddr == REG_AGG_EPOCH;
+assign judge_hit[J_UPLINK] = waddr == REG_AGG_UPLINK_PORT;
+
+assign judge_bad[J_MEMBERS] = wv_members > 32'd8 || wv_members[3:0] < threshold_reg;
+assign judge_bad[J_THRESHOLD] = wv_threshold[31:4] != 28'd0 || wv_threshold[3:0] == 4'd0 ||
+                                wv_threshold[3:0] > members_reg;
+assign judge_bad[J_SLOTS] = wv_slots[31:7] != 25'd0 || wv_slots[6:0] == 7'd0 || wv_slots[6:0] > SLOTS_MAX;
+assign judge_bad[J_ELEMS] = wv_elems[31:14] != 18'd0 || wv_elems[3:0] != 4'd0 || wv_elems[13:4] == 10'd0 ||
+                            wv_elems[13:0] > {5'd0, ELEMS_MAX};
+assign judge_bad[J_BIT] = wv_bit_hi != 31'd0;
+assign judge_bad[J_PARENT_UDP] = wv_parent_udp[31:16] != 16'd0;
+assign judge_bad[J_LEAF_ID] = wv_leaf_id[31:3] != 29'd0;
+// a mailbox and the far-ahead bound: a multiple of 2^24
+assign judge_bad[J_EPOCH] = wv_epoch[23:0] != 24'd0;
+// 0 or one-hot (nrl_common_regs judges it on the write: common_port_ok)
+assign judge_bad[J_UPLINK] = 1'b0;
+
+reg [NJ-1:0] hit_reg;
+reg [NJ-1:0] bad_reg;
+
+always @(posedge clk) begin
+    hit_reg <= judge_hit;
+    bad_reg <= judge_bad;
+end
+
 // a refused port register write answers SLVERR
-wire uplink_refuse = waddr == REG_AGG_UPLINK_PORT && !common_port_ok;
-// an out-of-range aggregation register write answers SLVERR (set below)
-reg agg_refuse;
+wire uplink_refuse = hit_reg[J_UPLINK] && !common_port_ok;
+// an out-of-range aggregation register write answers SLVERR
+wire agg_refuse = |(hit_reg & bad_reg);
 
-assign wr_refuse = common_refuse || uplink_refuse || agg_refuse;
-
-reg [31:0] wv;
+assign wr_refuse = common_refuse || (do_write && (uplink_refuse || agg_refuse));
 
 always @* begin
     members_next = members_reg;
@@ -311,63 +375,43 @@ always @* begin
     epoch_next = epoch_reg;
     invalidate_next = 1'b0;
     clear_next = 1'b0;
-    agg_refuse = 1'b0;
-    wv = 32'd0;
 
+    // a refused write changes nothing (bad_reg: the rule of the register addressed)
     if (do_write) begin
         case (waddr)
             REG_AGG_MEMBERS: begin
-                wv = merge({28'd0, members_reg}, wr_data, wr_strb);
-                if (wv > 32'd8 || wv[3:0] < threshold_reg) begin
-                    agg_refuse = 1'b1;
-                end else begin
-                    members_next = wv[3:0];
+                if (!bad_reg[J_MEMBERS]) begin
+                    members_next = wv_members[3:0];
                     invalidate_next = 1'b1;
                 end
             end
             REG_AGG_THRESHOLD: begin
-                wv = merge({28'd0, threshold_reg}, wr_data, wr_strb);
-                if (wv[31:4] != 28'd0 || wv[3:0] == 4'd0 || wv[3:0] > members_reg) begin
-                    agg_refuse = 1'b1;
-                end else begin
-                    threshold_next = wv[3:0];
+                if (!bad_reg[J_THRESHOLD]) begin
+                    threshold_next = wv_threshold[3:0];
                     invalidate_next = 1'b1;
                 end
             end
             REG_AGG_SLOTS: begin
-                wv = merge({25'd0, slots_reg}, wr_data, wr_strb);
-                if (wv[31:7] != 25'd0 || wv[6:0] == 7'd0 || wv[6:0] > SLOTS_MAX) begin
-                    agg_refuse = 1'b1;
-                end else begin
-                    slots_next = wv[6:0];
+                if (!bad_reg[J_SLOTS]) begin
+                    slots_next = wv_slots[6:0];
                     invalidate_next = 1'b1;
                 end
             end
             REG_AGG_ELEMS: begin
-                wv = merge({23'd0, elems_reg}, wr_data, wr_strb);
-                if (wv[31:14] != 18'd0 || wv[3:0] != 4'd0 || wv[13:4] == 10'd0 ||
-                        wv[13:0] > {5'd0, ELEMS_MAX}) begin
-                    agg_refuse = 1'b1;
-                end else begin
-                    elems_next = {wv[8:4], 4'd0};
+                if (!bad_reg[J_ELEMS]) begin
+                    elems_next = {wv_elems[8:4], 4'd0};
                     invalidate_next = 1'b1;
                 end
             end
             REG_AGG_DTYPE: begin
-                wv = merge({31'd0, dtype_reg}, wr_data, wr_strb);
-                if (wv[31:1] != 31'd0) begin
-                    agg_refuse = 1'b1;
-                end else begin
-                    dtype_next = wv[0];
+                if (!bad_reg[J_BIT]) begin
+                    dtype_next = wr_strb[0] ? wr_data[0] : dtype_reg;
                     invalidate_next = 1'b1;
                 end
             end
             REG_AGG_MODE: begin
-                wv = merge({31'd0, mode_reg}, wr_data, wr_strb);
-                if (wv[31:1] != 31'd0) begin
-                    agg_refuse = 1'b1;
-                end else begin
-                    mode_next = wv[0];
+                if (!bad_reg[J_BIT]) begin
+                    mode_next = wr_strb[0] ? wr_data[0] : mode_reg;
                     invalidate_next = 1'b1;
                 end
             end
@@ -376,11 +420,8 @@ always @* begin
                 invalidate_next = 1'b1;
             end
             REG_AGG_ROLE: begin
-                wv = merge({31'd0, role_reg}, wr_data, wr_strb);
-                if (wv[31:1] != 31'd0) begin
-                    agg_refuse = 1'b1;
-                end else begin
-                    role_next = wv[0];
+                if (!bad_reg[J_BIT]) begin
+                    role_next = wr_strb[0] ? wr_data[0] : role_reg;
                     invalidate_next = 1'b1;
                 end
             end
@@ -396,31 +437,21 @@ always @* begin
                 invalidate_next = 1'b1;
             end
             REG_AGG_PARENT_UDP: begin
-                wv = merge({16'd0, parent_udp_reg}, wr_data, wr_strb);
-                if (wv[31:16] != 16'd0) begin
-                    agg_refuse = 1'b1;
-                end else begin
-                    parent_udp_next = wv[15:0];
+                if (!bad_reg[J_PARENT_UDP]) begin
+                    parent_udp_next = wv_parent_udp[15:0];
                     invalidate_next = 1'b1;
                 end
             end
             REG_AGG_LEAF_ID: begin
-                wv = merge({29'd0, leaf_id_reg}, wr_data, wr_strb);
-                if (wv[31:3] != 29'd0) begin
-                    agg_refuse = 1'b1;
-                end else begin
-                    leaf_id_next = wv[2:0];
+                if (!bad_reg[J_LEAF_ID]) begin
+                    leaf_id_next = wv_leaf_id[2:0];
                     invalidate_next = 1'b1;
                 end
             end
             REG_AGG_EPOCH: begin
-                // a mailbox and the far-ahead bound: no slot is invalidated;
-                // a multiple of 2^24
-                wv = merge(epoch_reg, wr_data, wr_strb);
-                if (wv[23:0] != 24'd0) begin
-                    agg_refuse = 1'b1;
-                end else begin
-                    epoch_next = wv;
+                // a mailbox and the far-ahead bound: no slot is invalidated
+                if (!bad_reg[J_EPOCH]) begin
+                    epoch_next = wv_epoch;
                 end
             end
             default: begin

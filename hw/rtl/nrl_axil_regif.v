@@ -58,6 +58,19 @@ THE SOFTWARE.
  * is taken; READY_REG = 1 registers them, so they rise one clock later (the
  * write's B response then comes in the clock of its W handshake, and a read
  * answers READ_STAGES clocks after its AR handshake).
+ *
+ * WRITE_REG = 1 or 2 puts register stages between the bus and the register
+ * file: the write taken is presented (wr_en with its address, data and
+ * strobes, all from flip-flops) WRITE_REG clocks later, when the register
+ * file judges it (wr_refuse) and updates its registers, and bvalid rises in
+ * the clock after that; no write is taken while one waits in the stages. A
+ * register file whose write rules are deep (wide range compares on the write
+ * data) then starts them at a flip-flop, not at the bus. With WRITE_REG = 2
+ * wr_addr, wr_data and wr_strb already hold the write in the clock before
+ * wr_en (and nothing is written in that clock), so the register file may
+ * judge the write over two clocks: its compares registered in that clock,
+ * their OR into wr_refuse in the clock of wr_en. WRITE_REG clocks more per
+ * write.
  */
 module nrl_axil_regif #
 (
@@ -66,7 +79,9 @@ module nrl_axil_regif #
     // awready/wready/arready: 0 in the clock a request is taken, 1 one clock later
     parameter READY_REG = 0,
     // Clocks from a read being taken to rd_data being sampled (>= 1)
-    parameter READ_STAGES = 3
+    parameter READ_STAGES = 3,
+    // Clocks from a write being taken to wr_en (0, 1 or 2; registered when >= 1)
+    parameter WRITE_REG = 0
 )
 (
     input  wire                    clk,
@@ -126,6 +141,10 @@ initial begin
         $error("Error: READ_STAGES must be at least 1 (instance %m)");
         $finish;
     end
+    if (WRITE_REG < 0 || WRITE_REG > 2) begin
+        $error("Error: WRITE_REG must be 0, 1 or 2 (instance %m)");
+        $finish;
+    end
 end
 
 /*
@@ -134,13 +153,25 @@ end
 reg bvalid_reg, bvalid_next;
 reg [1:0] bresp_reg, bresp_next;
 
-// a pending response also covers the clock of a registered awready
-wire wr_take = s_axil_awvalid && s_axil_wvalid && !bvalid_reg;
+// the write stages (WRITE_REG >= 1): the write taken, presented WRITE_REG
+// clocks later; wr_pend_reg[k] is set k + 1 clocks after the take
+localparam PEND_W = WRITE_REG > 0 ? WRITE_REG : 1;
+reg [PEND_W-1:0] wr_pend_reg;
+integer pk;
+reg [ADDR_WIDTH-1:2] wr_addr_reg;
+reg [31:0] wr_data_reg;
+reg [3:0] wr_strb_reg;
 
-assign wr_en = wr_take;
-assign wr_addr = s_axil_awaddr[ADDR_WIDTH-1:2];
-assign wr_data = s_axil_wdata;
-assign wr_strb = s_axil_wstrb;
+// a pending response also covers the clock of a registered awready (and a
+// write waiting in the stages, the clocks after it was taken)
+wire wr_take = s_axil_awvalid && s_axil_wvalid && !bvalid_reg && !(|wr_pend_reg);
+// the write the register file judges and applies in this clock
+wire wr_do = WRITE_REG != 0 ? wr_pend_reg[PEND_W-1] : wr_take;
+
+assign wr_en = wr_do;
+assign wr_addr = WRITE_REG != 0 ? wr_addr_reg : s_axil_awaddr[ADDR_WIDTH-1:2];
+assign wr_data = WRITE_REG != 0 ? wr_data_reg : s_axil_wdata;
+assign wr_strb = WRITE_REG != 0 ? wr_strb_reg : s_axil_wstrb;
 
 assign s_axil_bresp = bresp_reg;
 assign s_axil_bvalid = bvalid_reg;
@@ -149,7 +180,7 @@ always @* begin
     bvalid_next = bvalid_reg && !s_axil_bready;
     bresp_next = bresp_reg;
 
-    if (wr_take) begin
+    if (wr_do) begin
         bvalid_next = 1'b1;
         bresp_next = {wr_refuse, 1'b0};  // SLVERR or OKAY
     end
@@ -187,6 +218,16 @@ end
 always @(posedge clk) begin
     bvalid_reg <= bvalid_next;
     bresp_reg <= bresp_next;
+    wr_pend_reg[0] <= WRITE_REG != 0 && wr_take;
+    for (pk = 1; pk < PEND_W; pk = pk + 1) begin
+        wr_pend_reg[pk] <= wr_pend_reg[pk-1];
+    end
+
+    if (wr_take) begin
+        wr_addr_reg <= s_axil_awaddr[ADDR_WIDTH-1:2];
+        wr_data_reg <= s_axil_wdata;
+        wr_strb_reg <= s_axil_wstrb;
+    end
     rd_stage_reg <= rd_stage_next;
     rvalid_reg <= rvalid_next;
 
@@ -200,6 +241,7 @@ always @(posedge clk) begin
     if (rst) begin
         bvalid_reg <= 1'b0;
         bresp_reg <= 2'b00;
+        wr_pend_reg <= {PEND_W{1'b0}};
         rd_stage_reg <= {READ_STAGES{1'b0}};
         rvalid_reg <= 1'b0;
     end

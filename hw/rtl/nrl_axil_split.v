@@ -233,13 +233,11 @@ function job_reg(input [11:2] a);
     end
 endfunction
 
-// the fixed share of the one job: a write to it is refused (SLVERR)
+// the fixed share of the one job (fixed_share: in hw/regs.yaml): a write to
+// it is refused (SLVERR)
 function job_fixed(input [11:2] a);
     begin
-        job_fixed = a == REG_JOB_ENABLE[11:2] ||
-            a == REG_JOB_ENABLE_SET[11:2] || a == REG_JOB_ENABLE_CLR[11:2] ||
-            (a >= REG_JOB_SLOT_BASE[11:2] && a <= REG_JOB_RPL_RECORD[11:2]) ||
-            a == REG_JOB_OWNER[11:2];
+        job_fixed = a[11:8] == 4'h0 && FIXED_SHARE_WORDS[a[7:2]];
     end
 endfunction
 

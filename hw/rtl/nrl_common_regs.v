@@ -49,6 +49,12 @@ THE SOFTWARE.
  * reads back 0), wr_job_id a write to JOB_ID; both are combinational, in
  * the cycle of wr_en.
  *
+ * These rules depend on the write alone (address, data, strobes). With
+ * JUDGE_REG = 1 they are judged in the clock before wr_en, from the write
+ * nrl_axil_regif (WRITE_REG = 2) holds on wr_addr/wr_data/wr_strb then, and
+ * registered: wr_refuse and wr_port_ok in the clock of wr_en come from
+ * flip-flops.
+ *
  * MEMBER_PORT[i] holds 0 or one port bit: a write whose value (wr_strb
  * applied) is anything else is refused, the entry keeps its value, and
  * wr_refuse (combinational, in the cycle of wr_en) asks the including
@@ -66,7 +72,9 @@ THE SOFTWARE.
 module nrl_common_regs #
 (
     // Value of the BUILD_HASH register
-    parameter BUILD_HASH = 32'd0
+    parameter BUILD_HASH = 32'd0,
+    // 1: judge a write in the clock before wr_en (nrl_axil_regif WRITE_REG = 2)
+    parameter JUDGE_REG = 0
 )
 (
     input  wire                    clk,
@@ -166,10 +174,56 @@ endfunction
 wire [23:0] wr_hi = wr_data[31:8] & {{8{wr_strb[3]}}, {8{wr_strb[2]}}, {8{wr_strb[1]}}};
 wire port_ok = wr_hi == 24'd0 && (!wr_strb[0] || at_most_one(wr_data[7:0]));
 
-assign wr_port_ok = port_ok;
-// a value wider than its register (set below, combinational)
-reg width_refuse;
-assign wr_refuse = wr_en && ((wmember && waddr[3:0] == 4'h0 && !port_ok) || width_refuse);
+// the write's value (wr_strb applied) wider than its register, per register
+// kind: the old value's bits above the register are 0, so each rule depends
+// on the write alone
+localparam B_PORT = 0, B_CTRL = 1, B_BYTE = 2, B_HALF = 3, B_ROLE = 4, NB = 5;
+
+wire [NB-1:0] rule_bad;
+
+assign rule_bad[B_PORT] = !port_ok;
+assign rule_bad[B_CTRL] = (wr_data[30:8] & {{7{wr_strb[3]}}, {8{wr_strb[2]}}, {8{wr_strb[1]}}}) != 23'd0 ||
+                          (wr_strb[0] && wr_data[7:2] != 6'd0);
+assign rule_bad[B_BYTE] = wr_hi != 24'd0;  // JOB_ID
+assign rule_bad[B_HALF] = wr_hi[23:8] != 16'd0;  // UDP_PORT, SWITCH_MAC_HI, MEMBER_UDP
+assign rule_bad[B_ROLE] = wr_hi != 24'd0 || (wr_strb[0] && wr_data[7:3] != 5'd0);
+
+// the rule of the register the write addresses
+reg rule_sel;
+
+always @* begin
+    case (waddr)
+        REG_CTRL: rule_sel = rule_bad[B_CTRL];
+        REG_JOB_ID: rule_sel = rule_bad[B_BYTE];
+        REG_UDP_PORT, REG_SWITCH_MAC_HI: rule_sel = rule_bad[B_HALF];
+        default: begin
+            rule_sel = 1'b0;
+            if (wmember) begin
+                case (waddr[3:0])
+                    4'h0: rule_sel = rule_bad[B_PORT];
+                    4'h8: rule_sel = rule_bad[B_HALF];
+                    4'hC: rule_sel = rule_bad[B_ROLE];
+                    default: rule_sel = 1'b0;
+                endcase
+            end
+        end
+    endcase
+end
+
+// JUDGE_REG = 1: judged in the clock before wr_en, applied in its clock
+reg refuse_j_reg;
+reg [NB-1:0] bad_j_reg;
+
+always @(posedge clk) begin
+    refuse_j_reg <= rule_sel;
+    bad_j_reg <= rule_bad;
+end
+
+// each register's rule, as the update below uses it
+wire [NB-1:0] bad = JUDGE_REG != 0 ? bad_j_reg : rule_bad;
+
+assign wr_port_ok = !bad[B_PORT];
+assign wr_refuse = wr_en && (JUDGE_REG != 0 ? refuse_j_reg : rule_sel);
 
 reg [31:0] wv;
 
@@ -189,43 +243,35 @@ always @* begin
     end
     clear_c = 1'b0;
     job_id_c = 1'b0;
-    width_refuse = 1'b0;
     wv = 32'd0;
 
+    // a refused write changes nothing
     if (wr_en) begin
         case (waddr)
             REG_CTRL: begin
-                wv = merge({30'd0, ctrl_reg}, wr_data, wr_strb);
-                if (wv[30:2] != 29'd0) begin
-                    width_refuse = 1'b1;
-                end else begin
+                if (!bad[B_CTRL]) begin
+                    wv = merge({30'd0, ctrl_reg}, wr_data, wr_strb);
                     ctrl_next = wv[1:0];
                     clear_c = wv[31];
                 end
             end
             REG_JOB_ID: begin
-                wv = merge({24'd0, job_id_reg}, wr_data, wr_strb);
-                if (wv[31:8] != 24'd0) begin
-                    width_refuse = 1'b1;
-                end else begin
+                if (!bad[B_BYTE]) begin
+                    wv = merge({24'd0, job_id_reg}, wr_data, wr_strb);
                     job_id_next = wv[7:0];
                     job_id_c = 1'b1;
                 end
             end
             REG_UDP_PORT: begin
-                wv = merge({16'd0, udp_port_reg}, wr_data, wr_strb);
-                if (wv[31:16] != 16'd0) begin
-                    width_refuse = 1'b1;
-                end else begin
+                if (!bad[B_HALF]) begin
+                    wv = merge({16'd0, udp_port_reg}, wr_data, wr_strb);
                     udp_port_next = wv[15:0];
                 end
             end
             REG_SWITCH_IP: switch_ip_next = merge(switch_ip_reg, wr_data, wr_strb);
             REG_SWITCH_MAC_HI: begin
-                wv = merge({16'd0, mac_hi_reg}, wr_data, wr_strb);
-                if (wv[31:16] != 16'd0) begin
-                    width_refuse = 1'b1;
-                end else begin
+                if (!bad[B_HALF]) begin
+                    wv = merge({16'd0, mac_hi_reg}, wr_data, wr_strb);
                     mac_hi_next = wv[15:0];
                 end
             end
@@ -234,21 +280,17 @@ always @* begin
             default: begin
                 if (wmember) begin
                     case (waddr[3:0])
-                        4'h0: if (port_ok && wr_strb[0]) mport_next[widx] = wr_data[7:0];
+                        4'h0: if (!bad[B_PORT] && wr_strb[0]) mport_next[widx] = wr_data[7:0];
                         4'h4: mip_next[widx] = merge(mip_reg[widx], wr_data, wr_strb);
                         4'h8: begin
-                            wv = merge({16'd0, mudp_reg[widx]}, wr_data, wr_strb);
-                            if (wv[31:16] != 16'd0) begin
-                                width_refuse = 1'b1;
-                            end else begin
+                            if (!bad[B_HALF]) begin
+                                wv = merge({16'd0, mudp_reg[widx]}, wr_data, wr_strb);
                                 mudp_next[widx] = wv[15:0];
                             end
                         end
                         default: begin
-                            wv = merge({29'd0, mrole_reg[widx]}, wr_data, wr_strb);
-                            if (wv[31:3] != 29'd0) begin
-                                width_refuse = 1'b1;
-                            end else begin
+                            if (!bad[B_ROLE]) begin
+                                wv = merge({29'd0, mrole_reg[widx]}, wr_data, wr_strb);
                                 mrole_next[widx] = wv[2:0];
                             end
                         end

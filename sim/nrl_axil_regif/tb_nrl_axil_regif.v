@@ -24,6 +24,7 @@ module tb_nrl_axil_regif #
     parameter ADDR_WIDTH = 12,
     parameter READY_REG = 0,
     parameter READ_STAGES = 3,
+    parameter WRITE_REG = 0,
     parameter NREG = 8
 )
 (
@@ -81,7 +82,8 @@ wire [31:0] rd_data = rd_stage[READ_STAGES-1] ? rd_word : ~rd_word;
 nrl_axil_regif #(
     .ADDR_WIDTH(ADDR_WIDTH),
     .READY_REG(READY_REG),
-    .READ_STAGES(READ_STAGES)
+    .READ_STAGES(READ_STAGES),
+    .WRITE_REG(WRITE_REG)
 )
 dut_inst (
     .clk(clk),

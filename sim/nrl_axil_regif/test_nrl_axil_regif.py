@@ -81,13 +81,19 @@ class Handshake:
     A write is taken in a clock where AW and W are valid and no B response is
     pending; a read in a clock where AR is valid and no read is in flight
     (stages or R pending). ``ready_reg`` moves awready/wready/arready to the
-    clock after the take. A read's word is sampled ``stages`` clocks after
-    its take and answered in the next clock.
+    clock after the take. ``write_reg`` presents the write taken to the
+    register file (and lands it) that many clocks later; none is taken
+    meanwhile, and with two the write is already on wr_addr/wr_data/wr_strb
+    in the clock before it lands (the clock a register file judges it in). A
+    read's word is sampled ``stages`` clocks after its take and answered in
+    the next clock.
     """
 
     ready_reg: int
     stages: int
     regfile: RegFile
+    write_reg: int = 0
+    wpend: list[tuple[int, int, int] | None] = field(default_factory=list)
     bvalid: int = 0
     bresp: int = 0
     awready_r: int = 0
@@ -101,13 +107,17 @@ class Handshake:
 
     def __post_init__(self) -> None:
         self.stage = [0] * self.stages
+        self.wpend = [None] * self.write_reg
 
     def step(self, i: dict[str, int]) -> dict[str, int]:
         """The outputs of a clock with bus inputs ``i``; then advance to the next clock.
 
         Outputs that are don't-care in this clock (data without its valid) are absent.
         """
-        wr_take = int(i["awvalid"] and i["wvalid"] and not self.bvalid)
+        wr_take = int(i["awvalid"] and i["wvalid"] and not self.bvalid
+                      and all(w is None for w in self.wpend))
+        taken = (i["awaddr"] >> 2, i["wdata"], i["wstrb"]) if wr_take else None
+        land = self.wpend[-1] if self.write_reg else taken  # the write of this clock
         rd_take = int(i["arvalid"] and not any(self.stage) and not self.rvalid)
         out = {
             "awready": self.awready_r if self.ready_reg else wr_take,
@@ -115,7 +125,7 @@ class Handshake:
             "arready": self.arready_r if self.ready_reg else rd_take,
             "bvalid": self.bvalid,
             "rvalid": self.rvalid,
-            "mon_wr_en": wr_take,
+            "mon_wr_en": int(land is not None),
             "mon_rd_stage": sum(b << k for k, b in enumerate(self.stage)),
         }
         if self.bvalid:
@@ -125,6 +135,9 @@ class Handshake:
             out["rresp"] = 0
         if any(self.stage) or self.rvalid:
             out["mon_rd_addr"] = self.rd_word
+        if self.write_reg == 2 and self.wpend[0] is not None:
+            # the judging clock: the write is held on the register file's inputs
+            out["mon_wr_addr"], out["mon_wr_data"], out["mon_wr_strb"] = self.wpend[0]
 
         # the read word is sampled before this clock's write lands
         rdata = self.rdata
@@ -132,8 +145,8 @@ class Handshake:
             rdata = self.regfile.read(self.rd_word)
             self.reads.append((self.rd_word, rdata))
         bresp = self.bresp
-        if wr_take:
-            word, data, strb = i["awaddr"] >> 2, i["wdata"], i["wstrb"]
+        if land is not None:
+            word, data, strb = land
             refused = self.regfile.write(word, data, strb)
             self.writes.append((word, data & strb_mask(strb), strb, refused))
             out["mon_wr_addr"] = word
@@ -144,7 +157,8 @@ class Handshake:
         if rd_take:
             self.rd_word = i["araddr"] >> 2
 
-        self.bvalid = int(bool(self.bvalid and not i["bready"]) or wr_take)
+        self.bvalid = int(bool(self.bvalid and not i["bready"]) or land is not None)
+        self.wpend = [taken, *self.wpend[:-1]] if self.write_reg else []
         self.bresp = bresp
         self.awready_r = wr_take
         self.arready_r = rd_take
@@ -168,7 +182,8 @@ class Bench(ClockReset):
                                                    "s_axil_arvalid", "s_axil_rready"))
         self.addr_width = int(dut.ADDR_WIDTH.value)
         self.nreg = int(dut.NREG.value)
-        self.model = Handshake(int(dut.READY_REG.value), int(dut.READ_STAGES.value), RegFile(self.nreg))
+        self.model = Handshake(int(dut.READY_REG.value), int(dut.READ_STAGES.value), RegFile(self.nreg),
+                               int(dut.WRITE_REG.value))
         self.master = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         self.errors: list[str] = []
         self.clocks = 0
