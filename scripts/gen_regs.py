@@ -161,11 +161,10 @@ def render_vh(spec: dict[str, Any]) -> str:
         lines.append(f"localparam [31:0] RST_{r['name']} = 32'h{r['reset']:08X};")
     lines.append("")
     mask = sum(1 << r["addr"] // 4 for r in spec["flat"] if r["fixed_share"])
-    lines.append("// fixed_share: in hw/regs.yaml: bit k stands for the register at byte address 4*k; a")
-    lines.append("// one-job switch (JOBS = 1) refuses every write to these (docs/protocol.md section 11).")
-    lines.append(f"localparam [{FIXED_SHARE_WORDS - 1}:0] FIXED_SHARE_WORDS = "
-                 f"{FIXED_SHARE_WORDS}'h{mask:0{FIXED_SHARE_WORDS // 4}X};")
-    lines.append("")
+    lines += ["// fixed_share: (hw/regs.yaml): bit k, the register at byte address 4*k; a one-job switch",
+              "// (JOBS = 1) refuses every write to these (docs/protocol.md section 11).",
+              f"localparam [{FIXED_SHARE_WORDS - 1}:0] FIXED_SHARE_WORDS = "
+              f"{FIXED_SHARE_WORDS}'h{mask:0{FIXED_SHARE_WORDS // 4}X};", ""]
     base = spec["counter_window"]
     lines.append("// Counter owners (engine: in hw/regs.yaml): bit i of a mask stands for the counter at")
     lines.append("// REG_CNT_WINDOW + 4*i; `both` sets the bit in CNT_AGG and CNT_RPL (a read sums them).")
@@ -610,10 +609,8 @@ def render_h(spec: dict[str, Any], groups: list[dict[str, Any]]) -> str:
     out.append("#define NRL_RESET_PARAMS(X) \\")
     out += [f"    X({r['name']}, {r['reset_param']}) \\" for r in spec["flat"] if r.get("reset_param")]
     out.append("")
-    out.append("/* fixed_share registers: a one-job switch (JOBS = 1) refuses every write to them: X(name) */")
-    out.append("#define NRL_FIXED_SHARE(X) \\")
-    out += [f"    X({r['name']}) \\" for r in spec["flat"] if r["fixed_share"]]
-    out.append("")
+    out += ["/* fixed_share registers: a one-job switch (JOBS = 1) refuses every write to them: X(name) */",
+            "#define NRL_FIXED_SHARE(X) \\", *[f"    X({r['name']}) \\" for r in spec["flat"] if r["fixed_share"]], ""]
     out += render_h_rules(spec)
     out.append("#endif /* NRL_PROTOCOL_H */")
     out.append("")

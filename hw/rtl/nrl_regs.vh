@@ -141,8 +141,8 @@ localparam [31:0] RST_JOB_LEASE = 32'h00000000;
 localparam [31:0] RST_JOB_OWNER = 32'h00000000;
 localparam [31:0] RST_L2_AGE_FRAMES = 32'h00100000;
 
-// fixed_share: in hw/regs.yaml: bit k stands for the register at byte address 4*k; a
-// one-job switch (JOBS = 1) refuses every write to these (docs/protocol.md section 11).
+// fixed_share: (hw/regs.yaml): bit k, the register at byte address 4*k; a one-job switch
+// (JOBS = 1) refuses every write to these (docs/protocol.md section 11).
 localparam [63:0] FIXED_SHARE_WORDS = 64'h005F000000007000;
 
 // Counter owners (engine: in hw/regs.yaml): bit i of a mask stands for the counter at
