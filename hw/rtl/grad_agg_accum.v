@@ -186,7 +186,7 @@ wire                  x_we;
 wire [ACC_AW-1:0]     x_addr;
 wire [DATA_WIDTH-1:0] x_data;
 
-// a forwarded operand replaces the RAM's word (p1_fwd): the read register
+// a forwarded operand replaces the RAM's word (p0_fwd): the read register
 // is cleared then (the block RAM's output reset) and the two are ORed
 wire p0_fwd;
 
