@@ -416,7 +416,6 @@ def test_rank_that_left_and_warn_policy() -> None:
     """A rank that shuts its group down is reported as having left once its heartbeat
     is ``dead_after`` old: the survivor's next switch call fails at once naming it.
     ``fallback="warn"`` warns once per reason."""
-    from hostdrv.client import torch_backend
     from hostdrv.client.torch_backend import NetrlOptions
 
     def error_of(work: Any) -> str | None:
@@ -437,9 +436,6 @@ def test_rank_that_left_and_warn_policy() -> None:
         return err, time.monotonic() - t0, pg.dead
 
     options = NetrlOptions(dead_after=1.0, heartbeat=0.2, fallback="warn")
-    # the backend warns once per reason and process: a test before this one in the same
-    # worker may have used the reason up
-    torch_backend._warned.clear()
     # catch_warnings is process-wide and not thread-safe: one catcher around both ranks'
     # threads (one per thread lost the warnings emitted while the other's was installed)
     with warnings.catch_warnings(record=True) as caught:
@@ -448,7 +444,7 @@ def test_rank_that_left_and_warn_policy() -> None:
     assert rank1 is None
     err, took, dead = rank0
     warned = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
-    # four fallbacks, two per group: one warning per reason and process
+    # four fallbacks, two per group: one warning per reason and group
     assert 1 <= len(warned) <= 2 and all("dtype=float64" in w for w in warned), warned
     assert err is not None and "rank 1 left the group" in err, err
     assert took < 1.0 and dead is not None

@@ -147,19 +147,6 @@ def _avg_in_place(tensors: Sequence[torch.Tensor], n: int) -> None:
                 t.copy_(torch.div(t, n, rounding_mode="trunc"))
 
 
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def _warn_once(key: str, message: str) -> None:
-    """One :class:`RuntimeWarning` per ``key`` and process."""
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    warnings.warn(message, RuntimeWarning, stacklevel=3)
-
-
 class NetrlGroup(SwitchWorker):
     """The Python side of a ``netrl`` group: the switch all-reduces (module docstring).
 
@@ -350,9 +337,10 @@ class NetrlGroup(SwitchWorker):
             return ctl.read("JOB_ID")
 
 
-    def _count(self, key: str, n: int = 1) -> None:
+    def _count(self, key: str, n: int = 1) -> int:
         with self._counts_lock:
             self._counts[key] += n
+            return self._counts[key]
 
     def _sum(self, tensors: list[torch.Tensor], avg: bool, call: int) -> list[torch.Tensor]:
         """Sum ``tensors`` (one dtype, float32 or int32) through the switch, in place.
@@ -476,10 +464,10 @@ class NetrlGroup(SwitchWorker):
                 f"netrl: the switch cannot sum this all_reduce ({why}); it sums SUM/AVG of "
                 "float32 or int32 CPU tensors on a group with a switch job. Set "
                 "fallback='gloo' (or unset NETRL_STRICT/NETRL_FALLBACK) to run it on gloo")
-        self._count(f"fallback:{why}")
-        if policy == "warn":
-            _warn_once(f"{id(self)}:{why}", f"netrl: an all_reduce runs on gloo, not the "
-                       f"switch ({why}); counted in stats() as fallback:{why}")
+        # once per reason and group: the first fallback of its count
+        if self._count(f"fallback:{why}") == 1 and policy == "warn":
+            warnings.warn(f"netrl: an all_reduce runs on gloo, not the switch ({why}); counted "
+                          f"in stats() as fallback:{why}", RuntimeWarning, stacklevel=2)
 
     # -- introspection and teardown ---------------------------------------------------
     def stats(self) -> dict[str, int]:
