@@ -32,22 +32,32 @@ def tops() -> dict[str, list[Path]]:
     return out
 
 
+VARIANTS: dict[str, list[dict[str, int]]] = {
+    "nrl_axil_split": [{"JOBS": 4, "ADDR_WIDTH": 16}, {"JOBS": 8, "ADDR_WIDTH": 16}, {"JOBS": 3, "ADDR_WIDTH": 13}],
+}
+"""Parameter sets linted besides a top's defaults (the job dimension, docs/protocol.md section 11)."""
+
+
 def main() -> int:
     setup_tool_env()
     bad = 0
-    for top, srcs in tops().items():
-        cmd = ["verilator", "--lint-only", "-Wall", f"-I{RTL}", "--top-module", top, *map(str, srcs)]
+    runs = [(top, srcs, {}) for top, srcs in tops().items()]
+    runs += [(top, tops()[top], params) for top, sets in VARIANTS.items() for params in sets]
+    for top, srcs, params in runs:
+        gs = [f"-G{k}={v}" for k, v in params.items()]
+        ps = [f"-P{top}.{k}={v}" for k, v in params.items()]
+        cmd = ["verilator", "--lint-only", "-Wall", f"-I{RTL}", "--top-module", top, *gs, *map(str, srcs)]
         r = subprocess.run(cmd, capture_output=True, text=True)
         ok = r.returncode == 0 and "%Warning" not in r.stderr
         msg = "ok" if ok else "FAIL"
         if shutil.which("iverilog"):
-            r2 = subprocess.run(["iverilog", "-g2005", "-o", "/dev/null", f"-I{RTL}", "-s", top, *map(str, srcs)],
+            r2 = subprocess.run(["iverilog", "-g2005", "-o", "/dev/null", f"-I{RTL}", "-s", top, *ps, *map(str, srcs)],
                                 capture_output=True, text=True)
             if r2.returncode != 0:
                 ok = False
                 msg = "FAIL (iverilog)"
                 r = r2
-        print(f"{top:24s} {msg}")
+        print(f"{top:24s} {' '.join(gs):36s} {msg}")
         if not ok:
             bad += 1
             print(r.stderr or r.stdout)

@@ -1,8 +1,12 @@
-"""Build ``hw/rtl/nrl_axil_split.v`` and run its cocotb testbench (Icarus and Verilator).
+"""Build ``hw/rtl/nrl_axil_split.v`` (with its job table, ``nrl_job_table.v``) and run its
+cocotb testbench (Icarus and Verilator).
 
 Routing of reads and writes by hw/regs.yaml, SLVERR from an engine, CNT_PASS
-and the UDP_PORT shadow, the job table of a one-job switch and the job pages
-(the switch's 16-bit address), against two Python engine register files.
+and the UDP_PORT shadow, the job pages (the switch's 16-bit address), and the job
+table against the reference model: a one-job switch (its fixed share) and a switch of
+four jobs (``JOBS`` = 4, the conformance suite's ``jobs`` parameters: the share rules,
+the collisions, the slots freed and the tables emptied), against two Python engine
+register files.
 """
 
 from __future__ import annotations
@@ -10,17 +14,25 @@ from __future__ import annotations
 import pytest
 from toolcheck import require_simulator
 
-from sim.common.runner import RTL, SIMULATORS, run_cocotb
+from sim.common.runner import RTL, SIMULATORS, read_filelist, run_cocotb
+
+BUILDS = {
+    "jobs1": {"ADDR_WIDTH": 16},
+    "jobs4": {"ADDR_WIDTH": 16, "JOBS": 4, "AGG_MAX_SLOTS": 8, "RPL_CAPACITY": 64},
+}
 
 
+@pytest.mark.parametrize("build", list(BUILDS))
 @pytest.mark.parametrize("sim", SIMULATORS)
-def test_nrl_axil_split(sim: str) -> None:
-    """Reads and writes reach the right engine, responses propagate, CNT_PASS counts."""
+def test_nrl_axil_split(sim: str, build: str) -> None:
+    """Reads and writes reach the right engine, responses propagate, CNT_PASS counts, the
+    job table takes and refuses writes as the model does."""
     require_simulator(sim, "the nrl_axil_split cocotb testbench")
     run_cocotb(
         sim=sim,
         toplevel="nrl_axil_split",
-        sources=[RTL / "nrl_axil_split.v"],
+        sources=read_filelist(RTL / "nrl_axil_split.f"),
         test_module="sim.nrl_axil_split.test_nrl_axil_split",
-        parameters={"ADDR_WIDTH": 16},
+        parameters=BUILDS[build],
+        build_tag=build,
     )

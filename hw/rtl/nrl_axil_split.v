@@ -38,21 +38,23 @@ THE SOFTWARE.
  *
  * Job pages (docs/protocol.md section 11): job j's registers are at
  * j * 0x1000 + offset, bits ADDR_WIDTH-1:12 of the address being the page.
- * This switch serves JOBS = 1 job (the generated RST_JOBS), so every address
- * outside page 0 is no register: a read answers 0 with SLVERR, a write
- * SLVERR, and neither reaches an engine or changes anything here. Decode of
- * page 0 (byte address, bits 11:0):
+ * A page j >= JOBS, and in a page other than 0 a word that is no job register
+ * (JOB_SCOPE_WORDS, generated from hw/regs.yaml's scope: job), is no
+ * register: a read answers 0 with SLVERR, a write SLVERR, and neither reaches
+ * an engine or changes anything here. A job register of page j reaches the
+ * engines with m_axil_job = j (its offset on m_axil_*_awaddr / araddr).
+ * Decode of a page (byte address, bits 11:0):
  *
  *   writes
  *     JOBS, JOB_ENABLE(_SET/_CLR), JOB_SLOT_*, JOB_RPL_*,
- *     JOB_LEASE, JOB_OWNER                                this module
+ *     JOB_LEASE, JOB_OWNER; JOB_ID when JOBS > 1          this module
  *     0x000-0x03F identity/control, 0x100-0x1FF members   both engines
  *     0x080-0x0FF RPL_*                                   replay engine
  *     everything else (0x040-0x07F AGG_* with the AGG_EPOCH
  *     mailbox at 0x078, counters, ...)                    aggregation engine
  *   reads
  *     JOBS, JOB_ENABLE(_SET/_CLR), JOB_SLOT_*, JOB_RPL_*,
- *     JOB_LEASE, JOB_OWNER                                this module
+ *     JOB_LEASE, JOB_OWNER; JOB_ID when JOBS > 1          this module
  *     0x080-0x0FF RPL_*                                   replay engine
  *     counters (0x200-0x27F): by the owner hw/regs.yaml
  *     gives each (engine:, generated into nrl_regs.vh as
@@ -78,16 +80,17 @@ THE SOFTWARE.
  * writes it forwards. One transaction at a time; reads and writes
  * alternate when both wait.
  *
- * It also holds the job table of a one-job switch (hw/regs.yaml group job,
- * docs/protocol.md section 11): JOBS reads RST_JOBS (1), and the fixed share
- * reads its reset values, JOB_ENABLE RST_JOB_ENABLE (job 0 on), JOB_SLOT_BASE
- * and JOB_RPL_BASE 0, JOB_SLOT_COUNT AGG_MAX_SLOTS, JOB_RPL_CAP RPL_CAPACITY
- * and JOB_RPL_RECORD RPL_RECORD_BYTES; every write to those six, to the
- * JOB_ENABLE_SET / JOB_ENABLE_CLR pair and to JOB_OWNER (all three read 0) is
- * refused (SLVERR, nothing changed), as the model of a JOBS = 1 switch refuses it.
- * JOB_LEASE is a 32-bit mailbox (written with wstrb, read back, no effect);
- * a write to JOBS (read-only) is ignored and answered OKAY, as the engines
- * answer one to their read-only registers.
+ * It also holds the job table (nrl_job_table: hw/regs.yaml group job, JOBS,
+ * JOB_ENABLE and its set / clear pair, and with JOBS > 1 every job's JOB_ID),
+ * judges the writes to it by docs/protocol.md section 11 (a refused one is
+ * SLVERR and changes nothing; the response follows the judgement, about seven
+ * clocks) and drives it to the engines (job_*), with the effects of the
+ * section: table_carve (a job's table emptied) and slot_free (the memory
+ * slots whose copies are freed; also after the aggregation engine takes a
+ * write to a register 0x040-0x06C of an enabled job, or with JOBS = 1 to
+ * JOB_ID). With JOBS = 1 the share is fixed (its writes are refused) and
+ * JOB_ID goes to the engines. A write to JOBS (read-only) is ignored and
+ * answered OKAY, as the engines answer one to their read-only registers.
  */
 module nrl_axil_split #
 (
@@ -102,8 +105,12 @@ module nrl_axil_split #
     parameter AGG_MAX_SLOTS = 64,
     // Replay capacity in records (RPL_CAPACITY): JOB_RPL_CAP of the one job
     parameter RPL_CAPACITY = 16384,
-    // Replay record bytes (RPL_RECORD_BYTES): JOB_RPL_RECORD of the one job
-    parameter RPL_RECORD_BYTES = 128
+    // Replay record bytes (RPL_RECORD_BYTES): JOB_RPL_RECORD's reset and limit
+    parameter RPL_RECORD_BYTES = 128,
+    // Jobs served (JOBS, docs/protocol.md section 11), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1
 )
 (
     input  wire                   clk,
@@ -177,6 +184,21 @@ module nrl_axil_split #
     input  wire [1:0]             m_axil_rpl_rresp,
     input  wire                   m_axil_rpl_rvalid,
     output wire                   m_axil_rpl_rready,
+    // the page (job) of the engine registers addressed, on both masters
+    output wire [JW-1:0]          m_axil_job,
+
+    /*
+     * The job table (nrl_job_table)
+     */
+    output wire [JOBS*8-1:0]      job_id,
+    output wire [JOBS-1:0]        job_enable,
+    output wire [JOBS*7-1:0]      job_slot_base,
+    output wire [JOBS*7-1:0]      job_slot_count,
+    output wire [JOBS*32-1:0]     job_rpl_base,
+    output wire [JOBS*32-1:0]     job_rpl_cap,
+    output wire [JOBS*14-1:0]     job_rpl_record,
+    output wire [AGG_MAX_SLOTS-1:0] slot_free,
+    output wire [JOBS-1:0]        table_carve,
 
     /*
      * Switch top registers
@@ -195,11 +217,6 @@ module nrl_axil_split #
 initial begin
     if (ADDR_WIDTH < 12 || ADDR_WIDTH > 32) begin
         $error("Error: ADDR_WIDTH must be 12 (the register map's page) to 32 (instance %m)");
-        $finish;
-    end
-
-    if (RST_JOBS != 32'd1) begin
-        $error("Error: this register path serves one job (JOBS = 1) (instance %m)");
         $finish;
     end
 
@@ -224,20 +241,29 @@ localparam [2:0]
     STATE_READ_RESP = 3'd5;
 
 // the job table registers this module answers (JOBS, JOB_ENABLE and its set / clear pair,
-// JOB_SLOT_BASE .. JOB_OWNER)
+// JOB_SLOT_BASE .. JOB_OWNER, and JOB_ID when JOBS > 1)
 function job_reg(input [11:2] a);
     begin
         job_reg = a == REG_JOBS[11:2] || a == REG_JOB_ENABLE[11:2] ||
             a == REG_JOB_ENABLE_SET[11:2] || a == REG_JOB_ENABLE_CLR[11:2] ||
-            (a >= REG_JOB_SLOT_BASE[11:2] && a <= REG_JOB_OWNER[11:2]);
+            (a >= REG_JOB_SLOT_BASE[11:2] && a <= REG_JOB_OWNER[11:2]) ||
+            (JOBS > 1 && a == REG_JOB_ID[11:2]);
     end
 endfunction
 
-// the fixed share of the one job (fixed_share: in hw/regs.yaml): a write to
-// it is refused (SLVERR)
-function job_fixed(input [11:2] a);
+// a word every job's page has (scope: job in hw/regs.yaml)
+function job_scope(input [11:2] a);
     begin
-        job_fixed = a[11:8] == 4'h0 && FIXED_SHARE_WORDS[a[7:2]];
+        job_scope = a[11:10] == 2'b00 && JOB_SCOPE_WORDS[a[9:2]];
+    end
+endfunction
+
+// the engine registers whose write frees the job's slot copies (0x040-0x06C; JOB_ID when
+// the engines hold it, JOBS = 1)
+function agg_config(input [11:2] a);
+    begin
+        agg_config = (a >= REG_AGG_MEMBERS[11:2] && a <= REG_AGG_LEAF_ID[11:2]) ||
+            (JOBS == 1 && a == REG_JOB_ID[11:2]);
     end
 endfunction
 
@@ -319,7 +345,13 @@ reg [15:0] cnt_hi_reg, cnt_hi_next;
 reg [15:0] udp_port_reg, udp_port_next;
 reg [31:0] l2_age_reg, l2_age_next;
 reg l2_age_load_reg, l2_age_load_next;
-reg [31:0] job_lease_reg, job_lease_next;
+reg [JW-1:0] page_reg, page_next;
+reg tbl_wr_reg, tbl_wr_next;
+reg tbl_start_reg, tbl_start_next;
+wire tbl_busy;
+wire tbl_err;
+wire [31:0] tbl_rdata;
+wire agg_free;
 
 wire wr_req = s_axil_awvalid && s_axil_wvalid;
 wire rd_req = s_axil_arvalid;
@@ -375,46 +407,81 @@ wire [31:0] s_wmask32 = {{8{s_axil_wstrb[3]}}, {8{s_axil_wstrb[2]}}, s_wmask};
 wire [11:0] s_waddr = {s_axil_awaddr[11:2], 2'b00};
 wire [11:0] s_raddr = {s_axil_araddr[11:2], 2'b00};
 
-// an address outside page 0: no register (JOBS = 1)
-wire s_wpage;
-wire s_rpage;
+// the pages: s_wpage0 page 0; s_wbad / s_rbad no register (a page >= JOBS, or a
+// word of page j > 0 that is no job register)
+localparam [31:0] JOBS32 = JOBS;
+wire s_wpage0;
+wire s_wbad;
+wire s_rbad;
+wire [JW-1:0] s_wjob;
+wire [JW-1:0] s_rjob;
 
 generate
 if (ADDR_WIDTH > 12) begin : g_page
-    assign s_wpage = |s_axil_awaddr[ADDR_WIDTH-1:12];
-    assign s_rpage = |s_axil_araddr[ADDR_WIDTH-1:12];
+    wire [ADDR_WIDTH-13:0] wpg = s_axil_awaddr[ADDR_WIDTH-1:12];
+    wire [ADDR_WIDTH-13:0] rpg = s_axil_araddr[ADDR_WIDTH-1:12];
+    assign s_wpage0 = wpg == {ADDR_WIDTH-12{1'b0}};
+    wire rpage0 = rpg == {ADDR_WIDTH-12{1'b0}};
+    assign s_wbad = {{44-ADDR_WIDTH{1'b0}}, wpg} >= JOBS32 || (!s_wpage0 && !job_scope(s_axil_awaddr[11:2]));
+    assign s_rbad = {{44-ADDR_WIDTH{1'b0}}, rpg} >= JOBS32 || (!rpage0 && !job_scope(s_axil_araddr[11:2]));
+    if (ADDR_WIDTH - 12 >= JW) begin : g_wide
+        assign s_wjob = wpg[JW-1:0];
+        assign s_rjob = rpg[JW-1:0];
+    end else begin : g_narrow
+        assign s_wjob = {{JW-(ADDR_WIDTH-12){1'b0}}, wpg};
+        assign s_rjob = {{JW-(ADDR_WIDTH-12){1'b0}}, rpg};
+    end
 end else begin : g_page0
-    assign s_wpage = 1'b0;
-    assign s_rpage = 1'b0;
+    assign s_wpage0 = 1'b1;
+    assign s_wbad = 1'b0;
+    assign s_rbad = 1'b0;
+    assign s_wjob = {JW{1'b0}};
+    assign s_rjob = {JW{1'b0}};
 end
 endgenerate
 
-wire [1:0] s_wr_route = s_wpage ? 2'b00 : wr_route(s_axil_awaddr[11:0]);
-wire [1:0] s_rd_route = s_rpage ? 2'b00 : rd_route(s_axil_araddr[11:0]);
+wire [1:0] s_wr_route = s_wbad ? 2'b00 : wr_route(s_axil_awaddr[11:0]);
+wire [1:0] s_rd_route = s_rbad ? 2'b00 : rd_route(s_axil_araddr[11:0]);
 
-// the job table's read words (JOBS = 1: the reset share, JOB_LEASE)
-localparam [31:0] SHARE_SLOTS = AGG_MAX_SLOTS;
-localparam [31:0] SHARE_CAP = RPL_CAPACITY;
-localparam [31:0] SHARE_RECORD = RPL_RECORD_BYTES;
+assign m_axil_job = page_reg;
 
-reg [31:0] job_rdata;
+// an aggregation register of a job taken by the engine: its slot copies are freed
+assign agg_free = state_reg == STATE_WRITE && b_fire[0] && m_axil_agg_bresp == 2'b00 &&
+    agg_config(addr_reg[11:2]);
 
-always @* begin
-    case (s_raddr)
-        REG_JOBS: job_rdata = RST_JOBS;
-        REG_JOB_ENABLE: job_rdata = RST_JOB_ENABLE;
-        REG_JOB_SLOT_BASE: job_rdata = RST_JOB_SLOT_BASE;
-        REG_JOB_SLOT_COUNT: job_rdata = SHARE_SLOTS;
-        REG_JOB_RPL_BASE: job_rdata = RST_JOB_RPL_BASE;
-        REG_JOB_RPL_CAP: job_rdata = SHARE_CAP;
-        REG_JOB_RPL_RECORD: job_rdata = SHARE_RECORD;
-        REG_JOB_LEASE: job_rdata = job_lease_reg;
-        REG_JOB_ENABLE_SET: job_rdata = RST_JOB_ENABLE_SET;
-        REG_JOB_ENABLE_CLR: job_rdata = RST_JOB_ENABLE_CLR;
-        REG_JOB_OWNER: job_rdata = RST_JOB_OWNER;
-        default: job_rdata = l2_age_reg;  // L2_AGE_FRAMES, the other local read
-    endcase
-end
+nrl_job_table #(
+    .JOBS(JOBS),
+    .AGG_MAX_SLOTS(AGG_MAX_SLOTS),
+    .RPL_CAPACITY(RPL_CAPACITY),
+    .RPL_RECORD_BYTES(RPL_RECORD_BYTES),
+    .JW(JW)
+)
+job_table_inst (
+    .clk(clk),
+    .rst(rst),
+    .wr_start(tbl_start_reg),
+    .wr_job(page_reg),
+    .wr_addr(addr_reg[11:2]),
+    .wr_data(wdata_reg),
+    .wr_strb(wstrb_reg),
+    .free_start(agg_free),
+    .free_job(page_reg),
+    .id_load(agg_free && JOBS == 1 && addr_reg[11:2] == REG_JOB_ID[11:2]),
+    .busy(tbl_busy),
+    .wr_err(tbl_err),
+    .rd_job(s_rjob),
+    .rd_addr(s_axil_araddr[11:2]),
+    .rd_data(tbl_rdata),
+    .job_id(job_id),
+    .job_enable(job_enable),
+    .job_slot_base(job_slot_base),
+    .job_slot_count(job_slot_count),
+    .job_rpl_base(job_rpl_base),
+    .job_rpl_cap(job_rpl_cap),
+    .job_rpl_record(job_rpl_record),
+    .slot_free(slot_free),
+    .table_carve(table_carve)
+);
 
 always @* begin
     state_next = state_reg;
@@ -439,7 +506,9 @@ always @* begin
     udp_port_next = udp_port_reg;
     l2_age_next = l2_age_reg;
     l2_age_load_next = 1'b0;
-    job_lease_next = job_lease_reg;
+    page_next = page_reg;
+    tbl_wr_next = tbl_wr_reg;
+    tbl_start_next = 1'b0;
 
     case (state_reg)
         STATE_IDLE: begin
@@ -447,6 +516,7 @@ always @* begin
             if (do_write) begin
                 read_first_next = 1'b1;
                 addr_next = s_axil_awaddr[11:0];
+                page_next = s_wjob;
                 prot_next = s_axil_awprot;
                 wdata_next = s_axil_wdata;
                 wstrb_next = s_axil_wstrb;
@@ -454,24 +524,23 @@ always @* begin
                 wvalid_next = s_wr_route;
                 wait_next = s_wr_route;
                 state_next = STATE_WRITE;
-                // no register outside page 0; the fixed job share refuses every write
-                if (s_wpage || job_fixed(s_axil_awaddr[11:2])) begin
+                // no register; the job table judges its own (a refusal is ORed in at the end)
+                tbl_wr_next = !s_wbad && job_reg(s_axil_awaddr[11:2]);
+                tbl_start_next = tbl_wr_next;
+                if (s_wbad) begin
                     resp_next = 2'b10;
-                end
-                if (!s_wpage && s_waddr == REG_JOB_LEASE) begin
-                    job_lease_next = (job_lease_reg & ~s_wmask32) | (s_axil_wdata & s_wmask32);
                 end
                 // registers of the switch top, taken from the forwarded write
                 // (unless the engines refuse the value: bits beyond the register's width)
-                if (!s_wpage && s_waddr == REG_UDP_PORT &&
+                if (s_wpage0 && s_waddr == REG_UDP_PORT &&
                         (s_axil_wdata & s_wmask32 & 32'hFFFF0000) == 32'd0) begin
                     udp_port_next = (udp_port_reg & ~s_wmask) | (s_axil_wdata[15:0] & s_wmask);
                 end
-                if (!s_wpage && s_waddr == REG_L2_AGE_FRAMES) begin
+                if (s_wpage0 && s_waddr == REG_L2_AGE_FRAMES) begin
                     l2_age_next = (l2_age_reg & ~s_wmask32) | (s_axil_wdata & s_wmask32);
                     l2_age_load_next = 1'b1;
                 end
-                if (!s_wpage && s_waddr == REG_CTRL && s_axil_wstrb[3] && s_axil_wdata[31] &&
+                if (s_wpage0 && s_waddr == REG_CTRL && s_axil_wstrb[3] && s_axil_wdata[31] &&
                         (s_axil_wdata & s_wmask32 & 32'h7FFFFFFC) == 32'd0) begin
                     cnt_lo_next = 16'd0;
                     cnt_carry_next = 1'b0;
@@ -480,18 +549,21 @@ always @* begin
             end else if (do_read) begin
                 read_first_next = 1'b0;
                 addr_next = s_axil_araddr[11:0];
+                page_next = s_rjob;
                 prot_next = s_axil_arprot;
                 arvalid_next = s_rd_route;
                 wait_next = s_rd_route;
                 agg_rdata_next = {DATA_WIDTH{1'b0}};
                 rpl_rdata_next = {DATA_WIDTH{1'b0}};
-                if (s_rpage) begin
-                    // no register outside page 0: 0, SLVERR
+                if (s_rbad) begin
+                    // no register: 0, SLVERR
                     resp_next = 2'b10;
                     state_next = STATE_READ_SUM;
-                end else if (s_rd_route == 2'b00 && (s_raddr == REG_L2_AGE_FRAMES ||
-                        job_reg(s_raddr[11:2]))) begin
-                    agg_rdata_next = job_rdata;
+                end else if (s_rd_route == 2'b00 && job_reg(s_raddr[11:2])) begin
+                    agg_rdata_next = tbl_rdata;
+                    state_next = STATE_READ_SUM;
+                end else if (s_rd_route == 2'b00 && s_raddr == REG_L2_AGE_FRAMES) begin
+                    agg_rdata_next = l2_age_reg;
                     state_next = STATE_READ_SUM;
                 end else if (s_rd_route == 2'b00) begin
                     // CNT_PASS: snapshot both halves and the pending carry
@@ -511,7 +583,12 @@ always @* begin
             if (b_fire[1]) begin
                 resp_next = resp_next | m_axil_rpl_bresp;
             end
-            if ((wait_reg & ~b_fire) == 2'b00) begin
+            // done when the engines have answered and the job table has judged and
+            // driven its effects (agg_free: a free it starts this clock)
+            if ((wait_reg & ~b_fire) == 2'b00 && !tbl_start_reg && !tbl_busy && !agg_free) begin
+                if (tbl_wr_reg && tbl_err) begin
+                    resp_next = 2'b10;
+                end
                 s_axil_bvalid_next = 1'b1;
                 state_next = STATE_WRITE_RESP;
             end
@@ -582,7 +659,9 @@ always @(posedge clk) begin
     udp_port_reg <= udp_port_next;
     l2_age_reg <= l2_age_next;
     l2_age_load_reg <= l2_age_load_next;
-    job_lease_reg <= job_lease_next;
+    page_reg <= page_next;
+    tbl_wr_reg <= tbl_wr_next;
+    tbl_start_reg <= tbl_start_next;
 
     if (rst) begin
         state_reg <= STATE_IDLE;
@@ -600,7 +679,9 @@ always @(posedge clk) begin
         udp_port_reg <= RST_UDP_PORT[15:0];
         l2_age_reg <= RST_L2_AGE_FRAMES;
         l2_age_load_reg <= 1'b0;
-        job_lease_reg <= RST_JOB_LEASE;
+        page_reg <= {JW{1'b0}};
+        tbl_wr_reg <= 1'b0;
+        tbl_start_reg <= 1'b0;
     end
 end
 

@@ -141,9 +141,10 @@ localparam [31:0] RST_JOB_LEASE = 32'h00000000;
 localparam [31:0] RST_JOB_OWNER = 32'h00000000;
 localparam [31:0] RST_L2_AGE_FRAMES = 32'h00100000;
 
-// fixed_share: (hw/regs.yaml): bit k, the register at byte address 4*k; a one-job switch
-// (JOBS = 1) refuses every write to these (docs/protocol.md section 11).
+// fixed_share: (hw/regs.yaml): a one-job switch (JOBS = 1) refuses every write to these (docs/protocol.md section 11); bit k: the register at byte address 4*k.
 localparam [63:0] FIXED_SHARE_WORDS = 64'h005F000000007000;
+// scope: job: every job's page has these; any other word of a page other than 0 is no register (docs/protocol.md section 11); bit k: the register at byte address 4*k.
+localparam [255:0] JOB_SCOPE_WORDS = 256'h000000000000000000000000FFFF1BFF00000000FFFFFFFF007F1FFF7FFF0020;
 
 // Counter owners (engine: in hw/regs.yaml): bit i of a mask stands for the counter at
 // REG_CNT_WINDOW + 4*i; `both` sets the bit in CNT_AGG and CNT_RPL (a read sums them).

@@ -32,5 +32,6 @@ nrl_l2_learn.v
 nrl_classifier.v
 nrl_axis_skid.v
 nrl_axis_merge.v
+nrl_job_table.v
 nrl_axil_split.v
 nrl_switch.v

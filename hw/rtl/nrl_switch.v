@@ -508,6 +508,21 @@ merge_inst (
     .m_axis_tuser(m_axis_tuser)
 );
 
+// the job table (one job: its fixed share); the engines take it with the job dimension
+// (docs/architecture.md, Jobs in the RTL)
+/* verilator lint_off UNUSEDSIGNAL */
+wire       split_job;
+wire [7:0] job_id;
+wire       job_enable;
+wire [6:0] job_slot_base;
+wire [6:0] job_slot_count;
+wire [31:0] job_rpl_base;
+wire [31:0] job_rpl_cap;
+wire [13:0] job_rpl_record;
+wire [AGG_MAX_SLOTS-1:0] slot_free;
+wire       table_carve;
+/* verilator lint_on UNUSEDSIGNAL */
+
 nrl_axil_split #(
     .ADDR_WIDTH(AXIL_ADDR_WIDTH),
     .DATA_WIDTH(AXIL_DATA_WIDTH),
@@ -576,6 +591,16 @@ axil_split_inst (
     .m_axil_rpl_rresp(rpl_axil_rresp),
     .m_axil_rpl_rvalid(rpl_axil_rvalid),
     .m_axil_rpl_rready(rpl_axil_rready),
+    .m_axil_job(split_job),
+    .job_id(job_id),
+    .job_enable(job_enable),
+    .job_slot_base(job_slot_base),
+    .job_slot_count(job_slot_count),
+    .job_rpl_base(job_rpl_base),
+    .job_rpl_cap(job_rpl_cap),
+    .job_rpl_record(job_rpl_record),
+    .slot_free(slot_free),
+    .table_carve(table_carve),
     .pass_inc(stat_pass),
     .udp_port(udp_port),
     .l2_age_frames(l2_age_frames),
