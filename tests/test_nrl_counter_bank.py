@@ -2,7 +2,8 @@
 
 The two instances the register files use (the replay engine's 14 counters with
 the pulses registered once, the aggregation engine's 18 taken directly) and two
-with narrow halves, which wrap within the test; on Icarus and Verilator.
+with narrow halves, which wrap within the test, and two with a bank per job (JOBS = 4 and 3);
+on Icarus and Verilator.
 """
 
 from __future__ import annotations
@@ -35,12 +36,14 @@ def words(names: tuple[str, ...], sim: str) -> int | str:
     return f"{5 * len(names)}'h{value:x}" if sim == "verilator" else value
 
 
-@pytest.mark.parametrize(("names", "register_inc", "half"),
-                         [(REPLAY, 1, 16), (AGG, 0, 16), (REPLAY[:5], 1, 4), (AGG[:3], 0, 3)],
-                         ids=["replay", "agg", "narrow_reg", "narrow"])
+@pytest.mark.parametrize(("names", "register_inc", "half", "jobs"),
+                         [(REPLAY, 1, 16, 1), (AGG, 0, 16, 1), (REPLAY[:5], 1, 4, 1), (AGG[:3], 0, 3, 1),
+                          (AGG, 0, 16, 4), (REPLAY[:5], 1, 4, 3)],
+                         ids=["replay", "agg", "narrow_reg", "narrow", "agg_jobs4", "narrow_reg_jobs3"])
 @pytest.mark.parametrize("sim", SIMULATORS)
-def test_nrl_counter_bank(sim: str, names: tuple[str, ...], register_inc: int, half: int) -> None:
-    """Increments, carry, wrap and clear, read through AXI4-Lite against a Python reference."""
+def test_nrl_counter_bank(sim: str, names: tuple[str, ...], register_inc: int, half: int, jobs: int) -> None:
+    """Increments, carry, wrap and clear, per job with JOBS > 1, read through AXI4-Lite against a
+    Python reference."""
     require_simulator(sim, "the nrl_counter_bank cocotb testbench")
     run_cocotb(
         sim=sim,
@@ -48,8 +51,8 @@ def test_nrl_counter_bank(sim: str, names: tuple[str, ...], register_inc: int, h
         sources=[RTL / "nrl_counter_bank.v", TB],
         test_module="sim.nrl_counter_bank.test_nrl_counter_bank",
         parameters={"COUNT": len(names), "WORDS": words(names, sim), "REGISTER_INC": register_inc,
-                    "HALF_WIDTH": half},
-        build_tag=f"n{len(names)}_r{register_inc}_h{half}",
+                    "HALF_WIDTH": half, "JOBS": jobs},
+        build_tag=f"n{len(names)}_r{register_inc}_h{half}_j{jobs}",
         # the 65536-clock crossing of the 16-bit carry: once, on the faster simulator
-        extra_env={"BANK_CARRY16": "1"} if (sim, register_inc, half) == ("verilator", 0, 16) else {},
+        extra_env={"BANK_CARRY16": "1"} if (sim, register_inc, half, jobs) == ("verilator", 0, 16, 1) else {},
     )

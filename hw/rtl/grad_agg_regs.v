@@ -545,8 +545,10 @@ counter_bank_inst (
     .clk(clk),
     .rst(rst),
     .inc(cnt_inc),
+    .inc_job({CNT_COUNT{1'b0}}),
     .clear(clear_reg),
     .rd_word(cnt_rd_word),
+    .rd_job(1'b0),
     .rd_hit(cnt_rd_hit),
     .rd_value(cnt_rd_value),
     .rd_carry(cnt_rd_carry)

@@ -47,6 +47,12 @@ THE SOFTWARE.
  *
  * REGISTER_INC = 1 registers inc once before the adders (no engine logic in
  * front of them); the count then follows inc by one more clock.
+ *
+ * JOBS > 1 (docs/protocol.md section 11): every job has a bank of its own.
+ * inc_job[JW*i +: JW] is the job counter i's event belongs to (each counter's
+ * event carries its own: two frames of two jobs count in one clock);
+ * rd_job selects the bank the read port reads; clear zeroes every job's.
+ * With JOBS = 1 inc_job and rd_job are not used.
  */
 module nrl_counter_bank #
 (
@@ -57,7 +63,11 @@ module nrl_counter_bank #
     // Register inc once before the adders (0 or 1)
     parameter REGISTER_INC = 0,
     // Width of each counter half (16: 32-bit counters; less only in tests)
-    parameter HALF_WIDTH = 16
+    parameter HALF_WIDTH = 16,
+    // Jobs, a bank of counters each (1 .. 8)
+    parameter JOBS = 1,
+    // Width of a job index
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1
 )
 (
     input  wire              clk,
@@ -67,12 +77,18 @@ module nrl_counter_bank #
      * Events and clear
      */
     input  wire [COUNT-1:0]  inc,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [COUNT*JW-1:0] inc_job,
+    /* verilator lint_on UNUSEDSIGNAL */
     input  wire              clear,
 
     /*
      * Read port (combinational)
      */
     input  wire [4:0]        rd_word,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [JW-1:0]     rd_job,
+    /* verilator lint_on UNUSEDSIGNAL */
     output wire              rd_hit,
     output wire [31:0]       rd_value,
     output wire              rd_carry
@@ -102,6 +118,10 @@ initial begin : check
         $error("Error: HALF_WIDTH must be 1..16 (instance %m)");
         $finish;
     end
+    if (JOBS < 1 || JOBS > 8) begin
+        $error("Error: JOBS must be 1..8 (instance %m)");
+        $finish;
+    end
     if (REGISTER_INC != 0 && REGISTER_INC != 1) begin
         $error("Error: REGISTER_INC must be 0 or 1 (instance %m)");
         $finish;
@@ -117,25 +137,55 @@ initial begin : check
 end
 
 localparam HW = HALF_WIDTH;
+localparam [31:0] JOBS32 = JOBS;
+localparam [JW:0] JOBS_N = JOBS32[JW:0];
 
-reg [HW*COUNT-1:0] cnt_lo_reg;
-reg [HW*COUNT-1:0] cnt_hi_reg;
-reg [COUNT-1:0] cnt_carry_reg;  // carry out of the low half, not yet in the high half
-wire [COUNT-1:0] cnt_inc;
+localparam N = COUNT * JOBS;  // counter i of job j is number j*COUNT + i
+
+reg [HW*N-1:0] cnt_lo_reg;
+reg [HW*N-1:0] cnt_hi_reg;
+reg [N-1:0] cnt_carry_reg;  // carry out of the low half, not yet in the high half
+wire [COUNT-1:0] ev_inc;
+/* verilator lint_off UNUSEDSIGNAL */
+wire [COUNT*JW-1:0] ev_job;
+/* verilator lint_on UNUSEDSIGNAL */
+wire [N-1:0] cnt_inc;
 
 generate
 
 if (REGISTER_INC) begin : g_inc_reg
     reg [COUNT-1:0] inc_reg;
+    reg [COUNT*JW-1:0] job_reg;
     always @(posedge clk) begin
         inc_reg <= inc;
+        job_reg <= inc_job;
         if (rst) begin
             inc_reg <= {COUNT{1'b0}};
         end
     end
-    assign cnt_inc = inc_reg;
+    assign ev_inc = inc_reg;
+    assign ev_job = job_reg;
 end else begin : g_inc_direct
-    assign cnt_inc = inc;
+    assign ev_inc = inc;
+    assign ev_job = inc_job;
+end
+
+endgenerate
+
+// each event to its job's counter
+genvar gj, gc;
+
+generate
+
+for (gj = 0; gj < JOBS; gj = gj + 1) begin : g_job
+    for (gc = 0; gc < COUNT; gc = gc + 1) begin : g_cnt
+        if (JOBS == 1) begin : g_one
+            assign cnt_inc[gj*COUNT + gc] = ev_inc[gc];
+        end else begin : g_many
+            localparam [31:0] J32 = gj;
+            assign cnt_inc[gj*COUNT + gc] = ev_inc[gc] && ev_job[JW*gc +: JW] == J32[JW-1:0];
+        end
+    end
 end
 
 endgenerate
@@ -143,7 +193,7 @@ endgenerate
 integer i;
 
 always @(posedge clk) begin
-    for (i = 0; i < COUNT; i = i + 1) begin
+    for (i = 0; i < N; i = i + 1) begin
         if (cnt_inc[i]) begin
             cnt_lo_reg[HW*i +: HW] <= cnt_lo_reg[HW*i +: HW] + 1'b1;
         end
@@ -154,13 +204,42 @@ always @(posedge clk) begin
     end
 
     if (rst || clear) begin
-        cnt_lo_reg <= {HW*COUNT{1'b0}};
-        cnt_hi_reg <= {HW*COUNT{1'b0}};
-        cnt_carry_reg <= {COUNT{1'b0}};
+        cnt_lo_reg <= {HW*N{1'b0}};
+        cnt_hi_reg <= {HW*N{1'b0}};
+        cnt_carry_reg <= {N{1'b0}};
     end
 end
 
-// read port: one 32-word select; each word elaborates to its counter or 0
+// read port: the job's bank (JOBS > 1), then one 32-word select; each word
+// elaborates to its counter or 0
+wire [HW*COUNT-1:0] bank_lo;
+wire [HW*COUNT-1:0] bank_hi;
+wire [COUNT-1:0] bank_carry;
+
+generate
+
+if (JOBS == 1) begin : g_bank_one
+    assign bank_lo = cnt_lo_reg;
+    assign bank_hi = cnt_hi_reg;
+    assign bank_carry = cnt_carry_reg;
+end else begin : g_bank_many
+    wire [HW*COUNT-1:0] lo_of [0:JOBS-1];
+    wire [HW*COUNT-1:0] hi_of [0:JOBS-1];
+    wire [COUNT-1:0] carry_of [0:JOBS-1];
+    for (gj = 0; gj < JOBS; gj = gj + 1) begin : g_sel
+        assign lo_of[gj] = cnt_lo_reg[HW*COUNT*gj +: HW*COUNT];
+        assign hi_of[gj] = cnt_hi_reg[HW*COUNT*gj +: HW*COUNT];
+        assign carry_of[gj] = cnt_carry_reg[COUNT*gj +: COUNT];
+    end
+    // a job index >= JOBS reads job 0 (the register path refuses those pages)
+    wire [JW-1:0] rj = ({1'b0, rd_job} < JOBS_N) ? rd_job : {JW{1'b0}};
+    assign bank_lo = lo_of[rj];
+    assign bank_hi = hi_of[rj];
+    assign bank_carry = carry_of[rj];
+end
+
+endgenerate
+
 wire [31:0] word_value[0:31];
 wire [31:0] word_carry;
 wire [31:0] word_hit;
@@ -174,8 +253,8 @@ for (gw = 0; gw < 32; gw = gw + 1) begin : g_word
 
     if (CI < COUNT) begin : g_cnt
         // zero-extended to 32 bits when the halves are narrow (tests)
-        assign word_value[gw] = {cnt_hi_reg[HW*CI +: HW], cnt_lo_reg[HW*CI +: HW]};
-        assign word_carry[gw] = cnt_carry_reg[CI];
+        assign word_value[gw] = {bank_hi[HW*CI +: HW], bank_lo[HW*CI +: HW]};
+        assign word_carry[gw] = bank_carry[CI];
         assign word_hit[gw] = 1'b1;
     end else begin : g_none
         assign word_value[gw] = 32'd0;

@@ -283,8 +283,10 @@ counter_bank_inst (
     .clk(clk),
     .rst(rst),
     .inc(cnt_inc),
+    .inc_job({NCNT{1'b0}}),
     .clear(wr_fire && wr_clear),
     .rd_word(cnt_rd_word),
+    .rd_job(1'b0),
     .rd_hit(cnt_rd_hit),
     .rd_value(cnt_rd_value),
     .rd_carry(cnt_rd_carry)

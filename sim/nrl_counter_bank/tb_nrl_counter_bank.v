@@ -13,22 +13,26 @@
  * register files do. A read of the counter window (REG_CNT_WINDOW) returns
  * the counter at that word with the pending carry added in a stage of its
  * own, any other read returns 0; a write to CTRL with bit 31 set clears
- * the bank. One transaction at a time.
+ * the bank. One transaction at a time. The address is 16 bits: bits 15:12
+ * are the job (page) whose bank a read reads; inc_job tags each event.
  */
 module tb_nrl_counter_bank #
 (
     parameter COUNT = 14,
     parameter [5*COUNT-1:0] WORDS = {5*COUNT{1'b0}},
     parameter REGISTER_INC = 0,
-    parameter HALF_WIDTH = 16
+    parameter HALF_WIDTH = 16,
+    parameter JOBS = 1,
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1
 )
 (
     input  wire              clk,
     input  wire              rst,
     input  wire [COUNT-1:0]  inc,
+    input  wire [COUNT*JW-1:0] inc_job,
 
     // verilator lint_off UNUSEDSIGNAL
-    input  wire [11:0]       s_axil_awaddr,
+    input  wire [15:0]       s_axil_awaddr,
     input  wire [2:0]        s_axil_awprot,
     // verilator lint_on UNUSEDSIGNAL
     input  wire              s_axil_awvalid,
@@ -43,7 +47,7 @@ module tb_nrl_counter_bank #
     output wire              s_axil_bvalid,
     input  wire              s_axil_bready,
     // verilator lint_off UNUSEDSIGNAL
-    input  wire [11:0]       s_axil_araddr,
+    input  wire [15:0]       s_axil_araddr,
     input  wire [2:0]        s_axil_arprot,
     // verilator lint_on UNUSEDSIGNAL
     input  wire              s_axil_arvalid,
@@ -82,7 +86,7 @@ always @(posedge clk) begin
     end
 end
 
-reg [11:2] rd_addr_reg;
+reg [15:2] rd_addr_reg;
 reg rd_s1_reg, rd_s2_reg;
 reg [31:0] rd_raw_reg;
 reg rd_carry_reg;
@@ -102,14 +106,18 @@ nrl_counter_bank #(
     .COUNT(COUNT),
     .WORDS(WORDS),
     .REGISTER_INC(REGISTER_INC),
-    .HALF_WIDTH(HALF_WIDTH)
+    .HALF_WIDTH(HALF_WIDTH),
+    .JOBS(JOBS),
+    .JW(JW)
 )
 dut_inst (
     .clk(clk),
     .rst(rst),
     .inc(inc),
+    .inc_job(inc_job),
     .clear(clear_reg),
     .rd_word(rd_addr_reg[6:2]),
+    .rd_job(rd_addr_reg[12 +: JW]),
     .rd_hit(rd_hit),
     .rd_value(rd_value),
     .rd_carry(rd_carry)
@@ -119,7 +127,7 @@ wire in_window = rd_addr_reg[11:7] == REG_CNT_WINDOW[11:7] && rd_hit;
 
 always @(posedge clk) begin
     if (rd_fire) begin
-        rd_addr_reg <= s_axil_araddr[11:2];
+        rd_addr_reg <= s_axil_araddr[15:2];
     end
     rd_s1_reg <= rd_fire;
     rd_s2_reg <= rd_s1_reg;

@@ -5,7 +5,9 @@ in one clock, bursts on one counter across the 16-bit carry); every counter is
 read through AXI4-Lite (cocotbext-axi ``AxiLiteMaster``) while the pulses keep
 coming and once they stop, and must equal the reference. Counters preloaded
 near 2^32 wrap to 0. A CTRL write with bit 31 clears them all; words where no
-counter is read 0.
+counter is read 0. With JOBS > 1 every event carries a random job (each
+counter's its own) and every job's bank is read (its page, address bits 15:12)
+against the reference's count of that job's events; the clear zeroes them all.
 """
 
 from __future__ import annotations
@@ -35,34 +37,49 @@ class Bench:
         self.words = [(words >> (5 * i)) & 31 for i in range(self.count)]
         self.delay = int(dut.REGISTER_INC.value)
         self.mod = (1 << (2 * int(dut.HALF_WIDTH.value))) - 1
-        self.ref = [0] * self.count
+        self.jobs = int(dut.JOBS.value)
+        self.jw = int(dut.JW.value)
+        self.rng = random.Random(SEED + 99)
+        self.refs = [[0] * self.count for _ in range(self.jobs)]
+        self.ref = self.refs[0]
         self.master = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
 
-    async def pulse(self, vectors: list[int]) -> None:
-        """Drive one inc vector per clock and count it in the reference."""
+    async def pulse(self, vectors: list[int], job0: bool = False) -> None:
+        """Drive one inc vector per clock, each event of a random job (of job 0 with
+        ``job0``), and count it in the reference."""
         for v in vectors:
             await FallingEdge(self.dut.clk)
+            jobs = [0 if job0 else self.rng.randrange(self.jobs) for _ in range(self.count)]
             self.dut.inc.value = v
+            self.dut.inc_job.value = sum(j << (self.jw * i) for i, j in enumerate(jobs))
             for i in range(self.count):
                 if v >> i & 1:
-                    self.ref[i] = (self.ref[i] + 1) & self.mod
+                    ref = self.refs[jobs[i]]
+                    ref[i] = (ref[i] + 1) & self.mod
         await FallingEdge(self.dut.clk)
         self.dut.inc.value = 0
+
+    def clear(self) -> None:
+        for ref in self.refs:
+            ref[:] = [0] * self.count
 
     async def settle(self) -> None:
         await ClockCycles(self.dut.clk, 3 + self.delay)
 
     async def check_all(self) -> None:
-        for i, w in enumerate(self.words):
-            got = await self.master.read_dword(WINDOW + 4 * w)
-            assert got == self.ref[i], f"counter {i} (word {w}): {got:#x}, reference {self.ref[i]:#x}"
-        for w in sorted(set(range(32)) - set(self.words))[:4]:
-            assert await self.master.read_dword(WINDOW + 4 * w) == 0, f"word {w} without counter"
+        for job, ref in enumerate(self.refs):
+            page = job * regmap.JOB_PAGE
+            for i, w in enumerate(self.words):
+                got = await self.master.read_dword(page + WINDOW + 4 * w)
+                assert got == ref[i], f"job {job} counter {i} (word {w}): {got:#x}, reference {ref[i]:#x}"
+            for w in sorted(set(range(32)) - set(self.words))[:4]:
+                assert await self.master.read_dword(page + WINDOW + 4 * w) == 0, f"word {w} without counter"
 
 
 async def setup(dut: HierarchyObject) -> Bench:
     cocotb.start_soon(Clock(dut.clk, CLK_NS, unit="ns").start())
     dut.inc.value = 0
+    dut.inc_job.value = 0
     dut.rst.value = 1
     bench = Bench(dut)
     await ClockCycles(dut.clk, 3)
@@ -110,7 +127,7 @@ async def test_carry_and_wrap(dut: HierarchyObject) -> None:
     rng = random.Random(SEED + 2)
     vectors = [1 | (k % 2) << (n - 1) | (rng.getrandbits(n) & ~1) for k in range(clocks)]
     mod = (1 << (2 * half)) - 1
-    task = cocotb.start_soon(bench.pulse(vectors))
+    task = cocotb.start_soon(bench.pulse(vectors, job0=True))
     last = 0
     while not task.done():
         before = bench.ref[0]
@@ -120,8 +137,9 @@ async def test_carry_and_wrap(dut: HierarchyObject) -> None:
         assert (got - before) & mod <= (after - before) & mod, f"read {got:#x} outside {before:#x}..{after:#x}"
         assert (got - last) & mod <= clocks, "counter went backwards"
         last = got
-    for i in range(n):
-        bench.ref[i] &= mod
+    for ref in bench.refs:
+        for i in range(n):
+            ref[i] &= mod
     await bench.settle()
     await bench.check_all()
 
@@ -137,7 +155,7 @@ async def test_clear(dut: HierarchyObject) -> None:
     await bench.settle()
     await bench.check_all()
     await bench.master.write_dword(regmap.CTRL, 0x80000003)
-    bench.ref = [0] * bench.count
+    bench.clear()
     await bench.settle()
     await bench.check_all()
     await bench.pulse([rng.getrandbits(bench.count) for _ in range(16)])
