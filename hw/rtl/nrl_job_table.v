@@ -67,7 +67,8 @@ THE SOFTWARE.
  * is the engines' register, of which the table keeps a shadow (id_load).
  *
  * rd_job / rd_addr -> rd_data: the register's value, combinationally from
- * flip-flops (JOBS, JOB_ENABLE; JOB_ENABLE_SET / _CLR read 0).
+ * flip-flops (JOBS, JOB_ENABLE; JOB_ENABLE_SET / _CLR read 0); in the clock
+ * of wr_start the register written (the one read port serves both).
  */
 module nrl_job_table #
 (
@@ -170,14 +171,15 @@ function [JW-1:0] jsel(input [JW-1:0] j);
     end
 endfunction
 
-// a register's value in a job's row: for the bus (rd_data) and for the write
-// (old_word, the value the strobes merge into). Written out, not a function: a
-// simulator's @* need not see the rows a function reads.
-wire [JW-1:0] rj = jsel(rd_job);
+// a register's value in a job's row: for the bus (rd_data), and in the clock of
+// wr_start for the write (the value its strobes merge into: rd_data then reads the
+// register written; the split reads nothing while it writes). Written out, not a
+// function: a simulator's @* need not see the rows a function reads.
 wire [JW-1:0] wj = jsel(wr_job);
-reg [31:0] old_word;
+wire [JW-1:0] rj = wr_start ? wj : jsel(rd_job);
+wire [11:2] ra = wr_start ? wr_addr : rd_addr;
 always @* begin
-    case ({rd_addr, 2'b00})
+    case ({ra, 2'b00})
         REG_JOBS: rd_data = JOBS;
         REG_JOB_ENABLE: rd_data = {{32-JOBS{1'b0}}, enable_reg};
         REG_JOB_ID: rd_data = {24'd0, id_reg[rj]};
@@ -190,30 +192,18 @@ always @* begin
         REG_JOB_OWNER: rd_data = owner_reg[rj];
         default: rd_data = 32'd0;  // JOB_ENABLE_SET / _CLR read 0
     endcase
-    case ({wr_addr, 2'b00})
-        REG_JOBS: old_word = JOBS;
-        REG_JOB_ENABLE: old_word = {{32-JOBS{1'b0}}, enable_reg};
-        REG_JOB_ID: old_word = {24'd0, id_reg[wj]};
-        REG_JOB_SLOT_BASE: old_word = {25'd0, sbase_reg[wj]};
-        REG_JOB_SLOT_COUNT: old_word = {25'd0, scount_reg[wj]};
-        REG_JOB_RPL_BASE: old_word = rbase_reg[wj];
-        REG_JOB_RPL_CAP: old_word = rcap_reg[wj];
-        REG_JOB_RPL_RECORD: old_word = {18'd0, rrec_reg[wj]};
-        REG_JOB_LEASE: old_word = lease_reg[wj];
-        REG_JOB_OWNER: old_word = owner_reg[wj];
-        default: old_word = 32'd0;  // JOB_ENABLE_SET / _CLR read 0
-    endcase
 end
 
 /*
- * the collision matrix of the stored rows: pair_reg[k*JOBS+m], k != m
+ * the collision matrix of the stored rows: pair_reg[k*JOBS+m] for k < m (the
+ * relation is symmetric; the other bits are 0)
  */
 reg [JOBS*JOBS-1:0] pair_reg;
 integer pk, pm;
 always @(posedge clk) begin
     for (pk = 0; pk < JOBS; pk = pk + 1) begin
         for (pm = 0; pm < JOBS; pm = pm + 1) begin
-            pair_reg[pk*JOBS+pm] <= pk != pm && (id_reg[pk] == id_reg[pm] ||
+            pair_reg[pk*JOBS+pm] <= pk < pm && (id_reg[pk] == id_reg[pm] ||
                 (scount_reg[pk] != 7'd0 && scount_reg[pm] != 7'd0 &&
                  {1'b0, sbase_reg[pk]} < send_reg[pm] && {1'b0, sbase_reg[pm]} < send_reg[pk]) ||
                 (rcap_reg[pk] != 32'd0 && rcap_reg[pm] != 32'd0 &&
@@ -296,7 +286,7 @@ always @* begin
     any_en_conf = 1'b0;
     for (k = 0; k < JOBS; k = k + 1) begin
         for (s = 0; s < JOBS; s = s + 1) begin
-            if (newly_reg[k] && eff_en_reg[s] && pair_reg[k*JOBS+s]) begin
+            if (newly_reg[k] && eff_en_reg[s] && (pair_reg[k*JOBS+s] || pair_reg[s*JOBS+k])) begin
                 any_en_conf = 1'b1;
             end
         end
@@ -329,7 +319,7 @@ always @(posedge clk) begin
     // stage 1: the value as it lands, the register
     if (wr_start) begin
         wj_reg <= wj;
-        nv_reg <= (old_word & ~wmask) | (wr_data & wmask);
+        nv_reg <= (rd_data & ~wmask) | (wr_data & wmask);
         k_id <= wa == REG_JOB_ID;
         k_sb <= wa == REG_JOB_SLOT_BASE;
         k_sc <= wa == REG_JOB_SLOT_COUNT;
@@ -376,25 +366,27 @@ always @(posedge clk) begin
     if (ph_reg[3]) begin
         err_reg <= !taken;
         if (taken) begin
-            if (k_id) id_reg[wj_reg] <= nv_reg[7:0];
-            if (k_sb || k_sc) begin
+            // JOBS = 1 takes only JOB_LEASE here (a fixed share, the engines' JOB_ID):
+            // the rows stay constants
+            if (JOBS > 1 && k_id) id_reg[wj_reg] <= nv_reg[7:0];
+            if (JOBS > 1 && (k_sb || k_sc)) begin
                 sbase_reg[wj_reg] <= c_sb_reg;
                 scount_reg[wj_reg] <= c_sc_reg;
                 send_reg[wj_reg] <= c_se_reg;
             end
-            if (k_rb || k_rc) begin
+            if (JOBS > 1 && (k_rb || k_rc)) begin
                 rbase_reg[wj_reg] <= c_rb_reg;
                 rcap_reg[wj_reg] <= c_rc_reg;
                 rend_reg[wj_reg] <= c_re_reg;
             end
-            if (k_rr) rrec_reg[wj_reg] <= nv_reg[13:0];
+            if (JOBS > 1 && k_rr) rrec_reg[wj_reg] <= nv_reg[13:0];
             if (k_ls) lease_reg[wj_reg] <= nv_reg;
-            if (k_ow) owner_reg[wj_reg] <= nv_reg;
-            if (k_en || k_set || k_clr) begin
+            if (JOBS > 1 && k_ow) owner_reg[wj_reg] <= nv_reg;
+            if (JOBS > 1 && (k_en || k_set || k_clr)) begin
                 enable_reg <= eff_en_reg;
                 carve_reg <= eff_en_reg ^ enable_reg;
             end
-            if (k_rb || k_rc || k_rr) begin
+            if (JOBS > 1 && (k_rb || k_rc || k_rr)) begin
                 carve_reg <= JOB_ONE << wj_reg;
             end
         end
