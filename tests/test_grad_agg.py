@@ -9,6 +9,8 @@ from sim.common.runner import RTL, SIMULATORS, read_filelist, run_cocotb
 
 SOURCES = read_filelist(RTL / "grad_agg.f")
 TEST_MODULE = "sim.grad_agg.test_grad_agg"
+#: the default suite: the engine's tests and those of its job dimension
+SUITE = ("sim.grad_agg.test_grad_agg", "sim.grad_agg.test_grad_agg_jobs")
 WIDTHS = (256, 512)
 
 
@@ -23,7 +25,7 @@ CASES = [pytest.param(sim, w, id=f"{sim}-{w}",
 def test_grad_agg(sim: str, width: int) -> None:
     """The default cocotb suite (every test but the soak and the bench)."""
     require_simulator(sim, "the grad_agg cocotb testbench")
-    run_cocotb(sim=sim, toplevel="grad_agg", sources=SOURCES, test_module=TEST_MODULE,
+    run_cocotb(sim=sim, toplevel="grad_agg", sources=SOURCES, test_module=",".join(SUITE),
                parameters={"DATA_WIDTH": width})
 
 

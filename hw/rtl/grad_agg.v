@@ -146,7 +146,13 @@ module grad_agg #
     output wire [31:0]             s_axil_rdata,
     output wire [1:0]              s_axil_rresp,
     output wire                    s_axil_rvalid,
-    input  wire                    s_axil_rready
+    input  wire                    s_axil_rready,
+
+    /*
+     * Slot copies to free (the switch's job table, nrl_axil_split slot_free:
+     * docs/protocol.md section 11), a pulse per memory slot; 0 when unused
+     */
+    input  wire [MAX_SLOTS-1:0]    slot_free
 );
 
 localparam BYTES = DATA_WIDTH/8;
@@ -317,6 +323,7 @@ ingress_inst (
     .cfg_member_udp(cfg_member_udp),
     .cfg_member_role(cfg_member_role),
     .cfg_invalidate(cfg_invalidate),
+    .slot_free(slot_free),
     .out_stall(stall_out_reg),
     .req_valid(req_valid),
     .req_kind(req_kind),

@@ -122,6 +122,7 @@ module grad_agg_ingress #
     input  wire [8*16-1:0]         cfg_member_udp,
     input  wire [8*3-1:0]          cfg_member_role,
     input  wire                    cfg_invalidate,
+    input  wire [MAX_SLOTS-1:0]    slot_free,
 
     /*
      * Output FIFOs near full
@@ -477,6 +478,7 @@ verdict_inst (
     .cfg_staleness(cfg_staleness),
     .cfg_role(cfg_role),
     .cfg_invalidate(cfg_invalidate),
+    .slot_free(slot_free),
     .copy_now(copy_now),
     .d1_valid(d1_valid_reg),
     .hd_is_grad(is_grad),

@@ -50,6 +50,11 @@ THE SOFTWARE.
  *       D1), payload mode (add / store / pass accumulator / none), counters
  *   HP1 (D2 + 1) reply request: what the engine sends for this frame
  *
+ * A copy's valid bit is cleared by cfg_invalidate (every copy: an aggregation
+ * register written) and by slot_free (both copies of each slot of the mask:
+ * the switch's job table, docs/protocol.md section 11), in the next clock; a
+ * clear wins over a state write in its clock.
+ *
  * Outputs (all registered):
  *   req_*           one reply per pulse of req_valid, one clock after the
  *                   verdict: req_kind (K_MCAST RESULT to the members,
@@ -82,6 +87,9 @@ module grad_agg_verdict #
     input  wire [31:0]             cfg_staleness,
     input  wire                    cfg_role,
     input  wire                    cfg_invalidate,
+    // the memory slots whose copies are freed (nrl_axil_split's job table: a job's
+    // range, docs/protocol.md section 11), a pulse: both copies of each slot set
+    input  wire [MAX_SLOTS-1:0]    slot_free,
 
     /*
      * P0: the slot copy of the frame at its last header beat (state RAM read)
@@ -214,14 +222,21 @@ always @(posedge clk) begin
     st_rdata_reg <= st_mem[copy_now];
 end
 
-// decoded valid-bit set (no variable-index write: that costs a carry chain)
+// decoded valid-bit set (no variable-index write: that costs a carry chain);
+// the copies slot_free frees (copy {slot, round[0]}: copy i is slot i / 2)
 wire [COPY_N-1:0] st_set;
+wire [COPY_N-1:0] st_free;
 
 generate
 
 for (gi = 0; gi < COPY_N; gi = gi + 1) begin : g_vset
     localparam [COPY_W-1:0] IDX = gi;
     assign st_set[gi] = st_we && d2_copy_reg == IDX;
+    if (gi / 2 < MAX_SLOTS) begin : g_free
+        assign st_free[gi] = slot_free[gi / 2];
+    end else begin : g_none
+        assign st_free[gi] = 1'b0;
+    end
 end
 
 endgenerate
@@ -230,7 +245,8 @@ always @(posedge clk) begin
     st_hist_reg <= st_wdata;
     st_hist_we_reg <= st_we;
     st_match_reg <= d2_copy_reg == copy_now;
-    st_valid_reg <= st_valid_reg | st_set;
+    // a free wins over a set in its clock (as cfg_invalidate does)
+    st_valid_reg <= (st_valid_reg | st_set) & ~st_free;
     if (rst || cfg_invalidate) begin
         st_valid_reg <= {COPY_N{1'b0}};
         st_hist_we_reg <= 1'b0;

@@ -288,6 +288,10 @@ classifier_inst (
     .stat_pass(stat_pass)
 );
 
+// memory slots whose copies the job table frees, and the table it empties (nrl_axil_split)
+wire [AGG_MAX_SLOTS-1:0] slot_free;
+wire       table_carve;
+
 // ENGINES_BEGIN
 grad_agg #(
     .DATA_WIDTH(DATA_WIDTH),
@@ -330,7 +334,8 @@ grad_agg_inst (
     .s_axil_rdata(agg_axil_rdata),
     .s_axil_rresp(agg_axil_rresp),
     .s_axil_rvalid(agg_axil_rvalid),
-    .s_axil_rready(agg_axil_rready)
+    .s_axil_rready(agg_axil_rready),
+    .slot_free(slot_free)
 );
 
 replay_engine #(
@@ -379,6 +384,7 @@ replay_engine_inst (
     .s_axil_rresp(rpl_axil_rresp),
     .s_axil_rvalid(rpl_axil_rvalid),
     .s_axil_rready(rpl_axil_rready),
+    .table_carve(table_carve),
     .m_axi_awid(m_axi_rpl_awid),
     .m_axi_awaddr(m_axi_rpl_awaddr),
     .m_axi_awlen(m_axi_rpl_awlen),
@@ -508,8 +514,9 @@ merge_inst (
     .m_axis_tuser(m_axis_tuser)
 );
 
-// the job table (one job: its fixed share); the engines take it with the job dimension
-// (docs/architecture.md, Jobs in the RTL)
+// the job table (one job: its fixed share); the engines take the rest of it with the
+// job dimension (docs/architecture.md, Jobs in the RTL); slot_free and table_carve go
+// to the engines (declared before them)
 /* verilator lint_off UNUSEDSIGNAL */
 wire       split_job;
 wire [7:0] job_id;
@@ -519,8 +526,6 @@ wire [6:0] job_slot_count;
 wire [31:0] job_rpl_base;
 wire [31:0] job_rpl_cap;
 wire [13:0] job_rpl_record;
-wire [AGG_MAX_SLOTS-1:0] slot_free;
-wire       table_carve;
 /* verilator lint_on UNUSEDSIGNAL */
 
 nrl_axil_split #(

@@ -140,6 +140,9 @@ module replay_engine #
     output wire                   s_axil_rvalid,
     input  wire                   s_axil_rready,
 
+    // the job table empties the table (nrl_axil_split table_carve): as RPL_RESET = 1
+    input  wire                   table_carve,
+
     /*
      * AXI4 master, 512-bit data: the record store (REC_STORE = 1; outputs
      * held at 0 with REC_STORE = 0)
@@ -247,6 +250,7 @@ wire [8*3-1:0] member_role;
 wire [31:0] seed;
 wire seed_wr;
 wire rpl_reset;
+wire tbl_reset = rpl_reset || table_carve;  // RPL_RESET written, or a carve
 wire [31:0] min_size;
 wire [31:0] spi;
 wire [31:0] spi_error;
@@ -424,7 +428,7 @@ replay_executor #(
 exec_inst (
     .clk(clk),
     .rst(rst),
-    .rpl_reset(rpl_reset),
+    .rpl_reset(tbl_reset),
     .min_size(min_size),
     .spi(spi),
     .spi_error(spi_error),
@@ -611,7 +615,7 @@ egress_inst (
     .udp_port(udp_port),
     .switch_ip(switch_ip),
     .switch_mac(switch_mac),
-    .rpl_reset(rpl_reset),
+    .rpl_reset(tbl_reset),
     .ch_clear(tree_clear),
     .ch_begin(ch_begin),
     .ch_worker(ch_worker),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from cocotb.triggers import with_timeout
+from cocotb.triggers import FallingEdge, with_timeout
 
 from hostdrv.switch.reference import Egress, SwitchModel
 from hostdrv.wire import protocol as proto
@@ -108,6 +108,9 @@ class TB(StreamTB):
         # control registers are undefined until the first reset: reset is held
         # from time zero and the BFMs are made after it (they sample tready/arready)
         super().__init__(dut, CLK_NS, lean=not streams, bfms_after_reset=True)
+        # the job table's frees (test_slot_free): a scheduled write (an Immediate one
+        # here did not hold on Icarus)
+        dut.slot_free.value = 0
         self.model = SwitchModel()
         self.max_slots = 0
         """``AGG_MAX_SLOTS`` of the DUT (read at each reset)."""
@@ -183,6 +186,16 @@ class TB(StreamTB):
         if c.round != seq:
             return None
         return CopyBefore(c.state, c.error, c.step)
+
+    async def free_slots(self, slots: range) -> None:
+        """Free the copies of memory slots ``slots`` in the DUT (a ``slot_free`` pulse, as the
+        switch's job table gives it) and in the model (the frees of protocol section 11)."""
+        await self.settle()
+        await FallingEdge(self.dut.clk)
+        self.dut.slot_free.value = sum(1 << s for s in slots)
+        await FallingEdge(self.dut.clk)
+        self.dut.slot_free.value = 0
+        self.model._free(slots)  # test introspection: the model's own free
 
     async def run(self, wl: Workload, n: int) -> None:
         for _ in range(n):

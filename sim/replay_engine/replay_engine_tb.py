@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import cocotb
 from cocotb.handle import HierarchyObject
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
 from hostdrv.switch.reference import Egress, SwitchModel
 from hostdrv.wire.consts import DESC_STACK, DESC_VALID, MAX_STACK, OFF_OPCODE, PAYLOAD_OFFSET
@@ -100,6 +100,9 @@ class TB(StreamTB):
     def __init__(self, dut: HierarchyObject, seed: int = SEED, lean: bool = False,
                  stall: float = 0.0) -> None:
         super().__init__(dut, CLK_NS, lean=lean)
+        # the job table's carves (test_table_carve): a scheduled write (an Immediate one
+        # here did not hold on Icarus)
+        dut.table_carve.value = 0
         self.log = dut._log
         self.rng = random.Random(seed)
         if self.lean is not None:
@@ -145,6 +148,19 @@ class TB(StreamTB):
             await self.quiesce()
         self.m.write(name, value)
         await self.write_reg(name, value)
+
+    async def carve(self) -> None:
+        """Empty the table as the switch's job table does (a ``table_carve`` pulse, protocol
+        section 11) in the DUT and in the model (its own carve of job 0's table), once the
+        traffic before it is done."""
+        if self.expected or self.received:
+            await self.quiesce()
+        await FallingEdge(self.dut.clk)
+        self.dut.table_carve.value = 1
+        await FallingEdge(self.dut.clk)
+        self.dut.table_carve.value = 0
+        self.m._pages[0].carve(True)  # test introspection: the model's own carve ...
+        self.m._bind(0)  # ... and the page served again (as a register write ends)
 
     async def quiesce(self) -> None:
         """Wait until every frame sent so far has been processed and answered."""

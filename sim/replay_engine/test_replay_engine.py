@@ -416,6 +416,38 @@ async def test_reset_and_seed(dut: HierarchyObject) -> None:
 
 
 @cocotb.test()
+async def test_table_carve(dut: HierarchyObject) -> None:
+    """The job table empties the table (``table_carve``, protocol section 11: the job's table
+    carved anew) as RPL_RESET does: size, write pointer, priorities and the rate limiter's
+    RPL_RATE_DIFF; between requests of a running workload with a ratio limit, against the
+    model's own carve."""
+    tb = TB(dut, seed=SEED * 1000 + 77)
+    await tb.reset()
+    rng, one = tb.rng, 1 << 16
+    await tb.write("RPL_MIN_SIZE", 3)
+    await tb.write("RPL_SPI_ERROR", 8 * one)
+    await tb.write("RPL_SPI", 2 * one)
+    for _ in range(3):
+        for _ in range(int(8 * SCALE)):
+            r = rng.random()
+            if r < 0.45:
+                await tb.push(rng.choice(ACTORS), rng.randint(1, 8))
+            elif r < 0.85:
+                await tb.sample(rng.choice(LEARNERS), rng.choice((1, 4, 16)), rng.random() < 0.6)
+            elif tb.m.read("RPL_SIZE"):
+                n, size = rng.randint(1, 6), tb.m.read("RPL_SIZE")
+                await tb.update(rng.choice(LEARNERS), [rng.randrange(size) for _ in range(n)],
+                                [rng.randint(1, 1 << 20) for _ in range(n)])
+        await tb.check_outputs()
+        assert tb.m.read("RPL_SIZE") > 0
+        await tb.carve()
+        await tb.check_state()
+        assert tb.m.read("RPL_SIZE") == 0
+        await tb.sample(LEARNERS[0], 2, True)  # EMPTY (or NOT_YET) until records come again
+    await tb.finish()
+
+
+@cocotb.test()
 async def test_throughput(dut: HierarchyObject) -> None:
     """One sample index and one leaf update per clock once the pipeline is full."""
     tb = TB(dut)
