@@ -22,8 +22,14 @@ BUILDS = {
 }
 
 
-@pytest.mark.parametrize("build", list(BUILDS))
-@pytest.mark.parametrize("sim", SIMULATORS)
+# Icarus (about twice as slow) plays the four-job build under ``slow``: the one-job build runs the
+# same job table RTL on it by default
+CASES = [pytest.param(sim, build, id=f"{sim}-{build}",
+                      marks=pytest.mark.slow if (sim, build) == ("icarus", "jobs4") else ())
+         for sim in SIMULATORS for build in BUILDS]
+
+
+@pytest.mark.parametrize(("sim", "build"), CASES)
 def test_nrl_axil_split(sim: str, build: str) -> None:
     """Reads and writes reach the right engine, responses propagate, CNT_PASS counts, the
     job table takes and refuses writes as the model does."""
