@@ -103,7 +103,7 @@ initial begin
     end
 end
 
-integer j, n;
+integer j;
 
 // control pipeline (the only reset state) and side-band tag
 reg [LATENCY-1:0] valid_pipe_reg;
@@ -296,20 +296,44 @@ always @* begin
     end
 end
 
-// first non-zero nibble (nibble 7 is the constant padding)
-reg [2:0] lz_nib;
-reg [1:0] lz_low;
+// first non-zero nibble as a two-level tree (nibble 7 is the constant
+// padding, so the low half is never all zero): in each half of four nibbles
+// the first non-zero one and its count, then the half
+reg [1:0] hi_nib, lo_nib;
+reg [1:0] hi_low, lo_low;
 
 always @* begin
-    lz_nib = 3'd7;
-    lz_low = nib_lz[15:14];
-    for (n = 6; n >= 0; n = n - 1) begin
-        if (nib_nz[n]) begin
-            lz_nib = n[2:0];
-            lz_low = nib_lz[2*n +: 2];
-        end
+    if (nib_nz[0]) begin
+        hi_nib = 2'd0;
+        hi_low = nib_lz[1:0];
+    end else if (nib_nz[1]) begin
+        hi_nib = 2'd1;
+        hi_low = nib_lz[3:2];
+    end else if (nib_nz[2]) begin
+        hi_nib = 2'd2;
+        hi_low = nib_lz[5:4];
+    end else begin
+        hi_nib = 2'd3;
+        hi_low = nib_lz[7:6];
+    end
+    if (nib_nz[4]) begin
+        lo_nib = 2'd0;
+        lo_low = nib_lz[9:8];
+    end else if (nib_nz[5]) begin
+        lo_nib = 2'd1;
+        lo_low = nib_lz[11:10];
+    end else if (nib_nz[6]) begin
+        lo_nib = 2'd2;
+        lo_low = nib_lz[13:12];
+    end else begin
+        lo_nib = 2'd3;
+        lo_low = nib_lz[15:14];
     end
 end
+
+wire       hi_nz = nib_nz[0] || nib_nz[1] || nib_nz[2] || nib_nz[3];
+wire [2:0] lz_nib = hi_nz ? {1'b0, hi_nib} : {1'b1, lo_nib};
+wire [1:0] lz_low = hi_nz ? hi_low : lo_low;
 
 reg [27:0] s4_sum_reg;
 reg [4:0]  s4_shift_reg;
