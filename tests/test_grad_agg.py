@@ -29,6 +29,23 @@ def test_grad_agg(sim: str, width: int) -> None:
                parameters={"DATA_WIDTH": width})
 
 
+# the engine built for several jobs (docs/protocol.md section 11): its own cocotb module
+JOBS_PARAMETERS = {"JOBS": 4, "MAX_SLOTS": 16}
+
+
+@pytest.mark.parametrize(("sim", "width"), [
+    pytest.param(sim, w, id=f"{sim}-{w}", marks=() if (sim, w) == ("verilator", 256)
+                 else pytest.mark.slow) for sim in SIMULATORS for w in WIDTHS])
+def test_grad_agg_jobs(sim: str, width: int) -> None:
+    """Four jobs on one engine against the model of a four-job switch."""
+    require_simulator(sim, "the grad_agg cocotb testbench")
+    run_cocotb(sim=sim, toplevel="grad_agg", sources=SOURCES,
+               test_module="sim.grad_agg.test_grad_agg_multijob",
+               parameters={"DATA_WIDTH": width, **JOBS_PARAMETERS},
+               build_tag=f"DATA_WIDTH{width}_jobs4",
+               extra_env={"GRAD_AGG_JOBS": str(JOBS_PARAMETERS["JOBS"])})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 def test_grad_agg_soak(width: int) -> None:

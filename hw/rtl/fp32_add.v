@@ -332,6 +332,9 @@ always @* begin
 end
 
 wire       hi_nz = nib_nz[0] || nib_nz[1] || nib_nz[2] || nib_nz[3];
+// verilator lint_off UNUSEDSIGNAL
+wire       unused_pad = nib_nz[7];  // the padding nibble: never zero
+// verilator lint_on UNUSEDSIGNAL
 wire [2:0] lz_nib = hi_nz ? {1'b0, hi_nib} : {1'b1, lo_nib};
 wire [1:0] lz_low = hi_nz ? hi_low : lo_low;
 

@@ -3,6 +3,7 @@ grad_agg_verdict.v
 grad_agg_accum.v
 grad_agg_ingress.v
 grad_agg_egress.v
+grad_agg_job.v
 nrl_axil_regif.v
 nrl_common_regs.v
 nrl_counter_bank.v

@@ -81,6 +81,19 @@ THE SOFTWARE.
  *
  * The engine trusts the switch lookup: every frame it receives is a protocol
  * frame (IPv4/UDP to UDP_PORT); TUSER length is the frame length.
+ *
+ * Jobs (docs/protocol.md section 11; JOBS = 1 to 8): every job has its own
+ * AGG_* registers, member table and counters (register page j: AXI4-Lite
+ * address bits above 11 with JOBS > 1); the switch's job table
+ * (nrl_axil_split: job_id, job_enable, job_slot_base, job_slot_count) names
+ * the enabled jobs and their slot ranges. grad_agg_job looks up each frame's
+ * job two clocks ahead of the ingress (a frame naming no enabled job is
+ * BAD_JOB, counted in job 0's page); the frame's slot s is memory slot
+ * JOB_SLOT_BASE + s, and below min(AGG_SLOTS, JOB_SLOT_COUNT) or BAD_SLOT;
+ * its checks, verdict, counters and reply use its job's registers. With
+ * JOBS = 1 the job is the engine's JOB_ID with every slot (the job_* inputs
+ * are unused), and a configuration write invalidates every copy; with more
+ * the switch frees the written job's slots (slot_free).
  */
 module grad_agg #
 (
@@ -99,7 +112,13 @@ module grad_agg #
     // Output header FIFO depth in packets (power of two, >= 16)
     parameter HDR_DEPTH = 32,
     // Value of the BUILD_HASH register
-    parameter BUILD_HASH = 32'd0
+    parameter BUILD_HASH = 32'd0,
+    // Jobs served (JOBS, docs/protocol.md section 11), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
+    // Width of the AXI4-Lite address: the page (job) above bit 12 (computed)
+    parameter AW = JOBS > 1 ? 12 + JW : 12
 )
 (
     input  wire                    clk,
@@ -128,7 +147,7 @@ module grad_agg #
     /*
      * AXI4-Lite slave: registers
      */
-    input  wire [11:0]             s_axil_awaddr,
+    input  wire [AW-1:0]           s_axil_awaddr,
     input  wire [2:0]              s_axil_awprot,
     input  wire                    s_axil_awvalid,
     output wire                    s_axil_awready,
@@ -139,7 +158,7 @@ module grad_agg #
     output wire [1:0]              s_axil_bresp,
     output wire                    s_axil_bvalid,
     input  wire                    s_axil_bready,
-    input  wire [11:0]             s_axil_araddr,
+    input  wire [AW-1:0]           s_axil_araddr,
     input  wire [2:0]              s_axil_arprot,
     input  wire                    s_axil_arvalid,
     output wire                    s_axil_arready,
@@ -149,11 +168,24 @@ module grad_agg #
     input  wire                    s_axil_rready,
 
     /*
+     * The switch's job table (nrl_axil_split; unused with JOBS = 1): every
+     * job's JOB_ID, JOB_SLOT_BASE, JOB_SLOT_COUNT and JOB_ENABLE bit
+     */
+    input  wire [JOBS*8-1:0]       job_id,
+    input  wire [JOBS-1:0]         job_enable,
+    input  wire [JOBS*7-1:0]       job_slot_base,
+    input  wire [JOBS*7-1:0]       job_slot_count,
+
+    /*
      * Slot copies to free (the switch's job table, nrl_axil_split slot_free:
      * docs/protocol.md section 11), a pulse per memory slot; 0 when unused
      */
     input  wire [MAX_SLOTS-1:0]    slot_free
 );
+
+// verilator lint_off UNUSEDPARAM
+`include "grad_agg_cfg.vh"
+// verilator lint_on UNUSEDPARAM
 
 localparam BYTES = DATA_WIDTH/8;
 // beats per slot copy at MAX_ELEMS
@@ -164,9 +196,9 @@ localparam HDR_AW = $clog2(HDR_DEPTH);
 localparam OUT_MARGIN = 12;
 // packets that may still reach the header FIFO after the stall decision
 localparam HDR_MARGIN = 10;
-// header FIFO entry (grad_agg_egress): {ports, csum, udp_dst, ip_dst,
-// eth_dst, kind, error, worker, total, slot, seq, aux}
-localparam HF_ENTRY_W = 8 + 16 + 16 + 32 + 48 + 2 + 1 + 3 + 32 + 16 + 32 + 32;
+// header FIFO entry (grad_agg_egress): {job values, ports, csum, udp_dst,
+// ip_dst, eth_dst, kind, error, worker, total, slot, seq, aux}
+localparam HF_ENTRY_W = 69 + 8 + 16 + 16 + 32 + 48 + 2 + 1 + 3 + 32 + 16 + 32 + 32;
 localparam [OUT_AW+1:0] OUT_STALL = OUT_DEPTH - OUT_MARGIN;
 localparam [HDR_AW+1:0] HDR_STALL = HDR_DEPTH - HDR_MARGIN;
 
@@ -191,32 +223,18 @@ wire [15:0]     cfg_udp_port;
 wire [31:0]     cfg_switch_ip;
 wire [47:0]     cfg_switch_mac;
 wire [31:0]     cfg_mcast_ip;
-wire [3:0]      cfg_members;
-wire [3:0]      cfg_threshold;
-wire [6:0]      cfg_slots;
-wire [8:0]      cfg_elems;
-wire            cfg_dtype;
-wire            cfg_mode;
-wire [31:0]     cfg_staleness;
-wire            cfg_role;
-wire [7:0]      cfg_uplink_port;
-wire [31:0]     cfg_parent_ip;
-wire [15:0]     cfg_parent_udp;
-wire [2:0]      cfg_leaf_id;
-wire [31:0]     cfg_epoch;
-wire [8*8-1:0]  cfg_member_port;
-wire [8*32-1:0] cfg_member_ip;
-wire [8*16-1:0] cfg_member_udp;
-wire [8*3-1:0]  cfg_member_role;
+wire [JOBS*CFR_W-1:0] cfg_regs;
 wire            cfg_invalidate;
 
 wire [18:0] cnt_inc;
+wire [JW-1:0] cnt_job;
 
 grad_agg_regs #(
     .MAX_SLOTS(MAX_SLOTS),
     .MAX_ELEMS(MAX_ELEMS),
     .BUILD_HASH(BUILD_HASH),
-    .CNT_COUNT(19)
+    .CNT_COUNT(19),
+    .JOBS(JOBS)
 )
 regs_inst (
     .clk(clk),
@@ -246,25 +264,84 @@ regs_inst (
     .cfg_switch_ip(cfg_switch_ip),
     .cfg_switch_mac(cfg_switch_mac),
     .cfg_mcast_ip(cfg_mcast_ip),
-    .cfg_members(cfg_members),
-    .cfg_threshold(cfg_threshold),
-    .cfg_slots(cfg_slots),
-    .cfg_elems(cfg_elems),
-    .cfg_dtype(cfg_dtype),
-    .cfg_mode(cfg_mode),
-    .cfg_staleness(cfg_staleness),
-    .cfg_role(cfg_role),
-    .cfg_uplink_port(cfg_uplink_port),
-    .cfg_parent_ip(cfg_parent_ip),
-    .cfg_parent_udp(cfg_parent_udp),
-    .cfg_leaf_id(cfg_leaf_id),
-    .cfg_epoch(cfg_epoch),
-    .cfg_member_port(cfg_member_port),
-    .cfg_member_ip(cfg_member_ip),
-    .cfg_member_udp(cfg_member_udp),
-    .cfg_member_role(cfg_member_role),
+    .cfg_jobs(cfg_regs),
     .cfg_invalidate(cfg_invalidate),
-    .cnt_inc(cnt_inc)
+    .cnt_inc(cnt_inc),
+    .cnt_inc_job({19{cnt_job}})
+);
+
+/*
+ * Every job's configuration word (grad_agg_cfg.vh): its registers and its
+ * row of the job table (with JOBS = 1 the engine's JOB_ID, every slot)
+ */
+wire [JOBS*CF_W-1:0] cfg_jobs;
+wire [JOBS-1:0]      cfg_job_enable;
+
+genvar gj;
+
+generate
+
+for (gj = 0; gj < JOBS; gj = gj + 1) begin : g_cfg_job
+    assign cfg_jobs[CF_W*gj +: CFR_W] = cfg_regs[CFR_W*gj +: CFR_W];
+    if (JOBS > 1) begin : g_table
+        assign cfg_jobs[CF_W*gj + CF_JOB_ID +: 8] = job_id[8*gj +: 8];
+        assign cfg_jobs[CF_W*gj + CF_SLOT_BASE +: 7] = job_slot_base[7*gj +: 7];
+        assign cfg_jobs[CF_W*gj + CF_SLOT_COUNT +: 7] = job_slot_count[7*gj +: 7];
+        assign cfg_job_enable[gj] = job_enable[gj];
+    end else begin : g_fixed
+        localparam [6:0] ALL_SLOTS = MAX_SLOTS;
+        assign cfg_jobs[CF_W*gj + CF_JOB_ID +: 8] = cfg_job_id;
+        assign cfg_jobs[CF_W*gj + CF_SLOT_BASE +: 7] = 7'd0;
+        assign cfg_jobs[CF_W*gj + CF_SLOT_COUNT +: 7] = ALL_SLOTS;
+        assign cfg_job_enable[gj] = 1'b1;
+    end
+end
+
+endgenerate
+
+/*
+ * The job of each frame, two clocks ahead of the ingress
+ */
+wire [DATA_WIDTH-1:0] jb_tdata;
+wire [KEEP_WIDTH-1:0] jb_tkeep;
+wire                  jb_tvalid;
+wire                  jb_tready;
+wire                  jb_tlast;
+wire [USER_WIDTH-1:0] jb_tuser;
+wire [JW-1:0]         jb_job;
+wire                  jb_found;
+wire [CF_W-1:0]       jb_cfg;
+wire [6:0]            jb_mslot;
+wire [6:0]            jb_nslots;
+
+grad_agg_job #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH),
+    .USER_WIDTH(USER_WIDTH),
+    .JOBS(JOBS)
+)
+job_inst (
+    .clk(clk),
+    .rst(rst),
+    .cfg_jobs(cfg_jobs),
+    .job_enable(cfg_job_enable),
+    .s_axis_tdata(s_axis_tdata),
+    .s_axis_tkeep(s_axis_tkeep),
+    .s_axis_tvalid(s_axis_tvalid),
+    .s_axis_tready(s_axis_tready),
+    .s_axis_tlast(s_axis_tlast),
+    .s_axis_tuser(s_axis_tuser),
+    .m_axis_tdata(jb_tdata),
+    .m_axis_tkeep(jb_tkeep),
+    .m_axis_tvalid(jb_tvalid),
+    .m_axis_tready(jb_tready),
+    .m_axis_tlast(jb_tlast),
+    .m_axis_tuser(jb_tuser),
+    .m_job(jb_job),
+    .m_found(jb_found),
+    .m_cfg(jb_cfg),
+    .m_mslot(jb_mslot),
+    .m_nslots(jb_nslots)
 );
 
 /*
@@ -273,6 +350,7 @@ regs_inst (
 reg stall_out_reg;  // output FIFOs near full (or reset)
 
 wire                  req_valid;
+wire [JW-1:0]         req_job;
 wire [1:0]            req_kind;
 wire [15:0]           req_slot;
 wire [31:0]           req_seq;
@@ -294,38 +372,29 @@ grad_agg_ingress #(
     .KEEP_WIDTH(KEEP_WIDTH),
     .USER_WIDTH(USER_WIDTH),
     .MAX_SLOTS(MAX_SLOTS),
-    .MAX_ELEMS(MAX_ELEMS)
+    .MAX_ELEMS(MAX_ELEMS),
+    .JOBS(JOBS)
 )
 ingress_inst (
     .clk(clk),
     .rst(rst),
-    .s_axis_tdata(s_axis_tdata),
-    .s_axis_tkeep(s_axis_tkeep),
-    .s_axis_tvalid(s_axis_tvalid),
-    .s_axis_tready(s_axis_tready),
-    .s_axis_tlast(s_axis_tlast),
-    .s_axis_tuser(s_axis_tuser),
+    .s_axis_tdata(jb_tdata),
+    .s_axis_tkeep(jb_tkeep),
+    .s_axis_tvalid(jb_tvalid),
+    .s_axis_tready(jb_tready),
+    .s_axis_tlast(jb_tlast),
+    .s_axis_tuser(jb_tuser),
+    .s_axis_job(jb_job),
+    .s_axis_found(jb_found),
+    .s_axis_cfg(jb_cfg),
+    .s_axis_mslot(jb_mslot),
+    .s_axis_nslots(jb_nslots),
     .cfg_enable(cfg_ctrl[0]),
-    .cfg_job_id(cfg_job_id),
-    .cfg_members(cfg_members),
-    .cfg_threshold(cfg_threshold),
-    .cfg_slots(cfg_slots),
-    .cfg_elems(cfg_elems),
-    .cfg_dtype(cfg_dtype),
-    .cfg_mode(cfg_mode),
-    .cfg_staleness(cfg_staleness),
-    .cfg_role(cfg_role),
-    .cfg_uplink_port(cfg_uplink_port),
-    .cfg_parent_ip(cfg_parent_ip),
-    .cfg_epoch(cfg_epoch),
-    .cfg_member_port(cfg_member_port),
-    .cfg_member_ip(cfg_member_ip),
-    .cfg_member_udp(cfg_member_udp),
-    .cfg_member_role(cfg_member_role),
     .cfg_invalidate(cfg_invalidate),
     .slot_free(slot_free),
     .out_stall(stall_out_reg),
     .req_valid(req_valid),
+    .req_job(req_job),
     .req_kind(req_kind),
     .req_slot(req_slot),
     .req_seq(req_seq),
@@ -340,7 +409,8 @@ ingress_inst (
     .pay_data(pay_wr_data),
     .pay_last(pay_wr_last),
     .pay_valid(pay_wr_valid),
-    .cnt_inc(cnt_inc)
+    .cnt_inc(cnt_inc),
+    .cnt_job(cnt_job)
 );
 
 /*
@@ -414,25 +484,19 @@ grad_agg_egress #(
     .KEEP_WIDTH(KEEP_WIDTH),
     .USER_WIDTH(USER_WIDTH),
     .OUT_DEPTH(OUT_DEPTH),
+    .JOBS(JOBS),
     .HDR_ENTRY_W(HF_ENTRY_W)
 )
 egress_inst (
     .clk(clk),
     .rst(rst),
-    .cfg_job_id(cfg_job_id),
     .cfg_udp_port(cfg_udp_port),
     .cfg_switch_ip(cfg_switch_ip),
     .cfg_switch_mac(cfg_switch_mac),
     .cfg_mcast_ip(cfg_mcast_ip),
-    .cfg_members(cfg_members),
-    .cfg_elems(cfg_elems),
-    .cfg_dtype(cfg_dtype),
-    .cfg_uplink_port(cfg_uplink_port),
-    .cfg_parent_ip(cfg_parent_ip),
-    .cfg_parent_udp(cfg_parent_udp),
-    .cfg_leaf_id(cfg_leaf_id),
-    .cfg_member_port(cfg_member_port),
+    .cfg_jobs(cfg_jobs),
     .req_valid(req_valid),
+    .req_job(req_job),
     .req_kind(req_kind),
     .req_slot(req_slot),
     .req_seq(req_seq),
@@ -463,7 +527,7 @@ egress_inst (
 
 // configuration the engine does not look at
 // verilator lint_off UNUSEDSIGNAL
-wire unused_cfg = &{1'b0, cfg_ctrl[1]};
+wire unused_cfg = &{1'b0, cfg_ctrl[1], cfg_job_id, job_id, job_enable, job_slot_base, job_slot_count};
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule

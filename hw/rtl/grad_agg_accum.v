@@ -118,8 +118,8 @@ integer i;
 genvar gi;
 
 /*
- * Values derived from the configuration (registered; the registers are
- * only written while the engine is idle)
+ * The packet's payload beats, from its job's AGG_ELEMS (cfg_elems at its
+ * last header beat), for its payload beats
  */
 reg [PIDX_W-1:0] cfg_pay_beats_reg;        // payload beats per packet
 reg [PIDX_W-1:0] cfg_pay_beats_m1_reg;
@@ -127,8 +127,10 @@ reg [PIDX_W-1:0] cfg_pay_beats_m1_reg;
 wire [8:0] cfg_pay_beats_full = cfg_elems >> $clog2(BYTES/4);
 
 always @(posedge clk) begin
-    cfg_pay_beats_reg <= cfg_pay_beats_full[PIDX_W-1:0];
-    cfg_pay_beats_m1_reg <= cfg_pay_beats_reg - 1'b1;
+    if (in_hdr_end) begin
+        cfg_pay_beats_reg <= cfg_pay_beats_full[PIDX_W-1:0];
+        cfg_pay_beats_m1_reg <= cfg_pay_beats_full[PIDX_W-1:0] - 1'b1;
+    end
 end
 
 reg in_hazard_reg;

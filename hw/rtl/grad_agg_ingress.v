@@ -85,7 +85,13 @@ module grad_agg_ingress #
     // Slot memory depth (AGG_MAX_SLOTS), 1..64
     parameter MAX_SLOTS = 64,
     // Largest P (AGG_MAX_ELEMS), a multiple of 16 in 16..352
-    parameter MAX_ELEMS = 352
+    parameter MAX_ELEMS = 352,
+    // Jobs served (JOBS), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
+    // Width of a configuration word (grad_agg_cfg.vh CF_W; do not override)
+    parameter CF_WIDTH = 644
 )
 (
     input  wire                    clk,
@@ -100,27 +106,19 @@ module grad_agg_ingress #
     output wire                    s_axis_tready,
     input  wire                    s_axis_tlast,
     input  wire [USER_WIDTH-1:0]   s_axis_tuser,
+    // the job the beat's bytes select (grad_agg_job: valid at the last
+    // header beat): index (0 when none), found, configuration word, memory
+    // slot (JOB_SLOT_BASE + slot), min(AGG_SLOTS, JOB_SLOT_COUNT)
+    input  wire [JW-1:0]           s_axis_job,
+    input  wire                    s_axis_found,
+    input  wire [CF_WIDTH-1:0]     s_axis_cfg,
+    input  wire [6:0]              s_axis_mslot,
+    input  wire [6:0]              s_axis_nslots,
 
     /*
-     * Configuration (grad_agg_regs)
+     * Configuration (grad_agg_regs; the job's own: s_axis_cfg)
      */
     input  wire                    cfg_enable,
-    input  wire [7:0]              cfg_job_id,
-    input  wire [3:0]              cfg_members,
-    input  wire [3:0]              cfg_threshold,
-    input  wire [6:0]              cfg_slots,
-    input  wire [8:0]              cfg_elems,
-    input  wire                    cfg_dtype,
-    input  wire                    cfg_mode,
-    input  wire [31:0]             cfg_staleness,
-    input  wire                    cfg_role,
-    input  wire [7:0]              cfg_uplink_port,
-    input  wire [31:0]             cfg_parent_ip,
-    input  wire [31:0]             cfg_epoch,
-    input  wire [8*8-1:0]          cfg_member_port,
-    input  wire [8*32-1:0]         cfg_member_ip,
-    input  wire [8*16-1:0]         cfg_member_udp,
-    input  wire [8*3-1:0]          cfg_member_role,
     input  wire                    cfg_invalidate,
     input  wire [MAX_SLOTS-1:0]    slot_free,
 
@@ -133,6 +131,7 @@ module grad_agg_ingress #
      * Reply requests out (header preparation in grad_agg_egress)
      */
     output wire                    req_valid,
+    output wire [JW-1:0]           req_job,
     output wire [1:0]              req_kind,
     output wire [15:0]             req_slot,
     output wire [31:0]             req_seq,
@@ -155,7 +154,8 @@ module grad_agg_ingress #
     /*
      * Counter pulses (grad_agg_regs cnt_inc)
      */
-    output wire [18:0]             cnt_inc
+    output wire [18:0]             cnt_inc,
+    output wire [JW-1:0]           cnt_job
 );
 
 localparam BYTES = DATA_WIDTH/8;
@@ -169,6 +169,7 @@ localparam [1:0] HDR_BEAT_LAST = HDR_BEAT_CNT - 2'd1;
 
 // verilator lint_off UNUSEDPARAM
 `include "nrl_protocol.vh"
+`include "grad_agg_cfg.vh"
 // verilator lint_on UNUSEDPARAM
 
 // frame byte offsets of the Ethernet, IPv4 and UDP fields read here
@@ -200,6 +201,10 @@ initial begin
     end
     if (MAX_SLOTS < 1 || MAX_SLOTS > 64) begin
         $error("Error: MAX_SLOTS must be 1..64 (instance %m)");
+        $finish;
+    end
+    if (CF_WIDTH != CF_W) begin
+        $error("Error: CF_WIDTH is computed (instance %m)");
         $finish;
     end
     if (MAX_ELEMS < 16 || MAX_ELEMS > 352 || MAX_ELEMS % 16 != 0) begin
@@ -289,8 +294,16 @@ wire [31:0] hn_seq     = bswap32(hdr_now[8*NRL_OFF_SEQ +: 32]);
 wire [15:0] hn_count   = bswap16(hdr_now[8*NRL_OFF_COUNT +: 16]);
 wire [31:0] hn_aux     = bswap32(hdr_now[8*NRL_OFF_AUX +: 32]);
 wire [31:0] hn_total   = bswap32(hdr_now[8*NRL_OFF_TOTAL +: 32]);
-// slot copy {slot, seq[0]} of the frame
-wire [COPY_W-1:0] copy_now = {hn_slot[SLOT_W-1:0], hn_seq[0]};
+// slot copy {memory slot, seq[0]} of the frame: the memory slot is
+// JOB_SLOT_BASE + slot (a slot at or beyond the job's range is BAD_SLOT: its
+// copy is read, never written)
+wire [COPY_W-1:0] copy_now = {s_axis_mslot[SLOT_W-1:0], hn_seq[0]};
+
+// the frame's job's registers read at P0
+wire [31:0]    cfg_epoch = s_axis_cfg[CF_EPOCH +: 32];
+wire [8*8-1:0] cfg_member_port = s_axis_cfg[CF_MPORT +: 64];
+wire [8*32-1:0] cfg_member_ip = s_axis_cfg[CF_MIP +: 256];
+wire [8*16-1:0] cfg_member_udp = s_axis_cfg[CF_MUDP +: 128];
 
 // ingress port, captured at the first beat (TUSER)
 reg  [7:0] port_reg;
@@ -309,7 +322,13 @@ reg [31:0]     hd_ip_src_reg;
 reg [15:0]     hd_udp_src_reg;
 reg [7:0]      hd_op_reg;
 reg [FLAGS_DEFINED-1:0] hd_flags_reg;
-reg [7:0]      hd_job_reg;
+// the frame's job (index, found), its configuration word, slot bound and
+// the contributions completing its rounds (AGG_THRESHOLD or AGG_MEMBERS)
+reg [JW-1:0]   hd_jidx_reg;
+reg            hd_found_reg;
+reg [CF_W-1:0] hd_cfg_reg;
+reg [6:0]      hd_nslots_reg;
+reg [3:0]      hd_needed_reg;
 reg [15:0]     hd_worker_reg;
 reg [15:0]     hd_slot_reg;
 reg [31:0]     hd_seq_reg;
@@ -340,7 +359,11 @@ always @(posedge clk) begin
         hd_udp_src_reg <= hn_udp_src;
         hd_op_reg <= hn_op;
         hd_flags_reg <= hn_flags;
-        hd_job_reg <= hn_job;
+        hd_jidx_reg <= s_axis_job;
+        hd_found_reg <= s_axis_found;
+        hd_cfg_reg <= s_axis_cfg;
+        hd_nslots_reg <= s_axis_nslots;
+        hd_needed_reg <= s_axis_cfg[CF_MODE] ? s_axis_cfg[CF_THRESHOLD +: 4] : s_axis_cfg[CF_MEMBERS +: 4];
         hd_worker_reg <= hn_worker;
         hd_slot_reg <= hn_slot;
         hd_seq_reg <= hn_seq;
@@ -363,6 +386,17 @@ always @(posedge clk) begin
 end
 
 wire [2:0] worker = hd_worker_reg[2:0];
+
+// the frame's job's registers read from D1 on
+wire [3:0]     cfg_members = hd_cfg_reg[CF_MEMBERS +: 4];
+wire [8:0]     cfg_elems_d1 = hd_cfg_reg[CF_ELEMS +: 9];
+wire           cfg_dtype = hd_cfg_reg[CF_DTYPE];
+wire           cfg_mode = hd_cfg_reg[CF_MODE];
+wire [31:0]    cfg_staleness = hd_cfg_reg[CF_STALENESS +: 32];
+wire           cfg_role = hd_cfg_reg[CF_ROLE];
+wire [7:0]     cfg_uplink_port = hd_cfg_reg[CF_UPLINK +: 8];
+wire [31:0]    cfg_parent_ip = hd_cfg_reg[CF_PARENT_IP +: 32];
+wire [8*3-1:0] cfg_member_role = hd_cfg_reg[CF_MROLE +: 24];
 wire       is_grad = hd_op_reg == NRL_OP_GRADIENT;
 
 /*
@@ -438,16 +472,16 @@ end
 wire [2:0] worker_role = cfg_member_role[3*worker +: 3];  // bit 0: may send GRADIENTs
 wire worker_lt_members = hd_worker_reg[15:4] == 12'd0 && hd_worker_reg[3:0] < cfg_members;
 
-wire fail_job = hd_job_reg != cfg_job_id;
+wire fail_job = !hd_found_reg;
 wire fail_dis = !cfg_enable;
 wire fail_unk = is_grad && !(worker_lt_members && worker_role[0]);
 wire fail_spoof_grad = !hd_auth_reg[worker];
 wire fail_spoof_res = !cfg_role || (port_reg & cfg_uplink_port) == 8'd0 || hd_ip_src_reg != cfg_parent_ip;
 wire fail_spoof = is_grad ? fail_spoof_grad : fail_spoof_res;
-wire fail_cnt = hd_count_reg != {7'd0, cfg_elems} || (is_grad && hd_total0_reg);
+wire fail_cnt = hd_count_reg != {7'd0, cfg_elems_d1} || (is_grad && hd_total0_reg);
 wire fail_len2 = pay_len_reg != {hd_count_reg[13:0], 2'b00} || hd_trunc_reg;
 wire fail_dtype = hd_flags_reg[0] != cfg_dtype;
-wire fail_slot = hd_slot_reg[15:7] != 9'd0 || hd_slot_reg[6:0] >= cfg_slots;
+wire fail_slot = hd_slot_reg[15:7] != 9'd0 || hd_slot_reg[6:0] >= hd_nslots_reg;
 // GRADIENT round too far ahead of AGG_EPOCH (after BAD_SLOT, before STALE)
 wire [AHEAD_W-1:0] ah_hi = hd_ah_borrow_reg ? hd_ah_hi1_reg : hd_ah_hi0_reg;
 wire fail_ahead = is_grad && !ah_hi[AHEAD_W-1] && ah_hi[AHEAD_W-2:0] != {AHEAD_W-1{1'b0}};
@@ -466,13 +500,13 @@ wire       pay_out;
 wire       pay_int;
 
 grad_agg_verdict #(
-    .MAX_SLOTS(MAX_SLOTS)
+    .MAX_SLOTS(MAX_SLOTS),
+    .JOBS(JOBS)
 )
 verdict_inst (
     .clk(clk),
     .rst(rst),
-    .cfg_members(cfg_members),
-    .cfg_threshold(cfg_threshold),
+    .cfg_needed(hd_needed_reg),
     .cfg_dtype(cfg_dtype),
     .cfg_mode(cfg_mode),
     .cfg_staleness(cfg_staleness),
@@ -481,6 +515,7 @@ verdict_inst (
     .slot_free(slot_free),
     .copy_now(copy_now),
     .d1_valid(d1_valid_reg),
+    .hd_job(hd_jidx_reg),
     .hd_is_grad(is_grad),
     .hd_worker(worker),
     .hd_flag_err(hd_flags_reg[4]),
@@ -509,6 +544,7 @@ verdict_inst (
     .hc_bad_length(hc_bad_length),
     .hc_bad_header(hc_bad_header),
     .req_valid(req_valid),
+    .req_job(req_job),
     .req_kind(req_kind),
     .req_slot(req_slot),
     .req_seq(req_seq),
@@ -523,7 +559,8 @@ verdict_inst (
     .pay_mode(pay_mode),
     .pay_out(pay_out),
     .pay_int(pay_int),
-    .cnt_inc(cnt_inc)
+    .cnt_inc(cnt_inc),
+    .cnt_job(cnt_job)
 );
 
 /*
@@ -538,7 +575,7 @@ grad_agg_accum #(
 accum_inst (
     .clk(clk),
     .rst(rst),
-    .cfg_elems(cfg_elems),
+    .cfg_elems(s_axis_cfg[CF_ELEMS +: 9]),
     .in_hdr_end(in_hdr_end),
     .copy_now(copy_now),
     .in_pay(in_pay),
@@ -555,7 +592,11 @@ accum_inst (
 
 // inputs and fields the engine does not look at
 // verilator lint_off UNUSEDSIGNAL
-wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], hdr_now,
+wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], hdr_now, hn_job,
+                   hd_cfg_reg[CF_W-1:CF_MROLE+24], hd_cfg_reg[CF_MROLE-1:CF_EPOCH],
+                   hd_cfg_reg[CF_PARENT_UDP +: 16], hd_cfg_reg[CF_LEAF_ID +: 3], hd_cfg_reg[CF_SLOTS +: 7],
+                   hd_cfg_reg[CF_THRESHOLD +: 4], s_axis_mslot[6:SLOT_W],
+                   s_axis_cfg[CF_W-1:CF_MROLE], s_axis_cfg[CF_EPOCH-1:0],
                    hd_flags_reg[FLAGS_DEFINED-1:5], hd_flags_reg[3:1],
                    worker_role[2:1], hn_ah_hi0[15-AHEAD_W:0], hn_ah_hi1[15-AHEAD_W:0]};
 // verilator lint_on UNUSEDSIGNAL

@@ -53,8 +53,10 @@ THE SOFTWARE.
  * [NRL_AGG_AHEAD_ROUNDS, 2^31) as AHEAD); a write clears no slot.
  *
  * A write to JOB_ID or to any register 0x040-0x06C pulses cfg_invalidate
- * (the engine clears every slot copy's valid bit). CTRL bit 31 clears all
- * counters and reads back 0.
+ * (JOBS = 1: every slot copy's valid bit cleared). CTRL bit 31 clears all
+ * counters and reads back 0. JOBS > 1: AGG_* and the member table per job
+ * (the page: address bits above 11; a rule sees its page's values), every
+ * job's in cfg_jobs, no cfg_invalidate (the job table frees the job's slots).
  *
  * The AXI4-Lite handshake is nrl_axil_regif (awready/arready registered,
  * one clock after a request is taken; the write presented two clocks after
@@ -79,7 +81,13 @@ module grad_agg_regs #
     // Value of the BUILD_HASH register
     parameter BUILD_HASH = 32'd0,
     // Number of counter increment inputs (fixed by the engine)
-    parameter CNT_COUNT = 19
+    parameter CNT_COUNT = 19,
+    // Jobs served (JOBS, docs/protocol.md section 11), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
+    // Width of the AXI4-Lite address: the page (job) above bit 12 (computed)
+    parameter AW = JOBS > 1 ? 12 + JW : 12
 )
 (
     input  wire                    clk,
@@ -88,7 +96,7 @@ module grad_agg_regs #
     /*
      * AXI4-Lite slave
      */
-    input  wire [11:0]             s_axil_awaddr,
+    input  wire [AW-1:0]           s_axil_awaddr,
     input  wire [2:0]              s_axil_awprot,
     input  wire                    s_axil_awvalid,
     output wire                    s_axil_awready,
@@ -99,7 +107,7 @@ module grad_agg_regs #
     output wire [1:0]              s_axil_bresp,
     output wire                    s_axil_bvalid,
     input  wire                    s_axil_bready,
-    input  wire [11:0]             s_axil_araddr,
+    input  wire [AW-1:0]           s_axil_araddr,
     input  wire [2:0]              s_axil_arprot,
     input  wire                    s_axil_arvalid,
     output wire                    s_axil_arready,
@@ -117,33 +125,22 @@ module grad_agg_regs #
     output wire [31:0]             cfg_switch_ip,
     output wire [47:0]             cfg_switch_mac,
     output wire [31:0]             cfg_mcast_ip,
-    output wire [3:0]              cfg_members,
-    output wire [3:0]              cfg_threshold,
-    output wire [6:0]              cfg_slots,
-    output wire [8:0]              cfg_elems,
-    output wire                    cfg_dtype,
-    output wire                    cfg_mode,
-    output wire [31:0]             cfg_staleness,
-    output wire                    cfg_role,
-    output wire [7:0]              cfg_uplink_port,
-    output wire [31:0]             cfg_parent_ip,
-    output wire [15:0]             cfg_parent_udp,
-    output wire [2:0]              cfg_leaf_id,
-    output wire [31:0]             cfg_epoch,
-    output wire [8*8-1:0]          cfg_member_port,
-    output wire [8*32-1:0]         cfg_member_ip,
-    output wire [8*16-1:0]         cfg_member_udp,
-    output wire [8*3-1:0]          cfg_member_role,
+    // every job's AGG_* registers and member table (grad_agg_cfg.vh, bits
+    // 0 .. CFR_W-1 of job j's configuration word at [CFR_W*j +: CFR_W])
+    output wire [JOBS*622-1:0]     cfg_jobs,
     output wire                    cfg_invalidate,
 
     /*
-     * Counter increments (one bit per counter, see CNT_* below)
+     * Counter increments (one bit per counter, see CNT_* below), each with
+     * the job it counts in
      */
-    input  wire [CNT_COUNT-1:0]    cnt_inc
+    input  wire [CNT_COUNT-1:0]    cnt_inc,
+    input  wire [CNT_COUNT*JW-1:0] cnt_inc_job
 );
 
 // verilator lint_off UNUSEDPARAM
 `include "nrl_regs.vh"
+`include "grad_agg_cfg.vh"
 // verilator lint_on UNUSEDPARAM
 
 localparam [6:0] SLOTS_MAX = MAX_SLOTS;
@@ -167,26 +164,36 @@ initial begin
         $error("Error: CNT_COUNT must be 19 (instance %m)");
         $finish;
     end
+    if (JOBS < 1 || JOBS > 8 || CFR_W != 622) begin
+        $error("Error: JOBS must be 1..8 (instance %m)");
+        $finish;
+    end
 end
 
 genvar gi;
 
 /*
- * Register storage
+ * Register storage: every job's copy (job j's at [w*j +: w]); the *_reg
+ * wires below are the copies of the job a write addresses (wr_job), which
+ * the rules and the update see; a read selects the job it addresses
  */
-reg [3:0]  members_reg, members_next;
-reg [3:0]  threshold_reg, threshold_next;
-reg [6:0]  slots_reg, slots_next;
-reg [8:0]  elems_reg, elems_next;
-reg        dtype_reg, dtype_next;
-reg        mode_reg, mode_next;
-reg [31:0] staleness_reg, staleness_next;
-reg        role_reg, role_next;
-reg [7:0]  uplink_reg, uplink_next;
-reg [31:0] parent_ip_reg, parent_ip_next;
-reg [15:0] parent_udp_reg, parent_udp_next;
-reg [2:0]  leaf_id_reg, leaf_id_next;
-reg [31:0] epoch_reg, epoch_next;
+reg [JOBS*4-1:0]  members_q, threshold_q;
+reg [JOBS*7-1:0]  slots_q;
+reg [JOBS*9-1:0]  elems_q;
+reg [JOBS-1:0]    dtype_q, mode_q, role_q;
+reg [JOBS*32-1:0] staleness_q, parent_ip_q, epoch_q;
+reg [JOBS*8-1:0]  uplink_q;
+reg [JOBS*16-1:0] parent_udp_q;
+reg [JOBS*3-1:0]  leaf_id_q;
+
+reg [3:0]  members_next, threshold_next;
+reg [6:0]  slots_next;
+reg [8:0]  elems_next;
+reg        dtype_next, mode_next, role_next;
+reg [31:0] staleness_next, parent_ip_next, epoch_next;
+reg [7:0]  uplink_next;
+reg [15:0] parent_udp_next;
+reg [2:0]  leaf_id_next;
 
 reg invalidate_reg, invalidate_next;
 reg clear_reg, clear_next;
@@ -196,16 +203,16 @@ reg clear_reg, clear_next;
  * taken together); reads answer three clocks after the address handshake
  */
 wire do_write;
-wire [11:2] wr_addr;
+wire [AW-1:2] wr_addr;
 wire [31:0] wr_data;
 wire [3:0] wr_strb;
 wire wr_refuse;
-wire [11:2] rd_addr;
+wire [AW-1:2] rd_addr;
 wire [2:0] rd_stage;  // the pipeline below runs every clock
 reg [31:0] rd_data;
 
 nrl_axil_regif #(
-    .ADDR_WIDTH(12),
+    .ADDR_WIDTH(AW),
     .READY_REG(1),
     .READ_STAGES(3),
     .WRITE_REG(2)
@@ -242,9 +249,44 @@ axil_regif_inst (
     .rd_data(rd_data)
 );
 
+// the jobs a write and a read address (the page)
+wire [JW-1:0] wr_job;
+wire [JW-1:0] rd_job;
+
+generate
+
+if (JOBS > 1) begin : g_page
+    assign wr_job = wr_addr[AW-1:12];
+    assign rd_job = rd_addr[AW-1:12];
+end else begin : g_page0
+    assign wr_job = 1'b0;
+    assign rd_job = 1'b0;
+end
+
+endgenerate
+
+wire [3:0]  members_reg = members_q[4*wr_job +: 4];
+wire [3:0]  threshold_reg = threshold_q[4*wr_job +: 4];
+wire [6:0]  slots_reg = slots_q[7*wr_job +: 7];
+wire [8:0]  elems_reg = elems_q[9*wr_job +: 9];
+wire        dtype_reg = dtype_q[wr_job];
+wire        mode_reg = mode_q[wr_job];
+wire [31:0] staleness_reg = staleness_q[32*wr_job +: 32];
+wire        role_reg = role_q[wr_job];
+wire [7:0]  uplink_reg = uplink_q[8*wr_job +: 8];
+wire [31:0] parent_ip_reg = parent_ip_q[32*wr_job +: 32];
+wire [15:0] parent_udp_reg = parent_udp_q[16*wr_job +: 16];
+wire [2:0]  leaf_id_reg = leaf_id_q[3*wr_job +: 3];
+wire [31:0] epoch_reg = epoch_q[32*wr_job +: 32];
+
 /*
  * Identity, control and member-table registers
  */
+wire [JOBS*8*8-1:0]  cfg_member_port;
+wire [JOBS*8*32-1:0] cfg_member_ip;
+wire [JOBS*8*16-1:0] cfg_member_udp;
+wire [JOBS*8*3-1:0]  cfg_member_role;
+
 wire common_clear;
 wire common_job_id;
 wire common_refuse;
@@ -254,15 +296,17 @@ wire [32*32-1:0] common_member_words;
 
 nrl_common_regs #(
     .BUILD_HASH(BUILD_HASH),
-    .JUDGE_REG(1)
+    .JUDGE_REG(1),
+    .JOBS(JOBS)
 )
 common_regs_inst (
     .clk(clk),
     .rst(rst),
     .wr_en(do_write),
-    .wr_addr(wr_addr),
+    .wr_addr(wr_addr[11:2]),
     .wr_data(wr_data),
     .wr_strb(wr_strb),
+    .wr_job(wr_job),
     .wr_clear(common_clear),
     .wr_job_id(common_job_id),
     .wr_refuse(common_refuse),
@@ -277,6 +321,7 @@ common_regs_inst (
     .cfg_member_ip(cfg_member_ip),
     .cfg_member_udp(cfg_member_udp),
     .cfg_member_role(cfg_member_role),
+    .rd_job(rd_job),
     .ctl_words(common_ctl_words),
     .member_words(common_member_words)
 );
@@ -291,7 +336,7 @@ function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
     end
 endfunction
 
-wire [11:0] waddr = {wr_addr, 2'b00};
+wire [11:0] waddr = {wr_addr[11:2], 2'b00};
 
 /*
  * Write rules, judged over two clocks: nrl_axil_regif (WRITE_REG = 2) holds
@@ -463,56 +508,67 @@ always @* begin
     end
 end
 
+integer j;
+
 always @(posedge clk) begin
-    members_reg <= members_next;
-    threshold_reg <= threshold_next;
-    slots_reg <= slots_next;
-    elems_reg <= elems_next;
-    dtype_reg <= dtype_next;
-    mode_reg <= mode_next;
-    staleness_reg <= staleness_next;
-    role_reg <= role_next;
-    uplink_reg <= uplink_next;
-    parent_ip_reg <= parent_ip_next;
-    parent_udp_reg <= parent_udp_next;
-    leaf_id_reg <= leaf_id_next;
-    epoch_reg <= epoch_next;
+    // the job written takes the new values (the others keep theirs)
+    for (j = 0; j < JOBS; j = j + 1) begin
+        if (wr_job == j[JW-1:0]) begin
+            members_q[4*j +: 4] <= members_next;
+            threshold_q[4*j +: 4] <= threshold_next;
+            slots_q[7*j +: 7] <= slots_next;
+            elems_q[9*j +: 9] <= elems_next;
+            dtype_q[j] <= dtype_next;
+            mode_q[j] <= mode_next;
+            staleness_q[32*j +: 32] <= staleness_next;
+            role_q[j] <= role_next;
+            uplink_q[8*j +: 8] <= uplink_next;
+            parent_ip_q[32*j +: 32] <= parent_ip_next;
+            parent_udp_q[16*j +: 16] <= parent_udp_next;
+            leaf_id_q[3*j +: 3] <= leaf_id_next;
+            epoch_q[32*j +: 32] <= epoch_next;
+        end
+    end
     invalidate_reg <= invalidate_next;
     clear_reg <= clear_next;
 
     if (rst) begin
-        members_reg <= RST_AGG_MEMBERS[3:0];
-        threshold_reg <= RST_AGG_THRESHOLD[3:0];
-        slots_reg <= SLOTS_RST;
-        elems_reg <= ELEMS_RST;
-        dtype_reg <= RST_AGG_DTYPE[0];
-        mode_reg <= RST_AGG_MODE[0];
-        staleness_reg <= RST_AGG_STALENESS;
-        role_reg <= RST_AGG_ROLE[0];
-        uplink_reg <= RST_AGG_UPLINK_PORT[7:0];
-        parent_ip_reg <= RST_AGG_PARENT_IP;
-        parent_udp_reg <= RST_AGG_PARENT_UDP[15:0];
-        leaf_id_reg <= RST_AGG_LEAF_ID[2:0];
-        epoch_reg <= RST_AGG_EPOCH;
+        members_q <= {JOBS{RST_AGG_MEMBERS[3:0]}};
+        threshold_q <= {JOBS{RST_AGG_THRESHOLD[3:0]}};
+        slots_q <= {JOBS{SLOTS_RST}};
+        elems_q <= {JOBS{ELEMS_RST}};
+        dtype_q <= {JOBS{RST_AGG_DTYPE[0]}};
+        mode_q <= {JOBS{RST_AGG_MODE[0]}};
+        staleness_q <= {JOBS{RST_AGG_STALENESS}};
+        role_q <= {JOBS{RST_AGG_ROLE[0]}};
+        uplink_q <= {JOBS{RST_AGG_UPLINK_PORT[7:0]}};
+        parent_ip_q <= {JOBS{RST_AGG_PARENT_IP}};
+        parent_udp_q <= {JOBS{RST_AGG_PARENT_UDP[15:0]}};
+        leaf_id_q <= {JOBS{RST_AGG_LEAF_ID[2:0]}};
+        epoch_q <= {JOBS{RST_AGG_EPOCH}};
         invalidate_reg <= 1'b0;
         clear_reg <= 1'b0;
     end
 end
 
-assign cfg_members = members_reg;
-assign cfg_threshold = threshold_reg;
-assign cfg_slots = slots_reg;
-assign cfg_elems = elems_reg;
-assign cfg_dtype = dtype_reg;
-assign cfg_mode = mode_reg;
-assign cfg_staleness = staleness_reg;
-assign cfg_role = role_reg;
-assign cfg_uplink_port = uplink_reg;
-assign cfg_parent_ip = parent_ip_reg;
-assign cfg_parent_udp = parent_udp_reg;
-assign cfg_leaf_id = leaf_id_reg;
-assign cfg_epoch = epoch_reg;
-assign cfg_invalidate = invalidate_reg;
+// every job's configuration word (grad_agg_cfg.vh: the fields from CF_MEMBERS
+// at bit 0 up to CF_MROLE, in that order)
+generate
+
+for (gi = 0; gi < JOBS; gi = gi + 1) begin : g_cfg
+    assign cfg_jobs[CFR_W*gi +: CFR_W] = {cfg_member_role[24*gi +: 24], cfg_member_udp[128*gi +: 128],
+        cfg_member_ip[256*gi +: 256], cfg_member_port[64*gi +: 64], epoch_q[32*gi +: 32],
+        parent_ip_q[32*gi +: 32], staleness_q[32*gi +: 32], parent_udp_q[16*gi +: 16], uplink_q[8*gi +: 8],
+        leaf_id_q[3*gi +: 3], role_q[gi], mode_q[gi], dtype_q[gi], elems_q[9*gi +: 9], slots_q[7*gi +: 7],
+        threshold_q[4*gi +: 4], members_q[4*gi +: 4]};
+end
+
+endgenerate
+
+// with several jobs the switch's job table frees the written job's slots
+// (nrl_axil_split slot_free): the engine's own invalidation is the one-job
+// switch's
+assign cfg_invalidate = JOBS == 1 && invalidate_reg;
 
 /*
  * Counters (nrl_counter_bank): {hi, lo} with the carry out of lo registered
@@ -539,16 +595,17 @@ wire cnt_rd_carry;
 nrl_counter_bank #(
     .COUNT(CNT_COUNT),
     .WORDS(CNT_WORDS),
-    .REGISTER_INC(0)
+    .REGISTER_INC(0),
+    .JOBS(JOBS)
 )
 counter_bank_inst (
     .clk(clk),
     .rst(rst),
     .inc(cnt_inc),
-    .inc_job({CNT_COUNT{1'b0}}),
+    .inc_job(cnt_inc_job),
     .clear(clear_reg),
     .rd_word(cnt_rd_word),
-    .rd_job(1'b0),
+    .rd_job(rd_job),
     .rd_hit(cnt_rd_hit),
     .rd_value(cnt_rd_value),
     .rd_carry(cnt_rd_carry)
@@ -574,21 +631,21 @@ for (gi = 0; gi < 32; gi = gi + 1) begin : g_rd_word
 
     // constant conditions: each word elaborates to its one register
     assign cfg_word[gi] =
-        WI == REG_AGG_MEMBERS[6:2]     ? {28'd0, members_reg} :
-        WI == REG_AGG_THRESHOLD[6:2]   ? {28'd0, threshold_reg} :
-        WI == REG_AGG_SLOTS[6:2]       ? {25'd0, slots_reg} :
-        WI == REG_AGG_ELEMS[6:2]       ? {23'd0, elems_reg} :
-        WI == REG_AGG_DTYPE[6:2]       ? {31'd0, dtype_reg} :
-        WI == REG_AGG_MODE[6:2]        ? {31'd0, mode_reg} :
-        WI == REG_AGG_STALENESS[6:2]   ? staleness_reg :
-        WI == REG_AGG_ROLE[6:2]        ? {31'd0, role_reg} :
-        WI == REG_AGG_UPLINK_PORT[6:2] ? {24'd0, uplink_reg} :
-        WI == REG_AGG_PARENT_IP[6:2]   ? parent_ip_reg :
-        WI == REG_AGG_PARENT_UDP[6:2]  ? {16'd0, parent_udp_reg} :
-        WI == REG_AGG_LEAF_ID[6:2]     ? {29'd0, leaf_id_reg} :
+        WI == REG_AGG_MEMBERS[6:2]     ? {28'd0, members_q[4*rd_job +: 4]} :
+        WI == REG_AGG_THRESHOLD[6:2]   ? {28'd0, threshold_q[4*rd_job +: 4]} :
+        WI == REG_AGG_SLOTS[6:2]       ? {25'd0, slots_q[7*rd_job +: 7]} :
+        WI == REG_AGG_ELEMS[6:2]       ? {23'd0, elems_q[9*rd_job +: 9]} :
+        WI == REG_AGG_DTYPE[6:2]       ? {31'd0, dtype_q[rd_job]} :
+        WI == REG_AGG_MODE[6:2]        ? {31'd0, mode_q[rd_job]} :
+        WI == REG_AGG_STALENESS[6:2]   ? staleness_q[32*rd_job +: 32] :
+        WI == REG_AGG_ROLE[6:2]        ? {31'd0, role_q[rd_job]} :
+        WI == REG_AGG_UPLINK_PORT[6:2] ? {24'd0, uplink_q[8*rd_job +: 8]} :
+        WI == REG_AGG_PARENT_IP[6:2]   ? parent_ip_q[32*rd_job +: 32] :
+        WI == REG_AGG_PARENT_UDP[6:2]  ? {16'd0, parent_udp_q[16*rd_job +: 16]} :
+        WI == REG_AGG_LEAF_ID[6:2]     ? {29'd0, leaf_id_q[3*rd_job +: 3]} :
         WI == REG_AGG_MAX_SLOTS[6:2]   ? MAX_SLOTS_W :
         WI == REG_AGG_MAX_ELEMS[6:2]   ? MAX_ELEMS_W :
-        WI == REG_AGG_EPOCH[6:2]       ? epoch_reg :
+        WI == REG_AGG_EPOCH[6:2]       ? epoch_q[32*rd_job +: 32] :
         common_ctl_words[32*gi +: 32];
 
     assign member_word[gi] = common_member_words[32*gi +: 32];

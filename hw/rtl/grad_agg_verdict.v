@@ -64,24 +64,32 @@ THE SOFTWARE.
  *                   source and ingress port (the RESEND destination)
  *   pay_mode, pay_out, pay_int  the payload handling of the last verdict,
  *                   used by the frame's payload beats at P2
- *   cnt_inc         one pulse per counter of grad_agg_regs (CNT_COUNT 19)
+ *   cnt_inc         one pulse per counter of grad_agg_regs (CNT_COUNT 19),
+ *                   all of one frame, whose job is cnt_job
+ *
+ * The configuration inputs are those of the job of the frame at D1 (the
+ * ingress's registers of it); the verdict keeps the D2 frame's own.
  */
 module grad_agg_verdict #
 (
     // Slot memory depth (AGG_MAX_SLOTS), 1..64
     parameter MAX_SLOTS = 64,
     // Width of a slot copy index {slot, round[0]} (computed; do not override)
-    parameter COPY_W = (MAX_SLOTS > 1 ? $clog2(MAX_SLOTS) : 1) + 1
+    parameter COPY_W = (MAX_SLOTS > 1 ? $clog2(MAX_SLOTS) : 1) + 1,
+    // Jobs served (JOBS), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1
 )
 (
     input  wire                    clk,
     input  wire                    rst,
 
     /*
-     * Configuration (grad_agg_regs)
+     * Configuration of the D1 frame's job (grad_agg_regs); cfg_needed: the
+     * contributions completing a round (AGG_THRESHOLD or AGG_MEMBERS)
      */
-    input  wire [3:0]              cfg_members,
-    input  wire [3:0]              cfg_threshold,
+    input  wire [3:0]              cfg_needed,
     input  wire                    cfg_dtype,
     input  wire                    cfg_mode,
     input  wire [31:0]             cfg_staleness,
@@ -100,6 +108,7 @@ module grad_agg_verdict #
      * D1: header fields (registered at the last header beat)
      */
     input  wire                    d1_valid,
+    input  wire [JW-1:0]           hd_job,       // its job (0 when it names none)
     input  wire                    hd_is_grad,   // a GRADIENT (else a RESULT)
     input  wire [2:0]              hd_worker,
     input  wire                    hd_flag_err,  // flags.ERROR
@@ -140,6 +149,7 @@ module grad_agg_verdict #
      * Reply requests out (header preparation in grad_agg_egress)
      */
     output wire                    req_valid,
+    output wire [JW-1:0]           req_job,
     output wire [1:0]              req_kind,
     output wire [15:0]             req_slot,
     output wire [31:0]             req_seq,
@@ -162,7 +172,8 @@ module grad_agg_verdict #
     /*
      * Counter pulses (grad_agg_regs cnt_inc)
      */
-    output wire [18:0]             cnt_inc
+    output wire [18:0]             cnt_inc,
+    output wire [JW-1:0]           cnt_job
 );
 
 localparam COPY_N = 2**COPY_W;
@@ -186,12 +197,18 @@ genvar gi;
  * Values derived from the configuration (registered; the registers are
  * only written while the engine is idle)
  */
-reg [3:0]        cfg_needed_reg;           // contributions completing a round
-reg              cfg_first_completes_reg;  // one contribution completes
+reg              cfg_first_completes_reg;  // one contribution completes (D2)
+reg              cfg_mode_reg;             // the D2 frame's AGG_MODE, AGG_ROLE, AGG_DTYPE
+reg              cfg_role_reg;
+reg              cfg_dtype_reg;
+reg [JW-1:0]     d2_job_reg;               // the D2 frame's job
 
 always @(posedge clk) begin
-    cfg_needed_reg <= cfg_mode ? cfg_threshold : cfg_members;
-    cfg_first_completes_reg <= cfg_needed_reg <= 4'd1;
+    cfg_first_completes_reg <= cfg_needed <= 4'd1;
+    cfg_mode_reg <= cfg_mode;
+    cfg_role_reg <= cfg_role;
+    cfg_dtype_reg <= cfg_dtype;
+    d2_job_reg <= hd_job;
 end
 
 /*
@@ -362,7 +379,7 @@ always @(posedge clk) begin
     d2_rdiff_neg0_reg <= rdiff_hi0[15];
     d2_rdiff_neg1_reg <= rdiff_hi1[15];
     d2_has_worker_reg <= st_bitmap[hd_worker];
-    d2_add_completes_reg <= count_p1 >= {1'b0, cfg_needed_reg};
+    d2_add_completes_reg <= count_p1 >= {1'b0, cfg_needed};
     d2_total_differs_reg <= hd_total != st_total;
     d2_step_differs_reg <= hd_aux != st_step;
     d2_st_step_reg <= st_step;
@@ -422,7 +439,7 @@ wire drop_ahead = pass_to_ahead && d2_fail_ahead_reg;
 wire checks_ok = pass_to_job && d2_cfg_ok_reg;
 
 // GRADIENT, section 4 steps 1-7 (AHEAD, a header-only check, is above)
-wire stale_lag = cfg_mode && (d2_lag_gt_hi_reg || (d2_lag_eq_hi_reg && d2_lag_gt_lo_reg));
+wire stale_lag = cfg_mode_reg && (d2_lag_gt_hi_reg || (d2_lag_eq_hi_reg && d2_lag_gt_lo_reg));
 wire rdiff_neg = d2_rdiff_borrow_reg ? d2_rdiff_neg1_reg : d2_rdiff_neg0_reg;
 // the copy holds a newer round than the packet's
 wire copy_newer = d2_copy_valid_reg && !d2_same_round_reg && !rdiff_neg;
@@ -430,7 +447,7 @@ wire g_open = !d2_copy_valid_reg || !d2_same_round_reg;
 // the copy holds this round and another tensor length, or (sync mode) another
 // step id: a newly opened copy takes the packet's
 wire total_mismatch = !g_open && d2_total_differs_reg;
-wire step_mismatch = !cfg_mode && !g_open && d2_step_differs_reg;
+wire step_mismatch = !cfg_mode_reg && !g_open && d2_step_differs_reg;
 wire mismatch = total_mismatch || step_mismatch;
 wire has_worker = !g_open && d2_has_worker_reg;
 wire [1:0] copy_state = g_open ? ST_OPEN : d2_state_reg;
@@ -465,9 +482,9 @@ wire r_dup = d2_copy_valid_reg && d2_same_round_reg && d2_state_reg == ST_DONE;
 wire ok_grad = checks_ok && d2_is_grad_reg;
 wire ok_res = checks_ok && !d2_is_grad_reg;
 
-wire out_mcast = (ok_grad && ((g_add && complete && !cfg_role) || g_err)) || (ok_res && r_replace);
+wire out_mcast = (ok_grad && ((g_add && complete && !cfg_role_reg) || g_err)) || (ok_res && r_replace);
 wire out_resend = ok_grad && (g_stale_resend || g_resend || g_mis_resend);
-wire out_up = ok_grad && ((g_add && complete && cfg_role) || g_upre);
+wire out_up = ok_grad && ((g_add && complete && cfg_role_reg) || g_upre);
 wire out_any = out_mcast || out_resend || out_up;
 
 // written: GRADIENT add, GRADIENT error copy (mismatch), accepted RESULT;
@@ -478,7 +495,7 @@ wire wr_err = d2_is_grad_reg && mismatch;
 assign st_we = d2_valid_reg && ((ok_grad && (g_add || g_err)) || (ok_res && r_replace));
 assign st_wdata = {
     (d2_is_grad_reg && g_open) ? d2_aux_reg : d2_st_step_reg,
-    wr_add ? (complete ? (cfg_role ? ST_UP : ST_DONE) : ST_OPEN) : ST_DONE,
+    wr_add ? (complete ? (cfg_role_reg ? ST_UP : ST_DONE) : ST_OPEN) : ST_DONE,
     d2_is_grad_reg ? wr_err : d2_flag_err_reg,
     d2_worker_reg,
     wr_err ? d2_st_total_reg : d2_total_reg,
@@ -505,7 +522,7 @@ always @(posedge clk) begin
             pay_mode_reg <= M_NONE;
         end
         pay_out_reg <= out_any;
-        pay_int_reg <= cfg_dtype;
+        pay_int_reg <= cfg_dtype_reg;
     end
     if (rst) begin
         pay_mode_reg <= M_NONE;
@@ -519,8 +536,10 @@ assign pay_int = pay_int_reg;
 
 // counters
 reg [18:0] cnt_inc_reg;
+reg [JW-1:0] cnt_job_reg;
 
 always @(posedge clk) begin
+    cnt_job_reg <= d2_job_reg;
     cnt_inc_reg <= {19{d2_valid_reg}} & {
         drop_ahead,                                                // 18 AHEAD
         ok_grad && g_mis,                                          // 17 MISMATCH
@@ -548,11 +567,13 @@ always @(posedge clk) begin
 end
 
 assign cnt_inc = cnt_inc_reg;
+assign cnt_job = cnt_job_reg;
 
 /*
  * HP1: reply request (kind, header fields, the sender for a RESEND)
  */
 reg        req_valid_reg;
+reg [JW-1:0] req_job_reg;
 reg [1:0]  req_kind_reg;
 reg [15:0] req_slot_reg;
 reg [31:0] req_seq_reg;
@@ -567,6 +588,7 @@ reg [7:0]  req_port_reg;
 
 always @(posedge clk) begin
     req_valid_reg <= d2_valid_reg && out_any;
+    req_job_reg <= d2_job_reg;
     req_kind_reg <= out_resend ? K_RESEND : (out_up ? K_UP : K_MCAST);
     req_slot_reg <= d2_slot_reg;
     req_seq_reg <= (d2_is_grad_reg && copy_newer) ? d2_round_reg : d2_seq_reg;
@@ -578,7 +600,7 @@ always @(posedge clk) begin
     if (out_resend) begin
         req_aux_reg <= g_step_resend ? d2_st_total_reg : d2_st_aux_reg;
     end else if (out_up) begin
-        req_aux_reg <= cfg_mode ? d2_seq_reg : d2_aux_reg;
+        req_aux_reg <= cfg_mode_reg ? d2_seq_reg : d2_aux_reg;
     end else if (wr_add) begin
         req_aux_reg <= aux_new;
     end else begin
@@ -602,6 +624,7 @@ always @(posedge clk) begin
 end
 
 assign req_valid = req_valid_reg;
+assign req_job = req_job_reg;
 assign req_kind = req_kind_reg;
 assign req_slot = req_slot_reg;
 assign req_seq = req_seq_reg;

@@ -68,13 +68,23 @@ THE SOFTWARE.
  * register), member_words the 32 words of 0x100-0x17C; each word is a
  * constant selection of the storage, so a read mux indexed by address[6:2]
  * costs the same as before.
+ *
+ * Jobs (docs/protocol.md section 11): with JOBS > 1 every job has its own
+ * member table (a write lands in job wr_job's, member_words are job
+ * rd_job's, cfg_member_* hold every job's, job j's entry i at index 8j + i);
+ * the identity and control registers are the switch's (JOB_ID is then the
+ * switch's job table's, nrl_axil_split: this block's copy is unused).
  */
 module nrl_common_regs #
 (
     // Value of the BUILD_HASH register
     parameter BUILD_HASH = 32'd0,
     // 1: judge a write in the clock before wr_en (nrl_axil_regif WRITE_REG = 2)
-    parameter JUDGE_REG = 0
+    parameter JUDGE_REG = 0,
+    // Jobs served (JOBS), 1 to 8: member tables
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1
 )
 (
     input  wire                    clk,
@@ -87,6 +97,7 @@ module nrl_common_regs #
     input  wire [11:2]             wr_addr,
     input  wire [31:0]             wr_data,
     input  wire [3:0]              wr_strb,
+    input  wire [JW-1:0]           wr_job,
     output wire                    wr_clear,
     output wire                    wr_job_id,
     output wire                    wr_refuse,
@@ -101,14 +112,15 @@ module nrl_common_regs #
     output wire [31:0]             cfg_switch_ip,
     output wire [47:0]             cfg_switch_mac,
     output wire [31:0]             cfg_mcast_ip,
-    output wire [8*8-1:0]          cfg_member_port,
-    output wire [8*32-1:0]         cfg_member_ip,
-    output wire [8*16-1:0]         cfg_member_udp,
-    output wire [8*3-1:0]          cfg_member_role,
+    output wire [JOBS*8*8-1:0]     cfg_member_port,
+    output wire [JOBS*8*32-1:0]    cfg_member_ip,
+    output wire [JOBS*8*16-1:0]    cfg_member_udp,
+    output wire [JOBS*8*3-1:0]     cfg_member_role,
 
     /*
-     * Read words
+     * Read words (the member table of job rd_job)
      */
+    input  wire [JW-1:0]           rd_job,
     output wire [32*32-1:0]        ctl_words,
     output wire [32*32-1:0]        member_words
 );
@@ -130,10 +142,11 @@ reg [31:0] switch_ip_reg, switch_ip_next;
 reg [15:0] mac_hi_reg, mac_hi_next;
 reg [31:0] mac_lo_reg, mac_lo_next;
 reg [31:0] mcast_ip_reg, mcast_ip_next;
-reg [7:0]  mport_reg[0:7], mport_next[0:7];
-reg [31:0] mip_reg[0:7], mip_next[0:7];
-reg [15:0] mudp_reg[0:7], mudp_next[0:7];
-reg [2:0]  mrole_reg[0:7], mrole_next[0:7];
+// member entry i of job j at 8j + i
+reg [7:0]  mport_reg[0:8*JOBS-1], mport_next[0:8*JOBS-1];
+reg [31:0] mip_reg[0:8*JOBS-1], mip_next[0:8*JOBS-1];
+reg [15:0] mudp_reg[0:8*JOBS-1], mudp_next[0:8*JOBS-1];
+reg [2:0]  mrole_reg[0:8*JOBS-1], mrole_next[0:8*JOBS-1];
 
 reg clear_c;
 reg job_id_c;
@@ -152,7 +165,10 @@ function [31:0] merge(input [31:0] old, input [31:0] data, input [3:0] strb);
 endfunction
 
 wire [11:0] waddr = {wr_addr, 2'b00};
-wire [2:0] widx = waddr[6:4];
+// the member entry written: {job, index} (a job index >= JOBS: none; the
+// switch's splitter sends no such page)
+localparam IW = JOBS > 1 ? JW + 3 : 3;
+wire [IW-1:0] widx;
 wire wmember = waddr[11:8] == 4'h1 && waddr[7] == 1'b0;  // 0x100 .. 0x17F
 
 // at most one bit set (no carry chain)
@@ -235,7 +251,7 @@ always @* begin
     mac_hi_next = mac_hi_reg;
     mac_lo_next = mac_lo_reg;
     mcast_ip_next = mcast_ip_reg;
-    for (i = 0; i < 8; i = i + 1) begin
+    for (i = 0; i < 8*JOBS; i = i + 1) begin
         mport_next[i] = mport_reg[i];
         mip_next[i] = mip_reg[i];
         mudp_next[i] = mudp_reg[i];
@@ -309,7 +325,7 @@ always @(posedge clk) begin
     mac_hi_reg <= mac_hi_next;
     mac_lo_reg <= mac_lo_next;
     mcast_ip_reg <= mcast_ip_next;
-    for (i = 0; i < 8; i = i + 1) begin
+    for (i = 0; i < 8*JOBS; i = i + 1) begin
         mport_reg[i] <= mport_next[i];
         mip_reg[i] <= mip_next[i];
         mudp_reg[i] <= mudp_next[i];
@@ -324,7 +340,7 @@ always @(posedge clk) begin
         mac_hi_reg <= RST_SWITCH_MAC_HI[15:0];
         mac_lo_reg <= RST_SWITCH_MAC_LO;
         mcast_ip_reg <= RST_MCAST_IP;
-        for (i = 0; i < 8; i = i + 1) begin
+        for (i = 0; i < 8*JOBS; i = i + 1) begin
             mport_reg[i] <= 8'd0;
             mip_reg[i] <= 32'd0;
             mudp_reg[i] <= 16'd0;
@@ -345,7 +361,13 @@ assign cfg_mcast_ip = mcast_ip_reg;
  */
 generate
 
-for (gi = 0; gi < 8; gi = gi + 1) begin : g_member
+if (JOBS > 1) begin : g_widx_jobs
+    assign widx = {wr_job, waddr[6:4]};
+end else begin : g_widx_one
+    assign widx = waddr[6:4];
+end
+
+for (gi = 0; gi < 8*JOBS; gi = gi + 1) begin : g_member
     assign cfg_member_port[8*gi +: 8] = mport_reg[gi];
     assign cfg_member_ip[32*gi +: 32] = mip_reg[gi];
     assign cfg_member_udp[16*gi +: 16] = mudp_reg[gi];
@@ -369,18 +391,28 @@ for (gi = 0; gi < 32; gi = gi + 1) begin : g_rd_word
         WI == REG_MCAST_IP[6:2]        ? mcast_ip_reg :
         32'd0;
 
+    // entry gi/4 of job rd_job
+    localparam [31:0] ENT = gi / 4;
+    wire [IW-1:0] ridx;
+
+    if (JOBS > 1) begin : g_jobs
+        assign ridx = {rd_job, ENT[2:0]};
+    end else begin : g_one
+        assign ridx = ENT[2:0];
+    end
+
     case (gi % 4)
         0: begin : g_port
-            assign member_words[32*gi +: 32] = {24'd0, mport_reg[gi/4]};
+            assign member_words[32*gi +: 32] = {24'd0, mport_reg[ridx]};
         end
         1: begin : g_ip
-            assign member_words[32*gi +: 32] = mip_reg[gi/4];
+            assign member_words[32*gi +: 32] = mip_reg[ridx];
         end
         2: begin : g_udp
-            assign member_words[32*gi +: 32] = {16'd0, mudp_reg[gi/4]};
+            assign member_words[32*gi +: 32] = {16'd0, mudp_reg[ridx]};
         end
         default: begin : g_role
-            assign member_words[32*gi +: 32] = {29'd0, mrole_reg[gi/4]};
+            assign member_words[32*gi +: 32] = {29'd0, mrole_reg[ridx]};
         end
     endcase
 end
@@ -388,7 +420,7 @@ end
 endgenerate
 
 // verilator lint_off UNUSEDSIGNAL
-wire unused_wv = &{1'b0, wv[30:16]};
+wire unused_wv = &{1'b0, wv[30:16], wr_job, rd_job};
 // verilator lint_on UNUSEDSIGNAL
 
 endmodule

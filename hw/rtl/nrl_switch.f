@@ -12,6 +12,7 @@ grad_agg_verdict.v
 grad_agg_accum.v
 grad_agg_ingress.v
 grad_agg_egress.v
+grad_agg_job.v
 grad_agg.v
 replay_regs.v
 replay_ingress.v

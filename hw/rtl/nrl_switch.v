@@ -291,6 +291,11 @@ classifier_inst (
 // memory slots whose copies the job table frees, and the table it empties (nrl_axil_split)
 wire [AGG_MAX_SLOTS-1:0] slot_free;
 wire       table_carve;
+// the job table's rows (one job: the aggregation engine uses its own JOB_ID)
+wire [7:0] job_id;
+wire       job_enable;
+wire [6:0] job_slot_base;
+wire [6:0] job_slot_count;
 
 // ENGINES_BEGIN
 grad_agg #(
@@ -335,6 +340,10 @@ grad_agg_inst (
     .s_axil_rresp(agg_axil_rresp),
     .s_axil_rvalid(agg_axil_rvalid),
     .s_axil_rready(agg_axil_rready),
+    .job_id(job_id),
+    .job_enable(job_enable),
+    .job_slot_base(job_slot_base),
+    .job_slot_count(job_slot_count),
     .slot_free(slot_free)
 );
 
@@ -519,10 +528,6 @@ merge_inst (
 // to the engines (declared before them)
 /* verilator lint_off UNUSEDSIGNAL */
 wire       split_job;
-wire [7:0] job_id;
-wire       job_enable;
-wire [6:0] job_slot_base;
-wire [6:0] job_slot_count;
 wire [31:0] job_rpl_base;
 wire [31:0] job_rpl_cap;
 wire [13:0] job_rpl_record;

@@ -250,6 +250,7 @@ common_regs_inst (
     .wr_addr(wr_word),
     .wr_data(wr_data),
     .wr_strb(wr_strb),
+    .wr_job(1'b0),
     .wr_clear(wr_clear),
     .wr_job_id(wr_job_id),
     .wr_refuse(common_refuse),
@@ -264,6 +265,7 @@ common_regs_inst (
     .cfg_member_ip(member_ip),
     .cfg_member_udp(member_udp),
     .cfg_member_role(member_role),
+    .rd_job(1'b0),
     .ctl_words(ctl_words),
     .member_words(member_words)
 );
