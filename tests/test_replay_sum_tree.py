@@ -28,6 +28,23 @@ def test_replay_sum_tree(sim: str, capacity: int) -> None:
     )
 
 
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_replay_sum_tree_tables(sim: str) -> None:
+    """Four tables (JOBS = 4) as aligned sub-trees of a 64-leaf tree: their totals and draws
+    equal those of a SumTree each (the default builds play one table)."""
+    require_simulator(sim, "the replay_sum_tree cocotb testbench")
+    run_cocotb(
+        sim=sim,
+        toplevel="replay_sum_tree",
+        sources=[RTL / "replay_sum_tree.v"],
+        test_module="sim.replay_sum_tree.test_replay_sum_tree",
+        parameters={"CAPACITY": 64, "USER_WIDTH": 16, "JOBS": 4},
+        build_tag="jobs4",
+        testcase="test_tables",
+        extra_env={"TREE_SEED": "4"},
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sim", ["verilator"])
 def test_replay_sum_tree_2p17(sim: str) -> None:

@@ -375,13 +375,9 @@ ingress_inst (
 
 wire rec_we;
 wire [REC_ADDR_W-1:0] rec_wa;
-wire tree_clear;
-wire tree_clearing;
-wire upd_valid;
+wire tree_clear, tree_clearing, upd_valid, upd_busy, q_busy;
 wire [INDEX_W-1:0] upd_index;
 wire [31:0] upd_prio;
-wire upd_busy;
-wire q_busy;
 wire ch_begin, ch_rec, ch_end;
 wire [2:0] ch_worker;
 wire smp_done;
@@ -393,19 +389,16 @@ wire mul_in_valid;
 wire [37:0] mul_in_a;
 wire [SUM_W-1:0] mul_in_b;
 wire [SMP_USER_W-1:0] mul_in_user;
-wire ctx_we;
+wire ctx_we, ctx_free, ex_rq_push;
 wire [CTX_TAG_W-1:0] ctx_wa;
 wire [CTX_WIDTH-1:0] ctx_wd;
-wire ctx_free;
-wire ex_rq_push;
 wire [RESP_ENTRY_W-1:0] ex_rq_push_data;
 wire rq_pop;
 // the executor's state, 0 when idle (the testbench's busy probe reads it here)
 // verilator lint_off UNUSEDSIGNAL
 wire [3:0] state_reg;
 // verilator lint_on UNUSEDSIGNAL
-wire stat_empty;
-wire stat_bad_update;
+wire stat_empty, stat_bad_update;
 wire smp_setup, smp_issue, smp_last;
 wire [CTX_TAG_W-1:0] smp_tag;
 wire [3:0] smp_stk;
@@ -570,18 +563,25 @@ tree_inst (
     .upd_valid(upd_valid),
     .upd_index(upd_index),
     .upd_prio(upd_prio),
+    .upd_job(1'b0),
+    .upd_count(1'b1),
     .upd_busy(upd_busy),
     .q_valid(mul_valid),
     .q_uniform(mul_user[0]),
     .q_target(mul_p[SUM_W-1:0]),
     .q_index(mul_p[INDEX_W-1:0]),
+    .q_depth({$clog2(INDEX_W+1){1'b0}}),
     .q_user(mul_user),
     .q_busy(q_busy),
     .r_valid(r_valid),
     .r_index(r_index),
     .r_prio(r_prio),
     .r_user(r_user),
-    .total(tree_total)
+    .total(tree_total),
+    /* verilator lint_off PINCONNECTEMPTY */
+    .job_total(),
+    /* verilator lint_on PINCONNECTEMPTY */
+    .job_total_clear(1'b0)
 );
 
 // ---------------------------------------------------------------------------

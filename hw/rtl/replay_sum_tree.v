@@ -63,6 +63,16 @@ THE SOFTWARE.
  * of its index. The result is the leaf index, the leaf priority and the
  * query's side band, 5 log2(C) + 1 clocks after the query.
  *
+ * Tables (docs/protocol.md section 11): a table of C / 2^d records at an
+ * aligned base is the sub-tree under the node at depth d on the path of the
+ * base's bits. A query with q_depth = d takes its first d levels in the
+ * direction of q_index's bits without touching its target (the target is
+ * relative to the table's node), and compares below as ever (q_uniform: every
+ * level by q_index). Each of JOBS tables keeps its total (job_total): the
+ * sum of the deltas of the updates tagged with its job (upd_job, when
+ * upd_count), zeroed by job_total_clear and by a clear; a table is emptied by
+ * updates that set its leaves to 0 untagged after its total was cleared.
+ *
  * Updates and queries must not be in flight together (upd_busy, q_busy, the
  * latter registered: it falls a clock after the last query left):
  * the replay engine drains one before it starts the other, which is how
@@ -75,10 +85,16 @@ module replay_sum_tree #
     parameter CAPACITY = 16384,
     // Width of the query side band
     parameter USER_WIDTH = 16,
+    // Tables with a total of their own (job_total), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
     // log2(C) (computed; do not override)
     parameter INDEX_WIDTH = $clog2(CAPACITY),
     // Width of sums and targets, 32 + log2(C) (computed; do not override)
-    parameter SUM_WIDTH = 32 + INDEX_WIDTH
+    parameter SUM_WIDTH = 32 + INDEX_WIDTH,
+    // Width of a query's depth, 0 .. log2(C) (computed; do not override)
+    parameter DEPTH_WIDTH = $clog2(INDEX_WIDTH + 1)
 )
 (
     input  wire                    clk,
@@ -96,6 +112,8 @@ module replay_sum_tree #
     input  wire                    upd_valid,
     input  wire [INDEX_WIDTH-1:0]  upd_index,
     input  wire [31:0]             upd_prio,
+    input  wire [JW-1:0]           upd_job,
+    input  wire                    upd_count,
     output wire                    upd_busy,
 
     /*
@@ -105,6 +123,7 @@ module replay_sum_tree #
     input  wire                    q_uniform,
     input  wire [SUM_WIDTH-1:0]    q_target,
     input  wire [INDEX_WIDTH-1:0]  q_index,
+    input  wire [DEPTH_WIDTH-1:0]  q_depth,
     input  wire [USER_WIDTH-1:0]   q_user,
     output wire                    q_busy,
 
@@ -117,9 +136,11 @@ module replay_sum_tree #
     output wire [USER_WIDTH-1:0]   r_user,
 
     /*
-     * Root sum
+     * Root sum, and every table's total
      */
-    output wire [SUM_WIDTH-1:0]    total
+    output wire [SUM_WIDTH-1:0]    total,
+    output wire [JOBS*SUM_WIDTH-1:0] job_total,
+    input  wire [JOBS-1:0]         job_total_clear
 );
 
 localparam LEVELS = INDEX_WIDTH;              // levels below the root; the leaves are level LEVELS
@@ -174,6 +195,9 @@ reg [LEVELS-1:0] u0_i_reg, u1_i_reg, u2_i_reg, u3_i_reg;
 reg [LEVELS-1:0] u4_i_reg;  // bit 0 selects a leaf, the levels use the rest
 // verilator lint_on UNUSEDSIGNAL
 reg [31:0] u0_p_reg, u1_p_reg, u2_p_reg;
+// the update's table and whether it counts in that table's total
+reg [JW-1:0] u0_j_reg, u1_j_reg, u2_j_reg, u3_j_reg, u4_j_reg;
+reg u0_c_reg, u1_c_reg, u2_c_reg, u3_c_reg, u4_c_reg;
 reg u1_fwd_reg;
 reg [31:0] u2_old_reg;  // the old leaf value (forwarded or read)
 reg [LANE0_W-1:0] u3_d0_reg;
@@ -201,6 +225,11 @@ always @(posedge clk) begin
     u0_v_reg <= upd_valid;
     u0_i_reg <= upd_index;
     u0_p_reg <= upd_prio;
+    {u0_j_reg, u0_c_reg} <= {upd_job, upd_count};
+    {u1_j_reg, u1_c_reg} <= {u0_j_reg, u0_c_reg};
+    {u2_j_reg, u2_c_reg} <= {u1_j_reg, u1_c_reg};
+    {u3_j_reg, u3_c_reg} <= {u2_j_reg, u2_c_reg};
+    {u4_j_reg, u4_c_reg} <= {u3_j_reg, u3_c_reg};
 
     u1_v_reg <= u0_v_reg;
     u1_i_reg <= u0_i_reg;
@@ -259,6 +288,41 @@ always @(posedge clk) begin
     end
 end
 
+// every table's total: the root's adders on the updates tagged with its job
+genvar gj;
+
+generate
+
+for (gj = 0; gj < JOBS; gj = gj + 1) begin : g_job_total
+    localparam [JW-1:0] J = gj;
+    reg [LANE0_W-1:0] t0_reg;
+    reg [SUM_LANE1_W-1:0] t1_reg;
+    reg t_c_reg;
+
+    wire [LANE0_W:0] t0_sum = {1'b0, t0_reg} + {1'b0, u3_d0_reg};
+    // verilator lint_off UNUSEDSIGNAL
+    wire [SUM_LANE1_W:0] t1_x = {t1_reg, t_c_reg} + {{SUM_LANE1_W-DELTA_LANE1_W{u4_d1_reg[DELTA_LANE1_W-1]}}, u4_d1_reg, 1'b1};
+    // verilator lint_on UNUSEDSIGNAL
+
+    always @(posedge clk) begin
+        if (u3_v_reg && u3_c_reg && u3_j_reg == J) begin
+            t0_reg <= t0_sum[LANE0_W-1:0];
+        end
+        t_c_reg <= t0_sum[LANE0_W];
+        if (u4_v_reg && u4_c_reg && u4_j_reg == J) begin
+            t1_reg <= t1_x[SUM_LANE1_W:1];
+        end
+        if (clearing_reg || job_total_clear[gj]) begin
+            t0_reg <= {LANE0_W{1'b0}};
+            t1_reg <= {SUM_LANE1_W{1'b0}};
+        end
+    end
+
+    assign job_total[SUM_WIDTH*gj +: SUM_WIDTH] = {t1_reg, t0_reg};
+end
+
+endgenerate
+
 // ---------------------------------------------------------------------------
 // descent stage boundaries: stage d reads bus d, writes bus d+1
 
@@ -266,6 +330,7 @@ wire [LEVELS-1:0] bus_v;
 wire [LEVELS*LEVELS-1:0] bus_n;
 wire [LEVELS*SUM_WIDTH-1:0] bus_t;
 wire [LEVELS-1:0] bus_uni;
+wire [LEVELS*DEPTH_WIDTH-1:0] bus_depth;
 wire [LEVELS*LEVELS-1:0] bus_idx;
 wire [LEVELS*USER_WIDTH-1:0] bus_user;
 
@@ -273,6 +338,7 @@ reg q_v_reg;
 reg [SUM_WIDTH-1:0] q_t_reg;
 reg q_uni_reg;
 reg [LEVELS-1:0] q_idx_reg;
+reg [DEPTH_WIDTH-1:0] q_depth_reg;
 reg [USER_WIDTH-1:0] q_user_reg;
 
 always @(posedge clk) begin
@@ -280,6 +346,7 @@ always @(posedge clk) begin
     q_t_reg <= q_target;
     q_uni_reg <= q_uniform;
     q_idx_reg <= q_index;
+    q_depth_reg <= q_depth;
     q_user_reg <= q_user;
     if (rst) begin
         q_v_reg <= 1'b0;
@@ -290,6 +357,7 @@ assign bus_v[0] = q_v_reg;
 assign bus_n[0 +: LEVELS] = {LEVELS{1'b0}};
 assign bus_t[0 +: SUM_WIDTH] = q_t_reg;
 assign bus_uni[0] = q_uni_reg;
+assign bus_depth[0 +: DEPTH_WIDTH] = q_depth_reg;
 assign bus_idx[0 +: LEVELS] = q_idx_reg;
 assign bus_user[0 +: USER_WIDTH] = q_user_reg;
 
@@ -318,6 +386,7 @@ generate
     for (e = 1; e < LEVELS; e = e + 1) begin : level
         localparam LEVEL_LANE1_W = 32 + LEVELS - e - LANE0_W;  // lane 1 width at this level
         localparam STAGE = e - 1;             // descent stage reading this level
+        localparam [DEPTH_WIDTH-1:0] STAGE_D = STAGE;
 
         reg [LANE0_W-1:0] mem0[(2**e)-1:0];
         reg [LEVEL_LANE1_W-1:0] mem1[(2**e)-1:0];
@@ -334,6 +403,7 @@ generate
         reg [LEVELS-1:0] b_n_reg, b_idx_reg, b2_n_reg, b2_idx_reg, c_idx_reg, c_n_reg;
         reg [SUM_WIDTH-1:0] b_t_reg, b2_t_reg, c_t_reg;
         reg b_uni_reg, b2_uni_reg, c_uni_reg;
+        reg [DEPTH_WIDTH-1:0] b_depth_reg, b2_depth_reg, c_depth_reg, d_depth_reg, o_depth_reg;
         reg [USER_WIDTH-1:0] b_user_reg, b2_user_reg, c_user_reg;
         reg [LANE0_W-1:0] c_df0_reg;
         reg c_b0_reg;
@@ -344,6 +414,8 @@ generate
         // verilator lint_on UNUSEDSIGNAL
         reg [SUM_WIDTH-1:0] d_t_reg;
         reg d_uni_reg;
+        // this level follows the query's index: a uniform query, or a level above its table
+        reg d_force_reg;
         reg [USER_WIDTH-1:0] d_user_reg;
         reg [LANE0_W-1:0] d_df0_reg;
         reg d_b0_reg;
@@ -438,7 +510,7 @@ generate
         wire [SUM_LANE1_W:0] dfb = {1'b0, c_t_reg[SUM_WIDTH-1:LANE0_W]} + {1'b0, ~l1};
         // target < left sum: t1 < l1 without a lane-0 borrow, t1 <= l1 with one
         wire lt = d_b0_reg ? !d_dfb_reg[SUM_LANE1_W] : d_dfa_reg[SUM_LANE1_W];
-        wire go_left = d_uni_reg ? !d_idx_reg[LEVELS-1-STAGE] : lt;
+        wire go_left = d_force_reg ? !d_idx_reg[LEVELS-1-STAGE] : lt;
         wire [SUM_LANE1_W-1:0] df1 = d_b0_reg ? d_dfb_reg[SUM_LANE1_W-1:0] : d_dfa_reg[SUM_LANE1_W-1:0];
 
         always @(posedge clk) begin
@@ -446,6 +518,12 @@ generate
             b_n_reg <= a_n;
             b_t_reg <= bus_t[STAGE*SUM_WIDTH +: SUM_WIDTH];
             b_uni_reg <= bus_uni[STAGE];
+            b_depth_reg <= bus_depth[STAGE*DEPTH_WIDTH +: DEPTH_WIDTH];
+            b2_depth_reg <= b_depth_reg;
+            c_depth_reg <= b2_depth_reg;
+            d_depth_reg <= c_depth_reg;
+            d_force_reg <= c_uni_reg || c_depth_reg > STAGE_D;
+            o_depth_reg <= d_depth_reg;
             b_idx_reg <= bus_idx[STAGE*LEVELS +: LEVELS];
             b_user_reg <= bus_user[STAGE*USER_WIDTH +: USER_WIDTH];
 
@@ -479,7 +557,7 @@ generate
             o_v_reg <= d_v_reg;
             o_n_reg <= {d_n_reg[LEVELS-2:0], !go_left};
             // a uniform query never reads its target
-            o_t_reg <= lt ? d_t_reg : {df1, d_df0_reg};
+            o_t_reg <= (lt || d_force_reg) ? d_t_reg : {df1, d_df0_reg};
             o_uni_reg <= d_uni_reg;
             o_idx_reg <= d_idx_reg;
             o_user_reg <= d_user_reg;
@@ -498,6 +576,7 @@ generate
         assign bus_n[(STAGE+1)*LEVELS +: LEVELS] = o_n_reg;
         assign bus_t[(STAGE+1)*SUM_WIDTH +: SUM_WIDTH] = o_t_reg;
         assign bus_uni[STAGE+1] = o_uni_reg;
+        assign bus_depth[(STAGE+1)*DEPTH_WIDTH +: DEPTH_WIDTH] = o_depth_reg;
         assign bus_idx[(STAGE+1)*LEVELS +: LEVELS] = o_idx_reg;
         assign bus_user[(STAGE+1)*USER_WIDTH +: USER_WIDTH] = o_user_reg;
     end
@@ -508,6 +587,7 @@ endgenerate
 // LB read, LB2 read registered, LC lane 0 borrow, LD lane 1 borrows, R pick)
 
 localparam LAST_STAGE = LEVELS - 1;
+localparam [DEPTH_WIDTH-1:0] LAST_STAGE_D = LAST_STAGE[DEPTH_WIDTH-1:0];
 
 reg lb_v_reg, lb2_v_reg, lc_v_reg;
 reg [LEVELS-1:0] lb_n_reg, lb_idx_reg, lb2_n_reg, lb2_idx_reg;
@@ -517,6 +597,7 @@ reg [LEVELS-1:0] lc_n_reg, lc_idx_reg;  // the last stage uses the low index bit
 reg [SUM_WIDTH-1:0] lc_t_reg;             // only lane 1 is left to compare
 // verilator lint_on UNUSEDSIGNAL
 reg lb_uni_reg, lb2_uni_reg, lc_uni_reg;
+reg [DEPTH_WIDTH-1:0] lb_depth_reg, lb2_depth_reg, lc_depth_reg;
 reg [USER_WIDTH-1:0] lb_user_reg, lb2_user_reg, lc_user_reg;
 reg [31:0] lb2_even_reg, lb2_odd_reg;  // the leaf reads registered again
 reg lc_b0_reg;
@@ -571,6 +652,9 @@ always @(posedge clk) begin
     lb_n_reg <= la_n;
     lb_t_reg <= bus_t[LAST_STAGE*SUM_WIDTH +: SUM_WIDTH];
     lb_uni_reg <= bus_uni[LAST_STAGE];
+    lb_depth_reg <= bus_depth[LAST_STAGE*DEPTH_WIDTH +: DEPTH_WIDTH];
+    lb2_depth_reg <= lb_depth_reg;
+    lc_depth_reg <= lb2_depth_reg;
     lb_idx_reg <= bus_idx[LAST_STAGE*LEVELS +: LEVELS];
     lb_user_reg <= bus_user[LAST_STAGE*USER_WIDTH +: USER_WIDTH];
 
@@ -594,7 +678,7 @@ always @(posedge clk) begin
     lc_odd_reg <= lb2_odd_reg;
 
     ld_v_reg <= lc_v_reg;
-    ld_uni_reg <= lc_uni_reg;
+    ld_uni_reg <= lc_uni_reg || lc_depth_reg > LAST_STAGE_D;
     ld_idx0_reg <= lc_idx_reg[0];
     ld_b0_reg <= lc_b0_reg;
     ld_ba_reg <= ldfa[SUM_LANE1_W];
