@@ -64,14 +64,12 @@ THE SOFTWARE.
  * query's side band, 5 log2(C) + 1 clocks after the query.
  *
  * Tables (docs/protocol.md section 11): a table of C / 2^d records at an
- * aligned base is the sub-tree under the node at depth d on the path of the
- * base's bits. A query with q_depth = d takes its first d levels in the
- * direction of q_index's bits without touching its target (the target is
- * relative to the table's node), and compares below as ever (q_uniform: every
- * level by q_index). Each of JOBS tables keeps its total (job_total): the
- * sum of the deltas of the updates tagged with its job (upd_job, when
- * upd_count), zeroed by job_total_clear and by a clear; a table is emptied by
- * updates that set its leaves to 0 untagged after its total was cleared.
+ * aligned base is the sub-tree of the node at depth d on the base's path; a
+ * query with q_depth = d follows q_index's bits on its first d levels,
+ * target untouched (relative to that node). Each of JOBS tables has a total
+ * (job_total): the deltas of the updates tagged with its job (upd_job, when
+ * upd_count); job_total_clear and a clear zero it (a table is emptied by
+ * untagged updates setting its leaves to 0 after its total was cleared).
  *
  * Updates and queries must not be in flight together (upd_busy, q_busy, the
  * latter registered: it falls a clock after the last query left):
@@ -225,11 +223,8 @@ always @(posedge clk) begin
     u0_v_reg <= upd_valid;
     u0_i_reg <= upd_index;
     u0_p_reg <= upd_prio;
-    {u0_j_reg, u0_c_reg} <= {upd_job, upd_count};
-    {u1_j_reg, u1_c_reg} <= {u0_j_reg, u0_c_reg};
-    {u2_j_reg, u2_c_reg} <= {u1_j_reg, u1_c_reg};
-    {u3_j_reg, u3_c_reg} <= {u2_j_reg, u2_c_reg};
-    {u4_j_reg, u4_c_reg} <= {u3_j_reg, u3_c_reg};
+    {u4_j_reg, u4_c_reg, u3_j_reg, u3_c_reg, u2_j_reg, u2_c_reg, u1_j_reg, u1_c_reg, u0_j_reg, u0_c_reg} <=
+        {u3_j_reg, u3_c_reg, u2_j_reg, u2_c_reg, u1_j_reg, u1_c_reg, u0_j_reg, u0_c_reg, upd_job, upd_count};
 
     u1_v_reg <= u0_v_reg;
     u1_i_reg <= u0_i_reg;
@@ -305,17 +300,10 @@ for (gj = 0; gj < JOBS; gj = gj + 1) begin : g_job_total
     // verilator lint_on UNUSEDSIGNAL
 
     always @(posedge clk) begin
-        if (u3_v_reg && u3_c_reg && u3_j_reg == J) begin
-            t0_reg <= t0_sum[LANE0_W-1:0];
-        end
+        if (u3_v_reg && u3_c_reg && u3_j_reg == J) t0_reg <= t0_sum[LANE0_W-1:0];
         t_c_reg <= t0_sum[LANE0_W];
-        if (u4_v_reg && u4_c_reg && u4_j_reg == J) begin
-            t1_reg <= t1_x[SUM_LANE1_W:1];
-        end
-        if (clearing_reg || job_total_clear[gj]) begin
-            t0_reg <= {LANE0_W{1'b0}};
-            t1_reg <= {SUM_LANE1_W{1'b0}};
-        end
+        if (u4_v_reg && u4_c_reg && u4_j_reg == J) t1_reg <= t1_x[SUM_LANE1_W:1];
+        if (clearing_reg || job_total_clear[gj]) {t1_reg, t0_reg} <= {SUM_WIDTH{1'b0}};
     end
 
     assign job_total[SUM_WIDTH*gj +: SUM_WIDTH] = {t1_reg, t0_reg};
@@ -518,12 +506,9 @@ generate
             b_n_reg <= a_n;
             b_t_reg <= bus_t[STAGE*SUM_WIDTH +: SUM_WIDTH];
             b_uni_reg <= bus_uni[STAGE];
-            b_depth_reg <= bus_depth[STAGE*DEPTH_WIDTH +: DEPTH_WIDTH];
-            b2_depth_reg <= b_depth_reg;
-            c_depth_reg <= b2_depth_reg;
-            d_depth_reg <= c_depth_reg;
+            {o_depth_reg, d_depth_reg, c_depth_reg, b2_depth_reg, b_depth_reg} <=
+                {d_depth_reg, c_depth_reg, b2_depth_reg, b_depth_reg, bus_depth[STAGE*DEPTH_WIDTH +: DEPTH_WIDTH]};
             d_force_reg <= c_uni_reg || c_depth_reg > STAGE_D;
-            o_depth_reg <= d_depth_reg;
             b_idx_reg <= bus_idx[STAGE*LEVELS +: LEVELS];
             b_user_reg <= bus_user[STAGE*USER_WIDTH +: USER_WIDTH];
 
@@ -652,9 +637,8 @@ always @(posedge clk) begin
     lb_n_reg <= la_n;
     lb_t_reg <= bus_t[LAST_STAGE*SUM_WIDTH +: SUM_WIDTH];
     lb_uni_reg <= bus_uni[LAST_STAGE];
-    lb_depth_reg <= bus_depth[LAST_STAGE*DEPTH_WIDTH +: DEPTH_WIDTH];
-    lb2_depth_reg <= lb_depth_reg;
-    lc_depth_reg <= lb2_depth_reg;
+    {lc_depth_reg, lb2_depth_reg, lb_depth_reg} <=
+        {lb2_depth_reg, lb_depth_reg, bus_depth[LAST_STAGE*DEPTH_WIDTH +: DEPTH_WIDTH]};
     lb_idx_reg <= bus_idx[LAST_STAGE*LEVELS +: LEVELS];
     lb_user_reg <= bus_user[LAST_STAGE*USER_WIDTH +: USER_WIDTH];
 
