@@ -247,14 +247,9 @@ wire [8*8-1:0] member_port;
 wire [8*32-1:0] member_ip;
 wire [8*16-1:0] member_udp;
 wire [8*3-1:0] member_role;
-wire [31:0] seed;
-wire seed_wr;
-wire rpl_reset;
+wire [31:0] seed, min_size, spi, spi_error;
+wire seed_wr, rpl_reset, spi_wr;
 wire tbl_reset = rpl_reset || table_carve;  // RPL_RESET written, or a carve
-wire [31:0] min_size;
-wire [31:0] spi;
-wire [31:0] spi_error;
-wire spi_wr;
 wire [63:0] rate_diff;
 wire [NCNT-1:0] cnt_inc;
 
@@ -307,12 +302,16 @@ regs_inst (
     .spi(spi),
     .spi_error(spi_error),
     .spi_wr(spi_wr),
+    /* verilator lint_off PINCONNECTEMPTY */
+    .pulse_job(),  // one job (JOBS = 1)
+    /* verilator lint_on PINCONNECTEMPTY */
     .rate_diff(rate_diff),
     .rpl_size({{31-INDEX_W{1'b0}}, size}),
     .rpl_wptr({{32-INDEX_W{1'b0}}, wptr}),
     .rpl_total({{64-SUM_W{1'b0}}, tree_total}),
     .rpl_axi_err(rpl_axi_err),
-    .cnt_inc(cnt_inc)
+    .cnt_inc(cnt_inc),
+    .cnt_inc_job({NCNT{1'b0}})
 );
 
 // ---------------------------------------------------------------------------

@@ -52,6 +52,12 @@ THE SOFTWARE.
  * Counters are 32-bit, split into two 16-bit halves with a registered carry
  * so no carry chain is longer than 16 bits; a read adds the pending carry
  * in a pipeline stage of its own, so every read returns the exact count.
+ *
+ * Jobs (docs/protocol.md section 11, JOBS > 1): RPL_SEED, RPL_MIN_SIZE,
+ * RPL_SPI, RPL_SPI_ERROR, the member table and the counters per job (the
+ * page: address bits above 11); seed_wr, rpl_reset and spi_wr name their
+ * job on pulse_job; the status words read the page's job's inputs (job j's
+ * at [w*j +: w]); RPL_AXI_ERR is the switch's.
  */
 module replay_regs #
 (
@@ -62,7 +68,13 @@ module replay_regs #
     // Value reported in BUILD_HASH
     parameter BUILD_HASH = 32'd0,
     // Number of counters (fixed by the engine, see CNT_* below)
-    parameter NCNT = 16
+    parameter NCNT = 16,
+    // Jobs served (JOBS), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
+    // Width of the AXI4-Lite address: the page (job) above bit 12 (computed)
+    parameter AW = JOBS > 1 ? 12 + JW : 12
 )
 (
     input  wire             clk,
@@ -71,7 +83,7 @@ module replay_regs #
     /*
      * AXI4-Lite slave
      */
-    input  wire [11:0]      s_axil_awaddr,
+    input  wire [AW-1:0]    s_axil_awaddr,
     input  wire [2:0]       s_axil_awprot,
     input  wire             s_axil_awvalid,
     output wire             s_axil_awready,
@@ -82,7 +94,7 @@ module replay_regs #
     output wire [1:0]       s_axil_bresp,
     output wire             s_axil_bvalid,
     input  wire             s_axil_bready,
-    input  wire [11:0]      s_axil_araddr,
+    input  wire [AW-1:0]    s_axil_araddr,
     input  wire [2:0]       s_axil_arprot,
     input  wire             s_axil_arvalid,
     output wire             s_axil_arready,
@@ -99,27 +111,29 @@ module replay_regs #
     output wire [15:0]      udp_port,
     output wire [31:0]      switch_ip,
     output wire [47:0]      switch_mac,
-    output wire [8*8-1:0]   member_port,
-    output wire [8*32-1:0]  member_ip,
-    output wire [8*16-1:0]  member_udp,
-    output wire [8*3-1:0]   member_role,
-    output wire [31:0]      seed,
+    output wire [JOBS*8*8-1:0]  member_port,
+    output wire [JOBS*8*32-1:0] member_ip,
+    output wire [JOBS*8*16-1:0] member_udp,
+    output wire [JOBS*8*3-1:0]  member_role,
+    output wire [JOBS*32-1:0]   seed,
     output wire             seed_wr,
     output wire             rpl_reset,
-    output wire [31:0]      min_size,
-    output wire [31:0]      spi,
-    output wire [31:0]      spi_error,
+    output wire [JOBS*32-1:0]   min_size,
+    output wire [JOBS*32-1:0]   spi,
+    output wire [JOBS*32-1:0]   spi_error,
     output wire             spi_wr,
+    output wire [JW-1:0]    pulse_job,
 
     /*
-     * Status inputs
+     * Status inputs (every job's)
      */
-    input  wire [63:0]      rate_diff,
-    input  wire [31:0]      rpl_size,
-    input  wire [31:0]      rpl_wptr,
-    input  wire [63:0]      rpl_total,
+    input  wire [JOBS*64-1:0]   rate_diff,
+    input  wire [JOBS*32-1:0]   rpl_size,
+    input  wire [JOBS*32-1:0]   rpl_wptr,
+    input  wire [JOBS*64-1:0]   rpl_total,
     input  wire [31:0]      rpl_axi_err,
-    input  wire [NCNT-1:0]  cnt_inc
+    input  wire [NCNT-1:0]  cnt_inc,
+    input  wire [NCNT*JW-1:0]   cnt_inc_job
 );
 
 // verilator lint_off UNUSEDPARAM
@@ -139,42 +153,46 @@ initial begin
         $error("Error: NCNT must be 16, the replay engine's counter set (instance %m)");
         $finish;
     end
+    if (JOBS < 1 || JOBS > 8) begin
+        $error("Error: JOBS must be 1..8 (instance %m)");
+        $finish;
+    end
 end
 
 // ---------------------------------------------------------------------------
 // storage
 
-reg [31:0] seed_reg;
+// every job's (job j's at [32*j +: 32]); the *_reg wires: the written job's
+reg [JOBS*32-1:0] seed_q, min_size_q, spi_q, spi_error_q;
 reg        seed_wr_reg;
 reg        rpl_reset_reg;
-reg [31:0] min_size_reg;
-reg [31:0] spi_reg;
-reg [31:0] spi_error_reg;
 reg        spi_wr_reg;
+reg [JW-1:0] pulse_job_reg;
 
-assign seed = seed_reg;
+assign seed = seed_q;
 assign seed_wr = seed_wr_reg;
 assign rpl_reset = rpl_reset_reg;
-assign min_size = min_size_reg;
-assign spi = spi_reg;
-assign spi_error = spi_error_reg;
+assign min_size = min_size_q;
+assign spi = spi_q;
+assign spi_error = spi_error_q;
 assign spi_wr = spi_wr_reg;
+assign pulse_job = pulse_job_reg;
 
 // ---------------------------------------------------------------------------
 // AXI4-Lite handshake: address and data accepted together, one write at a
 // time (wr_fire); a read's word comes three clocks after it is taken
 
 wire wr_fire;
-wire [11:2] wr_word;
+wire [AW-1:2] wr_word;
 wire [31:0] wr_data;
 wire [3:0] wr_strb;
 wire wr_refuse;
-wire [11:2] rd_word;
+wire [AW-1:2] rd_word;
 wire [2:0] rd_stage;
 wire [31:0] rd_data;
 
 nrl_axil_regif #(
-    .ADDR_WIDTH(12),
+    .ADDR_WIDTH(AW),
     .READY_REG(0),
     .READ_STAGES(3)
 )
@@ -210,7 +228,28 @@ axil_regif_inst (
     .rd_data(rd_data)
 );
 
-wire [11:0] wr_addr = {wr_word, 2'b00};
+wire [11:0] wr_addr = {wr_word[11:2], 2'b00};
+
+// the jobs a write and a read address (the page)
+wire [JW-1:0] wr_job;
+wire [JW-1:0] rd_job;
+
+generate
+
+if (JOBS > 1) begin : g_page
+    assign wr_job = wr_word[AW-1:12];
+    assign rd_job = rd_word[AW-1:12];
+end else begin : g_page0
+    assign wr_job = 1'b0;
+    assign rd_job = 1'b0;
+end
+
+endgenerate
+
+wire [31:0] seed_reg = seed_q[32*wr_job +: 32];
+wire [31:0] min_size_reg = min_size_q[32*wr_job +: 32];
+wire [31:0] spi_reg = spi_q[32*wr_job +: 32];
+wire [31:0] spi_error_reg = spi_error_q[32*wr_job +: 32];
 wire [31:0] wr_mask = {{8{wr_strb[3]}}, {8{wr_strb[2]}}, {8{wr_strb[1]}}, {8{wr_strb[0]}}};
 
 // merge the strobed bytes of a write into an old 32-bit value
@@ -241,16 +280,17 @@ wire [32*32-1:0] member_words;
 assign rpl_enable = ctrl[1];
 
 nrl_common_regs #(
-    .BUILD_HASH(BUILD_HASH)
+    .BUILD_HASH(BUILD_HASH),
+    .JOBS(JOBS)
 )
 common_regs_inst (
     .clk(clk),
     .rst(rst),
     .wr_en(wr_fire),
-    .wr_addr(wr_word),
+    .wr_addr(wr_word[11:2]),
     .wr_data(wr_data),
     .wr_strb(wr_strb),
-    .wr_job(1'b0),
+    .wr_job(wr_job),
     .wr_clear(wr_clear),
     .wr_job_id(wr_job_id),
     .wr_refuse(common_refuse),
@@ -265,7 +305,7 @@ common_regs_inst (
     .cfg_member_ip(member_ip),
     .cfg_member_udp(member_udp),
     .cfg_member_role(member_role),
-    .rd_job(1'b0),
+    .rd_job(rd_job),
     .ctl_words(ctl_words),
     .member_words(member_words)
 );
@@ -279,53 +319,65 @@ wire cnt_rd_carry;
 nrl_counter_bank #(
     .COUNT(NCNT),
     .WORDS(CNT_WORDS),
-    .REGISTER_INC(1)
+    .REGISTER_INC(1),
+    .JOBS(JOBS)
 )
 counter_bank_inst (
     .clk(clk),
     .rst(rst),
     .inc(cnt_inc),
-    .inc_job({NCNT{1'b0}}),
+    .inc_job(cnt_inc_job),
     .clear(wr_fire && wr_clear),
     .rd_word(cnt_rd_word),
-    .rd_job(1'b0),
+    .rd_job(rd_job),
     .rd_hit(cnt_rd_hit),
     .rd_value(cnt_rd_value),
     .rd_carry(cnt_rd_carry)
 );
 
+integer j;
+
 always @(posedge clk) begin
     seed_wr_reg <= 1'b0;
     rpl_reset_reg <= 1'b0;
     spi_wr_reg <= 1'b0;
+    if (wr_fire) begin
+        pulse_job_reg <= wr_job;
+    end
 
+    for (j = 0; j < JOBS; j = j + 1) begin
+        if (wr_fire && wr_job == j[JW-1:0]) begin
+            case (wr_addr)
+                REG_RPL_SEED: seed_q[32*j +: 32] <= merge_bytes(seed_reg, wr_data, wr_mask);
+                REG_RPL_MIN_SIZE: min_size_q[32*j +: 32] <= merge_bytes(min_size_reg, wr_data, wr_mask);
+                REG_RPL_SPI: spi_q[32*j +: 32] <= merge_bytes(spi_reg, wr_data, wr_mask);
+                REG_RPL_SPI_ERROR: spi_error_q[32*j +: 32] <= merge_bytes(spi_error_reg, wr_data, wr_mask);
+                default: begin
+                    // control block and member table: nrl_common_regs
+                end
+            endcase
+        end
+    end
     if (wr_fire) begin
         case (wr_addr)
-            REG_RPL_SEED: begin
-                seed_reg <= merge_bytes(seed_reg, wr_data, wr_mask);
-                seed_wr_reg <= 1'b1;
-            end
+            REG_RPL_SEED: seed_wr_reg <= 1'b1;
             REG_RPL_RESET: if (!reset_refuse) rpl_reset_reg <= rst_w[0];
-            REG_RPL_MIN_SIZE: min_size_reg <= merge_bytes(min_size_reg, wr_data, wr_mask);
-            REG_RPL_SPI: begin
-                spi_reg <= merge_bytes(spi_reg, wr_data, wr_mask);
-                spi_wr_reg <= 1'b1;
-            end
-            REG_RPL_SPI_ERROR: spi_error_reg <= merge_bytes(spi_error_reg, wr_data, wr_mask);
+            REG_RPL_SPI: spi_wr_reg <= 1'b1;
             default: begin
-                // control block and member table: nrl_common_regs
+                // no pulse
             end
         endcase
     end
 
     if (rst) begin
-        seed_reg <= RST_RPL_SEED;
+        seed_q <= {JOBS{RST_RPL_SEED}};
         seed_wr_reg <= 1'b0;
         rpl_reset_reg <= 1'b0;
-        min_size_reg <= RST_RPL_MIN_SIZE;
-        spi_reg <= RST_RPL_SPI;
-        spi_error_reg <= RST_RPL_SPI_ERROR;
+        min_size_q <= {JOBS{RST_RPL_MIN_SIZE}};
+        spi_q <= {JOBS{RST_RPL_SPI}};
+        spi_error_q <= {JOBS{RST_RPL_SPI_ERROR}};
         spi_wr_reg <= 1'b0;
+        pulse_job_reg <= {JW{1'b0}};
     end
 end
 
@@ -335,7 +387,7 @@ end
 // (rd_stage[1]) picks the group; stage 3 adds the counter carry (rd_data,
 // sampled with rd_stage[2])
 
-wire [11:0] rd_addr = {rd_word, 2'b00};  // holds still until the read has answered
+wire [11:0] rd_addr = {rd_word[11:2], 2'b00};  // holds still until the read has answered
 reg [1:0]  rd_grp_reg;
 reg [31:0] rd_ctl_reg, rd_mem_reg;
 reg [31:0] rd_raw_reg;
@@ -350,16 +402,16 @@ always @* begin
     case (rd_addr)
         REG_RPL_CAPACITY: rd_ctl = CAPACITY;
         REG_RPL_RECORD_BYTES: rd_ctl = RECORD_BYTES;
-        REG_RPL_SEED: rd_ctl = seed_reg;
-        REG_RPL_SIZE: rd_ctl = rpl_size;
-        REG_RPL_WPTR: rd_ctl = rpl_wptr;
-        REG_RPL_TOTAL_LO: rd_ctl = rpl_total[31:0];
-        REG_RPL_TOTAL_HI: rd_ctl = rpl_total[63:32];
-        REG_RPL_MIN_SIZE: rd_ctl = min_size_reg;
-        REG_RPL_SPI: rd_ctl = spi_reg;
-        REG_RPL_SPI_ERROR: rd_ctl = spi_error_reg;
-        REG_RPL_RATE_DIFF_LO: rd_ctl = rate_diff[31:0];
-        REG_RPL_RATE_DIFF_HI: rd_ctl = rate_diff[63:32];
+        REG_RPL_SEED: rd_ctl = seed_q[32*rd_job +: 32];
+        REG_RPL_SIZE: rd_ctl = rpl_size[32*rd_job +: 32];
+        REG_RPL_WPTR: rd_ctl = rpl_wptr[32*rd_job +: 32];
+        REG_RPL_TOTAL_LO: rd_ctl = rpl_total[64*rd_job +: 32];
+        REG_RPL_TOTAL_HI: rd_ctl = rpl_total[64*rd_job + 32 +: 32];
+        REG_RPL_MIN_SIZE: rd_ctl = min_size_q[32*rd_job +: 32];
+        REG_RPL_SPI: rd_ctl = spi_q[32*rd_job +: 32];
+        REG_RPL_SPI_ERROR: rd_ctl = spi_error_q[32*rd_job +: 32];
+        REG_RPL_RATE_DIFF_LO: rd_ctl = rate_diff[64*rd_job +: 32];
+        REG_RPL_RATE_DIFF_HI: rd_ctl = rate_diff[64*rd_job + 32 +: 32];
         REG_RPL_AXI_ERR: rd_ctl = rpl_axi_err;
         // identity and control block: word address[6:2] of 0x000-0x07C
         default: rd_ctl = rd_addr[11:7] != 5'd0 ? 32'd0 : ctl_words[32*rd_addr[6:2] +: 32];
