@@ -322,6 +322,11 @@ reg [31:0]     hd_ip_src_reg;
 reg [15:0]     hd_udp_src_reg;
 reg [7:0]      hd_op_reg;
 reg [FLAGS_DEFINED-1:0] hd_flags_reg;
+// the frame's length (TUSER) at the last header beat; a frame too short to hold
+// the job byte names no job (its counts are job 0's, as the model counts them)
+wire [15:0] len_now;
+wire        job_in_frame = len_now > NRL_OFF_JOB[15:0];
+
 // the frame's job (index, found), its configuration word, slot bound and
 // the contributions completing its rounds (AGG_THRESHOLD or AGG_MEMBERS)
 reg [JW-1:0]   hd_jidx_reg;
@@ -359,8 +364,8 @@ always @(posedge clk) begin
         hd_udp_src_reg <= hn_udp_src;
         hd_op_reg <= hn_op;
         hd_flags_reg <= hn_flags;
-        hd_jidx_reg <= s_axis_job;
-        hd_found_reg <= s_axis_found;
+        hd_jidx_reg <= job_in_frame ? s_axis_job : {JW{1'b0}};
+        hd_found_reg <= s_axis_found && job_in_frame;
         hd_cfg_reg <= s_axis_cfg;
         hd_nslots_reg <= s_axis_nslots;
         hd_needed_reg <= s_axis_cfg[CF_MODE] ? s_axis_cfg[CF_THRESHOLD +: 4] : s_axis_cfg[CF_MEMBERS +: 4];
@@ -423,7 +428,7 @@ always @(posedge clk) begin
     end
 end
 
-wire [15:0] len_now = in_first ? tu_len : len_reg;
+assign len_now = in_first ? tu_len : len_reg;
 
 // checks 1 (BAD_LENGTH) and 2 (BAD_HEADER) and the RX count: the frame alone,
 // on the header and length of the last header beat; the flags are those of

@@ -177,6 +177,13 @@ def job_config(tb: JobsTB, rng: np.random.Generator, job: int, share: tuple[int,
 def shares_for(rng: np.random.Generator, jobs: list[int], max_slots: int) -> dict[int, tuple[int, int, int]]:
     """Disjoint slot ranges (one possibly empty) and distinct ids for ``jobs``."""
     ids = [int(i) for i in rng.choice(256, size=len(jobs), replace=False)]
+    if len(ids) > 1 and rng.random() < 0.7:  # id 0 (the bytes past a short frame's end), not job 0's
+        k = int(rng.integers(1, len(ids)))
+        if 0 in ids:
+            z = ids.index(0)
+            ids[z], ids[k] = ids[k], ids[z]
+        else:
+            ids[k] = 0
     cuts = sorted(int(c) for c in rng.choice(max_slots + 1, size=2 * len(jobs), replace=True))
     if rng.random() < 0.7:  # mostly no empty range: every job aggregates
         cuts = sorted(int(c) for c in rng.choice(max_slots + 1, size=2 * len(jobs), replace=False))
@@ -190,7 +197,8 @@ def shares_for(rng: np.random.Generator, jobs: list[int], max_slots: int) -> dic
 async def traffic(tb: JobsTB, rng: np.random.Generator, wls: dict[int, Workload], n: int,
                   foreign: list[int]) -> None:
     """``n`` frames: each active job's workload in turn at random, its frames sometimes sent
-    with another job's id (cross-job spoofing) or an id no enabled job has (``foreign``)."""
+    with another job's id (cross-job spoofing) or an id no enabled job has (``foreign``), or cut
+    to 42 .. 49 bytes (a frame too short to hold the job byte counts in job 0's page)."""
     jobs = list(wls)
     for _ in range(n):
         j = jobs[int(rng.integers(len(jobs)))]
@@ -202,6 +210,8 @@ async def traffic(tb: JobsTB, rng: np.random.Generator, wls: dict[int, Workload]
             frame = frame[:45] + bytes([other.cfg.job_id]) + frame[46:]
         elif r < 0.09 and foreign and len(frame) > 45:
             frame = frame[:45] + bytes([foreign[int(rng.integers(len(foreign)))]]) + frame[46:]
+        elif r < 0.12:  # too short to name a job (its counts are job 0's), or just long enough
+            frame = frame[:int(rng.integers(42, 50))]
         wl.observe(await tb.send(frame, port))
 
 
