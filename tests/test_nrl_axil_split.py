@@ -22,10 +22,11 @@ BUILDS = {
 }
 
 
-# Icarus (about twice as slow) plays the four-job build under ``slow``: the one-job build runs the
-# same job table RTL on it by default
+# By default each build runs on one simulator, the two builds covering both: Icarus (about twice
+# as slow) the one-job build, Verilator the four-job one; the other two pairs under ``slow``
+DEFAULT = {("icarus", "jobs1"), ("verilator", "jobs4")}
 CASES = [pytest.param(sim, build, id=f"{sim}-{build}",
-                      marks=pytest.mark.slow if (sim, build) == ("icarus", "jobs4") else ())
+                      marks=() if (sim, build) in DEFAULT else pytest.mark.slow)
          for sim in SIMULATORS for build in BUILDS]
 
 
