@@ -287,7 +287,6 @@ wire [31:0] hn_ip_src  = bswap32(hdr_now[8*OFF_IP_SRC +: 32]);
 wire [15:0] hn_udp_src = bswap16(hdr_now[8*NRL_UDP_OFFSET +: 16]);
 wire [7:0]  hn_op      = hdr_now[8*NRL_OFF_OPCODE +: 8];
 wire [FLAGS_DEFINED-1:0] hn_flags = hdr_now[8*NRL_OFF_FLAGS +: FLAGS_DEFINED];  // defined bits
-wire [7:0]  hn_job     = hdr_now[8*NRL_OFF_JOB +: 8];
 wire [15:0] hn_worker  = bswap16(hdr_now[8*NRL_OFF_WORKER +: 16]);
 wire [15:0] hn_slot    = bswap16(hdr_now[8*NRL_OFF_SLOT +: 16]);
 wire [31:0] hn_seq     = bswap32(hdr_now[8*NRL_OFF_SEQ +: 32]);
@@ -597,7 +596,7 @@ accum_inst (
 
 // inputs and fields the engine does not look at
 // verilator lint_off UNUSEDSIGNAL
-wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], hdr_now, hn_job,
+wire unused_in = &{1'b0, s_axis_tkeep, s_axis_tuser[USER_WIDTH-1:24], hdr_now,
                    hd_cfg_reg[CF_W-1:CF_MROLE+24], hd_cfg_reg[CF_MROLE-1:CF_EPOCH],
                    hd_cfg_reg[CF_PARENT_UDP +: 16], hd_cfg_reg[CF_LEAF_ID +: 3], hd_cfg_reg[CF_SLOTS +: 7],
                    hd_cfg_reg[CF_THRESHOLD +: 4], s_axis_mslot[6:SLOT_W],

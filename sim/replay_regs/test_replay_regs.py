@@ -27,7 +27,6 @@ from hostdrv.wire import regmap
 
 CLK_NS = 4
 SEED = int(os.environ.get("REGS_SEED", "1"))
-PAGE = 0x1000
 CONFIG = ("RPL_SEED", "RPL_MIN_SIZE", "RPL_SPI", "RPL_SPI_ERROR")
 """Registers every job keeps and drives out (seed, min_size, spi, spi_error)."""
 PULSES = {"RPL_SEED": "seed_wr", "RPL_SPI": "spi_wr", "RPL_RESET": "rpl_reset"}
@@ -71,7 +70,7 @@ class Bench:
 
     async def write(self, name: str, value: int, job: int, strb: int = 0xF) -> None:
         """One write at ``job``'s page; its response, pulse and effects against the model."""
-        addr = job * PAGE + regmap.REGISTERS[name].addr
+        addr = regmap.job_address(name, job)
         data = value.to_bytes(4, "little")
         old = self.model.read(name, job=job)
         merged = int.from_bytes(bytes(data[k] if strb >> k & 1 else old.to_bytes(4, "little")[k]
@@ -114,7 +113,7 @@ class Bench:
                 assert await self.read(name, j) == want, f"job {j} {name}"
 
     async def read(self, name: str, job: int) -> int:
-        return int(await self.master.read_dword(job * PAGE + regmap.REGISTERS[name].addr))
+        return int(await self.master.read_dword(regmap.job_address(name, job)))
 
 
 async def setup(dut: HierarchyObject) -> Bench:
