@@ -35,6 +35,9 @@ def tops() -> dict[str, list[Path]]:
 VARIANTS: dict[str, list[dict[str, int]]] = {
     "nrl_axil_split": [{"JOBS": 4, "ADDR_WIDTH": 16}, {"JOBS": 8, "ADDR_WIDTH": 16}, {"JOBS": 3, "ADDR_WIDTH": 13}],
     "grad_agg": [{"JOBS": 4}, {"JOBS": 8}, {"JOBS": 3}, {"JOBS": 4, "DATA_WIDTH": 512}],
+    "replay_engine": [{"JOBS": 4}, {"JOBS": 8}, {"JOBS": 3}, {"JOBS": 4, "DATA_WIDTH": 512},
+                      {"JOBS": 4, "CAPACITY": 64, "RECORD_BYTES": 128}],
+    "nrl_switch": [{"JOBS": 4}, {"JOBS": 8}],
 }
 """Parameter sets linted besides a top's defaults (the job dimension, docs/protocol.md section 11)."""
 

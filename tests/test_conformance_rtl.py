@@ -11,7 +11,8 @@ how register refusals and frames over 65535 bytes are handled). A difference fai
 vector and its first differing operation.
 
 By default the parameter set most vectors share (``DEFAULT_GROUP``: one
-Verilator build) runs all of its vectors on Verilator; they cover every kind of
+Verilator build) and the several-job set (``JOBS_GROUPS``: nrl_switch with ``JOBS`` = 4)
+run all of their vectors on Verilator; they cover every kind of
 vector (sync fp32 and int32, async, a leaf of a hierarchy, replay, mixed traffic
 with malformed frames, registers, step mismatches on a flat switch, a leaf and a
 root, rounds far ahead of AGG_EPOCH; ``test_the_default_run_covers_every_kind``).
@@ -24,15 +25,15 @@ checks the counter reads between full reads (a count only the RTL makes is caugh
 full read, at most ``FULL_READ_EVERY`` operations later).
 
 The RTL plays the vectors its capabilities cover (:data:`hostdrv.switch.conformance.RTL`):
-since issue 26 every vector, the stacked samples (``stacked_*``, in the default parameter set)
-and the records of 7104 and 8192 bytes (``large_*``, a parameter set each: slow) included.
+every vector: the stacked samples (``stacked_*``, in the default parameter set), the records
+of 7104 and 8192 bytes (``large_*``, a parameter set each: slow) and the several jobs and
+tables of section 11 (``jobs_*``, a ``JOBS`` = 4 build of nrl_switch) included.
 :func:`hostdrv.switch.conformance.unsupported` would name what a vector needs beyond them
 (``EXCLUDED``, checked empty by ``test_only_capability_exclusions``): never a silent skip.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections import defaultdict
@@ -72,8 +73,11 @@ DEFAULT_GROUP = max(GROUPS, key=lambda tag: len(GROUPS[tag]))
 KINDS = ("sync_fp32", "sync_int32", "async", "hierarchy_leaf", "replay", "mixed", "registers", "l2",
          "rate", "async_catchup", "step_flat", "step_leaf", "step_root", "ahead", "stacked")
 
+JOBS_GROUPS = [tag for tag, vs in GROUPS.items() if vs[0].params.get("jobs", 1) > 1]
+"""The parameter sets of several jobs (a ``JOBS`` > 1 build each): run by default too (Verilator)."""
+
 CASES = [pytest.param("verilator", tag, id=f"verilator-{tag}",
-                      marks=() if tag == DEFAULT_GROUP else pytest.mark.slow)
+                      marks=() if tag == DEFAULT_GROUP or tag in JOBS_GROUPS else pytest.mark.slow)
          for tag in GROUPS]
 CASES += [pytest.param("icarus", tag, id=f"icarus-{tag}", marks=pytest.mark.slow)
           for tag in GROUPS]
@@ -85,15 +89,14 @@ def test_the_default_run_covers_every_kind() -> None:
 
 
 def test_only_capability_exclusions() -> None:
-    """Only the vectors of several jobs (protocol section 11) are left out of the RTL leg, for
-    that capability alone: the RTL serves one job (a fixed share); the stacked-sample and
-    large-record kinds of issue 26 are played (the RTL has those capabilities)."""
+    """The RTL has the whole protocol (:data:`K.RTL` is :data:`K.FULL`): no vector is left out;
+    the stacked-sample and large-record kinds of issue 26 and the several-job vectors of
+    section 11 (``jobs_*``, a ``JOBS`` = 4 build of their own) are played."""
     print("\n".join(f"not on the RTL: {n}: {why}" for n, why in EXCLUDED.items()))
-    assert dataclasses.replace(K.RTL, max_jobs=K.FULL.max_jobs) == K.FULL
-    assert K.RTL.max_jobs == 1
-    assert EXCLUDED and all(n.startswith("jobs_") and why.endswith("built with up to 1")
-                            and "; " not in why for n, why in EXCLUDED.items()), EXCLUDED
+    assert K.RTL == K.FULL
+    assert not EXCLUDED, EXCLUDED
     played = [v for g in GROUPS.values() for v in g]
+    assert any(v.name.startswith("jobs") and v.params["jobs"] > 1 for v in played)
     assert any(v.name.startswith("stacked") and K.needs(v).max_stack > 1 for v in played)
     assert {v.params["record_bytes"] for v in played if v.name.startswith("large")} \
         >= {7104, K.FULL.max_record_bytes}

@@ -6,7 +6,9 @@ a few requests), plus one odd size per simulator: C = 16, R = 64 on a 512-bit bu
 (one beat per record, Verilator) and C = 16, R = 192 on a 256-bit bus (six beats
 per record, not a power of two; Icarus). C = 64, R = 128 on the 512-bit bus and on
 Icarus run under ``slow``. The ``slow`` soak streams a
-long random workload through a lean beat driver on Verilator at C = 256.
+long random workload through a lean beat driver on Verilator at C = 256. The engine built
+with ``JOBS`` = 4 (C = 64, R = 128; ``sim/replay_engine/test_replay_multijob.py``) runs on
+Verilator at 256 bits by default, at 512 bits and on Icarus under ``slow``.
 """
 
 from __future__ import annotations
@@ -68,3 +70,22 @@ def test_replay_engine_soak(sim: str, width: int) -> None:
     _run(sim, width, 256, 128, tag=f"soak_w{width}",
          env={"RPL_SEED": "20250101", "RPL_SOAK": "1", "RPL_SOAK_OPS": "20000"},
          testcase="test_soak")
+
+
+@pytest.mark.parametrize(("sim", "width"), [
+    pytest.param(sim, w, id=f"{sim}-w{w}",
+                 marks=pytest.mark.slow if (sim, w) != ("verilator", 256) else ())
+    for sim, w in (("verilator", 256), ("verilator", 512), ("icarus", 256))])
+def test_replay_engine_jobs(sim: str, width: int) -> None:
+    """JOBS = 4: several jobs' tables carved out of C = 64 records, their traffic interleaved,
+    every frame, counter and status register of every job against ``SwitchModel(jobs=4)``."""
+    require_simulator(sim, "the replay_engine cocotb testbench")
+    run_cocotb(
+        sim=sim,
+        toplevel="replay_engine",
+        sources=SOURCES,
+        test_module="sim.replay_engine.test_replay_multijob",
+        parameters={"DATA_WIDTH": width, "CAPACITY": 64, "RECORD_BYTES": 128, "JOBS": 4},
+        build_tag=f"jobs4_w{width}",
+        extra_env={"RPL_JOBS": "4", "RPL_SEED": "1"},
+    )

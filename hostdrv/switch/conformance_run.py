@@ -48,12 +48,12 @@ class Capabilities:
 
 FULL = Capabilities(C.MAX_STACK, C.MAX_RECORD_BYTES, C.MAX_JOBS)
 """The whole protocol: the golden model and the native engine."""
-RTL = Capabilities(max_stack=C.MAX_STACK, max_record_bytes=C.MAX_RECORD_BYTES, max_jobs=1)
+RTL = Capabilities(max_stack=C.MAX_STACK, max_record_bytes=C.MAX_RECORD_BYTES, max_jobs=C.MAX_JOBS)
 """``hw/rtl`` (nrl_switch): stacked samples (``replay_stack``: record chains written by PUSH,
-``aux`` = k walked oldest first, ``aux`` above ``MAX_STACK`` dropped as BAD_COUNT) and records up
+``aux`` = k walked oldest first, ``aux`` above ``MAX_STACK`` dropped as BAD_COUNT), records up
 to ``MAX_RECORD_BYTES`` (8192) in both record stores (block RAM and the DDR3 AXI store, whose
-records over 4 KB are two bursts). One job (``JOBS`` = 1, a fixed share): the vectors of
-several jobs are left out of the RTL leg, by name (:func:`unsupported`)."""
+records over 4 KB are two bursts) and up to ``MAX_JOBS`` jobs (``JOBS``, section 11; a
+one-job build has a fixed share; several jobs with the block RAM store): the whole protocol."""
 
 
 def needs(vector: Vector) -> Capabilities:

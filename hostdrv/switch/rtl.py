@@ -175,7 +175,8 @@ class RtlSwitch:
         self._host_counts = {}
         self.jobs = 1
         self.jobs = max(self._read_param("JOBS"), 1)
-        """``JOBS``: the job pages this RTL decodes (1; an engine alone, without it, counts as 1)."""
+        """``JOBS``: the job pages this RTL decodes (nrl_switch's parameter, 1 to 8; an engine
+        alone, without the register, counts as 1)."""
         self._validator = self._new_validator()
         self._settle_replay()
         self._take()
@@ -196,15 +197,17 @@ class RtlSwitch:
             return 0
 
     def _settle_replay(self) -> None:
-        """Clock through the replay sum tree's clearing sweep (after reset and RPL_RESET).
+        """Clock through the replay sum tree's clearing sweep (after reset, RPL_RESET and, with
+        several jobs, a table carved: a JOB_RPL_* or JOB_ENABLE write).
 
-        The sweep zeroes the tree in C/2 clocks while nothing leaves the
-        switch, so the quiet window of :meth:`process` cannot see it; a PUSH
-        sent meanwhile would be acknowledged only after it.
+        The sweep zeroes the tree in C/2 clocks (with ``JOBS`` > 1 a table's leaves, one a
+        clock: at most C) while nothing leaves the switch, so the quiet window of
+        :meth:`process` cannot see it; a PUSH sent meanwhile would be acknowledged only after
+        it.
         """
         cap = self._read_param("RPL_CAPACITY")
         if 0 < cap <= 1 << 24:
-            self._lib.nrl_step(self._handle, cap // 2 + 64)
+            self._lib.nrl_step(self._handle, (cap if self.jobs > 1 else cap // 2) + 64)
 
     def _new_validator(self) -> SwitchModel:
         """A model with this RTL's parameters: it checks written values exactly like the model."""
@@ -215,9 +218,16 @@ class RtlSwitch:
                 return default
             return v if lo <= v <= hi and v % quantum == 0 else default
 
-        return SwitchModel(capacity=1, record_bytes=64,
+        if self.jobs == 1:
+            return SwitchModel(capacity=1, record_bytes=64,
+                               max_slots=param("AGG_MAX_SLOTS", 1, 64, 1, 64),
+                               max_elems=param("AGG_MAX_ELEMS", 16, 352, 16, 352))
+        # several jobs: the share rules (section 11) compare with the memories' true sizes
+        cap = param("RPL_CAPACITY", 4, 1 << 17, 1, 4)
+        return SwitchModel(capacity=cap if cap & (cap - 1) == 0 else 4,
+                           record_bytes=param("RPL_RECORD_BYTES", 64, 8192, 64, 64),
                            max_slots=param("AGG_MAX_SLOTS", 1, 64, 1, 64),
-                           max_elems=param("AGG_MAX_ELEMS", 16, 352, 16, 352))
+                           max_elems=param("AGG_MAX_ELEMS", 16, 352, 16, 352), jobs=self.jobs)
 
     @property
     def _handle(self) -> int:
@@ -332,7 +342,8 @@ class RtlSwitch:
             raise RtlSimError(f"AXI4-Lite write of {r.name} (0x{addr:03X}) timed out")
         if resp:
             raise RtlSimError(f"AXI4-Lite write of {r.name} (0x{addr:03X}) answered BRESP={resp}")
-        if r.name == "RPL_RESET" and int(value) & 1:
+        if (r.name == "RPL_RESET" and int(value) & 1) or (
+                self.jobs > 1 and r.name.startswith(("JOB_RPL_", "JOB_ENABLE"))):
             self._settle_replay()
         elif r.name == "CTRL" and int(value) & _CTRL_CLEAR:
             self._host_counts.clear()

@@ -54,9 +54,13 @@ THE SOFTWARE.
  * CNT_PASS (docs/architecture.md, L2 switching; aging period L2_AGE_FRAMES). Each engine sets the destination bitmap of what it emits.
  * The register space (hw/regs.yaml: 12-bit offsets in job pages of 0x1000
  * bytes, docs/protocol.md section 11) is split between the engines by
- * nrl_axil_split (see there and docs/architecture.md); this switch serves
- * one job, so an address outside page 0 (bits AXIL_ADDR_WIDTH-1:12 not 0)
- * is no register and answers SLVERR.
+ * nrl_axil_split (see there and docs/architecture.md); the switch serves
+ * JOBS jobs (1 to 8): a page at or above JOBS is no register and answers
+ * SLVERR; a job register of page j reaches the engines at {j, offset}, and
+ * the job table's rows (JOB_ID, JOB_ENABLE, the slot range, the replay
+ * table) and its effects (slot_free, table_carve) go to both engines. With
+ * JOBS = 1 the share is fixed (every record and slot, the engines' own
+ * JOB_ID).
  */
 module nrl_switch #
 (
@@ -90,7 +94,9 @@ module nrl_switch #
     // Width of the replay AXI4 master IDs (RPL_REC_STORE = 1)
     parameter RPL_AXI_ID_WIDTH = 1,
     // Byte address of replay record 0 (RPL_REC_STORE = 1)
-    parameter RPL_AXI_BASE_ADDR = 0
+    parameter RPL_AXI_BASE_ADDR = 0,
+    // Jobs served at once (JOBS), 1 to 8 (RPL_REC_STORE = 0 with JOBS > 1)
+    parameter JOBS = 1
 )
 (
     input  wire                        clk,
@@ -200,6 +206,9 @@ initial begin
     end
 end
 
+localparam JW = JOBS > 1 ? $clog2(JOBS) : 1;
+localparam EAW = JOBS > 1 ? 12 + JW : 12;  // an engine's register address: {job, offset}
+
 wire [15:0] udp_port;
 wire [31:0] l2_age_frames;
 wire        l2_age_load;
@@ -288,14 +297,37 @@ classifier_inst (
     .stat_pass(stat_pass)
 );
 
-// memory slots whose copies the job table frees, and the table it empties (nrl_axil_split)
+// memory slots whose copies the job table frees, and the tables it empties (nrl_axil_split)
 wire [AGG_MAX_SLOTS-1:0] slot_free;
-wire       table_carve;
-// the job table's rows (one job: the aggregation engine uses its own JOB_ID)
-wire [7:0] job_id;
-wire       job_enable;
-wire [6:0] job_slot_base;
-wire [6:0] job_slot_count;
+wire [JOBS-1:0] table_carve;
+// the job table's rows (one job: the engines use their own JOB_ID, every slot and record)
+wire [JOBS*8-1:0] job_id;
+wire [JOBS-1:0] job_enable;
+wire [JOBS*7-1:0] job_slot_base;
+wire [JOBS*7-1:0] job_slot_count;
+wire [JOBS*32-1:0] job_rpl_base;
+wire [JOBS*32-1:0] job_rpl_cap;
+wire [JOBS*14-1:0] job_rpl_record;
+// the page of the engines' register access (nrl_axil_split m_axil_job), above the offset
+wire [JW-1:0] split_job;
+wire [EAW-1:0] agg_axil_awaddr_j, agg_axil_araddr_j, rpl_axil_awaddr_j, rpl_axil_araddr_j;
+
+generate
+if (JOBS > 1) begin : g_pages
+    assign agg_axil_awaddr_j = {split_job, agg_axil_awaddr};
+    assign agg_axil_araddr_j = {split_job, agg_axil_araddr};
+    assign rpl_axil_awaddr_j = {split_job, rpl_axil_awaddr};
+    assign rpl_axil_araddr_j = {split_job, rpl_axil_araddr};
+end else begin : g_page0
+    assign agg_axil_awaddr_j = agg_axil_awaddr;
+    assign agg_axil_araddr_j = agg_axil_araddr;
+    assign rpl_axil_awaddr_j = rpl_axil_awaddr;
+    assign rpl_axil_araddr_j = rpl_axil_araddr;
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire unused_job = split_job;
+    /* verilator lint_on UNUSEDSIGNAL */
+end
+endgenerate
 
 // ENGINES_BEGIN
 grad_agg #(
@@ -304,7 +336,8 @@ grad_agg #(
     .USER_WIDTH(USER_WIDTH),
     .MAX_SLOTS(AGG_MAX_SLOTS),
     .MAX_ELEMS(AGG_MAX_ELEMS),
-    .BUILD_HASH(BUILD_HASH)
+    .BUILD_HASH(BUILD_HASH),
+    .JOBS(JOBS)
 )
 grad_agg_inst (
     .clk(clk),
@@ -321,7 +354,7 @@ grad_agg_inst (
     .m_axis_tready(agg_out_tready),
     .m_axis_tlast(agg_out_tlast),
     .m_axis_tuser(agg_out_tuser),
-    .s_axil_awaddr(agg_axil_awaddr),
+    .s_axil_awaddr(agg_axil_awaddr_j),
     .s_axil_awprot(agg_axil_awprot),
     .s_axil_awvalid(agg_axil_awvalid),
     .s_axil_awready(agg_axil_awready),
@@ -332,7 +365,7 @@ grad_agg_inst (
     .s_axil_bresp(agg_axil_bresp),
     .s_axil_bvalid(agg_axil_bvalid),
     .s_axil_bready(agg_axil_bready),
-    .s_axil_araddr(agg_axil_araddr),
+    .s_axil_araddr(agg_axil_araddr_j),
     .s_axil_arprot(agg_axil_arprot),
     .s_axil_arvalid(agg_axil_arvalid),
     .s_axil_arready(agg_axil_arready),
@@ -357,7 +390,8 @@ replay_engine #(
     .REC_STORE(RPL_REC_STORE),
     .AXI_ADDR_WIDTH(RPL_AXI_ADDR_WIDTH),
     .AXI_ID_WIDTH(RPL_AXI_ID_WIDTH),
-    .AXI_BASE_ADDR(RPL_AXI_BASE_ADDR)
+    .AXI_BASE_ADDR(RPL_AXI_BASE_ADDR),
+    .JOBS(JOBS)
 )
 replay_engine_inst (
     .clk(clk),
@@ -374,7 +408,7 @@ replay_engine_inst (
     .m_axis_tready(rpl_out_tready),
     .m_axis_tlast(rpl_out_tlast),
     .m_axis_tuser(rpl_out_tuser),
-    .s_axil_awaddr(rpl_axil_awaddr),
+    .s_axil_awaddr(rpl_axil_awaddr_j),
     .s_axil_awprot(rpl_axil_awprot),
     .s_axil_awvalid(rpl_axil_awvalid),
     .s_axil_awready(rpl_axil_awready),
@@ -385,7 +419,7 @@ replay_engine_inst (
     .s_axil_bresp(rpl_axil_bresp),
     .s_axil_bvalid(rpl_axil_bvalid),
     .s_axil_bready(rpl_axil_bready),
-    .s_axil_araddr(rpl_axil_araddr),
+    .s_axil_araddr(rpl_axil_araddr_j),
     .s_axil_arprot(rpl_axil_arprot),
     .s_axil_arvalid(rpl_axil_arvalid),
     .s_axil_arready(rpl_axil_arready),
@@ -393,6 +427,11 @@ replay_engine_inst (
     .s_axil_rresp(rpl_axil_rresp),
     .s_axil_rvalid(rpl_axil_rvalid),
     .s_axil_rready(rpl_axil_rready),
+    .job_id(job_id),
+    .job_enable(job_enable),
+    .job_rpl_base(job_rpl_base),
+    .job_rpl_cap(job_rpl_cap),
+    .job_rpl_record(job_rpl_record),
     .table_carve(table_carve),
     .m_axi_awid(m_axi_rpl_awid),
     .m_axi_awaddr(m_axi_rpl_awaddr),
@@ -523,15 +562,8 @@ merge_inst (
     .m_axis_tuser(m_axis_tuser)
 );
 
-// the job table (one job: its fixed share); the engines take the rest of it with the
-// job dimension (docs/architecture.md, Jobs in the RTL); slot_free and table_carve go
-// to the engines (declared before them)
-/* verilator lint_off UNUSEDSIGNAL */
-wire       split_job;
-wire [31:0] job_rpl_base;
-wire [31:0] job_rpl_cap;
-wire [13:0] job_rpl_record;
-/* verilator lint_on UNUSEDSIGNAL */
+// the job table (docs/protocol.md section 11; JOBS = 1: its fixed share); its rows,
+// slot_free and table_carve go to the engines (declared before them)
 
 nrl_axil_split #(
     .ADDR_WIDTH(AXIL_ADDR_WIDTH),
@@ -539,7 +571,8 @@ nrl_axil_split #(
     .STRB_WIDTH(AXIL_STRB_WIDTH),
     .AGG_MAX_SLOTS(AGG_MAX_SLOTS),
     .RPL_CAPACITY(RPL_CAPACITY),
-    .RPL_RECORD_BYTES(RPL_RECORD_BYTES)
+    .RPL_RECORD_BYTES(RPL_RECORD_BYTES),
+    .JOBS(JOBS)
 )
 axil_split_inst (
     .clk(clk),

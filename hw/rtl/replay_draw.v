@@ -43,6 +43,11 @@ THE SOFTWARE.
  * the side band (LSB first) uniform, last (the request's last sample), i,
  * tag, stk; replay_mul computes floor(a * b / 2^32) (prioritized: i * seg +
  * floor(x * seg / 2^32), the target in segment i).
+ *
+ * Jobs: every job has its generator (seed and seed_wr per job); setup
+ * loads the request's job's into the active one, each issue writes the
+ * active one back. The draw's table (base, depth: log2 C - log2 of its
+ * records) travels with it in mul_tab ({depth, base}) to the sum tree.
  */
 module replay_draw #
 (
@@ -52,6 +57,10 @@ module replay_draw #
     parameter INDEX_W = 14,
     // log2 of the number of request contexts
     parameter CTX_TAG_W = 2,
+    // Jobs served (JOBS), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
     // Width of the draw side band (computed; do not override)
     parameter SMP_USER_W = 4 + CTX_TAG_W + 6 + 1 + 1
 )
@@ -62,8 +71,8 @@ module replay_draw #
     /*
      * RPL_SEED
      */
-    input  wire [31:0]            seed,
-    input  wire                   seed_wr,
+    input  wire [JOBS*32-1:0]     seed,
+    input  wire [JOBS-1:0]        seed_wr,
 
     /*
      * The SAMPLE_REQ at the head: prioritized, batch B, stack depth, tag
@@ -74,6 +83,9 @@ module replay_draw #
     input  wire [CTX_TAG_W-1:0]   tag,
     input  wire [SUM_W-1:0]       tree_total,
     input  wire [INDEX_W:0]       size,
+    input  wire [JW-1:0]          job,
+    input  wire [INDEX_W-1:0]     base,
+    input  wire [4:0]             depth,
 
     /*
      * Load the scale; issue one draw (last: the request's last)
@@ -88,7 +100,8 @@ module replay_draw #
     output wire                   mul_valid,
     output wire [37:0]            mul_a,
     output wire [SUM_W-1:0]       mul_b,
-    output wire [SMP_USER_W-1:0]  mul_user
+    output wire [SMP_USER_W-1:0]  mul_user,
+    output wire [5+INDEX_W-1:0]   mul_tab
 );
 
 // verilator lint_off UNUSEDPARAM
@@ -114,8 +127,12 @@ function [2:0] log2b(input [7:0] b);
 endfunction
 // verilator lint_on UNUSEDSIGNAL
 
-reg [31:0] rng_reg;
-reg [SUM_W-1:0] y_reg;  // the draw scale: segment (prioritized) or size (uniform)
+reg [31:0] rng_q[JOBS-1:0];  // every job's generator
+reg [31:0] rng_reg;          // the request's job's
+reg [JW-1:0] job_reg;
+reg [5+INDEX_W-1:0] tab_reg;
+reg [SUM_W-1:0] y_reg;
+integer k;  // the draw scale: segment (prioritized) or size (uniform)
 reg [6:0] smp_i_reg;
 
 wire [31:0] x_next = xorshift32(rng_reg);
@@ -125,21 +142,35 @@ assign mul_valid = issue;
 assign mul_a = {prio ? smp_i_reg[5:0] : 6'd0, x_next};
 assign mul_b = y_reg;
 assign mul_user = {stk, tag, smp_i_reg[5:0], issue && last, !prio};
+assign mul_tab = tab_reg;
 
 always @(posedge clk) begin
     if (setup) begin
         y_reg <= prio ? seg : {{SUM_W-INDEX_W-1{1'b0}}, size};
         smp_i_reg <= 7'd0;
+        rng_reg <= rng_q[job];
+        job_reg <= job;
+        tab_reg <= {depth, base};
     end
     if (issue) begin
         rng_reg <= x_next;
+        rng_q[job_reg] <= x_next;
         smp_i_reg <= smp_i_reg + 1'b1;
     end
-    if (seed_wr) begin
-        rng_reg <= seed == 0 ? RST_RPL_SEED : seed;
+    for (k = 0; k < JOBS; k = k + 1) begin
+        if (seed_wr[k]) begin
+            rng_q[k] <= seed[32*k +: 32] == 0 ? RST_RPL_SEED : seed[32*k +: 32];
+            if (job_reg == k[JW-1:0]) begin
+                rng_reg <= seed[32*k +: 32] == 0 ? RST_RPL_SEED : seed[32*k +: 32];
+            end
+        end
     end
     if (rst) begin
         rng_reg <= RST_RPL_SEED;
+        job_reg <= {JW{1'b0}};
+        for (k = 0; k < JOBS; k = k + 1) begin
+            rng_q[k] <= RST_RPL_SEED;
+        end
     end
 end
 

@@ -52,7 +52,9 @@ THE SOFTWARE.
  * rq_pop releases.
  *
  * Request context (LSB first): size, total (the sampled distribution's
- * size and sum), count, csum, seq, worker, port, udp_src, ip_src, eth_src.
+ * size and sum), count, csum, seq, worker, port, udp_src, ip_src, eth_src,
+ * then the request's job's: its table's index mask, its SAMPLE_RESP's last
+ * beat and frame length, JOB_ID, job index.
  * Response queue entry (LSB first): prio, index, i (sample number), brk
  * (a stack position whose chain broke), pos (its position), stk (the stack
  * depth k, 0 when not stacked), tag, last (last entry of the request), ack
@@ -81,6 +83,10 @@ module replay_egress #
     parameter [AXI_ADDR_WIDTH-1:0] AXI_BASE_ADDR = 0,
     // log2 of the number of request contexts
     parameter CTX_TAG_W = 2,
+    // Jobs served (JOBS), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
     // log2 of the response queue depth
     parameter RESP_Q_ADDR_W = 7,
     // log2(C) (computed; do not override)
@@ -90,7 +96,7 @@ module replay_egress #
     // Record memory address width (computed; do not override)
     parameter REC_ADDR_W = INDEX_W + (RECORD_BYTES > DATA_WIDTH/8 ? $clog2(RECORD_BYTES*8/DATA_WIDTH) : 1),
     // Width of a request context (computed; do not override)
-    parameter CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1),
+    parameter CTX_WIDTH = JW + 8 + 16 + 12 + INDEX_W + 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1),
     // Width of a response queue entry (computed; do not override)
     parameter RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 8 + 6 + INDEX_W + 32,
     // Width of the draw side band (computed; do not override)
@@ -103,7 +109,6 @@ module replay_egress #
     /*
      * Configuration
      */
-    input  wire [7:0]               job_id,
     input  wire [15:0]              udp_port,
     input  wire [31:0]              switch_ip,
     input  wire [47:0]              switch_mac,
@@ -112,8 +117,9 @@ module replay_egress #
     /*
      * Record chains (replay_executor)
      */
-    input  wire                     ch_clear,
+    input  wire [JOBS-1:0]          ch_clear,
     input  wire                     ch_begin,
+    input  wire [JW-1:0]            ch_job,
     input  wire [2:0]               ch_worker,
     input  wire                     ch_rec,
     input  wire [INDEX_W-1:0]       ch_index,
@@ -215,7 +221,8 @@ module replay_egress #
     output wire                     stat_tx_ack,
     output wire                     stat_tx_resp,
     output wire                     stat_tx_push_ny,
-    output wire                     stat_tx_sample_ny
+    output wire                     stat_tx_sample_ny,
+    output wire [JW-1:0]            stat_tx_job
 );
 
 // record memory column groups (block RAM record store): width
@@ -236,6 +243,7 @@ wire [RESP_ENTRY_W-1:0] rq_push_data = ex_rq_push ? ex_rq_push_data : st_rq_push
 replay_stack #(
     .CAPACITY(CAPACITY),
     .CTX_TAG_W(CTX_TAG_W),
+    .JOBS(JOBS),
     .SMP_Q_ADDR_W(RESP_Q_ADDR_W)
 )
 stack_inst (
@@ -243,6 +251,7 @@ stack_inst (
     .rst(rst),
     .ch_clear(ch_clear),
     .ch_begin(ch_begin),
+    .ch_job(ch_job),
     .ch_worker(ch_worker),
     .ch_rec(ch_rec),
     .ch_index(ch_index),
@@ -469,6 +478,7 @@ replay_responder #(
     .CAPACITY(CAPACITY),
     .RECORD_BYTES(RECORD_BYTES),
     .CTX_TAG_W(CTX_TAG_W),
+    .JOBS(JOBS),
     .REC_RD_LAT(REC_RD_LAT),
     .REC_ADDR_W(REC_ADDR_W),
     .CTX_WIDTH(CTX_WIDTH),
@@ -477,7 +487,6 @@ replay_responder #(
 resp_inst (
     .clk(clk),
     .rst(rst),
-    .job_id(job_id),
     .udp_port(udp_port),
     .switch_ip(switch_ip),
     .switch_mac(switch_mac),
@@ -499,7 +508,8 @@ resp_inst (
     .stat_tx_ack(stat_tx_ack),
     .stat_tx_resp(stat_tx_resp),
     .stat_tx_push_ny(stat_tx_push_ny),
-    .stat_tx_sample_ny(stat_tx_sample_ny)
+    .stat_tx_sample_ny(stat_tx_sample_ny),
+    .stat_job(stat_tx_job)
 );
 
 // verilator lint_off UNUSEDSIGNAL

@@ -91,7 +91,13 @@ module replay_engine #
     // Width of the AXI4 master IDs (REC_STORE = 1)
     parameter AXI_ID_WIDTH = 1,
     // Byte address of record 0 in the AXI4 address space (REC_STORE = 1)
-    parameter [AXI_ADDR_WIDTH-1:0] AXI_BASE_ADDR = 0
+    parameter [AXI_ADDR_WIDTH-1:0] AXI_BASE_ADDR = 0,
+    // Jobs served (JOBS), 1 to 8: one table each (REC_STORE = 0 with JOBS > 1)
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
+    // Width of the AXI4-Lite address: the page (job) above bit 11 (computed)
+    parameter AW = JOBS > 1 ? 12 + JW : 12
 )
 (
     input  wire                   clk,
@@ -120,7 +126,7 @@ module replay_engine #
     /*
      * AXI4-Lite slave (registers)
      */
-    input  wire [11:0]            s_axil_awaddr,
+    input  wire [AW-1:0]          s_axil_awaddr,
     input  wire [2:0]             s_axil_awprot,
     input  wire                   s_axil_awvalid,
     output wire                   s_axil_awready,
@@ -131,7 +137,7 @@ module replay_engine #
     output wire [1:0]             s_axil_bresp,
     output wire                   s_axil_bvalid,
     input  wire                   s_axil_bready,
-    input  wire [11:0]            s_axil_araddr,
+    input  wire [AW-1:0]          s_axil_araddr,
     input  wire [2:0]             s_axil_arprot,
     input  wire                   s_axil_arvalid,
     output wire                   s_axil_arready,
@@ -140,8 +146,17 @@ module replay_engine #
     output wire                   s_axil_rvalid,
     input  wire                   s_axil_rready,
 
-    // the job table empties the table (nrl_axil_split table_carve): as RPL_RESET = 1
-    input  wire                   table_carve,
+    /*
+     * The switch's job table (nrl_axil_split; unused with JOBS = 1): every
+     * job's JOB_ID, JOB_ENABLE bit and table (JOB_RPL_BASE, _CAP, _RECORD);
+     * table_carve empties a job's table (as its RPL_RESET = 1)
+     */
+    input  wire [JOBS*8-1:0]      job_id,
+    input  wire [JOBS-1:0]        job_enable,
+    input  wire [JOBS*32-1:0]     job_rpl_base,
+    input  wire [JOBS*32-1:0]     job_rpl_cap,
+    input  wire [JOBS*14-1:0]     job_rpl_record,
+    input  wire [JOBS-1:0]        table_carve,
 
     /*
      * AXI4 master, 512-bit data: the record store (REC_STORE = 1; outputs
@@ -199,13 +214,12 @@ localparam MAX_PL_BEATS = (PL_BYTES_16 < 65535 - 64 ? PL_BYTES_16 : 65535 - 64 +
 localparam PL_BEATS_W = $clog2((64 + 16*RECORD_BYTES) / BEAT_BYTES + 1);
 localparam PL_ADDR_WIDTH = $clog2(2*MAX_PL_BEATS);
 localparam META_ADDR_WIDTH = 5;
-localparam META_WIDTH = 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W;
+localparam META_WIDTH = JW + 8 + 8 + 5 + INDEX_W + 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W;
 localparam CTX_TAG_W = 2;  // 4 request contexts
 localparam RESP_Q_ADDR_W = 7;  // response queue: 128 entries
-localparam MUL_LAT = 4 + (SUM_W + 46) / 16;  // replay_mul: 9 clocks up to C = 2^17
 localparam SMP_USER_W = 4 + CTX_TAG_W + 6 + 1 + 1;  // sample side band: stk, tag, i, last, uniform
 localparam RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 8 + 6 + INDEX_W + 32;
-localparam CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1);
+localparam CTX_WIDTH = JW + 8 + 16 + 12 + INDEX_W + 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1);
 localparam NCNT = 16;
 
 initial begin
@@ -229,6 +243,10 @@ initial begin
         $error("Error: RECORD_BYTES must be a multiple of 64 in 64..8192 (instance %m)");
         $finish;
     end
+    if (JOBS < 1 || JOBS > 8 || (JOBS > 1 && REC_STORE != 0)) begin
+        $error("Error: JOBS must be 1..8, and 1 with REC_STORE = 1 (instance %m)");
+        $finish;
+    end
     if (REC_STORE != 0 && REC_STORE != 1) begin
         $error("Error: REC_STORE must be 0 (block RAM) or 1 (AXI4 master) (instance %m)");
         $finish;
@@ -236,35 +254,34 @@ initial begin
 end
 
 // ---------------------------------------------------------------------------
-// registers
+// registers and every job's word (replay_config)
 
 wire rpl_enable;
-wire [7:0] job_id;
 wire [15:0] udp_port;
 wire [31:0] switch_ip;
 wire [47:0] switch_mac;
-wire [8*8-1:0] member_port;
-wire [8*32-1:0] member_ip;
-wire [8*16-1:0] member_udp;
-wire [8*3-1:0] member_role;
-wire [31:0] seed, min_size, spi, spi_error;
-wire seed_wr, rpl_reset, spi_wr;
-wire tbl_reset = rpl_reset || table_carve;  // RPL_RESET written, or a carve
-wire [63:0] rate_diff;
+wire [JOBS*511-1:0] jobs_word;
+wire [JOBS-1:0] jobs_enable, jobs_notab;
+wire [JOBS*INDEX_W-1:0] jobs_base;
+wire [JOBS*5-1:0] jobs_lcap;
+wire [JOBS*32-1:0] seed, min_size, spi, spi_error;
+wire [JOBS-1:0] seed_wr, spi_wr, tbl_reset;
+wire [JOBS*64-1:0] rate_diff;
 wire [NCNT-1:0] cnt_inc;
-
-wire [INDEX_W:0] size;
-wire [INDEX_W-1:0] wptr;
+wire [NCNT*JW-1:0] cnt_inc_job;
+wire [JOBS*(INDEX_W+1)-1:0] size;
+wire [JOBS*INDEX_W-1:0] wptr;
 wire [31:0] rpl_axi_err;  // record store error responses (REC_STORE = 1)
-wire [SUM_W-1:0] tree_total;
+wire [JOBS*SUM_W-1:0] job_totals;  // every job's table's total (JOBS = 1: the tree's)
 
-replay_regs #(
+replay_config #(
     .CAPACITY(CAPACITY),
     .RECORD_BYTES(RECORD_BYTES),
     .BUILD_HASH(BUILD_HASH),
-    .NCNT(NCNT)
+    .NCNT(NCNT),
+    .JOBS(JOBS)
 )
-regs_inst (
+cfg_inst (
     .clk(clk),
     .rst(rst),
     .s_axil_awaddr(s_axil_awaddr),
@@ -286,32 +303,35 @@ regs_inst (
     .s_axil_rresp(s_axil_rresp),
     .s_axil_rvalid(s_axil_rvalid),
     .s_axil_rready(s_axil_rready),
-    .rpl_enable(rpl_enable),
     .job_id(job_id),
+    .job_enable(job_enable),
+    .job_rpl_base(job_rpl_base),
+    .job_rpl_cap(job_rpl_cap),
+    .job_rpl_record(job_rpl_record),
+    .table_carve(table_carve),
+    .rpl_enable(rpl_enable),
     .udp_port(udp_port),
     .switch_ip(switch_ip),
     .switch_mac(switch_mac),
-    .member_port(member_port),
-    .member_ip(member_ip),
-    .member_udp(member_udp),
-    .member_role(member_role),
+    .jobs_word(jobs_word),
+    .jobs_enable(jobs_enable),
+    .jobs_base(jobs_base),
+    .jobs_lcap(jobs_lcap),
+    .jobs_notab(jobs_notab),
     .seed(seed),
     .seed_wr(seed_wr),
-    .rpl_reset(rpl_reset),
     .min_size(min_size),
     .spi(spi),
     .spi_error(spi_error),
     .spi_wr(spi_wr),
-    /* verilator lint_off PINCONNECTEMPTY */
-    .pulse_job(),  // one job (JOBS = 1)
-    /* verilator lint_on PINCONNECTEMPTY */
+    .tbl_reset(tbl_reset),
     .rate_diff(rate_diff),
-    .rpl_size({{31-INDEX_W{1'b0}}, size}),
-    .rpl_wptr({{32-INDEX_W{1'b0}}, wptr}),
-    .rpl_total({{64-SUM_W{1'b0}}, tree_total}),
-    .rpl_axi_err(rpl_axi_err),
+    .size(size),
+    .wptr(wptr),
+    .total(job_totals),
+    .axi_err(rpl_axi_err),
     .cnt_inc(cnt_inc),
-    .cnt_inc_job({NCNT{1'b0}})
+    .cnt_inc_job(cnt_inc_job)
 );
 
 // ---------------------------------------------------------------------------
@@ -331,6 +351,7 @@ wire meta_valid;
 wire meta_ready;
 wire stat_rx_push, stat_rx_sample, stat_rx_update;
 wire [6:0] stat_drop;
+wire [JW-1:0] stat_in_job;
 
 replay_ingress #(
     .DATA_WIDTH(DATA_WIDTH),
@@ -339,7 +360,8 @@ replay_ingress #(
     .RECORD_BYTES(RECORD_BYTES),
     .PL_ADDR_WIDTH(PL_ADDR_WIDTH),
     .META_ADDR_WIDTH(META_ADDR_WIDTH),
-    .META_WIDTH(META_WIDTH)
+    .INDEX_W(INDEX_W),
+    .JOBS(JOBS)
 )
 ingress_inst (
     .clk(clk),
@@ -351,12 +373,9 @@ ingress_inst (
     .s_axis_tlast(s_axis_tlast),
     .s_axis_tuser(s_axis_tuser),
     .rpl_enable(rpl_enable),
-    .job_id(job_id),
     .switch_ip(switch_ip),
-    .member_port(member_port),
-    .member_ip(member_ip),
-    .member_udp(member_udp),
-    .member_role(member_role),
+    .jobs_word(jobs_word),
+    .job_enable(jobs_enable),
     .pl_data(pl_data),
     .pl_valid(pl_valid),
     .pl_ready(pl_ready),
@@ -366,7 +385,8 @@ ingress_inst (
     .stat_rx_push(stat_rx_push),
     .stat_rx_sample(stat_rx_sample),
     .stat_rx_update(stat_rx_update),
-    .stat_drop(stat_drop)
+    .stat_drop(stat_drop),
+    .stat_job(stat_in_job)
 );
 
 // ---------------------------------------------------------------------------
@@ -374,7 +394,13 @@ ingress_inst (
 
 wire rec_we;
 wire [REC_ADDR_W-1:0] rec_wa;
-wire tree_clear, tree_clearing, upd_valid, upd_busy, q_busy;
+wire tree_clear, tree_clearing, upd_valid, upd_count, upd_busy, q_busy;
+wire [JW-1:0] upd_job, smp_job, stat_upd_job;  // smp_job: the executor's request's
+wire [JOBS-1:0] ch_clear, job_total_clear;
+wire [INDEX_W-1:0] smp_base;
+wire [4:0] smp_depth;
+wire [INDEX_W:0] smp_size;
+wire [SUM_W-1:0] smp_total;
 wire [INDEX_W-1:0] upd_index;
 wire [31:0] upd_prio;
 wire ch_begin, ch_rec, ch_end;
@@ -384,10 +410,6 @@ wire r_valid;
 wire [INDEX_W-1:0] r_index;
 wire [31:0] r_prio;
 wire [SMP_USER_W-1:0] r_user;
-wire mul_in_valid;
-wire [37:0] mul_in_a;
-wire [SUM_W-1:0] mul_in_b;
-wire [SMP_USER_W-1:0] mul_in_user;
 wire ctx_we, ctx_free, ex_rq_push;
 wire [CTX_TAG_W-1:0] ctx_wa;
 wire [CTX_WIDTH-1:0] ctx_wd;
@@ -412,6 +434,7 @@ replay_executor #(
     .CAPACITY(CAPACITY),
     .RECORD_BYTES(RECORD_BYTES),
     .CTX_TAG_W(CTX_TAG_W),
+    .JOBS(JOBS),
     .REC_ADDR_W(REC_ADDR_W),
     .META_WIDTH(META_WIDTH),
     .CTX_WIDTH(CTX_WIDTH),
@@ -425,6 +448,9 @@ exec_inst (
     .spi(spi),
     .spi_error(spi_error),
     .spi_wr(spi_wr),
+    .jobs_base(jobs_base),
+    .jobs_lcap(jobs_lcap),
+    .jobs_notab(jobs_notab),
     .rate_diff(rate_diff),
     .size(size),
     .wptr(wptr),
@@ -441,9 +467,13 @@ exec_inst (
     .upd_valid(upd_valid),
     .upd_index(upd_index),
     .upd_prio(upd_prio),
+    .upd_job(upd_job),
+    .upd_count(upd_count),
     .upd_busy(upd_busy),
     .q_busy(q_busy),
-    .tree_total(tree_total),
+    .tree_total(job_totals),
+    .job_total_clear(job_total_clear),
+    .ch_clear(ch_clear),
     .ch_begin(ch_begin),
     .ch_worker(ch_worker),
     .ch_rec(ch_rec),
@@ -455,6 +485,11 @@ exec_inst (
     .smp_stk(smp_stk),
     .smp_prio(smp_prio),
     .smp_count(smp_count),
+    .smp_job(smp_job),
+    .smp_base(smp_base),
+    .smp_depth(smp_depth),
+    .smp_size(smp_size),
+    .smp_total(smp_total),
     .rq_take(rq_take),
     .rq_take_n(rq_take_n),
     .ctx_room(ctx_room),
@@ -469,12 +504,13 @@ exec_inst (
     .rq_push_data(ex_rq_push_data),
     .state(state_reg),
     .stat_empty(stat_empty),
-    .stat_bad_update(stat_bad_update)
+    .stat_bad_update(stat_bad_update),
+    .stat_upd_job(stat_upd_job)
 );
 
 // ---------------------------------------------------------------------------
 // the executor's credits (request contexts, response queue entries, samples
-// in flight) and draws (xorshift32, the draw scale)
+// in flight); the draws, the draw multiplier and the sum tree (replay_sampler)
 
 replay_credits #(
     .CTX_TAG_W(CTX_TAG_W),
@@ -499,12 +535,12 @@ credits_inst (
     .inflight_zero(inflight_zero)
 );
 
-replay_draw #(
-    .SUM_W(SUM_W),
-    .INDEX_W(INDEX_W),
-    .CTX_TAG_W(CTX_TAG_W)
+replay_sampler #(
+    .CAPACITY(CAPACITY),
+    .CTX_TAG_W(CTX_TAG_W),
+    .JOBS(JOBS)
 )
-draw_inst (
+smp_inst (
     .clk(clk),
     .rst(rst),
     .seed(seed),
@@ -513,74 +549,29 @@ draw_inst (
     .count(smp_count),
     .stk(smp_stk),
     .tag(smp_tag),
-    .tree_total(tree_total),
-    .size(size),
+    .total(smp_total),
+    .size(smp_size),
+    .job(smp_job),
+    .base(smp_base),
+    .depth(smp_depth),
     .setup(smp_setup),
     .issue(smp_issue),
     .last(smp_last),
-    .mul_valid(mul_in_valid),
-    .mul_a(mul_in_a),
-    .mul_b(mul_in_b),
-    .mul_user(mul_in_user)
-);
-
-// ---------------------------------------------------------------------------
-// sampler arithmetic and sum tree
-
-wire mul_valid;
-wire [SUM_W-1:0] mul_p;
-wire [SMP_USER_W-1:0] mul_user;
-
-replay_mul #(
-    .A_WIDTH(38),
-    .B_WIDTH(SUM_W),
-    .OUT_WIDTH(SUM_W),
-    .USER_WIDTH(SMP_USER_W),
-    .LATENCY(MUL_LAT)
-)
-mul_inst (
-    .clk(clk),
-    .rst(rst),
-    .in_valid(mul_in_valid),
-    .in_a(mul_in_a),
-    .in_b(mul_in_b),
-    .in_user(mul_in_user),
-    .out_valid(mul_valid),
-    .out_p(mul_p),
-    .out_user(mul_user)
-);
-
-replay_sum_tree #(
-    .CAPACITY(CAPACITY),
-    .USER_WIDTH(SMP_USER_W)
-)
-tree_inst (
-    .clk(clk),
-    .rst(rst),
     .clear_start(tree_clear),
     .clearing(tree_clearing),
     .upd_valid(upd_valid),
     .upd_index(upd_index),
     .upd_prio(upd_prio),
-    .upd_job(1'b0),
-    .upd_count(1'b1),
+    .upd_job(upd_job),
+    .upd_count(upd_count),
     .upd_busy(upd_busy),
-    .q_valid(mul_valid),
-    .q_uniform(mul_user[0]),
-    .q_target(mul_p[SUM_W-1:0]),
-    .q_index(mul_p[INDEX_W-1:0]),
-    .q_depth({$clog2(INDEX_W+1){1'b0}}),
-    .q_user(mul_user),
     .q_busy(q_busy),
     .r_valid(r_valid),
     .r_index(r_index),
     .r_prio(r_prio),
     .r_user(r_user),
-    .total(tree_total),
-    /* verilator lint_off PINCONNECTEMPTY */
-    .job_total(),
-    /* verilator lint_on PINCONNECTEMPTY */
-    .job_total_clear(1'b0)
+    .job_totals(job_totals),
+    .job_total_clear(job_total_clear)
 );
 
 // ---------------------------------------------------------------------------
@@ -588,6 +579,7 @@ tree_inst (
 // the request contexts, the response queue and the responder
 
 wire stat_tx_ack, stat_tx_resp, stat_tx_push_ny, stat_tx_sample_ny;
+wire [JW-1:0] stat_tx_job;
 // the response queue holds an entry (the testbench's busy probe reads it here)
 // verilator lint_off UNUSEDSIGNAL
 wire rq_valid;
@@ -604,19 +596,20 @@ replay_egress #(
     .AXI_ID_WIDTH(AXI_ID_WIDTH),
     .AXI_BASE_ADDR(AXI_BASE_ADDR),
     .CTX_TAG_W(CTX_TAG_W),
+    .JOBS(JOBS),
     .RESP_Q_ADDR_W(RESP_Q_ADDR_W),
     .REC_ADDR_W(REC_ADDR_W)
 )
 egress_inst (
     .clk(clk),
     .rst(rst),
-    .job_id(job_id),
     .udp_port(udp_port),
     .switch_ip(switch_ip),
     .switch_mac(switch_mac),
-    .rpl_reset(tbl_reset),
-    .ch_clear(tree_clear),
+    .rpl_reset(|tbl_reset),
+    .ch_clear(ch_clear),
     .ch_begin(ch_begin),
+    .ch_job(smp_job),
     .ch_worker(ch_worker),
     .ch_rec(ch_rec),
     .ch_index(upd_index),
@@ -685,7 +678,8 @@ egress_inst (
     .stat_tx_ack(stat_tx_ack),
     .stat_tx_resp(stat_tx_resp),
     .stat_tx_push_ny(stat_tx_push_ny),
-    .stat_tx_sample_ny(stat_tx_sample_ny)
+    .stat_tx_sample_ny(stat_tx_sample_ny),
+    .stat_tx_job(stat_tx_job)
 );
 
 // ---------------------------------------------------------------------------
@@ -693,6 +687,8 @@ egress_inst (
 
 assign cnt_inc = {stat_tx_sample_ny, stat_tx_push_ny, stat_bad_update, stat_empty, stat_drop, stat_tx_resp, stat_tx_ack,
                   stat_rx_update, stat_rx_sample, stat_rx_push};
+assign cnt_inc_job = {stat_tx_job, stat_tx_job, stat_upd_job, smp_job, {7{stat_in_job}}, stat_tx_job, stat_tx_job,
+                      {3{stat_in_job}}};
 
 endmodule
 

@@ -48,31 +48,28 @@ THE SOFTWARE.
  *           request is not stacked) into the response queue
  *   dropped frame: its payload beats are skipped
  *
- * Rate limiting (docs/protocol.md section 5, replay_rate_limiter): a PUSH
- * or SAMPLE_REQ the limiter refuses (or a SAMPLE_REQ with nothing to
+ * Rate limiting (docs/protocol.md section 5; the limiter is replay_job_state's):
+ * a PUSH or SAMPLE_REQ the limiter refuses (or a SAMPLE_REQ with nothing to
  * sample) writes a request context and one NOT_YET entry to the response
  * queue (a header-only PUSH_ACK or SAMPLE_RESP: entry ack = 1, i = {1,
  * sample, 00, reason}, prio = size), then skips its payload; nothing is
- * written or drawn. The limiter's accumulator (RPL_RATE_DIFF) gains at an
- * accepted PUSH, loses at a served SAMPLE_REQ and is cleared by a write to
- * RPL_SPI (spi_wr) or RPL_RESET; its decisions on the meta head are
- * settled RATE_SETTLE (5) clocks after the request leaves S_IDLE.
+ * written or drawn.
+ *
+ * Jobs: the request's job's table state and values, the tables' emptying
+ * and the rate limiter are replay_job_state's.
  *
  * Ordering: the sum tree is either updating or descending, never both. A
  * SAMPLE_REQ waits until the updates before it have left the update
  * pipeline (upd_busy); an UPDATE or PUSH waits until the samples before it
  * have left the descent pipeline (its own in-flight count and q_busy); a
  * PUSH also waits until the response queue is empty, i.e. the responder
- * has read every record it will overwrite. A REPLAY_RESET waits for an
- * idle executor and an empty tree pipeline, then clears the tree.
+ * has read every record it will overwrite. A table's emptying waits for an
+ * idle executor and an empty tree pipeline.
  *
- * The storage the executor shares with the responder (the record memory,
- * the request contexts, the response queue) is replay_egress's; the
- * context, entry and side band layouts are described there.
- *
- * Record chains (replay_stack): at an accepted PUSH ch_begin names its
- * worker, every leaf it writes (ch_rec, index upd_index) is one record of
- * the chain, and ch_end closes it.
+ * The storage shared with the responder is replay_egress's (the context,
+ * entry and side band layouts there). Record chains (replay_stack): at an
+ * accepted PUSH ch_begin names its worker, each leaf it writes (ch_rec,
+ * index upd_index) is a record of the chain, ch_end closes it.
  */
 module replay_executor #
 (
@@ -84,6 +81,10 @@ module replay_executor #
     parameter RECORD_BYTES = 128,
     // log2 of the number of request contexts
     parameter CTX_TAG_W = 2,
+    // Jobs served (JOBS), 1 to 8: one table each
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
     // log2(C) (computed; do not override)
     parameter INDEX_W = $clog2(CAPACITY),
     // Width of sums, 32 + log2(C) (computed; do not override)
@@ -91,9 +92,9 @@ module replay_executor #
     // Record memory address width (computed; do not override)
     parameter REC_ADDR_W = INDEX_W + (RECORD_BYTES > DATA_WIDTH/8 ? $clog2(RECORD_BYTES*8/DATA_WIDTH) : 1),
     // Width of the ingress meta entry (computed; do not override)
-    parameter META_WIDTH = 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + $clog2((64 + 16*RECORD_BYTES)/(DATA_WIDTH/8) + 1),
+    parameter META_WIDTH = JW + 8 + 8 + 5 + INDEX_W + 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + $clog2((64 + 16*RECORD_BYTES)/(DATA_WIDTH/8) + 1),
     // Width of a request context (computed; do not override)
-    parameter CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1),
+    parameter CTX_WIDTH = JW + 8 + 16 + 12 + INDEX_W + 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1),
     // Width of a response queue entry (computed; do not override)
     parameter RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 8 + 6 + INDEX_W + 32
 )
@@ -104,22 +105,23 @@ module replay_executor #
     /*
      * Configuration
      */
-    input  wire                     rpl_reset,
-    input  wire [31:0]              min_size,
-    input  wire [31:0]              spi,
-    input  wire [31:0]              spi_error,
-    input  wire                     spi_wr,
+    input  wire [JOBS-1:0]          rpl_reset,  // per job: RPL_RESET written, or the table carved
+    input  wire [JOBS*32-1:0]       min_size,
+    input  wire [JOBS*32-1:0]       spi,
+    input  wire [JOBS*32-1:0]       spi_error,
+    input  wire [JOBS-1:0]          spi_wr,
+    // every job's table: base and log2 of its records (JOBS > 1: what a reset zeroes)
+    input  wire [JOBS*INDEX_W-1:0]  jobs_base,
+    input  wire [JOBS*5-1:0]        jobs_lcap,
+    input  wire [JOBS-1:0]          jobs_notab,
 
     /*
-     * Rate limiter accumulator (RPL_RATE_DIFF)
+     * Every job's rate limiter accumulator (RPL_RATE_DIFF), records held and
+     * next index written
      */
-    output wire [63:0]              rate_diff,
-
-    /*
-     * Occupancy: records held and the next slot written
-     */
-    output wire [INDEX_W:0]         size,
-    output wire [INDEX_W-1:0]       wptr,
+    output wire [JOBS*64-1:0]       rate_diff,
+    output wire [JOBS*(INDEX_W+1)-1:0] size,
+    output wire [JOBS*INDEX_W-1:0]  wptr,
 
     /*
      * Payload beats and meta entries in (replay_ingress)
@@ -145,15 +147,19 @@ module replay_executor #
     output wire                     upd_valid,
     output wire [INDEX_W-1:0]       upd_index,
     output wire [31:0]              upd_prio,
+    output wire [JW-1:0]            upd_job,
+    output wire                     upd_count,
     input  wire                     upd_busy,
     input  wire                     q_busy,
-    input  wire [SUM_W-1:0]         tree_total,
+    input  wire [JOBS*SUM_W-1:0]    tree_total,  // every job's (JOBS = 1: the tree's total)
+    output wire [JOBS-1:0]          job_total_clear,
 
     /*
      * Record chains (replay_stack): a PUSH's worker, its records, its end;
      * a sample's entries all pushed to the response queue
      */
-    output wire                     ch_begin,
+    output wire [JOBS-1:0]          ch_clear,  // a job's chains restart
+    output wire                     ch_begin,  // (its job: smp_job)
     output wire [2:0]               ch_worker,
     output wire                     ch_rec,
     output wire                     ch_end,
@@ -171,6 +177,11 @@ module replay_executor #
     output wire [3:0]               smp_stk,
     output wire                     smp_prio,
     output wire [7:0]               smp_count,
+    output wire [JW-1:0]            smp_job,     // the request's job (stat_empty's too), its table's
+    output wire [INDEX_W-1:0]       smp_base,    // base and the levels above it
+    output wire [4:0]               smp_depth,   // (log2 C - log2 JOB_RPL_CAP)
+    output wire [INDEX_W:0]         smp_size,    // its size and total (the draws' scale)
+    output wire [SUM_W-1:0]         smp_total,
     output wire                     rq_take,
     output wire [3:0]               rq_take_n,
     input  wire                     ctx_room,
@@ -194,7 +205,8 @@ module replay_executor #
      */
     output wire [3:0]               state,
     output wire                     stat_empty,
-    output wire                     stat_bad_update
+    output wire                     stat_bad_update,
+    output wire [JW-1:0]            stat_upd_job  // stat_bad_update's job
 );
 
 localparam BEAT_BYTES = DATA_WIDTH / 8;
@@ -208,21 +220,16 @@ localparam PL_BEATS_W = $clog2(MAX_PL_BEATS + 1);
 
 // verilator lint_off UNUSEDPARAM
 `include "nrl_protocol.vh"  // NRL_NOT_YET_*
+`include "replay_meta.vh"   // MO_*: the meta entry's fields
 // verilator lint_on UNUSEDPARAM
 
 localparam HDR_BEATS_M1 = HDR_BEATS - 1;
-localparam REC_BEATS_M1 = REC_BEATS - 1;
 localparam PAIRS_PER_BEAT_M1 = PAIRS_PER_BEAT - 1;
 localparam [PL_BEATS_W-1:0] PB_LAST = HDR_BEATS_M1[PL_BEATS_W-1:0];  // last beat of the priority block
-localparam [REC_BEAT_W-1:0] REC_LAST = REC_BEATS_M1[REC_BEAT_W-1:0];
-localparam [INDEX_W:0] CAP_B = CAPACITY[INDEX_W:0];
-// size + count of a PUSH (at most C + 31) fits in SIZE_ADD_W bits
-localparam SIZE_ADD_W = (INDEX_W > 5 ? INDEX_W : 5) + 1;
-localparam [SIZE_ADD_W-1:0] CAP_S = CAPACITY[SIZE_ADD_W-1:0];
 localparam [PAIR_LANE_W-1:0] PAIR_LANE_LAST = PAIRS_PER_BEAT_M1[PAIR_LANE_W-1:0];
 
 initial begin
-    if (META_WIDTH != 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PL_BEATS_W) begin
+    if (META_WIDTH != MO_W_ALL) begin
         $error("Error: META_WIDTH must be the ingress meta entry width (instance %m)");
         $finish;
     end
@@ -234,18 +241,6 @@ end
 
 // meta entry fields
 wire [PL_BEATS_W-1:0] m_plb = meta_data[0 +: PL_BEATS_W];
-localparam MO_PORT = PL_BEATS_W;
-localparam MO_UDP = MO_PORT + 8;
-localparam MO_IP = MO_UDP + 16;
-localparam MO_ETH = MO_IP + 32;
-localparam MO_CNT = MO_ETH + 48;
-localparam MO_SEQ = MO_CNT + 8;
-localparam MO_W = MO_SEQ + 32;
-localparam MO_PRIO = MO_W + 3;
-localparam MO_OP = MO_PRIO + 1;
-localparam MO_STK = MO_OP + 2;
-localparam MO_CSUM = MO_STK + 4;
-localparam MO_OK = MO_CSUM + 16;
 wire [7:0] m_count = meta_data[MO_CNT +: 8];
 wire [15:0] m_csum = meta_data[MO_CSUM +: 16];
 wire m_prio = meta_data[MO_PRIO];
@@ -254,17 +249,32 @@ wire m_ok = meta_data[MO_OK];
 wire [3:0] m_stk = meta_data[MO_STK +: 4];  // stack depth k, 0 when not stacked
 
 // ---------------------------------------------------------------------------
+// the request's job (its values in the meta entry) and every job's table state
+
+// the request's copies of its job's pointer and size (loaded while idle, written back
+// at a PUSH's end), its values (replay_job_state); tables to empty
+wire [JW-1:0] job_reg;
+wire [INDEX_W-1:0] base_reg, mask_reg;
+wire [REC_BEAT_W-1:0] rec_last_reg;
+wire [7:0] jid_reg;
+wire [15:0] resp_len_reg;
+wire [11:0] resp_last_reg;
+wire [16:0] csum_d_reg;
+wire [INDEX_W-1:0] wp_reg;   // the request's job's pointer and size
+wire [INDEX_W:0] size_reg;
+wire smp_quiet, reset_pend, zeroing;
+wire [INDEX_W-1:0] zero_idx;
+reg rst_go;  // the lowest job's pending reset takes effect this clock
+
+// ---------------------------------------------------------------------------
 // sum tree updates
 
 reg tree_clear_int;
-reg leaf_v;                  // a PUSH's leaf this clock (replay_leaf_update)
+reg wr_start;                // a PUSH's records and leaves start (replay_writer)
+wire wr_take, wr_done;
 wire tu_busy;
-reg [INDEX_W-1:0] wp_reg, wp_next;
-reg [INDEX_W:0] size_reg, size_next;
 
 assign tree_clear = tree_clear_int;
-assign size = size_reg;
-assign wptr = wp_reg;
 
 // ---------------------------------------------------------------------------
 // request contexts and response queue entries in use
@@ -290,21 +300,20 @@ assign smp_tag = ctx_wr_reg;
 assign smp_stk = m_stk;
 assign smp_prio = m_prio;
 assign smp_count = m_count;
+assign smp_job = job_reg;
+assign smp_base = base_reg;
+assign smp_size = size_reg;
 
 // ---------------------------------------------------------------------------
 // state machine
 
 reg pl_ready_int;
 reg meta_ready_int;
-reg rec_we_int;
-reg [REC_ADDR_W-1:0] rec_wa;
 reg rq_push_int;
 reg [RESP_ENTRY_W-1:0] rq_push_data_int;
 
 assign pl_ready = pl_ready_int;
 assign meta_ready = meta_ready_int;
-assign rec_we = rec_we_int;
-assign rec_waddr = rec_wa;
 assign rq_push = rq_push_int;
 assign rq_push_data = rq_push_data_int;
 assign stat_empty = stat_empty_int;
@@ -327,16 +336,10 @@ reg [3:0] state_reg, state_next;
 assign state = state_reg;
 
 reg [PL_BEATS_W-1:0] cnt_reg, cnt_next;
-reg [INDEX_W:0] size_sat_reg;  // min(size + count, C) for the PUSH in progress
-reg [4:0] rec_j_reg, rec_j_next;
-reg [REC_BEAT_W-1:0] rec_b_reg, rec_b_next;
-reg [INDEX_W-1:0] rec_idx_reg, rec_idx_next;
-reg [4:0] tu_j_reg, tu_j_next;
 reg [7:0] pair_reg, pair_next;
 reg [7:0] left_reg, left_next;  // pairs or samples still to go in this request
 wire left_last = left_reg == 8'd1;
 assign smp_last = left_last;
-reg reset_pend_reg, reset_pend_next;
 reg stat_empty_int;
 
 // ---------------------------------------------------------------------------
@@ -346,83 +349,131 @@ localparam [1:0] NY_EMPTY = NRL_NOT_YET_EMPTY[1:0];
 localparam [1:0] NY_MIN_SIZE = NRL_NOT_YET_MIN_SIZE[1:0];
 localparam [1:0] NY_RATE = NRL_NOT_YET_RATE[1:0];
 // the IPv4 checksum of a 64-byte reply from that of a 128 + R byte one: the length
-// difference added back, one's complement (an all-ones sum is the zero it stands for)
-localparam [31:0] RECORD_BYTES32 = RECORD_BYTES;
-localparam [16:0] CSUM_SHORT_D = 17'd64 + RECORD_BYTES32[16:0];
-
+// difference (csum_d_reg) added back, one's complement (an all-ones sum is the zero
+// it stands for)
 reg rate_insert;      // the PUSH at the head is accepted: the accumulator gains
 reg rate_sample;      // the SAMPLE_REQ at the head is served: the accumulator loses
-reg rate_clear;       // RPL_SPI written or the memory emptied: the accumulator clears
 wire settled, push_ok, smp_rate_ok, min_ok;
-wire [16:0] csum_sum = {1'b0, m_csum} + CSUM_SHORT_D;
+wire [16:0] csum_sum = {1'b0, m_csum} + csum_d_reg;
 wire [15:0] csum_short = csum_sum >= 17'h0FFFF ? csum_sum[15:0] - 16'hFFFF : csum_sum[15:0];
 reg ny_int;           // a NOT_YET entry this clock
 reg ny_sample;        // ... answering a SAMPLE_REQ (else a PUSH)
 reg [1:0] ny_reason;
 
-replay_rate_limiter #(
-    .INDEX_W(INDEX_W)
+wire [CTX_WIDTH-1:0] ctx_common = {job_reg, jid_reg, resp_len_reg, resp_last_reg, mask_reg,
+                                   meta_data[MO_ETH +: 48], meta_data[MO_IP +: 32],
+                                   meta_data[MO_UDP +: 16], meta_data[MO_PORT +: 8],
+                                   meta_data[MO_W +: 3], meta_data[MO_SEQ +: 32],
+                                   meta_data[MO_CSUM +: 16], m_count, {SUM_W{1'b0}}, {INDEX_W+1{1'b0}}};
+
+// registered: the tree and size are stable for at least one clock when a SAMPLE_REQ
+// reaches S_SMP_SETUP (it waits for the update pipeline to drain first; with JOBS > 1
+// for two clocks, as the job's total is registered once more: smp_quiet)
+reg size_zero_reg, total_zero_reg;
+
+replay_job_state #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .JOBS(JOBS),
+    .JW(JW),
+    .INDEX_W(INDEX_W),
+    .SUM_W(SUM_W),
+    .REC_BEAT_W(REC_BEAT_W)
 )
-rate_inst (
+job_inst (
     .clk(clk),
     .rst(rst),
+    .idle(state_reg == S_IDLE),
+    .m_job(meta_data[MO_JX +: JW]),
+    .m_base(meta_data[MO_JB +: INDEX_W]),
+    .m_lcap(meta_data[MO_JL +: 5]),
+    .m_rb64(meta_data[MO_JR +: 8]),
+    .m_jid(meta_data[MO_JI +: 8]),
+    .wb(state_reg == S_PUSH_END),
+    .rpl_reset(rpl_reset),
+    .rst_go(rst_go),
+    .pend(reset_pend),
+    .jobs_base(jobs_base),
+    .jobs_lcap(jobs_lcap),
+    .jobs_notab(jobs_notab),
+    .zeroing(zeroing),
+    .zero_idx(zero_idx),
+    .job_total_clear(job_total_clear),
+    .ch_clear(ch_clear),
     .min_size(min_size),
     .spi(spi),
     .spi_error(spi_error),
-    .idle(state_reg == S_IDLE),
+    .spi_wr(spi_wr),
     .count(m_count[6:0]),
-    .size(size_reg),
     .settled(settled),
     .can_insert(push_ok),
     .can_sample(smp_rate_ok),
     .min_size_ok(min_ok),
     .insert(rate_insert),
     .sample(rate_sample),
-    .clear(rate_clear),
-    .diff(rate_diff)
+    .rate_diff(rate_diff),
+    .tree_total(tree_total),
+    .upd_quiet(!upd_busy && !tu_busy),
+    .total_sel(smp_total),
+    .smp_quiet(smp_quiet),
+    .wp(wp_reg),
+    .cur_size(size_reg),
+    .job(job_reg),
+    .base(base_reg),
+    .mask(mask_reg),
+    .depth(smp_depth),
+    .rec_last(rec_last_reg),
+    .jid(jid_reg),
+    .resp_len(resp_len_reg),
+    .resp_last(resp_last_reg),
+    .csum_d(csum_d_reg),
+    .size(size),
+    .wptr(wptr)
 );
 
-
-wire [CTX_WIDTH-1:0] ctx_common = {meta_data[MO_ETH +: 48], meta_data[MO_IP +: 32],
-                                   meta_data[MO_UDP +: 16], meta_data[MO_PORT +: 8],
-                                   meta_data[MO_W +: 3], meta_data[MO_SEQ +: 32],
-                                   meta_data[MO_CSUM +: 16], m_count, {SUM_W{1'b0}}, {INDEX_W+1{1'b0}}};
-
-// registered: the tree and size are stable for at least one clock when a SAMPLE_REQ
-// reaches S_SMP_SETUP (it waits for the update pipeline to drain first)
-reg size_zero_reg, total_zero_reg;
 wire m_empty = size_zero_reg || (m_prio && total_zero_reg);
 // verilator lint_off UNUSEDSIGNAL
-wire [31:0] size_add32 = {{31-INDEX_W{1'b0}}, size_reg} + {27'd0, m_count[4:0]};
-wire [31:0] wp_plus_j = {{32-INDEX_W{1'b0}}, wp_reg} + {27'd0, tu_j_reg};
-wire [31:0] wp_plus_k = {{32-INDEX_W{1'b0}}, wp_reg} + {27'd0, m_count[4:0]};
 // verilator lint_on UNUSEDSIGNAL
-wire [INDEX_W:0] size_add = size_add32[INDEX_W:0];
 wire [PAIR_LANE_W-1:0] pair_lane = pair_reg[PAIR_LANE_W-1:0];
 wire [63:0] pair_data = pl_data[pair_lane*64 +: 64];
 
-// the tree update registers: a PUSH's leaves, an UPDATE's pairs (registered
-// once more there: the payload FIFO head reaches only that register)
-replay_leaf_update #(
+// a PUSH's records and leaves, an UPDATE's pairs, a table's zeroed leaves
+replay_writer #(
     .DATA_WIDTH(DATA_WIDTH),
-    .INDEX_W(INDEX_W)
+    .INDEX_W(INDEX_W),
+    .JW(JW),
+    .REC_BEAT_W(REC_BEAT_W)
 )
-leaf_inst (
+wr_inst (
     .clk(clk),
     .rst(rst),
+    .job(job_reg),
+    .base(base_reg),
+    .mask(mask_reg),
     .size(size_reg),
+    .wp(wp_reg),
+    .rec_last(rec_last_reg),
     .blk_we(state_reg == S_PUSH_BLK && pl_valid),
     .blk_hi(cnt_reg[0]),
-    .blk_data(pl_data),
-    .leaf_v(leaf_v),
-    .leaf_idx(wp_plus_j[INDEX_W-1:0]),
-    .leaf_j(tu_j_reg[3:0]),
+    .pl_data(pl_data),
+    .pl_valid(pl_valid),
+    .start(wr_start),
+    .run(state_reg == S_PUSH_REC),
+    .count(m_count[4:0]),
+    .pl_take(wr_take),
+    .rec_we(rec_we),
+    .rec_waddr(rec_waddr),
+    .done(wr_done),
     .pair_v(state_reg == S_UPD && pl_valid),
     .pair(pair_data),
+    .zeroing(zeroing),
+    .zero_idx(zero_idx),
     .upd_valid(upd_valid),
     .upd_index(upd_index),
     .upd_prio(upd_prio),
+    .upd_job(upd_job),
+    .upd_count(upd_count),
     .bad_update(stat_bad_update),
+    .bad_job(stat_upd_job),
     .busy(tu_busy),
     .ch_rec(ch_rec)
 );
@@ -430,29 +481,20 @@ leaf_inst (
 always @* begin
     state_next = state_reg;
     cnt_next = cnt_reg;
-    rec_j_next = rec_j_reg;
-    rec_b_next = rec_b_reg;
-    rec_idx_next = rec_idx_reg;
-    tu_j_next = tu_j_reg;
     pair_next = pair_reg;
     left_next = left_reg;
-    wp_next = wp_reg;
-    size_next = size_reg;
     ctx_wr_next = ctx_wr_reg;
-    reset_pend_next = reset_pend_reg || rpl_reset;
+    rst_go = 1'b0;
     rate_insert = 1'b0;
     rate_sample = 1'b0;
-    rate_clear = 1'b0;
     ny_int = 1'b0;
     ny_sample = 1'b0;
     ny_reason = NY_RATE;
 
-    leaf_v = 1'b0;
+    wr_start = 1'b0;
 
     pl_ready_int = 1'b0;
     meta_ready_int = 1'b0;
-    rec_we_int = 1'b0;
-    rec_wa = {rec_idx_reg, rec_b_reg};
     tree_clear_int = 1'b0;
     ctx_we_int = 1'b0;
     ctx_wd = ctx_common;
@@ -464,14 +506,14 @@ always @* begin
 
     case (state_reg)
         S_IDLE: begin
-            if (reset_pend_reg) begin
-                // empty the memory once nothing is in flight
+            if (zeroing) begin
+                // a table's leaves are being zeroed (replay_job_state)
+            end else if (reset_pend) begin
+                // empty a table once nothing is in flight (replay_job_state; JOBS = 1:
+                // the whole tree is cleared)
                 if (!upd_busy && !tu_busy && inflight_zero && !q_busy) begin
-                    tree_clear_int = 1'b1;
-                    wp_next = {INDEX_W{1'b0}};
-                    size_next = {INDEX_W+1{1'b0}};
-                    rate_clear = 1'b1;
-                    reset_pend_next = rpl_reset;
+                    rst_go = 1'b1;
+                    tree_clear_int = JOBS == 1;
                 end
             end else if (!tree_clearing && meta_valid) begin
                 if (!m_ok) begin
@@ -528,35 +570,15 @@ always @* begin
                 // the beat is held in replay_leaf_update (blk_we)
                 cnt_next = cnt_reg + 1'b1;
                 if (cnt_reg == PB_LAST) begin
-                    rec_j_next = 5'd0;
-                    rec_b_next = {REC_BEAT_W{1'b0}};
-                    rec_idx_next = wp_reg;
-                    tu_j_next = 5'd0;
+                    wr_start = 1'b1;
                     state_next = S_PUSH_REC;
                 end
             end
         end
         S_PUSH_REC: begin
-            // record beats
-            if (rec_j_reg != m_count[4:0]) begin
-                pl_ready_int = 1'b1;
-                if (pl_valid) begin
-                    rec_we_int = 1'b1;
-                    if (rec_b_reg == REC_LAST) begin
-                        rec_b_next = {REC_BEAT_W{1'b0}};
-                        rec_j_next = rec_j_reg + 1'b1;
-                        rec_idx_next = rec_idx_reg + 1'b1;
-                    end else begin
-                        rec_b_next = rec_b_reg + 1'b1;
-                    end
-                end
-            end
-            // leaves, one per clock
-            if (tu_j_reg != m_count[4:0]) begin
-                leaf_v = 1'b1;
-                tu_j_next = tu_j_reg + 1'b1;
-            end
-            if (rec_j_reg == m_count[4:0] && tu_j_reg == m_count[4:0]) begin
+            // records, one beat per clock, and leaves, one per clock (replay_writer)
+            pl_ready_int = wr_take;
+            if (wr_done) begin
                 state_next = S_PUSH_END;
             end
         end
@@ -564,8 +586,6 @@ always @* begin
             ctx_we_int = 1'b1;
             ctx_wr_next = ctx_wr_reg + 1'b1;
             rq_take_int = 1'b1;
-            wp_next = wp_plus_k[INDEX_W-1:0];
-            size_next = size_sat_reg;
             meta_ready_int = 1'b1;
             state_next = S_IDLE;
         end
@@ -590,7 +610,7 @@ always @* begin
             end
         end
         S_SMP_WAIT: begin
-            if (!upd_busy && !tu_busy && ctx_room && settled) begin
+            if (!upd_busy && !tu_busy && smp_quiet && ctx_room && settled) begin
                 state_next = S_SMP_SETUP;
             end
         end
@@ -613,7 +633,7 @@ always @* begin
                 rate_sample = 1'b1;
                 smp_setup_int = 1'b1;
                 ctx_we_int = 1'b1;
-                ctx_wd[INDEX_W+1 +: SUM_W] = m_prio ? tree_total : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
+                ctx_wd[INDEX_W+1 +: SUM_W] = m_prio ? smp_total : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
                 ctx_wd[0 +: INDEX_W+1] = size_reg;
                 left_next = m_count;
                 state_next = S_SMP_ISSUE;
@@ -636,35 +656,20 @@ always @* begin
             state_next = S_IDLE;
         end
     endcase
-
-    if (spi_wr) begin
-        rate_clear = 1'b1;
-    end
 end
 
 always @(posedge clk) begin
     state_reg <= state_next;
     cnt_reg <= cnt_next;
-    rec_j_reg <= rec_j_next;
-    rec_b_reg <= rec_b_next;
-    rec_idx_reg <= rec_idx_next;
-    tu_j_reg <= tu_j_next;
     pair_reg <= pair_next;
     left_reg <= left_next;
-    wp_reg <= wp_next;
-    size_reg <= size_next;
     ctx_wr_reg <= ctx_wr_next;
-    reset_pend_reg <= reset_pend_next;
-    size_sat_reg <= size_add32[SIZE_ADD_W-1:0] > CAP_S ? CAP_B : size_add;
     size_zero_reg <= size_reg == 0;
-    total_zero_reg <= tree_total == 0;
+    total_zero_reg <= smp_total == 0;
 
     if (rst) begin
         state_reg <= S_IDLE;
-        wp_reg <= {INDEX_W{1'b0}};
-        size_reg <= {INDEX_W+1{1'b0}};
         ctx_wr_reg <= {CTX_TAG_W{1'b0}};
-        reset_pend_reg <= 1'b0;
     end
 end
 

@@ -49,8 +49,15 @@ THE SOFTWARE.
  * requests flow without bubbles; s_axis_tready only falls when the payload
  * FIFO is full or the meta FIFO could not absorb the frames in flight.
  *
+ * Jobs (docs/protocol.md section 11): replay_job looks up the frame's job
+ * between stage 0 and stage 1 (two clocks); the member checks read the
+ * job's member table, a job without a table (JOB_RPL_CAP = 0) is DISABLED,
+ * a PUSH's length and the SAMPLE_RESP's checksum take the job's record
+ * size, and the meta entry carries the job's values.
+ *
  * Meta entry (LSB first): plb, port, udp_src, ip_src, eth_src, count,
- * seq, worker, prio, op, stk, csum, ok. stk is a SAMPLE_REQ's stack depth
+ * seq, worker, prio, op, stk, csum, ok, then the job's: base, log2 of the
+ * table size, record size / 64, JOB_ID, job index. stk is a SAMPLE_REQ's stack depth
  * k (aux) when 2 <= k <= MAX_STACK, else 0 (k = 0 or 1: one record per
  * sample); a SAMPLE_REQ with aux > MAX_STACK is dropped as BAD_COUNT.
  */
@@ -68,8 +75,14 @@ module replay_ingress #
     parameter PL_ADDR_WIDTH = 8,
     // log2 of the meta FIFO depth in frames
     parameter META_ADDR_WIDTH = 5,
+    // log2(C), the width of a record index
+    parameter INDEX_W = 14,
+    // Jobs served (JOBS), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
     // Width of the meta entry (computed; do not override)
-    parameter META_WIDTH = 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + $clog2((64 + 16*RECORD_BYTES)/(DATA_WIDTH/8) + 1)
+    parameter META_WIDTH = JW + 8 + 8 + 5 + INDEX_W + 1 + 16 + 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + $clog2((64 + 16*RECORD_BYTES)/(DATA_WIDTH/8) + 1)
 )
 (
     input  wire                    clk,
@@ -91,12 +104,10 @@ module replay_ingress #
      * Configuration
      */
     input  wire                    rpl_enable,
-    input  wire [7:0]              job_id,
     input  wire [31:0]             switch_ip,
-    input  wire [8*8-1:0]          member_port,
-    input  wire [8*32-1:0]         member_ip,
-    input  wire [8*16-1:0]         member_udp,
-    input  wire [8*3-1:0]          member_role,
+    // every job's word (replay_job.vh) and enable bit
+    input  wire [JOBS*511-1:0]     jobs_word,
+    input  wire [JOBS-1:0]         job_enable,
 
     /*
      * Payload beats out (executor)
@@ -119,7 +130,9 @@ module replay_ingress #
     output wire                    stat_rx_sample,
     output wire                    stat_rx_update,
     // one-hot: BAD_LENGTH, BAD_HEADER, BAD_JOB, DISABLED, UNKNOWN_WORKER, SPOOFED, BAD_COUNT
-    output wire [6:0]              stat_drop
+    output wire [6:0]              stat_drop,
+    // the frame's job (0 when it names none)
+    output wire [JW-1:0]           stat_job
 );
 
 localparam BEAT_BYTES = KEEP_WIDTH;
@@ -130,11 +143,11 @@ localparam PL_BYTES_16 = 64 + 16*RECORD_BYTES;
 localparam MAX_PL_BEATS = (PL_BYTES_16 < 65535 - 64 ? PL_BYTES_16 : 65535 - 64 + BEAT_BYTES - 1) / BEAT_BYTES;
 localparam PAY_BEATS_W = $clog2((64 + 16*RECORD_BYTES) / BEAT_BYTES + 1);
 localparam BEAT_W = 12;
-localparam [31:0] RECORD_BYTES32 = RECORD_BYTES;
 localparam [PAY_BEATS_W-1:0] MAX_PAY_BEATS_CNT = MAX_PL_BEATS[PAY_BEATS_W-1:0];
 
 // verilator lint_off UNUSEDPARAM
 `include "nrl_protocol.vh"
+`include "replay_job.vh"
 // verilator lint_on UNUSEDPARAM
 
 // frame byte offsets of the Ethernet and IPv4 fields the member checks and the replies read
@@ -152,7 +165,8 @@ localparam [15:0] MAX_PAIRS16 = NRL_MAX_UPDATE_PAIRS[15:0];
 localparam [16:0] CSUM_FIXED = {1'b0, NRL_IPV4_VER_IHL, 8'h00} + {1'b0, NRL_IP_FLAGS_DF} +
                                {1'b0, NRL_IP_TTL, NRL_IP_PROTO_UDP};
 localparam [16:0] CSUM_K_ACK = CSUM_FIXED + 17'd50;
-localparam [16:0] CSUM_K_RESP = CSUM_FIXED + 17'd114 + RECORD_BYTES32[16:0];
+// plus the job's record size
+localparam [16:0] CSUM_K_RESP0 = CSUM_FIXED + 17'd114;
 
 initial begin
     if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
@@ -188,8 +202,8 @@ wire meta_in_ready;
 reg meta_push;
 reg [META_WIDTH-1:0] meta_push_data;
 
-// frames that may still be pushed: 6 pipeline stages, the one arriving and one more
-// because the room flag is a clock old
+// frames that may still be pushed: 8 pipeline stages (the job lookup's two and the
+// checks' six), the one arriving and one more because the room flag is a clock old
 reg meta_room_reg;
 // and room for one more payload beat: at most one is written per clock, so a flag one
 // clock old that says "two free" is safe
@@ -197,7 +211,7 @@ reg pl_room_reg;
 assign s_axis_tready = pl_room_reg && meta_room_reg;
 
 always @(posedge clk) begin
-    meta_room_reg <= meta_count <= (2**META_ADDR_WIDTH) - 10;
+    meta_room_reg <= meta_count <= (2**META_ADDR_WIDTH) - 12;
     pl_room_reg <= pl_count <= (2**PL_ADDR_WIDTH) - 2;
     if (rst) begin
         meta_room_reg <= 1'b0;
@@ -287,7 +301,7 @@ wire [BEAT_W-1:0] nbeats_now = beat_reg + 1'b1;
 
 // the length and header checks 1 and 2 of section 6 (and the beat count), on the
 // header view and length of the last beat: flags for stage 2
-wire rx2, len_bad2, hdr_bad2;
+wire rx2q, len_bad2q, hdr_bad2q;
 
 nrl_hdr_check #(
     .DATA_WIDTH(DATA_WIDTH),
@@ -300,9 +314,9 @@ hdr_check_inst (
     .hdr(hdr_view),
     .frame_len(len_now),
     .frame_beats(nbeats_now),
-    .rx(rx2),
-    .bad_length(len_bad2),
-    .bad_header(hdr_bad2)
+    .rx(rx2q),
+    .bad_length(len_bad2q),
+    .bad_header(hdr_bad2q)
 );
 
 // stage 0 registers (loaded at the last beat)
@@ -364,30 +378,87 @@ always @(posedge clk) begin
 end
 
 // ---------------------------------------------------------------------------
+// the frame's job (replay_job): two stages between stage 0 and stage 1; the
+// header checks' flags are delayed as much
+
+localparam S0_W = 16 + 16 + 16 + 32 + 32 + 48 + 8 + 8 + 1 + 16 + PAY_BEATS_W + 32;
+
+wire v0;
+wire [S0_W-1:0] s0_bus;
+wire j_found0;
+wire [JW-1:0] j_idx0;
+wire [RJ_W-1:0] jw0;
+wire [15:0] n0, udpsrc0, count0, worker0;
+wire [31:0] ipsrc0, seq0, aux0;
+wire [47:0] ethsrc0;
+wire [7:0] op0, port0;
+wire prio0;
+wire [PAY_BEATS_W-1:0] plb0;
+assign {n0, udpsrc0, count0, ipsrc0, seq0, ethsrc0, op0, port0, prio0, worker0, plb0, aux0} = s0_bus;
+
+replay_job #(
+    .JOBS(JOBS),
+    .PW(S0_W)
+)
+job_inst (
+    .clk(clk),
+    .rst(rst),
+    .jobs_word(jobs_word),
+    .job_enable(job_enable),
+    .in_v(v0_reg),
+    .in_job(job0_reg),
+    .in_job_ok(n0_reg > NRL_OFF_JOB[15:0]),
+    .in_bus({n0_reg, udpsrc0_reg, count0_reg, ipsrc0_reg, seq0_reg, ethsrc0_reg, op0_reg,
+             port0_reg, prio0_reg, worker0_reg, plb0_reg, aux0_reg}),
+    .out_v(v0),
+    .out_bus(s0_bus),
+    .out_found(j_found0),
+    .out_job(j_idx0),
+    .out_word(jw0)
+);
+
+reg [2:0] chk_a_reg, chk_b_reg;
+wire rx2, len_bad2, hdr_bad2;
+assign {rx2, len_bad2, hdr_bad2} = chk_b_reg;
+
+always @(posedge clk) begin
+    chk_a_reg <= {rx2q, len_bad2q, hdr_bad2q};
+    chk_b_reg <= chk_a_reg;
+end
+
+// ---------------------------------------------------------------------------
 // stage 1: field decode, member lookup, partial sums
 
 localparam BUNDLE_W = 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PAY_BEATS_W;
 
-wire [2:0] w0 = worker0_reg[2:0];
-wire is_push0 = op0_reg == NRL_OP_PUSH;
-wire is_sample0 = op0_reg == NRL_OP_SAMPLE_REQ;
+wire [2:0] w0 = worker0[2:0];
+wire is_push0 = op0 == NRL_OP_PUSH;
+wire is_sample0 = op0 == NRL_OP_SAMPLE_REQ;
 wire [1:0] op2_0 = is_push0 ? 2'd0 : (is_sample0 ? 2'd1 : 2'd2);
 // verilator lint_off UNUSEDSIGNAL
-wire [2:0] role0 = member_role[w0*3 +: 3];  // bit 0 (aggregation) is not a replay role
+wire [2:0] role0 = jw0[RJ_ROLE + w0*3 +: 3];  // bit 0 (aggregation) is not a replay role
 // verilator lint_on UNUSEDSIGNAL
 wire role_ok0 = is_push0 ? role0[1] : role0[2];
-wire cnt_pow2_0 = count0_reg == 16'd1 || count0_reg == 16'd2 || count0_reg == 16'd4 ||
-                  count0_reg == 16'd8 || count0_reg == 16'd16 || count0_reg == 16'd32 ||
-                  count0_reg == MAX_BATCH16;
+wire cnt_pow2_0 = count0 == 16'd1 || count0 == 16'd2 || count0 == 16'd4 ||
+                  count0 == 16'd8 || count0 == 16'd16 || count0 == 16'd32 ||
+                  count0 == MAX_BATCH16;
 // the stack depth: 2 .. MAX_STACK, 0 for aux 0 or 1 (one record per sample)
-wire aux_big0 = aux0_reg > NRL_MAX_STACK;
-wire [3:0] stk0 = is_sample0 && aux0_reg[31:1] != 31'd0 && !aux_big0 ? aux0_reg[3:0] : 4'd0;
+wire aux_big0 = aux0 > NRL_MAX_STACK;
+wire [3:0] stk0 = is_sample0 && aux0[31:1] != 31'd0 && !aux_big0 ? aux0[3:0] : 4'd0;
 
 reg v1_reg;
-// PUSH payload bytes count0 * R (R is a constant: shifts and adds)
-// verilator lint_off UNUSEDSIGNAL
-wire [31:0] prod0 = {16'd0, count0_reg} * RECORD_BYTES32;
-// verilator lint_on UNUSEDSIGNAL
+// PUSH payload bytes count0 * R, R the job's record size (a count above 16 is
+// BAD_COUNT, which precedes the payload length check: its 5 bits suffice)
+wire [7:0] rb64_0 = jw0[RJ_RB +: 8];
+wire [12:0] prod64_0 = count0[4:0] * rb64_0;
+wire [18:0] prod0 = {prod64_0, 6'd0};
+// the job's values the meta entry carries: index, JOB_ID, record size / 64,
+// log2 of the table size, base
+localparam MJ_W = JW + 8 + 8 + 5 + INDEX_W;
+wire [MJ_W-1:0] mj0 = {j_idx0, jw0[RJ_ID +: 8], rb64_0, jw0[RJ_LCAP +: 5], jw0[RJ_BASE +: INDEX_W]};
+reg [MJ_W-1:0] mj1_reg, mj2_reg, mj3_reg, mj4_reg;
+reg [JW-1:0] sj5_reg;
+reg [16:0] csum_kr1_reg, csum_kr2_reg;  // the SAMPLE_RESP's constant with the job's R
 reg [BUNDLE_W-1:0] bundle1_reg;
 reg [1:0] op1_reg;
 reg job_bad1_reg, dis1_reg, unknown1_reg, cnt_bad1_reg;
@@ -402,28 +473,30 @@ reg [15:0] prod1_reg;  // count * R, low 16 bits
 reg big1_reg;          // count * R + 128 does not fit 16 bits
 
 always @(posedge clk) begin
-    v1_reg <= v0_reg;
-    bundle1_reg <= {stk0, op2_0, prio0_reg, w0, seq0_reg, count0_reg[7:0], ethsrc0_reg,
-                    ipsrc0_reg, udpsrc0_reg, port0_reg, plb0_reg};
+    v1_reg <= v0;
+    bundle1_reg <= {stk0, op2_0, prio0, w0, seq0, count0[7:0], ethsrc0,
+                    ipsrc0, udpsrc0, port0, plb0};
     op1_reg <= op2_0;
-    job_bad1_reg <= job0_reg != job_id;
-    dis1_reg <= !rpl_enable;
-    unknown1_reg <= worker0_reg[15:3] != 13'd0 || !role_ok0;
-    cnt_bad1_reg <= is_push0 ? (count0_reg == 16'd0 || count0_reg > MAX_PUSH16) :
+    job_bad1_reg <= !j_found0;
+    dis1_reg <= !rpl_enable || jw0[RJ_NOTAB];
+    mj1_reg <= mj0;
+    csum_kr1_reg <= CSUM_K_RESP0 + {3'd0, rb64_0, 6'd0};
+    unknown1_reg <= worker0[15:3] != 13'd0 || !role_ok0;
+    cnt_bad1_reg <= is_push0 ? (count0 == 16'd0 || count0 > MAX_PUSH16) :
                     is_sample0 ? !cnt_pow2_0 || aux_big0 :
-                    (count0_reg == 16'd0 || count0_reg > MAX_PAIRS16);
-    n1_reg <= n0_reg;
-    udpsrc1_reg <= udpsrc0_reg;
-    count1_reg <= count0_reg;
-    ipsrc1_reg <= ipsrc0_reg;
-    port1_reg <= port0_reg;
-    mport1_reg <= member_port[w0*8 +: 8];
-    mip1_reg <= member_ip[w0*32 +: 32];
-    mudp1_reg <= member_udp[w0*16 +: 16];
-    csum_a1_reg <= {1'b0, ipsrc0_reg[31:16]} + {1'b0, ipsrc0_reg[15:0]};
+                    (count0 == 16'd0 || count0 > MAX_PAIRS16);
+    n1_reg <= n0;
+    udpsrc1_reg <= udpsrc0;
+    count1_reg <= count0;
+    ipsrc1_reg <= ipsrc0;
+    port1_reg <= port0;
+    mport1_reg <= jw0[RJ_PORT + w0*8 +: 8];
+    mip1_reg <= jw0[RJ_IP + w0*32 +: 32];
+    mudp1_reg <= jw0[RJ_UDP + w0*16 +: 16];
+    csum_a1_reg <= {1'b0, ipsrc0[31:16]} + {1'b0, ipsrc0[15:0]};
     csum_k1_reg <= {1'b0, switch_ip[31:16]} + {1'b0, switch_ip[15:0]};
     prod1_reg <= prod0[15:0];
-    big1_reg <= prod0 > 32'd65407;
+    big1_reg <= prod0 > 19'd65407;
     if (rst) begin
         v1_reg <= 1'b0;
     end
@@ -446,6 +519,8 @@ always @(posedge clk) begin
     bundle2_reg <= bundle1_reg;
     op2_reg <= op1_reg;
     job_bad2_reg <= job_bad1_reg;
+    mj2_reg <= mj1_reg;
+    csum_kr2_reg <= csum_kr1_reg;
     dis2_reg <= dis1_reg;
     unknown2_reg <= unknown1_reg;
     spoof2_reg <= (port1_reg & mport1_reg) == 8'd0 || ipsrc1_reg != mip1_reg ||
@@ -497,7 +572,8 @@ always @(posedge clk) begin
     end else if (len2_bad2) begin
         drop3_reg[0] <= 1'b1;
     end
-    csum_c3_reg <= {1'b0, csum_b2_reg} + {2'b00, op2_reg == 2'd0 ? CSUM_K_ACK : CSUM_K_RESP};
+    csum_c3_reg <= {1'b0, csum_b2_reg} + {2'b00, op2_reg == 2'd0 ? CSUM_K_ACK : csum_kr2_reg};
+    mj3_reg <= mj2_reg;
     if (rst) begin
         v3_reg <= 1'b0;
     end
@@ -524,6 +600,8 @@ always @(posedge clk) begin
     rx4_reg <= rx3_reg;
     op4_reg <= op3_reg;
     drop4_reg <= drop3_reg;
+    mj4_reg <= mj3_reg;
+    sj5_reg <= mj4_reg[MJ_W-1 -: JW];
     csum_d4_reg <= {1'b0, csum_c3_reg[15:0]} + {14'd0, csum_c3_reg[18:16]};
 
     v5_reg <= v4_reg;
@@ -531,7 +609,7 @@ always @(posedge clk) begin
     op5_reg <= op4_reg;
     drop5_reg <= drop4_reg;
     meta_push <= v4_reg;
-    meta_push_data <= {drop4_reg == 7'd0,
+    meta_push_data <= {mj4_reg, drop4_reg == 7'd0,
                        ~(csum_d4_reg[15:0] + {15'd0, csum_d4_reg[16]}),
                        bundle4_reg};
     if (rst) begin
@@ -545,6 +623,7 @@ assign stat_rx_push = v5_reg && rx5_reg && op5_reg == 2'd0;
 assign stat_rx_sample = v5_reg && rx5_reg && op5_reg == 2'd1;
 assign stat_rx_update = v5_reg && rx5_reg && op5_reg == 2'd2;
 assign stat_drop = v5_reg ? drop5_reg : 7'd0;
+assign stat_job = sj5_reg;
 
 // meta_in_ready is guaranteed by meta_room
 // verilator lint_off UNUSEDSIGNAL

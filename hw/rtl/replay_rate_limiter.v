@@ -52,11 +52,21 @@ THE SOFTWARE.
  * registered 16 x 16 products summed over two clocks (the bounds follow a
  * new register value 5 clocks later, 2 before), count * SPI two registered
  * 16 x 5 products summed in one.
+ *
+ * Jobs (JOBS > 1): every job has its accumulator and configuration; the
+ * head's job (job) selects which, registered once more (the configuration
+ * with the others, the accumulator into diff_act_reg), so settled rises two
+ * clocks later (RATE_SETTLE 7: the bounds from the head's job's values). insert and sample update the head's job's
+ * accumulator; clear is a mask of jobs.
  */
 module replay_rate_limiter #
 (
     // log2(C), the width of the record index (size is one bit wider)
-    parameter INDEX_W = 14
+    parameter INDEX_W = 14,
+    // Jobs served (JOBS), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1
 )
 (
     input  wire                     clk,
@@ -65,14 +75,15 @@ module replay_rate_limiter #
     /*
      * Configuration (replay_regs)
      */
-    input  wire [31:0]              min_size,
-    input  wire [31:0]              spi,
-    input  wire [31:0]              spi_error,
+    input  wire [JOBS*32-1:0]       min_size,
+    input  wire [JOBS*32-1:0]       spi,
+    input  wire [JOBS*32-1:0]       spi_error,
 
     /*
      * The request at the head of the executor
      */
     input  wire                     idle,     // the executor is idle (no head taken)
+    input  wire [JW-1:0]            job,      // its job
     input  wire [6:0]               count,    // records of a PUSH (bits 4:0), B of a SAMPLE_REQ
     input  wire [INDEX_W:0]         size,     // records held
 
@@ -89,15 +100,15 @@ module replay_rate_limiter #
      */
     input  wire                     insert,   // the PUSH at the head is accepted
     input  wire                     sample,   // the SAMPLE_REQ at the head is served
-    input  wire                     clear,    // RPL_SPI written, or replay reset
-    output wire [63:0]              diff
+    input  wire [JOBS-1:0]          clear,    // per job: RPL_SPI written, or its table emptied
+    output wire [JOBS*64-1:0]       diff
 );
 
 localparam RW = 67;  // offset + error < 2**65, diff + count * SPI < 2**63 + 2**37: 67 signed bits
 // clocks from leaving idle until the head's terms are registered: count (1), its two
 // partial products (2), gain (3), push_sum (4), push_ok (5); one more as margin for the
 // accumulator written as the previous request ends
-localparam [2:0] RATE_SETTLE = 3'd5;
+localparam [2:0] RATE_SETTLE = JOBS > 1 ? 3'd7 : 3'd5;
 
 // bad parameter check
 initial begin
@@ -107,7 +118,9 @@ initial begin
     end
 end
 
-reg [63:0] diff_reg;
+reg [63:0] diff_q[JOBS-1:0];  // every job's accumulator
+wire [63:0] diff_reg;          // the head's job's
+integer k;
 // configuration, registered once here (the register file may sit far away)
 reg [31:0] spi_q_reg, min_size_q_reg, spi_error_q_reg;
 reg spi_zero_reg;
@@ -124,6 +137,7 @@ reg [36:0] gain_reg;
 reg signed [RW-1:0] push_sum_reg, smp_left_reg;
 reg push_ok_reg, smp_rate_ok_reg, min_ok_reg;
 reg [2:0] settle_reg;
+wire [31:0] spi_sel, min_size_sel, spi_error_sel;
 wire signed [RW-1:0] diff_s = {{RW-64{diff_reg[63]}}, diff_reg};
 wire [31:0] size_add32 = {{31-INDEX_W{1'b0}}, size} + {27'd0, count[4:0]};
 
@@ -131,13 +145,38 @@ assign settled = settle_reg == RATE_SETTLE;
 assign can_insert = push_ok_reg;
 assign can_sample = smp_rate_ok_reg;
 assign min_size_ok = min_ok_reg;
-assign diff = diff_reg;
+genvar gj;
+generate
+for (gj = 0; gj < JOBS; gj = gj + 1) begin : g_diff
+    assign diff[64*gj +: 64] = diff_q[gj];
+end
+if (JOBS > 1) begin : g_sel
+    // the head's job's configuration and accumulator, registered once more
+    reg [31:0] spi_s_reg, min_size_s_reg, spi_error_s_reg;
+    reg [63:0] diff_act_reg;
+    always @(posedge clk) begin
+        spi_s_reg <= spi[32*job +: 32];
+        min_size_s_reg <= min_size[32*job +: 32];
+        spi_error_s_reg <= spi_error[32*job +: 32];
+        diff_act_reg <= diff_q[job];
+    end
+    assign diff_reg = diff_act_reg;
+    assign spi_sel = spi_s_reg;
+    assign min_size_sel = min_size_s_reg;
+    assign spi_error_sel = spi_error_s_reg;
+end else begin : g_one
+    assign spi_sel = spi;
+    assign min_size_sel = min_size;
+    assign spi_error_sel = spi_error;
+    assign diff_reg = diff_q[0];
+end
+endgenerate
 
 always @(posedge clk) begin
-    spi_q_reg <= spi;
-    min_size_q_reg <= min_size;
-    spi_error_q_reg <= spi_error;
-    spi_zero_reg <= spi == 32'd0;
+    spi_q_reg <= spi_sel;
+    min_size_q_reg <= min_size_sel;
+    spi_error_q_reg <= spi_error_sel;
+    spi_zero_reg <= spi_sel == 32'd0;
     off_ll_reg <= spi_q_reg[15:0] * min_size_q_reg[15:0];
     off_lh_reg <= spi_q_reg[15:0] * min_size_q_reg[31:16];
     off_hl_reg <= spi_q_reg[31:16] * min_size_q_reg[15:0];
@@ -161,15 +200,19 @@ always @(posedge clk) begin
     end else if (!settled) begin
         settle_reg <= settle_reg + 3'd1;
     end
-    if (clear) begin
-        diff_reg <= 64'd0;
-    end else if (insert) begin
-        diff_reg <= push_sum_reg[63:0];
-    end else if (sample) begin
-        diff_reg <= smp_left_reg[63:0];
+    for (k = 0; k < JOBS; k = k + 1) begin
+        if (clear[k]) begin
+            diff_q[k] <= 64'd0;
+        end else if (insert && job == k[JW-1:0]) begin
+            diff_q[k] <= push_sum_reg[63:0];
+        end else if (sample && job == k[JW-1:0]) begin
+            diff_q[k] <= smp_left_reg[63:0];
+        end
     end
     if (rst) begin
-        diff_reg <= 64'd0;
+        for (k = 0; k < JOBS; k = k + 1) begin
+            diff_q[k] <= 64'd0;
+        end
         settle_reg <= 3'd0;
     end
 end

@@ -47,9 +47,12 @@ THE SOFTWARE.
  *                NOT_YET, count 0, slot = the reason, aux = size (an ack
  *                entry with i[5] set: i[4] sample, i[1:0] reason, prio size)
  *
- * Addresses, ports, seq and the IPv4 checksum come from the request
- * context the entry names (ctx_raddr, read combinationally); the switch's
- * own MAC, IP, UDP port and job from the registers. Byte order on the bus
+ * Addresses, ports, seq, the IPv4 checksum and the request's job (its
+ * JOB_ID, its SAMPLE_RESP's length and last beat from the job's record
+ * size, its table's index mask: a descriptor's index is the record's in
+ * its table) come from the request context the entry names (ctx_raddr,
+ * read combinationally); the switch's own MAC, IP and UDP port from the
+ * registers. Byte order on the bus
  * is little endian (frame byte 0 in bits 7:0).
  *
  * Pipeline: the header and descriptor beats are formed from the queue head
@@ -81,6 +84,10 @@ module replay_responder #
     parameter RECORD_BYTES = 128,
     // log2 of the number of request contexts
     parameter CTX_TAG_W = 2,
+    // Jobs served (JOBS), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
     // Clocks from rec_raddr to its data on rec_rdata (1: a registered block RAM
     // read; 3 with registered, replicated addresses and an output register)
     parameter REC_RD_LAT = 1,
@@ -91,7 +98,7 @@ module replay_responder #
     // Record memory address width (computed; do not override)
     parameter REC_ADDR_W = INDEX_W + (RECORD_BYTES > DATA_WIDTH/8 ? $clog2(RECORD_BYTES*8/DATA_WIDTH) : 1),
     // Width of a request context (computed; do not override)
-    parameter CTX_WIDTH = 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1),
+    parameter CTX_WIDTH = JW + 8 + 16 + 12 + INDEX_W + 48 + 32 + 16 + 8 + 3 + 32 + 16 + 8 + SUM_W + (INDEX_W+1),
     // Width of a response queue entry (computed; do not override)
     parameter RESP_ENTRY_W = 1 + 1 + CTX_TAG_W + 8 + 6 + INDEX_W + 32
 )
@@ -102,7 +109,6 @@ module replay_responder #
     /*
      * Configuration
      */
-    input  wire [7:0]               job_id,
     input  wire [15:0]              udp_port,
     input  wire [31:0]              switch_ip,
     input  wire [47:0]              switch_mac,
@@ -144,13 +150,13 @@ module replay_responder #
     output wire                     stat_tx_ack,
     output wire                     stat_tx_resp,
     output wire                     stat_tx_push_ny,
-    output wire                     stat_tx_sample_ny
+    output wire                     stat_tx_sample_ny,
+    output wire [JW-1:0]            stat_job  // the job of the frame the pulses count
 );
 
 localparam BEAT_BYTES = KEEP_WIDTH;
 localparam HDR_BEATS = 64 / BEAT_BYTES;
 localparam REC_BEAT_W = REC_ADDR_W - INDEX_W;
-localparam RESP_BEATS = HDR_BEATS + HDR_BEATS + RECORD_BYTES / BEAT_BYTES;  // header, descriptor, record
 localparam OUT_ADDR_W = 4;
 localparam BEAT_CNT_W = 12;  // beats of a frame: (128 + 8192) / 32 = 260 at most
 
@@ -160,7 +166,6 @@ localparam BEAT_CNT_W = 12;  // beats of a frame: (128 + 8192) / 32 = 260 at mos
 
 localparam REC_START = 2*HDR_BEATS;
 localparam [BEAT_CNT_W-1:0] ACK_BEATS_B = HDR_BEATS[BEAT_CNT_W-1:0];
-localparam [BEAT_CNT_W-1:0] RESP_BEATS_B = RESP_BEATS[BEAT_CNT_W-1:0];
 localparam [BEAT_CNT_W-1:0] HDR_BEATS_B = HDR_BEATS[BEAT_CNT_W-1:0];
 localparam [BEAT_CNT_W-1:0] REC_START_B = REC_START[BEAT_CNT_W-1:0];
 localparam [BEAT_CNT_W-1:0] BEAT_ONE = 1;
@@ -224,6 +229,12 @@ wire [7:0] c_port = ctx_rdata[INDEX_W+1+SUM_W+59 +: 8];
 wire [15:0] c_udp = ctx_rdata[INDEX_W+1+SUM_W+67 +: 16];
 wire [31:0] c_ip = ctx_rdata[INDEX_W+1+SUM_W+83 +: 32];
 wire [47:0] c_eth = ctx_rdata[INDEX_W+1+SUM_W+115 +: 48];
+localparam CB = INDEX_W + 1 + SUM_W + 163;  // the job's fields
+wire [INDEX_W-1:0] c_mask = ctx_rdata[CB +: INDEX_W];
+wire [BEAT_CNT_W-1:0] c_resp_last = ctx_rdata[CB+INDEX_W +: 12];
+wire [15:0] c_resp_len = ctx_rdata[CB+INDEX_W+12 +: 16];
+wire [7:0] c_jid = ctx_rdata[CB+INDEX_W+28 +: 8];
+assign stat_job = ctx_rdata[CB+INDEX_W+36 +: JW];
 
 // ---------------------------------------------------------------------------
 // beat generation (G1) and output FIFO
@@ -244,14 +255,13 @@ localparam [OUT_ADDR_W+1:0] OUT_LIMIT = (2**OUT_ADDR_W) - 2;
 wire gen_credit = out_used_reg < OUT_LIMIT;
 // last beat of the frame: compared against each constant, then selected, so
 // no subtract/compare carry chain sits between the queue head and rq_pop
-wire beat_is_last = rq_ack ? beat_reg == ACK_BEATS_B - BEAT_ONE : beat_reg == RESP_BEATS_B - BEAT_ONE;
-// frame, IPv4 and UDP lengths: one constant per reply type, selected
+// (a SAMPLE_RESP's last beat and length: the job's, from the context)
+wire beat_is_last = rq_ack ? beat_reg == ACK_BEATS_B - BEAT_ONE : beat_reg == c_resp_last;
+// frame, IPv4 and UDP lengths
 localparam [15:0] ACK_LEN = 16'd64;
-localparam [31:0] RECORD_BYTES32 = RECORD_BYTES;
-localparam [15:0] RESP_LEN = 16'd128 + RECORD_BYTES32[15:0];
-wire [15:0] frame_len = rq_ack ? ACK_LEN : RESP_LEN;
-wire [15:0] ip_len = rq_ack ? ACK_LEN - 16'd14 : RESP_LEN - 16'd14;
-wire [15:0] udp_len = rq_ack ? ACK_LEN - 16'd34 : RESP_LEN - 16'd34;
+wire [15:0] frame_len = rq_ack ? ACK_LEN : c_resp_len;
+wire [15:0] ip_len = frame_len - 16'd14;
+wire [15:0] udp_len = frame_len - 16'd34;
 
 reg [511:0] hdr;
 reg [511:0] desc;
@@ -288,7 +298,7 @@ always @* begin
     hdr[42*8 +: 8] = NRL_VERSION;
     hdr[43*8 +: 8] = rq_ack && !(rq_ny && rq_ny_smp) ? NRL_OP_PUSH_ACK : NRL_OP_SAMPLE_RESP;
     hdr[44*8 +: 8] = rq_ny ? NRL_FLAG_FROM_SWITCH | NRL_FLAG_NOT_YET : NRL_FLAG_FROM_SWITCH;
-    hdr[45*8 +: 8] = job_id;
+    hdr[45*8 +: 8] = c_jid;
     hdr[46*8 +: 16] = be16({13'd0, c_w});
     hdr[48*8 +: 16] = be16({14'd0, rq_ny ? rq_reason : 2'd0});
     hdr[50*8 +: 32] = be32(c_seq);
@@ -296,7 +306,7 @@ always @* begin
     hdr[56*8 +: 32] = be32(rq_ny ? rq_prio : rq_ack ? {{32-INDEX_W{1'b0}}, rq_index} : {26'd0, rq_i});
 
     desc = 512'd0;
-    desc[0 +: 32] = rq_brk ? NRL_NO_INDEX : {{32-INDEX_W{1'b0}}, rq_index};
+    desc[0 +: 32] = rq_brk ? NRL_NO_INDEX : {{32-INDEX_W{1'b0}}, rq_index & c_mask};
     desc[32 +: 32] = rq_prio;
     desc[64 +: 64] = {{64-SUM_W{1'b0}}, c_total};
     desc[128 +: 32] = {24'd0, c_count};

@@ -42,7 +42,10 @@ THE SOFTWARE.
  * The executor names a PUSH's worker when the PUSH is accepted (ch_begin),
  * then each record it writes, in order (ch_rec, index ch_index: one per
  * clock), then its end (ch_end); ch_clear (RPL_RESET taking effect) empties
- * every member's last and count, never the per-record words.
+ * every member's last and count, never the per-record words. Jobs: the
+ * last and count registers are per (job, member) (ch_job names the PUSH's
+ * job, ch_clear is a mask of jobs); the per-record words stay at the
+ * record's memory index, so a walk compares as with one job.
  *
  * Samples: the sum tree's results (r_*, one per clock at most) enter a
  * queue of 2^SMP_Q_ADDR_W (the most samples in flight: each holds at least
@@ -74,6 +77,10 @@ module replay_stack #
     parameter CAPACITY = 16384,
     // log2 of the number of request contexts
     parameter CTX_TAG_W = 2,
+    // Jobs served (JOBS), 1 to 8
+    parameter JOBS = 1,
+    // Width of a job index (computed; do not override)
+    parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
     // log2 of the sample queue depth (the response queue's)
     parameter SMP_Q_ADDR_W = 7,
     // log2(C) (computed; do not override)
@@ -90,8 +97,9 @@ module replay_stack #
     /*
      * Chain writes (replay_executor)
      */
-    input  wire                     ch_clear,
+    input  wire [JOBS-1:0]          ch_clear,
     input  wire                     ch_begin,
+    input  wire [JW-1:0]            ch_job,
     input  wire [2:0]               ch_worker,
     input  wire                     ch_rec,
     input  wire [INDEX_W-1:0]       ch_index,
@@ -116,7 +124,8 @@ module replay_stack #
 );
 
 localparam CH_W = 3 + 32 + 1 + INDEX_W;  // owner, wseq, prev none, prev
-localparam NMEM = 8;
+localparam NMEM = 8 * JOBS;  // (job, member) pairs
+localparam MW = JOBS > 1 ? JW + 3 : 3;
 localparam Q_W = SMP_USER_W + INDEX_W + 32;
 
 initial begin
@@ -137,6 +146,10 @@ reg [31:0] pushed_reg[NMEM-1:0];        // per member: records PUSHed since RPL_
 reg [INDEX_W-1:0] last_reg[NMEM-1:0];   // per member: its last record
 reg [NMEM-1:0] last_none_reg;           // per member: no record since RPL_RESET
 
+// verilator lint_off UNUSEDSIGNAL
+wire [JW+2:0] ch_jw_all = {ch_job, ch_worker};  // (JOBS = 1: the job bit unused)
+// verilator lint_on UNUSEDSIGNAL
+wire [MW-1:0] ch_jw = ch_jw_all[MW-1:0];  // the pair's index (JOBS = 1: the worker)
 reg [2:0] cw_w_reg;                     // the PUSH in progress: worker,
 reg [NMEM-1:0] cw_hot_reg;              // the same worker one-hot (the write-back's enables,
                                         // decoded a clock early: no decoder before them)
@@ -155,10 +168,10 @@ always @(posedge clk) begin
     cw_end_reg <= ch_end;
     if (ch_begin) begin
         cw_w_reg <= ch_worker;
-        cw_hot_reg <= {{(NMEM-1){1'b0}}, 1'b1} << ch_worker;
-        cw_cnt_reg <= pushed_reg[ch_worker];
-        cw_last_reg <= last_reg[ch_worker];
-        cw_none_reg <= last_none_reg[ch_worker];
+        cw_hot_reg <= {{(NMEM-1){1'b0}}, 1'b1} << ch_jw;
+        cw_cnt_reg <= pushed_reg[ch_jw];
+        cw_last_reg <= last_reg[ch_jw];
+        cw_none_reg <= last_none_reg[ch_jw];
     end
     if (ch_rec) begin
         wr_v_reg <= 1'b1;
@@ -175,11 +188,11 @@ always @(posedge clk) begin
             last_none_reg[m] <= cw_none_reg;
         end
     end
-    if (rst || ch_clear) begin
-        for (m = 0; m < NMEM; m = m + 1) begin
+    for (m = 0; m < NMEM; m = m + 1) begin
+        if (rst || ch_clear[m / 8]) begin
             pushed_reg[m] <= 32'd0;
+            last_none_reg[m] <= 1'b1;
         end
-        last_none_reg <= {NMEM{1'b1}};
     end
     if (rst) begin
         wr_v_reg <= 1'b0;

@@ -33,10 +33,12 @@ def rtl_parameters(params: Mapping[str, int]) -> dict[str, int]:
             "AGG_MAX_ELEMS": params["max_elems"],
             "RPL_CAPACITY": params["capacity"],
             "RPL_RECORD_BYTES": params["record_bytes"],
-            "BUILD_HASH": params["build_hash"]}
+            "BUILD_HASH": params["build_hash"],
+            "JOBS": params.get("jobs", 1)}
 
 
 def build_tag(params: Mapping[str, int]) -> str:
     """The name of the build directory of one parameter set."""
+    jobs = params.get("jobs", 1)
     return (f"conf_c{params['capacity']}_r{params['record_bytes']}_s{params['max_slots']}"
-            f"_e{params['max_elems']}_h{params['build_hash']:x}")
+            f"_e{params['max_elems']}_h{params['build_hash']:x}" + (f"_j{jobs}" if jobs > 1 else ""))

@@ -294,7 +294,7 @@ class PipeMonitor:
         cocotb.start_soon(self._run())
 
     async def _run(self) -> None:
-        tree = self.dut.tree_inst
+        tree = self.dut.smp_inst.tree_inst
         rrun = urun = 0
         out_busy = False
         while True:
@@ -536,7 +536,7 @@ class BenchMonitor:
 
     async def _run(self) -> None:
         dut = self.dut
-        tree = dut.tree_inst
+        tree = dut.smp_inst.tree_inst
         while True:
             await RisingEdge(dut.clk)
             self.clock += 1

@@ -100,7 +100,7 @@ class SwitchModel(AggregationBlock, ReplayBlock):
         Value of ``BUILD_HASH`` (32 bits).
     jobs:
         ``JOBS``, jobs served at once, 1 to ``MAX_JOBS`` (section 11): one register page,
-        counter set, slot range and replay table each; 1 is the RTL's (a fixed share).
+        counter set, slot range and replay table each; 1 has a fixed share (the RTL's default).
 
     Attributes
     ----------
