@@ -11,6 +11,8 @@ the reference model.
 * Two :class:`~hostdrv.client.aggregator.Aggregator` workers all-reduce through
   ``sim://`` (the soft switch's server running the RTL) and get the model's
   sum bit for bit.
+* A ``JOBS`` = 4 build plays a conformance vector of several jobs and tables through
+  :class:`~hostdrv.switch.rtl.RtlSwitch` exactly as the model.
 
 The Verilator build is cached in ``sim_build/rtlsim/`` (the first run
 compiles for about a minute; later runs load the cached model).
@@ -29,6 +31,7 @@ from toolcheck import require_module, require_tool
 from hostdrv.client.aggregator import Aggregator
 from hostdrv.client.control import SwitchControl
 from hostdrv.client.replay import ReplayClient
+from hostdrv.switch import conformance as K
 from hostdrv.switch.reference import SwitchModel, fp32_add
 from hostdrv.switch.rtl import RtlSwitch, build_rtl
 from hostdrv.switch.sim import DEFAULT_PARAMS, SimSwitch
@@ -42,6 +45,7 @@ from sim.common.switch_scenario import (
     l2_frames,
     rpl_frames,
 )
+from sim.conformance import rtl_parameters
 
 TOP = "nrl_switch"
 PARAMS = dict(DEFAULT_PARAMS[TOP])
@@ -230,3 +234,25 @@ def test_job_pages_and_table(rtl: RtlSwitch) -> None:
             rtl.write(addr, 1)
         with pytest.raises(ValueError):
             rtl.read("JOB_LEASE", job=page)
+
+
+def test_several_jobs_on_the_sim_switch() -> None:
+    """nrl_switch built with ``JOBS`` = 4 behind :class:`RtlSwitch` (what ``netfpga-simswitch
+    --param JOBS=4`` serves) plays a conformance vector of several jobs (protocol section 11:
+    three jobs carved out of the slot and record memories, interleaved aggregation and replay,
+    refused carvings, jobs disabled and re-enabled) exactly as the model: every result, every
+    page's counters after every operation and every register at the end. The host-side
+    register checks (:meth:`RtlSwitch.write`'s validator) judge the share rules as the model
+    with the RTL's memories."""
+    require_tool("verilator", "hostdrv.switch.rtl's Verilator build of the switch")
+    require_module("pyverilator", "hostdrv.switch.rtl's Verilator build of the switch")
+    vector = K.rtl_vector(next(v for v in K.vectors() if v.name.startswith("jobs")))
+    params = rtl_parameters(vector.params)
+    build_rtl(TOP, params)
+    sw = RtlSwitch(TOP, params)
+    try:
+        assert sw.jobs == 4 == sw.read("JOBS")
+        got = K.run(vector, sw)
+    finally:
+        sw.close()
+    assert K.compare(vector, K.run(vector, SwitchModel(**vector.params)), got) == ""

@@ -348,9 +348,20 @@ class RtlSwitch:
         elif r.name == "CTRL" and int(value) & _CTRL_CLEAR:
             self._host_counts.clear()
 
-    def counters(self) -> dict[str, int]:
-        """Every ``CNT_*`` register by name, read over AXI4-Lite (register map order)."""
-        return {name: self.read(name) for name in regmap.COUNTERS}
+    def counters(self, job: int = 0) -> dict[str, int]:
+        """Every ``CNT_*`` register of job ``job``'s page by name, read over AXI4-Lite (register
+        map order), as :meth:`SwitchModel.counters`: a global counter (``CNT_PASS``) is a
+        register of page 0 only, so another page's reads 0, as the model's copy there does.
+
+        Raises
+        ------
+        ValueError
+            For a job this RTL does not serve (``JOBS``).
+        """
+        if isinstance(job, bool) or not isinstance(job, int) or not 0 <= job < self.jobs:
+            raise ValueError(f"job {job!r} out of range 0 .. {self.jobs - 1}")
+        return {name: self.read(name, job=job) if job == 0 or regmap.REGISTERS[name].job else 0
+                for name in regmap.COUNTERS}
 
     # -- frames --------------------------------------------------------------------------
     def process(self, frame: bytes | bytearray | memoryview, src_port: int) -> list[Egress]:
