@@ -450,8 +450,7 @@ reg v1_reg;
 // PUSH payload bytes count0 * R, R the job's record size (a count above 16 is
 // BAD_COUNT, which precedes the payload length check: its 5 bits suffice)
 wire [7:0] rb64_0 = jw0[RJ_RB +: 8];
-wire [12:0] prod64_0 = count0[4:0] * rb64_0;
-wire [18:0] prod0 = {prod64_0, 6'd0};
+wire [12:0] prod64_0 = count0[4:0] * rb64_0;  // registered (prod1_reg), then shifted
 // the job's values the meta entry carries: index, JOB_ID, record size / 64,
 // log2 of the table size, base
 localparam MJ_W = JW + 8 + 8 + 5 + INDEX_W;
@@ -469,8 +468,7 @@ reg [7:0] port1_reg, mport1_reg;
 reg [31:0] mip1_reg;
 reg [15:0] mudp1_reg;
 reg [16:0] csum_a1_reg, csum_k1_reg;
-reg [15:0] prod1_reg;  // count * R, low 16 bits
-reg big1_reg;          // count * R + 128 does not fit 16 bits
+reg [12:0] prod1_reg;  // count * R / 64
 
 always @(posedge clk) begin
     v1_reg <= v0;
@@ -495,8 +493,7 @@ always @(posedge clk) begin
     mudp1_reg <= jw0[RJ_UDP + w0*16 +: 16];
     csum_a1_reg <= {1'b0, ipsrc0[31:16]} + {1'b0, ipsrc0[15:0]};
     csum_k1_reg <= {1'b0, switch_ip[31:16]} + {1'b0, switch_ip[15:0]};
-    prod1_reg <= prod0[15:0];
-    big1_reg <= prod0 > 19'd65407;
+    prod1_reg <= prod64_0;
     if (rst) begin
         v1_reg <= 1'b0;
     end
@@ -527,10 +524,11 @@ always @(posedge clk) begin
                   (mudp1_reg != 16'd0 && udpsrc1_reg != mudp1_reg);
     cnt_bad2_reg <= cnt_bad1_reg;
     n2_reg <= n1_reg;
-    exp2_reg <= op1_reg == 2'd0 ? prod1_reg + (LEN_PAYLOAD + LEN_BLOCK) :
+    exp2_reg <= op1_reg == 2'd0 ? {prod1_reg[9:0], 6'd0} + (LEN_PAYLOAD + LEN_BLOCK) :
                 op1_reg == 2'd1 ? LEN_PAYLOAD :
                 {count1_reg[12:0], 3'd0} + LEN_PAYLOAD;
-    exp_big2_reg <= op1_reg == 2'd0 ? big1_reg : (op1_reg == 2'd2 && count1_reg[15:13] != 3'd0);
+    // count * R + 128 does not fit 16 bits: count * R / 64 >= 1022
+    exp_big2_reg <= op1_reg == 2'd0 ? prod1_reg >= 13'd1022 : (op1_reg == 2'd2 && count1_reg[15:13] != 3'd0);
     csum_b2_reg <= {1'b0, csum_a1_reg} + {1'b0, csum_k1_reg};
     if (rst) begin
         v2_reg <= 1'b0;

@@ -255,8 +255,11 @@ localparam [OUT_ADDR_W+1:0] OUT_LIMIT = (2**OUT_ADDR_W) - 2;
 wire gen_credit = out_used_reg < OUT_LIMIT;
 // last beat of the frame: compared against each constant, then selected, so
 // no subtract/compare carry chain sits between the queue head and rq_pop
-// (a SAMPLE_RESP's last beat and length: the job's, from the context)
-wire beat_is_last = rq_ack ? beat_reg == ACK_BEATS_B - BEAT_ONE : beat_reg == c_resp_last;
+// a SAMPLE_RESP's last beat is the job's, from the context: compared a clock ahead, for the
+// beat after the one issued (a SAMPLE_RESP's first beat is never its last: it has at least
+// three), so no compare sits between the context read and rq_pop / ctx_free
+reg resp_last_hit_reg;
+wire beat_is_last = rq_ack ? beat_reg == ACK_BEATS_B - BEAT_ONE : resp_last_hit_reg;
 // frame, IPv4 and UDP lengths
 localparam [15:0] ACK_LEN = 16'd64;
 wire [15:0] frame_len = rq_ack ? ACK_LEN : c_resp_len;
@@ -351,6 +354,9 @@ end
 
 always @(posedge clk) begin
     beat_reg <= beat_next;
+    if (gen_go) begin
+        resp_last_hit_reg <= !beat_is_last && beat_next == c_resp_last;
+    end
     g1_v_reg <= gen_go;
     g1_rec_reg <= beat_reg >= REC_START_B;
     g1_last_reg <= beat_is_last;
@@ -362,6 +368,7 @@ always @(posedge clk) begin
                     {{OUT_ADDR_W+1{1'b0}}, m_axis_tvalid && m_axis_tready};
     if (rst) begin
         beat_reg <= {BEAT_CNT_W{1'b0}};
+        resp_last_hit_reg <= 1'b0;
         g1_v_reg <= 1'b0;
         out_used_reg <= {OUT_ADDR_W+2{1'b0}};
     end
