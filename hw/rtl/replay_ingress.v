@@ -436,7 +436,13 @@ wire is_push0 = op0 == NRL_OP_PUSH;
 wire is_sample0 = op0 == NRL_OP_SAMPLE_REQ;
 wire [1:0] op2_0 = is_push0 ? 2'd0 : (is_sample0 ? 2'd1 : 2'd2);
 // verilator lint_off UNUSEDSIGNAL
-wire [2:0] role0 = jw0[RJ_ROLE + w0*3 +: 3];  // bit 0 (aggregation) is not a replay role
+// the job's member table, its fields sliced first (a variable select on the whole word
+// would be a shifter across it)
+wire [8*8-1:0] m_port0 = jw0[RJ_PORT +: 64];
+wire [8*32-1:0] m_ip0 = jw0[RJ_IP +: 256];
+wire [8*16-1:0] m_udp0 = jw0[RJ_UDP +: 128];
+wire [8*3-1:0] m_role0 = jw0[RJ_ROLE +: 24];
+wire [2:0] role0 = m_role0[w0*3 +: 3];  // bit 0 (aggregation) is not a replay role
 // verilator lint_on UNUSEDSIGNAL
 wire role_ok0 = is_push0 ? role0[1] : role0[2];
 wire cnt_pow2_0 = count0 == 16'd1 || count0 == 16'd2 || count0 == 16'd4 ||
@@ -488,9 +494,9 @@ always @(posedge clk) begin
     count1_reg <= count0;
     ipsrc1_reg <= ipsrc0;
     port1_reg <= port0;
-    mport1_reg <= jw0[RJ_PORT + w0*8 +: 8];
-    mip1_reg <= jw0[RJ_IP + w0*32 +: 32];
-    mudp1_reg <= jw0[RJ_UDP + w0*16 +: 16];
+    mport1_reg <= m_port0[w0*8 +: 8];
+    mip1_reg <= m_ip0[w0*32 +: 32];
+    mudp1_reg <= m_udp0[w0*16 +: 16];
     csum_a1_reg <= {1'b0, ipsrc0[31:16]} + {1'b0, ipsrc0[15:0]};
     csum_k1_reg <= {1'b0, switch_ip[31:16]} + {1'b0, switch_ip[15:0]};
     prod1_reg <= prod64_0;
