@@ -381,20 +381,25 @@ end
 // the frame's job (replay_job): two stages between stage 0 and stage 1; the
 // header checks' flags are delayed as much
 
-localparam S0_W = 16 + 16 + 16 + 32 + 32 + 48 + 8 + 8 + 1 + 16 + PAY_BEATS_W + 32;
+localparam S0_W = 16 + 16 + 16 + 32 + 32 + 48 + 8 + 8 + 1 + 3 + PAY_BEATS_W + 4 + 7;
 
 wire v0;
 wire [S0_W-1:0] s0_bus;
 wire j_found0;
 wire [JW-1:0] j_idx0;
 wire [RJ_W-1:0] jw0;
-wire [15:0] n0, udpsrc0, count0, worker0;
-wire [31:0] ipsrc0, seq0, aux0;
+wire [15:0] n0, udpsrc0, count0;
+wire [31:0] ipsrc0, seq0;
+wire [2:0] w0;    // the worker's low bits (wbig0: the others)
+wire [3:0] aux0;  // aux's low bits (aux_big0, aux_one0: the others)
 wire [47:0] ethsrc0;
 wire [7:0] op0, port0;
 wire prio0;
 wire [PAY_BEATS_W-1:0] plb0;
-assign {n0, udpsrc0, count0, ipsrc0, seq0, ethsrc0, op0, port0, prio0, worker0, plb0, aux0} = s0_bus;
+// the count, aux and worker compares, made as the values enter the lookup (flags travel)
+wire cz0, cgt_push0, cgt_pairs0, cpow2_0, aux_big0, aux_one0, wbig0;
+assign {n0, udpsrc0, count0, ipsrc0, seq0, ethsrc0, op0, port0, prio0, w0, plb0, aux0,
+        cz0, cgt_push0, cgt_pairs0, cpow2_0, aux_big0, aux_one0, wbig0} = s0_bus;
 
 replay_job #(
     .JOBS(JOBS),
@@ -409,7 +414,12 @@ job_inst (
     .in_job(job0_reg),
     .in_job_ok(n0_reg > NRL_OFF_JOB[15:0]),
     .in_bus({n0_reg, udpsrc0_reg, count0_reg, ipsrc0_reg, seq0_reg, ethsrc0_reg, op0_reg,
-             port0_reg, prio0_reg, worker0_reg, plb0_reg, aux0_reg}),
+             port0_reg, prio0_reg, worker0_reg[2:0], plb0_reg, aux0_reg[3:0],
+             count0_reg == 16'd0, count0_reg > MAX_PUSH16, count0_reg > MAX_PAIRS16,
+             count0_reg == 16'd1 || count0_reg == 16'd2 || count0_reg == 16'd4 ||
+             count0_reg == 16'd8 || count0_reg == 16'd16 || count0_reg == 16'd32 ||
+             count0_reg == MAX_BATCH16,
+             aux0_reg > NRL_MAX_STACK, aux0_reg[31:1] == 31'd0, worker0_reg[15:3] != 13'd0}),
     .out_v(v0),
     .out_bus(s0_bus),
     .out_found(j_found0),
@@ -431,7 +441,6 @@ end
 
 localparam BUNDLE_W = 4 + 2 + 1 + 3 + 32 + 8 + 48 + 32 + 16 + 8 + PAY_BEATS_W;
 
-wire [2:0] w0 = worker0[2:0];
 wire is_push0 = op0 == NRL_OP_PUSH;
 wire is_sample0 = op0 == NRL_OP_SAMPLE_REQ;
 wire [1:0] op2_0 = is_push0 ? 2'd0 : (is_sample0 ? 2'd1 : 2'd2);
@@ -445,12 +454,8 @@ wire [8*3-1:0] m_role0 = jw0[RJ_ROLE +: 24];
 wire [2:0] role0 = m_role0[w0*3 +: 3];  // bit 0 (aggregation) is not a replay role
 // verilator lint_on UNUSEDSIGNAL
 wire role_ok0 = is_push0 ? role0[1] : role0[2];
-wire cnt_pow2_0 = count0 == 16'd1 || count0 == 16'd2 || count0 == 16'd4 ||
-                  count0 == 16'd8 || count0 == 16'd16 || count0 == 16'd32 ||
-                  count0 == MAX_BATCH16;
 // the stack depth: 2 .. MAX_STACK, 0 for aux 0 or 1 (one record per sample)
-wire aux_big0 = aux0 > NRL_MAX_STACK;
-wire [3:0] stk0 = is_sample0 && aux0[31:1] != 31'd0 && !aux_big0 ? aux0[3:0] : 4'd0;
+wire [3:0] stk0 = is_sample0 && !aux_one0 && !aux_big0 ? aux0 : 4'd0;
 
 reg v1_reg;
 // PUSH payload bytes count0 * R, R the job's record size (a count above 16 is
@@ -485,10 +490,9 @@ always @(posedge clk) begin
     dis1_reg <= !rpl_enable || jw0[RJ_NOTAB];
     mj1_reg <= mj0;
     csum_kr1_reg <= CSUM_K_RESP0 + {3'd0, rb64_0, 6'd0};
-    unknown1_reg <= worker0[15:3] != 13'd0 || !role_ok0;
-    cnt_bad1_reg <= is_push0 ? (count0 == 16'd0 || count0 > MAX_PUSH16) :
-                    is_sample0 ? !cnt_pow2_0 || aux_big0 :
-                    (count0 == 16'd0 || count0 > MAX_PAIRS16);
+    unknown1_reg <= wbig0 || !role_ok0;
+    cnt_bad1_reg <= is_push0 ? (cz0 || cgt_push0) : is_sample0 ? !cpow2_0 || aux_big0 :
+                    (cz0 || cgt_pairs0);
     n1_reg <= n0;
     udpsrc1_reg <= udpsrc0;
     count1_reg <= count0;
