@@ -54,9 +54,10 @@ THE SOFTWARE.
  * (registered), the register port S0_AXI (the input arbiter's window in
  * the reference design, at 0x44010000) carries the switch's register
  * map (its low 16 address bits: a 12-bit offset in a job page, bits 15:12
- * the page, docs/protocol.md section 11; the switch serves one job, so an
- * address outside page 0 answers SLVERR, and the reference's 4 KB M01 window
- * reaches page 0 alone), and S1_AXI/S2_AXI (output port lookup and
+ * the page, docs/protocol.md section 11; the switch serves JOBS jobs, 1 by
+ * default, so an address outside pages 0 .. JOBS-1 answers SLVERR, and the
+ * reference's 4 KB M01 window reaches page 0 alone: a JOBS > 1 bitstream
+ * needs that window widened to 64 KB in the block design), and S1_AXI/S2_AXI (output port lookup and
  * output queues windows) answer with zeros. The whole design runs on
  * axis_aclk: in the reference top.v axi_aclk is the same 200 MHz clock
  * (clk_200), the AXI interconnect in control_sub crossing from the 100 MHz
@@ -98,7 +99,10 @@ module nf_nrl_top #
     // Width of the replay AXI4 master IDs (RPL_REC_STORE = 1)
     parameter RPL_AXI_ID_WIDTH     = 1,
     // Byte address of replay record 0 (RPL_REC_STORE = 1)
-    parameter RPL_AXI_BASE_ADDR    = 0
+    parameter RPL_AXI_BASE_ADDR    = 0,
+    // Jobs served at once (nrl_switch JOBS, 1 to 8; RPL_REC_STORE = 0 with JOBS > 1): the
+    // reference design's 4 KB register window reaches page 0 alone (see above)
+    parameter JOBS                 = 1
 )
 (
     // Datapath clock and reset (SUME: clk_200, active low)
@@ -368,7 +372,8 @@ nrl_switch #(
     .RPL_REC_STORE(RPL_REC_STORE),
     .RPL_AXI_ADDR_WIDTH(RPL_AXI_ADDR_WIDTH),
     .RPL_AXI_ID_WIDTH(RPL_AXI_ID_WIDTH),
-    .RPL_AXI_BASE_ADDR(RPL_AXI_BASE_ADDR)
+    .RPL_AXI_BASE_ADDR(RPL_AXI_BASE_ADDR),
+    .JOBS(JOBS)
 )
 nrl_switch_inst (
     .clk(axis_aclk),
