@@ -515,7 +515,9 @@ end
 reg v2_reg;
 reg [BUNDLE_W-1:0] bundle2_reg;
 reg [1:0] op2_reg;
-reg job_bad2_reg, dis2_reg, unknown2_reg, spoof2_reg, cnt_bad2_reg;
+reg job_bad2_reg, dis2_reg, unknown2_reg, cnt_bad2_reg;
+// SPOOFED, its three terms registered apart: port, IPv4 address, UDP port
+reg sp_port2_reg, sp_ip2_reg, sp_udp2_reg;
 reg [15:0] n2_reg;
 reg [15:0] exp2_reg;  // frame length the opcode and count imply
 reg exp_big2_reg;
@@ -530,8 +532,9 @@ always @(posedge clk) begin
     csum_kr2_reg <= csum_kr1_reg;
     dis2_reg <= dis1_reg;
     unknown2_reg <= unknown1_reg;
-    spoof2_reg <= (port1_reg & mport1_reg) == 8'd0 || ipsrc1_reg != mip1_reg ||
-                  (mudp1_reg != 16'd0 && udpsrc1_reg != mudp1_reg);
+    sp_port2_reg <= (port1_reg & mport1_reg) == 8'd0;
+    sp_ip2_reg <= ipsrc1_reg != mip1_reg;
+    sp_udp2_reg <= mudp1_reg != 16'd0 && udpsrc1_reg != mudp1_reg;
     cnt_bad2_reg <= cnt_bad1_reg;
     n2_reg <= n1_reg;
     exp2_reg <= op1_reg == 2'd0 ? {prod1_reg[9:0], 6'd0} + (LEN_PAYLOAD + LEN_BLOCK) :
@@ -573,7 +576,7 @@ always @(posedge clk) begin
         drop3_reg[3] <= 1'b1;
     end else if (unknown2_reg) begin
         drop3_reg[4] <= 1'b1;
-    end else if (spoof2_reg) begin
+    end else if (sp_port2_reg || sp_ip2_reg || sp_udp2_reg) begin
         drop3_reg[5] <= 1'b1;
     end else if (cnt_bad2_reg) begin
         drop3_reg[6] <= 1'b1;
