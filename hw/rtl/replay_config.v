@@ -177,11 +177,25 @@ for (gj = 0; gj < JOBS; gj = gj + 1) begin : g_job
     assign w[RJ_UDP +: 128] = member_udp[128*gj +: 128];
     assign w[RJ_ROLE +: 24] = member_role[24*gj +: 24];
     if (JOBS > 1) begin : g_row
-        assign w[RJ_ID +: 8] = job_id[8*gj +: 8];
-        assign w[RJ_RB +: 8] = job_rpl_record[14*gj + 6 +: 8];
-        assign w[RJ_LCAP +: 5] = log2p(job_rpl_cap[32*gj +: 32]);
-        assign w[RJ_BASE +: 17] = {{17-INDEX_W{1'b0}}, job_rpl_base[32*gj +: INDEX_W]};
-        assign w[RJ_NOTAB] = job_rpl_cap[32*gj +: 32] == 32'd0;
+        // the row's values, registered (a row changes only with a register write, whose
+        // effects reach the engine a clock or more later: table_carve is taken from a
+        // registered pending mask; the write's response follows)
+        reg [7:0] id_reg, rb_reg;
+        reg [4:0] lcap_reg;
+        reg [INDEX_W-1:0] base_reg;
+        reg notab_reg;
+        always @(posedge clk) begin
+            id_reg <= job_id[8*gj +: 8];
+            rb_reg <= job_rpl_record[14*gj + 6 +: 8];
+            lcap_reg <= log2p(job_rpl_cap[32*gj +: 32]);
+            base_reg <= job_rpl_base[32*gj +: INDEX_W];
+            notab_reg <= job_rpl_cap[32*gj +: 32] == 32'd0;
+        end
+        assign w[RJ_ID +: 8] = id_reg;
+        assign w[RJ_RB +: 8] = rb_reg;
+        assign w[RJ_LCAP +: 5] = lcap_reg;
+        assign w[RJ_BASE +: 17] = {{17-INDEX_W{1'b0}}, base_reg};
+        assign w[RJ_NOTAB] = notab_reg;
         assign jobs_enable[gj] = job_enable[gj];
     end else begin : g_fixed
         assign w[RJ_ID +: 8] = cfg_job_id;
