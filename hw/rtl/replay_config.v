@@ -140,14 +140,18 @@ localparam [31:0] RB64_32 = RECORD_BYTES / 64;
 localparam [7:0] RB64 = RB64_32[7:0];
 localparam [4:0] LCAP = INDEX_W[4:0];
 
-// log2 of a power of two (JOB_RPL_CAP; 0 for 0)
+// log2 of a power of two (JOB_RPL_CAP, 0 or a power of two up to RPL_CAPACITY: the job
+// table refuses any other value; 0 for 0): each bit of the result is an OR of the input
+// bits whose index has it set, no priority chain
 function [4:0] log2p(input [31:0] c);
-    integer b;
+    integer b, k;
     begin
         log2p = 5'd0;
-        for (b = 0; b < 32; b = b + 1) begin
-            if (c[b]) begin
-                log2p = b[4:0];
+        for (k = 0; k < 5; k = k + 1) begin
+            for (b = 0; b < 32; b = b + 1) begin
+                if (((b >> k) & 1) != 0) begin
+                    log2p[k] = log2p[k] | c[b];
+                end
             end
         end
     end

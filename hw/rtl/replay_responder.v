@@ -355,7 +355,8 @@ end
 always @(posedge clk) begin
     beat_reg <= beat_next;
     if (gen_go) begin
-        resp_last_hit_reg <= !beat_is_last && beat_next == c_resp_last;
+        // (after a frame's last beat beat_next is 0, below any SAMPLE_RESP's last: false)
+        resp_last_hit_reg <= beat_next == c_resp_last;
     end
     g1_v_reg <= gen_go;
     g1_rec_reg <= beat_reg >= REC_START_B;
