@@ -208,8 +208,13 @@ wire [31:0] size_add32 = {{31-INDEX_W{1'b0}}, cur_size} + {27'd0, count[4:0]};
 wire [31:0] wp_add32 = {{32-INDEX_W{1'b0}}, wp} + {27'd0, count[4:0]};
 // verilator lint_on UNUSEDSIGNAL
 wire [INDEX_W-1:0] wp_end = wp_add32[INDEX_W-1:0] & mask;
-assign pend = pend_reg != {JOBS{1'b0}};
-assign rj_hot = {{JOBS-1{1'b0}}, 1'b1} << rj_c;
+// the job taken (rj): with JOBS > 1 the lowest pending one, registered (its bit stays set
+// until it is taken, so the registered choice is a pending job; pend waits for it)
+reg [JW-1:0] rj_reg;
+reg pend_ok_reg;
+wire [JW-1:0] rj = JOBS > 1 ? rj_reg : rj_c;
+assign pend = JOBS > 1 ? pend_ok_reg && pend_reg[rj_reg] : pend_reg != {JOBS{1'b0}};
+assign rj_hot = {{JOBS-1{1'b0}}, 1'b1} << rj;
 
 // the lowest job with a reset pending (one table is emptied at a time)
 always @* begin
@@ -250,6 +255,8 @@ endgenerate
 
 always @(posedge clk) begin
     pend_reg <= (pend_reg & ~(rst_do ? rj_hot : {JOBS{1'b0}})) | rpl_reset;
+    rj_reg <= rj_c;
+    pend_ok_reg <= pend_reg != {JOBS{1'b0}};
     size_sat_reg <= size_add32 > {{31-INDEX_W{1'b0}}, cap} ? cap : size_add32[INDEX_W:0];
     if (idle) begin
         wp <= wp_q[m_job];
@@ -276,15 +283,16 @@ always @(posedge clk) begin
         zero_left_reg <= zero_left_reg - 1'b1;
     end
     if (rst_do) begin
-        wp_q[rj_c] <= {INDEX_W{1'b0}};
-        size_q[rj_c] <= {INDEX_W+1{1'b0}};
-        if (JOBS > 1 && !jobs_notab[rj_c]) begin
-            zero_idx_reg <= jobs_base[rj_c*INDEX_W +: INDEX_W];
-            zero_left_reg <= {{INDEX_W{1'b0}}, 1'b1} << jobs_lcap[rj_c*5 +: 5];
+        wp_q[rj] <= {INDEX_W{1'b0}};
+        size_q[rj] <= {INDEX_W+1{1'b0}};
+        if (JOBS > 1 && !jobs_notab[rj]) begin
+            zero_idx_reg <= jobs_base[rj*INDEX_W +: INDEX_W];
+            zero_left_reg <= {{INDEX_W{1'b0}}, 1'b1} << jobs_lcap[rj*5 +: 5];
         end
     end
     if (rst) begin
         pend_reg <= {JOBS{1'b0}};
+        pend_ok_reg <= 1'b0;
         zero_left_reg <= {INDEX_W+1{1'b0}};
         for (k = 0; k < JOBS; k = k + 1) begin
             wp_q[k] <= {INDEX_W{1'b0}};
