@@ -311,7 +311,8 @@ end
 endgenerate
 
 reg            d2_valid_reg;
-reg            d2_cfg_ok_reg;  // checks 3..10 pass
+reg            d2_cfg_ok_a_reg;  // checks 3..7 pass (BAD_JOB .. BAD_COUNT)
+reg            d2_cfg_ok_b_reg;  // checks 8..10 and AHEAD pass
 reg            d2_fail_job_reg;
 reg            d2_fail_dis_reg;
 reg            d2_fail_unk_reg;
@@ -358,8 +359,8 @@ reg [7:0]      d2_port_reg;
 
 always @(posedge clk) begin
     d2_valid_reg <= d1_valid;
-    d2_cfg_ok_reg <= !(fail_job || fail_dis || fail_unk || fail_spoof || fail_cnt || fail_len2
-                       || fail_dtype || fail_slot || fail_ahead);
+    d2_cfg_ok_a_reg <= !(fail_job || fail_dis || fail_unk || fail_spoof || fail_cnt);
+    d2_cfg_ok_b_reg <= !(fail_len2 || fail_dtype || fail_slot || fail_ahead);
     d2_fail_job_reg <= fail_job;
     d2_fail_dis_reg <= fail_dis;
     d2_fail_unk_reg <= fail_unk;
@@ -434,9 +435,9 @@ wire pass_to_slot = pass_to_dtype && !d2_fail_dtype_reg;
 wire drop_slot = pass_to_slot && d2_fail_slot_reg;
 wire pass_to_ahead = pass_to_slot && !d2_fail_slot_reg;
 wire drop_ahead = pass_to_ahead && d2_fail_ahead_reg;
-// (checks 3..10 and AHEAD all passed: one register, so the reply logic sees a
-// short chain)
-wire checks_ok = pass_to_job && d2_cfg_ok_reg;
+// (checks 3..10 and AHEAD all passed: two registers, so the reply logic sees a
+// short chain, and the OR before them is half as wide: it was the switch's worst path)
+wire checks_ok = pass_to_job && d2_cfg_ok_a_reg && d2_cfg_ok_b_reg;
 
 // GRADIENT, section 4 steps 1-7 (AHEAD, a header-only check, is above)
 wire stale_lag = cfg_mode_reg && (d2_lag_gt_hi_reg || (d2_lag_eq_hi_reg && d2_lag_gt_lo_reg));
