@@ -111,10 +111,12 @@ class Trace:
 
 
 def _counters(switch: Switch, jobs: int) -> dict[str, int]:
-    """Every page's counters: job 0's by name, job j's as ``NAME@j``."""
+    """Every page's counters: job 0's by name, job j's as ``NAME@j`` (its job registers: a
+    global counter such as ``CNT_PASS`` is a register of page 0 only)."""
     out = dict(switch.counters())
     for j in range(1, jobs):
-        out.update({f"{k}@{j}": v for k, v in switch.counters(j).items()})
+        out.update({f"{k}@{j}": v for k, v in switch.counters(j).items()
+                    if regmap.REGISTERS[k].job})
     return out
 
 

@@ -55,9 +55,7 @@ THE SOFTWARE.
  * a PUSH's length and the SAMPLE_RESP's checksum take the job's record
  * size, and the meta entry carries the job's values.
  *
- * Meta entry (LSB first): plb, port, udp_src, ip_src, eth_src, count,
- * seq, worker, prio, op, stk, csum, ok, then the job's: base, log2 of the
- * table size, record size / 64, JOB_ID, job index. stk is a SAMPLE_REQ's stack depth
+ * Meta entry: replay_meta.vh (its fields, LSB first). stk is a SAMPLE_REQ's stack depth
  * k (aux) when 2 <= k <= MAX_STACK, else 0 (k = 0 or 1: one record per
  * sample); a SAMPLE_REQ with aux > MAX_STACK is dropped as BAD_COUNT.
  */
@@ -148,6 +146,8 @@ localparam [PAY_BEATS_W-1:0] MAX_PAY_BEATS_CNT = MAX_PL_BEATS[PAY_BEATS_W-1:0];
 // verilator lint_off UNUSEDPARAM
 `include "nrl_protocol.vh"
 `include "replay_job.vh"
+localparam PL_BEATS_W = PAY_BEATS_W;
+`include "replay_meta.vh"  // the entry this module writes (meta_push_data)
 // verilator lint_on UNUSEDPARAM
 
 // frame byte offsets of the Ethernet and IPv4 fields the member checks and the replies read
@@ -169,6 +169,10 @@ localparam [16:0] CSUM_K_ACK = CSUM_FIXED + 17'd50;
 localparam [16:0] CSUM_K_RESP0 = CSUM_FIXED + 17'd114;
 
 initial begin
+    if (META_WIDTH != MO_W_ALL) begin
+        $error("Error: META_WIDTH must be replay_meta.vh's entry width (instance %m)");
+        $finish;
+    end
     if (DATA_WIDTH != 256 && DATA_WIDTH != 512) begin
         $error("Error: DATA_WIDTH must be 256 or 512 (instance %m)");
         $finish;
