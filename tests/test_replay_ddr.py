@@ -19,6 +19,12 @@ simulators): 8,200 PUSHes of 16 records through the lean beat driver, past
 (the draw scale of a prioritized batch of one) needs its 49th bit; then
 uniform and prioritized SAMPLEs and UPDATEs in the upper half. The default
 run builds the same configuration on Verilator with 64 PUSHes only.
+
+Several jobs (``JOBS`` = 4, ``sim/replay_engine/test_replay_multijob.py`` with the AXI RAM):
+each job's table of records of its own size (64 bytes to R) in AXI memory, every frame, counter
+and register of every job against ``SwitchModel(jobs=4)`` and each table's records checked in
+place: C = 64, R = 256 on a 256-bit bus (Verilator by default, Icarus under ``slow``), and
+R = 8192 on a 512-bit bus (records of one or two bursts, sizes mixed; Verilator by default).
 """
 
 from __future__ import annotations
@@ -50,6 +56,16 @@ CASES = [
 ]
 
 
+# (simulator, configuration, workload environment) of the several-job store: R = 256 (one
+# burst a record) in full; R = 8192 (records of 1..128 beats, one or two bursts) shorter
+JOBS_CASES = [
+    pytest.param("verilator", (256, 64, 256), {}, id="verilator-w256_c64_r256"),
+    pytest.param("icarus", (256, 64, 256), {}, id="icarus-w256_c64_r256", marks=pytest.mark.slow),
+    pytest.param("verilator", (512, 64, 8192), {"RPL_CARVINGS": "2", "RPL_JOB_OPS": "48"},
+                 id="verilator-w512_c64_r8192"),
+]
+
+
 def stride(record_bytes: int) -> int:
     """Bytes between two records in memory: R rounded up to a power of two."""
     return 1 << (record_bytes - 1).bit_length()
@@ -76,7 +92,11 @@ def _run(sim: str, width: int, capacity: int, record_bytes: int, env: dict[str, 
     ["-GREC_STORE=1", "-GDATA_WIDTH=512", "-GRECORD_BYTES=64", "-GCAPACITY=131072"],
     ["-GREC_STORE=1", "-GRECORD_BYTES=8192", "-GCAPACITY=131072", "-GAXI_ADDR_WIDTH=34"],
     ["-GREC_STORE=1", "-GDATA_WIDTH=512", "-GRECORD_BYTES=7104", "-GCAPACITY=16"],
-], ids=["default", "w512_r192", "large", "c2p17", "c2p17_r8192", "w512_r7104"])
+    ["-GREC_STORE=1", "-GJOBS=4", "-GCAPACITY=64", "-GRECORD_BYTES=256"],
+    ["-GREC_STORE=1", "-GJOBS=8", "-GDATA_WIDTH=512", "-GRECORD_BYTES=8192", "-GCAPACITY=131072",
+     "-GAXI_ADDR_WIDTH=34"],
+], ids=["default", "w512_r192", "large", "c2p17", "c2p17_r8192", "w512_r7104", "jobs4_r256",
+        "jobs8_w512_r8192"])
 def test_replay_ddr_lint(params: list[str]) -> None:
     """verilator --lint-only -Wall with REC_STORE=1: no warning in the record store or the engine
     (scripts/lint_rtl.py lints the defaults, REC_STORE=0)."""
@@ -94,6 +114,24 @@ def test_replay_ddr_lint(params: list[str]) -> None:
 def test_replay_ddr(sim: str, config: tuple[int, int, int]) -> None:
     """Basic, ordering, hazards, random workload (under stream and AXI stress) and throughput."""
     _run(sim, *config, env={"RPL_SEED": "1", "RPL_SCALE": "1"})
+
+
+@pytest.mark.parametrize(("sim", "config", "env"), JOBS_CASES)
+def test_replay_ddr_jobs(sim: str, config: tuple[int, int, int], env: dict[str, str]) -> None:
+    """JOBS = 4 with the records in AXI memory: several jobs' tables, each of its own record
+    size, isolated and exact against the model, each table's records in place."""
+    width, capacity, record_bytes = config
+    require_simulator(sim, "the replay_engine REC_STORE=1 JOBS=4 cocotb testbench")
+    run_cocotb(
+        sim=sim,
+        toplevel="replay_engine",
+        sources=SOURCES,
+        test_module="sim.replay_engine.test_replay_multijob",
+        parameters={"DATA_WIDTH": width, "CAPACITY": capacity, "RECORD_BYTES": record_bytes,
+                    "REC_STORE": 1, "JOBS": 4},
+        build_tag=f"jobs4_ddr_w{width}_r{record_bytes}",
+        extra_env={"RPL_JOBS": "4", "RPL_DDR": "1", "RPL_SEED": "1", **env},
+    )
 
 
 @pytest.mark.parametrize("sim", [

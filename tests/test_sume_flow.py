@@ -458,6 +458,69 @@ def test_full_flow_ddr(flow: Flow) -> None:
     assert "mig.tcl: nrl_mig (from nrl_mig.prj), nrl_rpl_axi_cc, nf_nrl_ddr and nrl_ddr.xdc added" in r.stdout
 
 
+def test_full_flow_jobs(flow: Flow) -> None:
+    """--param JOBS=4: the nf_nrl_top instance gets JOBS and the switch's register window (M01) is
+    64 KB for every reader of the copy's defines (control_sub.tcl's address segment,
+    export_registers.tcl's header, mb_regs.tcl's segment), 4 KB without; with --ddr too, the
+    patched top.v (four jobs, records in DDR3) elaborates on Icarus with the IPs stubbed."""
+    def segments(r: subprocess.CompletedProcess[str]) -> list[str]:
+        return [x for x in steps(r) if x.startswith("create_bd_addr_seg") and "M01_AXI/Reg" in x]
+
+    r = flow.run("--firmware", str(flow.firmware), "--mb-regs")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert {x.split()[2] for x in segments(r)} == {"0x1000"}, segments(r)
+    (flow.design / "hw" / "hdl" / "top.v").write_text(DDR_TOP_V)
+    before = tree_listing(flow.sume)
+    r = flow.run("--firmware", str(flow.firmware), "--mb-regs", "--ddr", "--param", "JOBS=4")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert tree_listing(flow.sume) == before  # the copy's defines changed, not the checkout's
+    assert segments(r) == [
+        "create_bd_addr_seg -range 0x10000 -offset 0x44010000 dma_sub/nf_riffa_dma_1/m_axi_lite "
+        "M01_AXI/Reg SEG_M01_AXI_Reg",
+        "create_bd_addr_seg -range 0x10000 -offset 0x44010000 nf_mbsys/mbsys/microblaze_0/Data "
+        "M01_AXI/Reg SEG_nrl_M01_AXI_Reg"], segments(r)
+    # the other segments as the reference has them
+    assert any(x.startswith("create_bd_addr_seg -range 0x10000 -offset 0x40600000") for x in steps(r))
+    work_design = flow.out / "sume_tree" / "projects" / "reference_switch"
+    header = (work_design / "sw" / "embedded" / "src" / "sume_register_defines.h").read_text()
+    assert "#define SUME_INPUT_ARBITER_BASEADDR 0x44010000" in header
+    assert "#define SUME_INPUT_ARBITER_HIGHADDR 0x4401FFFF" in header
+    assert "#define SUME_INPUT_ARBITER_SIZEADDR 0x10000" in header
+    assert "#define SUME_NF_RIFFA_DMA_SIZEADDR 0x1000" in header
+    top = (work_design / "hw" / "hdl" / "top.v").read_text()
+    assert re.search(r"nf_nrl_top\s*#\(\s*\n\s*\.BUILD_HASH\(32'h[0-9a-f]{8}\),\s*\.RPL_REC_STORE\(1\),"
+                     r"\s*\.JOBS\(4\),", top), top
+    iverilog = require_tool("iverilog", "elaborating the --ddr --param JOBS=4 top.v")
+    stubs = flow.tmp / "ip_stubs.v"
+    stubs.write_text(ip_stubs(SUME / "nf_nrl_ddr.v") + IBUFDS_STUB)
+    e = subprocess.run([iverilog, "-g2005", "-o", os.devnull, f"-I{REPO / 'hw' / 'rtl'}", "-s", "top",
+                        str(work_design / "hw" / "hdl" / "top.v"), str(SUME / "nf_nrl_ddr.v"), str(stubs),
+                        *map(str, wrapper_sources())], capture_output=True, text=True, timeout=300)
+    assert e.returncode == 0, e.stdout + e.stderr
+
+
+@pytest.mark.parametrize("args, defines, message", [
+    (["--param", "JOBS=9"], None, r"--param JOBS=9: the switch serves 1 to 8 jobs"),
+    (["--param", "BUILD_HASH=1"], None, r"--param BUILD_HASH: the flow sets BUILD_HASH itself"),
+    (["--param", "JOBS"], None, r"--param takes NAME=VALUE"),
+    (["--param", "JOBS=2"], ("M02 0x44020000", "M02 0x44018000"),
+     r"\w+_BASEADDR = 0x44018000 lies in the 64 KB from M01_BASEADDR = 0x44010000"),
+])
+def test_full_flow_jobs_refused(flow: Flow, args: list[str], defines: tuple[str, str] | None,
+                                message: str) -> None:
+    """A JOBS out of range, a parameter the flow sets, a malformed --param, an address map
+    with no 64 KB after M01: a clear error, no bitstream, the checkout untouched."""
+    if defines is not None:
+        f = flow.design / "hw" / "tcl" / "reference_switch_defines.tcl"
+        f.write_text(f.read_text().replace(*defines))
+    before = tree_listing(flow.sume)
+    r = flow.run("--firmware", str(flow.firmware), *args)
+    assert r.returncode != 0, r.stdout
+    assert re.search(message, r.stdout + r.stderr), r.stdout + r.stderr
+    assert not (flow.out / "nf_nrl.bit").exists()
+    assert tree_listing(flow.sume) == before
+
+
 @pytest.mark.parametrize("change, message", [
     (("<SystemClock>No Buffer<", "<SystemClock>Differential<"),
      r"<SystemClock> is 'Differential', not 'No Buffer': nf_nrl_ddr\.v buffers sys_clk_p/n itself"),

@@ -95,7 +95,7 @@ module nrl_switch #
     parameter RPL_AXI_ID_WIDTH = 1,
     // Byte address of replay record 0 (RPL_REC_STORE = 1)
     parameter RPL_AXI_BASE_ADDR = 0,
-    // Jobs served at once (JOBS), 1 to 8 (RPL_REC_STORE = 0 with JOBS > 1)
+    // Jobs served at once (JOBS), 1 to 8
     parameter JOBS = 1
 )
 (

@@ -155,6 +155,7 @@ module replay_egress #
      */
     input  wire                     rec_we,
     input  wire [REC_ADDR_W-1:0]    rec_waddr,
+    input  wire [REC_ADDR_W-INDEX_W-1:0] rec_wlast,  // the record's last beat (its job's size)
     input  wire [DATA_WIDTH-1:0]    rec_wdata,
     output wire                     rec_wr_ready,
 
@@ -335,8 +336,8 @@ if (REC_STORE == 0) begin : g_rec_bram
     assign m_axi_rready = 1'b0;
 
     // verilator lint_off UNUSEDSIGNAL
-    wire unused_axi = rpl_reset | rsp_tzero | m_axi_awready | m_axi_wready | (|m_axi_bid) | (|m_axi_bresp) |
-                      m_axi_bvalid | m_axi_arready | (|m_axi_rid) | (|m_axi_rdata) |
+    wire unused_axi = rpl_reset | rsp_tzero | (|rec_wlast) | m_axi_awready | m_axi_wready |
+                      (|m_axi_bid) | (|m_axi_bresp) | m_axi_bvalid | m_axi_arready | (|m_axi_rid) | (|m_axi_rdata) |
                       (|m_axi_rresp) | m_axi_rlast | m_axi_rvalid;
     // verilator lint_on UNUSEDSIGNAL
 
@@ -346,6 +347,26 @@ end else begin : g_rec_axi
     // returns its index (in response queue order) and its beats replace the
     // responder's record beats on the way out
     assign rec_rd = {DATA_WIDTH{1'b0}};
+
+    // a record's 512-bit beats - 1, from its request's context: the reply's length is
+    // 128 + the job's record bytes (with JOBS = 1 the build's R)
+    localparam CX_RLEN = CTX_WIDTH - JW - 8 - 16;  // the context's resp_len field
+    localparam AXB_M1_I = RECORD_BYTES / 64 - 1;
+    localparam [7:0] AXB_M1 = AXB_M1_I[7:0];
+    reg [7:0] ctx_axb_m1[0:(1<<CTX_TAG_W)-1];
+    wire [15:0] ctx_rlen = ctx_wdata[CX_RLEN +: 16];
+    wire [CTX_TAG_W-1:0] rq_tag = st_rq_push_data[RESP_ENTRY_W-3 -: CTX_TAG_W];
+    wire [7:0] rd_axb_m1 = JOBS == 1 ? AXB_M1 : ctx_axb_m1[rq_tag];
+
+    always @(posedge clk) begin
+        if (ctx_we) begin
+            ctx_axb_m1[ctx_waddr] <= ctx_rlen[13:6] - 8'd3;
+        end
+    end
+
+    // verilator lint_off UNUSEDSIGNAL
+    wire unused_rlen = (|ctx_rlen[15:14]) | (|ctx_rlen[5:0]) | (|ctx_axb_m1[rq_tag]);
+    // verilator lint_on UNUSEDSIGNAL
 
     replay_rec_store_axi #(
         .DATA_WIDTH(DATA_WIDTH),
@@ -364,10 +385,12 @@ end else begin : g_rec_axi
         .wr_valid(rec_we),
         .wr_addr(rec_waddr),
         .wr_data(rec_wdata),
+        .wr_last(rec_wlast),
         .wr_ready(rec_wr_ready),
         // a sample's record, unless its stack position broke (brk: no read)
         .rd_req_valid(st_rq_push && !st_rq_push_data[38+INDEX_W]),
         .rd_req_index(st_rq_push_data[32 +: INDEX_W]),
+        .rd_req_last(rd_axb_m1),
         .s_axis_tdata(rsp_tdata),
         .s_axis_tkeep(rsp_tkeep),
         .s_axis_tvalid(rsp_tvalid),

@@ -92,7 +92,7 @@ module replay_engine #
     parameter AXI_ID_WIDTH = 1,
     // Byte address of record 0 in the AXI4 address space (REC_STORE = 1)
     parameter [AXI_ADDR_WIDTH-1:0] AXI_BASE_ADDR = 0,
-    // Jobs served (JOBS), 1 to 8: one table each (REC_STORE = 0 with JOBS > 1)
+    // Jobs served (JOBS), 1 to 8: one table each
     parameter JOBS = 1,
     // Width of a job index (computed; do not override)
     parameter JW = JOBS > 1 ? $clog2(JOBS) : 1,
@@ -243,8 +243,8 @@ initial begin
         $error("Error: RECORD_BYTES must be a multiple of 64 in 64..8192 (instance %m)");
         $finish;
     end
-    if (JOBS < 1 || JOBS > 8 || (JOBS > 1 && REC_STORE != 0)) begin
-        $error("Error: JOBS must be 1..8, and 1 with REC_STORE = 1 (instance %m)");
+    if (JOBS < 1 || JOBS > 8) begin
+        $error("Error: JOBS must be 1..8 (instance %m)");
         $finish;
     end
     if (REC_STORE != 0 && REC_STORE != 1) begin
@@ -394,6 +394,7 @@ ingress_inst (
 
 wire rec_we;
 wire [REC_ADDR_W-1:0] rec_wa;
+wire [REC_ADDR_W-INDEX_W-1:0] rec_wlast;
 wire tree_clear, tree_clearing, upd_valid, upd_count, upd_busy, q_busy;
 wire [JW-1:0] upd_job, smp_job, stat_upd_job;  // smp_job: the executor's request's
 wire [JOBS-1:0] ch_clear, job_total_clear;
@@ -462,6 +463,7 @@ exec_inst (
     .meta_ready(meta_ready),
     .rec_we(rec_we),
     .rec_waddr(rec_wa),
+    .rec_wlast(rec_wlast),
     .tree_clear(tree_clear),
     .tree_clearing(tree_clearing),
     .upd_valid(upd_valid),
@@ -629,6 +631,7 @@ egress_inst (
     .ctx_free(ctx_free),
     .rec_we(rec_we),
     .rec_waddr(rec_wa),
+    .rec_wlast(rec_wlast),
     .rec_wdata(pl_data),
     .rec_wr_ready(rec_wr_ready),
     .m_axis_tdata(m_axis_tdata),

@@ -138,6 +138,7 @@ module replay_executor #
      */
     output wire                     rec_we,
     output wire [REC_ADDR_W-1:0]    rec_waddr,
+    output wire [REC_ADDR_W-INDEX_W-1:0] rec_wlast,  // the record's last beat (its job's size)
 
     /*
      * Sum tree (replay_sum_tree): clear, updates, descent results
@@ -431,8 +432,7 @@ job_inst (
 );
 
 wire m_empty = size_zero_reg || (m_prio && total_zero_reg);
-// verilator lint_off UNUSEDSIGNAL
-// verilator lint_on UNUSEDSIGNAL
+assign rec_wlast = rec_last_reg;
 wire [PAIR_LANE_W-1:0] pair_lane = pair_reg[PAIR_LANE_W-1:0];
 wire [63:0] pair_data = pl_data[pair_lane*64 +: 64];
 

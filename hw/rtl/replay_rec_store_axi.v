@@ -35,21 +35,24 @@ THE SOFTWARE.
  * through the MIG), block RAM keeps only the sum tree and the queues.
  *
  * Layout: record i at AXI_BASE_ADDR + i * S, S = RECORD_BYTES rounded up to
- * a power of two (at most 8192). A record is one INCR burst of
- * RECORD_BYTES/64 beats of 512 bits when R <= 4096, else one burst per 4 KB
- * piece (64 beats, the last one shorter: R = 7104 is 64 + 47 beats), so no
- * burst crosses a 4 KB boundary (AXI4). Memory used: CAPACITY * S bytes
- * (131072 * 8192 = 1 GiB at most: the SUME's DDR3 SODIMM holds 4 GiB).
+ * a power of two (at most 8192). A record of r bytes (r = R, or with several
+ * jobs its job's JOB_RPL_RECORD, r <= R) is one INCR burst of r/64 beats of
+ * 512 bits when r <= 4096, else one burst per 4 KB piece (64 beats, the last
+ * one shorter: r = 7104 is 64 + 47 beats), so no burst crosses a 4 KB
+ * boundary (AXI4). Memory used: CAPACITY * S bytes (131072 * 8192 = 1 GiB at
+ * most: the SUME's DDR3 SODIMM holds 4 GiB).
  *
  * Write side: the executor's record beats (wr_valid, wr_addr = {index,
- * beat}, wr_data; two 256-bit beats are packed into one 512-bit word) enter
- * a W FIFO (WLAST at each burst's last word); the first beat of each 4 KB
- * piece queues its AW (address, LEN = its beats - 1).
+ * beat}, wr_data; two 256-bit beats are packed into one 512-bit word; wr_last
+ * the record's last beat) enter a W FIFO (WLAST at each burst's last word);
+ * the first beat of each 4 KB piece queues its AW (address, LEN = its beats
+ * - 1).
  * wr_ready is low while the W / AW FIFOs are nearly full or while a read is
  * queued or outstanding; the engine holds the payload stream meanwhile.
  *
  * Read side: rd_req (one per record a SAMPLE_RESP carries, in response
- * queue order; none for a broken stack position) enters the AR queue. Each
+ * queue order; none for a broken stack position; rd_req_last the record's
+ * 512-bit beats - 1) enters the AR queue. Each
  * of a record's bursts (one per 4 KB piece) is issued when the
  * read data FIFO has room for the whole record (beats in the FIFO plus
  * beats requested count against its depth) and no write is queued or
@@ -118,6 +121,7 @@ module replay_rec_store_axi #
     input  wire                       wr_valid,
     input  wire [REC_ADDR_W-1:0]      wr_addr,
     input  wire [DATA_WIDTH-1:0]      wr_data,
+    input  wire [REC_ADDR_W-INDEX_W-1:0] wr_last,  // the record's last beat (held for the record)
     output wire                       wr_ready,
 
     /*
@@ -125,6 +129,7 @@ module replay_rec_store_axi #
      */
     input  wire                       rd_req_valid,
     input  wire [INDEX_W-1:0]         rd_req_index,
+    input  wire [7:0]                 rd_req_last,   // the record's 512-bit beats - 1
 
     /*
      * Responder frames in, replies out
@@ -202,7 +207,6 @@ localparam STRIDE_W = $clog2(RECORD_BYTES);              // log2 of the record s
 localparam NBURST = (AXI_BEATS + 63) / 64;               // bursts per record (4 KB pieces)
 localparam BURST_W = NBURST > 1 ? $clog2(NBURST) : 1;
 localparam PIECE_BEATS = RECORD_BYTES > 4096 ? 4096 / BEAT_BYTES : REC_BEATS;  // stream beats per piece
-localparam LAST_AXI_BEATS = AXI_BEATS - 64 * (NBURST - 1);  // beats of the last burst
 localparam BEAT_CNT_W = 12;   // beats of a frame: (128 + 8192) / 32 = 260 at most
 localparam PACK = DATA_WIDTH == 256 ? 1 : 0;             // two stream beats per AXI beat
 localparam RD_DEPTH = 2**RD_FIFO_ADDR_W;
@@ -210,16 +214,8 @@ localparam CNT_W = RD_FIFO_ADDR_W + 2;
 localparam AR_Q_ADDR_W = 8;   // sample reads queued: at most the response queue (128) + a few
 localparam AW_Q_ADDR_W = 4;
 localparam OB_W = 8;          // AW bursts waiting for B
-localparam REC_BEATS_M1 = REC_BEATS - 1;
-localparam [REC_BEAT_W-1:0] REC_LAST = REC_BEATS_M1[REC_BEAT_W-1:0];
-localparam LAST_AXI_BEATS_M1 = LAST_AXI_BEATS - 1;
 localparam PIECE_BEATS_M1 = PIECE_BEATS - 1;
-localparam [7:0] AXLEN_LAST = LAST_AXI_BEATS_M1[7:0];   // LEN of the last (or only) burst
 localparam [7:0] AXLEN_FULL = 8'd63;                     // LEN of a 4 KB piece
-localparam [CNT_W-1:0] LAST_BEATS_C = LAST_AXI_BEATS[CNT_W-1:0];
-localparam [CNT_W-1:0] FULL_BEATS_C = 64;
-localparam BURST_LAST_I = NBURST - 1;
-localparam [BURST_W-1:0] BURST_LAST = BURST_LAST_I[BURST_W-1:0];
 localparam [AXI_ADDR_WIDTH-1:0] PIECE_OFF = 4096;
 localparam RD_ROOM_I = RD_DEPTH - AXI_BEATS;
 localparam REC_START = 2*HDR_BEATS;
@@ -248,8 +244,8 @@ initial begin
         $error("Error: AXI_BASE_ADDR must be a multiple of the record stride (instance %m)");
         $finish;
     end
-    if (RD_DEPTH < 2 * AXI_BEATS) begin
-        $error("Error: the read data FIFO must hold two records (instance %m)");
+    if (RD_DEPTH < 2 * AXI_BEATS || RD_FIFO_ADDR_W < 6) begin
+        $error("Error: the read data FIFO must hold two records and 64 beats (instance %m)");
         $finish;
     end
 end
@@ -270,13 +266,20 @@ if (NBURST > 1) begin : g_wr_pieces
     localparam [PB_W-1:0] PB_LAST = PIECE_BEATS_M1[PB_W-1:0];
     assign wr_piece = wr_beat[PB_W];
     assign wr_first = wr_beat[PB_W-1:0] == {PB_W{1'b0}};
-    assign wr_lastb = wr_beat[PB_W-1:0] == PB_LAST || wr_beat == REC_LAST;
+    assign wr_lastb = wr_beat[PB_W-1:0] == PB_LAST || wr_beat == wr_last;
 end else begin : g_wr_one
     assign wr_piece = 1'b0;
     assign wr_first = wr_beat == {REC_BEAT_W{1'b0}};
-    assign wr_lastb = wr_beat == REC_LAST;
+    assign wr_lastb = wr_beat == wr_last;
 end
 endgenerate
+
+// the record's 512-bit beats - 1 and its burst's LEN: a 4 KB piece (63) unless the
+// record ends in it
+wire [8:0] wr_last9 = {{9-REC_BEAT_W{1'b0}}, wr_last};
+wire [7:0] wr_axb_m1 = PACK ? wr_last9[8:1] : wr_last9[7:0];
+wire [7:0] wr_len = NBURST > 1 && wr_piece != {BURST_W{1'b0}} ? wr_axb_m1 - 8'd64 :
+                    wr_axb_m1 > AXLEN_FULL ? AXLEN_FULL : wr_axb_m1;
 
 reg [DATA_WIDTH-1:0] wr_lo_reg;  // low half of a 512-bit word (256-bit stream)
 wire wr_hi = PACK ? wr_beat[0] : 1'b1;  // this beat completes a word
@@ -294,7 +297,7 @@ wire [W_FIFO_ADDR_W+1:0] w_count;
 wire [AW_Q_ADDR_W+1:0] aw_count;
 wire w_out_valid, aw_out_valid;
 wire [512:0] w_out;
-wire [INDEX_W+BURST_W-1:0] aw_out;
+wire [INDEX_W+BURST_W+7:0] aw_out;
 wire unused_w_in_ready, unused_aw_in_ready;
 
 reg wr_room_reg;
@@ -329,7 +332,7 @@ w_fifo_inst (
 );
 
 nrl_fifo #(
-    .WIDTH(INDEX_W + BURST_W),
+    .WIDTH(INDEX_W + BURST_W + 8),
     .ADDR_WIDTH(AW_Q_ADDR_W),
     .FULL_GUARD(0),
     .COUNT_REG(1)
@@ -337,7 +340,7 @@ nrl_fifo #(
 aw_fifo_inst (
     .clk(clk),
     .rst(rst),
-    .in_data({wr_index, wr_piece}),
+    .in_data({wr_index, wr_piece, wr_len}),
     .in_valid(wr_take && wr_first),
     .in_ready(unused_aw_in_ready),
     .out_data(aw_out),
@@ -367,10 +370,10 @@ end
 
 assign m_axi_awid = {AXI_ID_WIDTH{1'b0}};
 // record base, plus 4 KB for the second piece
-wire aw_piece = NBURST > 1 && aw_out[0];
-assign m_axi_awaddr = BASE + ({{AXI_ADDR_WIDTH-INDEX_W{1'b0}}, aw_out[BURST_W +: INDEX_W]} << STRIDE_W) +
+wire aw_piece = NBURST > 1 && aw_out[8];
+assign m_axi_awaddr = BASE + ({{AXI_ADDR_WIDTH-INDEX_W{1'b0}}, aw_out[8+BURST_W +: INDEX_W]} << STRIDE_W) +
                       (aw_piece ? PIECE_OFF : {AXI_ADDR_WIDTH{1'b0}});
-assign m_axi_awlen = NBURST > 1 && !aw_piece ? AXLEN_FULL : AXLEN_LAST;
+assign m_axi_awlen = aw_out[7:0];
 assign m_axi_awsize = 3'd6;
 assign m_axi_awburst = 2'b01;
 assign m_axi_awlock = 1'b0;
@@ -387,14 +390,14 @@ assign m_axi_bready = 1'b1;
 // ---------------------------------------------------------------------------
 // read side: AR queue, AR issue with reserved room, read data FIFO
 
-wire [INDEX_W-1:0] arq_out;
+wire [INDEX_W+7:0] arq_out;
 wire arq_valid;
 wire arq_pop;
 wire [AR_Q_ADDR_W+1:0] arq_count;
 wire unused_arq_in_ready;
 
 nrl_fifo #(
-    .WIDTH(INDEX_W),
+    .WIDTH(INDEX_W + 8),
     .ADDR_WIDTH(AR_Q_ADDR_W),
     .FULL_GUARD(0),
     .COUNT_REG(1)
@@ -402,7 +405,7 @@ nrl_fifo #(
 arq_inst (
     .clk(clk),
     .rst(rst),
-    .in_data(rd_req_index),
+    .in_data({rd_req_index, rd_req_last}),
     .in_valid(rd_req_valid),
     .in_ready(unused_arq_in_ready),
     .out_data(arq_out),
@@ -442,10 +445,16 @@ always @(posedge clk) begin
 end
 wire rd_pop;  // a 512-bit word leaves the read data FIFO
 
-// one AR per 4 KB piece of the head's record; the head leaves with its last
+// one AR per 4 KB piece of the head's record (r/64 beats, 64 a piece); the head
+// leaves with its last
 reg [BURST_W-1:0] ar_piece_reg;
-wire ar_last_piece = ar_piece_reg == BURST_LAST;
-wire [CNT_W-1:0] ar_beats = ar_last_piece ? LAST_BEATS_C : FULL_BEATS_C;
+wire [INDEX_W-1:0] arq_index = arq_out[8 +: INDEX_W];
+wire [7:0] arq_axb_m1 = arq_out[7:0];
+wire arq_two = NBURST > 1 && arq_axb_m1 > AXLEN_FULL;  // the record needs a second burst
+wire ar_first_piece = ar_piece_reg == {BURST_W{1'b0}};
+wire ar_last_piece = !ar_first_piece || !arq_two;
+wire [7:0] ar_len = !ar_last_piece ? AXLEN_FULL : ar_first_piece ? arq_axb_m1 : arq_axb_m1 - 8'd64;
+wire [CNT_W-1:0] ar_beats = {{CNT_W-8{1'b0}}, ar_len} + 1'b1;
 wire ar_issue = arq_valid && (!ar_valid_reg || m_axi_arready) && !wr_pending_reg &&
                 rd_resv_reg <= RD_ROOM && rd_out_reg < (2**OB_W) - 2;
 assign arq_pop = ar_issue && ar_last_piece;
@@ -456,9 +465,9 @@ always @(posedge clk) begin
     end
     if (ar_issue) begin
         ar_valid_reg <= 1'b1;
-        ar_addr_reg <= BASE + ({{AXI_ADDR_WIDTH-INDEX_W{1'b0}}, arq_out} << STRIDE_W) +
-                       (NBURST > 1 && ar_piece_reg != {BURST_W{1'b0}} ? PIECE_OFF : {AXI_ADDR_WIDTH{1'b0}});
-        ar_len_reg <= ar_last_piece ? AXLEN_LAST : AXLEN_FULL;
+        ar_addr_reg <= BASE + ({{AXI_ADDR_WIDTH-INDEX_W{1'b0}}, arq_index} << STRIDE_W) +
+                       (!ar_first_piece ? PIECE_OFF : {AXI_ADDR_WIDTH{1'b0}});
+        ar_len_reg <= ar_len;
         ar_piece_reg <= ar_last_piece ? {BURST_W{1'b0}} : ar_piece_reg + 1'b1;
     end
     rd_resv_reg <= rd_resv_reg + (ar_issue ? ar_beats : {CNT_W{1'b0}}) -

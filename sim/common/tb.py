@@ -29,7 +29,7 @@ from typing import Any
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
+from cocotb.triggers import ClockCycles, First, RisingEdge, with_timeout
 from cocotbext.axi import (
     AxiLiteBus,
     AxiLiteMaster,
@@ -260,14 +260,30 @@ class StreamTB(ClockReset):
         tuser = got.tuser[0] if isinstance(got.tuser, list) else int(got.tuser or 0)
         return bytes(got.tdata), tuser
 
-    async def send_done(self) -> None:
-        """Every queued input frame has gone in."""
-        if self.lean is not None:
-            while self.lean.busy:
-                await ClockCycles(self.clk, 8)
-        else:
+    async def send_done(self, stall_clocks: int = 200_000) -> None:
+        """Every queued input frame has gone in.
+
+        Raises ``AssertionError`` when no queued frame started for ``stall_clocks`` clocks
+        (the DUT holds its input: a hang, named instead of running until the job's limit)."""
+        def left() -> int:
+            if self.lean is not None:
+                return len(self.lean.pending) + bool(self.lean.busy)
             assert self.source is not None
-            await self.source.wait()
+            return self.source.count() + (not self.source.idle())
+
+        still, before = 0, left()
+        while before:
+            if self.lean is not None:
+                await ClockCycles(self.clk, 8)
+            else:  # returns the clock the source goes idle, as its wait() does
+                assert self.source is not None
+                await First(self.source.idle_event.wait(), ClockCycles(self.clk, 8))
+            now = left()
+            still = still + 8 if now == before else 0
+            before = now
+            if still >= stall_clocks:
+                raise AssertionError(f"the DUT took no new input frame for {still} clocks "
+                                     f"({now} frames still queued): it stalls")
 
 
 class LeanStream:

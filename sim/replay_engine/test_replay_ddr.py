@@ -115,6 +115,16 @@ class LatencyRam(AxiRam):
             ch.set_pause_generator(axi_pauses(rng, p))
 
 
+async def writes_answered(dut: HierarchyObject, clocks: int = 200_000) -> None:
+    """Wait until the record store has no write queued or waiting for its B response."""
+    store = dut.egress_inst.g_rec_axi.store_inst
+    for _ in range(clocks):
+        if not high(store.wr_pending_reg):
+            return
+        await RisingEdge(dut.clk)
+    raise AssertionError("the record store still has writes pending")
+
+
 class DdrTB(TB):
     """The replay engine testbench with the AXI RAM model on ``m_axi``."""
 
@@ -151,13 +161,7 @@ class DdrTB(TB):
     async def check_memory(self) -> None:
         """Once every write is answered: record i at i * S in the AXI RAM, S = R rounded up to a
         power of two (the layout of replay_rec_store_axi)."""
-        store = self.dut.egress_inst.g_rec_axi.store_inst
-        for _ in range(200_000):
-            if not high(store.wr_pending_reg):
-                break
-            await RisingEdge(self.dut.clk)
-        else:
-            raise AssertionError("the record store still has writes pending")
+        await writes_answered(self.dut)
         stride = 1 << (self.record_bytes - 1).bit_length()
         assert self.slots, "no record pushed"
         for slot, rec in self.slots.items():

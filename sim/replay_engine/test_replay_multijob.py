@@ -30,6 +30,13 @@ Tests:
   byte for byte and in order, and after each phase every job's counters and status
   registers read at its page, against the model (``RPL_CARVINGS`` = 6, ``RPL_JOB_OPS`` =
   160: about 3500 requests and 8600 replies, 20 s on Verilator).
+
+With ``RPL_DDR`` = 1 (an engine built with ``REC_STORE`` = 1) the records live in a
+cocotbext-axi RAM behind the engine's AXI4 master (``LatencyRam`` of
+``sim/replay_engine/test_replay_ddr.py``: latencies and random pauses on every channel): each
+job's records are written and read at its own size (up to two 4 KB bursts), and after each
+phase every record a table holds is also checked in place (table record i at (``JOB_RPL_BASE``
++ i) times the build's power-of-two stride).
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ from hostdrv.switch.reference import SwitchModel
 from hostdrv.switch.reference.jobs import TABLE_SHAPE
 from hostdrv.wire import regmap
 from hostdrv.wire.consts import (
+    MAX_FRAME_LEN,
+    MAX_PUSH_RECORDS,
     MAX_STACK,
     OFF_JOB,
     PAYLOAD_OFFSET,
@@ -66,8 +75,11 @@ from sim.replay_engine.replay_engine_tb import (
     frame_of,
     stack_coverage,
 )
+from sim.replay_engine.test_replay_ddr import RD_LAT, WR_LAT, LatencyRam, writes_answered
 
 JOBS = int(os.environ.get("RPL_JOBS", "1"))
+DDR = os.environ.get("RPL_DDR") == "1"
+"""The engine keeps its records in AXI memory (``REC_STORE`` = 1): a RAM model answers."""
 CARVINGS = int(os.environ.get("RPL_CARVINGS", "6"))
 """Carvings :func:`test_jobs` plays (each: traffic, a table re-carved, a job leaving)."""
 OPS = int(os.environ.get("RPL_JOB_OPS", "160"))
@@ -117,6 +129,10 @@ class JobsTB(TB):
     def __init__(self, dut: HierarchyObject, seed: int) -> None:
         super().__init__(dut, seed=seed)
         self.jobs = JOBS
+        self.ram: LatencyRam | None = None
+        if DDR:
+            cap, rb = int(dut.CAPACITY.value), int(dut.RECORD_BYTES.value)
+            self.ram = LatencyRam(dut, cap << (rb - 1).bit_length(), RD_LAT, WR_LAT)
         self.members: dict[int, tuple[JobMember, ...]] = {}
         self.dirty = False  # frames sent since the last quiesce
         self.in_flight: set[int] = set()  # the job bytes of those frames
@@ -155,6 +171,11 @@ class JobsTB(TB):
 
     def record(self, job: int) -> int:
         return self.regs(job)["JOB_RPL_RECORD"]
+
+    def most(self, job: int) -> int:
+        """Records a PUSH of job ``job`` carries at most: 16, fewer where they would not fit a
+        frame of 65535 bytes (records over 3.5 KB)."""
+        return max(1, min(MAX_PUSH_RECORDS, (MAX_FRAME_LEN - PAYLOAD_OFFSET) // self.record(job)))
 
     def enabled_ids(self) -> set[int]:
         on = self.m.read("JOB_ENABLE")
@@ -313,6 +334,25 @@ class JobsTB(TB):
             assert not diff, f"job {j}: registers (dut, model) differ: {diff}"
             self.log.info("job %d: size %d of %d, counters %s", j, state["RPL_SIZE"][1],
                           self.cap(j), {k[4:]: v for k, v in cnt.items() if v})
+        if self.ram is not None:
+            await self.check_memory()
+
+    async def check_memory(self) -> None:
+        """Once every write is answered: each enabled job's records in the AXI RAM, table
+        record i at (``JOB_RPL_BASE`` + i) times the stride (R rounded up to a power of two),
+        ``JOB_RPL_RECORD`` bytes of it, as the model's table holds them."""
+        assert self.ram is not None
+        await writes_answered(self.dut)
+        stride = 1 << (self.record_bytes - 1).bit_length()
+        for j in range(self.jobs):
+            table = self.m._pages[j].table  # test introspection: the job's table
+            if table is None or not self.m.read("JOB_ENABLE") >> j & 1:
+                continue
+            base = self.regs(j)["JOB_RPL_BASE"]
+            for i in range(table.size):
+                want = bytes(table.records[i * table.rb:(i + 1) * table.rb])
+                got = self.ram.read((base + i) * stride, table.rb)
+                assert got == want, f"job {j} record {i}: memory at {(base + i) * stride:#x} differs"
 
     async def check_members(self) -> None:
         """Every job's member table reads back at its page as the model holds it."""
@@ -444,7 +484,7 @@ async def traffic(tb: JobsTB, n: int, exclude: int | None = None) -> None:
         r = rng.random()
         if r < 0.36:
             actor = rng.choice(with_role(me, ROLE_ACTOR))
-            await tb.send_msg(tb.push_of(actor, rng.randint(1, 16)), actor)
+            await tb.send_msg(tb.push_of(actor, rng.randint(1, tb.most(j))), actor)
         elif r < 0.68:
             learner = rng.choice(with_role(me, ROLE_LEARNER))
             stack = rng.choice((0, 0, 0, 1, 2, 3, 4, MAX_STACK))
@@ -470,7 +510,7 @@ async def burst(tb: JobsTB, job: int) -> None:
     rng, me = tb.rng, tb.members[job]
     actor = rng.choice(with_role(me, ROLE_ACTOR))
     learner = rng.choice(with_role(me, ROLE_LEARNER))
-    await tb.send_msg(tb.push_of(actor, rng.randint(1, 16)), actor)
+    await tb.send_msg(tb.push_of(actor, rng.randint(1, tb.most(job))), actor)
     await tb.send_msg(tb.sample_of(learner, 4, True), learner)
     idx = [rng.randrange(max(1, tb.cap(job))) for _ in range(4)]
     await tb.send_msg(update(idx, tb.prios(4), job=tb.ident(job), worker=learner.wid,
@@ -501,6 +541,8 @@ async def test_jobs(dut: HierarchyObject) -> None:
     await tb.reset()
     assert tb.jobs > 1, "test_jobs needs an engine built with JOBS > 1 (RPL_JOBS)"
     rng = tb.rng
+    if tb.ram is not None:
+        tb.ram.set_pauses(random.Random(rng.getrandbits(32)), 0.2)
     for c in range(CARVINGS):
         tb.set_stress(*STRESSES[c % len(STRESSES)])
         active = sorted(rng.sample(range(tb.jobs), tb.jobs - c % 2 if tb.jobs > 3 else tb.jobs))
@@ -564,5 +606,8 @@ async def test_jobs(dut: HierarchyObject) -> None:
         assert total["CNT_DROP_DISABLED"] > 0, "no DISABLED case"
     valid, _ = stack_coverage(tb)
     assert valid > 0, "no stacked sample found a chain"
+    if tb.ram is not None:
+        assert tb.ram.reads > 0 and tb.ram.writes > 0, "the AXI RAM was not used"
+        tb.log.info("AXI RAM: %d record reads, %d beats written", tb.ram.reads, tb.ram.writes)
     tb.log.info("%d frames checked; totals %s", tb.received,
                 {k[4:]: v for k, v in total.items() if v})

@@ -53,7 +53,13 @@
 #   --out DIR         output folder (default: build/sume in the repository)
 #   --jobs N          parallel jobs for project runs (default 4)
 #   --part PART       FPGA part (default xc7vx690tffg1761-3)
-#   --param K=V       nf_nrl_top parameter override (repeatable, ooc flow)
+#   --param K=V       nf_nrl_top parameter override (repeatable). ooc flow: a
+#                     synthesis generic; full flow: a parameter of the
+#                     nf_nrl_top instance in top.v. JOBS=N (1 to 8) with N > 1
+#                     in the full flow also widens the switch's register
+#                     window (M01) from 4 KB to 64 KB in the address map
+#                     (jobs_window.tcl: job j's page at 0x44010000 + j *
+#                     0x1000). UNTESTED in Vivado (docs/board.md)
 #   --elf FILE        full flow: use this MicroBlaze ELF, do not run make
 #   --firmware DIR    full flow: folder whose Makefile builds app.elf
 #                     (default hw/boards/sume/firmware)
@@ -114,6 +120,22 @@ while {[llength $args] > 0} {
 }
 if {$flow ni {ooc full}} {
     error "build.tcl: --flow must be ooc or full, not '$flow'"
+}
+# --param K=V: a Verilog parameter name and a value without spaces; JOBS is 1 to 8
+set switch_jobs 1
+foreach kv $params {
+    if {![regexp {^([A-Za-z_][A-Za-z0-9_]*)=([A-Za-z0-9_'.]+)$} $kv -> k v]} {
+        error "build.tcl: --param takes NAME=VALUE (a parameter of nf_nrl_top and a number, e.g. JOBS=4 or RPL_AXI_BASE_ADDR=32'h80000000), not '$kv'"
+    }
+    if {$k eq "BUILD_HASH" || ($k eq "RPL_REC_STORE" && $ddr)} {
+        error "build.tcl: --param $k: the flow sets $k itself (BUILD_HASH from git, RPL_REC_STORE with --ddr)"
+    }
+    if {$k eq "JOBS"} {
+        if {![string is integer -strict $v] || $v < 1 || $v > 8} {
+            error "build.tcl: --param JOBS=$v: the switch serves 1 to 8 jobs"
+        }
+        set switch_jobs $v
+    }
 }
 set out_dir [file normalize $out_dir]
 
@@ -392,6 +414,10 @@ puts "build.tcl: identifier ROM image $coe"
 # top.v: instantiate nf_nrl_top (same ports and parameters as nf_datapath)
 set top_v [read_text [file join $work hdl top.v]]
 set extra_params [expr {$ddr ? "\n    .RPL_REC_STORE(1)," : ""}]
+foreach kv $params {
+    regexp {^([^=]+)=(.*)$} $kv -> k v
+    append extra_params "\n    .$k\($v\),"
+}
 set n [regsub {\mnf_datapath(\s*)#(\s*)\(} $top_v "nf_nrl_top\\1#\\2(\n    .BUILD_HASH(32'h$hash),$extra_params" top_v]
 if {$n != 1} {
     fail "expected one 'nf_datapath #(' instance in $design_dir/hw/hdl/top.v, found $n"
@@ -419,6 +445,18 @@ if {$ddr} {
     puts "build.tcl: --ddr: top.v gets the DDR3 pins and nf_nrl_ddr; MIG project $mig_prj"
 }
 write_text [file join $work hdl top.v] $top_v
+
+# several jobs: their register pages need 64 KB of address map, the reference gives 4 KB;
+# every reader of the defines (control_sub.tcl, export_registers.tcl, mb_regs.tcl) sources
+# the copy's defines file, so the window is widened at its end
+if {$switch_jobs > 1} {
+    set defines_tcl [file join $work tcl reference_switch_defines.tcl]
+    set fh [open $defines_tcl a]
+    puts $fh "\n# netfpga-rl: JOBS = $switch_jobs, the switch's register window widened to 64 KB"
+    puts $fh "source \"[file join $script_dir jobs_window.tcl]\""
+    close $fh
+    puts "build.tcl: JOBS = $switch_jobs: the switch's register window (M01) widened to 64 KB in $defines_tcl"
+}
 
 # the project script: our sources instead of nf_datapath.v, no exit at the end
 set proj_tcl [read_text [file join $work tcl reference_switch.tcl]]

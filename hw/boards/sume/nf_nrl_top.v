@@ -55,10 +55,10 @@ THE SOFTWARE.
  * the reference design, at 0x44010000) carries the switch's register
  * map (its low 16 address bits: a 12-bit offset in a job page, bits 15:12
  * the page, docs/protocol.md section 11; the switch serves JOBS jobs, 1 by
- * default, so an address outside pages 0 .. JOBS-1 answers SLVERR, and the
- * reference's 4 KB M01 window reaches page 0 alone: a JOBS > 1 bitstream
- * needs that window widened to 64 KB in the block design), and S1_AXI/S2_AXI (output port lookup and
- * output queues windows) answer with zeros. The whole design runs on
+ * default, so an address outside pages 0 .. JOBS-1 answers SLVERR; the
+ * reference's M01 window is 4 KB, page 0 alone: build.tcl --param JOBS=N
+ * widens it to 64 KB, jobs_window.tcl), and S1_AXI/S2_AXI (output port
+ * lookup and output queues windows) answer with zeros. The whole design runs on
  * axis_aclk: in the reference top.v axi_aclk is the same 200 MHz clock
  * (clk_200), the AXI interconnect in control_sub crossing from the 100 MHz
  * AXI-Lite domain. A design that feeds a different axi_aclk needs an AXI
@@ -100,8 +100,8 @@ module nf_nrl_top #
     parameter RPL_AXI_ID_WIDTH     = 1,
     // Byte address of replay record 0 (RPL_REC_STORE = 1)
     parameter RPL_AXI_BASE_ADDR    = 0,
-    // Jobs served at once (nrl_switch JOBS, 1 to 8; RPL_REC_STORE = 0 with JOBS > 1): the
-    // reference design's 4 KB register window reaches page 0 alone (see above)
+    // Jobs served at once (nrl_switch JOBS, 1 to 8): with JOBS > 1 the register window
+    // must be 64 KB (build.tcl --param JOBS=N widens the reference's 4 KB; see above)
     parameter JOBS                 = 1
 )
 (
