@@ -55,11 +55,13 @@ THE SOFTWARE.
  * 512-bit beats - 1) enters the AR queue. Each
  * of a record's bursts (one per 4 KB piece) is issued when the
  * read data FIFO has room for the whole record (beats in the FIFO plus
- * beats requested count against its depth) and no write is queued or
- * waiting for its B response, so up to 2^RD_FIFO_ADDR_W / beats records are
- * in flight and the memory latency is hidden. RREADY is always high (room
- * is reserved). Single ID: data returns in request order. BRESP and RRESP
- * are not looked at: a memory error is not reported.
+ * beats requested count against its depth; a burst's beats are counted a
+ * clock after its issue, so the room kept is a record plus 64 beats) and
+ * no write is queued or waiting for its B response, so up to
+ * 2^RD_FIFO_ADDR_W / beats records are in flight and the memory latency is
+ * hidden. RREADY is always high (room is reserved). Single ID: data returns
+ * in request order. A BRESP or RRESP other than OKAY is counted (axi_err,
+ * RPL_AXI_ERR); the data path carries on.
  *
  * Ordering: a PUSH starts only after every earlier sample left the response
  * queue (replay_executor), and its beats are held here until every read is
@@ -217,7 +219,7 @@ localparam OB_W = 8;          // AW bursts waiting for B
 localparam PIECE_BEATS_M1 = PIECE_BEATS - 1;
 localparam [7:0] AXLEN_FULL = 8'd63;                     // LEN of a 4 KB piece
 localparam [AXI_ADDR_WIDTH-1:0] PIECE_OFF = 4096;
-localparam RD_ROOM_I = RD_DEPTH - AXI_BEATS;
+localparam RD_ROOM_I = RD_DEPTH - AXI_BEATS - 64;  // a record, and the burst counted a clock late
 localparam REC_START = 2*HDR_BEATS;
 localparam [CNT_W-1:0] RD_ROOM = RD_ROOM_I[CNT_W-1:0];
 localparam [BEAT_CNT_W-1:0] REC_START_B = REC_START[BEAT_CNT_W-1:0];
@@ -244,7 +246,7 @@ initial begin
         $error("Error: AXI_BASE_ADDR must be a multiple of the record stride (instance %m)");
         $finish;
     end
-    if (RD_DEPTH < 2 * AXI_BEATS || RD_FIFO_ADDR_W < 6) begin
+    if (RD_DEPTH < 2 * AXI_BEATS + 64 || RD_FIFO_ADDR_W < 6) begin
         $error("Error: the read data FIFO must hold two records and 64 beats (instance %m)");
         $finish;
     end
@@ -417,7 +419,8 @@ arq_inst (
 reg ar_valid_reg;
 reg [AXI_ADDR_WIDTH-1:0] ar_addr_reg;
 reg [7:0] ar_len_reg;
-reg [CNT_W-1:0] rd_resv_reg;   // read data FIFO beats held or requested
+reg [CNT_W-1:0] rd_resv_reg;   // read data FIFO beats held or requested (a burst a clock late)
+reg [CNT_W-1:0] rd_add_reg;    // beats of the burst issued last clock
 reg [OB_W-1:0] rd_out_reg;     // AR bursts accepted, RLAST not yet seen
 wire ar_hs = ar_valid_reg && m_axi_arready;
 wire r_hs = m_axi_rvalid && m_axi_rready;
@@ -470,7 +473,8 @@ always @(posedge clk) begin
         ar_len_reg <= ar_len;
         ar_piece_reg <= ar_last_piece ? {BURST_W{1'b0}} : ar_piece_reg + 1'b1;
     end
-    rd_resv_reg <= rd_resv_reg + (ar_issue ? ar_beats : {CNT_W{1'b0}}) -
+    rd_add_reg <= ar_issue ? ar_beats : {CNT_W{1'b0}};
+    rd_resv_reg <= rd_resv_reg + rd_add_reg -
                    {{CNT_W-1{1'b0}}, rd_pop};
     rd_out_reg <= rd_out_reg + {{OB_W-1{1'b0}}, ar_hs} - {{OB_W-1{1'b0}}, r_last_hs};
     rd_pending_reg <= rd_req_valid || arq_count != 0 || ar_issue || ar_valid_reg ||
@@ -479,6 +483,7 @@ always @(posedge clk) begin
         ar_valid_reg <= 1'b0;
         ar_piece_reg <= {BURST_W{1'b0}};
         rd_resv_reg <= {CNT_W{1'b0}};
+        rd_add_reg <= {CNT_W{1'b0}};
         rd_out_reg <= {OB_W{1'b0}};
         rd_pending_reg <= 1'b0;
     end
