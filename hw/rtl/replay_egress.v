@@ -231,6 +231,10 @@ localparam REC_COL_W = 32;
 // clocks from the responder's record address to its data
 localparam REC_RD_LAT = REC_STORE == 0 ? 3 : 1;
 
+// verilator lint_off UNUSEDPARAM
+`include "replay_ctx.vh"  // CX_*: the request context's fields (CX_RLEN here)
+// verilator lint_on UNUSEDPARAM
+
 wire st_rq_push;
 wire [RESP_ENTRY_W-1:0] st_rq_push_data;
 // never both at once (replay_executor): acks and NOT_YET, or the samples' entries
@@ -350,7 +354,6 @@ end else begin : g_rec_axi
 
     // a record's 512-bit beats - 1, from its request's context: the reply's length is
     // 128 + the job's record bytes (with JOBS = 1 the build's R)
-    localparam CX_RLEN = CTX_WIDTH - JW - 8 - 16;  // the context's resp_len field
     localparam AXB_M1_I = RECORD_BYTES / 64 - 1;
     localparam [7:0] AXB_M1 = AXB_M1_I[7:0];
     reg [7:0] ctx_axb_m1[0:(1<<CTX_TAG_W)-1];

@@ -222,6 +222,7 @@ localparam PL_BEATS_W = $clog2(MAX_PL_BEATS + 1);
 // verilator lint_off UNUSEDPARAM
 `include "nrl_protocol.vh"  // NRL_NOT_YET_*
 `include "replay_meta.vh"   // MO_*: the meta entry's fields
+`include "replay_ctx.vh"    // CX_*: the request context's fields (ctx_common's order)
 // verilator lint_on UNUSEDPARAM
 
 localparam HDR_BEATS_M1 = HDR_BEATS - 1;
@@ -362,9 +363,8 @@ reg ny_sample;        // ... answering a SAMPLE_REQ (else a PUSH)
 reg [1:0] ny_reason;
 
 wire [CTX_WIDTH-1:0] ctx_common = {job_reg, jid_reg, resp_len_reg, resp_last_reg, mask_reg,
-                                   meta_data[MO_ETH +: 48], meta_data[MO_IP +: 32],
-                                   meta_data[MO_UDP +: 16], meta_data[MO_PORT +: 8],
-                                   meta_data[MO_W +: 3], meta_data[MO_SEQ +: 32],
+                                   meta_data[MO_ETH +: 48], meta_data[MO_IP +: 32], meta_data[MO_UDP +: 16],
+                                   meta_data[MO_PORT +: 8], meta_data[MO_W +: 3], meta_data[MO_SEQ +: 32],
                                    meta_data[MO_CSUM +: 16], m_count, {SUM_W{1'b0}}, {INDEX_W+1{1'b0}}};
 
 // registered: the tree and size are stable for at least one clock when a SAMPLE_REQ
@@ -623,7 +623,7 @@ always @* begin
                     ny_sample = 1'b1;
                     ny_reason = m_empty ? NY_EMPTY : !min_ok ? NY_MIN_SIZE : NY_RATE;
                     ctx_we_int = 1'b1;
-                    ctx_wd[INDEX_W+1+SUM_W+8 +: 16] = csum_short;
+                    ctx_wd[CX_CSUM +: 16] = csum_short;
                     ctx_wr_next = ctx_wr_reg + 1'b1;
                     rq_take_int = 1'b1;
                     meta_ready_int = 1'b1;
@@ -633,8 +633,8 @@ always @* begin
                 rate_sample = 1'b1;
                 smp_setup_int = 1'b1;
                 ctx_we_int = 1'b1;
-                ctx_wd[INDEX_W+1 +: SUM_W] = m_prio ? smp_total : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
-                ctx_wd[0 +: INDEX_W+1] = size_reg;
+                ctx_wd[CX_TOTAL +: SUM_W] = m_prio ? smp_total : {{SUM_W-INDEX_W-1{1'b0}}, size_reg};
+                ctx_wd[CX_SIZE +: INDEX_W+1] = size_reg;
                 left_next = m_count;
                 state_next = S_SMP_ISSUE;
             end

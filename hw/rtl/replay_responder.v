@@ -163,6 +163,7 @@ localparam BEAT_CNT_W = 12;  // beats of a frame: (128 + 8192) / 32 = 260 at mos
 // verilator lint_off UNUSEDPARAM
 `include "nrl_protocol.vh"  // frame and header constants of the replies
 // verilator lint_on UNUSEDPARAM
+`include "replay_ctx.vh"    // CX_*: the request context's fields
 
 localparam REC_START = 2*HDR_BEATS;
 localparam [BEAT_CNT_W-1:0] ACK_BEATS_B = HDR_BEATS[BEAT_CNT_W-1:0];
@@ -171,6 +172,10 @@ localparam [BEAT_CNT_W-1:0] REC_START_B = REC_START[BEAT_CNT_W-1:0];
 localparam [BEAT_CNT_W-1:0] BEAT_ONE = 1;
 
 initial begin
+    if (CTX_WIDTH != CX_W_ALL) begin
+        $error("Error: CTX_WIDTH must be the request context's width, replay_ctx.vh (instance %m)");
+        $finish;
+    end
     if (REC_RD_LAT < 1 || REC_RD_LAT > 8) begin
         $error("Error: REC_RD_LAT must be 1 .. 8 (instance %m)");
         $finish;
@@ -219,22 +224,21 @@ wire [1:0] rq_reason = rq_i[1:0];
 
 assign ctx_raddr = rq_tag;
 
-wire [INDEX_W:0] c_size = ctx_rdata[0 +: INDEX_W+1];
-wire [SUM_W-1:0] c_total = ctx_rdata[INDEX_W+1 +: SUM_W];
-wire [7:0] c_count = ctx_rdata[INDEX_W+1+SUM_W +: 8];
-wire [15:0] c_csum = ctx_rdata[INDEX_W+1+SUM_W+8 +: 16];
-wire [31:0] c_seq = ctx_rdata[INDEX_W+1+SUM_W+24 +: 32];
-wire [2:0] c_w = ctx_rdata[INDEX_W+1+SUM_W+56 +: 3];
-wire [7:0] c_port = ctx_rdata[INDEX_W+1+SUM_W+59 +: 8];
-wire [15:0] c_udp = ctx_rdata[INDEX_W+1+SUM_W+67 +: 16];
-wire [31:0] c_ip = ctx_rdata[INDEX_W+1+SUM_W+83 +: 32];
-wire [47:0] c_eth = ctx_rdata[INDEX_W+1+SUM_W+115 +: 48];
-localparam CB = INDEX_W + 1 + SUM_W + 163;  // the job's fields
-wire [INDEX_W-1:0] c_mask = ctx_rdata[CB +: INDEX_W];
-wire [BEAT_CNT_W-1:0] c_resp_last = ctx_rdata[CB+INDEX_W +: 12];
-wire [15:0] c_resp_len = ctx_rdata[CB+INDEX_W+12 +: 16];
-wire [7:0] c_jid = ctx_rdata[CB+INDEX_W+28 +: 8];
-assign stat_job = ctx_rdata[CB+INDEX_W+36 +: JW];
+wire [INDEX_W:0] c_size = ctx_rdata[CX_SIZE +: INDEX_W+1];
+wire [SUM_W-1:0] c_total = ctx_rdata[CX_TOTAL +: SUM_W];
+wire [7:0] c_count = ctx_rdata[CX_COUNT +: 8];
+wire [15:0] c_csum = ctx_rdata[CX_CSUM +: 16];
+wire [31:0] c_seq = ctx_rdata[CX_SEQ +: 32];
+wire [2:0] c_w = ctx_rdata[CX_W +: 3];
+wire [7:0] c_port = ctx_rdata[CX_PORT +: 8];
+wire [15:0] c_udp = ctx_rdata[CX_UDP +: 16];
+wire [31:0] c_ip = ctx_rdata[CX_IP +: 32];
+wire [47:0] c_eth = ctx_rdata[CX_ETH +: 48];
+wire [INDEX_W-1:0] c_mask = ctx_rdata[CX_MASK +: INDEX_W];
+wire [BEAT_CNT_W-1:0] c_resp_last = ctx_rdata[CX_RLAST +: 12];
+wire [15:0] c_resp_len = ctx_rdata[CX_RLEN +: 16];
+wire [7:0] c_jid = ctx_rdata[CX_JID +: 8];
+assign stat_job = ctx_rdata[CX_JOB +: JW];
 
 // ---------------------------------------------------------------------------
 // beat generation (G1) and output FIFO
