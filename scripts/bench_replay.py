@@ -18,8 +18,11 @@ Synthesis: ``replay_engine`` at the same size through ``scripts/synth_yosys.py``
 DSP48E1, ``logic_levels`` (Yosys ``ltp`` between registers) and ``path_ns``, the
 delay-aware worst path before routing.
 
-``--smoke`` runs the smallest configuration (C = 64 records, the simulation's
-bench test and the synthesis both), for CI.
+``--smoke`` runs the smallest configuration, for CI: C = 64 records, the
+simulation's bench test (on the build the replay engine's default test uses) and
+the synthesis both, the synthesis mapped with plain abc (``--no-abc9``: abc9's
+delay-driven mapping of the 256-bit paths takes over ten minutes here; the
+reading of the RTL, the one step that ever broke, is the same).
 
 The last line printed is ``key=value`` pairs. ``--no-synth`` / ``--no-sim`` skip
 a part; ``--capacity`` changes C for both.
@@ -54,20 +57,20 @@ def simulate(capacity: int, record_bytes: int, width: int) -> dict[str, float]:
             sources=SOURCES,
             test_module="sim.replay_engine.test_replay_engine",
             parameters={"DATA_WIDTH": width, "CAPACITY": capacity, "RECORD_BYTES": record_bytes},
-            build_tag=f"bench_c{capacity}_r{record_bytes}_w{width}",
             extra_env={"RPL_BENCH_OUT": str(out), "COCOTB_TEST_FILTER": "test_bench"},
         )
         return json.loads(out.read_text())
 
 
 def synthesize(capacity: int, record_bytes: int, width: int, workdir: Path,
-               timeout: float = 3600.0) -> dict[str, float]:
+               timeout: float = 3600.0, abc9: bool = True) -> dict[str, float | str]:
     """Yosys figures of ``replay_engine`` at this size, through ``scripts/synth_yosys.py`` (the one
-    way this repository runs Yosys: the same reading of the RTL, mapping and timing estimate)."""
+    way this repository runs Yosys: the same reading of the RTL, mapping and timing estimate;
+    ``abc9=False``: plain abc, not delay-driven)."""
     if shutil.which("yosys") is None:
         raise SystemExit("yosys not found (apt-get install yosys; `make setup` installs it)")
     params = {"CAPACITY": str(capacity), "RECORD_BYTES": str(record_bytes), "DATA_WIDTH": str(width)}
-    res = synth_yosys.synth("replay_engine", params, timeout, workdir)
+    res = synth_yosys.synth("replay_engine", params, timeout, workdir, abc9=abc9)
     if not res.ok:
         raise SystemExit(f"yosys failed on replay_engine: {res.error} (log in {workdir})")
     c = res.cells
@@ -84,6 +87,7 @@ def synthesize(capacity: int, record_bytes: int, width: int, workdir: Path,
         "logic_levels": res.depth,
         "path_ns": round(res.timing.ns, 2) if res.timing else -1.0,
         "synth_seconds": round(res.seconds, 1),
+        "mapping": res.mapping,
     }
 
 
@@ -95,21 +99,25 @@ def main() -> int:
     ap.add_argument("--no-sim", action="store_true")
     ap.add_argument("--no-synth", action="store_true")
     ap.add_argument("--workdir", type=Path, default=REPO / "build" / "bench_replay")
+    ap.add_argument("--no-abc9", action="store_true",
+                    help="map with plain abc (faster, not delay-driven)")
     ap.add_argument("--smoke", action="store_true",
-                    help="smallest configuration (C = 64) of both parts, for CI")
+                    help="smallest configuration (C = 64, plain abc) of both parts, for CI")
     args = ap.parse_args()
     if args.smoke:
         args.capacity = 64
+        args.no_abc9 = True
     setup_tool_env()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    res: dict[str, float] = {"capacity": args.capacity, "record_bytes": args.record_bytes,
+    res: dict[str, float | str] = {"capacity": args.capacity, "record_bytes": args.record_bytes,
                              "data_width": args.width}
     if not args.no_sim:
         sim = simulate(args.capacity, args.record_bytes, args.width)
         res.update(sim)
         res["sample_latency_clocks"] = sim["sample_latency_prioritized"]
     if not args.no_synth:
-        res.update(synthesize(args.capacity, args.record_bytes, args.width, args.workdir))
+        res.update(synthesize(args.capacity, args.record_bytes, args.width, args.workdir,
+                              abc9=not args.no_abc9))
     for k, v in res.items():
         if isinstance(v, float):
             res[k] = round(v, 3)

@@ -22,9 +22,10 @@ Prints a table as it goes, then ONE last line of ``key=value`` figures:
 ``<algo>_<sync>_comm_ms``, ``agg_rtt_ms_<sync>``, ``replay_rtt_ms_<kind>``
 (``nan`` when a run did not solve within its budget).
 
-Usage: ``python scripts/bench_rl.py [--quick] [--algos ppo,a2c] [--syncs inswitch,ps]
+Usage: ``python scripts/bench_rl.py [--quick | --smoke] [--algos ppo,a2c] [--syncs inswitch,ps]
 [--packet-elems 352] [--engine model]``. ``--quick`` runs PPO and A2C only and fewer
-replay/aggregation repetitions. ``--packet-elems`` (old name ``--elems``) is the switch
+replay/aggregation repetitions; ``--smoke`` (CI) PPO through the soft switch only, for
+4096 environment steps (or one iteration). ``--packet-elems`` (old name ``--elems``) is the switch
 packet size P, elements per packet, of the
 ``inswitch`` runs (default: the soft switch's largest, the 64 KB jumbo chunk;
 352 is the hardware's); ``--engine model`` serves the soft switch with the
@@ -70,8 +71,10 @@ BENCH_TARGETS = {"CartPole-v1": 195.0, "Pendulum-v1": -400.0}
 
 
 def bench_training(algos: list[str], syncs: list[str], workers: int, seed: int,
-                   runs_dir: Path | None, packet_elems: int | None = None) -> dict[str, float]:
-    """Train every algorithm with every strategy; time to solve and the iteration split."""
+                   runs_dir: Path | None, packet_elems: int | None = None,
+                   total_steps: int | None = None) -> dict[str, float]:
+    """Train every algorithm with every strategy; time to solve and the iteration split
+    (``total_steps``: the budget of environment steps instead of each algorithm's own)."""
     out: dict[str, float] = {}
     for algo in algos:
         mod = cli.algo_module(algo)
@@ -81,7 +84,8 @@ def bench_training(algos: list[str], syncs: list[str], workers: int, seed: int,
             replay = ReplaySpec(kind="local", seed=seed) if algo in ("dqn", "ddpg") else None
             s = run_workers(mod.train_worker, cfg,
                             DistConfig(workers=workers, sync=sync, packet_elems=packet_elems),
-                            algo=algo, env_id=cfg.env_id, total_steps=cfg.total_timesteps,
+                            algo=algo, env_id=cfg.env_id,
+                            total_steps=total_steps or cfg.total_timesteps,
                             target_return=target, replay=replay, progress=False,
                             run_dir=None if runs_dir is None else runs_dir / f"{algo}-{sync}",
                             timeout=1800)
@@ -181,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="PPO and A2C only, fewer repetitions")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest run, for CI: PPO through the soft switch only, 2 workers, "
+                             "5 repetitions, 4096 environment steps (or one iteration, if more)")
     parser.add_argument("--algos", default=None, help="comma-separated algorithms")
     parser.add_argument("--syncs", default=",".join(SYNCS), help="comma-separated strategies")
     parser.add_argument("--workers", type=int, default=4, help="worker processes")
@@ -197,16 +204,18 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["NRL_SOFTSWITCH_ENGINE"] = "model"
         os.environ["NRL_NATIVE_CLIENT"] = "0"
     print(f"engine={args.engine} packet_elems={args.packet_elems or 'jumbo'}", flush=True)
+    if args.smoke:
+        args.algos, args.syncs, args.workers = "ppo", "inswitch", 2
     algos = (args.algos.split(",") if args.algos
              else ["ppo", "a2c"] if args.quick else list(ALGOS))
     syncs = args.syncs.split(",")
+    reps = 5 if args.smoke else 50 if args.quick else 300
     figures: dict[str, float] = {}
-    figures |= bench_aggregation(syncs, args.workers, 9216, 50 if args.quick else 300,
-                                 args.packet_elems)
-    figures |= bench_replay(50 if args.quick else 300, args.seed)
+    figures |= bench_aggregation(syncs, args.workers, 9216, reps, args.packet_elems)
+    figures |= bench_replay(reps, args.seed)
     figures |= bench_training(algos, syncs, args.workers, args.seed,
                               None if args.runs_dir is None else Path(args.runs_dir),
-                              args.packet_elems)
+                              args.packet_elems, 4096 if args.smoke else None)
     print(" ".join(f"{k}={v:.3f}" if v == v else f"{k}=nan" for k, v in figures.items()))
     return 0
 

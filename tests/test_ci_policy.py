@@ -47,7 +47,7 @@ ENVIRONMENTAL_SKIPS = {
     "test_control_auth.py": 1,  # root, unshare and ip: a non-loopback address in a namespace
     "test_dpdk.py": 1,  # the DPDK rack: Linux, root, iproute2, permission for network namespaces
     "test_rack.py": 1,  # Linux, root, iproute2 and permission to create network namespaces
-    "test_scripts_smoke.py": 1,  # root: bench_rack.py's network namespaces (slow)
+    "test_scripts_smoke.py": 1,  # root: the network namespaces of bench_rack, rack_allreduce, bench_bypass
     "test_sume_flash.py": 1,  # root: sume_flash.sh --reload refuses to run without it
     "test_sume_riffa_patch.py": 1,  # a NetFPGA-SUME-live checkout in $SUME_FOLDER (optional input)
 }
