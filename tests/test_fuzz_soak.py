@@ -95,10 +95,15 @@ def model_verdicts(ctl: SwitchControl, datagrams: list[bytes], src: tuple[str, i
     (each wrapped into the frame the soft switch builds: its bytes 0-41, then the datagram)."""
     m = SwitchModel(capacity=capacity, record_bytes=record_bytes,
                     max_slots=ctl.read("AGG_MAX_SLOTS"),
-                    max_elems=max(ctl.read("AGG_MAX_ELEMS"), 16))
+                    max_elems=max(ctl.read("AGG_MAX_ELEMS"), 16), jobs=ctl.read("JOBS"))
     for r in regmap.REGISTERS.values():
         if r.access == "rw" and not r.server and r.name not in ("CTRL", "RPL_RESET", "RPL_SEED"):
-            m.write(r.name, ctl.read(r.name))
+            value = ctl.read(r.name)
+            # only what differs: a one-job switch's share registers refuse every write (their
+            # reset values), and a share written register by register could pass through an
+            # overlap the switch never had
+            if m.read(r.name) != value:
+                m.write(r.name, value)
     m.write("CTRL", ctl.read("CTRL") & 3)
     ip = bytes(int(x) for x in src[0].split("."))
     udp_dst = ctl.read("UDP_PORT").to_bytes(2, "big")
