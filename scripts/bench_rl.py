@@ -36,6 +36,7 @@ figures before the native data plane).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import multiprocessing
 import os
@@ -80,12 +81,13 @@ def bench_training(algos: list[str], syncs: list[str], workers: int, seed: int,
         mod = cli.algo_module(algo)
         for sync in syncs:
             cfg = mod.Config(seed=seed)
+            if total_steps:
+                cfg = dataclasses.replace(cfg, total_timesteps=total_steps)
             target = BENCH_TARGETS[cfg.env_id]
             replay = ReplaySpec(kind="local", seed=seed) if algo in ("dqn", "ddpg") else None
             s = run_workers(mod.train_worker, cfg,
                             DistConfig(workers=workers, sync=sync, packet_elems=packet_elems),
-                            algo=algo, env_id=cfg.env_id,
-                            total_steps=total_steps or cfg.total_timesteps,
+                            algo=algo, env_id=cfg.env_id, total_steps=cfg.total_timesteps,
                             target_return=target, replay=replay, progress=False,
                             run_dir=None if runs_dir is None else runs_dir / f"{algo}-{sync}",
                             timeout=1800)
