@@ -45,43 +45,49 @@ COVERED = {
     "peers_reverb.py": "tests/test_bench_peers.py::test_quick_against_reverb",
 }
 
-# script -> (arguments, seconds allowed, needs root?, what it needs on PATH); the seconds in the
-# comments were measured on 2 shared cores, builds cold (a cocotb build the suite's own tests
-# share is built once)
+# script -> (arguments, seconds allowed, needs root?, what it needs on PATH). The seconds in the
+# comments: a CI run on a clean clone (2 cores, afc44d1); a cocotb build the suite's own tests
+# also use is built once for both
 SMOKE: dict[str, tuple[list[str], int, bool, tuple[str, ...]]] = {
-    # about 2 s
+    # under 1 s
     "cluster_model.py": ([], 120, False, ()),
-    # about 20 s (torch's spawn of two ranks): 2 ranks, 64 KB, in-switch / native PS / gloo
+    # 4 s: 2 ranks, 64 KB, in-switch / native PS / gloo
     "peers_allreduce.py": (["--ranks", "2", "--sizes-kb", "64", "--repeats", "2", "--warmup", "1",
                             "--no-netrl"], 300, False, ()),
-    # C = 64 records: the bench test on test_replay_engine's Verilator build, and Yosys with plain
-    # abc (the step that used to crash; abc9 takes over 10 minutes there)
+    # 71 s: C = 64 records, the bench test on test_replay_engine's Verilator build, and Yosys with
+    # plain abc (the step that used to crash; abc9 takes over 10 minutes there)
     "bench_replay.py": (["--smoke", "--workdir", "{tmp}"], 1200, False, ("yosys", "verilator")),
+    # 17 s
     "bench_host.py": (["--seconds", "0.1", "--iters", "1", "--reps", "2", "--engines", "native"],
                       600, False, ()),
+    # 6 s
     "bench_replay_host.py": (["--quick", "--reps", "5", "--seconds", "0.05", "--json", "", "--plot", ""],
                              600, False, ()),
+    # 7 s: PPO through the soft switch, 4096 environment steps
     "bench_rl.py": (["--smoke"], 900, False, ()),
+    # 7 s
     "bench_workloads.py": (["--algos", "ppo", "--strategies", "inswitch/sync", "--workers", "2",
                             "--iterations", "2", "--out", "{tmp}/workloads.json"], 900, False, ()),
-    # the bench test on test_grad_agg's Verilator build (DATA_WIDTH 256), no Yosys
+    # 4 s: the bench test on test_grad_agg's Verilator build (DATA_WIDTH 256), no Yosys
     "bench_grad_agg.py": (["--no-synth", "--slots", "4"], 900, False, ("verilator",)),
-    # line and toggle coverage of one small testbench (its own coverage build)
+    # 5 s: line and toggle coverage of one small testbench (its own coverage build)
     "coverage.py": (["-n", "1", "--tests", "tests/test_replay_mul.py"], 1800, False, ("verilator",)),
-    # three jobs on one --jobs 4 soft switch (model engine), alone and shared, and the host
-    # fallback: 1 repeat of 2 s per phase (about 17 s here)
+    # 13 s: three jobs on one --jobs 4 soft switch (model engine), alone and shared, and the host
+    # fallback: 1 repeat of 2 s per phase
     "bench_multijob.py": (["--quick"], 300, False, ()),
+    # 4 s
     "bench_torch.py": (["--ranks", "2", "--sizes", "16", "--iters", "5", "--warmup", "1",
-                        "--ddp-steps", "0"], 600, False, ()),  # 10 s
+                        "--ddp-steps", "0"], 600, False, ()),
+    # 11 s (root)
     "bench_rack.py": (["--algos", "ppo", "--hosts", "2", "--iterations", "1", "--delays", "0"],
                       1800, True, ("ip",)),
-    # 2 hosts + the PS host at 1 Gbit/s, 64 KB, 2 repeats (about 20 s; root); its ddp mode:
+    # 5 s (root): 2 hosts + the PS host at 1 Gbit/s, 64 KB, 2 repeats; its ddp mode:
     # tests/test_rack.py::test_ddp_steps_on_the_rack
     "rack_allreduce.py": (["--racks", "1gbit:2", "--sizes-kb", "64", "--repeats", "2",
                            "--warmup", "1"], 600, True, ("ip", "tc")),
-    # two 2-host racks (kernel UDP, DPDK), one interleaved round of 10 round trips, and the
-    # one-host torch part at 2 ranks, 10k elements, one block (about 30 s here; 100 s more
-    # with the third rack and the one-host memif pair)
+    # 6 s (root): two 2-host racks (kernel UDP, DPDK), one interleaved round of 10 round trips,
+    # and the one-host torch part at 2 ranks, 10k elements, one block (100 s more with the third
+    # rack and the one-host memif pair)
     "bench_bypass.py": (["--quick", "--rounds", "1", "--iters", "10", "--no-split", "--no-memif",
                          "--onehost-ranks", "2", "--onehost-sizes", "10000", "--onehost-blocks", "1"],
                         600, True, ("ip",)),
