@@ -115,6 +115,12 @@ class LatencyRam(AxiRam):
             ch.set_pause_generator(axi_pauses(rng, p))
 
 
+def record_stride(record_bytes: int) -> int:
+    """Bytes between two record slots in the AXI memory: R rounded up to a power of two (the
+    layout of replay_rec_store_axi)."""
+    return 1 << (record_bytes - 1).bit_length()
+
+
 async def writes_answered(dut: HierarchyObject, clocks: int = 200_000) -> None:
     """Wait until the record store has no write queued or waiting for its B response."""
     store = dut.egress_inst.g_rec_axi.store_inst
@@ -162,7 +168,7 @@ class DdrTB(TB):
         """Once every write is answered: record i at i * S in the AXI RAM, S = R rounded up to a
         power of two (the layout of replay_rec_store_axi)."""
         await writes_answered(self.dut)
-        stride = 1 << (self.record_bytes - 1).bit_length()
+        stride = record_stride(self.record_bytes)
         assert self.slots, "no record pushed"
         for slot, rec in self.slots.items():
             got = self.ram.read(slot * stride, self.record_bytes)
@@ -339,7 +345,7 @@ async def test_ddr_error_responses(dut: HierarchyObject) -> None:
     tb = DdrTB(dut, seed=9, rd_lat=0, wr_lat=0)
     await tb.reset()
     c, r = tb.capacity, tb.record_bytes
-    size = 1 << (r - 1).bit_length()  # the record stride
+    size = record_stride(r)
     beats = -(-r // 64)  # 512-bit beats per record
     limit = (c // 2) * size
     rd, wr = tb.ram.read_if, tb.ram.write_if

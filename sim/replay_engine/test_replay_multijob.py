@@ -75,7 +75,13 @@ from sim.replay_engine.replay_engine_tb import (
     frame_of,
     stack_coverage,
 )
-from sim.replay_engine.test_replay_ddr import RD_LAT, WR_LAT, LatencyRam, writes_answered
+from sim.replay_engine.test_replay_ddr import (
+    RD_LAT,
+    WR_LAT,
+    LatencyRam,
+    record_stride,
+    writes_answered,
+)
 
 JOBS = int(os.environ.get("RPL_JOBS", "1"))
 DDR = os.environ.get("RPL_DDR") == "1"
@@ -132,7 +138,7 @@ class JobsTB(TB):
         self.ram: LatencyRam | None = None
         if DDR:
             cap, rb = int(dut.CAPACITY.value), int(dut.RECORD_BYTES.value)
-            self.ram = LatencyRam(dut, cap << (rb - 1).bit_length(), RD_LAT, WR_LAT)
+            self.ram = LatencyRam(dut, cap * record_stride(rb), RD_LAT, WR_LAT)
         self.members: dict[int, tuple[JobMember, ...]] = {}
         self.dirty = False  # frames sent since the last quiesce
         self.in_flight: set[int] = set()  # the job bytes of those frames
@@ -343,7 +349,7 @@ class JobsTB(TB):
         ``JOB_RPL_RECORD`` bytes of it, as the model's table holds them."""
         assert self.ram is not None
         await writes_answered(self.dut)
-        stride = 1 << (self.record_bytes - 1).bit_length()
+        stride = record_stride(self.record_bytes)
         for j in range(self.jobs):
             table = self.m._pages[j].table  # test introspection: the job's table
             if table is None or not self.m.read("JOB_ENABLE") >> j & 1:
